@@ -1,0 +1,14 @@
+// Package audit describes the record of who did what in Fusebox: sign-ins,
+// trips, resumes and every other operator action.
+package audit
+
+import "time"
+
+// Entry is one recorded action.
+type Entry struct {
+	At     time.Time
+	Actor  string // who: a signed-in name, "system", or a mail recipient
+	Action string // what, as a short verb phrase: "signed in", "tripped"
+	Target string // on what: a circuit id, a job id; may be empty
+	Detail string // free text for people
+}

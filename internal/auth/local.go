@@ -1,0 +1,56 @@
+package auth
+
+import (
+	"strings"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// LocalUser is a user defined in configuration.
+type LocalUser struct {
+	Name         string
+	Role         Role
+	PasswordHash []byte // bcrypt
+}
+
+// LocalUsers checks passwords of users defined in configuration.
+type LocalUsers struct {
+	users map[string]LocalUser // by lower-case name
+	dummy []byte
+}
+
+// NewLocalUsers indexes users by case-insensitive name.
+func NewLocalUsers(users []LocalUser) *LocalUsers {
+	l := &LocalUsers{users: make(map[string]LocalUser, len(users))}
+	for _, u := range users {
+		l.users[strings.ToLower(u.Name)] = u
+	}
+	// Checking a password against this hash when the name is unknown makes
+	// unknown names cost as much as wrong passwords, so timing does not
+	// reveal which names exist.
+	l.dummy, _ = bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.DefaultCost)
+	return l
+}
+
+// Enabled reports whether any local user is configured.
+func (l *LocalUsers) Enabled() bool { return len(l.users) > 0 }
+
+// Authenticate returns the user's principal if the password matches.
+func (l *LocalUsers) Authenticate(name, password string) (Principal, error) {
+	u, ok := l.users[strings.ToLower(strings.TrimSpace(name))]
+	hash := l.dummy
+	if ok {
+		hash = u.PasswordHash
+	}
+	// bcrypt ignores bytes past 72; refuse them instead of accepting a prefix.
+	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !ok || len(password) > 72 {
+		return Principal{}, ErrBadCredentials
+	}
+	return Principal{Subject: "local:" + u.Name, Name: u.Name, Role: u.Role, Provider: "local"}, nil
+}
+
+// HashPassword makes the bcrypt hash that FUSEBOX_LOCAL_USERS expects.
+func HashPassword(password string) (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)
+	return string(h), err
+}

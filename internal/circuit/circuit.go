@@ -1,0 +1,88 @@
+// Package circuit is Fusebox's domain model of circuit breakers: a circuit
+// watches one function of one function app and, when failures cross its
+// threshold within its window, opens by switching the function's trigger off.
+//
+// The package knows nothing of HTTP, templates or Azure SDK types. This first
+// version holds the types that storage and the dashboard share; counting,
+// transitions and switching arrive with the circuit evaluator.
+package circuit
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is where a circuit stands.
+type State int
+
+const (
+	// Closed: the function runs; failures are counted.
+	Closed State = iota
+	// Open: the threshold was crossed and the trigger is off.
+	Open
+	// HalfOpen: the trigger is back on for a trial after a cooldown.
+	HalfOpen
+	// ForcedOpen: an operator switched the trigger off by hand.
+	ForcedOpen
+)
+
+var stateNames = [...]string{"closed", "open", "half-open", "forced-open"}
+
+func (s State) String() string {
+	if s < 0 || int(s) >= len(stateNames) {
+		return fmt.Sprintf("state(%d)", int(s))
+	}
+	return stateNames[s]
+}
+
+// ParseState reads the name String gives. Rows written by other programs
+// are checked with it, so an unknown name is an error, not "closed".
+func ParseState(name string) (State, error) {
+	for i, n := range stateNames {
+		if n == name {
+			return State(i), nil
+		}
+	}
+	return 0, fmt.Errorf("circuit: unknown state %q", name)
+}
+
+// TriggerOff reports whether the state means the function must not run.
+func (s State) TriggerOff() bool { return s == Open || s == ForcedOpen }
+
+// SwitchKind names how Fusebox turns a function app's trigger on and off.
+type SwitchKind string
+
+const (
+	// SwitchARM edits the app's settings through Azure Resource Manager.
+	SwitchARM SwitchKind = "arm"
+	// SwitchLocal edits the local.settings.json that Azure Functions Core
+	// Tools reads, for running function apps on a developer's machine.
+	SwitchLocal SwitchKind = "local"
+)
+
+// App is a function app whose functions Fusebox guards.
+type App struct {
+	ID             string // short slug chosen by the operator, unique
+	DisplayName    string
+	SubscriptionID string
+	ResourceGroup  string
+	Site           string
+	Slot           string // empty for the production slot
+	Switch         SwitchKind
+	LocalSettings  string // path of local.settings.json, for SwitchLocal
+}
+
+// Circuit guards one function.
+type Circuit struct {
+	AppID     string
+	Function  string
+	Threshold int           // trips when more than Threshold failures...
+	Window    time.Duration // ...happen within Window
+	State     State
+	Episode   int64 // bumped on every transition
+	ChangedAt time.Time
+	Reason    string // why it last changed
+}
+
+// ID identifies the circuit across the product: app and function.
+func (c Circuit) ID() string { return c.AppID + "/" + c.Function }

@@ -1,0 +1,413 @@
+// Package config reads Fusebox's settings from FUSEBOX_* environment
+// variables once, at start-up, into a Config that is passed down explicitly.
+//
+// Load reports every problem it finds at once, each naming the variable and
+// the fix, so an operator can correct a deployment in one pass.
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Environment selects defaults that differ between a developer's machine and
+// a deployment: log format and how loudly problems are reported.
+type Environment string
+
+const (
+	Development Environment = "development"
+	Production  Environment = "production"
+)
+
+// Config is every setting Fusebox reads. Secrets are held as their own type
+// so that formatting a Config never prints them.
+type Config struct {
+	Env      Environment
+	LogLevel string // debug, info, warn or error
+
+	HTTPAddr            string
+	BaseURL             *url.URL // where browsers reach Fusebox; its scheme decides Secure cookies
+	MaxBodyBytes        int64
+	TrustProxyHeaders   bool // take the client address from X-Forwarded-For (only behind a proxy you control)
+	ShutdownGracePeriod time.Duration
+
+	Storage        Storage
+	MigrateOnStart bool
+	Session        Session
+	LocalUsers     []LocalUser
+	OIDC           *OIDC // nil when OpenID Connect is off
+	EasyAuth       bool  // trust App Service's X-MS-CLIENT-PRINCIPAL header
+	RoleClaim      string
+	OperatorClaims []string // claim values that grant the operator role
+	ViewerClaims   []string // claim values that grant the viewer role
+	LoginRateLimit float64  // sign-in attempts per second per client address
+}
+
+// Storage says how to reach Azure Table Storage: either a connection string
+// (shared key, SAS or the Azurite development account) or an account URL
+// used with a managed identity.
+type Storage struct {
+	ConnectionString Secret
+	AccountURL       string
+	TablePrefix      string
+}
+
+// Session configures the sign-in cookie.
+type Session struct {
+	Key Secret // signs session and CSRF cookies; at least 32 bytes
+	TTL time.Duration
+}
+
+// LocalUser is an operator defined in configuration, for development and
+// small installations. Only the bcrypt hash of the password is known.
+type LocalUser struct {
+	Name         string
+	Role         string
+	PasswordHash Secret
+}
+
+// OIDC configures sign-in through an OpenID Connect provider such as Entra ID.
+type OIDC struct {
+	Issuer       string
+	ClientID     string
+	ClientSecret Secret
+	Scopes       []string
+	DisplayName  string
+}
+
+// Secret is a string that never prints itself.
+type Secret string
+
+func (Secret) String() string   { return "[redacted]" }
+func (Secret) GoString() string { return "[redacted]" }
+
+// Reveal returns the secret's value, for the one place that needs it.
+func (s Secret) Reveal() string { return string(s) }
+
+// DevelopmentStorage is the connection string of Azurite's well-known
+// development account. The SDK does not understand the
+// UseDevelopmentStorage=true shorthand, so Load expands it to this.
+const DevelopmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
+	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
+	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;" +
+	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+
+// Roles a signed-in person can hold. An operator can do everything a viewer can.
+const (
+	RoleViewer   = "viewer"
+	RoleOperator = "operator"
+)
+
+var (
+	tablePrefixPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,39}$`)
+	userNamePattern    = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+)
+
+// Load builds a Config from the environment. lookup is os.LookupEnv in
+// production and a map in tests.
+func Load(lookup func(string) (string, bool)) (*Config, error) {
+	r := reader{lookup: lookup}
+	c := &Config{
+		Env:                 Environment(strings.ToLower(r.str("FUSEBOX_ENV", string(Production)))),
+		LogLevel:            strings.ToLower(r.str("FUSEBOX_LOG_LEVEL", "info")),
+		HTTPAddr:            r.str("FUSEBOX_HTTP_ADDR", "127.0.0.1:8080"),
+		MaxBodyBytes:        r.bytes("FUSEBOX_MAX_BODY_BYTES", 1<<20),
+		TrustProxyHeaders:   r.bool("FUSEBOX_TRUST_PROXY_HEADERS", false),
+		ShutdownGracePeriod: r.duration("FUSEBOX_SHUTDOWN_GRACE", 15*time.Second),
+		MigrateOnStart:      r.bool("FUSEBOX_MIGRATE_ON_START", true),
+		EasyAuth:            r.bool("FUSEBOX_EASYAUTH_ENABLED", false),
+		RoleClaim:           r.str("FUSEBOX_ROLE_CLAIM", "roles"),
+		OperatorClaims:      r.list("FUSEBOX_OPERATOR_CLAIM_VALUES"),
+		ViewerClaims:        r.list("FUSEBOX_VIEWER_CLAIM_VALUES"),
+		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
+	}
+
+	switch c.Env {
+	case Development, Production:
+	default:
+		r.fail("FUSEBOX_ENV", "must be %q or %q, got %q", Development, Production, c.Env)
+	}
+	switch c.LogLevel {
+	case "debug", "info", "warn", "error":
+	default:
+		r.fail("FUSEBOX_LOG_LEVEL", "must be debug, info, warn or error, got %q", c.LogLevel)
+	}
+	if _, _, err := net.SplitHostPort(c.HTTPAddr); err != nil {
+		r.fail("FUSEBOX_HTTP_ADDR", "must be host:port such as 127.0.0.1:8080 or :8080, got %q", c.HTTPAddr)
+	}
+	c.BaseURL = r.baseURL(c.HTTPAddr)
+	if c.MaxBodyBytes < 1024 {
+		r.fail("FUSEBOX_MAX_BODY_BYTES", "must be at least 1024 bytes")
+	}
+	if c.LoginRateLimit <= 0 {
+		r.fail("FUSEBOX_LOGIN_RATE_LIMIT", "must be a positive number of attempts per second, such as 1")
+	}
+
+	c.Storage = r.storage()
+	c.Session = Session{
+		Key: Secret(r.str("FUSEBOX_SESSION_KEY", "")),
+		TTL: r.duration("FUSEBOX_SESSION_TTL", 12*time.Hour),
+	}
+	if len(c.Session.Key) < 32 {
+		r.fail("FUSEBOX_SESSION_KEY", "must be at least 32 random characters; generate one with: openssl rand -base64 48")
+	}
+	if c.Session.TTL < time.Minute || c.Session.TTL > 30*24*time.Hour {
+		r.fail("FUSEBOX_SESSION_TTL", "must be between 1m and 720h, got %s", c.Session.TTL)
+	}
+
+	c.LocalUsers = r.localUsers()
+	c.OIDC = r.oidc()
+	if c.RoleClaim == "" {
+		r.fail("FUSEBOX_ROLE_CLAIM", "must name the claim that carries roles or groups, such as roles or groups")
+	}
+	if (c.OIDC != nil || c.EasyAuth) && len(c.OperatorClaims)+len(c.ViewerClaims) == 0 {
+		r.fail("FUSEBOX_OPERATOR_CLAIM_VALUES", "set it (and/or FUSEBOX_VIEWER_CLAIM_VALUES) to the %s claim values that grant each role; without them nobody signing in through OpenID Connect or Easy Auth gets a role", c.RoleClaim)
+	}
+	if len(c.LocalUsers) == 0 && c.OIDC == nil && !c.EasyAuth {
+		r.fail("FUSEBOX_LOCAL_USERS", "no sign-in method is configured: set FUSEBOX_LOCAL_USERS, FUSEBOX_OIDC_ISSUER or FUSEBOX_EASYAUTH_ENABLED=true")
+	}
+
+	if err := errors.Join(r.problems...); err != nil {
+		return nil, fmt.Errorf("configuration is invalid:\n%w", err)
+	}
+	return c, nil
+}
+
+// SecureCookies reports whether cookies must carry the Secure attribute:
+// whenever browsers reach Fusebox over TLS.
+func (c *Config) SecureCookies() bool { return c.BaseURL.Scheme == "https" }
+
+type reader struct {
+	lookup   func(string) (string, bool)
+	problems []error
+}
+
+func (r *reader) fail(name, format string, args ...any) {
+	r.problems = append(r.problems, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
+}
+
+func (r *reader) str(name, def string) string {
+	v, ok := r.lookup(name)
+	if !ok || strings.TrimSpace(v) == "" {
+		return def
+	}
+	return strings.TrimSpace(v)
+}
+
+func (r *reader) list(name string) []string {
+	var out []string
+	for _, v := range strings.Split(r.str(name, ""), ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func (r *reader) bool(name string, def bool) bool {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		r.fail(name, "must be true or false, got %q", v)
+		return def
+	}
+	return b
+}
+
+func (r *reader) duration(name string, def time.Duration) time.Duration {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		r.fail(name, "must be a duration such as 30s, 15m or 12h, got %q", v)
+		return def
+	}
+	return d
+}
+
+func (r *reader) float(name string, def float64) float64 {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil {
+		r.fail(name, "must be a number, got %q", v)
+		return def
+	}
+	return f
+}
+
+func (r *reader) bytes(name string, def int64) int64 {
+	v := r.str(name, "")
+	if v == "" {
+		return def
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		r.fail(name, "must be a whole number of bytes, such as 1048576, got %q", v)
+		return def
+	}
+	return n
+}
+
+func (r *reader) baseURL(addr string) *url.URL {
+	raw := r.str("FUSEBOX_BASE_URL", "")
+	if raw == "" {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return &url.URL{Scheme: "http", Host: "127.0.0.1:8080"}
+		}
+		if host == "" || host == "0.0.0.0" || host == "::" {
+			host = "localhost"
+		}
+		return &url.URL{Scheme: "http", Host: net.JoinHostPort(host, port)}
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || (u.Path != "" && u.Path != "/") || u.RawQuery != "" {
+		r.fail("FUSEBOX_BASE_URL", "must be an absolute http(s) URL without a path, such as https://fusebox.example.com, got %q", raw)
+		return &url.URL{Scheme: "http", Host: "127.0.0.1:8080"}
+	}
+	u.Path = ""
+	return u
+}
+
+func (r *reader) storage() Storage {
+	s := Storage{
+		ConnectionString: Secret(r.str("FUSEBOX_STORAGE_CONNECTION_STRING", "")),
+		AccountURL:       r.str("FUSEBOX_STORAGE_ACCOUNT_URL", ""),
+		TablePrefix:      r.str("FUSEBOX_TABLE_PREFIX", "fusebox"),
+	}
+	if !tablePrefixPattern.MatchString(s.TablePrefix) {
+		r.fail("FUSEBOX_TABLE_PREFIX", "must start with a letter and hold only letters and digits, at most 40, got %q", s.TablePrefix)
+	}
+	switch {
+	case s.ConnectionString != "" && s.AccountURL != "":
+		r.fail("FUSEBOX_STORAGE_CONNECTION_STRING", "set either it or FUSEBOX_STORAGE_ACCOUNT_URL, not both")
+	case s.ConnectionString == "" && s.AccountURL == "":
+		r.fail("FUSEBOX_STORAGE_CONNECTION_STRING", "is required (or FUSEBOX_STORAGE_ACCOUNT_URL with a managed identity); for Azurite use UseDevelopmentStorage=true")
+	case s.ConnectionString != "":
+		cs, err := normalizeConnectionString(s.ConnectionString.Reveal())
+		if err != nil {
+			// The value may hold an account key: name the problem, never echo the value.
+			r.fail("FUSEBOX_STORAGE_CONNECTION_STRING", "%v", err)
+		}
+		s.ConnectionString = Secret(cs)
+	default:
+		u, err := url.Parse(s.AccountURL)
+		if err != nil || u.Scheme != "https" && u.Scheme != "http" || u.Host == "" {
+			r.fail("FUSEBOX_STORAGE_ACCOUNT_URL", "must be the table endpoint, such as https://myaccount.table.core.windows.net, got %q", s.AccountURL)
+		}
+	}
+	return s
+}
+
+// normalizeConnectionString expands the development shorthand and checks
+// that the string has the parts the table client needs.
+func normalizeConnectionString(cs string) (string, error) {
+	parts := map[string]string{}
+	for _, p := range strings.Split(cs, ";") {
+		p = strings.TrimSpace(p)
+		if p == "" {
+			continue
+		}
+		k, v, ok := strings.Cut(p, "=")
+		if !ok {
+			return "", errors.New("is not a connection string: every part must be Name=value, separated by ';'")
+		}
+		parts[strings.ToLower(k)] = v
+	}
+	if strings.EqualFold(parts["usedevelopmentstorage"], "true") {
+		if proxy := parts["developmentstorageproxyuri"]; proxy != "" {
+			return "", errors.New("DevelopmentStorageProxyUri is not supported; give Azurite's full connection string instead")
+		}
+		return DevelopmentStorage, nil
+	}
+	if parts["accountname"] == "" {
+		return "", errors.New("has no AccountName; copy the full connection string from the storage account's Access keys page")
+	}
+	if parts["accountkey"] == "" && parts["sharedaccesssignature"] == "" {
+		return "", errors.New("has neither AccountKey nor SharedAccessSignature; copy the full connection string from the storage account's Access keys page")
+	}
+	if ep := parts["tableendpoint"]; ep != "" {
+		if u, err := url.Parse(ep); err != nil || u.Host == "" {
+			return "", errors.New("has a TableEndpoint that is not an absolute URL")
+		}
+	}
+	return cs, nil
+}
+
+func (r *reader) localUsers() []LocalUser {
+	raw := r.str("FUSEBOX_LOCAL_USERS", "")
+	if raw == "" {
+		return nil
+	}
+	var users []LocalUser
+	seen := map[string]bool{}
+	for i, entry := range strings.Split(raw, ",") {
+		entry = strings.TrimSpace(entry)
+		if entry == "" {
+			continue
+		}
+		name, rest, ok1 := strings.Cut(entry, ":")
+		role, hash, ok2 := strings.Cut(rest, ":")
+		if !ok1 || !ok2 {
+			r.fail("FUSEBOX_LOCAL_USERS", "entry %d must be name:role:bcrypt-hash (make one with: fusebox hash-password)", i+1)
+			continue
+		}
+		switch {
+		case !userNamePattern.MatchString(name):
+			r.fail("FUSEBOX_LOCAL_USERS", "entry %d: user name %q may hold only letters, digits and . _ @ -", i+1, name)
+		case role != RoleViewer && role != RoleOperator:
+			r.fail("FUSEBOX_LOCAL_USERS", "entry %d (%s): role must be viewer or operator, got %q", i+1, name, role)
+		case !strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") && !strings.HasPrefix(hash, "$2y$"):
+			r.fail("FUSEBOX_LOCAL_USERS", "entry %d (%s): the password must be a bcrypt hash starting with $2a$, $2b$ or $2y$ (make one with: fusebox hash-password)", i+1, name)
+		case seen[strings.ToLower(name)]:
+			r.fail("FUSEBOX_LOCAL_USERS", "entry %d: user %q is listed twice", i+1, name)
+		default:
+			seen[strings.ToLower(name)] = true
+			users = append(users, LocalUser{Name: name, Role: role, PasswordHash: Secret(hash)})
+		}
+	}
+	return users
+}
+
+func (r *reader) oidc() *OIDC {
+	o := &OIDC{
+		Issuer:       r.str("FUSEBOX_OIDC_ISSUER", ""),
+		ClientID:     r.str("FUSEBOX_OIDC_CLIENT_ID", ""),
+		ClientSecret: Secret(r.str("FUSEBOX_OIDC_CLIENT_SECRET", "")),
+		Scopes:       r.list("FUSEBOX_OIDC_SCOPES"),
+		DisplayName:  r.str("FUSEBOX_OIDC_DISPLAY_NAME", "single sign-on"),
+	}
+	if o.Issuer == "" {
+		if o.ClientID != "" || o.ClientSecret != "" {
+			r.fail("FUSEBOX_OIDC_ISSUER", "is required when FUSEBOX_OIDC_CLIENT_ID or FUSEBOX_OIDC_CLIENT_SECRET is set")
+		}
+		return nil
+	}
+	if u, err := url.Parse(o.Issuer); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		r.fail("FUSEBOX_OIDC_ISSUER", "must be the issuer URL, such as https://login.microsoftonline.com/<tenant-id>/v2.0, got %q", o.Issuer)
+	}
+	if o.ClientID == "" {
+		r.fail("FUSEBOX_OIDC_CLIENT_ID", "is required with FUSEBOX_OIDC_ISSUER: the application (client) id registered with the provider")
+	}
+	if o.ClientSecret == "" {
+		r.fail("FUSEBOX_OIDC_CLIENT_SECRET", "is required with FUSEBOX_OIDC_ISSUER: a client secret of the registered application")
+	}
+	if len(o.Scopes) == 0 {
+		o.Scopes = []string{"openid", "profile", "email"}
+	}
+	return o
+}

@@ -1,0 +1,64 @@
+// Package jobs is Fusebox's domain model of scheduled work: timer-triggered
+// functions and background jobs that report their runs, so that slots with
+// no run, late runs and failed runs can be found.
+//
+// This first version holds the types that storage and the dashboard share;
+// schedules, run history and gap detection arrive with the job scanner.
+package jobs
+
+import (
+	"fmt"
+	"time"
+)
+
+// Status is a job's health as last computed by the scanner.
+type Status int
+
+const (
+	// New: no run reported yet.
+	New Status = iota
+	// Up: the last expected slot had a successful run.
+	Up
+	// Late: the expected run has not come, but the grace period has not passed.
+	Late
+	// Missing: a slot passed its grace period with no run.
+	Missing
+	// Failing: the last run reported failure.
+	Failing
+	// Paused: an operator paused monitoring.
+	Paused
+)
+
+var statusNames = [...]string{"new", "up", "late", "missing", "failing", "paused"}
+
+func (s Status) String() string {
+	if s < 0 || int(s) >= len(statusNames) {
+		return fmt.Sprintf("status(%d)", int(s))
+	}
+	return statusNames[s]
+}
+
+// ParseStatus reads the name String gives; unknown names are an error.
+func ParseStatus(name string) (Status, error) {
+	for i, n := range statusNames {
+		if n == name {
+			return Status(i), nil
+		}
+	}
+	return 0, fmt.Errorf("jobs: unknown status %q", name)
+}
+
+// Healthy reports whether the status needs no one's attention.
+func (s Status) Healthy() bool { return s == New || s == Up || s == Paused }
+
+// Job is one piece of scheduled work.
+type Job struct {
+	ID        string // the id used in ping URLs
+	Name      string
+	AppID     string // optional: the function app it runs in
+	Function  string // optional: the timer-triggered function
+	Schedule  string // NCRONTAB or cron expression
+	TimeZone  string // IANA or Windows zone id
+	Status    Status
+	LastRunAt time.Time
+}

@@ -1,0 +1,67 @@
+package storage
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Apps holds the registered function apps, all in one partition: there are
+// few, and the dashboard lists them all at once.
+type Apps struct{ table *tablestore.Table }
+
+const appsPartition = "app"
+
+type appRow struct {
+	tablestore.Meta
+	DisplayName    string
+	SubscriptionID string
+	ResourceGroup  string
+	Site           string
+	Slot           string
+	Switch         string
+	LocalSettings  string
+}
+
+func (r appRow) toApp() (circuit.App, error) {
+	sw := circuit.SwitchKind(r.Switch)
+	if sw != circuit.SwitchARM && sw != circuit.SwitchLocal {
+		return circuit.App{}, fmt.Errorf("storage: app %s: unknown switch %q", r.RowKey, r.Switch)
+	}
+	return circuit.App{
+		ID: r.RowKey, DisplayName: r.DisplayName, SubscriptionID: r.SubscriptionID,
+		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
+	}, nil
+}
+
+// List returns every app, ordered by id.
+func (a *Apps) List(ctx context.Context) ([]circuit.App, error) {
+	rows, err := tablestore.All[appRow](ctx, a.table, tablestore.Query{Filter: tablestore.PartitionIs(appsPartition)})
+	if err != nil {
+		return nil, fmt.Errorf("storage: list apps: %w", err)
+	}
+	apps := make([]circuit.App, 0, len(rows))
+	for _, r := range rows {
+		app, err := r.toApp()
+		if err != nil {
+			return nil, err
+		}
+		apps = append(apps, app)
+	}
+	return apps, nil
+}
+
+// Put creates or replaces an app's registration.
+func (a *Apps) Put(ctx context.Context, app circuit.App) error {
+	row := &appRow{
+		Meta:        tablestore.Meta{PartitionKey: appsPartition, RowKey: app.ID},
+		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
+		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
+	}
+	if err := a.table.Upsert(ctx, row); err != nil {
+		return fmt.Errorf("storage: put app %s: %w", app.ID, err)
+	}
+	return nil
+}

@@ -1,0 +1,43 @@
+// Package storage keeps Fusebox's records in Azure Table Storage: one
+// repository per table, each mapping its rows to domain types. Row layouts
+// are a contract with other writers and are described in docs/storage.md.
+//
+// Rows are validated when read: a row another program wrote with a bad value
+// is reported with its key, never silently turned into a zero value.
+package storage
+
+import (
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Logical table names; the configured prefix is put in front of each.
+const (
+	TableSchema   = "Schema"
+	TableSessions = "Sessions"
+	TableApps     = "Apps"
+	TableCircuits = "Circuits"
+	TableJobs     = "Jobs"
+	TableAudit    = "Audit"
+)
+
+// Store groups the repositories over one storage account.
+type Store struct {
+	Service  *tablestore.Service
+	Sessions *Sessions
+	Apps     *Apps
+	Circuits *Circuits
+	Jobs     *Jobs
+	Audit    *Audit
+}
+
+// New builds the repositories. It does not touch the network.
+func New(svc *tablestore.Service) *Store {
+	return &Store{
+		Service:  svc,
+		Sessions: &Sessions{table: svc.Table(TableSessions)},
+		Apps:     &Apps{table: svc.Table(TableApps)},
+		Circuits: &Circuits{table: svc.Table(TableCircuits)},
+		Jobs:     &Jobs{table: svc.Table(TableJobs)},
+		Audit:    &Audit{table: svc.Table(TableAudit)},
+	}
+}

@@ -1,0 +1,457 @@
+// Package tablestore is Fusebox's thin, typed layer over Azure Table Storage
+// (aztables). It promises:
+//
+//   - every update and delete is conditional on the ETag the caller read, and
+//     a lost race surfaces as ErrConflict, a missing row as ErrNotFound;
+//   - queries follow continuation tokens to the end, including the empty
+//     pages the service may return while more rows follow;
+//   - filter values are always escaped (see Filter), so data can never
+//     change the shape of a query;
+//   - batches obey Azure's rules (one partition, at most 100 actions, 4 MiB)
+//     even though Azurite is laxer, and a failed batch reports its real
+//     status instead of the 202 the SDK shows.
+//
+// It knows nothing of Fusebox's domain: repositories in internal/storage
+// map their rows to domain types.
+package tablestore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// Sentinel errors. Test with errors.Is; the returned error also wraps the
+// SDK's *azcore.ResponseError for detail.
+var (
+	ErrNotFound = errors.New("not found")                  // 404: no such row or table
+	ErrConflict = errors.New("changed by someone else")    // 412: the ETag no longer matches
+	ErrExists   = errors.New("already exists")             // 409: insert of a row that exists
+	ErrInvalid  = errors.New("rejected as invalid")        // 400: the request was malformed
+	ErrBatch    = errors.New("batch breaks Azure's rules") // caught before sending
+)
+
+// Observer is told about every call to the service, for metrics.
+type Observer func(op, table string, elapsed time.Duration, err error)
+
+// Options tune a Service. The zero value is usable.
+type Options struct {
+	// Prefix is put in front of every table name so several installations
+	// (or test runs) can share one account. Letters and digits only.
+	Prefix string
+	// Observe, when set, is called after every call to the service.
+	Observe Observer
+	// Transport replaces the HTTP transport (tests, proxies).
+	Transport policy.Transporter
+}
+
+// Service is a connection to one storage account's table endpoint.
+type Service struct {
+	client  *aztables.ServiceClient
+	prefix  string
+	observe Observer
+}
+
+// NewFromConnectionString connects with a connection string (shared key or
+// SAS). It does not contact the service; call Ping for that.
+func NewFromConnectionString(connectionString string, opts Options) (*Service, error) {
+	c, err := aztables.NewServiceClientFromConnectionString(connectionString, clientOptions(opts))
+	if err != nil {
+		// The SDK's message may quote the string, and with it the key.
+		return nil, errors.New("tablestore: the storage connection string is not valid")
+	}
+	return newService(c, opts), nil
+}
+
+// NewWithManagedIdentity connects to an account URL with
+// DefaultAzureCredential (managed identity, workload identity, Azure CLI...).
+func NewWithManagedIdentity(accountURL string, opts Options) (*Service, error) {
+	cred, err := azidentity.NewDefaultAzureCredential(nil)
+	if err != nil {
+		return nil, fmt.Errorf("tablestore: no Azure credential available: %w", err)
+	}
+	c, err := aztables.NewServiceClient(accountURL, cred, clientOptions(opts))
+	if err != nil {
+		return nil, fmt.Errorf("tablestore: account URL %q: %w", accountURL, err)
+	}
+	return newService(c, opts), nil
+}
+
+func clientOptions(opts Options) *aztables.ClientOptions {
+	o := &aztables.ClientOptions{}
+	// Retries belong to callers, who know whether an operation is idempotent;
+	// keep the SDK's to a short, bounded few for transient network errors.
+	o.Retry = policy.RetryOptions{MaxRetries: 2, TryTimeout: 15 * time.Second, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+	if opts.Transport != nil {
+		o.Transport = opts.Transport
+	}
+	return o
+}
+
+func newService(c *aztables.ServiceClient, opts Options) *Service {
+	obs := opts.Observe
+	if obs == nil {
+		obs = func(string, string, time.Duration, error) {}
+	}
+	return &Service{client: c, prefix: opts.Prefix, observe: obs}
+}
+
+// TableName is the full name of a logical table, prefix included.
+func (s *Service) TableName(name string) string { return s.prefix + name }
+
+// Table returns a handle on a table; it does not create it.
+func (s *Service) Table(name string) *Table {
+	full := s.TableName(name)
+	return &Table{client: s.client.NewClient(full), name: full, observe: s.observe}
+}
+
+// CreateTable creates a table if it does not exist yet.
+func (s *Service) CreateTable(ctx context.Context, name string) error {
+	full := s.TableName(name)
+	start := time.Now()
+	_, err := s.client.CreateTable(ctx, full, nil)
+	if err != nil {
+		var re *azcore.ResponseError
+		if errors.As(err, &re) && re.ErrorCode == string(aztables.TableAlreadyExists) {
+			err = nil
+		}
+	}
+	s.observe("create_table", full, time.Since(start), err)
+	return wrap("create table", full, "", err)
+}
+
+// DeleteTable removes a table and everything in it. Missing tables are fine.
+func (s *Service) DeleteTable(ctx context.Context, name string) error {
+	full := s.TableName(name)
+	start := time.Now()
+	_, err := s.client.DeleteTable(ctx, full, nil)
+	s.observe("delete_table", full, time.Since(start), err)
+	if err = wrap("delete table", full, "", err); errors.Is(err, ErrNotFound) {
+		return nil
+	}
+	return err
+}
+
+// Ping checks that the account answers and accepts our credentials.
+func (s *Service) Ping(ctx context.Context) error {
+	start := time.Now()
+	top := int32(1)
+	pager := s.client.NewListTablesPager(&aztables.ListTablesOptions{Top: &top})
+	_, err := pager.NextPage(ctx)
+	s.observe("ping", "", time.Since(start), err)
+	return wrap("ping", "", "", err)
+}
+
+// Table is one table of the account.
+type Table struct {
+	client  *aztables.Client
+	name    string
+	observe Observer
+}
+
+// Name is the table's full name.
+func (t *Table) Name() string { return t.name }
+
+// Get reads one row into dst, which must be a pointer to a struct that
+// embeds Meta. A missing row is ErrNotFound.
+func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, dst entity) error {
+	start := time.Now()
+	resp, err := t.client.GetEntity(ctx, partitionKey, rowKey, nil)
+	t.observe("get", t.name, time.Since(start), err)
+	if err != nil {
+		return wrap("get", t.name, partitionKey+"/"+rowKey, err)
+	}
+	return unmarshal(resp.Value, dst, ETag(resp.ETag))
+}
+
+// Insert adds a new row and records its ETag in it. ErrExists if the key is taken.
+func (t *Table) Insert(ctx context.Context, src entity) error {
+	body, err := marshal(src)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	resp, err := t.client.AddEntity(ctx, body, nil)
+	t.observe("insert", t.name, time.Since(start), err)
+	if err != nil {
+		return wrap("insert", t.name, keyOf(src), err)
+	}
+	src.meta().ETag = ETag(resp.ETag)
+	return nil
+}
+
+// Update replaces a row, on condition that it is still at the ETag src
+// carries. ErrConflict if it changed since, ErrNotFound if it is gone.
+func (t *Table) Update(ctx context.Context, src entity) error {
+	etag := src.meta().ETag
+	if etag == "" {
+		return fmt.Errorf("tablestore: update %s %s: no ETag; read the row first (or use Upsert for blind writes)", t.name, keyOf(src))
+	}
+	body, err := marshal(src)
+	if err != nil {
+		return err
+	}
+	e := azcore.ETag(etag)
+	start := time.Now()
+	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeReplace})
+	t.observe("update", t.name, time.Since(start), err)
+	if err != nil {
+		return wrap("update", t.name, keyOf(src), err)
+	}
+	src.meta().ETag = ETag(resp.ETag)
+	return nil
+}
+
+// Upsert writes a row whatever its current state. Use it only where a blind
+// overwrite is what is meant (seeding, idempotent markers).
+func (t *Table) Upsert(ctx context.Context, src entity) error {
+	body, err := marshal(src)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	resp, err := t.client.UpsertEntity(ctx, body, &aztables.UpsertEntityOptions{UpdateMode: aztables.UpdateModeReplace})
+	t.observe("upsert", t.name, time.Since(start), err)
+	if err != nil {
+		return wrap("upsert", t.name, keyOf(src), err)
+	}
+	src.meta().ETag = ETag(resp.ETag)
+	return nil
+}
+
+// Delete removes a row if it is still at etag (AnyETag: whatever its state).
+func (t *Table) Delete(ctx context.Context, partitionKey, rowKey string, etag ETag) error {
+	if etag == "" {
+		return fmt.Errorf("tablestore: delete %s %s/%s: no ETag; pass the row's ETag or AnyETag", t.name, partitionKey, rowKey)
+	}
+	e := azcore.ETag(etag)
+	start := time.Now()
+	_, err := t.client.DeleteEntity(ctx, partitionKey, rowKey, &aztables.DeleteEntityOptions{IfMatch: &e})
+	t.observe("delete", t.name, time.Since(start), err)
+	return wrap("delete", t.name, partitionKey+"/"+rowKey, err)
+}
+
+// Query selects rows. The zero Query reads the whole table.
+type Query struct {
+	Filter Filter
+	Select []string // property names; empty reads all
+	Top    int32    // rows per page, at most 1000; 0 lets the service choose
+}
+
+// Rows iterates over every row the query matches, page after page. It stops
+// at the first error, which it yields once.
+func Rows[T any, PT interface {
+	*T
+	entity
+}](ctx context.Context, t *Table, q Query) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		var token Continuation
+		for {
+			page, next, err := readPage[T, PT](ctx, t, q, token)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, row := range page {
+				if !yield(row, nil) {
+					return
+				}
+			}
+			if next.IsZero() {
+				return
+			}
+			token = next
+		}
+	}
+}
+
+// All collects every row of a query. Use Rows or Page for large results.
+func All[T any, PT interface {
+	*T
+	entity
+}](ctx context.Context, t *Table, q Query) ([]T, error) {
+	var out []T
+	for row, err := range Rows[T, PT](ctx, t, q) {
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, row)
+	}
+	return out, nil
+}
+
+// Continuation marks where the next page of a query starts.
+type Continuation struct {
+	NextPartitionKey string
+	NextRowKey       string
+}
+
+// IsZero reports whether there is no further page.
+func (c Continuation) IsZero() bool { return c.NextPartitionKey == "" && c.NextRowKey == "" }
+
+// Page reads up to one page of rows starting at from. The service may return
+// an empty page that still has a continuation; Page keeps reading until it
+// has rows or there are no more, so an empty result means the end.
+func Page[T any, PT interface {
+	*T
+	entity
+}](ctx context.Context, t *Table, q Query, from Continuation) ([]T, Continuation, error) {
+	for {
+		rows, next, err := readPage[T, PT](ctx, t, q, from)
+		if err != nil || len(rows) > 0 || next.IsZero() {
+			return rows, next, err
+		}
+		from = next
+	}
+}
+
+func readPage[T any, PT interface {
+	*T
+	entity
+}](ctx context.Context, t *Table, q Query, from Continuation) ([]T, Continuation, error) {
+	opts := &aztables.ListEntitiesOptions{}
+	if q.Filter != "" {
+		f := string(q.Filter)
+		opts.Filter = &f
+	}
+	if len(q.Select) > 0 {
+		s := strings.Join(q.Select, ",")
+		opts.Select = &s
+	}
+	if q.Top > 0 {
+		top := min(q.Top, 1000)
+		opts.Top = &top
+	}
+	if !from.IsZero() {
+		opts.NextPartitionKey = &from.NextPartitionKey
+		opts.NextRowKey = &from.NextRowKey
+	}
+	start := time.Now()
+	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
+	t.observe("query", t.name, time.Since(start), err)
+	if err != nil {
+		return nil, Continuation{}, wrap("query", t.name, "", err)
+	}
+	rows := make([]T, len(resp.Entities))
+	for i, raw := range resp.Entities {
+		if err := unmarshal(raw, PT(&rows[i]), ""); err != nil {
+			return nil, Continuation{}, err
+		}
+	}
+	var next Continuation
+	if resp.NextPartitionKey != nil {
+		next.NextPartitionKey = *resp.NextPartitionKey
+	}
+	if resp.NextRowKey != nil {
+		next.NextRowKey = *resp.NextRowKey
+	}
+	return rows, next, nil
+}
+
+func keyOf(e entity) string {
+	m := e.meta()
+	return m.PartitionKey + "/" + m.RowKey
+}
+
+// Error is a failed call, with the sentinel that classifies it.
+type Error struct {
+	Op     string
+	Table  string
+	Key    string
+	Status int
+	Code   string
+	Kind   error // one of the sentinels, or nil when unclassified
+	Err    error
+}
+
+func (e *Error) Error() string {
+	msg := "table storage: " + e.Op
+	if e.Table != "" {
+		msg += " " + e.Table
+	}
+	if e.Key != "" {
+		msg += " " + e.Key
+	}
+	switch {
+	case e.Kind != nil && e.Code != "":
+		return fmt.Sprintf("%s: %v (%d %s)", msg, e.Kind, e.Status, e.Code)
+	case e.Kind != nil:
+		return fmt.Sprintf("%s: %v", msg, e.Kind)
+	case e.Status != 0:
+		return fmt.Sprintf("%s: HTTP %d %s", msg, e.Status, e.Code)
+	}
+	return fmt.Sprintf("%s: %v", msg, e.Err)
+}
+
+func (e *Error) Unwrap() []error {
+	if e.Kind == nil {
+		return []error{e.Err}
+	}
+	return []error{e.Kind, e.Err}
+}
+
+func wrap(op, table, key string, err error) error {
+	if err == nil {
+		return nil
+	}
+	e := &Error{Op: op, Table: table, Key: key, Err: err}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		e.Status, e.Code = re.StatusCode, re.ErrorCode
+		e.Kind = kindOf(re.StatusCode, re.ErrorCode)
+	}
+	return e
+}
+
+func kindOf(status int, code string) error {
+	switch status {
+	case http.StatusNotFound:
+		return ErrNotFound
+	case http.StatusPreconditionFailed:
+		return ErrConflict
+	case http.StatusConflict:
+		if code == string(aztables.EntityAlreadyExists) || code == "EntityAlreadyExists" {
+			return ErrExists
+		}
+		return nil
+	case http.StatusBadRequest:
+		return ErrInvalid
+	}
+	return nil
+}
+
+// ListTables returns the full names of the tables that carry this
+// service's prefix.
+func (s *Service) ListTables(ctx context.Context) ([]string, error) {
+	var names []string
+	opts := &aztables.ListTablesOptions{}
+	if s.prefix != "" {
+		f := string(And(Ge("TableName", s.prefix), Lt("TableName", prefixEnd(s.prefix))))
+		opts.Filter = &f
+	}
+	pager := s.client.NewListTablesPager(opts)
+	for pager.More() {
+		start := time.Now()
+		page, err := pager.NextPage(ctx)
+		s.observe("list_tables", "", time.Since(start), err)
+		if err != nil {
+			return nil, wrap("list tables", "", "", err)
+		}
+		for _, t := range page.Tables {
+			if t.Name != nil {
+				names = append(names, *t.Name)
+			}
+		}
+	}
+	return names, nil
+}

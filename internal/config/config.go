@@ -179,6 +179,22 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	return c, nil
 }
 
+// LoadStorage reads only what commands that touch storage and nothing else
+// need (fusebox migrate, fusebox seed-demo): environment, log level and
+// storage. It validates them as Load does.
+func LoadStorage(lookup func(string) (string, bool)) (*Config, error) {
+	r := reader{lookup: lookup}
+	c := &Config{
+		Env:      Environment(strings.ToLower(r.str("FUSEBOX_ENV", string(Production)))),
+		LogLevel: strings.ToLower(r.str("FUSEBOX_LOG_LEVEL", "info")),
+		Storage:  r.storage(),
+	}
+	if err := errors.Join(r.problems...); err != nil {
+		return nil, fmt.Errorf("configuration is invalid:\n%w", err)
+	}
+	return c, nil
+}
+
 // SecureCookies reports whether cookies must carry the Secure attribute:
 // whenever browsers reach Fusebox over TLS.
 func (c *Config) SecureCookies() bool { return c.BaseURL.Scheme == "https" }

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/app"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+const usage = `usage: fusebox [command]
+
+commands:
+  serve           run the server (the default)
+  migrate         apply storage migrations and exit
+  seed-demo       write the demo app, circuits and jobs (-local-settings PATH)
+  hash-password   read a password on standard input, print its bcrypt hash
+
+Configuration comes from FUSEBOX_* environment variables: see docs/configuration.md.`
+
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdin io.Reader, stdout, stderr io.Writer) error {
+	cmd := "serve"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "serve":
+		return serve(ctx, lookup, stderr)
+	case "migrate":
+		return migrateCmd(ctx, lookup, stderr)
+	case "seed-demo":
+		return seedDemo(ctx, args, lookup, stdout, stderr)
+	case "hash-password":
+		return hashPassword(stdin, stdout)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+func newLogger(cfg *config.Config, w io.Writer) *slog.Logger {
+	var level slog.Level
+	_ = level.UnmarshalText([]byte(cfg.LogLevel))
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.Env == config.Development {
+		return slog.New(slog.NewTextHandler(w, opts))
+	}
+	return slog.New(slog.NewJSONHandler(w, opts))
+}
+
+func serve(ctx context.Context, lookup func(string) (string, bool), stderr io.Writer) error {
+	cfg, err := config.Load(lookup)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	a, err := app.New(ctx, cfg, app.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (FUSEBOX_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	log.Info("fusebox is serving", "addr", l.Addr().String(), "url", cfg.BaseURL.String())
+	err = a.Serve(ctx, l)
+	log.Info("fusebox stopped")
+	return err
+}
+
+func migrateCmd(ctx context.Context, lookup func(string) (string, bool), stderr io.Writer) error {
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return err
+	}
+	log := newLogger(cfg, stderr)
+	svc, err := app.OpenStorage(cfg, nil)
+	if err != nil {
+		return err
+	}
+	runner, err := app.Migrator(svc, log)
+	if err != nil {
+		return err
+	}
+	applied, err := runner.Apply(ctx)
+	if err != nil {
+		return err
+	}
+	log.Info("storage is up to date", "version", runner.Latest(), "applied_now", applied)
+	return nil
+}
+
+func seedDemo(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("seed-demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	localSettings := fs.String("local-settings", "", "path of the demo function app's local.settings.json (created if missing)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *localSettings == "" {
+		return errors.New("seed-demo: -local-settings is required")
+	}
+	if err := migrateCmd(ctx, lookup, stderr); err != nil {
+		return err
+	}
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return err
+	}
+	svc, err := app.OpenStorage(cfg, nil)
+	if err != nil {
+		return err
+	}
+	if err := demo.Seed(ctx, storage.New(svc), *localSettings, time.Now()); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
+	return nil
+}
+
+func hashPassword(stdin io.Reader, stdout io.Writer) error {
+	line, err := bufio.NewReader(stdin).ReadString('\n')
+	if err != nil && !errors.Is(err, io.EOF) {
+		return err
+	}
+	password := strings.TrimRight(line, "\r\n")
+	if len(password) < 8 || len(password) > 72 {
+		return errors.New("hash-password: the password must be 8 to 72 bytes long")
+	}
+	h, err := auth.HashPassword(password)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, h)
+	return nil
+}

@@ -1,0 +1,212 @@
+// Package app wires Fusebox together from a Config: storage, migrations,
+// sign-in and the web server. cmd/web calls it; so do the browser tests,
+// so they run exactly what ships.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/migrate"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/web"
+	"github.com/fusebox/fusebox/migrations"
+	"github.com/fusebox/fusebox/static"
+)
+
+// Options are what the caller provides besides configuration.
+type Options struct {
+	Logger *slog.Logger
+	Now    func() time.Time
+	// OIDCClient talks to the OpenID Connect provider; nil for the default.
+	OIDCClient *http.Client
+}
+
+// App is a wired Fusebox instance.
+type App struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	now     func() time.Time
+	Store   *storage.Store
+	Metrics *metrics.Metrics
+	Web     *web.Server
+}
+
+// OpenStorage connects to Table Storage as configured.
+func OpenStorage(cfg *config.Config, m *metrics.Metrics) (*tablestore.Service, error) {
+	opts := tablestore.Options{Prefix: cfg.Storage.TablePrefix}
+	if m != nil {
+		opts.Observe = m.ObserveStorage
+	}
+	if cfg.Storage.ConnectionString != "" {
+		return tablestore.NewFromConnectionString(cfg.Storage.ConnectionString.Reveal(), opts)
+	}
+	return tablestore.NewWithManagedIdentity(cfg.Storage.AccountURL, opts)
+}
+
+// Migrator returns the runner for Fusebox's migrations.
+func Migrator(svc *tablestore.Service, log *slog.Logger) (*migrate.Runner, error) {
+	host, _ := os.Hostname()
+	return migrate.New(svc, migrations.Steps(), migrate.Settings{Holder: fmt.Sprintf("%s/%d", host, os.Getpid()), Logger: log})
+}
+
+// New connects to storage, applies migrations (or checks they are applied)
+// and builds the web server. Every problem is reported as a start-up error
+// that says what to fix.
+func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	m := metrics.New()
+	svc, err := OpenStorage(cfg, m)
+	if err != nil {
+		return nil, err
+	}
+	pingCtx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	if err := svc.Ping(pingCtx); err != nil {
+		return nil, fmt.Errorf("cannot reach Table Storage (check FUSEBOX_STORAGE_CONNECTION_STRING or FUSEBOX_STORAGE_ACCOUNT_URL, and that the account is reachable): %w", err)
+	}
+	runner, err := Migrator(svc, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	if cfg.MigrateOnStart {
+		applied, err := runner.Apply(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if len(applied) > 0 {
+			o.Logger.Info("migrations applied", "versions", applied)
+		}
+	}
+	store := storage.New(svc)
+
+	key := []byte(cfg.Session.Key.Reveal())
+	sessions, err := auth.NewSessions(store.Sessions, key, cfg.Session.TTL, o.Now)
+	if err != nil {
+		return nil, err
+	}
+	csrf, err := auth.NewCSRF(key)
+	if err != nil {
+		return nil, err
+	}
+	users := make([]auth.LocalUser, 0, len(cfg.LocalUsers))
+	for _, u := range cfg.LocalUsers {
+		role, err := auth.ParseRole(u.Role)
+		if err != nil {
+			return nil, err
+		}
+		users = append(users, auth.LocalUser{Name: u.Name, Role: role, PasswordHash: []byte(u.PasswordHash.Reveal())})
+	}
+	roles := auth.NewRoleMapper(cfg.RoleClaim, cfg.OperatorClaims, cfg.ViewerClaims)
+	var oidc *auth.OIDC
+	if cfg.OIDC != nil {
+		oidc, err = auth.NewOIDC(ctx, auth.OIDCSettings{
+			Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret.Reveal(),
+			RedirectURL: cfg.BaseURL.JoinPath("/auth/oidc/callback").String(), Scopes: cfg.OIDC.Scopes,
+			Roles: roles, HTTPClient: o.OIDCClient, StateKey: key, Now: o.Now,
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var easy *auth.EasyAuth
+	if cfg.EasyAuth {
+		easy = auth.NewEasyAuth(roles)
+	}
+	assets, err := static.Load()
+	if err != nil {
+		return nil, err
+	}
+	srv, err := web.New(web.Deps{
+		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
+		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
+		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit,
+		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
+		Now:   o.Now,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &App{cfg: cfg, log: o.Logger, now: o.Now, Store: store, Metrics: m, Web: srv}, nil
+}
+
+func ready(ctx context.Context, svc *tablestore.Service, runner *migrate.Runner) error {
+	if err := svc.Ping(ctx); err != nil {
+		return errors.New("table storage is unreachable")
+	}
+	v, err := runner.Current(ctx)
+	if err != nil {
+		return errors.New("cannot read the schema version")
+	}
+	if v != runner.Latest() {
+		return fmt.Errorf("schema is at version %d, this build needs %d: run fusebox migrate", v, runner.Latest())
+	}
+	return nil
+}
+
+// Serve answers HTTP on l and runs background loops until ctx ends, then
+// shuts down gracefully: in-flight requests get the grace period to finish.
+func (a *App) Serve(ctx context.Context, l net.Listener) error {
+	hs := &http.Server{
+		Handler:           a.Web.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      60 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+	}
+	g, ctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {
+			return fmt.Errorf("http server: %w", err)
+		}
+		return nil
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownGracePeriod)
+		defer cancel()
+		return hs.Shutdown(shutdownCtx)
+	})
+	g.Go(func() error { return a.sweepSessions(ctx) })
+	return g.Wait()
+}
+
+// sweepSessions deletes expired sessions every ten minutes. Running it on
+// several instances at once is harmless: deletes of rows already gone are
+// ignored. It will move under a lease when leases land.
+func (a *App) sweepSessions(ctx context.Context) error {
+	t := time.NewTicker(10 * time.Minute)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+			n, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
+			a.Metrics.ObserveLoop("session_sweeper", a.now(), err)
+			if err != nil && ctx.Err() == nil {
+				a.log.Warn("session sweep failed", "error", err)
+			} else if n > 0 {
+				a.log.Info("expired sessions removed", "count", n)
+			}
+		}
+	}
+}

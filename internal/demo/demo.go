@@ -1,0 +1,58 @@
+// Package demo fills storage with a function app, circuits in every state
+// and a few jobs, so `make run` shows a living dashboard on a fresh machine.
+// Seeding is idempotent: running it again resets the demo rows.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+// AppID is the demo function app's id.
+const AppID = "orders-demo"
+
+// Seed writes the demo. localSettings is the local.settings.json the demo
+// app's local switch edits; open circuits are switched off in it.
+func Seed(ctx context.Context, st *storage.Store, localSettings string, now time.Time) error {
+	app := circuit.App{
+		ID: AppID, DisplayName: "Orders (demo)", Site: "func-orders-demo", Switch: circuit.SwitchLocal, LocalSettings: localSettings,
+	}
+	if err := st.Apps.Put(ctx, app); err != nil {
+		return err
+	}
+	circuits := []circuit.Circuit{
+		{AppID: AppID, Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: now.Add(-26 * time.Hour), Reason: "resumed by alice"},
+		{AppID: AppID, Function: "SyncInventory", Threshold: 50, Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-12 * time.Minute), Reason: "142 failures in 30s (threshold 50)"},
+		{AppID: AppID, Function: "SendReceipts", Threshold: 20, Window: 5 * time.Minute, State: circuit.HalfOpen, Episode: 7, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
+		{AppID: AppID, Function: "ImportPrices", Threshold: 100, Window: 30 * time.Second, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
+	}
+	for _, c := range circuits {
+		if err := st.Circuits.Put(ctx, c); err != nil {
+			return err
+		}
+		if err := localswitch.SetDisabled(localSettings, c.Function, c.State.TriggerOff()); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+	}
+	js := []jobs.Job{
+		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", Name: "Nightly sales summary", AppID: AppID, Function: "NightlySalesSummary",
+			Schedule: "0 0 1 * * *", TimeZone: "Asia/Tokyo", Status: jobs.Up, LastRunAt: now.Add(-8 * time.Hour)},
+		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02", Name: "Reminder mails", AppID: AppID, Function: "ReminderMails",
+			Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", Status: jobs.Missing, LastRunAt: now.Add(-49 * time.Hour)},
+		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", Name: "Queue depth check", AppID: AppID, Function: "QueueDepthCheck",
+			Schedule: "0 * * * * *", TimeZone: "UTC", Status: jobs.Up, LastRunAt: now.Add(-40 * time.Second)},
+	}
+	for _, j := range js {
+		if err := st.Jobs.Put(ctx, j); err != nil {
+			return err
+		}
+	}
+	return st.Audit.Append(ctx, audit.Entry{At: now, Actor: "system", Action: "seeded the demo", Target: AppID})
+}

@@ -1,0 +1,135 @@
+// Package localswitch turns Azure Functions on and off on a developer's
+// machine by editing the local.settings.json that Azure Functions Core
+// Tools reads, the same way the ARM switch edits app settings in Azure:
+// through AzureWebJobs.<FunctionName>.Disabled.
+//
+// Every write goes to a temporary file in the same folder and is renamed
+// over the original, so a crash never leaves a half-written file, and
+// every setting it does not own is kept. Core Tools reads the file at
+// start-up, so a running `func start` must be restarted to notice.
+package localswitch
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+var functionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+
+// settingName is the key the Functions host reads; it also honours the
+// underscore form, which Disabled reads and Enable removes.
+func settingName(function string) string { return "AzureWebJobs." + function + ".Disabled" }
+func altSettingName(function string) string {
+	return "AzureWebJobs_" + function + "_Disabled"
+}
+
+// Disabled reports whether function is switched off in the file. A missing
+// file means nothing is disabled.
+func Disabled(path, function string) (bool, error) {
+	if err := checkName(function); err != nil {
+		return false, err
+	}
+	_, values, err := read(path)
+	if err != nil {
+		return false, err
+	}
+	for _, k := range []string{settingName(function), altSettingName(function)} {
+		if v, ok := values[k].(string); ok && (v == "1" || strings.EqualFold(v, "true")) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// SetDisabled switches function off (true) or on (false), keeping every
+// other setting. The file is created when missing.
+func SetDisabled(path, function string, disabled bool) error {
+	if err := checkName(function); err != nil {
+		return err
+	}
+	doc, values, err := read(path)
+	if err != nil {
+		return err
+	}
+	delete(values, altSettingName(function))
+	if disabled {
+		values[settingName(function)] = "true"
+	} else {
+		delete(values, settingName(function))
+	}
+	raw, err := json.Marshal(values)
+	if err != nil {
+		return fmt.Errorf("localswitch: %w", err)
+	}
+	doc["Values"] = raw
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		return fmt.Errorf("localswitch: %w", err)
+	}
+	return writeAtomic(path, append(out, '\n'))
+}
+
+func checkName(function string) error {
+	if !functionName.MatchString(function) {
+		return fmt.Errorf("localswitch: %q is not a function name (letters, digits, _ and -, starting with a letter)", function)
+	}
+	return nil
+}
+
+func read(path string) (map[string]json.RawMessage, map[string]any, error) {
+	doc := map[string]json.RawMessage{}
+	values := map[string]any{}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		doc["IsEncrypted"] = json.RawMessage("false")
+		return doc, values, nil
+	}
+	if err != nil {
+		return nil, nil, fmt.Errorf("localswitch: %w", err)
+	}
+	if err := json.Unmarshal(data, &doc); err != nil {
+		return nil, nil, fmt.Errorf("localswitch: %s is not valid JSON: %w", path, err)
+	}
+	if raw, ok := doc["Values"]; ok {
+		if err := json.Unmarshal(raw, &values); err != nil {
+			return nil, nil, fmt.Errorf("localswitch: %s: Values must be an object: %w", path, err)
+		}
+	}
+	return doc, values, nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	mode := fs.FileMode(0o600)
+	if st, err := os.Stat(path); err == nil {
+		mode = st.Mode().Perm()
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), ".local.settings-*.json")
+	if err != nil {
+		return fmt.Errorf("localswitch: %w", err)
+	}
+	defer os.Remove(tmp.Name()) // a no-op once renamed
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return fmt.Errorf("localswitch: write %s: %w", tmp.Name(), err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return fmt.Errorf("localswitch: sync: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("localswitch: %w", err)
+	}
+	if err := os.Chmod(tmp.Name(), mode); err != nil {
+		return fmt.Errorf("localswitch: %w", err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("localswitch: replace %s: %w", path, err)
+	}
+	return nil
+}

@@ -1,0 +1,76 @@
+// Package views renders Fusebox's pages with templ. Every page is a
+// component that takes a typed view model; handlers build the model and
+// views only format it. Nothing here reads configuration or storage.
+package views
+
+import (
+	"fmt"
+	"time"
+)
+
+// Page is what the layout needs on every page.
+type Page struct {
+	Title string
+	Nav   string // which navigation entry is current: overview, circuits, jobs, locks, audit
+	User  *User  // nil when nobody is signed in
+	CSRF  string // token for forms on this page
+	Flash *Flash
+	Asset func(name string) string // cache-busted URL of a static file
+	Now   time.Time
+}
+
+// User is the signed-in person, as the header shows them.
+type User struct {
+	Name string
+	Role string
+}
+
+// Flash is a one-time message carried across a redirect.
+type Flash struct {
+	Kind string // success or error
+	Text string
+}
+
+// navItem is one entry of the top navigation.
+type navItem struct{ Key, Label, Href string }
+
+var navItems = []navItem{
+	{"overview", "Overview", "/"},
+	{"circuits", "Circuits", "/circuits"},
+	{"jobs", "Jobs", "/jobs"},
+	{"locks", "Locks", "/locks"},
+	{"audit", "Audit", "/audit"},
+}
+
+func current(p Page, key string) string {
+	if p.Nav == key {
+		return "page"
+	}
+	return ""
+}
+
+// ago formats how long before now t was, for people.
+func ago(now, t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	d := now.Sub(t)
+	switch {
+	case d < 0:
+		return "in the future"
+	case d < time.Minute:
+		return "just now"
+	case d < time.Hour:
+		return fmt.Sprintf("%d min ago", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%d h ago", int(d.Hours()))
+	}
+	return fmt.Sprintf("%d days ago", int(d.Hours()/24))
+}
+
+func stamp(t time.Time) string {
+	if t.IsZero() {
+		return ""
+	}
+	return t.UTC().Format(time.RFC3339)
+}

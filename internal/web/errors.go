@@ -1,0 +1,61 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// handleError is the one place errors become responses: an HTML page for
+// browsers, JSON under /api/. Details of unexpected errors go to the log
+// (by logRequests), never to the client; the request id links the two.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	status, message := http.StatusInternalServerError, "Something went wrong on our side. It has been logged."
+	var he *echo.HTTPError
+	var te *tablestore.Error
+	switch {
+	case errors.As(err, &he):
+		status = he.Code
+		if m, ok := he.Message.(string); ok {
+			message = m
+		} else {
+			message = http.StatusText(status)
+		}
+		if status == http.StatusNotFound {
+			message = "There is no page here."
+		}
+		if status == http.StatusRequestEntityTooLarge {
+			message = "The request body is larger than this server accepts."
+		}
+	case errors.As(err, &te) && te.Kind == nil:
+		status, message = http.StatusServiceUnavailable, "Table Storage is not answering. Try again in a moment."
+	}
+	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
+
+	if c.Request().Method == http.MethodHead {
+		_ = c.NoContent(status)
+		return
+	}
+	if !wantsHTML(c) {
+		_ = c.JSON(status, map[string]string{"error": message, "request_id": requestID})
+		return
+	}
+	heading := http.StatusText(status)
+	if status == http.StatusUnauthorized {
+		heading = "Not signed in"
+	}
+	m := views.Error{Page: s.page(c, heading, ""), Status: status, Heading: heading, Message: message}
+	if status >= 500 {
+		m.RequestID = requestID
+	}
+	if rerr := render(c, status, views.ErrorPage(m)); rerr != nil {
+		_ = c.String(status, message)
+	}
+}

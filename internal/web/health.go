@@ -1,0 +1,31 @@
+package web
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// healthz says the process is alive; it checks nothing else, so a storage
+// outage never gets healthy instances restarted.
+func (s *Server) healthz(c echo.Context) error {
+	return c.String(http.StatusOK, "ok")
+}
+
+// readyz says whether this instance can do its work: storage answers and
+// the schema is at the version this build expects.
+func (s *Server) readyz(c echo.Context) error {
+	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
+	defer cancel()
+	if err := s.Ready(ctx); err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
+}
+
+func (s *Server) metricsHandler() echo.HandlerFunc {
+	return echo.WrapHandler(promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+}

@@ -1,0 +1,152 @@
+package web
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// overviewShow renders the home page from storage. htmx's periodic refresh
+// asks for the body alone.
+func (s *Server) overviewShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	circuits, err := s.Circuits.List(ctx)
+	if err != nil {
+		return err
+	}
+	jobList, err := s.Jobs.List(ctx)
+	if err != nil {
+		return err
+	}
+	recent, err := s.Audit.Recent(ctx, s.Now(), 8)
+	if err != nil {
+		return err
+	}
+	m := views.Overview{
+		Page:        s.page(c, "Overview", "overview"),
+		Apps:        len(apps),
+		Circuits:    circuitRows(apps, circuits),
+		Jobs:        jobRows(apps, jobList),
+		StateCounts: stateCounts(circuits),
+		JobCounts:   jobCounts(jobList),
+		Recent:      auditRows(recent),
+	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, views.OverviewBody(m))
+	}
+	return render(c, http.StatusOK, views.OverviewPage(m))
+}
+
+func stateTone(st circuit.State) string {
+	switch st {
+	case circuit.Closed:
+		return "ok"
+	case circuit.Open, circuit.ForcedOpen:
+		return "bad"
+	case circuit.HalfOpen:
+		return "warn"
+	}
+	return "muted"
+}
+
+func statusTone(st jobs.Status) string {
+	switch st {
+	case jobs.Up:
+		return "ok"
+	case jobs.Missing, jobs.Failing:
+		return "bad"
+	case jobs.Late:
+		return "warn"
+	}
+	return "muted"
+}
+
+func stateCounts(cs []circuit.Circuit) []views.Count {
+	order := []circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen, circuit.ForcedOpen}
+	n := map[circuit.State]int{}
+	for _, c := range cs {
+		n[c.State]++
+	}
+	out := make([]views.Count, len(order))
+	for i, st := range order {
+		out[i] = views.Count{Label: st.String(), N: n[st], Tone: stateTone(st)}
+	}
+	return out
+}
+
+func jobCounts(js []jobs.Job) []views.Count {
+	healthy, attention := 0, 0
+	for _, j := range js {
+		if j.Status.Healthy() {
+			healthy++
+		} else {
+			attention++
+		}
+	}
+	return []views.Count{{Label: "healthy", N: healthy, Tone: "ok"}, {Label: "needing-attention", N: attention, Tone: "bad"}}
+}
+
+func appName(apps []circuit.App, id string) string {
+	for _, a := range apps {
+		if a.ID == id && a.DisplayName != "" {
+			return a.DisplayName
+		}
+	}
+	return id
+}
+
+func circuitRows(apps []circuit.App, cs []circuit.Circuit) []views.CircuitRow {
+	rows := make([]views.CircuitRow, len(cs))
+	for i, c := range cs {
+		rows[i] = views.CircuitRow{
+			App: appName(apps, c.AppID), Function: c.Function, State: c.State.String(), Tone: stateTone(c.State),
+			Rule:      fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window)),
+			ChangedAt: c.ChangedAt, Reason: c.Reason,
+		}
+	}
+	return rows
+}
+
+func jobRows(apps []circuit.App, js []jobs.Job) []views.JobRow {
+	rows := make([]views.JobRow, len(js))
+	for i, j := range js {
+		app := ""
+		if j.AppID != "" {
+			app = appName(apps, j.AppID)
+		}
+		rows[i] = views.JobRow{Name: j.Name, App: app, Schedule: j.Schedule, TimeZone: j.TimeZone,
+			Status: j.Status.String(), Tone: statusTone(j.Status), LastRunAt: j.LastRunAt}
+	}
+	return rows
+}
+
+func auditRows(es []audit.Entry) []views.AuditRow {
+	rows := make([]views.AuditRow, len(es))
+	for i, e := range es {
+		rows[i] = views.AuditRow{At: e.At, Actor: e.Actor, Action: e.Action, Target: e.Target, Detail: e.Detail}
+	}
+	return rows
+}
+
+// shortDuration prints 30s, 5m or 1h30m rather than Go's 5m0s.
+func shortDuration(d time.Duration) string {
+	s := d.String()
+	if len(s) > 4 && s[len(s)-4:] == "m0s" {
+		s = s[:len(s)-2]
+	}
+	if len(s) > 3 && s[len(s)-3:] == "h0m" {
+		s = s[:len(s)-2]
+	}
+	return s
+}

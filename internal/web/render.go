@@ -1,0 +1,64 @@
+package web
+
+import (
+	"bytes"
+	"strings"
+	"time"
+
+	"github.com/a-h/templ"
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// render writes a component only once it has rendered completely, so a
+// failure half-way never leaves half a page behind a 200.
+func render(c echo.Context, status int, comp templ.Component) error {
+	var buf bytes.Buffer
+	if err := comp.Render(c.Request().Context(), &buf); err != nil {
+		return err
+	}
+	c.Response().Header().Set("Cache-Control", "no-store")
+	return c.HTMLBlob(status, buf.Bytes())
+}
+
+// page fills what the layout needs for the current request.
+func (s *Server) page(c echo.Context, title, nav string) views.Page {
+	p := views.Page{Title: title, Nav: nav, CSRF: csrfToken(c), Asset: s.Assets.URL, Now: s.Now(), Flash: s.takeFlash(c)}
+	if pr, ok := principal(c); ok {
+		p.User = &views.User{Name: pr.Name, Role: pr.Role.String()}
+	}
+	return p
+}
+
+// Flash messages travel as a code, never as text from the request, so a
+// planted cookie cannot put words on the page.
+var flashes = map[string]views.Flash{
+	"signed-in":  {Kind: "success", Text: "You are signed in."},
+	"signed-out": {Kind: "success", Text: "You are signed out."},
+}
+
+func (s *Server) setFlash(c echo.Context, code string) {
+	s.setCookie(c, "fusebox_flash", code, s.Now().Add(time.Minute))
+}
+
+func (s *Server) takeFlash(c echo.Context) *views.Flash {
+	code := s.cookie(c, "fusebox_flash")
+	if code == "" {
+		return nil
+	}
+	s.setCookie(c, "fusebox_flash", "", time.Time{})
+	if f, ok := flashes[code]; ok {
+		return &f
+	}
+	return nil
+}
+
+func wantsHTML(c echo.Context) bool {
+	if isAPI(c) {
+		return false
+	}
+	accept := c.Request().Header.Get("Accept")
+	return accept == "" || strings.Contains(accept, "text/html") || strings.Contains(accept, "*/*")
+}
+

@@ -1,0 +1,54 @@
+package web
+
+import (
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"golang.org/x/time/rate"
+
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/static"
+)
+
+// routes lists every route Fusebox serves.
+func (s *Server) routes() {
+	e := s.echo
+	e.Pre(middleware.RemoveTrailingSlash())
+	e.Use(
+		middleware.RequestID(),
+		s.logRequests,
+		s.recoverPanics,
+		s.securityHeaders,
+		middleware.BodyLimit(bodyLimit(s.Config.MaxBodyBytes)),
+		middleware.GzipWithConfig(middleware.GzipConfig{Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" }}),
+	)
+
+	// Open to all: probes, metrics and static files.
+	e.GET("/healthz", s.healthz)
+	e.GET("/readyz", s.readyz)
+	e.GET("/metrics", s.metricsHandler())
+	e.GET(static.Prefix+"*", echo.WrapHandler(s.Assets.Handler()))
+
+	// Pages for people: signed in or not, every form is CSRF-checked.
+	web := e.Group("", s.csrf, s.loadPrincipal)
+	loginLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(s.Config.LoginRateLimit), Burst: loginBurst, ExpiresIn: 5 * time.Minute,
+		}),
+		ErrorHandler: func(c echo.Context, err error) error { return s.rateLimitError(c, "", err) },
+		DenyHandler:  s.rateLimitError,
+	})
+	web.GET("/login", s.loginShow)
+	web.POST("/login", s.loginSubmit, loginLimit)
+	web.POST("/logout", s.logoutSubmit)
+	web.GET("/auth/oidc/login", s.oidcBegin, loginLimit)
+	web.GET("/auth/oidc/callback", s.oidcCallback, loginLimit)
+
+	viewer := web.Group("", s.require(auth.RoleViewer))
+	viewer.GET("/", s.overviewShow)
+	viewer.GET("/circuits", s.circuitList)
+	viewer.GET("/jobs", s.jobList)
+	viewer.GET("/locks", s.lockList)
+	viewer.GET("/audit", s.auditList)
+}

@@ -1,0 +1,84 @@
+// Package web is Fusebox's HTTP face: routes, middleware and thin handlers
+// that bind input, call a service or repository, and render a view. Every
+// route is listed in routes.go; each page action has its own file.
+package web
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/static"
+)
+
+// The small interfaces handlers need, satisfied by internal/storage.
+type (
+	appLister     interface{ List(context.Context) ([]circuit.App, error) }
+	circuitLister interface {
+		List(context.Context) ([]circuit.Circuit, error)
+	}
+	jobLister interface{ List(context.Context) ([]jobs.Job, error) }
+	auditLog  interface {
+		Append(context.Context, audit.Entry) error
+		Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error)
+	}
+)
+
+// Deps is everything the web layer uses. OIDC and EasyAuth are nil when off.
+type Deps struct {
+	Config   *config.Config
+	Logger   *slog.Logger
+	Metrics  *metrics.Metrics
+	Assets   *static.Assets
+	Sessions *auth.Sessions
+	CSRF     *auth.CSRF
+	Local    *auth.LocalUsers
+	OIDC     *auth.OIDC
+	EasyAuth *auth.EasyAuth
+	Apps     appLister
+	Circuits circuitLister
+	Jobs     jobLister
+	Audit    auditLog
+	// Ready reports whether Fusebox can serve: storage reachable and
+	// migrations applied.
+	Ready func(context.Context) error
+	Now   func() time.Time
+}
+
+// Server serves Fusebox over HTTP.
+type Server struct {
+	Deps
+	echo *echo.Echo
+}
+
+// New builds the server and its routes.
+func New(d Deps) (*Server, error) {
+	switch {
+	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Ready == nil, d.Now == nil:
+		return nil, errors.New("web: a required dependency is missing")
+	}
+	s := &Server{Deps: d, echo: echo.New()}
+	s.echo.HideBanner, s.echo.HidePort = true, true
+	s.echo.HTTPErrorHandler = s.handleError
+	if d.Config.TrustProxyHeaders {
+		s.echo.IPExtractor = echo.ExtractIPFromXFFHeader()
+	} else {
+		s.echo.IPExtractor = echo.ExtractIPDirect()
+	}
+	s.routes()
+	return s, nil
+}
+
+// Handler returns the HTTP handler, for http.Server and tests.
+func (s *Server) Handler() http.Handler { return s.echo }

@@ -61,4 +61,3 @@ func wantsHTML(c echo.Context) bool {
 	accept := c.Request().Header.Get("Accept")
 	return accept == "" || strings.Contains(accept, "text/html") || strings.Contains(accept, "*/*")
 }
-

@@ -23,12 +23,16 @@ import (
 
 // The small interfaces handlers need, satisfied by internal/storage.
 type (
-	appLister     interface{ List(context.Context) ([]circuit.App, error) }
+	appLister interface {
+		List(context.Context) ([]circuit.App, error)
+	}
 	circuitLister interface {
 		List(context.Context) ([]circuit.Circuit, error)
 	}
-	jobLister interface{ List(context.Context) ([]jobs.Job, error) }
-	auditLog  interface {
+	jobLister interface {
+		List(context.Context) ([]jobs.Job, error)
+	}
+	auditLog interface {
 		Append(context.Context, audit.Entry) error
 		Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error)
 	}

@@ -41,7 +41,7 @@ func (s *Server) signIn(c echo.Context, p auth.Principal, next string) error {
 	if err != nil {
 		return err
 	}
-	s.setCookie(c, "fusebox_session", value, expires)
+	s.setCookie(c, "fusebox_session", value, expires.Sub(s.Now()))
 	ctx, cancel := detached(c)
 	defer cancel()
 	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "signed in", Detail: "via " + p.Provider + " as " + p.Role.String()}); err != nil {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,7 +16,7 @@ func (s *Server) logoutSubmit(c echo.Context) error {
 			return err
 		}
 	}
-	s.setCookie(c, "fusebox_session", "", time.Time{})
+	s.setCookie(c, "fusebox_session", "", 0)
 	if p, ok := principal(c); ok {
 		ctx, cancel := detached(c)
 		defer cancel()

@@ -125,15 +125,19 @@ func (s *Server) cookieName(base string) string {
 	return base
 }
 
-func (s *Server) setCookie(c echo.Context, name, value string, expires time.Time) {
+// setCookie sets an HttpOnly, SameSite=Lax cookie (Secure under TLS). A
+// positive maxAge bounds its life; it is relative, so it holds whatever the
+// server's and the browser's clocks say. Zero makes a browser-session
+// cookie; an empty value deletes the cookie.
+func (s *Server) setCookie(c echo.Context, name, value string, maxAge time.Duration) {
 	ck := &http.Cookie{
 		Name: s.cookieName(name), Value: value, Path: "/", HttpOnly: true,
 		Secure: s.Config.SecureCookies(), SameSite: http.SameSiteLaxMode,
 	}
 	if value == "" {
 		ck.MaxAge = -1
-	} else if !expires.IsZero() {
-		ck.Expires = expires
+	} else if maxAge > 0 {
+		ck.MaxAge = int(maxAge / time.Second)
 	}
 	c.SetCookie(ck)
 }
@@ -155,7 +159,7 @@ func (s *Server) csrf(next echo.HandlerFunc) echo.HandlerFunc {
 		id := s.cookie(c, "fusebox_csrf")
 		if id == "" {
 			id = s.CSRF.NewBrowserID()
-			s.setCookie(c, "fusebox_csrf", id, time.Time{})
+			s.setCookie(c, "fusebox_csrf", id, 0)
 		}
 		c.Set(keyCSRF, s.CSRF.Token(id))
 		switch c.Request().Method {
@@ -198,7 +202,7 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 			sess, err := s.Sessions.Lookup(c.Request().Context(), v)
 			switch {
 			case errors.Is(err, auth.ErrNoSession):
-				s.setCookie(c, "fusebox_session", "", time.Time{})
+				s.setCookie(c, "fusebox_session", "", 0)
 			case err != nil:
 				return fmt.Errorf("web: %w", err)
 			default:

@@ -15,6 +15,6 @@ func (s *Server) oidcBegin(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
 	authURL, flow := s.OIDC.Begin(safeNext(c.QueryParam("next")))
-	s.setCookie(c, "fusebox_oidc", flow, s.Now().Add(auth.FlowLifetime))
+	s.setCookie(c, "fusebox_oidc", flow, auth.FlowLifetime)
 	return c.Redirect(http.StatusFound, authURL)
 }

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -17,7 +16,7 @@ func (s *Server) oidcCallback(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
 	flow := s.cookie(c, "fusebox_oidc")
-	s.setCookie(c, "fusebox_oidc", "", time.Time{})
+	s.setCookie(c, "fusebox_oidc", "", 0)
 	if e := c.QueryParam("error"); e != "" {
 		msg := "The sign-in provider refused: " + e
 		if d := c.QueryParam("error_description"); d != "" {

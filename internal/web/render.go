@@ -39,7 +39,7 @@ var flashes = map[string]views.Flash{
 }
 
 func (s *Server) setFlash(c echo.Context, code string) {
-	s.setCookie(c, "fusebox_flash", code, s.Now().Add(time.Minute))
+	s.setCookie(c, "fusebox_flash", code, time.Minute)
 }
 
 func (s *Server) takeFlash(c echo.Context) *views.Flash {
@@ -47,7 +47,7 @@ func (s *Server) takeFlash(c echo.Context) *views.Flash {
 	if code == "" {
 		return nil
 	}
-	s.setCookie(c, "fusebox_flash", "", time.Time{})
+	s.setCookie(c, "fusebox_flash", "", 0)
 	if f, ok := flashes[code]; ok {
 		return &f
 	}

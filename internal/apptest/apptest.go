@@ -1,0 +1,93 @@
+// Package apptest starts a real Fusebox, wired by internal/app exactly as
+// `fusebox serve` wires it, on a loopback port against the test Azurite.
+// HTTP and browser tests drive it from outside.
+package apptest
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/app"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// Password is every test user's password.
+const Password = "correct horse battery"
+
+var hashed string
+
+// Server is a running Fusebox.
+type Server struct {
+	URL    string
+	App    *app.App
+	Config *config.Config
+	Clock  *testenv.Clock
+}
+
+// Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*
+// variables; by default there are two local users, "olivia" (operator) and
+// "victor" (viewer), both with Password. The clock starts at a fixed time.
+func Start(t testing.TB, env map[string]string) *Server {
+	t.Helper()
+	if hashed == "" {
+		h, err := auth.HashPassword(Password)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hashed = h
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	vars := map[string]string{
+		"FUSEBOX_ENV":                       "development",
+		"FUSEBOX_STORAGE_CONNECTION_STRING": testenv.ConnectionString(t),
+		"FUSEBOX_TABLE_PREFIX":              testenv.Prefix(t),
+		"FUSEBOX_SESSION_KEY":               "test-session-key-0123456789abcdef",
+		"FUSEBOX_LOCAL_USERS":               "olivia:operator:" + hashed + ",victor:viewer:" + hashed,
+		"FUSEBOX_HTTP_ADDR":                 l.Addr().String(),
+		"FUSEBOX_BASE_URL":                  url,
+		"FUSEBOX_LOGIN_RATE_LIMIT":          "1000",
+		"FUSEBOX_SHUTDOWN_GRACE":            "5s",
+	}
+	for k, v := range env {
+		vars[k] = v
+	}
+	cfg, err := config.Load(func(k string) (string, bool) { v, ok := vars[k]; return v, ok })
+	if err != nil {
+		t.Fatal(err)
+	}
+	clock := testenv.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- a.Serve(ctx, l) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil && !errors.Is(err, context.Canceled) {
+			t.Errorf("server stopped with: %v", err)
+		}
+	})
+	return &Server{URL: url, App: a, Config: cfg, Clock: clock}
+}
+
+// testWriter sends the server's warnings to the test log.
+type testWriter struct{ t testing.TB }
+
+func (w testWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

@@ -1,0 +1,137 @@
+package config_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/config"
+)
+
+const hash = "$2a$10$TQDQa6P/ZiMDvbHs9Sb4e.M8f2/Tc82NJL5ADyKFY7DRe3XI4gtM6"
+
+func env(kv map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) { v, ok := kv[k]; return v, ok }
+}
+
+func valid() map[string]string {
+	return map[string]string{
+		"FUSEBOX_STORAGE_CONNECTION_STRING": "UseDevelopmentStorage=true",
+		"FUSEBOX_SESSION_KEY":               strings.Repeat("k", 32),
+		"FUSEBOX_LOCAL_USERS":               "alice:operator:" + hash + ",bob:viewer:" + hash,
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Load(env(valid()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Env", c.Env, config.Production},
+		{"LogLevel", c.LogLevel, "info"},
+		{"HTTPAddr", c.HTTPAddr, "127.0.0.1:8080"},
+		{"BaseURL", c.BaseURL.String(), "http://127.0.0.1:8080"},
+		{"MaxBodyBytes", c.MaxBodyBytes, int64(1 << 20)},
+		{"TrustProxyHeaders", c.TrustProxyHeaders, false},
+		{"ShutdownGracePeriod", c.ShutdownGracePeriod, 15 * time.Second},
+		{"MigrateOnStart", c.MigrateOnStart, true},
+		{"Storage.ConnectionString", c.Storage.ConnectionString.Reveal(), config.DevelopmentStorage},
+		{"Storage.TablePrefix", c.Storage.TablePrefix, "fusebox"},
+		{"Session.TTL", c.Session.TTL, 12 * time.Hour},
+		{"LocalUsers", len(c.LocalUsers), 2},
+		{"LocalUsers[1].Role", c.LocalUsers[1].Role, "viewer"},
+		{"OIDC", c.OIDC == nil, true},
+		{"EasyAuth", c.EasyAuth, false},
+		{"RoleClaim", c.RoleClaim, "roles"},
+		{"LoginRateLimit", c.LoginRateLimit, 1.0},
+		{"SecureCookies", c.SecureCookies(), false},
+	}
+	for _, ch := range checks {
+		if ch.got != ch.want {
+			t.Errorf("%s = %v, want %v", ch.name, ch.got, ch.want)
+		}
+	}
+}
+
+func TestEveryProblemIsNamed(t *testing.T) {
+	tests := []struct {
+		name string
+		set  map[string]string
+		want []string // each must appear in the error
+	}{
+		{"nothing set", map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": "", "FUSEBOX_SESSION_KEY": "", "FUSEBOX_LOCAL_USERS": ""},
+			[]string{"FUSEBOX_STORAGE_CONNECTION_STRING: is required", "FUSEBOX_SESSION_KEY: must be at least 32", "no sign-in method"}},
+		{"both storage settings", map[string]string{"FUSEBOX_STORAGE_ACCOUNT_URL": "https://a.table.core.windows.net"}, []string{"not both"}},
+		{"connection string without key", map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": "AccountName=a;TableEndpoint=https://a"}, []string{"neither AccountKey nor SharedAccessSignature"}},
+		{"connection string garbage", map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": "hello"}, []string{"is not a connection string"}},
+		{"bad account URL", map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": "", "FUSEBOX_STORAGE_ACCOUNT_URL": "a.table"}, []string{"FUSEBOX_STORAGE_ACCOUNT_URL: must be the table endpoint"}},
+		{"bad listen address", map[string]string{"FUSEBOX_HTTP_ADDR": "8080"}, []string{"FUSEBOX_HTTP_ADDR"}},
+		{"bad base URL", map[string]string{"FUSEBOX_BASE_URL": "fusebox.example.com/x"}, []string{"FUSEBOX_BASE_URL"}},
+		{"bad duration", map[string]string{"FUSEBOX_SESSION_TTL": "forever"}, []string{"FUSEBOX_SESSION_TTL: must be a duration"}},
+		{"bad bool", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "yes please"}, []string{"FUSEBOX_EASYAUTH_ENABLED: must be true or false"}},
+		{"bad prefix", map[string]string{"FUSEBOX_TABLE_PREFIX": "my-prefix"}, []string{"FUSEBOX_TABLE_PREFIX"}},
+		{"bad env", map[string]string{"FUSEBOX_ENV": "staging"}, []string{"FUSEBOX_ENV"}},
+		{"bad local user", map[string]string{"FUSEBOX_LOCAL_USERS": "alice:admin:" + hash + ",bob:viewer:plaintext,carol"},
+			[]string{"entry 1 (alice): role must be viewer or operator", "entry 2 (bob): the password must be a bcrypt hash", "entry 3 must be name:role:bcrypt-hash"}},
+		{"duplicate user", map[string]string{"FUSEBOX_LOCAL_USERS": "alice:viewer:" + hash + ",Alice:operator:" + hash}, []string{"listed twice"}},
+		{"OIDC half configured", map[string]string{"FUSEBOX_OIDC_ISSUER": "https://login.example.com"},
+			[]string{"FUSEBOX_OIDC_CLIENT_ID: is required", "FUSEBOX_OIDC_CLIENT_SECRET: is required", "FUSEBOX_OPERATOR_CLAIM_VALUES"}},
+		{"OIDC secret without issuer", map[string]string{"FUSEBOX_OIDC_CLIENT_SECRET": "x"}, []string{"FUSEBOX_OIDC_ISSUER: is required"}},
+		{"Easy Auth without role values", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true"}, []string{"FUSEBOX_OPERATOR_CLAIM_VALUES"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kv := valid()
+			for k, v := range tt.set {
+				kv[k] = v
+			}
+			_, err := config.Load(env(kv))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error does not say %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestSecretsNeverPrint(t *testing.T) {
+	kv := valid()
+	kv["FUSEBOX_STORAGE_CONNECTION_STRING"] = "AccountName=a;AccountKey=SUPERSECRETKEY;TableEndpoint=https://a.table.core.windows.net"
+	kv["FUSEBOX_SESSION_KEY"] = strings.Repeat("S", 40)
+	c, err := config.Load(env(kv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, format := range []string{"%v", "%+v", "%#v", "%s"} {
+		out := fmt.Sprintf(format, *c)
+		if strings.Contains(out, "SUPERSECRETKEY") || strings.Contains(out, strings.Repeat("S", 40)) || strings.Contains(out, hash) {
+			t.Errorf("%s printed a secret: %s", format, out)
+		}
+	}
+	kv["FUSEBOX_STORAGE_CONNECTION_STRING"] = "AccountName=a;AccountKey=SUPERSECRETKEY;TableEndpoint=not a url"
+	_, err = config.Load(env(kv))
+	if err == nil || strings.Contains(err.Error(), "SUPERSECRETKEY") {
+		t.Errorf("error for a bad connection string quoted its key: %v", err)
+	}
+}
+
+func TestHTTPSBaseURLMakesCookiesSecure(t *testing.T) {
+	kv := valid()
+	kv["FUSEBOX_BASE_URL"] = "https://fusebox.example.com/"
+	c, err := config.Load(env(kv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !c.SecureCookies() || c.BaseURL.String() != "https://fusebox.example.com" {
+		t.Errorf("SecureCookies = %v, BaseURL = %s", c.SecureCookies(), c.BaseURL)
+	}
+}

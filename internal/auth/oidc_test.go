@@ -27,7 +27,7 @@ func newOIDC(t *testing.T, secret string) (*auth.OIDC, *oidctest.Provider, *test
 	}
 	o, err := auth.NewOIDC(t.Context(), auth.OIDCSettings{
 		Issuer: p.URL, ClientID: p.ClientID, ClientSecret: secret, RedirectURL: callback,
-		Roles: auth.NewRoleMapper("roles", []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer", "group-viewers"}),
+		Roles:    auth.NewRoleMapper("roles", []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer", "group-viewers"}),
 		StateKey: stateKey, Now: clock.Now,
 	})
 	if err != nil {

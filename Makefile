@@ -1,0 +1,20 @@
+# The two commands a newcomer needs are `make run` and `make test`.
+.PHONY: run test build generate vendor clean
+
+run: ## run Fusebox locally with Azurite, maildev and demo data
+	@scripts/dev.sh
+
+test: ## install what the tests need and run every check and test
+	@scripts/test.sh
+
+build: ## build bin/fusebox
+	go build -o bin/fusebox ./cmd/web
+
+generate: ## regenerate templ output after editing .templ files
+	go tool templ generate -path internal/views
+
+vendor: ## copy the pinned htmx build from node_modules into static/
+	cp node_modules/htmx.org/dist/htmx.min.js static/js/htmx.min.js
+
+clean: ## remove local data and builds
+	rm -rf .dev bin

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# `make run`: Fusebox with a working local default. Installs the node tools
+# when missing, starts Azurite (table :10002, blob :10000, data in .dev/) and
+# maildev (SMTP :1025, web :1080), applies migrations, seeds the demo, and
+# serves Fusebox in the foreground. Ctrl-C stops everything it started.
+source "$(dirname "$0")/lib.sh"
+cd "$ROOT"
+
+DEV="$ROOT/.dev"
+mkdir -p "$DEV"
+ensure_node_modules
+
+for port in 10000 10002 1025 1080 "${FUSEBOX_PORT:-8080}"; do
+  if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+    log "port $port on 127.0.0.1 is in use: stop whatever listens there (an earlier make run?) and try again"
+    exit 1
+  fi
+done
+
+log "building fusebox"
+go build -o bin/fusebox ./cmd/web
+
+trap stop_started EXIT
+log "starting Azurite (data in .dev/azurite)"
+AZURITE_LOG="$DEV/azurite.log" start_azurite 10002 10000 "$DEV/azurite"
+log "starting maildev"
+"$BIN/maildev" --smtp 1025 --ip 127.0.0.1 --web 1080 --web-ip 127.0.0.1 >"$DEV/maildev.log" 2>&1 &
+PIDS+=($!)
+wait_port 1080 maildev
+
+# A session key that survives restarts, so a browser stays signed in.
+[[ -s "$DEV/session.key" ]] || head -c 48 /dev/urandom | base64 | tr -d '\n' >"$DEV/session.key"
+demo_password=fusebox-demo
+demo_hash=$(printf '%s\n' "$demo_password" | bin/fusebox hash-password)
+
+export FUSEBOX_ENV=development
+export FUSEBOX_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true
+export FUSEBOX_HTTP_ADDR=127.0.0.1:${FUSEBOX_PORT:-8080}
+export FUSEBOX_SESSION_KEY
+FUSEBOX_SESSION_KEY=$(cat "$DEV/session.key")
+export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
+
+log "applying migrations and seeding the demo"
+mkdir -p "$DEV/orders-demo"
+bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" >/dev/null
+
+cat <<MSG
+
+  Fusebox      http://$FUSEBOX_HTTP_ADDR
+  Sign in      demo / $demo_password   (operator)    viewer / $demo_password   (viewer)
+  Mail         http://127.0.0.1:1080   (maildev: every mail Fusebox sends lands here)
+  Demo switch  .dev/orders-demo/local.settings.json
+
+  Press Ctrl-C to stop Fusebox, Azurite and maildev.
+
+MSG
+bin/fusebox serve &
+PIDS+=($!)
+wait "${PIDS[-1]}"

@@ -43,13 +43,13 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 		t.Errorf("after sign-in the browser is at %s", got)
 	}
 	checks := map[string]string{
-		`[data-testid="signed-in-as"]`:           "olivia (operator)",
-		`[role="status"]`:                        "You are signed in.",
-		`[data-testid="apps-count"]`:             "1",
-		`[data-testid="circuits-open"]`:          "1",
-		`[data-testid="circuits-closed"]`:        "1",
-		`[data-testid="jobs-healthy"]`:           "2",
-		`[data-testid="jobs-needing-attention"]`: "1",
+		`[data-testid="signed-in-as"]`:    "olivia (operator)",
+		`[role="status"]`:                 "You are signed in.",
+		`[data-testid="apps-count"]`:      "1",
+		`[data-testid="circuits-open"]`:   "1",
+		`[data-testid="circuits-closed"]`: "1",
+		`[data-testid="jobs-healthy"]`:    "2",
+		`[data-testid="jobs-attention"]`:  "1",
 	}
 	for sel, want := range checks {
 		if got := p.text(t, sel); got != want {

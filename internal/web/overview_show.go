@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -80,7 +81,7 @@ func stateCounts(cs []circuit.Circuit) []views.Count {
 	}
 	out := make([]views.Count, len(order))
 	for i, st := range order {
-		out[i] = views.Count{Label: st.String(), N: n[st], Tone: stateTone(st)}
+		out[i] = views.Count{Key: "circuits-" + st.String(), Label: "circuits " + st.String(), N: n[st], Tone: stateTone(st)}
 	}
 	return out
 }
@@ -94,7 +95,10 @@ func jobCounts(js []jobs.Job) []views.Count {
 			attention++
 		}
 	}
-	return []views.Count{{Label: "healthy", N: healthy, Tone: "ok"}, {Label: "needing-attention", N: attention, Tone: "bad"}}
+	return []views.Count{
+		{Key: "jobs-healthy", Label: "jobs healthy", N: healthy, Tone: "ok"},
+		{Key: "jobs-attention", Label: "jobs need attention", N: attention, Tone: "bad"},
+	}
 }
 
 func appName(apps []circuit.App, id string) string {
@@ -142,11 +146,11 @@ func auditRows(es []audit.Entry) []views.AuditRow {
 // shortDuration prints 30s, 5m or 1h30m rather than Go's 5m0s.
 func shortDuration(d time.Duration) string {
 	s := d.String()
-	if len(s) > 4 && s[len(s)-4:] == "m0s" {
-		s = s[:len(s)-2]
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
 	}
-	if len(s) > 3 && s[len(s)-3:] == "h0m" {
-		s = s[:len(s)-2]
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
 }

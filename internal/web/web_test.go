@@ -185,7 +185,7 @@ func TestSignInShowsTheOverviewFromStorage(t *testing.T) {
 	for _, want := range []string{
 		"olivia (operator)", "You are signed in.",
 		`data-testid="apps-count">1<`, `data-testid="circuits-open">1<`, `data-testid="circuits-half-open">1<`,
-		"SyncInventory", "more than 50 failures in 1m", "Nightly sales summary", "missing",
+		"SyncInventory", "<td>more than 50 failures in 1m</td>", "<td>more than 20 failures in 5m</td>", "Nightly sales summary", "missing",
 		"seeded the demo", "signed in",
 	} {
 		if !strings.Contains(home.body, want) {

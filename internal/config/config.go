@@ -47,6 +47,7 @@ type Config struct {
 	OperatorClaims []string // claim values that grant the operator role
 	ViewerClaims   []string // claim values that grant the viewer role
 	LoginRateLimit float64  // sign-in attempts per second per client address
+	MetricsToken   Secret   // when set, /metrics needs "Authorization: Bearer <token>"
 }
 
 // Storage says how to reach Azure Table Storage: either a connection string
@@ -126,6 +127,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		OperatorClaims:      r.list("FUSEBOX_OPERATOR_CLAIM_VALUES"),
 		ViewerClaims:        r.list("FUSEBOX_VIEWER_CLAIM_VALUES"),
 		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
+		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 	}
 
 	switch c.Env {
@@ -149,6 +151,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		r.fail("FUSEBOX_LOGIN_RATE_LIMIT", "must be a positive number of attempts per second, such as 1")
 	}
 
+	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
+		r.fail("FUSEBOX_METRICS_TOKEN", "must be at least 16 characters when set")
+	}
 	c.Storage = r.storage()
 	c.Session = Session{
 		Key: Secret(r.str("FUSEBOX_SESSION_KEY", "")),

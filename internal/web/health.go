@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"crypto/subtle"
 	"net/http"
 	"time"
 
@@ -26,6 +27,19 @@ func (s *Server) readyz(c echo.Context) error {
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }
 
+// metricsHandler serves Prometheus metrics, behind a bearer token when one
+// is configured.
 func (s *Server) metricsHandler() echo.HandlerFunc {
-	return echo.WrapHandler(promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+	h := echo.WrapHandler(promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
+	want := []byte("Bearer " + s.Config.MetricsToken.Reveal())
+	return func(c echo.Context) error {
+		if s.Config.MetricsToken != "" {
+			got := []byte(c.Request().Header.Get("Authorization"))
+			if subtle.ConstantTimeCompare(got, want) != 1 {
+				c.Response().Header().Set("WWW-Authenticate", `Bearer realm="fusebox-metrics"`)
+				return echo.NewHTTPError(http.StatusUnauthorized, "This endpoint needs the metrics token.")
+			}
+		}
+		return h(c)
+	}
 }

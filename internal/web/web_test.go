@@ -119,6 +119,14 @@ func TestProbesAndMetricsAreOpen(t *testing.T) {
 	}
 }
 
+func TestMetricsTokenWhenConfigured(t *testing.T) {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_METRICS_TOKEN": "metrics-token-0123456789"})
+	b := newBrowser(t, srv.URL)
+	wantStatus(t, b.get("/metrics", "Accept", "text/plain"), http.StatusUnauthorized)
+	wantStatus(t, b.get("/metrics", "Authorization", "Bearer wrong-token-0123456789"), http.StatusUnauthorized)
+	wantStatus(t, b.get("/metrics", "Authorization", "Bearer metrics-token-0123456789"), http.StatusOK)
+}
+
 func TestReadyzFailsUntilMigrated(t *testing.T) {
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_MIGRATE_ON_START": "false"})
 	b := newBrowser(t, srv.URL)

@@ -110,3 +110,12 @@ func (p *page) errors() []string {
 	}
 	return out
 }
+
+func contains(s string, subs ...string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}

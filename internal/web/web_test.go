@@ -251,6 +251,22 @@ func TestFormsNeedAValidCSRFToken(t *testing.T) {
 	wantStatus(t, b.post("/login", form), http.StatusSeeOther)
 }
 
+func TestSignInAttemptsAreRateLimited(t *testing.T) {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_LOGIN_RATE_LIMIT": "0.001"})
+	b := newBrowser(t, srv.URL)
+	form := url.Values{"_csrf": {b.csrf("/login")}, "username": {"olivia"}, "password": {"guess"}}
+	for range 10 { // the burst
+		wantStatus(t, b.post("/login", form), http.StatusUnauthorized)
+	}
+	r := b.post("/login", form)
+	wantStatus(t, r, http.StatusTooManyRequests)
+	if !strings.Contains(r.body, "Too many sign-in attempts") {
+		t.Errorf("429 page says: %s", r.body)
+	}
+	// Pages other than sign-in are not limited.
+	wantStatus(t, b.get("/login"), http.StatusOK)
+}
+
 func TestSignInRedirectsStayOnSite(t *testing.T) {
 	srv := apptest.Start(t, nil)
 	for next, want := range map[string]string{

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -90,7 +91,11 @@ func migrateCmd(ctx context.Context, lookup func(string) (string, bool), stderr 
 	if err != nil {
 		return err
 	}
-	runner, err := app.Migrator(svc, log)
+	locker, err := app.NewLocker(ctx, svc, nil, clock.Real{}, log)
+	if err != nil {
+		return err
+	}
+	runner, err := app.Migrator(svc, locker, log)
 	if err != nil {
 		return err
 	}

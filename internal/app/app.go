@@ -10,13 +10,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -29,7 +30,8 @@ import (
 // Options are what the caller provides besides configuration.
 type Options struct {
 	Logger *slog.Logger
-	Now    func() time.Time
+	// Clock drives sessions, leases and page times. Default clock.Real.
+	Clock clock.Clock
 	// OIDCClient talks to the OpenID Connect provider; nil for the default.
 	OIDCClient *http.Client
 }
@@ -42,6 +44,7 @@ type App struct {
 	Store   *storage.Store
 	Metrics *metrics.Metrics
 	Web     *web.Server
+	Locker  *lease.Locker
 }
 
 // OpenStorage connects to Table Storage as configured.
@@ -56,19 +59,31 @@ func OpenStorage(cfg *config.Config, m *metrics.Metrics) (*tablestore.Service, e
 	return tablestore.NewWithManagedIdentity(cfg.Storage.AccountURL, opts)
 }
 
+// NewLocker prepares the leases table and a Locker for this process.
+func NewLocker(ctx context.Context, svc *tablestore.Service, m *metrics.Metrics, clk clock.Clock, log *slog.Logger) (*lease.Locker, error) {
+	if err := svc.CreateTable(ctx, storage.TableLeases); err != nil {
+		return nil, fmt.Errorf("prepare the leases table: %w", err)
+	}
+	s := lease.Settings{Logger: log, Clock: clk}
+	if m != nil {
+		s.Observer = m.Leases()
+	}
+	return lease.New(storage.New(svc).Leases, s)
+}
+
 // Migrator returns the runner for Fusebox's migrations.
-func Migrator(svc *tablestore.Service, log *slog.Logger) (*migrate.Runner, error) {
-	host, _ := os.Hostname()
-	return migrate.New(svc, migrations.Steps(), migrate.Settings{Holder: fmt.Sprintf("%s/%d", host, os.Getpid()), Logger: log})
+func Migrator(svc *tablestore.Service, locker *lease.Locker, log *slog.Logger) (*migrate.Runner, error) {
+	return migrate.New(svc, migrations.Steps(), migrate.Settings{Locker: locker, Logger: log})
 }
 
 // New connects to storage, applies migrations (or checks they are applied)
 // and builds the web server. Every problem is reported as a start-up error
 // that says what to fix.
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
-	if o.Now == nil {
-		o.Now = time.Now
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
 	}
+	now := o.Clock.Now
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -82,7 +97,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err := svc.Ping(pingCtx); err != nil {
 		return nil, fmt.Errorf("cannot reach Table Storage (check FUSEBOX_STORAGE_CONNECTION_STRING or FUSEBOX_STORAGE_ACCOUNT_URL, and that the account is reachable): %w", err)
 	}
-	runner, err := Migrator(svc, o.Logger)
+	locker, err := NewLocker(ctx, svc, m, o.Clock, o.Logger)
+	if err != nil {
+		return nil, err
+	}
+	runner, err := Migrator(svc, locker, o.Logger)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +117,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	store := storage.New(svc)
 
 	key := []byte(cfg.Session.Key.Reveal())
-	sessions, err := auth.NewSessions(store.Sessions, key, cfg.Session.TTL, o.Now)
+	sessions, err := auth.NewSessions(store.Sessions, key, cfg.Session.TTL, now)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +139,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		oidc, err = auth.NewOIDC(ctx, auth.OIDCSettings{
 			Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret.Reveal(),
 			RedirectURL: cfg.BaseURL.JoinPath("/auth/oidc/callback").String(), Scopes: cfg.OIDC.Scopes,
-			Roles: roles, HTTPClient: o.OIDCClient, StateKey: key, Now: o.Now,
+			Roles: roles, HTTPClient: o.OIDCClient, StateKey: key, Now: now,
 		})
 		if err != nil {
 			return nil, err
@@ -137,14 +156,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	srv, err := web.New(web.Deps{
 		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
 		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
-		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit,
+		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
-		Now:   o.Now,
+		Now:   now,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &App{cfg: cfg, log: o.Logger, now: o.Now, Store: store, Metrics: m, Web: srv}, nil
+	return &App{cfg: cfg, log: o.Logger, now: now, Store: store, Metrics: m, Web: srv, Locker: locker}, nil
 }
 
 func ready(ctx context.Context, svc *tablestore.Service, runner *migrate.Runner) error {
@@ -185,13 +204,14 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		defer cancel()
 		return hs.Shutdown(shutdownCtx)
 	})
-	g.Go(func() error { return a.sweepSessions(ctx) })
+	g.Go(func() error {
+		return a.Locker.Run(ctx, "sessions/sweeper", func(ctx context.Context, _ lease.Fence) error { return a.sweepSessions(ctx) })
+	})
 	return g.Wait()
 }
 
-// sweepSessions deletes expired sessions every ten minutes. Running it on
-// several instances at once is harmless: deletes of rows already gone are
-// ignored. It will move under a lease when leases land.
+// sweepSessions deletes expired sessions every ten minutes, on the one
+// instance that holds the sweeper's lease, until ctx ends.
 func (a *App) sweepSessions(ctx context.Context) error {
 	t := time.NewTicker(10 * time.Minute)
 	defer t.Stop()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -28,7 +29,7 @@ type Server struct {
 	URL    string
 	App    *app.App
 	Config *config.Config
-	Clock  *testenv.Clock
+	Clock  *clock.Fake
 }
 
 // Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*
@@ -66,9 +67,9 @@ func Start(t testing.TB, env map[string]string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clock := testenv.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Now: clock.Now})
+	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func Start(t testing.TB, env map[string]string) *Server {
 			t.Errorf("server stopped with: %v", err)
 		}
 	})
-	return &Server{URL: url, App: a, Config: cfg, Clock: clock}
+	return &Server{URL: url, App: a, Config: cfg, Clock: clk}
 }
 
 // testWriter sends the server's warnings to the test log.

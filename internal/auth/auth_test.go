@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -72,8 +73,8 @@ func TestSessionsLiveInStorageAndEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	store := storage.New(svc)
-	clock := testenv.NewClock(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	sessions, err := auth.NewSessions(store.Sessions, []byte("0123456789abcdef0123456789abcdef"), 12*time.Hour, clock.Now)
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	sessions, err := auth.NewSessions(store.Sessions, []byte("0123456789abcdef0123456789abcdef"), 12*time.Hour, clk.Now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -82,7 +83,7 @@ func TestSessionsLiveInStorageAndEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := clock.Now().Add(12 * time.Hour); !expires.Equal(want) {
+	if want := clk.Now().Add(12 * time.Hour); !expires.Equal(want) {
 		t.Errorf("expires %v, want %v", expires, want)
 	}
 	got, err := sessions.Lookup(t.Context(), cookie)
@@ -112,15 +113,15 @@ func TestSessionsLiveInStorageAndEnd(t *testing.T) {
 		}
 	}
 
-	clock.Advance(12*time.Hour - time.Nanosecond)
+	clk.Advance(12*time.Hour - time.Nanosecond)
 	if _, err := sessions.Lookup(t.Context(), cookie); err != nil {
 		t.Errorf("one nanosecond before expiry: %v", err)
 	}
-	clock.Advance(time.Nanosecond)
+	clk.Advance(time.Nanosecond)
 	if _, err := sessions.Lookup(t.Context(), cookie); !errors.Is(err, auth.ErrNoSession) {
 		t.Errorf("at expiry: got %v, want ErrNoSession", err)
 	}
-	if n, err := store.Sessions.DeleteExpired(t.Context(), clock.Now().Add(time.Second)); err != nil || n != 1 {
+	if n, err := store.Sessions.DeleteExpired(t.Context(), clk.Now().Add(time.Second)); err != nil || n != 1 {
 		t.Errorf("DeleteExpired removed %d (err %v), want 1", n, err)
 	}
 

@@ -11,29 +11,29 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/auth/oidctest"
-	"github.com/fusebox/fusebox/internal/testenv"
+	"github.com/fusebox/fusebox/internal/clock"
 )
 
 const callback = "http://fusebox.test/auth/oidc/callback"
 
 var stateKey = []byte("0123456789abcdef0123456789abcdef")
 
-func newOIDC(t *testing.T, secret string) (*auth.OIDC, *oidctest.Provider, *testenv.Clock) {
+func newOIDC(t *testing.T, secret string) (*auth.OIDC, *oidctest.Provider, *clock.Fake) {
 	t.Helper()
-	clock := testenv.NewClock(time.Now())
-	p := oidctest.Start(t, callback, clock.Now)
+	clk := clock.NewFake(time.Now())
+	p := oidctest.Start(t, callback, clk.Now)
 	if secret == "" {
 		secret = p.ClientSecret
 	}
 	o, err := auth.NewOIDC(t.Context(), auth.OIDCSettings{
 		Issuer: p.URL, ClientID: p.ClientID, ClientSecret: secret, RedirectURL: callback,
 		Roles:    auth.NewRoleMapper("roles", []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer", "group-viewers"}),
-		StateKey: stateKey, Now: clock.Now,
+		StateKey: stateKey, Now: clk.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return o, p, clock
+	return o, p, clk
 }
 
 // authorize follows the browser's first hop: to the provider, which
@@ -93,34 +93,34 @@ func TestOIDCRefusals(t *testing.T) {
 		name    string
 		secret  string
 		user    oidctest.User
-		tamper  func(flow, state, code string, clock *testenv.Clock) (string, string, string)
+		tamper  func(flow, state, code string, clock *clock.Fake) (string, string, string)
 		wantErr error  // errors.Is target, when set
 		wantMsg string // substring, when set
 	}{
 		{name: "no role", user: oidctest.User{Subject: "u-2", Name: "Eve", Claims: map[string]any{"roles": []any{"Other"}}}, wantErr: auth.ErrNoRole},
 		{name: "wrong client secret", secret: "not-the-secret", user: operator, wantMsg: "FUSEBOX_OIDC_CLIENT_SECRET"},
 		{name: "state from another sign-in", user: operator, wantErr: auth.ErrFlow,
-			tamper: func(f, s, c string, _ *testenv.Clock) (string, string, string) { return f, "forged-state", c }},
+			tamper: func(f, s, c string, _ *clock.Fake) (string, string, string) { return f, "forged-state", c }},
 		{name: "tampered flow cookie", user: operator, wantErr: auth.ErrFlow,
-			tamper: func(f, s, c string, _ *testenv.Clock) (string, string, string) { return "x" + f, s, c }},
+			tamper: func(f, s, c string, _ *clock.Fake) (string, string, string) { return "x" + f, s, c }},
 		{name: "no flow cookie", user: operator, wantErr: auth.ErrFlow,
-			tamper: func(f, s, c string, _ *testenv.Clock) (string, string, string) { return "", s, c }},
+			tamper: func(f, s, c string, _ *clock.Fake) (string, string, string) { return "", s, c }},
 		{name: "flow older than its lifetime", user: operator, wantErr: auth.ErrFlow,
-			tamper: func(f, s, c string, clock *testenv.Clock) (string, string, string) {
-				clock.Advance(auth.FlowLifetime + time.Second)
+			tamper: func(f, s, c string, clk *clock.Fake) (string, string, string) {
+				clk.Advance(auth.FlowLifetime + time.Second)
 				return f, s, c
 			}},
 		{name: "forged code", user: operator, wantMsg: "refused the sign-in code",
-			tamper: func(f, s, c string, _ *testenv.Clock) (string, string, string) { return f, s, "made-up" }},
+			tamper: func(f, s, c string, _ *clock.Fake) (string, string, string) { return f, s, "made-up" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, p, clock := newOIDC(t, tt.secret)
+			o, p, clk := newOIDC(t, tt.secret)
 			p.SetUser(tt.user)
 			authURL, flow := o.Begin("/")
 			state, code := authorize(t, authURL)
 			if tt.tamper != nil {
-				flow, state, code = tt.tamper(flow, state, code, clock)
+				flow, state, code = tt.tamper(flow, state, code, clk)
 			}
 			_, _, err := o.Finish(t.Context(), flow, state, code)
 			if err == nil {

@@ -5,6 +5,7 @@ package metrics
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -23,6 +24,10 @@ type Metrics struct {
 	storageTime  *prometheus.HistogramVec
 	loopRuns     *prometheus.CounterVec
 	loopLastOK   *prometheus.GaugeVec
+	leaseGained  *prometheus.CounterVec
+	leaseLost    *prometheus.CounterVec
+	leaseRenew   *prometheus.HistogramVec
+	leaseFailed  *prometheus.CounterVec
 }
 
 // New registers every collector, with the Go runtime's and the process's.
@@ -49,8 +54,22 @@ func New() *Metrics {
 		loopLastOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fusebox_loop_last_success_timestamp_seconds", Help: "Unix time of each background loop's last successful pass.",
 		}, []string{"loop"}),
+		leaseGained: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_lease_acquired_total", Help: "Leases this instance acquired, by lease family (the name up to its first '/').",
+		}, []string{"lease"}),
+		leaseLost: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_lease_lost_total", Help: "Leases this instance lost without releasing them, by lease family.",
+		}, []string{"lease"}),
+		leaseRenew: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "fusebox_lease_renew_duration_seconds", Help: "Time of lease renewals, by lease family.",
+			Buckets: []float64{.0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"lease"}),
+		leaseFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_lease_renew_failures_total", Help: "Lease renewals that failed, by lease family.",
+		}, []string{"lease"}),
 	}
 	m.Registry.MustRegister(m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK,
+		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -90,4 +109,28 @@ func (m *Metrics) ObserveLoop(loop string, at time.Time, err error) {
 	}
 	m.loopRuns.WithLabelValues(loop, "ok").Inc()
 	m.loopLastOK.WithLabelValues(loop).Set(float64(at.Unix()))
+}
+
+// Leases returns the observer a lease.Locker reports to. Per-item leases
+// ("orders/100") are counted under their family ("orders"), so the number
+// of series stays bounded.
+func (m *Metrics) Leases() LeaseObserver { return LeaseObserver{m} }
+
+// LeaseObserver implements lease.Observer.
+type LeaseObserver struct{ m *Metrics }
+
+func family(name string) string {
+	if i := strings.IndexByte(name, '/'); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
+
+func (o LeaseObserver) Acquired(name string) { o.m.leaseGained.WithLabelValues(family(name)).Inc() }
+func (o LeaseObserver) Lost(name string)     { o.m.leaseLost.WithLabelValues(family(name)).Inc() }
+func (o LeaseObserver) Renewed(name string, elapsed time.Duration, err error) {
+	o.m.leaseRenew.WithLabelValues(family(name)).Observe(elapsed.Seconds())
+	if err != nil {
+		o.m.leaseFailed.WithLabelValues(family(name)).Inc()
+	}
 }

@@ -1,18 +1,17 @@
 // Package migrate applies ordered, versioned schema steps to Table Storage.
 //
 // The applied version lives in one row of the Schema table. An instance
-// that finds work to do claims that row with a conditional write, applies
-// the missing steps in order, recording the version after each, and
-// releases the claim. Others wait while the claim is live, so two instances
+// that finds work to do takes the "migrations" lease, rereads the version,
+// applies the missing steps in order under the lease's context, recording
+// the version after each with a conditional write, and releases the lease.
+// Others wait for the lease, then find nothing left to do, so two instances
 // starting together apply each step once.
 //
 // What it guarantees: a step is recorded as applied only after it returned
 // without error, and a failed step leaves the version where it was, so the
-// next start retries it. What it does not: if a claimant dies mid-step the
-// step may run again after the claim goes stale, so steps must be safe to
-// repeat (create-if-missing, transform-if-untransformed). A claim counts as
-// stale when its row has not changed for ClaimTTL as measured by the waiting
-// instance's own monotonic clock, never by comparing clocks across machines.
+// next start retries it. What it does not: if an instance dies mid-step the
+// step runs again once the lease expires, so steps must be safe to repeat
+// (create-if-missing, transform-if-untransformed).
 package migrate
 
 import (
@@ -21,9 +20,9 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -34,22 +33,19 @@ type Step struct {
 	Apply   func(ctx context.Context, svc *tablestore.Service) error
 }
 
-// Settings tune a Runner. Zero values take the documented defaults.
+// Settings tune a Runner.
 type Settings struct {
-	// Holder names this instance in the claim, for people reading the row.
-	Holder string
-	// ClaimTTL is how long a claim may go without a heartbeat before others
-	// take it over. Default 2 minutes.
-	ClaimTTL time.Duration
-	// Poll is how often a waiting instance rereads the row. Default 1 second.
-	Poll time.Duration
+	// Locker takes the "migrations" lease. Required.
+	Locker *lease.Locker
 	// Now is the wall clock, used only for the times recorded in the row.
+	// Default time.Now.
 	Now func() time.Time
-	// Since measures elapsed time on the monotonic clock. Default time.Since.
-	Since func(time.Time) time.Duration
 	// Logger reports progress. Default: discard.
 	Logger *slog.Logger
 }
+
+// LeaseName is the lease migrations run under.
+const LeaseName = "migrations"
 
 // Runner applies a list of steps.
 type Runner struct {
@@ -73,23 +69,11 @@ func New(svc *tablestore.Service, steps []Step, s Settings) (*Runner, error) {
 			return nil, fmt.Errorf("migrate: step %d needs a name and an Apply function", st.Version)
 		}
 	}
-	if s.Holder == "" {
-		s.Holder = "unknown"
-	}
-	if s.ClaimTTL <= 0 {
-		s.ClaimTTL = 2 * time.Minute
-	}
-	if s.Poll <= 0 {
-		s.Poll = time.Second
-	}
-	if s.Poll >= s.ClaimTTL {
-		return nil, fmt.Errorf("migrate: Poll (%s) must be shorter than ClaimTTL (%s)", s.Poll, s.ClaimTTL)
+	if s.Locker == nil {
+		return nil, errors.New("migrate: a Locker is required")
 	}
 	if s.Now == nil {
 		s.Now = time.Now
-	}
-	if s.Since == nil {
-		s.Since = time.Since
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
@@ -103,11 +87,10 @@ func (r *Runner) Latest() int { return len(r.steps) }
 type schemaRow struct {
 	tablestore.Meta
 	Version     int32
-	ClaimedBy   string
-	ClaimedAt   time.Time
 	LastError   string
 	LastErrorAt time.Time
 	UpdatedAt   time.Time
+	AppliedBy   string // the lease holder that applied the last step
 }
 
 const (
@@ -134,41 +117,43 @@ func (r *Runner) Apply(ctx context.Context) ([]int, error) {
 	if err := r.svc.CreateTable(ctx, TableName); err != nil {
 		return nil, fmt.Errorf("migrate: %w", err)
 	}
-	var seenETag tablestore.ETag
-	var seenAt time.Time
-	for {
-		row, err := r.readOrCreate(ctx)
-		if err != nil {
-			return nil, err
-		}
-		if int(row.Version) > r.Latest() {
-			return nil, fmt.Errorf("migrate: storage is at version %d but this build knows only %d; run a newer Fusebox", row.Version, r.Latest())
-		}
-		if int(row.Version) == r.Latest() {
-			return nil, nil
-		}
-		if row.ETag != seenETag {
-			seenETag, seenAt = row.ETag, time.Now()
-		}
-		if row.ClaimedBy != "" && r.s.Since(seenAt) < r.s.ClaimTTL {
-			r.s.Logger.Info("waiting for another instance to finish migrating", "holder", row.ClaimedBy, "version", row.Version)
-			if err := wait(ctx, r.s.Poll); err != nil {
-				return nil, fmt.Errorf("migrate: waiting for %s: %w", row.ClaimedBy, err)
-			}
-			continue
-		}
-		if row.ClaimedBy != "" {
-			r.s.Logger.Warn("taking over a stale migration claim", "holder", row.ClaimedBy, "version", row.Version)
-		}
-		row.ClaimedBy, row.ClaimedAt, row.UpdatedAt = r.s.Holder, r.s.Now(), r.s.Now()
-		if err := r.table.Update(ctx, &row); err != nil {
-			if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrNotFound) {
-				continue // someone else moved first; look again
-			}
-			return nil, fmt.Errorf("migrate: claim: %w", err)
-		}
-		return r.applyClaimed(ctx, &row)
+	row, err := r.readOrCreate(ctx)
+	if err != nil {
+		return nil, err
 	}
+	if err := r.check(row); err != nil || int(row.Version) == r.Latest() {
+		return nil, err
+	}
+	held, err := r.s.Locker.TryAcquire(ctx, LeaseName)
+	if errors.Is(err, lease.ErrHeld) {
+		r.s.Logger.Info("waiting for another instance to finish migrating", "version", row.Version)
+		held, err = r.s.Locker.Acquire(ctx, LeaseName)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("migrate: take the %s lease: %w", LeaseName, err)
+	}
+	defer func() {
+		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		if err := held.Release(releaseCtx); err != nil {
+			r.s.Logger.Warn("migrate: release the lease", "error", err)
+		}
+	}()
+	// Reread: whoever held the lease before may have done the work.
+	if row, err = r.readOrCreate(ctx); err != nil {
+		return nil, err
+	}
+	if err := r.check(row); err != nil {
+		return nil, err
+	}
+	return r.applyHeld(held.Context(), &row)
+}
+
+func (r *Runner) check(row schemaRow) error {
+	if int(row.Version) > r.Latest() {
+		return fmt.Errorf("migrate: storage is at version %d but this build knows only %d; run a newer Fusebox", row.Version, r.Latest())
+	}
+	return nil
 }
 
 func (r *Runner) readOrCreate(ctx context.Context) (schemaRow, error) {
@@ -188,65 +173,31 @@ func (r *Runner) readOrCreate(ctx context.Context) (schemaRow, error) {
 	}
 }
 
-// applyClaimed runs the missing steps while a heartbeat keeps the claim
-// fresh. Losing the claim cancels the running step.
-func (r *Runner) applyClaimed(ctx context.Context, row *schemaRow) ([]int, error) {
-	var mu sync.Mutex // guards row: the heartbeat and the steps both write it
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		t := time.NewTicker(r.s.ClaimTTL / 4)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				mu.Lock()
-				row.UpdatedAt = r.s.Now()
-				err := r.table.Update(ctx, row)
-				mu.Unlock()
-				if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrNotFound) {
-					cancel(errors.New("migrate: another instance took over the migration claim"))
-					return
-				}
-			}
-		}
-	}()
-
+// applyHeld runs the missing steps under the lease's context: losing the
+// lease cancels the running step.
+func (r *Runner) applyHeld(ctx context.Context, row *schemaRow) ([]int, error) {
 	var applied []int
 	for _, st := range r.steps {
-		mu.Lock()
 		current := int(row.Version)
-		mu.Unlock()
 		if st.Version <= current {
 			continue
 		}
 		r.s.Logger.Info("applying migration", "version", st.Version, "name", st.Name)
 		stepErr := st.Apply(ctx, r.svc)
-		if stepErr == nil && context.Cause(ctx) != nil && ctx.Err() != nil {
+		if stepErr == nil && ctx.Err() != nil {
 			stepErr = context.Cause(ctx)
 		}
-		mu.Lock()
-		row.UpdatedAt = r.s.Now()
+		row.UpdatedAt, row.AppliedBy = r.s.Now(), r.s.Locker.Identity()
 		if stepErr != nil {
-			row.ClaimedBy, row.LastError, row.LastErrorAt = "", fmt.Sprintf("step %d (%s): %v", st.Version, st.Name, stepErr), r.s.Now()
+			row.LastError, row.LastErrorAt = fmt.Sprintf("step %d (%s): %v", st.Version, st.Name, stepErr), r.s.Now()
 		} else {
 			row.Version, row.LastError = int32(st.Version), ""
 		}
-		if st.Version == r.Latest() {
-			row.ClaimedBy = ""
-		}
 		// Record on a context that survives cancellation, so a failure is
-		// written down even when the step failed because ctx ended.
+		// written down even when the step failed because the lease was lost.
 		recordCtx, stop := context.WithTimeout(context.WithoutCancel(ctx), 15*time.Second)
 		err := r.table.Update(recordCtx, row)
 		stop()
-		mu.Unlock()
 		if stepErr != nil {
 			return applied, fmt.Errorf("migrate: step %d (%s) failed; the schema stays at version %d and the step will be retried on the next start: %w", st.Version, st.Name, current, stepErr)
 		}
@@ -256,15 +207,4 @@ func (r *Runner) applyClaimed(ctx context.Context, row *schemaRow) ([]int, error
 		applied = append(applied, st.Version)
 	}
 	return applied, nil
-}
-
-func wait(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

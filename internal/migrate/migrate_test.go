@@ -11,7 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/migrate"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -23,6 +25,24 @@ func counting(calls *[3]atomic.Int32, version int) func(context.Context, *tables
 	}
 }
 
+// runner builds a Runner for one instance, with its own Locker.
+func runner(t *testing.T, svc *tablestore.Service, steps []migrate.Step, holder string, logger *slog.Logger) *migrate.Runner {
+	t.Helper()
+	if err := svc.CreateTable(t.Context(), storage.TableLeases); err != nil {
+		t.Fatal(err)
+	}
+	l, err := lease.New(storage.New(svc).Leases, lease.Settings{Identity: holder,
+		Duration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 20 * time.Millisecond, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := migrate.New(svc, steps, migrate.Settings{Locker: l, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 func TestApplyRunsEachStepOnceAndRecordsTheVersion(t *testing.T) {
 	svc, _ := testenv.Storage(t)
 	var calls [3]atomic.Int32
@@ -30,10 +50,7 @@ func TestApplyRunsEachStepOnceAndRecordsTheVersion(t *testing.T) {
 		{Version: 1, Name: "one", Apply: counting(&calls, 1)},
 		{Version: 2, Name: "two", Apply: counting(&calls, 2)},
 	}
-	r, err := migrate.New(svc, steps, migrate.Settings{Holder: "a"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runner(t, svc, steps, "a", nil)
 	applied, err := r.Apply(t.Context())
 	if err != nil {
 		t.Fatal(err)
@@ -51,7 +68,7 @@ func TestApplyRunsEachStepOnceAndRecordsTheVersion(t *testing.T) {
 
 	// A release that appends a step applies only the new one.
 	steps = append(steps, migrate.Step{Version: 3, Name: "three", Apply: counting(&calls, 3)})
-	r3, _ := migrate.New(svc, steps, migrate.Settings{Holder: "a"})
+	r3 := runner(t, svc, steps, "a", nil)
 	if applied, err := r3.Apply(t.Context()); err != nil || !slices.Equal(applied, []int{3}) {
 		t.Errorf("after adding step 3, applied %v (err %v), want [3]", applied, err)
 	}
@@ -105,10 +122,7 @@ func TestInstancesStartingTogetherApplyEachStepOnce(t *testing.T) {
 	results := make([][]int, 3)
 	errs := make([]error, 3)
 	for i := range 3 {
-		r, err := migrate.New(svc, steps, migrate.Settings{Holder: string(rune('a' + i)), Poll: 10 * time.Millisecond, Logger: logger})
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := runner(t, svc, steps, string(rune('a'+i)), logger)
 		wg.Go(func() { results[i], errs[i] = r.Apply(ctx) })
 	}
 	wg.Wait()
@@ -144,7 +158,7 @@ func TestFailedStepStopsAndIsRetriedOnNextStart(t *testing.T) {
 			return counting(&calls, 2)(ctx, s)
 		}},
 	}
-	r, _ := migrate.New(svc, steps, migrate.Settings{Holder: "a"})
+	r := runner(t, svc, steps, "a", nil)
 	applied, err := r.Apply(t.Context())
 	if err == nil {
 		t.Fatal("a failing step did not stop Apply")
@@ -162,7 +176,7 @@ func TestFailedStepStopsAndIsRetriedOnNextStart(t *testing.T) {
 	}
 
 	fail = false
-	r2, _ := migrate.New(svc, steps, migrate.Settings{Holder: "b"})
+	r2 := runner(t, svc, steps, "b", nil)
 	applied, err = r2.Apply(t.Context())
 	if err != nil || !slices.Equal(applied, []int{2}) {
 		t.Errorf("next start applied %v (err %v), want [2]", applied, err)
@@ -172,49 +186,15 @@ func TestFailedStepStopsAndIsRetriedOnNextStart(t *testing.T) {
 	}
 }
 
-func TestStaleClaimIsTakenOver(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	var calls [3]atomic.Int32
-	steps := []migrate.Step{{Version: 1, Name: "one", Apply: counting(&calls, 1)}}
-
-	// An instance claimed the row and died. Make its claim visible first.
-	ttl := time.Minute
-	dead, _ := migrate.New(svc, []migrate.Step{{Version: 1, Name: "one", Apply: func(ctx context.Context, _ *tablestore.Service) error {
-		return errors.New("crashed")
-	}}}, migrate.Settings{Holder: "dead"})
-	if _, err := dead.Apply(t.Context()); err == nil {
-		t.Fatal("setup: expected the dead instance's step to fail")
-	}
-	leaveClaim(t, svc, "dead")
-
-	// The waiting instance's monotonic clock says the row has not changed
-	// for a whole ClaimTTL.
-	var waited atomic.Bool
-	r, _ := migrate.New(svc, steps, migrate.Settings{Holder: "b", ClaimTTL: ttl, Poll: time.Millisecond,
-		Since: func(time.Time) time.Duration {
-			if waited.Swap(true) {
-				return ttl
-			}
-			return ttl - time.Nanosecond
-		}})
-	applied, err := r.Apply(t.Context())
-	if err != nil || !slices.Equal(applied, []int{1}) {
-		t.Fatalf("applied %v (err %v), want [1]", applied, err)
-	}
-	if !waited.Load() {
-		t.Error("took over without first treating the claim as live")
-	}
-}
-
 func TestStorageAheadOfBuildIsRefused(t *testing.T) {
 	svc, _ := testenv.Storage(t)
 	var calls [3]atomic.Int32
 	two := []migrate.Step{{Version: 1, Name: "one", Apply: counting(&calls, 1)}, {Version: 2, Name: "two", Apply: counting(&calls, 2)}}
-	r, _ := migrate.New(svc, two, migrate.Settings{})
+	r := runner(t, svc, two, "a", nil)
 	if _, err := r.Apply(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	old, _ := migrate.New(svc, two[:1], migrate.Settings{})
+	old := runner(t, svc, two[:1], "b", nil)
 	if _, err := old.Apply(t.Context()); err == nil || !strings.Contains(err.Error(), "newer Fusebox") {
 		t.Errorf("an older build migrating newer storage: got %v", err)
 	}
@@ -234,28 +214,10 @@ func TestNewRejectsBadStepLists(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := migrate.New(svc, tt.steps, migrate.Settings{}); err == nil {
+			l, _ := lease.New(storage.New(svc).Leases, lease.Settings{})
+			if _, err := migrate.New(svc, tt.steps, migrate.Settings{Locker: l}); err == nil {
 				t.Error("accepted")
 			}
 		})
-	}
-}
-
-type schemaRow struct {
-	tablestore.Meta
-	Version   int32
-	ClaimedBy string
-}
-
-func leaveClaim(t *testing.T, svc *tablestore.Service, holder string) {
-	t.Helper()
-	tbl := svc.Table(migrate.TableName)
-	var row schemaRow
-	if err := tbl.Get(t.Context(), "schema", "version", &row); err != nil {
-		t.Fatal(err)
-	}
-	row.ClaimedBy = holder
-	if err := tbl.Update(t.Context(), &row); err != nil {
-		t.Fatal(err)
 	}
 }

@@ -2,10 +2,12 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -21,6 +23,8 @@ type circuitRow struct {
 	Episode         int64
 	ChangedAt       time.Time
 	Reason          string
+	FenceLease      string // the lease under which the state was last written
+	FenceGeneration int64  // and its generation: older generations are refused
 }
 
 func (r circuitRow) toCircuit() (circuit.Circuit, error) {
@@ -66,4 +70,43 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 		return fmt.Errorf("storage: put circuit %s: %w", ci.ID(), err)
 	}
 	return nil
+}
+
+// ErrNoCircuit is a write to a circuit that does not exist.
+var ErrNoCircuit = errors.New("storage: no such circuit")
+
+// SetState records a circuit's state, episode and reason under a lease
+// fence: the write is refused with lease.ErrFenced if the circuit was last
+// written under a newer generation of the same lease, and it is
+// conditional on the row's ETag, so a concurrent change is
+// tablestore.ErrConflict for the caller to reread and retry.
+func (c *Circuits) SetState(ctx context.Context, f lease.Fence, ci circuit.Circuit) error {
+	var row circuitRow
+	if err := c.table.Get(ctx, ci.AppID, ci.Function, &row); err != nil {
+		if errors.Is(err, tablestore.ErrNotFound) {
+			return fmt.Errorf("%w: %s", ErrNoCircuit, ci.ID())
+		}
+		return fmt.Errorf("storage: set state of %s: %w", ci.ID(), err)
+	}
+	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
+		return fmt.Errorf("storage: set state of %s: %w", ci.ID(), err)
+	}
+	row.State, row.Episode, row.ChangedAt, row.Reason = ci.State.String(), ci.Episode, ci.ChangedAt, ci.Reason
+	row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
+	if err := c.table.Update(ctx, &row); err != nil {
+		return fmt.Errorf("storage: set state of %s: %w", ci.ID(), err)
+	}
+	return nil
+}
+
+// Get reads one circuit.
+func (c *Circuits) Get(ctx context.Context, appID, function string) (circuit.Circuit, error) {
+	var row circuitRow
+	if err := c.table.Get(ctx, appID, function, &row); err != nil {
+		if errors.Is(err, tablestore.ErrNotFound) {
+			return circuit.Circuit{}, fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
+		}
+		return circuit.Circuit{}, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
+	}
+	return row.toCircuit()
 }

@@ -18,6 +18,9 @@ const (
 	TableCircuits = "Circuits"
 	TableJobs     = "Jobs"
 	TableAudit    = "Audit"
+	// TableLeases is created at start-up rather than by a migration,
+	// because migrations themselves run under a lease.
+	TableLeases = "Leases"
 )
 
 // Store groups the repositories over one storage account.
@@ -28,6 +31,7 @@ type Store struct {
 	Circuits *Circuits
 	Jobs     *Jobs
 	Audit    *Audit
+	Leases   *Leases
 }
 
 // New builds the repositories. It does not touch the network.
@@ -39,5 +43,6 @@ func New(svc *tablestore.Service) *Store {
 		Circuits: &Circuits{table: svc.Table(TableCircuits)},
 		Jobs:     &Jobs{table: svc.Table(TableJobs)},
 		Audit:    &Audit{table: svc.Table(TableAudit)},
+		Leases:   &Leases{table: svc.Table(TableLeases)},
 	}
 }

@@ -52,6 +52,10 @@ type Options struct {
 	Observe Observer
 	// Transport replaces the HTTP transport (tests, proxies).
 	Transport policy.Transporter
+	// MaxRetries is how often the SDK retries a failed call: 0 means the
+	// default of 2, a negative number none (for callers with retry loops
+	// of their own, and for tests of failure).
+	MaxRetries int32
 }
 
 // Service is a connection to one storage account's table endpoint.
@@ -90,7 +94,11 @@ func clientOptions(opts Options) *aztables.ClientOptions {
 	o := &aztables.ClientOptions{}
 	// Retries belong to callers, who know whether an operation is idempotent;
 	// keep the SDK's to a short, bounded few for transient network errors.
-	o.Retry = policy.RetryOptions{MaxRetries: 2, TryTimeout: 15 * time.Second, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+	retries := opts.MaxRetries
+	if retries == 0 {
+		retries = 2
+	}
+	o.Retry = policy.RetryOptions{MaxRetries: retries, TryTimeout: 15 * time.Second, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
 	if opts.Transport != nil {
 		o.Transport = opts.Transport
 	}

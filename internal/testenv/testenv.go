@@ -1,5 +1,5 @@
 // Package testenv gives integration tests the real services they run
-// against: the Azurite instance that `make test` starts, and a fixed clock.
+// against: the Azurite instance that `make test` starts.
 //
 // Tests never skip when a service is missing: they fail with a message that
 // says how to provide it, so a green run always means the tests ran.
@@ -11,7 +11,6 @@ import (
 	"encoding/hex"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -66,28 +65,4 @@ func Storage(t testing.TB) (*tablestore.Service, string) {
 		}
 	})
 	return svc, prefix
-}
-
-// Clock is a manual clock for tests: time moves only when the test says.
-// It is safe to read from the server's goroutines while the test moves it.
-type Clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-// NewClock starts a clock at t.
-func NewClock(t time.Time) *Clock { return &Clock{now: t} }
-
-// Now returns the clock's time.
-func (c *Clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-// Advance moves the clock forward.
-func (c *Clock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
 }

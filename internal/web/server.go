@@ -17,11 +17,13 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/static"
 )
 
-// The small interfaces handlers need, satisfied by internal/storage.
+// The small interfaces handlers need, satisfied by internal/storage and
+// the lease.Locker.
 type (
 	appLister interface {
 		List(context.Context) ([]circuit.App, error)
@@ -31,6 +33,10 @@ type (
 	}
 	jobLister interface {
 		List(context.Context) ([]jobs.Job, error)
+	}
+	leaseLister interface {
+		List(context.Context) ([]lease.Record, error)
+		Identity() string
 	}
 	auditLog interface {
 		Append(context.Context, audit.Entry) error
@@ -53,6 +59,7 @@ type Deps struct {
 	Circuits circuitLister
 	Jobs     jobLister
 	Audit    auditLog
+	Leases   leaseLister
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error
@@ -69,7 +76,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

@@ -400,6 +400,33 @@ func mustRequest(t *testing.T, u string) *http.Request {
 	return req
 }
 
+func TestLocksPageListsLeases(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	held, err := srv.App.Locker.TryAcquire(t.Context(), "orders/100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Release(t.Context())
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	body := b.get("/locks").body
+	rows := regexp.MustCompile(`(?s)<tr>(.*?)</tr>`).FindAllStringSubmatch(body, -1)
+	found := map[string]string{}
+	for _, r := range rows {
+		text := regexp.MustCompile(`<[^>]+>`).ReplaceAllString(r[1], " ")
+		text = strings.Join(strings.Fields(text), " ")
+		if name, _, ok := strings.Cut(text, " "); ok {
+			found[name] = text
+		}
+	}
+	if row := found["migrations"]; !strings.Contains(row, "free nobody 1") {
+		t.Errorf("migrations row = %q, want free, nobody, generation 1", row)
+	}
+	if row := found["orders/100"]; !strings.Contains(row, "held") || !strings.Contains(row, "(this instance) 1") || !strings.Contains(row, "15s of 15s") {
+		t.Errorf("orders/100 row = %q, want held by this instance, generation 1, expiring in 15s", row)
+	}
+}
+
 func TestStorageRowsOfOthersAreValidated(t *testing.T) {
 	srv := apptest.Start(t, nil)
 	type badCircuit struct {

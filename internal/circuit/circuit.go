@@ -2,9 +2,10 @@
 // watches one function of one function app and, when failures cross its
 // threshold within its window, opens by switching the function's trigger off.
 //
-// The package knows nothing of HTTP, templates or Azure SDK types. This first
-// version holds the types that storage and the dashboard share; counting,
-// transitions and switching arrive with the circuit evaluator.
+// The package knows nothing of HTTP, templates or Azure SDK types: state
+// changes are pure functions of (circuit, counts, now) in transition.go, and
+// the evaluator reaches storage and trigger switches through the small
+// interfaces it declares.
 package circuit
 
 import (
@@ -70,19 +71,50 @@ type App struct {
 	Slot           string // empty for the production slot
 	Switch         SwitchKind
 	LocalSettings  string // path of local.settings.json, for SwitchLocal
+	Linux          bool   // Linux plans reject app setting names with '-'
+	// APIKeyHash is the SHA-256 (hex) of the key functions of this app use
+	// to report failures over HTTP. The key itself is never stored.
+	APIKeyHash string
+}
+
+// Policy says how an open circuit closes again.
+type Policy struct {
+	// AutoResume opts in to automatic recovery: after Cooldown the trigger
+	// is switched back on for a trial (half-open). Off by default: a person
+	// resumes once the cause is fixed.
+	AutoResume bool
+	Cooldown   time.Duration
 }
 
 // Circuit guards one function.
 type Circuit struct {
-	AppID     string
-	Function  string
-	Threshold int           // trips when more than Threshold failures...
-	Window    time.Duration // ...happen within Window
+	AppID      string
+	Function   string
+	Threshold  int           // trips when more than Threshold failures...
+	Window     time.Duration // ...happen within Window
+	Recipients []string      // who is mailed when it opens
+	Policy     Policy
+
 	State     State
 	Episode   int64 // bumped on every transition
 	ChangedAt time.Time
 	Reason    string // why it last changed
+
+	// AppliedEpisode is the episode whose trigger setting a switch last
+	// applied. While it lags Episode, the reconciler has work to do.
+	AppliedEpisode int64
+	// Drift describes a trigger found in the other position than the
+	// circuit wants after it was applied (someone used the portal); empty
+	// when there is none.
+	Drift      string
+	DriftSince time.Time
+
+	// Version is the stored row's version; writes are conditional on it.
+	Version string
 }
 
 // ID identifies the circuit across the product: app and function.
 func (c Circuit) ID() string { return c.AppID + "/" + c.Function }
+
+// Pending reports whether the trigger has yet to be set for this episode.
+func (c Circuit) Pending() bool { return c.AppliedEpisode != c.Episode }

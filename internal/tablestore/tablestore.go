@@ -255,23 +255,29 @@ type Query struct {
 	Top    int32    // rows per page, at most 1000; 0 lets the service choose
 }
 
-// Rows iterates over every row the query matches, page after page. It stops
-// at the first error, which it yields once.
+// Rows iterates over every row the query matches, page after page. A row
+// that cannot be decoded (written by another program with a wrong type) is
+// yielded as a *RowError and iteration goes on; any other error ends it.
 func Rows[T any, PT interface {
 	*T
 	entity
 }](ctx context.Context, t *Table, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var token Continuation
+		var zero T
 		for {
-			page, next, err := readPage[T, PT](ctx, t, q, token)
+			page, bad, next, err := readPage[T, PT](ctx, t, q, token)
 			if err != nil {
-				var zero T
 				yield(zero, err)
 				return
 			}
 			for _, row := range page {
 				if !yield(row, nil) {
+					return
+				}
+			}
+			for _, rowErr := range bad {
+				if !yield(zero, rowErr) {
 					return
 				}
 			}
@@ -283,7 +289,17 @@ func Rows[T any, PT interface {
 	}
 }
 
-// All collects every row of a query. Use Rows or Page for large results.
+// RowError is a row that could not be decoded. The query goes on past it.
+type RowError struct {
+	PartitionKey, RowKey string
+	Err                  error
+}
+
+func (e *RowError) Error() string { return e.Err.Error() }
+func (e *RowError) Unwrap() error { return e.Err }
+
+// All collects every row of a query; it fails on the first row that cannot
+// be decoded. Use Rows to skip such rows, or Page for large results.
 func All[T any, PT interface {
 	*T
 	entity
@@ -315,7 +331,10 @@ func Page[T any, PT interface {
 	entity
 }](ctx context.Context, t *Table, q Query, from Continuation) ([]T, Continuation, error) {
 	for {
-		rows, next, err := readPage[T, PT](ctx, t, q, from)
+		rows, bad, next, err := readPage[T, PT](ctx, t, q, from)
+		if err == nil && len(bad) > 0 {
+			err = bad[0]
+		}
 		if err != nil || len(rows) > 0 || next.IsZero() {
 			return rows, next, err
 		}
@@ -326,7 +345,7 @@ func Page[T any, PT interface {
 func readPage[T any, PT interface {
 	*T
 	entity
-}](ctx context.Context, t *Table, q Query, from Continuation) ([]T, Continuation, error) {
+}](ctx context.Context, t *Table, q Query, from Continuation) ([]T, []*RowError, Continuation, error) {
 	opts := &aztables.ListEntitiesOptions{}
 	if q.Filter != "" {
 		f := string(q.Filter)
@@ -348,13 +367,18 @@ func readPage[T any, PT interface {
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
 	t.observe("query", t.name, time.Since(start), err)
 	if err != nil {
-		return nil, Continuation{}, wrap("query", t.name, "", err)
+		return nil, nil, Continuation{}, wrap("query", t.name, "", err)
 	}
-	rows := make([]T, len(resp.Entities))
-	for i, raw := range resp.Entities {
-		if err := unmarshal(raw, PT(&rows[i]), ""); err != nil {
-			return nil, Continuation{}, err
+	rows := make([]T, 0, len(resp.Entities))
+	var bad []*RowError
+	for _, raw := range resp.Entities {
+		var row T
+		if err := unmarshal(raw, PT(&row), ""); err != nil {
+			m := PT(&row).meta()
+			bad = append(bad, &RowError{PartitionKey: m.PartitionKey, RowKey: m.RowKey, Err: err})
+			continue
 		}
+		rows = append(rows, row)
 	}
 	var next Continuation
 	if resp.NextPartitionKey != nil {
@@ -363,7 +387,7 @@ func readPage[T any, PT interface {
 	if resp.NextRowKey != nil {
 		next.NextRowKey = *resp.NextRowKey
 	}
-	return rows, next, nil
+	return rows, bad, next, nil
 }
 
 func keyOf(e entity) string {

@@ -156,6 +156,32 @@ func TestRowsWrittenByOthersAreChecked(t *testing.T) {
 	if want := "property Count of p/r"; !bytes.Contains([]byte(err.Error()), []byte(want)) {
 		t.Errorf("error %q does not name %q", err, want)
 	}
+
+	// A query skips the bad row, reports it, and goes on.
+	for _, rk := range []string{"a", "z"} {
+		if err := tbl.Insert(t.Context(), &widget{Meta: tablestore.Meta{PartitionKey: "p", RowKey: rk}, Count: 7}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var good []string
+	var bad []*tablestore.RowError
+	for row, err := range tablestore.Rows[widget](t.Context(), tbl, tablestore.Query{}) {
+		var rowErr *tablestore.RowError
+		switch {
+		case errors.As(err, &rowErr):
+			bad = append(bad, rowErr)
+		case err != nil:
+			t.Fatal(err)
+		default:
+			good = append(good, row.RowKey)
+		}
+	}
+	if len(good) != 2 || len(bad) != 1 || bad[0].RowKey != "r" {
+		t.Errorf("Rows gave good %v and bad %v, want a and z good and r bad", good, bad)
+	}
+	if _, err := tablestore.All[widget](t.Context(), tbl, tablestore.Query{}); err == nil {
+		t.Error("All accepted a table with a bad row")
+	}
 }
 
 func TestQueryFollowsContinuations(t *testing.T) {

@@ -1,0 +1,137 @@
+package circuit_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+
+func base(state circuit.State) circuit.Circuit {
+	return circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second,
+		State: state, Episode: 4, ChangedAt: t0, AppliedEpisode: 4, Drift: "was drifting"}
+}
+
+func TestEvaluate(t *testing.T) {
+	auto := func(c circuit.Circuit) circuit.Circuit {
+		c.Policy = circuit.Policy{AutoResume: true, Cooldown: 5 * time.Minute}
+		return c
+	}
+	tests := []struct {
+		name       string
+		c          circuit.Circuit
+		n          circuit.Counts
+		now        time.Time
+		wantState  circuit.State
+		wantReason string // substring; "" means no transition
+	}{
+		{"closed at the threshold stays closed", base(circuit.Closed), circuit.Counts{Window: 100}, t0.Add(time.Hour), circuit.Closed, ""},
+		{"closed one past the threshold trips", base(circuit.Closed), circuit.Counts{Window: 101}, t0.Add(time.Hour), circuit.Open, "101 failures in 30s (threshold 100)"},
+		{"open without auto-resume stays open", base(circuit.Open), circuit.Counts{}, t0.Add(24 * time.Hour), circuit.Open, ""},
+		{"auto-resume a nanosecond before the cooldown", auto(base(circuit.Open)), circuit.Counts{}, t0.Add(5*time.Minute - time.Nanosecond), circuit.Open, ""},
+		{"auto-resume at the cooldown goes half-open", auto(base(circuit.Open)), circuit.Counts{Window: 3}, t0.Add(5 * time.Minute), circuit.HalfOpen, "cooldown of 5m over"},
+		{"half-open trips at the first new failure", base(circuit.HalfOpen), circuit.Counts{Window: 40, SinceChange: 1}, t0.Add(time.Second), circuit.Open, "failures resumed during the trial (1)"},
+		{"half-open quiet a nanosecond short of a window", base(circuit.HalfOpen), circuit.Counts{Window: 40}, t0.Add(30*time.Second - time.Nanosecond), circuit.HalfOpen, ""},
+		{"half-open quiet a whole window closes", base(circuit.HalfOpen), circuit.Counts{}, t0.Add(30 * time.Second), circuit.Closed, "no failure for a whole window (30s): recovered"},
+		{"forced-open ignores counts", base(circuit.ForcedOpen), circuit.Counts{Window: 1000, SinceChange: 1000}, t0.Add(time.Hour), circuit.ForcedOpen, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, f := circuit.Evaluate(tt.c, tt.n, tt.now)
+			if tt.wantReason == "" {
+				if f != nil || got.State != tt.c.State || got.Episode != tt.c.Episode {
+					t.Fatalf("transitioned to %s (flip %+v), want no change", got.State, f)
+				}
+				return
+			}
+			if f == nil {
+				t.Fatalf("no transition, want %s", tt.wantState)
+			}
+			want := circuit.Flip{Episode: 5, From: tt.c.State, To: tt.wantState, At: tt.now, Actor: circuit.Evaluator,
+				Count: tt.n.Window, Threshold: 100, Window: 30 * time.Second, Reason: f.Reason}
+			if *f != want {
+				t.Errorf("flip = %+v, want %+v", *f, want)
+			}
+			if !strings.Contains(f.Reason, tt.wantReason) {
+				t.Errorf("reason %q does not say %q", f.Reason, tt.wantReason)
+			}
+			if got.State != tt.wantState || got.Episode != 5 || !got.ChangedAt.Equal(tt.now) || got.Reason != f.Reason {
+				t.Errorf("circuit after = %s episode %d changed %v reason %q", got.State, got.Episode, got.ChangedAt, got.Reason)
+			}
+			if !got.Pending() || got.Drift != "" {
+				t.Errorf("a transition must leave the trigger pending and clear drift: pending %v drift %q", got.Pending(), got.Drift)
+			}
+		})
+	}
+}
+
+func TestOperatorActions(t *testing.T) {
+	now := t0.Add(time.Minute)
+	tripped, f, err := circuit.Trip(base(circuit.Closed), "olivia", "", 12, now)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tripped.State != circuit.ForcedOpen || f.Actor != "olivia" || f.Reason != "tripped by hand" || f.Count != 12 || f.Episode != 5 {
+		t.Errorf("trip: %s %+v", tripped.State, f)
+	}
+	if _, _, err := circuit.Trip(tripped, "olivia", "again", 0, now); !errors.Is(err, circuit.ErrAlreadyOpen) {
+		t.Errorf("second trip: %v, want ErrAlreadyOpen", err)
+	}
+	for _, from := range []circuit.State{circuit.Open, circuit.HalfOpen, circuit.ForcedOpen} {
+		resumed, f, err := circuit.Resume(base(from), "victor", "", 0, now)
+		if err != nil || resumed.State != circuit.Closed || f.From != from || f.Reason != "resumed by victor" {
+			t.Errorf("resume from %s: %s %+v %v", from, resumed.State, f, err)
+		}
+	}
+	if _, _, err := circuit.Resume(base(circuit.Closed), "victor", "", 0, now); !errors.Is(err, circuit.ErrNotOpen) {
+		t.Errorf("resume of a closed circuit: %v, want ErrNotOpen", err)
+	}
+}
+
+func TestValidateNamesEveryBadField(t *testing.T) {
+	linux := &circuit.App{ID: "orders", Linux: true}
+	c := circuit.Circuit{AppID: "orders", Function: "process-orders", Threshold: 0, Window: -time.Second,
+		Recipients: []string{"ops@example.com", "not an address"}, Policy: circuit.Policy{AutoResume: true}}
+	err := c.Validate(linux)
+	var v circuit.ValidationError
+	if !errors.As(err, &v) {
+		t.Fatalf("got %v, want a ValidationError", err)
+	}
+	for field, want := range map[string]string{
+		"function":   "Linux plans reject app setting names with '-'",
+		"threshold":  "at least 1",
+		"window":     "longer than zero",
+		"recipients": `"not an address" is not an e-mail address`,
+		"cooldown":   "at least 1s",
+	} {
+		if msg := v.For(field); !strings.Contains(msg, want) {
+			t.Errorf("%s: %q, want it to say %q", field, msg, want)
+		}
+	}
+	if err := (circuit.Circuit{AppID: "x", Function: "F", Threshold: 1, Window: time.Second}).Validate(nil); !strings.Contains(err.Error(), `no registered function app "x"`) {
+		t.Errorf("unknown app: %v", err)
+	}
+	good := circuit.Circuit{AppID: "orders", Function: "process-orders", Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com"}}
+	if err := good.Validate(&circuit.App{ID: "orders"}); err != nil {
+		t.Errorf("a dash is fine on Windows: %v", err)
+	}
+	if err := (circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: 1500 * time.Millisecond}).Validate(linux); err == nil {
+		t.Error("a window of 1.5s was accepted")
+	}
+}
+
+func TestShortDuration(t *testing.T) {
+	tests := map[time.Duration]string{
+		30 * time.Second: "30s", time.Minute: "1m", 5 * time.Minute: "5m", 90 * time.Second: "1m30s",
+		time.Hour: "1h", 90 * time.Minute: "1h30m", 2*time.Hour + 5*time.Second: "2h0m5s", 1500 * time.Millisecond: "1.5s",
+	}
+	for d, want := range tests {
+		if got := circuit.ShortDuration(d); got != want {
+			t.Errorf("ShortDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}

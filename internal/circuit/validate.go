@@ -1,0 +1,131 @@
+package circuit
+
+import (
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// FieldError is one problem with one field, in words for the person who
+// typed it.
+type FieldError struct {
+	Field   string
+	Message string
+}
+
+// ValidationError lists every problem found, one per field at most.
+type ValidationError []FieldError
+
+func (v ValidationError) Error() string {
+	parts := make([]string, len(v))
+	for i, f := range v {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "circuit: " + strings.Join(parts, "; ")
+}
+
+// For returns the message for a field, or "".
+func (v ValidationError) For(field string) string {
+	for _, f := range v {
+		if f.Field == field {
+			return f.Message
+		}
+	}
+	return ""
+}
+
+var (
+	appIDPattern    = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$`)
+	functionPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+)
+
+// Limits on what a circuit may say.
+const (
+	MaxThreshold = 1_000_000
+	MaxWindow    = 24 * time.Hour
+	MaxCooldown  = 7 * 24 * time.Hour
+)
+
+// ValidAppID reports whether id is a usable app id: lower-case letters,
+// digits and dashes, 1 to 40 characters.
+func ValidAppID(id string) bool { return appIDPattern.MatchString(id) }
+
+// Validate checks a circuit's settings against its app. app may be nil
+// when the app is unknown, which is itself a problem.
+func (c Circuit) Validate(app *App) error {
+	var v ValidationError
+	add := func(field, format string, args ...any) {
+		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
+	}
+	switch {
+	case app == nil:
+		add("app", "there is no registered function app %q", c.AppID)
+	}
+	switch {
+	case !functionPattern.MatchString(c.Function):
+		add("function", "must be a function name: a letter, then letters, digits, _ or -, at most 128")
+	case app != nil && app.Linux && strings.Contains(c.Function, "-"):
+		add("function", "%q contains '-', and Linux plans reject app setting names with '-', so AzureWebJobs.%s.Disabled cannot be set; rename the function", c.Function, c.Function)
+	}
+	switch {
+	case c.Threshold < 1:
+		add("threshold", "must be at least 1 (the circuit trips on more than this many failures)")
+	case c.Threshold > MaxThreshold:
+		add("threshold", "must be at most %d", MaxThreshold)
+	}
+	switch {
+	case c.Window <= 0:
+		add("window", "must be longer than zero, such as 30s or 5m")
+	case c.Window > MaxWindow:
+		add("window", "must be at most %s", shortDuration(MaxWindow))
+	case c.Window%time.Second != 0:
+		add("window", "must be whole seconds")
+	}
+	for _, r := range c.Recipients {
+		if a, err := mail.ParseAddress(r); err != nil || a.Address != r {
+			add("recipients", "%q is not an e-mail address", r)
+			break
+		}
+	}
+	if c.Policy.AutoResume {
+		switch {
+		case c.Policy.Cooldown < time.Second:
+			add("cooldown", "must be at least 1s when automatic resume is on")
+		case c.Policy.Cooldown > MaxCooldown:
+			add("cooldown", "must be at most %s", shortDuration(MaxCooldown))
+		}
+	}
+	if len(v) > 0 {
+		return v
+	}
+	return nil
+}
+
+// Validate checks an app registration.
+func (a App) Validate() error {
+	var v ValidationError
+	add := func(field, format string, args ...any) {
+		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
+	}
+	if !ValidAppID(a.ID) {
+		add("id", "must be 1 to 40 lower-case letters, digits or dashes, such as orders-prod")
+	}
+	switch a.Switch {
+	case SwitchARM:
+		if a.SubscriptionID == "" || a.ResourceGroup == "" || a.Site == "" {
+			add("site", "the ARM switch needs the subscription id, resource group and site name")
+		}
+	case SwitchLocal:
+		if a.LocalSettings == "" {
+			add("local_settings", "the local switch needs the path of the app's local.settings.json")
+		}
+	default:
+		add("switch", "must be arm or local")
+	}
+	if len(v) > 0 {
+		return v
+	}
+	return nil
+}

@@ -5,7 +5,10 @@ package migrations
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -18,6 +21,8 @@ func Steps() []migrate.Step {
 		{Version: 1, Name: "create the foundation tables", Apply: createTables(
 			storage.TableSessions, storage.TableApps, storage.TableCircuits, storage.TableJobs, storage.TableAudit,
 		)},
+		{Version: 2, Name: "key circuit rows by c|function, to keep flip logs beside them", Apply: rekeyCircuits},
+		{Version: 3, Name: "create the failures and status tables", Apply: createTables(storage.TableFailures, storage.TableStatus)},
 	}
 }
 
@@ -30,4 +35,44 @@ func createTables(names ...string) func(context.Context, *tablestore.Service) er
 		}
 		return nil
 	}
+}
+
+// circuitRowV1 is a circuit row as version 1 wrote it: RowKey = function.
+type circuitRowV1 struct {
+	tablestore.Meta
+	Function        string
+	Threshold       int32
+	WindowSeconds   int32
+	State           string
+	Episode         int64
+	ChangedAt       time.Time
+	Reason          string
+	FenceLease      string
+	FenceGeneration int64
+}
+
+// rekeyCircuits copies each version-1 circuit row to the key "c|<function>"
+// and then deletes the old row. Run again after a crash, it finds the copy
+// made and only deletes.
+func rekeyCircuits(ctx context.Context, svc *tablestore.Service) error {
+	t := svc.Table(storage.TableCircuits)
+	rows, err := tablestore.All[circuitRowV1](ctx, t, tablestore.Query{})
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		if strings.HasPrefix(r.RowKey, "c|") || strings.HasPrefix(r.RowKey, "f|") {
+			continue
+		}
+		old := r.RowKey
+		moved := r
+		moved.RowKey, moved.Function, moved.ETag = "c|"+old, old, ""
+		if err := t.Insert(ctx, &moved); err != nil && !errors.Is(err, tablestore.ErrExists) {
+			return fmt.Errorf("copy circuit %s/%s: %w", r.PartitionKey, old, err)
+		}
+		if err := t.Delete(ctx, r.PartitionKey, old, r.ETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+			return fmt.Errorf("delete old circuit row %s/%s: %w", r.PartitionKey, old, err)
+		}
+	}
+	return nil
 }

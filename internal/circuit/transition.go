@@ -29,7 +29,7 @@ type Flip struct {
 }
 
 // Actor of transitions the evaluator makes.
-const Evaluator = "evaluator"
+const EvaluatorActor = "evaluator"
 
 // Evaluate is the evaluator's decision for one tick. It returns the circuit
 // unchanged and a nil flip when nothing happens.
@@ -43,21 +43,21 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	switch c.State {
 	case Closed:
 		if n.Window > c.Threshold {
-			return flip(c, Open, Evaluator, n.Window, now,
+			return flip(c, Open, EvaluatorActor, n.Window, now,
 				fmt.Sprintf("%d failures in %s (threshold %d)", n.Window, shortDuration(c.Window), c.Threshold))
 		}
 	case Open:
 		if c.Policy.AutoResume && !now.Before(c.ChangedAt.Add(c.Policy.Cooldown)) {
-			return flip(c, HalfOpen, Evaluator, n.Window, now,
+			return flip(c, HalfOpen, EvaluatorActor, n.Window, now,
 				fmt.Sprintf("cooldown of %s over: trigger on for a trial", shortDuration(c.Policy.Cooldown)))
 		}
 	case HalfOpen:
 		if n.SinceChange > 0 {
-			return flip(c, Open, Evaluator, n.Window, now,
+			return flip(c, Open, EvaluatorActor, n.Window, now,
 				fmt.Sprintf("failures resumed during the trial (%d)", n.SinceChange))
 		}
 		if !now.Before(c.ChangedAt.Add(c.Window)) {
-			return flip(c, Closed, Evaluator, n.Window, now,
+			return flip(c, Closed, EvaluatorActor, n.Window, now,
 				fmt.Sprintf("no failure for a whole window (%s): recovered", shortDuration(c.Window)))
 		}
 	}

@@ -51,7 +51,7 @@ func TestEvaluate(t *testing.T) {
 			if f == nil {
 				t.Fatalf("no transition, want %s", tt.wantState)
 			}
-			want := circuit.Flip{Episode: 5, From: tt.c.State, To: tt.wantState, At: tt.now, Actor: circuit.Evaluator,
+			want := circuit.Flip{Episode: 5, From: tt.c.State, To: tt.wantState, At: tt.now, Actor: circuit.EvaluatorActor,
 				Count: tt.n.Window, Threshold: 100, Window: 30 * time.Second, Reason: f.Reason}
 			if *f != want {
 				t.Errorf("flip = %+v, want %+v", *f, want)

@@ -133,3 +133,30 @@ func writeAtomic(path string, data []byte) error {
 	}
 	return nil
 }
+
+// DisabledFunctions returns every function the file switches off, in either
+// setting form. A missing file switches nothing off.
+func DisabledFunctions(path string) (map[string]bool, error) {
+	_, values, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]bool{}
+	for k, v := range values {
+		s, ok := v.(string)
+		if !ok || !(s == "1" || strings.EqualFold(s, "true")) {
+			continue
+		}
+		var name string
+		switch {
+		case strings.HasPrefix(k, "AzureWebJobs.") && strings.HasSuffix(k, ".Disabled"):
+			name = strings.TrimSuffix(strings.TrimPrefix(k, "AzureWebJobs."), ".Disabled")
+		case strings.HasPrefix(k, "AzureWebJobs_") && strings.HasSuffix(k, "_Disabled"):
+			name = strings.TrimSuffix(strings.TrimPrefix(k, "AzureWebJobs_"), "_Disabled")
+		}
+		if functionName.MatchString(name) {
+			out[name] = true
+		}
+	}
+	return out, nil
+}

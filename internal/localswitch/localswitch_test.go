@@ -58,6 +58,10 @@ func TestSetDisabledKeepsEverythingElse(t *testing.T) {
 			t.Errorf("Disabled(%s) = %v (err %v), want %v", fn, off, err, wantOff)
 		}
 	}
+	all, err := localswitch.DisabledFunctions(path)
+	if err != nil || len(all) != 1 || !all["Receipts"] {
+		t.Errorf("DisabledFunctions = %v (err %v), want only Receipts", all, err)
+	}
 	entries, _ := os.ReadDir(filepath.Dir(path))
 	if len(entries) != 1 {
 		t.Errorf("temporary files left behind: %v", entries)

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -23,6 +24,8 @@ type appRow struct {
 	Slot           string
 	Switch         string
 	LocalSettings  string
+	Linux          bool
+	APIKeyHash     string // SHA-256 (hex) of the app's failure-reporting key
 }
 
 func (r appRow) toApp() (circuit.App, error) {
@@ -33,6 +36,7 @@ func (r appRow) toApp() (circuit.App, error) {
 	return circuit.App{
 		ID: r.RowKey, DisplayName: r.DisplayName, SubscriptionID: r.SubscriptionID,
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
+		Linux: r.Linux, APIKeyHash: r.APIKeyHash,
 	}, nil
 }
 
@@ -53,12 +57,31 @@ func (a *Apps) List(ctx context.Context) ([]circuit.App, error) {
 	return apps, nil
 }
 
+// ErrNoApp is a lookup of an app that is not registered.
+var ErrNoApp = errors.New("storage: no such app")
+
+// Get reads one app.
+func (a *Apps) Get(ctx context.Context, id string) (circuit.App, error) {
+	if !circuit.ValidAppID(id) {
+		return circuit.App{}, fmt.Errorf("%w: %q", ErrNoApp, id)
+	}
+	var row appRow
+	if err := a.table.Get(ctx, appsPartition, id, &row); err != nil {
+		if errors.Is(err, tablestore.ErrNotFound) {
+			return circuit.App{}, fmt.Errorf("%w: %s", ErrNoApp, id)
+		}
+		return circuit.App{}, fmt.Errorf("storage: get app %s: %w", id, err)
+	}
+	return row.toApp()
+}
+
 // Put creates or replaces an app's registration.
 func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 	row := &appRow{
 		Meta:        tablestore.Meta{PartitionKey: appsPartition, RowKey: app.ID},
 		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
+		Linux: app.Linux, APIKeyHash: app.APIKeyHash,
 	}
 	if err := a.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put app %s: %w", app.ID, err)

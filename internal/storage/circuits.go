@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -11,40 +13,87 @@ import (
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
-// Circuits holds one row per circuit, partitioned by app so an app's
-// circuits are read together.
+// Circuits keeps, per app partition, one row per circuit (RowKey
+// "c|<function>") and its flip log beside it ("f|<function>|<inverted
+// episode>"), so a transition and its log entry commit in one batch.
 type Circuits struct{ table *tablestore.Table }
 
+// ErrNoCircuit is a write to a circuit that does not exist.
+var ErrNoCircuit = errors.New("storage: no such circuit")
+
+const (
+	circuitPrefix = "c|"
+	flipPrefix    = "f|"
+)
+
+func circuitKey(function string) string { return circuitPrefix + function }
+
+func flipKey(function string, episode int64) string {
+	return fmt.Sprintf("%s%s|%019d", flipPrefix, function, math.MaxInt64-episode)
+}
+
 type circuitRow struct {
-	tablestore.Meta        // PartitionKey: app id; RowKey: function name
+	tablestore.Meta        // PartitionKey: app id; RowKey: "c|" + function
+	Function        string // as given, for readers that do not parse keys
 	Threshold       int32  // failures
 	WindowSeconds   int32  // length of the rolling window
+	Recipients      string // comma-separated addresses
+	AutoResume      bool
+	CooldownSeconds int32
 	State           string // closed, open, half-open, forced-open
 	Episode         int64
 	ChangedAt       time.Time
 	Reason          string
+	AppliedEpisode  int64
+	Drift           string
+	DriftSince      time.Time
 	FenceLease      string // the lease under which the state was last written
 	FenceGeneration int64  // and its generation: older generations are refused
 }
 
 func (r circuitRow) toCircuit() (circuit.Circuit, error) {
+	function := strings.TrimPrefix(r.RowKey, circuitPrefix)
 	st, err := circuit.ParseState(r.State)
 	if err != nil {
-		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: %w", r.PartitionKey, r.RowKey, err)
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: %w", r.PartitionKey, function, err)
 	}
 	if r.Threshold < 1 || r.WindowSeconds < 1 {
-		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: threshold %d and window %ds must both be positive", r.PartitionKey, r.RowKey, r.Threshold, r.WindowSeconds)
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: threshold %d and window %ds must both be positive", r.PartitionKey, function, r.Threshold, r.WindowSeconds)
+	}
+	var recipients []string
+	for _, a := range strings.Split(r.Recipients, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			recipients = append(recipients, a)
+		}
 	}
 	return circuit.Circuit{
-		AppID: r.PartitionKey, Function: r.RowKey, Threshold: int(r.Threshold),
-		Window: time.Duration(r.WindowSeconds) * time.Second, State: st, Episode: r.Episode,
-		ChangedAt: r.ChangedAt, Reason: r.Reason,
+		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
+		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
+		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second},
+		State:  st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
+		AppliedEpisode: r.AppliedEpisode, Drift: r.Drift, DriftSince: r.DriftSince,
+		Version: string(r.ETag),
 	}, nil
 }
 
-// List returns every circuit, ordered by app then function.
+// setState copies a circuit's state fields into the row.
+func (r *circuitRow) setState(c circuit.Circuit) {
+	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
+	r.AppliedEpisode, r.Drift, r.DriftSince = c.AppliedEpisode, c.Drift, c.DriftSince
+}
+
+// setSettings copies a circuit's settings into the row.
+func (r *circuitRow) setSettings(c circuit.Circuit) {
+	r.Function = c.Function
+	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
+	r.Recipients = strings.Join(c.Recipients, ",")
+	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
+}
+
+// List returns every circuit, ordered by app then function. A row that
+// cannot be read is reported in the error with its key, after the rest.
 func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
-	rows, err := tablestore.All[circuitRow](ctx, c.table, tablestore.Query{})
+	rows, err := tablestore.All[circuitRow](ctx, c.table, tablestore.Query{Filter: tablestore.RowKeyPrefix(circuitPrefix)})
 	if err != nil {
 		return nil, fmt.Errorf("storage: list circuits: %w", err)
 	}
@@ -59,54 +108,187 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	return out, nil
 }
 
-// Put creates or replaces a circuit.
-func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
-	row := &circuitRow{
-		Meta:      tablestore.Meta{PartitionKey: ci.AppID, RowKey: ci.Function},
-		Threshold: int32(ci.Threshold), WindowSeconds: int32(ci.Window / time.Second),
-		State: ci.State.String(), Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
+// Get reads one circuit.
+func (c *Circuits) Get(ctx context.Context, appID, function string) (circuit.Circuit, error) {
+	row, err := c.row(ctx, appID, function)
+	if err != nil {
+		return circuit.Circuit{}, err
 	}
-	if err := c.table.Upsert(ctx, row); err != nil {
+	return row.toCircuit()
+}
+
+func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow, error) {
+	var row circuitRow
+	if err := c.table.Get(ctx, appID, circuitKey(function), &row); err != nil {
+		if errors.Is(err, tablestore.ErrNotFound) {
+			return row, fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
+		}
+		return row, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
+	}
+	return row, nil
+}
+
+// Put creates a circuit, or replaces its settings and state if it exists
+// (seeding and tests). The fence of an existing row is kept.
+func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
+	row, err := c.row(ctx, ci.AppID, ci.Function)
+	switch {
+	case errors.Is(err, ErrNoCircuit):
+		row = circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}}
+		row.setSettings(ci)
+		row.setState(ci)
+		err = c.table.Insert(ctx, &row)
+	case err == nil:
+		row.setSettings(ci)
+		row.setState(ci)
+		err = c.table.Update(ctx, &row)
+	}
+	if err != nil {
 		return fmt.Errorf("storage: put circuit %s: %w", ci.ID(), err)
 	}
 	return nil
 }
 
-// ErrNoCircuit is a write to a circuit that does not exist.
-var ErrNoCircuit = errors.New("storage: no such circuit")
-
-// SetState records a circuit's state, episode and reason under a lease
-// fence: the write is refused with lease.ErrFenced if the circuit was last
-// written under a newer generation of the same lease, and it is
-// conditional on the row's ETag, so a concurrent change is
-// tablestore.ErrConflict for the caller to reread and retry.
-func (c *Circuits) SetState(ctx context.Context, f lease.Fence, ci circuit.Circuit) error {
-	var row circuitRow
-	if err := c.table.Get(ctx, ci.AppID, ci.Function, &row); err != nil {
-		if errors.Is(err, tablestore.ErrNotFound) {
-			return fmt.Errorf("%w: %s", ErrNoCircuit, ci.ID())
-		}
-		return fmt.Errorf("storage: set state of %s: %w", ci.ID(), err)
+// Transition records a state change and its flip-log entry in one batch,
+// on condition that the circuit is still at ci.Version (else
+// tablestore.ErrConflict) and that f admits the write (else lease.ErrFenced).
+// A zero fence (an operator's action) keeps the row's fence as it is.
+func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip) error {
+	row, err := c.row(ctx, ci.AppID, ci.Function)
+	if err != nil {
+		return err
+	}
+	if string(row.ETag) != ci.Version {
+		return fmt.Errorf("storage: transition %s: %w", ci.ID(), tablestore.ErrConflict)
 	}
 	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
-		return fmt.Errorf("storage: set state of %s: %w", ci.ID(), err)
+		return fmt.Errorf("storage: transition %s: %w", ci.ID(), err)
 	}
-	row.State, row.Episode, row.ChangedAt, row.Reason = ci.State.String(), ci.Episode, ci.ChangedAt, ci.Reason
-	row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
-	if err := c.table.Update(ctx, &row); err != nil {
-		return fmt.Errorf("storage: set state of %s: %w", ci.ID(), err)
+	row.setState(ci)
+	if f.Lease != "" {
+		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
+	}
+	b := c.table.NewBatch(ci.AppID)
+	if err := b.Update(&row); err != nil {
+		return err
+	}
+	if err := b.Insert(flipRowOf(ci, fl)); err != nil {
+		return err
+	}
+	if err := b.Submit(ctx); err != nil {
+		return fmt.Errorf("storage: transition %s to %s: %w", ci.ID(), ci.State, err)
 	}
 	return nil
 }
 
-// Get reads one circuit.
-func (c *Circuits) Get(ctx context.Context, appID, function string) (circuit.Circuit, error) {
-	var row circuitRow
-	if err := c.table.Get(ctx, appID, function, &row); err != nil {
-		if errors.Is(err, tablestore.ErrNotFound) {
-			return circuit.Circuit{}, fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
+// MarkApplied records that a switch set the trigger for episode. It is
+// refused (tablestore.ErrConflict) if the circuit has moved to another
+// episode since, so a slow switch call cannot claim a newer episode.
+func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error {
+	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
+		if r.Episode != episode {
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, tablestore.ErrConflict)
 		}
-		return circuit.Circuit{}, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
+		r.AppliedEpisode, r.Drift, r.DriftSince = episode, "", time.Time{}
+		return nil
+	})
+}
+
+// SetDrift records (or clears, with "") a trigger found in the wrong
+// position for the current, already applied, episode.
+func (c *Circuits) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
+	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
+		if r.Episode != episode {
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, tablestore.ErrConflict)
+		}
+		if drift != "" && r.Drift == "" {
+			r.DriftSince = now
+		}
+		if drift == "" {
+			r.DriftSince = time.Time{}
+		}
+		r.Drift = drift
+		return nil
+	})
+}
+
+// Reapply marks the current episode as not applied, so the reconciler sets
+// the trigger again (an operator overriding drift).
+func (c *Circuits) Reapply(ctx context.Context, appID, function string) error {
+	return c.update(ctx, lease.Fence{}, appID, function, func(r *circuitRow) error {
+		r.AppliedEpisode, r.Drift, r.DriftSince = -1, "", time.Time{}
+		return nil
+	})
+}
+
+func (c *Circuits) update(ctx context.Context, f lease.Fence, appID, function string, change func(*circuitRow) error) error {
+	row, err := c.row(ctx, appID, function)
+	if err != nil {
+		return err
 	}
-	return row.toCircuit()
+	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
+		return fmt.Errorf("storage: circuit %s/%s: %w", appID, function, err)
+	}
+	if err := change(&row); err != nil {
+		return err
+	}
+	if f.Lease != "" {
+		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
+	}
+	if err := c.table.Update(ctx, &row); err != nil {
+		return fmt.Errorf("storage: circuit %s/%s: %w", appID, function, err)
+	}
+	return nil
+}
+
+// SetState records a circuit's state without a flip-log entry, under a
+// fence (kept for the lease tests and migrations of state).
+func (c *Circuits) SetState(ctx context.Context, f lease.Fence, ci circuit.Circuit) error {
+	return c.update(ctx, f, ci.AppID, ci.Function, func(r *circuitRow) error {
+		r.setState(ci)
+		return nil
+	})
+}
+
+type flipRow struct {
+	tablestore.Meta // PartitionKey: app id; RowKey: "f|<function>|<MaxInt64-episode>"
+	Function        string
+	Episode         int64
+	From, To        string
+	At              time.Time
+	Actor           string
+	Count           int32
+	Threshold       int32
+	WindowSeconds   int32
+	Reason          string
+}
+
+func flipRowOf(ci circuit.Circuit, f circuit.Flip) *flipRow {
+	return &flipRow{
+		Meta:     tablestore.Meta{PartitionKey: ci.AppID, RowKey: flipKey(ci.Function, f.Episode)},
+		Function: ci.Function, Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At,
+		Actor: f.Actor, Count: int32(f.Count), Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason,
+	}
+}
+
+// Flips returns up to limit flip-log entries of a circuit, newest first.
+func (c *Circuits) Flips(ctx context.Context, appID, function string, limit int) ([]circuit.Flip, error) {
+	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(appID), tablestore.RowKeyPrefix(flipPrefix+function+"|")), Top: int32(min(limit, 1000))}
+	var out []circuit.Flip
+	for r, err := range tablestore.Rows[flipRow](ctx, c.table, q) {
+		if err != nil {
+			return nil, fmt.Errorf("storage: flip log of %s/%s: %w", appID, function, err)
+		}
+		from, err1 := circuit.ParseState(r.From)
+		to, err2 := circuit.ParseState(r.To)
+		if err := errors.Join(err1, err2); err != nil {
+			return nil, fmt.Errorf("storage: flip log of %s/%s episode %d: %w", appID, function, r.Episode, err)
+		}
+		out = append(out, circuit.Flip{Episode: r.Episode, From: from, To: to, At: r.At, Actor: r.Actor, Count: int(r.Count),
+			Threshold: int(r.Threshold), Window: time.Duration(r.WindowSeconds) * time.Second, Reason: r.Reason})
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
 }

@@ -18,6 +18,8 @@ const (
 	TableCircuits = "Circuits"
 	TableJobs     = "Jobs"
 	TableAudit    = "Audit"
+	TableFailures = "Failures"
+	TableStatus   = "Status"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -32,6 +34,8 @@ type Store struct {
 	Jobs     *Jobs
 	Audit    *Audit
 	Leases   *Leases
+	Failures *Failures
+	Status   *Status
 }
 
 // New builds the repositories. It does not touch the network.
@@ -44,5 +48,7 @@ func New(svc *tablestore.Service) *Store {
 		Jobs:     &Jobs{table: svc.Table(TableJobs)},
 		Audit:    &Audit{table: svc.Table(TableAudit)},
 		Leases:   &Leases{table: svc.Table(TableLeases)},
+		Failures: &Failures{table: svc.Table(TableFailures)},
+		Status:   &Status{table: svc.Table(TableStatus)},
 	}
 }

@@ -436,7 +436,7 @@ func TestStorageRowsOfOthersAreValidated(t *testing.T) {
 		State         string
 	}
 	svc := srv.App.Store.Service
-	if err := svc.Table("Circuits").Insert(t.Context(), &badCircuit{Meta: tablestore.Meta{PartitionKey: "app", RowKey: "Fn"}, Threshold: 5, WindowSeconds: 30, State: "melted"}); err != nil {
+	if err := svc.Table("Circuits").Insert(t.Context(), &badCircuit{Meta: tablestore.Meta{PartitionKey: "app", RowKey: "c|Fn"}, Threshold: 5, WindowSeconds: 30, State: "melted"}); err != nil {
 		t.Fatal(err)
 	}
 	b := newBrowser(t, srv.URL)

@@ -1,0 +1,34 @@
+package storage
+
+import (
+	"context"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/lease"
+)
+
+// EvaluatorStore adapts the repositories to what circuit.Evaluator needs.
+type EvaluatorStore struct{ *Store }
+
+var _ circuit.Store = EvaluatorStore{}
+
+func (s EvaluatorStore) ListApps(ctx context.Context) ([]circuit.App, error) { return s.Apps.List(ctx) }
+func (s EvaluatorStore) ListCircuits(ctx context.Context) ([]circuit.Circuit, error) {
+	return s.Circuits.List(ctx)
+}
+func (s EvaluatorStore) PutStatus(ctx context.Context, st circuit.Status) error {
+	return s.Status.PutEvaluator(ctx, st)
+}
+func (s EvaluatorStore) Transition(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip) error {
+	return s.Circuits.Transition(ctx, f, c, fl)
+}
+func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error {
+	return s.Circuits.MarkApplied(ctx, f, appID, function, episode)
+}
+func (s EvaluatorStore) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
+	return s.Circuits.SetDrift(ctx, f, appID, function, episode, drift, now)
+}
+func (s EvaluatorStore) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	return s.Failures.ReadFailures(ctx, from, to, changedSince)
+}

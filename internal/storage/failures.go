@@ -1,0 +1,220 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Failures holds failure counts as functions report them: one row per
+// (app, function, second, writer), partitioned by the UTC minute of that
+// second. Many writers never touch the same row, and a reader of the last
+// W seconds reads only the partitions of those minutes and only rows that
+// exist: healthy circuits cost nothing.
+type Failures struct{ table *tablestore.Table }
+
+// FailurePartition is the partition key of a second: its UTC minute.
+func FailurePartition(t time.Time) string { return t.UTC().Format("200601021504") }
+
+// FailureRowKey is "<app>|<function>|<ss>|<writer>".
+func FailureRowKey(app, function string, second time.Time, writer string) string {
+	return fmt.Sprintf("%s|%s|%02d|%s", app, function, second.UTC().Second(), writer)
+}
+
+var writerPattern = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,100}$`)
+
+// ValidWriter reports whether a writer id is usable in row keys.
+func ValidWriter(w string) bool { return writerPattern.MatchString(w) }
+
+type failureRow struct {
+	tablestore.Meta           // PartitionKey: yyyyMMddHHmm; RowKey: app|function|ss|writer
+	App             string    // app id
+	Function        string    // function name
+	Second          time.Time // the second the failures happened in (UTC, whole second)
+	Count           int32     // failures in that second from this writer (its running total)
+	Sample          string    // optional: one error message, for people
+}
+
+// Report is a count of failures of one function in one second.
+type Report struct {
+	App, Function string
+	Second        time.Time // truncated to the second
+	Count         int
+	Sample        string
+}
+
+// Record writes reports from one writer: counts for the same function and
+// second are added up into one row, rows are written in batches of one
+// partition. A writer id must be unique to the writer; writing the same
+// (function, second) again replaces that writer's row, so a writer that
+// flushes repeatedly must send its running total.
+func (f *Failures) Record(ctx context.Context, writer string, reports []Report) error {
+	if !ValidWriter(writer) {
+		return fmt.Errorf("storage: writer id %q: use 1 to 100 letters, digits, . _ : or -", writer)
+	}
+	type key struct {
+		app, function string
+		second        int64
+	}
+	sums := map[key]*failureRow{}
+	for _, r := range reports {
+		sec := r.Second.UTC().Truncate(time.Second)
+		k := key{r.App, r.Function, sec.Unix()}
+		row, ok := sums[k]
+		if !ok {
+			row = &failureRow{Meta: tablestore.Meta{PartitionKey: FailurePartition(sec), RowKey: FailureRowKey(r.App, r.Function, sec, writer)},
+				App: r.App, Function: r.Function, Second: sec}
+			sums[k] = row
+		}
+		row.Count += int32(r.Count)
+		if r.Sample != "" {
+			row.Sample = truncate(r.Sample, 1024)
+		}
+	}
+	byPartition := map[string][]*failureRow{}
+	for _, row := range sums {
+		byPartition[row.PartitionKey] = append(byPartition[row.PartitionKey], row)
+	}
+	for pk, rows := range byPartition {
+		sort.Slice(rows, func(i, j int) bool { return rows[i].RowKey < rows[j].RowKey })
+		for start := 0; start < len(rows); start += tablestore.MaxBatchActions {
+			b := f.table.NewBatch(pk)
+			for _, row := range rows[start:min(start+tablestore.MaxBatchActions, len(rows))] {
+				if err := b.Upsert(row); err != nil {
+					return fmt.Errorf("storage: record failures: %w", err)
+				}
+			}
+			if err := b.Submit(ctx); err != nil {
+				return fmt.Errorf("storage: record failures: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8Start(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
+
+// ReadFailures returns the rows for seconds in [from, to], and the rows that
+// do not parse. When changedSince is not zero, only rows the service has
+// modified since then are read (an incremental read).
+func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	filter := tablestore.And(
+		tablestore.Ge("PartitionKey", FailurePartition(from)),
+		tablestore.Le("PartitionKey", FailurePartition(to)),
+	)
+	if !changedSince.IsZero() {
+		filter = tablestore.And(filter, tablestore.Ge("Timestamp", changedSince))
+	}
+	var out []circuit.FailureRow
+	var rejected []circuit.Rejection
+	for row, err := range tablestore.Rows[failureRow](ctx, f.table, tablestore.Query{Filter: filter}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			rejected = append(rejected, circuit.Rejection{ID: rowErr.PartitionKey + "/" + rowErr.RowKey, Reason: rowErr.Err.Error()})
+			continue
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("storage: read failures: %w", err)
+		}
+		id := row.PartitionKey + "/" + row.RowKey
+		if why := checkFailureRow(row); why != "" {
+			rejected = append(rejected, circuit.Rejection{ID: id, Reason: why})
+			continue
+		}
+		if row.Second.Before(from) || row.Second.After(to) {
+			continue
+		}
+		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Modified: row.Timestamp})
+	}
+	return out, rejected, nil
+}
+
+// checkFailureRow says what is wrong with a row another program wrote.
+func checkFailureRow(r failureRow) string {
+	parts := strings.Split(r.RowKey, "|")
+	switch {
+	case len(parts) != 4:
+		return "RowKey must be app|function|ss|writer"
+	case r.App == "" || r.Function == "":
+		return "App and Function are required"
+	case parts[0] != r.App || parts[1] != r.Function:
+		return "App and Function do not match the RowKey"
+	case !circuit.ValidAppID(r.App):
+		return "App is not a valid app id"
+	case r.Second.IsZero():
+		return "Second is missing or not a date-time"
+	case FailurePartition(r.Second) != r.PartitionKey:
+		return "Second is not in the minute the PartitionKey names"
+	case fmt.Sprintf("%02d", r.Second.UTC().Second()) != parts[2]:
+		return "Second does not match the seconds in the RowKey"
+	case r.Count < 1:
+		return "Count must be at least 1"
+	}
+	return ""
+}
+
+// DeleteBefore removes failure rows of minutes before t, partition by
+// partition, and returns how many it removed.
+func (f *Failures) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
+	n := 0
+	q := tablestore.Query{Filter: tablestore.Lt("PartitionKey", FailurePartition(t)), Select: []string{"PartitionKey", "RowKey"}}
+	batches := map[string]*tablestore.Batch{}
+	flush := func(pk string) error {
+		b := batches[pk]
+		delete(batches, pk)
+		if b == nil {
+			return nil
+		}
+		count := b.Len()
+		if err := b.Submit(ctx); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+			return err
+		}
+		n += count
+		return nil
+	}
+	for row, err := range tablestore.Rows[tablestore.Meta](ctx, f.table, q) {
+		if err != nil {
+			var rowErr *tablestore.RowError
+			if errors.As(err, &rowErr) {
+				continue
+			}
+			return n, fmt.Errorf("storage: prune failures: %w", err)
+		}
+		b := batches[row.PartitionKey]
+		if b == nil {
+			b = f.table.NewBatch(row.PartitionKey)
+			batches[row.PartitionKey] = b
+		}
+		if err := b.Delete(row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil {
+			return n, err
+		}
+		if b.Len() == tablestore.MaxBatchActions {
+			if err := flush(row.PartitionKey); err != nil {
+				return n, fmt.Errorf("storage: prune failures: %w", err)
+			}
+		}
+	}
+	for pk := range batches {
+		if err := flush(pk); err != nil {
+			return n, fmt.Errorf("storage: prune failures: %w", err)
+		}
+	}
+	return n, nil
+}

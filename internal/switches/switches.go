@@ -1,0 +1,65 @@
+// Package switches turns Azure Functions triggers off and on, by the
+// method each app is registered with: Azure Resource Manager app settings
+// for apps in Azure, local.settings.json for apps run with Core Tools.
+package switches
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/localswitch"
+)
+
+// Router sends each app to the switch it is registered with. A nil ARM
+// switch refuses ARM apps with a clear error.
+type Router struct {
+	ARM   circuit.Switch
+	Local circuit.Switch
+}
+
+var _ circuit.Switch = Router{}
+
+// ErrNoARM is an ARM app when Fusebox has no ARM switch configured.
+var ErrNoARM = errors.New("switches: this Fusebox has no Azure Resource Manager switch configured")
+
+func (r Router) pick(app circuit.App) (circuit.Switch, error) {
+	switch app.Switch {
+	case circuit.SwitchLocal:
+		return r.Local, nil
+	case circuit.SwitchARM:
+		if r.ARM == nil {
+			return nil, ErrNoARM
+		}
+		return r.ARM, nil
+	}
+	return nil, fmt.Errorf("switches: app %s has unknown switch %q", app.ID, app.Switch)
+}
+
+func (r Router) Disabled(ctx context.Context, app circuit.App) (map[string]bool, error) {
+	sw, err := r.pick(app)
+	if err != nil {
+		return nil, err
+	}
+	return sw.Disabled(ctx, app)
+}
+
+func (r Router) SetDisabled(ctx context.Context, app circuit.App, function string, disabled bool) error {
+	sw, err := r.pick(app)
+	if err != nil {
+		return err
+	}
+	return sw.SetDisabled(ctx, app, function, disabled)
+}
+
+// Local edits each app's local.settings.json.
+type Local struct{}
+
+func (Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, error) {
+	return localswitch.DisabledFunctions(app.LocalSettings)
+}
+
+func (Local) SetDisabled(_ context.Context, app circuit.App, function string, disabled bool) error {
+	return localswitch.SetDisabled(app.LocalSettings, function, disabled)
+}

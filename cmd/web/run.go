@@ -27,6 +27,7 @@ commands:
   migrate         apply storage migrations and exit
   seed-demo       write the demo app, circuits and jobs (-local-settings PATH)
   hash-password   read a password on standard input, print its bcrypt hash
+  app-key APP     make a new failure-reporting key for an app (the old one stops working)
 
 Configuration comes from FUSEBOX_* environment variables: see docs/configuration.md.`
 
@@ -44,6 +45,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return seedDemo(ctx, args, lookup, stdout, stderr)
 	case "hash-password":
 		return hashPassword(stdin, stdout)
+	case "app-key":
+		return appKey(ctx, args, lookup, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -132,6 +135,32 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 		return err
 	}
 	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
+	return nil
+}
+
+func appKey(ctx context.Context, args []string, lookup func(string) (string, bool), stdout io.Writer) error {
+	if len(args) != 1 {
+		return errors.New("app-key: name the app: fusebox app-key orders-prod")
+	}
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return err
+	}
+	svc, err := app.OpenStorage(cfg, nil)
+	if err != nil {
+		return err
+	}
+	st := storage.New(svc)
+	a, err := st.Apps.Get(ctx, args[0])
+	if err != nil {
+		return err
+	}
+	key, hash := auth.NewAppKey(a.ID)
+	a.APIKeyHash = hash
+	if err := st.Apps.Put(ctx, a); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%s\n\nThis is the only time the key is shown. Give it to the app's functions (for example as the app setting FUSEBOX_KEY); the previous key no longer works.\n", key)
 	return nil
 }
 

@@ -15,12 +15,14 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/switches"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/web"
 	"github.com/fusebox/fusebox/migrations"
@@ -45,6 +47,9 @@ type App struct {
 	Metrics *metrics.Metrics
 	Web     *web.Server
 	Locker  *lease.Locker
+
+	clock     clock.Clock
+	evaluator *circuit.Evaluator
 }
 
 // OpenStorage connects to Table Storage as configured.
@@ -157,13 +162,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
 		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
-		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
-		Now:   now,
+		AppStore: store.Apps, Failures: store.Failures, Status: store.Status,
+		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
+		Ready:   func(ctx context.Context) error { return ready(ctx, svc, runner) },
+		Now:     now,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &App{cfg: cfg, log: o.Logger, now: now, Store: store, Metrics: m, Web: srv, Locker: locker}, nil
+	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, switches.Router{Local: switches.Local{}}, circuit.EvaluatorSettings{
+		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
+	})
+	return &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator}, nil
 }
 
 func ready(ctx context.Context, svc *tablestore.Service, runner *migrate.Runner) error {
@@ -207,26 +217,43 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	g.Go(func() error {
 		return a.Locker.Run(ctx, "sessions/sweeper", func(ctx context.Context, _ lease.Fence) error { return a.sweepSessions(ctx) })
 	})
+	g.Go(func() error { return a.Locker.Run(ctx, "evaluator", a.evaluator.Run) })
+	g.Go(func() error {
+		return a.Locker.Run(ctx, "failures/pruner", func(ctx context.Context, _ lease.Fence) error { return a.pruneFailures(ctx) })
+	})
 	return g.Wait()
+}
+
+// pruneFailures deletes failure rows older than the longest window allows
+// (24 h) plus an hour, every ten minutes.
+func (a *App) pruneFailures(ctx context.Context) error {
+	for {
+		n, err := a.Store.Failures.DeleteBefore(ctx, a.now().Add(-circuit.MaxWindow-time.Hour))
+		a.Metrics.ObserveLoop("failures_pruner", a.now(), err)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("failure pruning failed", "error", err)
+		} else if n > 0 {
+			a.log.Info("old failure rows removed", "count", n)
+		}
+		if err := a.clock.Sleep(ctx, 10*time.Minute); err != nil {
+			return nil
+		}
+	}
 }
 
 // sweepSessions deletes expired sessions every ten minutes, on the one
 // instance that holds the sweeper's lease, until ctx ends.
 func (a *App) sweepSessions(ctx context.Context) error {
-	t := time.NewTicker(10 * time.Minute)
-	defer t.Stop()
 	for {
-		select {
-		case <-ctx.Done():
+		if err := a.clock.Sleep(ctx, 10*time.Minute); err != nil {
 			return nil
-		case <-t.C:
-			n, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
-			a.Metrics.ObserveLoop("session_sweeper", a.now(), err)
-			if err != nil && ctx.Err() == nil {
-				a.log.Warn("session sweep failed", "error", err)
-			} else if n > 0 {
-				a.log.Info("expired sessions removed", "count", n)
-			}
+		}
+		n, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
+		a.Metrics.ObserveLoop("session_sweeper", a.now(), err)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("session sweep failed", "error", err)
+		} else if n > 0 {
+			a.log.Info("expired sessions removed", "count", n)
 		}
 	}
 }

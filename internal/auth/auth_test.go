@@ -201,3 +201,27 @@ func TestEasyAuthPrincipal(t *testing.T) {
 		})
 	}
 }
+
+func TestAppKeys(t *testing.T) {
+	key, hash := auth.NewAppKey("orders-prod")
+	if got := auth.AppOfKey(key); got != "orders-prod" {
+		t.Errorf("AppOfKey = %q", got)
+	}
+	if !auth.AppKeyMatches(key, hash) {
+		t.Error("a key does not match its own hash")
+	}
+	other, _ := auth.NewAppKey("orders-prod")
+	for name, k := range map[string]string{"another key of the app": other, "truncated": key[:len(key)-1], "empty": ""} {
+		if auth.AppKeyMatches(k, hash) {
+			t.Errorf("%s matched", name)
+		}
+	}
+	if auth.AppKeyMatches(key, "") {
+		t.Error("a key matched an app without a key")
+	}
+	for _, k := range []string{"", "fbx_", "fbx_orders", "fbx_orders_", "Bearer fbx_a_b", "xyz_orders_secret"} {
+		if got := auth.AppOfKey(k); got != "" {
+			t.Errorf("AppOfKey(%q) = %q, want \"\"", k, got)
+		}
+	}
+}

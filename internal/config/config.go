@@ -48,6 +48,10 @@ type Config struct {
 	ViewerClaims   []string // claim values that grant the viewer role
 	LoginRateLimit float64  // sign-in attempts per second per client address
 	MetricsToken   Secret   // when set, /metrics needs "Authorization: Bearer <token>"
+	// EvaluatorInterval is the time between evaluator ticks.
+	EvaluatorInterval time.Duration
+	// DriftCheckInterval is how often the evaluator reads triggers back.
+	DriftCheckInterval time.Duration
 }
 
 // Storage says how to reach Azure Table Storage: either a connection string
@@ -128,6 +132,8 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		ViewerClaims:        r.list("FUSEBOX_VIEWER_CLAIM_VALUES"),
 		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
+		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
+		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
 	}
 
 	switch c.Env {
@@ -151,6 +157,12 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		r.fail("FUSEBOX_LOGIN_RATE_LIMIT", "must be a positive number of attempts per second, such as 1")
 	}
 
+	if c.EvaluatorInterval < 100*time.Millisecond || c.EvaluatorInterval > time.Minute {
+		r.fail("FUSEBOX_EVALUATOR_INTERVAL", "must be between 100ms and 1m, got %s", c.EvaluatorInterval)
+	}
+	if c.DriftCheckInterval < time.Second || c.DriftCheckInterval > time.Hour {
+		r.fail("FUSEBOX_DRIFT_CHECK_INTERVAL", "must be between 1s and 1h, got %s", c.DriftCheckInterval)
+	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		r.fail("FUSEBOX_METRICS_TOKEN", "must be at least 16 characters when set")
 	}

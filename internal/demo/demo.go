@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/localswitch"
@@ -18,11 +19,17 @@ import (
 // AppID is the demo function app's id.
 const AppID = "orders-demo"
 
+// Key is the demo app's failure-reporting key. It is public, in the README,
+// so it must never be given to an app in Azure: make real keys with
+// `fusebox app-key`.
+const Key = "fbx_orders-demo_local-demo-key-not-for-azure"
+
 // Seed writes the demo. localSettings is the local.settings.json the demo
 // app's local switch edits; open circuits are switched off in it.
 func Seed(ctx context.Context, st *storage.Store, localSettings string, now time.Time) error {
 	app := circuit.App{
 		ID: AppID, DisplayName: "Orders (demo)", Site: "func-orders-demo", Switch: circuit.SwitchLocal, LocalSettings: localSettings,
+		APIKeyHash: auth.HashAppKey(Key),
 	}
 	if err := st.Apps.Put(ctx, app); err != nil {
 		return err
@@ -34,6 +41,8 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		{AppID: AppID, Function: "ImportPrices", Threshold: 100, Window: 30 * time.Second, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}
 	for _, c := range circuits {
+		c.AppliedEpisode = c.Episode // the switch below applies it
+		c.Recipients = []string{"oncall@example.com"}
 		if err := st.Circuits.Put(ctx, c); err != nil {
 			return err
 		}

@@ -28,6 +28,7 @@ type Metrics struct {
 	leaseLost    *prometheus.CounterVec
 	leaseRenew   *prometheus.HistogramVec
 	leaseFailed  *prometheus.CounterVec
+	ingested     *prometheus.CounterVec
 }
 
 // New registers every collector, with the Go runtime's and the process's.
@@ -67,8 +68,11 @@ func New() *Metrics {
 		leaseFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_lease_renew_failures_total", Help: "Lease renewals that failed, by lease family.",
 		}, []string{"lease"}),
+		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_failures_ingested_total", Help: "Failures reported over HTTP, by outcome (accepted counts failures, rejected counts items).",
+		}, []string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK,
+	m.Registry.MustRegister(m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -99,6 +103,12 @@ func outcome(err error) string {
 		return "exists"
 	}
 	return "error"
+}
+
+// ObserveIngest records one failure report request.
+func (m *Metrics) ObserveIngest(accepted, rejected int) {
+	m.ingested.WithLabelValues("accepted").Add(float64(accepted))
+	m.ingested.WithLabelValues("rejected").Add(float64(rejected))
 }
 
 // ObserveLoop records one pass of a background loop.

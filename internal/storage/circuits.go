@@ -159,7 +159,7 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 		return err
 	}
 	if string(row.ETag) != ci.Version {
-		return fmt.Errorf("storage: transition %s: %w", ci.ID(), tablestore.ErrConflict)
+		return fmt.Errorf("storage: transition %s: %w (%w)", ci.ID(), circuit.ErrConflict, tablestore.ErrConflict)
 	}
 	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
 		return fmt.Errorf("storage: transition %s: %w", ci.ID(), err)
@@ -176,7 +176,7 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 		return err
 	}
 	if err := b.Submit(ctx); err != nil {
-		return fmt.Errorf("storage: transition %s to %s: %w", ci.ID(), ci.State, err)
+		return fmt.Errorf("storage: transition %s to %s: %w", ci.ID(), ci.State, conflictAsCircuit(err))
 	}
 	return nil
 }
@@ -187,7 +187,7 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error {
 	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
 		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, tablestore.ErrConflict)
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
 		}
 		r.AppliedEpisode, r.Drift, r.DriftSince = episode, "", time.Time{}
 		return nil
@@ -199,7 +199,7 @@ func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, functi
 func (c *Circuits) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
 	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
 		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, tablestore.ErrConflict)
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
 		}
 		if drift != "" && r.Drift == "" {
 			r.DriftSince = now
@@ -236,9 +236,18 @@ func (c *Circuits) update(ctx context.Context, f lease.Fence, appID, function st
 		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
 	}
 	if err := c.table.Update(ctx, &row); err != nil {
-		return fmt.Errorf("storage: circuit %s/%s: %w", appID, function, err)
+		return fmt.Errorf("storage: circuit %s/%s: %w", appID, function, conflictAsCircuit(err))
 	}
 	return nil
+}
+
+// conflictAsCircuit marks a lost race so that circuit.Service, which does
+// not know storage's errors, can retry.
+func conflictAsCircuit(err error) error {
+	if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrExists) {
+		return fmt.Errorf("%w: %w", circuit.ErrConflict, err)
+	}
+	return err
 }
 
 // SetState records a circuit's state without a flip-log entry, under a

@@ -8,10 +8,21 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 )
 
-// EvaluatorStore adapts the repositories to what circuit.Evaluator needs.
+// EvaluatorStore adapts the repositories to what circuit.Evaluator and
+// circuit.Service need.
 type EvaluatorStore struct{ *Store }
 
-var _ circuit.Store = EvaluatorStore{}
+var (
+	_ circuit.Store        = EvaluatorStore{}
+	_ circuit.ServiceStore = EvaluatorStore{}
+)
+
+func (s EvaluatorStore) GetCircuit(ctx context.Context, appID, function string) (circuit.Circuit, error) {
+	return s.Circuits.Get(ctx, appID, function)
+}
+func (s EvaluatorStore) Reapply(ctx context.Context, appID, function string) error {
+	return s.Circuits.Reapply(ctx, appID, function)
+}
 
 func (s EvaluatorStore) ListApps(ctx context.Context) ([]circuit.App, error) { return s.Apps.List(ctx) }
 func (s EvaluatorStore) ListCircuits(ctx context.Context) ([]circuit.Circuit, error) {

@@ -2,22 +2,78 @@ package web
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
-// circuitList lists every circuit. The first version of the page: the
-// circuit evaluator adds live counts, filters and sparklines.
+// circuitList shows every circuit with its failures now, filtered by app
+// and state. htmx asks for the body alone to refresh it.
 func (s *Server) circuitList(c echo.Context) error {
-	apps, err := s.Apps.List(c.Request().Context())
+	ctx := c.Request().Context()
+	apps, err := s.Apps.List(ctx)
 	if err != nil {
 		return err
 	}
-	cs, err := s.Circuits.List(c.Request().Context())
+	all, err := s.Circuits.List(ctx)
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.CircuitsPage(views.Circuits{Page: s.page(c, "Circuits", "circuits"), Rows: circuitRows(apps, cs)}))
+	appFilter, stateFilter := c.QueryParam("app"), c.QueryParam("state")
+	var shown []circuit.Circuit
+	for _, ci := range all {
+		if (appFilter == "" || ci.AppID == appFilter) && (stateFilter == "" || ci.State.String() == stateFilter) {
+			shown = append(shown, ci)
+		}
+	}
+	counts, err := s.Actions.Counts(ctx, shown)
+	if err != nil {
+		return err
+	}
+	status, err := s.Status.Evaluator(ctx)
+	if err != nil {
+		return err
+	}
+	m := views.Circuits{
+		Page:   s.page(c, "Circuits", "circuits"),
+		Rows:   circuitRows(apps, shown, counts),
+		App:    appFilter,
+		State:  stateFilter,
+		Status: views.EvaluatorStatus{Leader: status.Leader, LastTickAt: status.LastTickAt, Rejected: status.Rejected, LastRejected: status.LastRejected},
+	}
+	for _, a := range apps {
+		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
+	}
+	for _, st := range []circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen, circuit.ForcedOpen} {
+		m.States = append(m.States, views.Option{Value: st.String(), Label: st.String()})
+	}
+	q := url.Values{}
+	if appFilter != "" {
+		q.Set("app", appFilter)
+	}
+	if stateFilter != "" {
+		q.Set("state", stateFilter)
+	}
+	if len(q) > 0 {
+		m.Query = "?" + q.Encode()
+	}
+	slices.SortStableFunc(m.Apps, func(a, b views.Option) int { return compareStrings(a.Label, b.Label) })
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, views.CircuitsBody(m))
+	}
+	return render(c, http.StatusOK, views.CircuitsPage(m))
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

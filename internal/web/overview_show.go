@@ -29,6 +29,10 @@ func (s *Server) overviewShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	counts, err := s.Actions.Counts(ctx, circuits)
+	if err != nil {
+		return err
+	}
 	recent, err := s.Audit.Recent(ctx, s.Now(), 8)
 	if err != nil {
 		return err
@@ -36,7 +40,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 	m := views.Overview{
 		Page:        s.page(c, "Overview", "overview"),
 		Apps:        len(apps),
-		Circuits:    circuitRows(apps, circuits),
+		Circuits:    circuitRows(apps, circuits, counts),
 		Jobs:        jobRows(apps, jobList),
 		StateCounts: stateCounts(circuits),
 		JobCounts:   jobCounts(jobList),
@@ -109,13 +113,15 @@ func appName(apps []circuit.App, id string) string {
 	return id
 }
 
-func circuitRows(apps []circuit.App, cs []circuit.Circuit) []views.CircuitRow {
+func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]circuit.Counts) []views.CircuitRow {
 	rows := make([]views.CircuitRow, len(cs))
 	for i, c := range cs {
 		rows[i] = views.CircuitRow{
-			App: appName(apps, c.AppID), Function: c.Function, State: c.State.String(), Tone: stateTone(c.State),
-			Rule:      fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window)),
-			ChangedAt: c.ChangedAt, Reason: c.Reason,
+			AppID: c.AppID, App: appName(apps, c.AppID), Function: c.Function, Href: circuitHref(c),
+			State: c.State.String(), Tone: stateTone(c.State),
+			Rule:  fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window)),
+			Count: counts[c.ID()].Window, Threshold: c.Threshold,
+			ChangedAt: c.ChangedAt, Reason: c.Reason, Drift: c.Drift != "", Pending: c.Pending(),
 		}
 	}
 	return rows

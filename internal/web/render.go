@@ -36,6 +36,10 @@ func (s *Server) page(c echo.Context, title, nav string) views.Page {
 var flashes = map[string]views.Flash{
 	"signed-in":  {Kind: "success", Text: "You are signed in."},
 	"signed-out": {Kind: "success", Text: "You are signed out."},
+	"tripped":    {Kind: "success", Text: "Tripped: the trigger is being switched off."},
+	"resumed":    {Kind: "success", Text: "Resumed: the trigger is being switched on; the function continues from its last checkpoint."},
+	"adopted":    {Kind: "success", Text: "Drift adopted: the circuit now follows the trigger."},
+	"overridden": {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
 }
 
 func (s *Server) setFlash(c echo.Context, code string) {

@@ -30,6 +30,9 @@ func (s *Server) routes() {
 	e.GET("/metrics", s.metricsHandler())
 	e.GET(static.Prefix+"*", echo.WrapHandler(s.Assets.Handler()))
 
+	// Machine APIs with keys of their own: no session, no CSRF.
+	e.POST("/api/v1/failures", s.failureIngest, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+
 	// Pages for people: signed in or not, every form is CSRF-checked.
 	web := e.Group("", s.csrf, s.loadPrincipal)
 	loginLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
@@ -48,7 +51,18 @@ func (s *Server) routes() {
 	viewer := web.Group("", s.require(auth.RoleViewer))
 	viewer.GET("/", s.overviewShow)
 	viewer.GET("/circuits", s.circuitList)
+	viewer.GET("/circuits/:app/:function", s.circuitShow)
 	viewer.GET("/jobs", s.jobList)
 	viewer.GET("/locks", s.lockList)
 	viewer.GET("/audit", s.auditList)
+
+	// Operator routes carry the check per route: a group with middleware
+	// would also answer every unknown path with 403.
+	operator := s.require(auth.RoleOperator)
+	viewer.GET("/circuits/:app/:function/trip", s.circuitConfirm("trip"), operator)
+	viewer.POST("/circuits/:app/:function/trip", s.circuitTrip, operator)
+	viewer.GET("/circuits/:app/:function/resume", s.circuitConfirm("resume"), operator)
+	viewer.POST("/circuits/:app/:function/resume", s.circuitResume, operator)
+	viewer.POST("/circuits/:app/:function/drift/adopt", s.circuitDriftAdopt, operator)
+	viewer.POST("/circuits/:app/:function/drift/override", s.circuitDriftOverride, operator)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/static"
 )
 
@@ -30,9 +31,27 @@ type (
 	}
 	circuitLister interface {
 		List(context.Context) ([]circuit.Circuit, error)
+		Get(ctx context.Context, appID, function string) (circuit.Circuit, error)
+		Flips(ctx context.Context, appID, function string, limit int) ([]circuit.Flip, error)
+	}
+	circuitActions interface {
+		Counts(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
+		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		Adopt(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
+		Override(ctx context.Context, appID, function, actor string) error
+	}
+	statusReader interface {
+		Evaluator(ctx context.Context) (circuit.Status, error)
 	}
 	jobLister interface {
 		List(context.Context) ([]jobs.Job, error)
+	}
+	appStore interface {
+		Get(ctx context.Context, id string) (circuit.App, error)
+	}
+	failureRecorder interface {
+		Record(ctx context.Context, writer string, reports []storage.Report) error
 	}
 	leaseLister interface {
 		List(context.Context) ([]lease.Record, error)
@@ -60,6 +79,10 @@ type Deps struct {
 	Jobs     jobLister
 	Audit    auditLog
 	Leases   leaseLister
+	AppStore appStore
+	Failures failureRecorder
+	Actions  circuitActions
+	Status   statusReader
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error
@@ -76,7 +99,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

@@ -1,0 +1,148 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/lease"
+)
+
+// ServiceStore is what operator actions need of storage.
+type ServiceStore interface {
+	GetCircuit(ctx context.Context, appID, function string) (Circuit, error)
+	ListCircuits(ctx context.Context) ([]Circuit, error)
+	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
+	Reapply(ctx context.Context, appID, function string) error
+	ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]FailureRow, []Rejection, error)
+}
+
+// Auditor records who did what.
+type Auditor interface {
+	Append(ctx context.Context, e audit.Entry) error
+}
+
+// Service carries out what people do to circuits: trip, resume, settle
+// drift. It only changes the circuit's desired state; the evaluator, which
+// is the only one to call trigger switches, applies it within a tick.
+type Service struct {
+	store ServiceStore
+	audit Auditor
+	now   func() time.Time
+}
+
+// NewService builds the service; now is the clock.
+func NewService(store ServiceStore, a Auditor, now func() time.Time) *Service {
+	return &Service{store: store, audit: a, now: now}
+}
+
+// ErrConflictRetries is returned when a circuit kept changing under an
+// action; the person should look again.
+var ErrConflictRetries = errors.New("circuit: the circuit kept changing; look at it again and retry")
+
+// Counts returns the current counts of every given circuit, reading the
+// failures of the longest window once.
+func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Counts, error) {
+	longest := time.Duration(0)
+	for _, c := range circuits {
+		longest = max(longest, c.Window)
+	}
+	if longest == 0 {
+		return map[string]Counts{}, nil
+	}
+	now := s.now()
+	rows, _, err := s.store.ReadFailures(ctx, now.Add(-longest).Truncate(time.Second), now, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	byID := make(map[string]FailureRow, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	return CountWindows(byID, circuits, now), nil
+}
+
+// Trip switches a circuit's trigger off by hand.
+func (s *Service) Trip(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "tripped", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
+		return Trip(c, actor, reason, count, now)
+	})
+}
+
+// Resume switches a circuit's trigger back on.
+func (s *Service) Resume(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "resumed", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
+		return Resume(c, actor, reason, count, now)
+	})
+}
+
+// ErrNoDrift is an adopt or override of a circuit without drift.
+var ErrNoDrift = errors.New("circuit: there is no drift to settle")
+
+// Adopt accepts a trigger someone moved by hand: the circuit follows it.
+func (s *Service) Adopt(ctx context.Context, appID, function, actor string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "adopted drift", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
+		switch {
+		case c.Drift == "":
+			return c, Flip{}, ErrNoDrift
+		case c.State.TriggerOff():
+			return Resume(c, actor, "adopted: the trigger was switched back on outside Fusebox", count, now)
+		default:
+			return Trip(c, actor, "adopted: the trigger was switched off outside Fusebox", count, now)
+		}
+	})
+}
+
+// Override puts the trigger back where the circuit wants it.
+func (s *Service) Override(ctx context.Context, appID, function, actor string) error {
+	c, err := s.store.GetCircuit(ctx, appID, function)
+	if err != nil {
+		return err
+	}
+	if c.Drift == "" {
+		return ErrNoDrift
+	}
+	if err := s.store.Reapply(ctx, appID, function); err != nil {
+		return err
+	}
+	return s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "overrode drift", Target: c.ID(),
+		Detail: fmt.Sprintf("trigger set %s again to match the %s circuit", onOff(!c.State.TriggerOff()), c.State)})
+}
+
+func (s *Service) act(ctx context.Context, appID, function, actor, verb string, change func(Circuit, int, time.Time) (Circuit, Flip, error)) (Circuit, error) {
+	for range 3 {
+		c, err := s.store.GetCircuit(ctx, appID, function)
+		if err != nil {
+			return Circuit{}, err
+		}
+		counts, err := s.Counts(ctx, []Circuit{c})
+		if err != nil {
+			return Circuit{}, err
+		}
+		next, fl, err := change(c, counts[c.ID()].Window, s.now())
+		if err != nil {
+			return c, err
+		}
+		err = s.store.Transition(ctx, lease.Fence{}, next, fl)
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return Circuit{}, err
+		}
+		if err := s.audit.Append(ctx, audit.Entry{At: fl.At, Actor: actor, Action: verb, Target: c.ID(),
+			Detail: fmt.Sprintf("%s → %s, episode %d: %s", fl.From, fl.To, fl.Episode, fl.Reason)}); err != nil {
+			return next, err
+		}
+		return next, nil
+	}
+	return Circuit{}, ErrConflictRetries
+}
+
+// ErrConflict is what a store's error wraps when a conditional write lost
+// a race: the caller should reread and decide again.
+var ErrConflict = errors.New("circuit: changed concurrently")
+
+func isConflict(err error) bool { return errors.Is(err, ErrConflict) }

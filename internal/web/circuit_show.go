@@ -1,0 +1,69 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// circuitShow is one circuit's page: its count now, settings, drift and
+// flip log, with trip and resume for operators.
+func (s *Server) circuitShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	counts, err := s.Actions.Counts(ctx, []circuit.Circuit{ci})
+	if err != nil {
+		return err
+	}
+	flips, err := s.Circuits.Flips(ctx, ci.AppID, ci.Function, 50)
+	if err != nil {
+		return err
+	}
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	m := views.Circuit{
+		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
+		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
+		Rule:  fmt.Sprintf("more than %d failures in %s", ci.Threshold, shortDuration(ci.Window)),
+		Count: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
+		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "),
+		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
+	}
+	if ci.Policy.AutoResume {
+		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open); trips again at the first failure", shortDuration(ci.Policy.Cooldown))
+	}
+	for _, f := range flips {
+		m.Flips = append(m.Flips, views.FlipRow{Episode: f.Episode, From: f.From.String(), To: f.To.String(), ToTone: stateTone(f.To),
+			At: f.At, Actor: f.Actor, Count: fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, shortDuration(f.Window)), Reason: f.Reason})
+	}
+	return render(c, http.StatusOK, views.CircuitPage(m))
+}
+
+// circuitOf loads the circuit the path names; a missing one is a 404.
+func (s *Server) circuitOf(c echo.Context) (circuit.Circuit, error) {
+	appID, function := c.Param("app"), c.Param("function")
+	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
+	if errors.Is(err, storage.ErrNoCircuit) {
+		return ci, echo.NewHTTPError(http.StatusNotFound, "There is no such circuit.")
+	}
+	return ci, err
+}
+
+func circuitHref(ci circuit.Circuit) string {
+	return "/circuits/" + url.PathEscape(ci.AppID) + "/" + url.PathEscape(ci.Function)
+}

@@ -1,0 +1,145 @@
+package web
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+// IngestMaxBytes bounds a failure report request.
+const IngestMaxBytes = 1 << 20
+
+// ingestMaxItems bounds the items of one request.
+const ingestMaxItems = 10_000
+
+type ingestRequest struct {
+	Failures []json.RawMessage `json:"failures"`
+}
+
+type ingestItem struct {
+	App      string `json:"app"`
+	Function string `json:"function"`
+	At       string `json:"at"`
+	Count    *int   `json:"count"`
+	Error    string `json:"error"`
+}
+
+type itemError struct {
+	Index int    `json:"index"`
+	Error string `json:"error"`
+}
+
+type ingestResponse struct {
+	Accepted int         `json:"accepted"` // items kept
+	Failures int         `json:"failures"` // failures they count
+	Rejected []itemError `json:"rejected"`
+}
+
+var functionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+
+// failureIngest takes failure reports from functions: a batch of items, each
+// checked on its own, so valid items are kept while invalid ones are
+// reported by index. It answers 202 only once the valid items are stored.
+func (s *Server) failureIngest(c echo.Context) error {
+	key := strings.TrimSpace(strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer "))
+	if key == "" {
+		key = c.Request().Header.Get("X-Fusebox-Key")
+	}
+	appID := auth.AppOfKey(key)
+	if appID == "" {
+		return echo.NewHTTPError(http.StatusUnauthorized, "Send the app's key as Authorization: Bearer fbx_<app>_<secret>.")
+	}
+	app, err := s.AppStore.Get(c.Request().Context(), appID)
+	if errors.Is(err, storage.ErrNoApp) || (err == nil && !auth.AppKeyMatches(key, app.APIKeyHash)) {
+		return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")
+	}
+	if err != nil {
+		return unavailable(err)
+	}
+
+	var req ingestRequest
+	dec := json.NewDecoder(c.Request().Body)
+	if err := dec.Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("The body is larger than %d bytes; send smaller batches.", IngestMaxBytes))
+		}
+		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"failures": [{"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}]}.`)
+	}
+	if len(req.Failures) > ingestMaxItems {
+		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("At most %d items per request.", ingestMaxItems))
+	}
+
+	now := s.Now()
+	resp := ingestResponse{Rejected: []itemError{}}
+	var reports []storage.Report
+	for i, raw := range req.Failures {
+		var it ingestItem
+		problem := ""
+		var r storage.Report
+		if err := json.Unmarshal(raw, &it); err != nil {
+			problem = `must be an object such as {"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}`
+		} else {
+			r, problem = validItem(it, app.ID, now)
+		}
+		if problem != "" {
+			resp.Rejected = append(resp.Rejected, itemError{Index: i, Error: problem})
+			continue
+		}
+		reports = append(reports, r)
+		resp.Accepted++
+		resp.Failures += r.Count
+	}
+	if len(reports) == 0 {
+		return c.JSON(http.StatusBadRequest, resp)
+	}
+	writer := "api." + c.Response().Header().Get(echo.HeaderXRequestID)
+	if err := s.Failures.Record(c.Request().Context(), writer, reports); err != nil {
+		return unavailable(err)
+	}
+	s.Metrics.ObserveIngest(resp.Failures, len(resp.Rejected))
+	return c.JSON(http.StatusAccepted, resp)
+}
+
+func validItem(it ingestItem, appID string, now time.Time) (storage.Report, string) {
+	count := 1
+	if it.Count != nil {
+		count = *it.Count
+	}
+	at := now
+	if it.At != "" {
+		t, err := time.Parse(time.RFC3339Nano, it.At)
+		if err != nil {
+			return storage.Report{}, "at must be an RFC 3339 time such as 2026-11-30T09:00:00Z"
+		}
+		at = t
+	}
+	switch {
+	case it.App != "" && it.App != appID:
+		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App, appID)
+	case !functionName.MatchString(it.Function):
+		return storage.Report{}, "function must be a function name: a letter, then letters, digits, _ or -"
+	case count < 1 || count > 100_000:
+		return storage.Report{}, "count must be between 1 and 100000"
+	case at.Before(now.Add(-24 * time.Hour)):
+		return storage.Report{}, "at is more than 24 hours ago"
+	case at.After(now.Add(5 * time.Minute)):
+		return storage.Report{}, "at is more than 5 minutes in the future; check the sender's clock"
+	}
+	return storage.Report{App: appID, Function: it.Function, Second: at, Count: count, Sample: it.Error}, ""
+}
+
+// unavailable is the answer when storage cannot take the request: 503 with
+// a hint to retry, never a 202 for data that was not kept.
+func unavailable(err error) error {
+	return echo.NewHTTPError(http.StatusServiceUnavailable, "Storage is not answering; nothing was stored. Retry shortly.").SetInternal(err)
+}

@@ -1,0 +1,153 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+func postJSON(t *testing.T, url, key, body string) response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/failures", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return newBrowser(t, url).do(req)
+}
+
+func seeded(t *testing.T) (*apptest.Server, string) {
+	t.Helper()
+	srv := apptest.Start(t, nil)
+	settings := t.TempDir() + "/local.settings.json"
+	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return srv, settings
+}
+
+func storedFailures(t *testing.T, srv *apptest.Server) int {
+	t.Helper()
+	now := srv.Clock.Now()
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		n += r.Count
+	}
+	return n
+}
+
+func TestIngestNeedsTheAppsKey(t *testing.T) {
+	srv, _ := seeded(t)
+	body := `{"failures": [{"function": "ProcessOrders"}]}`
+	for name, key := range map[string]string{
+		"no key":             "",
+		"not a key":          "hello",
+		"another app's form": "fbx_other-app_" + strings.Repeat("x", 43),
+		"wrong secret":       demo.Key + "x",
+	} {
+		r := postJSON(t, srv.URL, key, body)
+		if r.StatusCode != http.StatusUnauthorized || !strings.Contains(r.body, `"error"`) {
+			t.Errorf("%s: %d %s, want 401 JSON", name, r.StatusCode, r.body)
+		}
+	}
+	if n := storedFailures(t, srv); n != 0 {
+		t.Errorf("%d failures stored from unauthenticated requests", n)
+	}
+}
+
+func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
+	srv, _ := seeded(t)
+	at := srv.Clock.Now().Add(-10 * time.Second).Format(time.RFC3339)
+	body := `{"failures": [
+		{"function": "ProcessOrders", "at": "` + at + `", "count": 3, "error": "timeout"},
+		{"function": "bad name!"},
+		{"app": "someone-else", "function": "ProcessOrders"},
+		{"function": "ProcessOrders", "at": "yesterday"},
+		"not an object",
+		{"function": "ProcessOrders"}
+	]}`
+	r := postJSON(t, srv.URL, demo.Key, body)
+	wantStatus(t, r, http.StatusAccepted)
+	var got struct {
+		Accepted, Failures int
+		Rejected           []struct {
+			Index int
+			Error string
+		}
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Accepted != 2 || got.Failures != 4 || len(got.Rejected) != 4 {
+		t.Fatalf("response %s, want 2 items (4 failures) accepted and 4 rejected", r.body)
+	}
+	wantIdx := []int{1, 2, 3, 4}
+	for i, rej := range got.Rejected {
+		if rej.Index != wantIdx[i] || rej.Error == "" {
+			t.Errorf("rejected[%d] = %+v, want index %d with a reason", i, rej, wantIdx[i])
+		}
+	}
+	if !strings.Contains(got.Rejected[1].Error, `belongs to "orders-demo"`) {
+		t.Errorf("app mismatch reason: %q", got.Rejected[1].Error)
+	}
+	if n := storedFailures(t, srv); n != 4 {
+		t.Errorf("%d failures stored, want 4", n)
+	}
+
+	none := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "-"}]}`)
+	wantStatus(t, none, http.StatusBadRequest)
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": `), http.StatusBadRequest)
+	big := `{"failures": [` + strings.Repeat(`{"function": "ProcessOrders"},`, 40000) + `{}]}`
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, big), http.StatusRequestEntityTooLarge)
+}
+
+func TestIngestAnswers503WhenItCannotStore(t *testing.T) {
+	srv, _ := seeded(t)
+	if err := srv.App.Store.Service.DeleteTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders"}]}`)
+	wantStatus(t, r, http.StatusServiceUnavailable)
+	if !strings.Contains(r.body, "nothing was stored") {
+		t.Errorf("503 body: %s", r.body)
+	}
+}
+
+func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
+	srv, settings := seeded(t)
+	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`)
+	wantStatus(t, r, http.StatusAccepted)
+	srv.Clock.Advance(time.Second) // the evaluator's next tick
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State == circuit.Open && !c.Pending() {
+			if !strings.HasPrefix(c.Reason, "101 failures in 30s") {
+				t.Errorf("reason %q", c.Reason)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the circuit is still %s (pending %v) 20 s after the tick", c.State, c.Pending())
+		}
+		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline above
+	}
+	if off, err := localswitch.Disabled(settings, "ProcessOrders"); err != nil || !off {
+		t.Errorf("local.settings.json: ProcessOrders disabled = %v (err %v), want true", off, err)
+	}
+}

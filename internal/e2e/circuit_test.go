@@ -1,0 +1,153 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/localswitch"
+)
+
+// signedIn starts Fusebox with the demo and a browser signed in as user.
+func signedIn(t *testing.T, user string) (*apptest.Server, *page, string) {
+	t.Helper()
+	srv := apptest.Start(t, nil)
+	settings := t.TempDir() + "/local.settings.json"
+	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t)
+	p.do(t,
+		chromedp.Navigate(srv.URL+"/login"),
+		chromedp.WaitVisible(chromedp.CSS("#username")),
+		chromedp.SendKeys(chromedp.CSS("#username"), user),
+		chromedp.SendKeys(chromedp.CSS("#password"), apptest.Password),
+		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signed-in-as"]`)),
+	)
+	return srv, p, settings
+}
+
+// settle lets the evaluator take one tick and waits until storage shows
+// the trigger applied, bounded by a deadline.
+func settle(t *testing.T, srv *apptest.Server, function string) circuit.Circuit {
+	t.Helper()
+	srv.Clock.Advance(time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Pending() {
+			return c
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s still pending after 20 s", function)
+		}
+		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
+	}
+}
+
+func TestOperatorTripsAndResumesACircuit(t *testing.T) {
+	srv, p, settings := signedIn(t, "olivia")
+	base := srv.URL + "/circuits/" + demo.AppID + "/ProcessOrders"
+	p.do(t,
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="trip"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="trip"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm"]`)),
+		chromedp.SendKeys(chromedp.CSS("#reason"), "bad deploy, rolling back"),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)),
+	)
+	if got := p.text(t, `[data-testid="state"]`); got != "forced-open" {
+		t.Errorf("after trip the page says %q", got)
+	}
+	c := settle(t, srv, "ProcessOrders")
+	if off, _ := localswitch.Disabled(settings, "ProcessOrders"); !off || c.State != circuit.ForcedOpen {
+		t.Fatalf("after trip: state %s, trigger off %v", c.State, off)
+	}
+
+	p.do(t,
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="resume"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)),
+	)
+	c = settle(t, srv, "ProcessOrders")
+	if off, _ := localswitch.Disabled(settings, "ProcessOrders"); off || c.State != circuit.Closed {
+		t.Fatalf("after resume: state %s, trigger off %v", c.State, off)
+	}
+	p.do(t, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`[data-testid="flips"]`)))
+	log := p.text(t, `[data-testid="flips"]`)
+	for _, want := range []string{"forced-open → closed", "resumed by olivia", "closed → forced-open", "bad deploy, rolling back"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("flip log lacks %q:\n%s", want, log)
+		}
+	}
+	p.do(t, chromedp.Navigate(srv.URL+"/audit"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="audit"]`)))
+	if a := p.text(t, `[data-testid="audit"]`); !contains(a, "olivia", "tripped", "resumed", "orders-demo/ProcessOrders") {
+		t.Errorf("audit log lacks the actions:\n%s", a)
+	}
+	if errs := p.errors(); len(errs) > 0 {
+		t.Errorf("pages logged errors: %v", errs)
+	}
+}
+
+func TestViewerSeesNoButtons(t *testing.T) {
+	srv, p, _ := signedIn(t, "victor")
+	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="state"]`)))
+	html, err := chromedp.Run(p.ctx, chromedp.OuterHTML(chromedp.CSS("main")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(html, `data-testid="trip"`) || strings.Contains(html, `data-testid="resume"`) {
+		t.Error("a viewer is offered trip or resume")
+	}
+}
+
+func TestDriftIsShownAndOverridden(t *testing.T) {
+	srv, p, settings := signedIn(t, "olivia")
+	// SyncInventory is open in the demo; someone switches it back on by hand.
+	if err := localswitch.SetDisabled(settings, "SyncInventory", false); err != nil {
+		t.Fatal(err)
+	}
+	srv.Clock.Advance(30 * time.Second) // the next drift check
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.Drift != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no drift recorded 20 s after the check")
+		}
+		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
+	}
+	p.do(t,
+		chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/SyncInventory"),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="drift"]`)),
+	)
+	if d := p.text(t, `[data-testid="drift"]`); !strings.Contains(d, "someone switched it back on") {
+		t.Errorf("drift warning says %q", d)
+	}
+	p.do(t,
+		chromedp.Click(chromedp.CSS(`form[action$="/drift/override"] button`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)),
+	)
+	settle(t, srv, "SyncInventory")
+	if off, _ := localswitch.Disabled(settings, "SyncInventory"); !off {
+		t.Error("override did not switch the trigger off again")
+	}
+}

@@ -23,7 +23,7 @@ export FUSEBOX_TEST_STORAGE_CONNECTION_STRING
 FUSEBOX_TEST_STORAGE_CONNECTION_STRING=$(azurite_connection_string "$tport" "$bport")
 
 log "gofmt"
-unformatted=$(gofmt -l cmd internal migrations static)
+unformatted=$(gofmt -l client cmd internal migrations static)
 if [[ -n $unformatted ]]; then
   echo "these files need gofmt -w:"; echo "$unformatted"; exit 1
 fi

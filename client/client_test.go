@@ -1,0 +1,99 @@
+package client_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/client"
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+func stored(t *testing.T, srv *apptest.Server) int {
+	t.Helper()
+	now := srv.Clock.Now()
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		n += r.Count
+	}
+	return n
+}
+
+func TestReporterAggregatesSendsAndRetries(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.New(client.Options{URL: srv.URL, Key: demo.Key, Now: srv.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 60 {
+		r.Failure("ProcessOrders", nil)
+	}
+	r.Failures("SyncInventory", 5, srv.Clock.Now().Add(-time.Second), "timeout")
+
+	// Fusebox cannot store: the flush fails and the counts stay pending.
+	if err := srv.App.Store.Service.DeleteTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "503") {
+		t.Fatalf("flush while storage is down: %v, want a 503", err)
+	}
+	for range 41 {
+		r.Failure("ProcessOrders", nil)
+	}
+	if err := srv.App.Store.Service.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(t, srv); n != 106 {
+		t.Errorf("%d failures stored, want 106 (101 + 5), none lost or doubled", n)
+	}
+	if err := r.Flush(t.Context()); err != nil {
+		t.Errorf("an empty flush: %v", err)
+	}
+	if n := stored(t, srv); n != 106 {
+		t.Errorf("%d after an empty flush, want 106", n)
+	}
+}
+
+func TestReporterDropsWhatCanNeverSucceed(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	r, err := client.New(client.Options{URL: srv.URL, Key: "fbx_nobody_secret", Now: srv.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Failure("ProcessOrders", nil)
+	if err := r.Flush(t.Context()); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Fatalf("flush with an unknown key: %v, want a 401", err)
+	}
+	if err := r.Flush(t.Context()); err != nil {
+		t.Errorf("the refused counts were kept and sent again: %v", err)
+	}
+	if _, err := client.New(client.Options{URL: srv.URL, Key: "secret"}); err == nil {
+		t.Error("a key without the fbx_ form was accepted")
+	}
+}
+
+func TestReporterBoundsWhatItKeeps(t *testing.T) {
+	r, err := client.New(client.Options{URL: "http://127.0.0.1:1", Key: "fbx_a_b", MaxPending: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	for i := range 5 {
+		r.Failures("F", 2, base.Add(time.Duration(i)*time.Second), "")
+	}
+	if got := r.Dropped(); got != 4 {
+		t.Errorf("Dropped = %d, want the 4 failures of the 2 oldest seconds", got)
+	}
+}

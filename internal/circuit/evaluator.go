@@ -46,9 +46,10 @@ type Store interface {
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
 	MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error
 	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
-	// ReadFailures returns rows for seconds in [from, to]; with a non-zero
-	// changedSince, only rows storage changed since then.
-	ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]FailureRow, []Rejection, error)
+	// Window returns the failure rows for seconds in [from, to], and the
+	// unreadable rows not reported before. It may read only what changed
+	// since its previous call.
+	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
 	PutStatus(ctx context.Context, s Status) error
 }
 
@@ -61,15 +62,11 @@ type Switch interface {
 
 // EvaluatorSettings tune the evaluator. Zero values take the defaults.
 type EvaluatorSettings struct {
-	Interval    time.Duration // between ticks; default 1s
-	DriftEvery  time.Duration // how often actual trigger settings are read back; default 30s
-	ResyncEvery time.Duration // how often the whole window is reread rather than changes only; default 1m
-	// Lateness is how far back, before the newest change already seen, an
-	// incremental read looks, for writes that commit out of order. Default 5s.
-	Lateness time.Duration
-	Clock    clock.Clock
-	Logger   *slog.Logger
-	Identity string // reported as the leader in Status
+	Interval   time.Duration // between ticks; default 1s
+	DriftEvery time.Duration // how often actual trigger settings are read back; default 30s
+	Clock      clock.Clock
+	Logger     *slog.Logger
+	Identity   string // reported as the leader in Status
 }
 
 // Evaluator counts failures over each circuit's window, trips circuits,
@@ -81,10 +78,7 @@ type Evaluator struct {
 	s     EvaluatorSettings
 
 	rows      map[string]FailureRow // by ID, for seconds within the longest window
-	newest    time.Time             // newest Modified seen
-	lastFull  time.Time
 	lastDrift time.Time
-	rejected  map[string]time.Time // unreadable rows already counted
 	status    Status
 }
 
@@ -95,12 +89,6 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 	}
 	if s.DriftEvery <= 0 {
 		s.DriftEvery = 30 * time.Second
-	}
-	if s.ResyncEvery <= 0 {
-		s.ResyncEvery = time.Minute
-	}
-	if s.Lateness <= 0 {
-		s.Lateness = 5 * time.Second
 	}
 	if s.Clock == nil {
 		s.Clock = clock.Real{}
@@ -114,7 +102,7 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 // Run ticks until ctx ends (the lease is lost or Fusebox stops). Each
 // tenure starts from an empty memory and a full read.
 func (e *Evaluator) Run(ctx context.Context, f lease.Fence) error {
-	e.rows, e.rejected, e.newest, e.lastFull, e.lastDrift = map[string]FailureRow{}, map[string]time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	e.rows, e.lastDrift = map[string]FailureRow{}, time.Time{}
 	e.status = Status{Leader: e.s.Identity}
 	for {
 		if err := e.Tick(ctx, f); err != nil {
@@ -135,9 +123,6 @@ func (e *Evaluator) Run(ctx context.Context, f lease.Fence) error {
 // Tick runs one pass: read new failures, evaluate every circuit, apply
 // triggers that lag their circuit, and now and then look for drift.
 func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
-	if e.rows == nil {
-		e.rows, e.rejected = map[string]FailureRow{}, map[string]time.Time{}
-	}
 	now := e.s.Clock.Now()
 	circuits, err := e.store.ListCircuits(ctx)
 	if err != nil {
@@ -207,47 +192,18 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 }
 
 func (e *Evaluator) readFailures(ctx context.Context, now time.Time, longest time.Duration) error {
-	from := now.Add(-longest).Truncate(time.Second)
-	full := e.newest.IsZero() || now.Sub(e.lastFull) >= e.s.ResyncEvery
-	since := time.Time{}
-	if !full {
-		since = e.newest.Add(-e.s.Lateness)
-	}
-	rows, rejected, err := e.store.ReadFailures(ctx, from, now, since)
+	rows, rejected, err := e.store.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
 	if err != nil {
 		return err
 	}
-	if full {
-		e.rows = make(map[string]FailureRow, len(rows))
-		e.lastFull = now
-	}
+	e.rows = make(map[string]FailureRow, len(rows))
 	for _, r := range rows {
 		e.rows[r.ID] = r
-		if r.Modified.After(e.newest) {
-			e.newest = r.Modified
-		}
-	}
-	if e.newest.IsZero() {
-		e.newest = now // nothing stored yet: later reads start from here
-	}
-	for id, r := range e.rows {
-		if !r.Second.After(from.Add(-time.Second)) {
-			delete(e.rows, id)
-		}
 	}
 	for _, r := range rejected {
-		if _, seen := e.rejected[r.ID]; seen {
-			continue
-		}
-		e.rejected[r.ID] = now
 		e.status.Rejected++
 		e.status.LastRejected, e.status.RejectedAt = r.ID+": "+r.Reason, now
 		e.s.Logger.Warn("unreadable failure row skipped", "row", r.ID, "reason", r.Reason)
-	}
-	for id, at := range e.rejected {
-		if now.Sub(at) > longest+time.Hour {
-			delete(e.rejected, id)
-		}
 	}
 	return nil
 }

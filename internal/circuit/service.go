@@ -16,7 +16,7 @@ type ServiceStore interface {
 	ListCircuits(ctx context.Context) ([]Circuit, error)
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
 	Reapply(ctx context.Context, appID, function string) error
-	ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]FailureRow, []Rejection, error)
+	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
 }
 
 // Auditor records who did what.
@@ -53,7 +53,7 @@ func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Co
 		return map[string]Counts{}, nil
 	}
 	now := s.now()
-	rows, _, err := s.store.ReadFailures(ctx, now.Add(-longest).Truncate(time.Second), now, time.Time{})
+	rows, _, err := s.store.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
 	if err != nil {
 		return nil, err
 	}

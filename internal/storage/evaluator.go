@@ -40,6 +40,6 @@ func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, f
 func (s EvaluatorStore) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
 	return s.Circuits.SetDrift(ctx, f, appID, function, episode, drift, now)
 }
-func (s EvaluatorStore) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
-	return s.Failures.ReadFailures(ctx, from, to, changedSince)
+func (s EvaluatorStore) Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	return s.Failures.Window(ctx, from, to)
 }

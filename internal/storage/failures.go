@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -18,7 +19,77 @@ import (
 // second. Many writers never touch the same row, and a reader of the last
 // W seconds reads only the partitions of those minutes and only rows that
 // exist: healthy circuits cost nothing.
-type Failures struct{ table *tablestore.Table }
+//
+// Window keeps the rows it has read and, between full rereads every minute,
+// asks the service only for rows changed since its previous read, so a tick
+// of the evaluator or a dashboard refresh costs what changed.
+type Failures struct {
+	table *tablestore.Table
+
+	mu        sync.Mutex
+	rows      map[string]circuit.FailureRow
+	from      time.Time // the earliest second the cache holds
+	newest    time.Time // newest Timestamp seen
+	lastQuery time.Time // local clock, start of the previous read
+	lastFull  time.Time // local clock
+	rejected  map[string]bool
+}
+
+// failureResync and failureMargin tune Window's incremental reads, as for
+// circuits: the margin covers writes committing out of order and a skew
+// between this clock and the service's.
+const (
+	failureResync = time.Minute
+	failureMargin = 10 * time.Second
+)
+
+// Window returns the failure rows for seconds in [from, to], and the
+// unreadable rows it has not reported before.
+func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	start := time.Now()
+	full := f.rows == nil || start.Sub(f.lastFull) >= failureResync || from.Before(f.from)
+	var since time.Time
+	if !full {
+		since = f.newest
+		if f.lastQuery.After(since) {
+			since = f.lastQuery
+		}
+		since = since.Add(-failureMargin)
+	}
+	rows, rejected, err := f.ReadFailures(ctx, from, to, since)
+	if err != nil {
+		return nil, nil, err
+	}
+	if full {
+		f.rows, f.from, f.lastFull, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, start, map[string]bool{}
+	}
+	f.lastQuery = start
+	for _, r := range rows {
+		f.rows[r.ID] = r
+		if r.Modified.After(f.newest) {
+			f.newest = r.Modified
+		}
+	}
+	var fresh []circuit.Rejection
+	for _, r := range rejected {
+		if !f.rejected[r.ID] {
+			f.rejected[r.ID] = true
+			fresh = append(fresh, r)
+		}
+	}
+	out := make([]circuit.FailureRow, 0, len(f.rows))
+	for id, r := range f.rows {
+		switch {
+		case r.Second.Before(f.from):
+			delete(f.rows, id)
+		case !r.Second.Before(from) && !r.Second.After(to):
+			out = append(out, r)
+		}
+	}
+	return out, fresh, nil
+}
 
 // FailurePartition is the partition key of a second: its UTC minute.
 func FailurePartition(t time.Time) string { return t.UTC().Format("200601021504") }

@@ -1,0 +1,40 @@
+package bench_test
+
+import (
+	"io"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+)
+
+// signIn returns an HTTP client signed in to srv as the operator olivia.
+func signIn(b testing.TB, srv *apptest.Server) *http.Client {
+	b.Helper()
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err := c.Get(srv.URL + "/login")
+	if err != nil {
+		b.Fatal(err)
+	}
+	page, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindSubmatch(page)
+	if m == nil {
+		b.Fatal("no CSRF token on the sign-in page")
+	}
+	form := url.Values{"_csrf": {string(m[1])}, "username": {"olivia"}, "password": {apptest.Password}}
+	resp, err = c.Post(srv.URL+"/login", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b.Fatalf("sign-in ended with %d", resp.StatusCode)
+	}
+	return c
+}

@@ -49,10 +49,11 @@ func Start(t testing.TB, env map[string]string) *Server {
 		t.Fatal(err)
 	}
 	url := "http://" + l.Addr().String()
+	_, prefix := testenv.Storage(t) // a fresh prefix whose tables are deleted at the end
 	vars := map[string]string{
 		"FUSEBOX_ENV":                       "development",
 		"FUSEBOX_STORAGE_CONNECTION_STRING": testenv.ConnectionString(t),
-		"FUSEBOX_TABLE_PREFIX":              testenv.Prefix(t),
+		"FUSEBOX_TABLE_PREFIX":              prefix,
 		"FUSEBOX_SESSION_KEY":               "test-session-key-0123456789abcdef",
 		"FUSEBOX_LOCAL_USERS":               "olivia:operator:" + hashed + ",victor:viewer:" + hashed,
 		"FUSEBOX_HTTP_ADDR":                 l.Addr().String(),

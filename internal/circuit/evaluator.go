@@ -105,6 +105,7 @@ func (e *Evaluator) Run(ctx context.Context, f lease.Fence) error {
 	e.rows, e.lastDrift = map[string]FailureRow{}, time.Time{}
 	e.status = Status{Leader: e.s.Identity}
 	for {
+		start := e.s.Clock.Now()
 		if err := e.Tick(ctx, f); err != nil {
 			if ctx.Err() != nil {
 				return nil
@@ -114,7 +115,10 @@ func (e *Evaluator) Run(ctx context.Context, f lease.Fence) error {
 			}
 			e.s.Logger.Warn("evaluator tick failed", "error", err)
 		}
-		if err := e.s.Clock.Sleep(ctx, e.s.Interval); err != nil {
+		// Tick at a fixed rate: a slow tick shortens the wait, it does not
+		// push every later tick back.
+		wait := e.s.Interval - e.s.Clock.Now().Sub(start)
+		if err := e.s.Clock.Sleep(ctx, max(wait, e.s.Interval/10)); err != nil {
 			return nil
 		}
 	}

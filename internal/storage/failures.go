@@ -26,21 +26,23 @@ import (
 type Failures struct {
 	table *tablestore.Table
 
-	mu        sync.Mutex
-	rows      map[string]circuit.FailureRow
-	from      time.Time // the earliest second the cache holds
-	newest    time.Time // newest Timestamp seen
-	lastQuery time.Time // local clock, start of the previous read
-	lastFull  time.Time // local clock
-	rejected  map[string]bool
+	mu       sync.Mutex
+	rows     map[string]circuit.FailureRow
+	from     time.Time // the earliest second the cache holds
+	newest   time.Time // newest Timestamp seen (the service's clock)
+	lastFull time.Time // local clock
+	rejected map[string]bool
 }
 
-// failureResync and failureMargin tune Window's incremental reads, as for
-// circuits: the margin covers writes committing out of order and a skew
-// between this clock and the service's.
+// failureResync and failureMargin tune Window's incremental reads. Failure
+// rows arrive as a stream, so the newest change seen is the service's own
+// "now", and an incremental read asks for rows changed since then, less a
+// margin for writes committing out of order. The margin is short because
+// under load every second re-read costs a second's worth of rows; a row
+// that commits later still is caught by the full reread.
 const (
-	failureResync = time.Minute
-	failureMargin = 10 * time.Second
+	failureResync = 5 * time.Minute
+	failureMargin = 3 * time.Second
 )
 
 // Window returns the failure rows for seconds in [from, to], and the
@@ -52,11 +54,7 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	full := f.rows == nil || start.Sub(f.lastFull) >= failureResync || from.Before(f.from)
 	var since time.Time
 	if !full {
-		since = f.newest
-		if f.lastQuery.After(since) {
-			since = f.lastQuery
-		}
-		since = since.Add(-failureMargin)
+		since = f.newest.Add(-failureMargin)
 	}
 	rows, rejected, err := f.ReadFailures(ctx, from, to, since)
 	if err != nil {
@@ -65,7 +63,6 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	if full {
 		f.rows, f.from, f.lastFull, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, start, map[string]bool{}
 	}
-	f.lastQuery = start
 	for _, r := range rows {
 		f.rows[r.ID] = r
 		if r.Modified.After(f.newest) {

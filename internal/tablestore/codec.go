@@ -108,7 +108,9 @@ func fieldsOf(t reflect.Type) ([]fieldCodec, error) {
 }
 
 // marshal turns a row into the JSON body the service expects, with OData
-// type annotations where JSON alone would lose the type.
+// type annotations where JSON alone would lose the type. It writes the
+// object directly, in field order, rather than through a map: batches of
+// thousands of rows spend their time here.
 func marshal(e entity) ([]byte, error) {
 	v := reflect.ValueOf(e).Elem()
 	fields, err := fieldsOf(v.Type())
@@ -122,7 +124,21 @@ func marshal(e entity) ([]byte, error) {
 	if err := validateKey("RowKey", m.RowKey); err != nil {
 		return nil, err
 	}
-	out := make(map[string]any, len(fields)+2)
+	buf := make([]byte, 0, 64+32*len(fields))
+	buf = append(buf, '{')
+	first := true
+	prop := func(name string) {
+		if !first {
+			buf = append(buf, ',')
+		}
+		first = false
+		buf = appendJSONString(buf, name)
+		buf = append(buf, ':')
+	}
+	typed := func(name, edm string) {
+		prop(name + "@odata.type")
+		buf = appendJSONString(buf, edm)
+	}
 	for _, f := range fields {
 		fv := v.FieldByIndex(f.index)
 		switch {
@@ -131,29 +147,60 @@ func marshal(e entity) ([]byte, error) {
 			if t.IsZero() {
 				continue
 			}
-			out[f.name] = t.UTC().Format(time.RFC3339Nano)
-			out[f.name+"@odata.type"] = "Edm.DateTime"
+			prop(f.name)
+			buf = appendJSONString(buf, t.UTC().Format(time.RFC3339Nano))
+			typed(f.name, "Edm.DateTime")
 		case f.typ == bytesType:
 			if fv.IsNil() {
 				continue
 			}
-			out[f.name] = base64.StdEncoding.EncodeToString(fv.Bytes())
-			out[f.name+"@odata.type"] = "Edm.Binary"
+			prop(f.name)
+			buf = appendJSONString(buf, base64.StdEncoding.EncodeToString(fv.Bytes()))
+			typed(f.name, "Edm.Binary")
 		case f.kind == reflect.Int64, f.kind == reflect.Int:
-			out[f.name] = strconv.FormatInt(fv.Int(), 10)
-			out[f.name+"@odata.type"] = "Edm.Int64"
+			prop(f.name)
+			buf = append(buf, '"')
+			buf = strconv.AppendInt(buf, fv.Int(), 10)
+			buf = append(buf, '"')
+			typed(f.name, "Edm.Int64")
+		case f.kind == reflect.Int32:
+			prop(f.name)
+			buf = strconv.AppendInt(buf, fv.Int(), 10)
 		case f.kind == reflect.Float64:
 			x := fv.Float()
 			if math.IsNaN(x) || math.IsInf(x, 0) {
 				return nil, fmt.Errorf("tablestore: field %s is %v, which Table Storage cannot hold", f.name, x)
 			}
-			out[f.name] = x
-			out[f.name+"@odata.type"] = "Edm.Double"
-		default:
-			out[f.name] = fv.Interface()
+			prop(f.name)
+			buf = strconv.AppendFloat(buf, x, 'g', -1, 64)
+			typed(f.name, "Edm.Double")
+		case f.kind == reflect.Bool:
+			prop(f.name)
+			buf = strconv.AppendBool(buf, fv.Bool())
+		default: // string
+			prop(f.name)
+			buf = appendJSONString(buf, fv.String())
 		}
 	}
-	return json.Marshal(out)
+	return append(buf, '}'), nil
+}
+
+// appendJSONString appends s as a JSON string.
+func appendJSONString(buf []byte, s string) []byte {
+	simple := true
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= 0x7f {
+			simple = false
+			break
+		}
+	}
+	if simple {
+		buf = append(buf, '"')
+		buf = append(buf, s...)
+		return append(buf, '"')
+	}
+	q, _ := json.Marshal(s)
+	return append(buf, q...)
 }
 
 // unmarshal fills a row from the JSON the service returns. Rows may be

@@ -39,3 +39,23 @@ func TestFilterRejectsBadPropertyNames(t *testing.T) {
 	}()
 	Eq("Name or true", "x")
 }
+
+func TestMarshalEscapesStrings(t *testing.T) {
+	type row struct {
+		Meta
+		S string
+	}
+	for _, s := range []string{"plain", `quote " and \ backslash`, "tab\tnewline\n", "ünïcödé ✓", "<html>&"} {
+		data, err := marshal(&row{Meta: Meta{PartitionKey: "p", RowKey: "r"}, S: s})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back row
+		if err := unmarshal(data, &back, ""); err != nil {
+			t.Fatalf("%q: %v in %s", s, err, data)
+		}
+		if back.S != s {
+			t.Errorf("round trip of %q gave %q", s, back.S)
+		}
+	}
+}

@@ -22,15 +22,46 @@ const IngestMaxBytes = 1 << 20
 const ingestMaxItems = 10_000
 
 type ingestRequest struct {
-	Failures []json.RawMessage `json:"failures"`
+	Failures []ingestItem `json:"failures"`
 }
 
+// ingestItem decodes in the same pass as the request; a field of the wrong
+// type marks the item bad instead of failing the whole request.
 type ingestItem struct {
-	App      string `json:"app"`
-	Function string `json:"function"`
-	At       string `json:"at"`
-	Count    *int   `json:"count"`
-	Error    string `json:"error"`
+	App      lenient[string] `json:"app"`
+	Function lenient[string] `json:"function"`
+	At       lenient[string] `json:"at"`
+	Count    lenient[int]    `json:"count"`
+	Error    lenient[string] `json:"error"`
+	notObj   bool
+}
+
+func (it *ingestItem) UnmarshalJSON(b []byte) error {
+	if len(b) == 0 || b[0] != '{' {
+		it.notObj = true
+		return nil
+	}
+	type plain ingestItem
+	return json.Unmarshal(b, (*plain)(it))
+}
+
+// lenient holds a JSON value of type T, or notes that the value had
+// another type.
+type lenient[T any] struct {
+	v   T
+	set bool
+	bad bool
+}
+
+func (l *lenient[T]) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
+	l.set = true
+	if json.Unmarshal(b, &l.v) != nil {
+		l.bad = true
+	}
+	return nil
 }
 
 type itemError struct {
@@ -82,11 +113,10 @@ func (s *Server) failureIngest(c echo.Context) error {
 	now := s.Now()
 	resp := ingestResponse{Rejected: []itemError{}}
 	var reports []storage.Report
-	for i, raw := range req.Failures {
-		var it ingestItem
+	for i, it := range req.Failures {
 		problem := ""
 		var r storage.Report
-		if err := json.Unmarshal(raw, &it); err != nil {
+		if it.notObj {
 			problem = `must be an object such as {"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}`
 		} else {
 			r, problem = validItem(it, app.ID, now)
@@ -111,22 +141,28 @@ func (s *Server) failureIngest(c echo.Context) error {
 }
 
 func validItem(it ingestItem, appID string, now time.Time) (storage.Report, string) {
+	switch {
+	case it.App.bad, it.Function.bad, it.At.bad, it.Error.bad:
+		return storage.Report{}, "app, function, at and error must be strings"
+	case it.Count.bad:
+		return storage.Report{}, "count must be a whole number"
+	}
 	count := 1
-	if it.Count != nil {
-		count = *it.Count
+	if it.Count.set {
+		count = it.Count.v
 	}
 	at := now
-	if it.At != "" {
-		t, err := time.Parse(time.RFC3339Nano, it.At)
+	if it.At.v != "" {
+		t, err := time.Parse(time.RFC3339Nano, it.At.v)
 		if err != nil {
 			return storage.Report{}, "at must be an RFC 3339 time such as 2026-11-30T09:00:00Z"
 		}
 		at = t
 	}
 	switch {
-	case it.App != "" && it.App != appID:
-		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App, appID)
-	case !functionName.MatchString(it.Function):
+	case it.App.v != "" && it.App.v != appID:
+		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App.v, appID)
+	case !functionName.MatchString(it.Function.v):
 		return storage.Report{}, "function must be a function name: a letter, then letters, digits, _ or -"
 	case count < 1 || count > 100_000:
 		return storage.Report{}, "count must be between 1 and 100000"
@@ -135,7 +171,7 @@ func validItem(it ingestItem, appID string, now time.Time) (storage.Report, stri
 	case at.After(now.Add(5 * time.Minute)):
 		return storage.Report{}, "at is more than 5 minutes in the future; check the sender's clock"
 	}
-	return storage.Report{App: appID, Function: it.Function, Second: at, Count: count, Sample: it.Error}, ""
+	return storage.Report{App: appID, Function: it.Function.v, Second: at, Count: count, Sample: it.Error.v}, ""
 }
 
 // unavailable is the answer when storage cannot take the request: 503 with

@@ -76,7 +76,8 @@ func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
 		{"app": "someone-else", "function": "ProcessOrders"},
 		{"function": "ProcessOrders", "at": "yesterday"},
 		"not an object",
-		{"function": "ProcessOrders"}
+		{"function": "ProcessOrders"},
+		{"function": "ProcessOrders", "count": "many"}
 	]}`
 	r := postJSON(t, srv.URL, demo.Key, body)
 	wantStatus(t, r, http.StatusAccepted)
@@ -90,10 +91,10 @@ func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
 		t.Fatal(err)
 	}
-	if got.Accepted != 2 || got.Failures != 4 || len(got.Rejected) != 4 {
-		t.Fatalf("response %s, want 2 items (4 failures) accepted and 4 rejected", r.body)
+	if got.Accepted != 2 || got.Failures != 4 || len(got.Rejected) != 5 {
+		t.Fatalf("response %s, want 2 items (4 failures) accepted and 5 rejected", r.body)
 	}
-	wantIdx := []int{1, 2, 3, 4}
+	wantIdx := []int{1, 2, 3, 4, 6}
 	for i, rej := range got.Rejected {
 		if rej.Index != wantIdx[i] || rej.Error == "" {
 			t.Errorf("rejected[%d] = %+v, want index %d with a reason", i, rej, wantIdx[i])

@@ -21,7 +21,10 @@ func (s *Server) routes() {
 		s.recoverPanics,
 		s.securityHeaders,
 		middleware.BodyLimit(bodyLimit(s.Config.MaxBodyBytes)),
-		middleware.GzipWithConfig(middleware.GzipConfig{Skipper: func(c echo.Context) bool { return c.Path() == "/metrics" }}),
+		// Small JSON answers to machines gain nothing from compression.
+		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024, Skipper: func(c echo.Context) bool {
+			return c.Path() == "/metrics" || c.Path() == "/api/v1/failures"
+		}}),
 	)
 
 	// Open to all: probes, metrics and static files.

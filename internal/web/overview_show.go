@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -16,31 +17,33 @@ import (
 // overviewShow renders the home page from storage. htmx's periodic refresh
 // asks for the body alone.
 func (s *Server) overviewShow(c echo.Context) error {
-	ctx := c.Request().Context()
-	apps, err := s.Apps.List(ctx)
-	if err != nil {
+	// The reads are independent: run them side by side, so the page costs
+	// the slowest read rather than their sum.
+	var (
+		apps     []circuit.App
+		circuits []circuit.Circuit
+		counts   map[string]circuit.Counts
+		jobList  []jobs.Job
+		recent   []audit.Entry
+	)
+	g, ctx := errgroup.WithContext(c.Request().Context())
+	g.Go(func() (err error) { apps, err = s.Apps.List(ctx); return err })
+	g.Go(func() (err error) {
+		if circuits, err = s.Circuits.List(ctx); err != nil {
+			return err
+		}
+		counts, err = s.Actions.Counts(ctx, circuits)
 		return err
-	}
-	circuits, err := s.Circuits.List(ctx)
-	if err != nil {
-		return err
-	}
-	jobList, err := s.Jobs.List(ctx)
-	if err != nil {
-		return err
-	}
-	counts, err := s.Actions.Counts(ctx, circuits)
-	if err != nil {
-		return err
-	}
-	recent, err := s.Audit.Recent(ctx, s.Now(), 8)
-	if err != nil {
+	})
+	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
+	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), 8); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	m := views.Overview{
 		Page:        s.page(c, "Overview", "overview"),
 		Apps:        len(apps),
-		Circuits:    circuitRows(apps, circuits, counts),
+		Circuits:    circuitRows(apps, needAttention(circuits, counts), counts),
 		Jobs:        jobRows(apps, jobList),
 		StateCounts: stateCounts(circuits),
 		JobCounts:   jobCounts(jobList),
@@ -50,6 +53,21 @@ func (s *Server) overviewShow(c echo.Context) error {
 		return render(c, http.StatusOK, views.OverviewBody(m))
 	}
 	return render(c, http.StatusOK, views.OverviewPage(m))
+}
+
+// needAttention picks the circuits the overview lists: not closed, drifting
+// or failing now; at most 50, the full list is on the circuits page.
+func needAttention(cs []circuit.Circuit, counts map[string]circuit.Counts) []circuit.Circuit {
+	var out []circuit.Circuit
+	for _, c := range cs {
+		if c.State != circuit.Closed || c.Drift != "" || counts[c.ID()].Window > 0 {
+			out = append(out, c)
+		}
+		if len(out) == 50 {
+			break
+		}
+	}
+	return out
 }
 
 func stateTone(st circuit.State) string {

@@ -14,6 +14,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+
+	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
@@ -170,7 +173,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, switches.Router{Local: switches.Local{}}, circuit.EvaluatorSettings{
+	router := switches.Router{Local: switches.Local{}}
+	if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
+		router.ARM = armswitch.New(cred, armswitch.Settings{})
+	} else {
+		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
+	}
+	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, router, circuit.EvaluatorSettings{
 		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
 	})
 	return &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator}, nil

@@ -1,0 +1,281 @@
+package armswitch_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
+
+	"github.com/fusebox/fusebox/internal/armswitch"
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// site is a function app as the SDK's fake server sees it: app settings
+// for production and for each slot, and a script of failures to answer with.
+type site struct {
+	mu         sync.Mutex
+	settings   map[string]map[string]string // slot ("" = production) -> settings
+	reads      map[string]int
+	writes     map[string]int
+	failWrites []int // status codes to answer the next writes with
+	failReads  []int
+}
+
+func newSite(prod map[string]string) *site {
+	return &site{settings: map[string]map[string]string{"": prod, "staging": {"STAGING_ONLY": "1"}},
+		reads: map[string]int{}, writes: map[string]int{}}
+}
+
+func dict(m map[string]string) armappservice.StringDictionary {
+	p := map[string]*string{}
+	for k, v := range m {
+		p[k] = to.Ptr(v)
+	}
+	return armappservice.StringDictionary{Properties: p}
+}
+
+func (s *site) list(slot string) map[string]string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.settings[slot]
+}
+
+func (s *site) update(slot string, d armappservice.StringDictionary) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]string{}
+	for k, v := range d.Properties {
+		m[k] = *v
+	}
+	s.settings[slot] = m
+}
+
+// flaky stands in front of the SDK's fake server the way a busy ARM does:
+// it counts every attempt and answers scripted ones with an error status,
+// as a real HTTP response, so the SDK's retry policy sees what it would see
+// from Azure. (The fake server's own error responders are non-retriable.)
+type flaky struct {
+	site *site
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+}
+
+func (f *flaky) Do(req *http.Request) (*http.Response, error) {
+	slot := ""
+	if i := strings.Index(req.URL.Path, "/slots/"); i >= 0 {
+		slot = strings.SplitN(req.URL.Path[i+len("/slots/"):], "/", 2)[0]
+	}
+	f.site.mu.Lock()
+	var status int
+	switch {
+	case strings.HasSuffix(req.URL.Path, "/config/appsettings/list"):
+		f.site.reads[slot]++
+		if len(f.site.failReads) > 0 {
+			status, f.site.failReads = f.site.failReads[0], f.site.failReads[1:]
+		}
+	case strings.HasSuffix(req.URL.Path, "/config/appsettings") && req.Method == http.MethodPut:
+		f.site.writes[slot]++
+		if len(f.site.failWrites) > 0 {
+			status, f.site.failWrites = f.site.failWrites[0], f.site.failWrites[1:]
+		}
+	}
+	f.site.mu.Unlock()
+	if status != 0 {
+		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{},
+			Body: io.NopCloser(strings.NewReader(`{"error":{"code":"Busy","message":"try again"}}`)), Request: req}, nil
+	}
+	return f.next.Do(req)
+}
+
+func (s *site) server(t *testing.T) *fake.WebAppsServer {
+	check := func(rg, name string) {
+		if rg != "rg-orders" || name != "func-orders" {
+			t.Errorf("called for %s/%s, want rg-orders/func-orders", rg, name)
+		}
+	}
+	return &fake.WebAppsServer{
+		ListApplicationSettings: func(_ context.Context, rg, name string, _ *armappservice.WebAppsClientListApplicationSettingsOptions) (azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			var out azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsResponse{StringDictionary: dict(s.list(""))}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		ListApplicationSettingsSlot: func(_ context.Context, rg, name, slot string, _ *armappservice.WebAppsClientListApplicationSettingsSlotOptions) (azfake.Responder[armappservice.WebAppsClientListApplicationSettingsSlotResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			var out azfake.Responder[armappservice.WebAppsClientListApplicationSettingsSlotResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsSlotResponse{StringDictionary: dict(s.list(slot))}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		UpdateApplicationSettings: func(_ context.Context, rg, name string, d armappservice.StringDictionary, _ *armappservice.WebAppsClientUpdateApplicationSettingsOptions) (azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			s.update("", d)
+			var out azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsResponse{StringDictionary: d}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		UpdateApplicationSettingsSlot: func(_ context.Context, rg, name, slot string, d armappservice.StringDictionary, _ *armappservice.WebAppsClientUpdateApplicationSettingsSlotOptions) (azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsSlotResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			s.update(slot, d)
+			var out azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsSlotResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsSlotResponse{StringDictionary: d}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		NewListFunctionsPager: func(rg, name string, _ *armappservice.WebAppsClientListFunctionsOptions) azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse] {
+			var p azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]
+			p.AddPage(http.StatusOK, armappservice.WebAppsClientListFunctionsResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{
+				Value: []*armappservice.FunctionEnvelope{{Name: to.Ptr("func-orders/ProcessOrders")}, {Name: to.Ptr("func-orders/SyncInventory")}}}}, nil)
+			p.AddPage(http.StatusOK, armappservice.WebAppsClientListFunctionsResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{
+				Value: []*armappservice.FunctionEnvelope{{Name: to.Ptr("func-orders/ImportPrices")}}}}, nil)
+			return p
+		},
+		NewListInstanceFunctionsSlotPager: func(rg, name, slot string, _ *armappservice.WebAppsClientListInstanceFunctionsSlotOptions) azfake.PagerResponder[armappservice.WebAppsClientListInstanceFunctionsSlotResponse] {
+			var p azfake.PagerResponder[armappservice.WebAppsClientListInstanceFunctionsSlotResponse]
+			p.AddPage(http.StatusOK, armappservice.WebAppsClientListInstanceFunctionsSlotResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{
+				Value: []*armappservice.FunctionEnvelope{{Name: to.Ptr("func-orders/staging/ProcessOrders")}}}}, nil)
+			return p
+		},
+	}
+}
+
+func newSwitch(t *testing.T, s *site) *armswitch.Switch {
+	return armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{
+		RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond,
+		Transport: &flaky{site: s, next: fake.NewWebAppsServerTransport(s.server(t))},
+	})
+}
+
+var app = circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}
+
+func TestDisableKeepsEveryOtherSetting(t *testing.T) {
+	s := newSite(map[string]string{"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;...", "FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated", "AzureWebJobs_ImportPrices_Disabled": "1"})
+	sw := newSwitch(t, s)
+	if err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;...", "FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated",
+		"AzureWebJobs_ImportPrices_Disabled": "1", "AzureWebJobs.ProcessOrders.Disabled": "true"}
+	if !equal(s.settings[""], want) {
+		t.Errorf("settings after disable = %v, want %v", s.settings[""], want)
+	}
+	if s.settings["staging"]["STAGING_ONLY"] != "1" || s.writes["staging"] != 0 {
+		t.Error("the staging slot was touched")
+	}
+	off, err := sw.Disabled(t.Context(), app)
+	if err != nil || !off["ProcessOrders"] || !off["ImportPrices"] || off["SyncInventory"] {
+		t.Errorf("Disabled = %v (err %v), want ProcessOrders and ImportPrices", off, err)
+	}
+
+	// Already off: nothing is written, so the app is not restarted.
+	writes := s.writes[""]
+	if err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true); err != nil {
+		t.Fatal(err)
+	}
+	if s.writes[""] != writes {
+		t.Error("wrote settings that were already as wanted")
+	}
+
+	// Enabling removes both forms of the setting and keeps the rest.
+	if err := sw.SetDisabled(t.Context(), app, "ImportPrices", false); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := s.settings[""]["AzureWebJobs_ImportPrices_Disabled"]; ok {
+		t.Error("the underscore form survived enabling")
+	}
+	if s.settings[""]["AzureWebJobs.ProcessOrders.Disabled"] != "true" || s.settings[""]["FUNCTIONS_WORKER_RUNTIME"] != "dotnet-isolated" {
+		t.Errorf("enabling one function changed others: %v", s.settings[""])
+	}
+}
+
+func TestSlotsAreHonoured(t *testing.T) {
+	s := newSite(map[string]string{"A": "1"})
+	sw := newSwitch(t, s)
+	staging := app
+	staging.Slot = "staging"
+	if err := sw.SetDisabled(t.Context(), staging, "ProcessOrders", true); err != nil {
+		t.Fatal(err)
+	}
+	if s.settings["staging"]["AzureWebJobs.ProcessOrders.Disabled"] != "true" || s.settings["staging"]["STAGING_ONLY"] != "1" {
+		t.Errorf("staging settings = %v", s.settings["staging"])
+	}
+	if s.reads[""]+s.writes[""] != 0 || s.settings[""]["A"] != "1" || len(s.settings[""]) != 1 {
+		t.Error("production was read or written for a slot's change")
+	}
+	names, err := sw.Functions(t.Context(), staging)
+	if err != nil || !slices.Equal(names, []string{"ProcessOrders"}) {
+		t.Errorf("slot functions = %v (err %v)", names, err)
+	}
+}
+
+func TestTransientErrorsAreRetried(t *testing.T) {
+	s := newSite(map[string]string{"A": "1"})
+	s.failReads = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
+	s.failWrites = []int{http.StatusConflict, http.StatusConflict, http.StatusInternalServerError}
+	sw := newSwitch(t, s)
+	if err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true); err != nil {
+		t.Fatalf("after 429, 503, 409, 409 and 500: %v", err)
+	}
+	if s.reads[""] != 3 || s.writes[""] != 4 {
+		t.Errorf("reads %d, writes %d; want 3 and 4 (the failures, then success)", s.reads[""], s.writes[""])
+	}
+	if s.settings[""]["AzureWebJobs.ProcessOrders.Disabled"] != "true" || s.settings[""]["A"] != "1" {
+		t.Errorf("settings = %v", s.settings[""])
+	}
+}
+
+func TestPermanentErrorsAreNotRetried(t *testing.T) {
+	s := newSite(map[string]string{})
+	s.failWrites = []int{http.StatusForbidden}
+	sw := newSwitch(t, s)
+	err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true)
+	if err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("got %v, want the 403", err)
+	}
+	if s.writes[""] != 1 {
+		t.Errorf("a 403 was tried %d times", s.writes[""])
+	}
+}
+
+func TestLinuxDashesAreRefusedClearly(t *testing.T) {
+	s := newSite(map[string]string{})
+	linux := app
+	linux.Linux = true
+	err := newSwitch(t, s).SetDisabled(t.Context(), linux, "process-orders", true)
+	if err == nil || !strings.Contains(err.Error(), "Linux plans reject app setting names with '-'") {
+		t.Errorf("got %v", err)
+	}
+	if s.reads[""]+s.writes[""] != 0 {
+		t.Error("called ARM for a name it cannot set")
+	}
+}
+
+func TestFunctionsAreListedAcrossPages(t *testing.T) {
+	names, err := newSwitch(t, newSite(nil)).Functions(t.Context(), app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"ImportPrices", "ProcessOrders", "SyncInventory"}; !slices.Equal(names, want) {
+		t.Errorf("functions = %v, want %v", names, want)
+	}
+}
+
+func equal(a, b map[string]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if b[k] != v {
+			return false
+		}
+	}
+	return true
+}

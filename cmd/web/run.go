@@ -28,6 +28,7 @@ commands:
   seed-demo       write the demo app, circuits and jobs (-local-settings PATH)
   hash-password   read a password on standard input, print its bcrypt hash
   app-key APP     make a new failure-reporting key for an app (the old one stops working)
+  api-token NAME ROLE   make a token for the JSON API and print the FUSEBOX_API_TOKENS entry
 
 Configuration comes from FUSEBOX_* environment variables: see docs/configuration.md.`
 
@@ -47,6 +48,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return hashPassword(stdin, stdout)
 	case "app-key":
 		return appKey(ctx, args, lookup, stdout)
+	case "api-token":
+		return apiToken(args, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -161,6 +164,15 @@ func appKey(ctx context.Context, args []string, lookup func(string) (string, boo
 		return err
 	}
 	fmt.Fprintf(stdout, "%s\n\nThis is the only time the key is shown. Give it to the app's functions (for example as the app setting FUSEBOX_KEY); the previous key no longer works.\n", key)
+	return nil
+}
+
+func apiToken(args []string, stdout io.Writer) error {
+	if len(args) != 2 || (args[1] != "viewer" && args[1] != "operator") {
+		return errors.New("api-token: give a name and a role: fusebox api-token deploy-bot operator")
+	}
+	token, hash := auth.NewAPIToken()
+	fmt.Fprintf(stdout, "token (give it to the script; shown only now):\n  %s\n\nadd to FUSEBOX_API_TOKENS (comma-separated):\n  %s:%s:%s\n", token, args[0], args[1], hash)
 	return nil
 }
 

@@ -141,6 +141,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		}
 		users = append(users, auth.LocalUser{Name: u.Name, Role: role, PasswordHash: []byte(u.PasswordHash.Reveal())})
 	}
+	tokens := make([]auth.APIToken, 0, len(cfg.APITokens))
+	for _, t := range cfg.APITokens {
+		role, err := auth.ParseRole(t.Role)
+		if err != nil {
+			return nil, err
+		}
+		tokens = append(tokens, auth.APIToken{Name: t.Name, Role: role, Hash: t.Hash.Reveal()})
+	}
 	roles := auth.NewRoleMapper(cfg.RoleClaim, cfg.OperatorClaims, cfg.ViewerClaims)
 	var oidc *auth.OIDC
 	if cfg.OIDC != nil {
@@ -167,6 +175,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
+		Tokens:  auth.NewAPITokens(tokens),
 		Ready:   func(ctx context.Context) error { return ready(ctx, svc, runner) },
 		Now:     now,
 	})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -17,6 +18,13 @@ type ServiceStore interface {
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
 	Reapply(ctx context.Context, appID, function string) error
 	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
+	GetApp(ctx context.Context, id string) (App, error)
+	CreateCircuit(ctx context.Context, c Circuit) error
+	// UpdateSettings replaces threshold, window, recipients and policy,
+	// keeping state; conditional on c.Version.
+	UpdateSettings(ctx context.Context, c Circuit) error
+	// DeleteCircuit removes a circuit and its flip log, conditional on version.
+	DeleteCircuit(ctx context.Context, appID, function, version string) error
 }
 
 // Auditor records who did what.
@@ -76,6 +84,116 @@ func (s *Service) Resume(ctx context.Context, appID, function, actor, reason str
 	return s.act(ctx, appID, function, actor, "resumed", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
 		return Resume(c, actor, reason, count, now)
 	})
+}
+
+// Errors of settings changes.
+var (
+	ErrExists    = errors.New("circuit: a circuit for this function already exists")
+	ErrStillOpen = errors.New("circuit: the trigger is off; resume the circuit before deleting it, or the function stays disabled")
+)
+
+// Settings are the parts of a circuit people edit.
+type Settings struct {
+	Threshold  int
+	Window     time.Duration
+	Recipients []string
+	Policy     Policy
+}
+
+func (s Settings) apply(c Circuit) Circuit {
+	c.Threshold, c.Window, c.Recipients, c.Policy = s.Threshold, s.Window, s.Recipients, s.Policy
+	return c
+}
+
+// Create makes a closed circuit for a function of a registered app.
+func (s *Service) Create(ctx context.Context, appID, function string, set Settings, actor string) (Circuit, error) {
+	c := set.apply(Circuit{AppID: appID, Function: function, State: Closed, ChangedAt: s.now(), Reason: "created by " + actor})
+	app, err := s.appOf(ctx, appID)
+	if err != nil {
+		return c, err
+	}
+	if err := c.Validate(app); err != nil {
+		return c, err
+	}
+	if err := s.store.CreateCircuit(ctx, c); err != nil {
+		if isConflict(err) {
+			return c, ErrExists
+		}
+		return c, err
+	}
+	return c, s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "created circuit", Target: c.ID(), Detail: describe(c)})
+}
+
+// Update changes a circuit's settings; its state stays as it is.
+func (s *Service) Update(ctx context.Context, appID, function string, set Settings, actor string) (Circuit, error) {
+	for range 3 {
+		cur, err := s.store.GetCircuit(ctx, appID, function)
+		if err != nil {
+			return Circuit{}, err
+		}
+		app, err := s.appOf(ctx, appID)
+		if err != nil {
+			return cur, err
+		}
+		next := set.apply(cur)
+		if err := next.Validate(app); err != nil {
+			return next, err
+		}
+		err = s.store.UpdateSettings(ctx, next)
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return Circuit{}, err
+		}
+		return next, s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "changed circuit", Target: next.ID(), Detail: describe(next)})
+	}
+	return Circuit{}, ErrConflictRetries
+}
+
+// Delete removes a closed circuit and its flip log.
+func (s *Service) Delete(ctx context.Context, appID, function, actor string) error {
+	c, err := s.store.GetCircuit(ctx, appID, function)
+	if err != nil {
+		return err
+	}
+	if c.State != Closed || c.Pending() {
+		return ErrStillOpen
+	}
+	if err := s.store.DeleteCircuit(ctx, appID, function, c.Version); err != nil {
+		if isConflict(err) {
+			return ErrConflictRetries
+		}
+		return err
+	}
+	return s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "deleted circuit", Target: c.ID(), Detail: describe(c)})
+}
+
+func (s *Service) appOf(ctx context.Context, appID string) (*App, error) {
+	app, err := s.store.GetApp(ctx, appID)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil // Validate reports the unknown app by field
+		}
+		return nil, err
+	}
+	return &app, nil
+}
+
+// ErrNotFound is what a store's error wraps for a missing app or circuit.
+var ErrNotFound = errors.New("circuit: not found")
+
+func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
+
+func describe(c Circuit) string {
+	d := fmt.Sprintf("trips on more than %d failures in %s", c.Threshold, shortDuration(c.Window))
+	if c.Policy.AutoResume {
+		d += fmt.Sprintf("; tries again after %s", shortDuration(c.Policy.Cooldown))
+	}
+	if len(c.Recipients) > 0 {
+		d += "; mails " + strings.Join(c.Recipients, ", ")
+	}
+	return d
 }
 
 // ErrNoDrift is an adopt or override of a circuit without drift.

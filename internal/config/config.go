@@ -41,8 +41,9 @@ type Config struct {
 	MigrateOnStart bool
 	Session        Session
 	LocalUsers     []LocalUser
-	OIDC           *OIDC // nil when OpenID Connect is off
-	EasyAuth       bool  // trust App Service's X-MS-CLIENT-PRINCIPAL header
+	APITokens      []APIToken // for scripts calling /api/v1
+	OIDC           *OIDC      // nil when OpenID Connect is off
+	EasyAuth       bool       // trust App Service's X-MS-CLIENT-PRINCIPAL header
 	RoleClaim      string
 	OperatorClaims []string // claim values that grant the operator role
 	ViewerClaims   []string // claim values that grant the viewer role
@@ -75,6 +76,14 @@ type LocalUser struct {
 	Name         string
 	Role         string
 	PasswordHash Secret
+}
+
+// APIToken lets a script call the JSON API with a role. Only the SHA-256 of
+// the token is configured.
+type APIToken struct {
+	Name string
+	Role string
+	Hash Secret // hex SHA-256 of the token
 }
 
 // OIDC configures sign-in through an OpenID Connect provider such as Entra ID.
@@ -179,6 +188,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 
 	c.LocalUsers = r.localUsers()
+	c.APITokens = r.apiTokens()
 	c.OIDC = r.oidc()
 	if c.RoleClaim == "" {
 		r.fail("FUSEBOX_ROLE_CLAIM", "must name the claim that carries roles or groups, such as roles or groups")
@@ -414,6 +424,28 @@ func (r *reader) localUsers() []LocalUser {
 		}
 	}
 	return users
+}
+
+var hexHash = regexp.MustCompile(`^[0-9a-f]{64}$`)
+
+func (r *reader) apiTokens() []APIToken {
+	var out []APIToken
+	for i, entry := range r.list("FUSEBOX_API_TOKENS") {
+		parts := strings.Split(entry, ":")
+		switch {
+		case len(parts) != 3:
+			r.fail("FUSEBOX_API_TOKENS", "entry %d must be name:role:sha256 (make one with: fusebox api-token NAME ROLE)", i+1)
+		case !userNamePattern.MatchString(parts[0]):
+			r.fail("FUSEBOX_API_TOKENS", "entry %d: name %q may hold only letters, digits and . _ @ -", i+1, parts[0])
+		case parts[1] != RoleViewer && parts[1] != RoleOperator:
+			r.fail("FUSEBOX_API_TOKENS", "entry %d (%s): role must be viewer or operator, got %q", i+1, parts[0], parts[1])
+		case !hexHash.MatchString(parts[2]):
+			r.fail("FUSEBOX_API_TOKENS", "entry %d (%s): the third part must be the token's SHA-256 in lower-case hex, not the token", i+1, parts[0])
+		default:
+			out = append(out, APIToken{Name: parts[0], Role: parts[1], Hash: Secret(parts[2])})
+		}
+	}
+	return out
 }
 
 func (r *reader) oidc() *OIDC {

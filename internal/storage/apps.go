@@ -57,8 +57,9 @@ func (a *Apps) List(ctx context.Context) ([]circuit.App, error) {
 	return apps, nil
 }
 
-// ErrNoApp is a lookup of an app that is not registered.
-var ErrNoApp = errors.New("storage: no such app")
+// ErrNoApp is a lookup of an app that is not registered; it wraps
+// circuit.ErrNotFound.
+var ErrNoApp = fmt.Errorf("storage: no such app (%w)", circuit.ErrNotFound)
 
 // Get reads one app.
 func (a *Apps) Get(ctx context.Context, id string) (circuit.App, error) {

@@ -44,8 +44,8 @@ const (
 	circuitListMargin = 10 * time.Second
 )
 
-// ErrNoCircuit is a write to a circuit that does not exist.
-var ErrNoCircuit = errors.New("storage: no such circuit")
+// ErrNoCircuit is a circuit that does not exist; it wraps circuit.ErrNotFound.
+var ErrNoCircuit = fmt.Errorf("storage: no such circuit (%w)", circuit.ErrNotFound)
 
 const (
 	circuitPrefix = "c|"
@@ -178,6 +178,58 @@ func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow,
 		return row, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
 	}
 	return row, nil
+}
+
+// Create inserts a new circuit; one that exists is circuit.ErrConflict.
+func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
+	row := circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}}
+	row.setSettings(ci)
+	row.setState(ci)
+	if err := c.table.Insert(ctx, &row); err != nil {
+		return fmt.Errorf("storage: create circuit %s: %w", ci.ID(), conflictAsCircuit(err))
+	}
+	return nil
+}
+
+// UpdateSettings replaces a circuit's settings, keeping its state, on
+// condition that it is still at ci.Version.
+func (c *Circuits) UpdateSettings(ctx context.Context, ci circuit.Circuit) error {
+	row, err := c.row(ctx, ci.AppID, ci.Function)
+	if err != nil {
+		return err
+	}
+	if string(row.ETag) != ci.Version {
+		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), circuit.ErrConflict)
+	}
+	row.setSettings(ci)
+	if err := c.table.Update(ctx, &row); err != nil {
+		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), conflictAsCircuit(err))
+	}
+	return nil
+}
+
+// Delete removes a circuit, on condition that it is still at version, and
+// then its flip log.
+func (c *Circuits) Delete(ctx context.Context, appID, function, version string) error {
+	if err := c.table.Delete(ctx, appID, circuitKey(function), tablestore.ETag(version)); err != nil {
+		if errors.Is(err, tablestore.ErrNotFound) {
+			return fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
+		}
+		return fmt.Errorf("storage: delete circuit %s/%s: %w", appID, function, conflictAsCircuit(err))
+	}
+	c.mu.Lock()
+	delete(c.cache, appID+"/"+circuitKey(function))
+	c.mu.Unlock()
+	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(appID), tablestore.RowKeyPrefix(flipPrefix+function+"|")), Select: []string{"PartitionKey", "RowKey"}}
+	for row, err := range tablestore.Rows[tablestore.Meta](ctx, c.table, q) {
+		if err != nil {
+			return fmt.Errorf("storage: delete flip log of %s/%s: %w", appID, function, err)
+		}
+		if err := c.table.Delete(ctx, row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+			return fmt.Errorf("storage: delete flip log of %s/%s: %w", appID, function, err)
+		}
+	}
+	return nil
 }
 
 // Put creates a circuit, or replaces its settings and state if it exists

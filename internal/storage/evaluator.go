@@ -20,6 +20,18 @@ var (
 func (s EvaluatorStore) GetCircuit(ctx context.Context, appID, function string) (circuit.Circuit, error) {
 	return s.Circuits.Get(ctx, appID, function)
 }
+func (s EvaluatorStore) GetApp(ctx context.Context, id string) (circuit.App, error) {
+	return s.Apps.Get(ctx, id)
+}
+func (s EvaluatorStore) CreateCircuit(ctx context.Context, c circuit.Circuit) error {
+	return s.Circuits.Create(ctx, c)
+}
+func (s EvaluatorStore) UpdateSettings(ctx context.Context, c circuit.Circuit) error {
+	return s.Circuits.UpdateSettings(ctx, c)
+}
+func (s EvaluatorStore) DeleteCircuit(ctx context.Context, appID, function, version string) error {
+	return s.Circuits.Delete(ctx, appID, function, version)
+}
 func (s EvaluatorStore) Reapply(ctx context.Context, appID, function string) error {
 	return s.Circuits.Reapply(ctx, appID, function)
 }

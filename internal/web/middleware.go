@@ -214,6 +214,25 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// apiAuth accepts an API token (Authorization: Bearer fbt_...) or, failing
+// that, the browser session with CSRF protection on changes.
+func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
+	session := s.csrf(s.loadPrincipal(next))
+	return func(c echo.Context) error {
+		h := c.Request().Header.Get("Authorization")
+		token, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok {
+			return session(c)
+		}
+		p, ok := s.Tokens.Principal(strings.TrimSpace(token))
+		if !ok {
+			return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API token.")
+		}
+		c.Set(keyPrincipal, p)
+		return next(c)
+	}
+}
+
 // require lets the request through only for a principal holding role.
 // Browsers without one are sent to sign in; API clients get a 401.
 func (s *Server) require(role auth.Role) echo.MiddlewareFunc {

@@ -36,6 +36,17 @@ func (s *Server) routes() {
 	// Machine APIs with keys of their own: no session, no CSRF.
 	e.POST("/api/v1/failures", s.failureIngest, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
 
+	// The JSON API: an API token, or a session with CSRF for changes.
+	api := e.Group("/api/v1", s.apiAuth, s.require(auth.RoleViewer))
+	apiOperator := s.require(auth.RoleOperator)
+	api.GET("/circuits", s.apiCircuitList)
+	api.POST("/circuits", s.apiCircuitCreate, apiOperator)
+	api.GET("/circuits/:app/:function", s.apiCircuitShow)
+	api.PUT("/circuits/:app/:function", s.apiCircuitUpdate, apiOperator)
+	api.DELETE("/circuits/:app/:function", s.apiCircuitDelete, apiOperator)
+	api.POST("/circuits/:app/:function/trip", s.apiCircuitAction("trip"), apiOperator)
+	api.POST("/circuits/:app/:function/resume", s.apiCircuitAction("resume"), apiOperator)
+
 	// Pages for people: signed in or not, every form is CSRF-checked.
 	web := e.Group("", s.csrf, s.loadPrincipal)
 	loginLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{

@@ -40,6 +40,9 @@ type (
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		Adopt(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
 		Override(ctx context.Context, appID, function, actor string) error
+		Create(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
+		Update(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
+		Delete(ctx context.Context, appID, function, actor string) error
 	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
@@ -82,6 +85,7 @@ type Deps struct {
 	AppStore appStore
 	Failures failureRecorder
 	Actions  circuitActions
+	Tokens   *auth.APITokens
 	Status   statusReader
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
@@ -99,7 +103,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

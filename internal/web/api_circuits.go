@@ -1,0 +1,217 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// The JSON API for circuits (docs/openapi.yaml). Scripts authenticate with
+// an API token (Authorization: Bearer fbt_...); browsers may use their
+// session, sending the CSRF token in X-CSRF-Token for changes.
+
+type circuitJSON struct {
+	App             string     `json:"app"`
+	Function        string     `json:"function"`
+	State           string     `json:"state"`
+	Episode         int64      `json:"episode"`
+	Count           int        `json:"count"`
+	Threshold       int        `json:"threshold"`
+	WindowSeconds   int        `json:"window_seconds"`
+	Recipients      []string   `json:"recipients"`
+	AutoResume      bool       `json:"auto_resume"`
+	CooldownSeconds int        `json:"cooldown_seconds"`
+	ChangedAt       time.Time  `json:"changed_at"`
+	Reason          string     `json:"reason"`
+	Applying        bool       `json:"applying"`
+	Drift           string     `json:"drift,omitempty"`
+	DriftSince      *time.Time `json:"drift_since,omitempty"`
+	Flips           []flipJSON `json:"flips,omitempty"`
+}
+
+type flipJSON struct {
+	Episode       int64     `json:"episode"`
+	From          string    `json:"from"`
+	To            string    `json:"to"`
+	At            time.Time `json:"at"`
+	Actor         string    `json:"actor"`
+	Count         int       `json:"count"`
+	Threshold     int       `json:"threshold"`
+	WindowSeconds int       `json:"window_seconds"`
+	Reason        string    `json:"reason"`
+}
+
+func toJSON(c circuit.Circuit, count int) circuitJSON {
+	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: count,
+		Threshold: c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients,
+		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
+		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift}
+	if j.Recipients == nil {
+		j.Recipients = []string{}
+	}
+	if !c.DriftSince.IsZero() {
+		j.DriftSince = &c.DriftSince
+	}
+	return j
+}
+
+// apiCircuitList lists every circuit with its failures in the window now.
+func (s *Server) apiCircuitList(c echo.Context) error {
+	cs, err := s.Circuits.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	counts, err := s.Actions.Counts(c.Request().Context(), cs)
+	if err != nil {
+		return err
+	}
+	out := make([]circuitJSON, len(cs))
+	for i, ci := range cs {
+		out[i] = toJSON(ci, counts[ci.ID()].Window)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"circuits": out})
+}
+
+// apiCircuitShow returns one circuit with its last 20 flips.
+func (s *Server) apiCircuitShow(c echo.Context) error {
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	return s.circuitJSONResponse(c, http.StatusOK, ci)
+}
+
+func (s *Server) circuitJSONResponse(c echo.Context, status int, ci circuit.Circuit) error {
+	ctx := c.Request().Context()
+	counts, err := s.Actions.Counts(ctx, []circuit.Circuit{ci})
+	if err != nil {
+		return err
+	}
+	flips, err := s.Circuits.Flips(ctx, ci.AppID, ci.Function, 20)
+	if err != nil {
+		return err
+	}
+	j := toJSON(ci, counts[ci.ID()].Window)
+	for _, f := range flips {
+		j.Flips = append(j.Flips, flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
+			Count: f.Count, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})
+	}
+	return c.JSON(status, j)
+}
+
+type settingsJSON struct {
+	App             string   `json:"app"`
+	Function        string   `json:"function"`
+	Threshold       int      `json:"threshold"`
+	WindowSeconds   int      `json:"window_seconds"`
+	Recipients      []string `json:"recipients"`
+	AutoResume      bool     `json:"auto_resume"`
+	CooldownSeconds int      `json:"cooldown_seconds"`
+}
+
+func (j settingsJSON) settings() circuit.Settings {
+	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients,
+		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second}}
+}
+
+func bindSettings(c echo.Context) (settingsJSON, error) {
+	var j settingsJSON
+	if err := c.Bind(&j); err != nil {
+		return j, echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"app": "orders", "function": "ProcessOrders", "threshold": 100, "window_seconds": 30}.`)
+	}
+	return j, nil
+}
+
+// apiCircuitCreate creates a closed circuit.
+func (s *Server) apiCircuitCreate(c echo.Context) error {
+	j, err := bindSettings(c)
+	if err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	ci, err := s.Actions.Create(c.Request().Context(), j.App, j.Function, j.settings(), p.Name)
+	if err != nil {
+		return apiError(c, err)
+	}
+	created, err := s.Circuits.Get(c.Request().Context(), ci.AppID, ci.Function)
+	if err != nil {
+		return err
+	}
+	return s.circuitJSONResponse(c, http.StatusCreated, created)
+}
+
+// apiCircuitUpdate replaces a circuit's settings.
+func (s *Server) apiCircuitUpdate(c echo.Context) error {
+	j, err := bindSettings(c)
+	if err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	if _, err := s.Actions.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.settings(), p.Name); err != nil {
+		return apiError(c, err)
+	}
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	return s.circuitJSONResponse(c, http.StatusOK, ci)
+}
+
+// apiCircuitDelete removes a closed circuit.
+func (s *Server) apiCircuitDelete(c echo.Context) error {
+	p, _ := principal(c)
+	if err := s.Actions.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+		return apiError(c, err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// apiCircuitAction trips or resumes a circuit.
+func (s *Server) apiCircuitAction(action string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var body struct {
+			Reason string `json:"reason"`
+		}
+		_ = c.Bind(&body) // the reason is optional
+		p, _ := principal(c)
+		ctx := c.Request().Context()
+		var err error
+		if action == "trip" {
+			_, err = s.Actions.Trip(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
+		} else {
+			_, err = s.Actions.Resume(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
+		}
+		if err != nil {
+			return apiError(c, err)
+		}
+		ci, err := s.circuitOf(c)
+		if err != nil {
+			return err
+		}
+		return s.circuitJSONResponse(c, http.StatusOK, ci)
+	}
+}
+
+// apiError maps the service's errors to statuses: 422 with a message per
+// field for invalid settings, 404, 409.
+func apiError(c echo.Context, err error) error {
+	var v circuit.ValidationError
+	switch {
+	case errors.As(err, &v):
+		fields := map[string]string{}
+		for _, f := range v {
+			fields[f.Field] = f.Message
+		}
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the circuit's settings are not valid", "fields": fields})
+	case errors.Is(err, circuit.ErrNotFound):
+		return echo.NewHTTPError(http.StatusNotFound, "There is no such circuit.")
+	case errors.Is(err, circuit.ErrExists), errors.Is(err, circuit.ErrStillOpen), errors.Is(err, circuit.ErrAlreadyOpen),
+		errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrConflictRetries):
+		return echo.NewHTTPError(http.StatusConflict, err.Error())
+	}
+	return err
+}

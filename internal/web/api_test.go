@@ -1,0 +1,111 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+type apiClient struct {
+	t     *testing.T
+	b     *browser
+	token string
+}
+
+func (a apiClient) call(method, path, body string) response {
+	a.t.Helper()
+	req, _ := http.NewRequest(method, a.b.base+path, strings.NewReader(body))
+	req.Header.Set("Accept", "application/json")
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if a.token != "" {
+		req.Header.Set("Authorization", "Bearer "+a.token)
+	}
+	return a.b.do(req)
+}
+
+func apiServer(t *testing.T) (*apptest.Server, apiClient, apiClient) {
+	t.Helper()
+	opToken, opHash := auth.NewAPIToken()
+	viewToken, viewHash := auth.NewAPIToken()
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_API_TOKENS": "deploy-bot:operator:" + opHash + ",dashboard:viewer:" + viewHash})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return srv, apiClient{t, newBrowser(t, srv.URL), opToken}, apiClient{t, newBrowser(t, srv.URL), viewToken}
+}
+
+func TestAPICircuitLifecycle(t *testing.T) {
+	_, op, viewer := apiServer(t)
+
+	list := viewer.call(http.MethodGet, "/api/v1/circuits", "")
+	wantStatus(t, list, http.StatusOK)
+	var got struct{ Circuits []map[string]any }
+	if err := json.Unmarshal([]byte(list.body), &got); err != nil || len(got.Circuits) != 4 {
+		t.Fatalf("list: %v, %d circuits: %s", err, len(got.Circuits), list.body)
+	}
+
+	body := `{"app": "orders-demo", "function": "ShipParcels", "threshold": 25, "window_seconds": 60, "recipients": ["ops@example.com"]}`
+	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/circuits", body), http.StatusForbidden)
+	created := op.call(http.MethodPost, "/api/v1/circuits", body)
+	wantStatus(t, created, http.StatusCreated)
+	for _, want := range []string{`"state":"closed"`, `"threshold":25`, `"window_seconds":60`, `"recipients":["ops@example.com"]`} {
+		if !strings.Contains(created.body, want) {
+			t.Errorf("created circuit lacks %s: %s", want, created.body)
+		}
+	}
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/circuits", body), http.StatusConflict)
+
+	bad := op.call(http.MethodPost, "/api/v1/circuits", `{"app": "nope", "function": "1x", "threshold": 0, "window_seconds": -5}`)
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	var v struct{ Fields map[string]string }
+	json.Unmarshal([]byte(bad.body), &v)
+	for _, f := range []string{"app", "function", "threshold", "window"} {
+		if v.Fields[f] == "" {
+			t.Errorf("no message for %s: %s", f, bad.body)
+		}
+	}
+
+	upd := op.call(http.MethodPut, "/api/v1/circuits/orders-demo/ShipParcels", `{"threshold": 50, "window_seconds": 30, "auto_resume": true, "cooldown_seconds": 300}`)
+	wantStatus(t, upd, http.StatusOK)
+	if !strings.Contains(upd.body, `"threshold":50`) || !strings.Contains(upd.body, `"auto_resume":true`) {
+		t.Errorf("update: %s", upd.body)
+	}
+
+	trip := op.call(http.MethodPost, "/api/v1/circuits/orders-demo/ShipParcels/trip", `{"reason": "carrier outage"}`)
+	wantStatus(t, trip, http.StatusOK)
+	if !strings.Contains(trip.body, `"state":"forced-open"`) || !strings.Contains(trip.body, `"reason":"carrier outage"`) || !strings.Contains(trip.body, `"actor":"deploy-bot"`) {
+		t.Errorf("trip: %s", trip.body)
+	}
+	wantStatus(t, op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ShipParcels", ""), http.StatusConflict)
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/circuits/orders-demo/ShipParcels/resume", ""), http.StatusOK)
+	// Deleting waits until the trigger is back on (applied by the evaluator).
+	wantStatus(t, op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ShipParcels", ""), http.StatusConflict)
+	wantStatus(t, op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ProcessOrders", ""), http.StatusNoContent)
+	wantStatus(t, op.call(http.MethodGet, "/api/v1/circuits/orders-demo/ProcessOrders", ""), http.StatusNotFound)
+}
+
+func TestAPIRefusesStrangers(t *testing.T) {
+	srv, _, _ := apiServer(t)
+	stranger := apiClient{t, newBrowser(t, srv.URL), "fbt_not-a-real-token"}
+	wantStatus(t, stranger.call(http.MethodGet, "/api/v1/circuits", ""), http.StatusUnauthorized)
+	anonymous := apiClient{t, newBrowser(t, srv.URL), ""}
+	wantStatus(t, anonymous.call(http.MethodGet, "/api/v1/circuits", ""), http.StatusUnauthorized)
+
+	// A signed-in browser may use the API, but changes need the CSRF header.
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	session := apiClient{t, b, ""}
+	wantStatus(t, session.call(http.MethodGet, "/api/v1/circuits", ""), http.StatusOK)
+	wantStatus(t, session.call(http.MethodPost, "/api/v1/circuits/orders-demo/ProcessOrders/trip", ""), http.StatusForbidden)
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/circuits/orders-demo/ProcessOrders/trip", nil)
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("X-CSRF-Token", b.csrf("/"))
+	wantStatus(t, b.do(req), http.StatusOK)
+}

@@ -169,24 +169,24 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	router := switches.Router{Local: switches.Local{}}
+	if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
+		router.ARM = armswitch.New(cred, armswitch.Settings{})
+	} else {
+		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
+	}
 	srv, err := web.New(web.Deps{
 		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
 		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
-		Tokens:  auth.NewAPITokens(tokens),
-		Ready:   func(ctx context.Context) error { return ready(ctx, svc, runner) },
-		Now:     now,
+		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router,
+		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
+		Now:   now,
 	})
 	if err != nil {
 		return nil, err
-	}
-	router := switches.Router{Local: switches.Local{}}
-	if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
-		router.ARM = armswitch.New(cred, armswitch.Settings{})
-	} else {
-		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
 	}
 	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, router, circuit.EvaluatorSettings{
 		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),

@@ -53,6 +53,24 @@ func (r Router) SetDisabled(ctx context.Context, app circuit.App, function strin
 	return sw.SetDisabled(ctx, app, function, disabled)
 }
 
+// functionLister is a switch that can also list an app's functions.
+type functionLister interface {
+	Functions(ctx context.Context, app circuit.App) ([]string, error)
+}
+
+// Functions lists an app's functions where its switch can (ARM); local apps
+// have no list, and get none.
+func (r Router) Functions(ctx context.Context, app circuit.App) ([]string, error) {
+	sw, err := r.pick(app)
+	if err != nil {
+		return nil, err
+	}
+	if fl, ok := sw.(functionLister); ok {
+		return fl.Functions(ctx, app)
+	}
+	return nil, nil
+}
+
 // Local edits each app's local.settings.json.
 type Local struct{}
 

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -39,11 +40,12 @@ func (s *Server) circuitList(c echo.Context) error {
 		return err
 	}
 	m := views.Circuits{
-		Page:   s.page(c, "Circuits", "circuits"),
-		Rows:   circuitRows(apps, shown, counts),
-		App:    appFilter,
-		State:  stateFilter,
-		Status: views.EvaluatorStatus{Leader: status.Leader, LastTickAt: status.LastTickAt, Rejected: status.Rejected, LastRejected: status.LastRejected},
+		Page:      s.page(c, "Circuits", "circuits"),
+		Rows:      circuitRows(apps, shown, counts),
+		App:       appFilter,
+		State:     stateFilter,
+		CanCreate: canAct(c),
+		Status:    views.EvaluatorStatus{Leader: status.Leader, LastTickAt: status.LastTickAt, Rejected: status.Rejected, LastRejected: status.LastRejected},
 	}
 	for _, a := range apps {
 		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
@@ -66,6 +68,11 @@ func (s *Server) circuitList(c echo.Context) error {
 		return render(c, http.StatusOK, views.CircuitsBody(m))
 	}
 	return render(c, http.StatusOK, views.CircuitsPage(m))
+}
+
+func canAct(c echo.Context) bool {
+	p, _ := principal(c)
+	return p.Role.Allows(auth.RoleOperator)
 }
 
 func compareStrings(a, b string) int {

@@ -39,6 +39,9 @@ var flashes = map[string]views.Flash{
 	"tripped":    {Kind: "success", Text: "Tripped: the trigger is being switched off."},
 	"resumed":    {Kind: "success", Text: "Resumed: the trigger is being switched on; the function continues from its last checkpoint."},
 	"adopted":    {Kind: "success", Text: "Drift adopted: the circuit now follows the trigger."},
+	"created":    {Kind: "success", Text: "Circuit created. It is closed and counting."},
+	"saved":      {Kind: "success", Text: "Settings saved."},
+	"deleted":    {Kind: "success", Text: "Circuit deleted."},
 	"overridden": {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
 }
 

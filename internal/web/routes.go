@@ -65,6 +65,8 @@ func (s *Server) routes() {
 	viewer := web.Group("", s.require(auth.RoleViewer))
 	viewer.GET("/", s.overviewShow)
 	viewer.GET("/circuits", s.circuitList)
+	viewer.GET("/circuits/new", s.circuitNew, s.require(auth.RoleOperator))
+	viewer.POST("/circuits/new", s.circuitCreate, s.require(auth.RoleOperator))
 	viewer.GET("/circuits/:app/:function", s.circuitShow)
 	viewer.GET("/jobs", s.jobList)
 	viewer.GET("/locks", s.lockList)
@@ -79,4 +81,7 @@ func (s *Server) routes() {
 	viewer.POST("/circuits/:app/:function/resume", s.circuitResume, operator)
 	viewer.POST("/circuits/:app/:function/drift/adopt", s.circuitDriftAdopt, operator)
 	viewer.POST("/circuits/:app/:function/drift/override", s.circuitDriftOverride, operator)
+	viewer.GET("/circuits/:app/:function/edit", s.circuitEdit, operator)
+	viewer.POST("/circuits/:app/:function/edit", s.circuitUpdate, operator)
+	viewer.POST("/circuits/:app/:function/delete", s.circuitDelete, operator)
 }

@@ -44,6 +44,9 @@ type (
 		Update(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Delete(ctx context.Context, appID, function, actor string) error
 	}
+	functionLister interface {
+		Functions(ctx context.Context, app circuit.App) ([]string, error)
+	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
 	}
@@ -86,7 +89,10 @@ type Deps struct {
 	Failures failureRecorder
 	Actions  circuitActions
 	Tokens   *auth.APITokens
-	Status   statusReader
+	// FunctionLister lists an app's functions for the circuit form's
+	// picker; nil leaves the picker empty.
+	FunctionLister functionLister
+	Status         statusReader
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error

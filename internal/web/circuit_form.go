@@ -1,0 +1,186 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// circuitNew shows the form for a new circuit. With ?app=, it offers that
+// app's functions as ARM lists them.
+func (s *Server) circuitNew(c echo.Context) error {
+	m := views.CircuitForm{Threshold: "100", Window: "30s", Cooldown: "5m", App: c.QueryParam("app")}
+	return s.renderCircuitForm(c, http.StatusOK, m)
+}
+
+// circuitCreate saves a new circuit; invalid settings come back with a
+// message per field.
+func (s *Server) circuitCreate(c echo.Context) error {
+	m := formValues(c)
+	set, problems := parseSettings(m)
+	p, _ := principal(c)
+	if len(problems) == 0 {
+		ci, err := s.Actions.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
+		if err == nil {
+			s.setFlash(c, "created")
+			return c.Redirect(http.StatusSeeOther, circuitHref(ci))
+		}
+		if problems = fieldProblems(err); problems == nil {
+			return err
+		}
+	}
+	m.Errors = problems
+	return s.renderCircuitForm(c, http.StatusUnprocessableEntity, m)
+}
+
+// circuitEdit shows a circuit's settings for change.
+func (s *Server) circuitEdit(c echo.Context) error {
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
+		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), AutoResume: ci.Policy.AutoResume, Cooldown: "5m"}
+	if ci.Policy.Cooldown > 0 {
+		m.Cooldown = shortDuration(ci.Policy.Cooldown)
+	}
+	m.CanDelete = ci.State == circuit.Closed && !ci.Pending()
+	return s.renderCircuitForm(c, http.StatusOK, m)
+}
+
+// circuitUpdate saves changed settings.
+func (s *Server) circuitUpdate(c echo.Context) error {
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	m := formValues(c)
+	m.Editing, m.App, m.Function = true, ci.AppID, ci.Function
+	set, problems := parseSettings(m)
+	p, _ := principal(c)
+	if len(problems) == 0 {
+		_, err := s.Actions.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
+		if err == nil {
+			s.setFlash(c, "saved")
+			return c.Redirect(http.StatusSeeOther, circuitHref(ci))
+		}
+		if problems = fieldProblems(err); problems == nil {
+			return s.afterAction(c, ci, err, "")
+		}
+	}
+	m.Errors = problems
+	return s.renderCircuitForm(c, http.StatusUnprocessableEntity, m)
+}
+
+// circuitDelete removes a closed circuit.
+func (s *Server) circuitDelete(c echo.Context) error {
+	p, _ := principal(c)
+	if err := s.Actions.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+		if errors.Is(err, circuit.ErrStillOpen) {
+			return echo.NewHTTPError(http.StatusConflict, err.Error())
+		}
+		return err
+	}
+	s.setFlash(c, "deleted")
+	return c.Redirect(http.StatusSeeOther, "/circuits")
+}
+
+func (s *Server) renderCircuitForm(c echo.Context, status int, m views.CircuitForm) error {
+	ctx := c.Request().Context()
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, a := range apps {
+		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
+	}
+	if m.App == "" && len(apps) > 0 {
+		m.App = apps[0].ID
+	}
+	if m.Editing {
+		m.Page = s.page(c, "Settings of "+m.Function, "circuits")
+		base := "/circuits/" + m.App + "/" + m.Function
+		m.Action, m.Cancel, m.DeleteURL = base+"/edit", base, base+"/delete"
+	} else {
+		m.Page = s.page(c, "New circuit", "circuits")
+		m.Action, m.Cancel = "/circuits/new", "/circuits"
+		for _, a := range apps {
+			if a.ID == m.App && s.FunctionLister != nil {
+				// Best effort: without ARM access the picker is empty and
+				// the name is typed.
+				listCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
+				if names, err := s.FunctionLister.Functions(listCtx, a); err == nil {
+					m.Functions = names
+				}
+				cancel()
+			}
+		}
+	}
+	return render(c, status, views.CircuitFormPage(m))
+}
+
+func formValues(c echo.Context) views.CircuitForm {
+	return views.CircuitForm{
+		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
+		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
+		Recipients: strings.TrimSpace(c.FormValue("recipients")), AutoResume: c.FormValue("auto_resume") == "on",
+		Cooldown: strings.TrimSpace(c.FormValue("cooldown")),
+	}
+}
+
+// parseSettings turns the form's text into settings; what does not parse is
+// reported by field, and the rest is left to the service's validation.
+func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
+	problems := map[string]string{}
+	var set circuit.Settings
+	n, err := strconv.Atoi(m.Threshold)
+	if err != nil {
+		problems["threshold"] = "must be a whole number, such as 100"
+	}
+	set.Threshold = n
+	w, err := time.ParseDuration(m.Window)
+	if err != nil {
+		problems["window"] = "must be a duration such as 30s, 5m or 1h"
+	}
+	set.Window = w
+	for _, r := range strings.Split(m.Recipients, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			set.Recipients = append(set.Recipients, r)
+		}
+	}
+	set.Policy.AutoResume = m.AutoResume
+	if m.AutoResume {
+		cd, err := time.ParseDuration(m.Cooldown)
+		if err != nil {
+			problems["cooldown"] = "must be a duration such as 5m"
+		}
+		set.Policy.Cooldown = cd
+	}
+	if len(problems) == 0 {
+		return set, nil
+	}
+	return set, problems
+}
+
+func fieldProblems(err error) map[string]string {
+	var v circuit.ValidationError
+	if !errors.As(err, &v) {
+		if errors.Is(err, circuit.ErrExists) {
+			return map[string]string{"function": err.Error()}
+		}
+		return nil
+	}
+	out := map[string]string{}
+	for _, f := range v {
+		out[f.Field] = f.Message
+	}
+	return out
+}

@@ -1,0 +1,70 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+func TestOperatorCreatesEditsAndDeletesACircuitWithForms(t *testing.T) {
+	srv, _ := seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/circuits/new")); return v }
+
+	bad := b.post("/circuits/new", form(url.Values{"app": {demo.AppID}, "function": {"Ship Parcels"}, "threshold": {"lots"}, "window": {"soon"}}))
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	for _, want := range []string{"must be a whole number", "must be a duration"} {
+		if !strings.Contains(bad.body, want) {
+			t.Errorf("the form does not say %q", want)
+		}
+	}
+	if !strings.Contains(bad.body, `value="Ship Parcels"`) {
+		t.Error("the form lost what was typed")
+	}
+	invalid := b.post("/circuits/new", form(url.Values{"app": {demo.AppID}, "function": {"Ship Parcels"}, "threshold": {"0"}, "window": {"30s"}}))
+	wantStatus(t, invalid, http.StatusUnprocessableEntity)
+	if !strings.Contains(invalid.body, "must be a function name") || !strings.Contains(invalid.body, "at least 1") {
+		t.Errorf("validation messages missing: %s", invalid.body)
+	}
+
+	ok := b.post("/circuits/new", form(url.Values{"app": {demo.AppID}, "function": {"ShipParcels"}, "threshold": {"25"}, "window": {"1m"},
+		"recipients": {"ops@example.com, lead@example.com"}, "auto_resume": {"on"}, "cooldown": {"10m"}}))
+	wantStatus(t, ok, http.StatusSeeOther)
+	if loc := ok.Header.Get("Location"); loc != "/circuits/orders-demo/ShipParcels" {
+		t.Fatalf("created, then sent to %q", loc)
+	}
+	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ShipParcels")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Threshold != 25 || c.Window != time.Minute || len(c.Recipients) != 2 || !c.Policy.AutoResume || c.Policy.Cooldown != 10*time.Minute {
+		t.Errorf("stored circuit = %+v", c)
+	}
+
+	edit := b.get("/circuits/orders-demo/ShipParcels/edit")
+	wantStatus(t, edit, http.StatusOK)
+	if !strings.Contains(edit.body, `value="25"`) || !strings.Contains(edit.body, `value="1m"`) {
+		t.Error("the edit form is not filled in")
+	}
+	saved := b.post("/circuits/orders-demo/ShipParcels/edit", form(url.Values{"threshold": {"40"}, "window": {"2m"}, "recipients": {""}}))
+	wantStatus(t, saved, http.StatusSeeOther)
+	if c, _ := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ShipParcels"); c.Threshold != 40 || c.Window != 2*time.Minute || c.Policy.AutoResume {
+		t.Errorf("after edit: %+v", c)
+	}
+
+	wantStatus(t, b.post("/circuits/orders-demo/SyncInventory/delete", form(url.Values{})), http.StatusConflict)
+	wantStatus(t, b.post("/circuits/orders-demo/ShipParcels/delete", form(url.Values{})), http.StatusSeeOther)
+	wantStatus(t, b.get("/circuits/orders-demo/ShipParcels"), http.StatusNotFound)
+	if a := b.get("/audit").body; !strings.Contains(a, "created circuit") || !strings.Contains(a, "changed circuit") || !strings.Contains(a, "deleted circuit") {
+		t.Error("the audit log lacks the settings changes")
+	}
+
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	wantStatus(t, viewer.get("/circuits/new"), http.StatusForbidden)
+}

@@ -179,7 +179,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
 		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
-		AppStore: store.Apps, Failures: store.Failures, Status: store.Status,
+		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
 		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
@@ -239,7 +239,31 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	g.Go(func() error {
 		return a.Locker.Run(ctx, "failures/pruner", func(ctx context.Context, _ lease.Fence) error { return a.pruneFailures(ctx) })
 	})
+	g.Go(func() error {
+		return a.Locker.Run(ctx, "failures/rollup", func(ctx context.Context, _ lease.Fence) error { return a.rollUp(ctx) })
+	})
 	return g.Wait()
+}
+
+// rollUp stores per-minute failure counts for charts every 30 seconds,
+// redoing the last two whole minutes so late rows are counted.
+func (a *App) rollUp(ctx context.Context) error {
+	for {
+		now := a.now()
+		var err error
+		for _, back := range []time.Duration{2 * time.Minute, time.Minute} {
+			if _, e := a.Store.Rates.Rollup(ctx, a.Store.Failures, now.Add(-back)); e != nil {
+				err = e
+			}
+		}
+		a.Metrics.ObserveLoop("failures_rollup", a.now(), err)
+		if err != nil && ctx.Err() == nil {
+			a.log.Warn("failure roll-up failed", "error", err)
+		}
+		if err := a.clock.Sleep(ctx, 30*time.Second); err != nil {
+			return nil
+		}
+	}
 }
 
 // pruneFailures deletes failure rows older than the longest window allows
@@ -247,6 +271,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 func (a *App) pruneFailures(ctx context.Context) error {
 	for {
 		n, err := a.Store.Failures.DeleteBefore(ctx, a.now().Add(-circuit.MaxWindow-time.Hour))
+		if _, e := a.Store.Rates.DeleteBefore(ctx, a.now().Add(-8*24*time.Hour)); e != nil && err == nil {
+			err = e
+		}
 		a.Metrics.ObserveLoop("failures_pruner", a.now(), err)
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("failure pruning failed", "error", err)

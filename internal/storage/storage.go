@@ -20,6 +20,7 @@ const (
 	TableAudit    = "Audit"
 	TableFailures = "Failures"
 	TableStatus   = "Status"
+	TableRates    = "Rates"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -36,6 +37,7 @@ type Store struct {
 	Leases   *Leases
 	Failures *Failures
 	Status   *Status
+	Rates    *Rates
 }
 
 // New builds the repositories. It does not touch the network.
@@ -50,5 +52,6 @@ func New(svc *tablestore.Service) *Store {
 		Leases:   &Leases{table: svc.Table(TableLeases)},
 		Failures: &Failures{table: svc.Table(TableFailures)},
 		Status:   &Status{table: svc.Table(TableStatus)},
+		Rates:    &Rates{table: svc.Table(TableRates)},
 	}
 }

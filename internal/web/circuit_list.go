@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -39,9 +40,13 @@ func (s *Server) circuitList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	rates, err := s.Rates.Since(ctx, s.Now().Add(-time.Hour))
+	if err != nil {
+		return err
+	}
 	m := views.Circuits{
 		Page:      s.page(c, "Circuits", "circuits"),
-		Rows:      circuitRows(apps, shown, counts),
+		Rows:      circuitRows(apps, shown, counts, sparks(rates, s.Now())),
 		App:       appFilter,
 		State:     stateFilter,
 		CanCreate: canAct(c),

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,6 +36,15 @@ func (s *Server) circuitShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	now := s.Now()
+	day, err := s.Rates.Of(ctx, ci.AppID, ci.Function, now.Add(-24*time.Hour))
+	if err != nil {
+		return err
+	}
+	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)
+	if err != nil {
+		return err
+	}
 	p, _ := principal(c)
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
@@ -43,6 +53,7 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "),
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
+		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: shortDuration(ci.Window), DayBars: dayBars(day, now),
 	}
 	if ci.Policy.AutoResume {
 		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open); trips again at the first failure", shortDuration(ci.Policy.Cooldown))

@@ -152,3 +152,30 @@ func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
 		t.Errorf("local.settings.json: ProcessOrders disabled = %v (err %v), want true", off, err)
 	}
 }
+
+func TestChartsShowFailures(t *testing.T) {
+	srv, _ := seeded(t)
+	now := srv.Clock.Now()
+	if err := srv.App.Store.Failures.Record(t.Context(), "w", []storage.Report{
+		{App: demo.AppID, Function: "ProcessOrders", Second: now.Add(-5 * time.Second), Count: 7},
+		{App: demo.AppID, Function: "ProcessOrders", Second: now.Add(-3 * time.Minute), Count: 4},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.App.Store.Rates.Rollup(t.Context(), srv.App.Store.Failures, now.Add(-3*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	list := b.get("/circuits").body
+	if !strings.Contains(list, `class="spark busy"`) {
+		t.Error("no busy sparkline for ProcessOrders on the circuits page")
+	}
+	page := b.get("/circuits/orders-demo/ProcessOrders").body
+	if !strings.Contains(page, "<title>7</title>") {
+		t.Error("the window chart has no bar of 7")
+	}
+	if !strings.Contains(page, "<title>4</title>") {
+		t.Error("the 24-hour chart has no bar of 4")
+	}
+}

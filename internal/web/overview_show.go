@@ -11,6 +11,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -25,6 +26,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		counts   map[string]circuit.Counts
 		jobList  []jobs.Job
 		recent   []audit.Entry
+		rates    []storage.MinuteCount
 	)
 	g, ctx := errgroup.WithContext(c.Request().Context())
 	g.Go(func() (err error) { apps, err = s.Apps.List(ctx); return err })
@@ -37,13 +39,14 @@ func (s *Server) overviewShow(c echo.Context) error {
 	})
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
 	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), 8); return err })
+	g.Go(func() (err error) { rates, err = s.Rates.Since(ctx, s.Now().Add(-time.Hour)); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	m := views.Overview{
 		Page:        s.page(c, "Overview", "overview"),
 		Apps:        len(apps),
-		Circuits:    circuitRows(apps, needAttention(circuits, counts), counts),
+		Circuits:    circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
 		Jobs:        jobRows(apps, jobList),
 		StateCounts: stateCounts(circuits),
 		JobCounts:   jobCounts(jobList),
@@ -131,7 +134,7 @@ func appName(apps []circuit.App, id string) string {
 	return id
 }
 
-func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]circuit.Counts) []views.CircuitRow {
+func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]circuit.Counts, spark map[string][]int) []views.CircuitRow {
 	rows := make([]views.CircuitRow, len(cs))
 	for i, c := range cs {
 		rows[i] = views.CircuitRow{
@@ -140,6 +143,10 @@ func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]cir
 			Rule:  fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window)),
 			Count: counts[c.ID()].Window, Threshold: c.Threshold,
 			ChangedAt: c.ChangedAt, Reason: c.Reason, Drift: c.Drift != "", Pending: c.Pending(),
+			Spark: spark[c.ID()],
+		}
+		if rows[i].Spark == nil {
+			rows[i].Spark = make([]int, 60)
 		}
 	}
 	return rows

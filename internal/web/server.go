@@ -47,6 +47,13 @@ type (
 	functionLister interface {
 		Functions(ctx context.Context, app circuit.App) ([]string, error)
 	}
+	rateReader interface {
+		Since(ctx context.Context, from time.Time) ([]storage.MinuteCount, error)
+		Of(ctx context.Context, appID, function string, from time.Time) ([]storage.MinuteCount, error)
+	}
+	windowReader interface {
+		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
+	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
 	}
@@ -89,6 +96,8 @@ type Deps struct {
 	Failures failureRecorder
 	Actions  circuitActions
 	Tokens   *auth.APITokens
+	Rates    rateReader
+	Window   windowReader
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
@@ -109,7 +118,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

@@ -1,0 +1,119 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Rates keeps failures per circuit per minute, rolled up from the Failures
+// table once a minute has passed, for charts of the last hour and day. A
+// row exists only for a minute with failures, so charts cost what failed.
+type Rates struct{ table *tablestore.Table }
+
+type rateRow struct {
+	tablestore.Meta           // PartitionKey: app id; RowKey: function|yyyyMMddHHmm
+	Function        string    // the function
+	Minute          time.Time // the minute's start, UTC
+	Count           int64     // failures in that minute
+}
+
+// MinuteCount is one minute's failures of one circuit.
+type MinuteCount struct {
+	Circuit string // app/function
+	Minute  time.Time
+	Count   int
+}
+
+// Rollup adds up the failures of one minute per circuit and stores them.
+// It replaces what an earlier rollup of the same minute stored, so running
+// it again, after late rows arrived, is safe.
+func (r *Rates) Rollup(ctx context.Context, f *Failures, minute time.Time) (int, error) {
+	minute = minute.UTC().Truncate(time.Minute)
+	rows, _, err := f.ReadFailures(ctx, minute, minute.Add(time.Minute-time.Second), time.Time{})
+	if err != nil {
+		return 0, err
+	}
+	sums := map[string]int64{}
+	for _, row := range rows {
+		sums[row.Circuit] += int64(row.Count)
+	}
+	byApp := map[string]*tablestore.Batch{}
+	for id, n := range sums {
+		app, function, _ := strings.Cut(id, "/")
+		b := byApp[app]
+		if b == nil {
+			b = r.table.NewBatch(app)
+			byApp[app] = b
+		}
+		row := &rateRow{Meta: tablestore.Meta{PartitionKey: app, RowKey: function + "|" + FailurePartition(minute)}, Function: function, Minute: minute, Count: n}
+		if err := b.Upsert(row); err != nil {
+			return 0, err
+		}
+		if b.Len() == tablestore.MaxBatchActions {
+			if err := b.Submit(ctx); err != nil {
+				return 0, fmt.Errorf("storage: roll up %s: %w", minute.Format(time.RFC3339), err)
+			}
+			byApp[app] = nil
+		}
+	}
+	for _, b := range byApp {
+		if b == nil {
+			continue
+		}
+		if err := b.Submit(ctx); err != nil {
+			return 0, fmt.Errorf("storage: roll up %s: %w", minute.Format(time.RFC3339), err)
+		}
+	}
+	return len(sums), nil
+}
+
+// Since returns every circuit's minutes with failures from from on.
+func (r *Rates) Since(ctx context.Context, from time.Time) ([]MinuteCount, error) {
+	return r.query(ctx, tablestore.Ge("Minute", from.UTC().Truncate(time.Minute)))
+}
+
+// Of returns one circuit's minutes with failures from from on.
+func (r *Rates) Of(ctx context.Context, appID, function string, from time.Time) ([]MinuteCount, error) {
+	return r.query(ctx, tablestore.And(tablestore.PartitionIs(appID),
+		tablestore.Ge("RowKey", function+"|"+FailurePartition(from)), tablestore.Lt("RowKey", function+"}")))
+}
+
+func (r *Rates) query(ctx context.Context, f tablestore.Filter) ([]MinuteCount, error) {
+	var out []MinuteCount
+	for row, err := range tablestore.Rows[rateRow](ctx, r.table, tablestore.Query{Filter: f}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue // a chart does without a row it cannot read
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: failure rates: %w", err)
+		}
+		out = append(out, MinuteCount{Circuit: row.PartitionKey + "/" + row.Function, Minute: row.Minute, Count: int(row.Count)})
+	}
+	return out, nil
+}
+
+// DeleteBefore removes rates of minutes before t.
+func (r *Rates) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
+	n := 0
+	q := tablestore.Query{Filter: tablestore.Lt("Minute", t), Select: []string{"PartitionKey", "RowKey"}}
+	for row, err := range tablestore.Rows[tablestore.Meta](ctx, r.table, q) {
+		if err != nil {
+			var rowErr *tablestore.RowError
+			if errors.As(err, &rowErr) {
+				continue
+			}
+			return n, fmt.Errorf("storage: prune rates: %w", err)
+		}
+		if err := r.table.Delete(ctx, row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+			return n, fmt.Errorf("storage: prune rates: %w", err)
+		}
+		n++
+	}
+	return n, nil
+}

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+// sparks turns minute counts into one series per circuit: the last 60
+// minutes before now, oldest first.
+func sparks(rates []storage.MinuteCount, now time.Time) map[string][]int {
+	out := map[string][]int{}
+	end := now.UTC().Truncate(time.Minute)
+	for _, r := range rates {
+		i := 59 - int(end.Sub(r.Minute)/time.Minute)
+		if i < 0 || i > 59 {
+			continue
+		}
+		s, ok := out[r.Circuit]
+		if !ok {
+			s = make([]int, 60)
+			out[r.Circuit] = s
+		}
+		s[i] += r.Count
+	}
+	return out
+}
+
+// dayBars buckets one circuit's minute counts into 96 quarters of an hour
+// ending now, oldest first.
+func dayBars(rates []storage.MinuteCount, now time.Time) []int {
+	bars := make([]int, 96)
+	for _, r := range rates {
+		ago := now.Sub(r.Minute)
+		i := 95 - int(ago/(15*time.Minute))
+		if i >= 0 && i < 96 {
+			bars[i] += r.Count
+		}
+	}
+	return bars
+}
+
+// windowBars buckets a circuit's failure rows across its window ending now
+// into at most 60 bars, oldest first.
+func windowBars(rows []circuit.FailureRow, id string, window time.Duration, now time.Time) []int {
+	n := min(int(window/time.Second), 60)
+	n = max(n, 1)
+	bucket := window / time.Duration(n)
+	bars := make([]int, n)
+	for _, r := range rows {
+		if r.Circuit != id {
+			continue
+		}
+		ago := now.Sub(r.Second)
+		if ago < 0 || ago >= window {
+			continue
+		}
+		bars[n-1-int(ago/bucket)] += r.Count
+	}
+	return bars
+}

@@ -53,7 +53,7 @@ func Bars(counts []int, threshold int, left, right, title string) templ.Componen
 			peak = max(peak, c)
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, `<svg class="bars" width="100%%" viewBox="0 0 600 118" preserveAspectRatio="none" role="img" aria-label="%s"><title>%s</title>`,
+		fmt.Fprintf(&b, `<svg class="bars" width="600" height="118" viewBox="0 0 600 118" role="img" aria-label="%s"><title>%s</title>`,
 			templ.EscapeString(title), templ.EscapeString(title))
 		n := max(len(counts), 1)
 		bw := width / float64(n)

@@ -37,6 +37,7 @@ type navItem struct{ Key, Label, Href string }
 var navItems = []navItem{
 	{"overview", "Overview", "/"},
 	{"circuits", "Circuits", "/circuits"},
+	{"apps", "Apps", "/apps"},
 	{"jobs", "Jobs", "/jobs"},
 	{"locks", "Locks", "/locks"},
 	{"audit", "Audit", "/audit"},
@@ -74,3 +75,5 @@ func stamp(t time.Time) string {
 	}
 	return t.UTC().Format(time.RFC3339)
 }
+
+func itoa(n int) string { return fmt.Sprint(n) }

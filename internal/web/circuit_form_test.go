@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -67,4 +68,38 @@ func TestOperatorCreatesEditsAndDeletesACircuitWithForms(t *testing.T) {
 	viewer := newBrowser(t, srv.URL)
 	viewer.signIn("victor")
 	wantStatus(t, viewer.get("/circuits/new"), http.StatusForbidden)
+}
+
+func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
+	srv, _ := seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	csrf := b.csrf("/apps/new")
+	bad := b.post("/apps/new", url.Values{"_csrf": {csrf}, "id": {"Orders Prod"}, "switch": {"arm"}})
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	if !strings.Contains(bad.body, "lower-case letters") || !strings.Contains(bad.body, "needs the subscription id") {
+		t.Errorf("registration errors missing: %s", bad.body)
+	}
+	dup := b.post("/apps/new", url.Values{"_csrf": {csrf}, "id": {demo.AppID}, "switch": {"local"}, "local_settings": {"/tmp/x.json"}})
+	wantStatus(t, dup, http.StatusUnprocessableEntity)
+
+	ok := b.post("/apps/new", url.Values{"_csrf": {csrf}, "id": {"orders-prod"}, "name": {"Orders"}, "switch": {"arm"},
+		"subscription": {"00000000-0000-0000-0000-000000000001"}, "resource_group": {"rg-orders"}, "site": {"func-orders"}, "slot": {"staging"}, "linux": {"on"}})
+	wantStatus(t, ok, http.StatusOK)
+	m := regexp.MustCompile(`data-testid="app-key">(fbx_orders-prod_[A-Za-z0-9_-]+)<`).FindStringSubmatch(ok.body)
+	if m == nil {
+		t.Fatalf("no key shown: %s", ok.body)
+	}
+	app, err := srv.App.Store.Apps.Get(t.Context(), "orders-prod")
+	if err != nil || app.Slot != "staging" || !app.Linux || app.APIKeyHash == "" || strings.Contains(app.APIKeyHash, m[1]) {
+		t.Fatalf("stored app = %+v, %v", app, err)
+	}
+	wantStatus(t, postJSON(t, srv.URL, m[1], `{"failures": [{"function": "Process"}]}`), http.StatusAccepted)
+
+	again := b.post("/apps/orders-prod/key", url.Values{"_csrf": {b.csrf("/apps")}})
+	wantStatus(t, again, http.StatusOK)
+	wantStatus(t, postJSON(t, srv.URL, m[1], `{"failures": [{"function": "Process"}]}`), http.StatusUnauthorized)
+	if list := b.get("/apps").body; !strings.Contains(list, "orders-prod") || !strings.Contains(list, "slot staging") {
+		t.Error("the apps page does not list the new app")
+	}
 }

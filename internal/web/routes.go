@@ -71,6 +71,10 @@ func (s *Server) routes() {
 	viewer.GET("/jobs", s.jobList)
 	viewer.GET("/locks", s.lockList)
 	viewer.GET("/audit", s.auditList)
+	viewer.GET("/apps", s.appList)
+	viewer.GET("/apps/new", s.appNew, s.require(auth.RoleOperator))
+	viewer.POST("/apps/new", s.appCreate, s.require(auth.RoleOperator))
+	viewer.POST("/apps/:app/key", s.appKey, s.require(auth.RoleOperator))
 
 	// Operator routes carry the check per route: a group with middleware
 	// would also answer every unknown path with 403.

@@ -62,6 +62,7 @@ type (
 	}
 	appStore interface {
 		Get(ctx context.Context, id string) (circuit.App, error)
+		Put(ctx context.Context, app circuit.App) error
 	}
 	failureRecorder interface {
 		Record(ctx context.Context, writer string, reports []storage.Report) error

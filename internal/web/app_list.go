@@ -1,0 +1,45 @@
+package web
+
+import (
+	"net/http"
+	"path"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// appList shows the registered function apps.
+func (s *Server) appList(c echo.Context) error {
+	ctx := c.Request().Context()
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	cs, err := s.Circuits.List(ctx)
+	if err != nil {
+		return err
+	}
+	perApp := map[string]int{}
+	for _, ci := range cs {
+		perApp[ci.AppID]++
+	}
+	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
+	for _, a := range apps {
+		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
+			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != ""})
+	}
+	return render(c, http.StatusOK, views.AppsPage(m))
+}
+
+func target(a circuit.App) string {
+	if a.Switch == circuit.SwitchLocal {
+		return a.LocalSettings
+	}
+	t := path.Join(a.SubscriptionID, a.ResourceGroup, a.Site)
+	if a.Slot != "" {
+		t += " (slot " + a.Slot + ")"
+	}
+	return t
+}

@@ -1,0 +1,77 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// appNew shows the form that registers a function app.
+func (s *Server) appNew(c echo.Context) error {
+	return render(c, http.StatusOK, views.AppFormPage(views.AppForm{Page: s.page(c, "Register an app", "apps"), Switch: "arm"}))
+}
+
+// appCreate registers an app and shows its new key once.
+func (s *Server) appCreate(c echo.Context) error {
+	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
+	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
+		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on"}
+	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
+		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux}
+	err := app.Validate()
+	if err == nil {
+		if _, getErr := s.AppStore.Get(c.Request().Context(), app.ID); getErr == nil {
+			err = circuit.ValidationError{{Field: "id", Message: "an app with this id is registered already"}}
+		} else if !errors.Is(getErr, storage.ErrNoApp) {
+			return getErr
+		}
+	}
+	if err != nil {
+		var ve circuit.ValidationError
+		if !errors.As(err, &ve) {
+			return err
+		}
+		m.Errors = map[string]string{}
+		for _, f := range ve {
+			m.Errors[f.Field] = f.Message
+		}
+		m.Page = s.page(c, "Register an app", "apps")
+		return render(c, http.StatusUnprocessableEntity, views.AppFormPage(m))
+	}
+	return s.issueKey(c, app, "registered app")
+}
+
+// appKey replaces an app's failure-reporting key.
+func (s *Server) appKey(c echo.Context) error {
+	app, err := s.AppStore.Get(c.Request().Context(), c.Param("app"))
+	if errors.Is(err, storage.ErrNoApp) {
+		return echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.issueKey(c, app, "replaced app key")
+}
+
+func (s *Server) issueKey(c echo.Context, app circuit.App, action string) error {
+	key, hash := auth.NewAppKey(app.ID)
+	app.APIKeyHash = hash
+	if err := s.AppStore.Put(c.Request().Context(), app); err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	ctx, cancel := detached(c)
+	defer cancel()
+	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: app.ID, Detail: target(app)}); err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AppKeyPage(views.AppKey{Page: s.page(c, "Key of "+app.ID, "apps"), AppID: app.ID, Key: key, URL: s.Config.BaseURL.String()}))
+}

@@ -77,9 +77,11 @@ type Evaluator struct {
 	sw    Switch
 	s     EvaluatorSettings
 
-	rows      map[string]FailureRow // by ID, for seconds within the longest window
-	lastDrift time.Time
-	status    Status
+	rows       map[string]FailureRow // by ID, for seconds within the longest window
+	lastDrift  time.Time
+	lastStatus time.Time
+	reported   int64 // Rejected as last written
+	status     Status
 }
 
 // NewEvaluator fills defaults.
@@ -102,7 +104,7 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 // Run ticks until ctx ends (the lease is lost or Fusebox stops). Each
 // tenure starts from an empty memory and a full read.
 func (e *Evaluator) Run(ctx context.Context, f lease.Fence) error {
-	e.rows, e.lastDrift = map[string]FailureRow{}, time.Time{}
+	e.rows, e.lastDrift, e.lastStatus, e.reported = map[string]FailureRow{}, time.Time{}, time.Time{}, 0
 	e.status = Status{Leader: e.s.Identity}
 	for {
 		start := e.s.Clock.Now()
@@ -187,9 +189,12 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 		}
 	}
 	e.status.LastTickAt, e.status.TickDuration = now, e.s.Clock.Now().Sub(now)
-	if e.status.LastTickAt.Second()%10 == 0 || len(errs) > 0 {
+	// Report every ten seconds, and at once when something is wrong.
+	if now.Sub(e.lastStatus) >= 10*time.Second || len(errs) > 0 || e.status.Rejected != e.reported {
 		if err := e.store.PutStatus(ctx, e.status); err != nil {
 			errs = append(errs, err)
+		} else {
+			e.lastStatus, e.reported = now, e.status.Rejected
 		}
 	}
 	return errors.Join(errs...)

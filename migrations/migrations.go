@@ -24,6 +24,7 @@ func Steps() []migrate.Step {
 		{Version: 2, Name: "key circuit rows by c|function, to keep flip logs beside them", Apply: rekeyCircuits},
 		{Version: 3, Name: "create the failures and status tables", Apply: createTables(storage.TableFailures, storage.TableStatus)},
 		{Version: 4, Name: "create the per-minute failure rates table", Apply: createTables(storage.TableRates)},
+		{Version: 5, Name: "create the mail outbox table", Apply: createTables(storage.TableOutbox)},
 	}
 }
 

@@ -39,6 +39,8 @@ export FUSEBOX_HTTP_ADDR=127.0.0.1:${FUSEBOX_PORT:-8080}
 export FUSEBOX_SESSION_KEY
 FUSEBOX_SESSION_KEY=$(cat "$DEV/session.key")
 export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
+# Mail goes to maildev; its web UI shows every message.
+export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost
 
 log "applying migrations and seeding the demo"
 mkdir -p "$DEV/orders-demo"

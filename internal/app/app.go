@@ -16,12 +16,14 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -53,6 +55,7 @@ type App struct {
 
 	clock     clock.Clock
 	evaluator *circuit.Evaluator
+	sender    *alerts.Sender // nil when mail is off
 }
 
 // OpenStorage connects to Table Storage as configured.
@@ -175,13 +178,21 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	} else {
 		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
 	}
+	linkKeys := map[string][]byte{}
+	for _, k := range cfg.Mail.LinkKeys {
+		linkKeys[k.ID] = []byte(k.Key.Reveal())
+	}
+	signer, err := alerts.NewSigner(cfg.Mail.LinkKeys[0].ID, linkKeys)
+	if err != nil {
+		return nil, err
+	}
 	srv, err := web.New(web.Deps{
 		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
 		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
-		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router,
+		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, Links: signer,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
 		Now:   now,
 	})
@@ -191,7 +202,20 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, router, circuit.EvaluatorSettings{
 		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
 	})
-	return &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator}, nil
+	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator}
+	if cfg.Mail.Host != "" {
+		reminders := cfg.Mail.MaxReminders
+		if reminders == 0 {
+			reminders = -1 // the sender reads 0 as "the default"
+		}
+		a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store},
+			mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From},
+			mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now},
+			alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger})
+	} else {
+		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open")
+	}
+	return a, nil
 }
 
 func ready(ctx context.Context, svc *tablestore.Service, runner *migrate.Runner) error {
@@ -239,6 +263,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	g.Go(func() error {
 		return a.Locker.Run(ctx, "failures/pruner", func(ctx context.Context, _ lease.Fence) error { return a.pruneFailures(ctx) })
 	})
+	if a.sender != nil {
+		g.Go(func() error { return a.Locker.Run(ctx, "mail/sender", a.sender.Run) })
+	}
 	g.Go(func() error {
 		return a.Locker.Run(ctx, "failures/rollup", func(ctx context.Context, _ lease.Fence) error { return a.rollUp(ctx) })
 	})

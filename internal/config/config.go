@@ -6,9 +6,12 @@
 package config
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
+	"net/mail"
 	"net/url"
 	"regexp"
 	"strconv"
@@ -53,6 +56,7 @@ type Config struct {
 	EvaluatorInterval time.Duration
 	// DriftCheckInterval is how often the evaluator reads triggers back.
 	DriftCheckInterval time.Duration
+	Mail               Mail
 }
 
 // Storage says how to reach Azure Table Storage: either a connection string
@@ -76,6 +80,28 @@ type LocalUser struct {
 	Name         string
 	Role         string
 	PasswordHash Secret
+}
+
+// Mail configures alert mail and its signed links.
+type Mail struct {
+	Host     string // empty: mail is off
+	Port     int
+	Username string
+	Password Secret
+	TLS      string // mandatory, opportunistic or none
+	From     string
+	// LinkKeys sign resume links; the first signs new links, all verify.
+	LinkKeys     []LinkKey
+	LinkTTL      time.Duration
+	ResumeSignIn bool // resume links also need a signed-in operator
+	RemindEvery  time.Duration
+	MaxReminders int
+}
+
+// LinkKey is one key for signing resume links.
+type LinkKey struct {
+	ID  string
+	Key Secret
 }
 
 // APIToken lets a script call the JSON API with a role. Only the SHA-256 of
@@ -187,6 +213,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		r.fail("FUSEBOX_SESSION_TTL", "must be between 1m and 720h, got %s", c.Session.TTL)
 	}
 
+	c.Mail = r.mail(c.Session.Key)
 	c.LocalUsers = r.localUsers()
 	c.APITokens = r.apiTokens()
 	c.OIDC = r.oidc()
@@ -424,6 +451,57 @@ func (r *reader) localUsers() []LocalUser {
 		}
 	}
 	return users
+}
+
+func (r *reader) mail(sessionKey Secret) Mail {
+	m := Mail{
+		Host: r.str("FUSEBOX_SMTP_HOST", ""), Port: int(r.bytes("FUSEBOX_SMTP_PORT", 587)),
+		Username: r.str("FUSEBOX_SMTP_USERNAME", ""), Password: Secret(r.str("FUSEBOX_SMTP_PASSWORD", "")),
+		TLS: strings.ToLower(r.str("FUSEBOX_SMTP_TLS", "mandatory")), From: r.str("FUSEBOX_MAIL_FROM", ""),
+		LinkTTL: r.duration("FUSEBOX_LINK_TTL", 72*time.Hour), ResumeSignIn: r.bool("FUSEBOX_RESUME_REQUIRES_SIGNIN", false),
+		RemindEvery: r.duration("FUSEBOX_REMINDER_INTERVAL", 4*time.Hour), MaxReminders: int(r.bytes("FUSEBOX_REMINDER_MAX", 3)),
+	}
+	switch m.TLS {
+	case "mandatory", "opportunistic", "none":
+	default:
+		r.fail("FUSEBOX_SMTP_TLS", "must be mandatory, opportunistic or none, got %q", m.TLS)
+	}
+	if m.Host != "" {
+		if m.Port < 1 || m.Port > 65535 {
+			r.fail("FUSEBOX_SMTP_PORT", "must be a port number, such as 587")
+		}
+		if _, err := mail.ParseAddress(m.From); err != nil {
+			r.fail("FUSEBOX_MAIL_FROM", "must be the sender's address, such as fusebox@example.com, when FUSEBOX_SMTP_HOST is set")
+		}
+	}
+	if m.LinkTTL < time.Minute || m.LinkTTL > 30*24*time.Hour {
+		r.fail("FUSEBOX_LINK_TTL", "must be between 1m and 720h, got %s", m.LinkTTL)
+	}
+	if m.MaxReminders < 0 || m.MaxReminders > 20 {
+		r.fail("FUSEBOX_REMINDER_MAX", "must be between 0 and 20")
+	}
+	if m.RemindEvery < time.Minute {
+		r.fail("FUSEBOX_REMINDER_INTERVAL", "must be at least 1m, got %s", m.RemindEvery)
+	}
+	for i, entry := range r.list("FUSEBOX_LINK_KEYS") {
+		id, key, ok := strings.Cut(entry, ":")
+		switch {
+		case !ok || id == "" || strings.ContainsAny(id, "."):
+			r.fail("FUSEBOX_LINK_KEYS", "entry %d must be id:key, the id without dots", i+1)
+		case len(key) < 32:
+			r.fail("FUSEBOX_LINK_KEYS", "entry %d (%s): the key must be at least 32 characters; generate one with: openssl rand -base64 48", i+1, id)
+		default:
+			m.LinkKeys = append(m.LinkKeys, LinkKey{ID: id, Key: Secret(key)})
+		}
+	}
+	if len(m.LinkKeys) == 0 && len(sessionKey) >= 32 {
+		// Without keys of their own, links are signed with a key derived
+		// from the session key: rotating that key then also ends old links.
+		h := hmac.New(sha256.New, []byte(sessionKey))
+		h.Write([]byte("fusebox-resume-links"))
+		m.LinkKeys = []LinkKey{{ID: "s", Key: Secret(h.Sum(nil))}}
+	}
+	return m
 }
 
 var hexHash = regexp.MustCompile(`^[0-9a-f]{64}$`)

@@ -21,6 +21,7 @@ const (
 	TableFailures = "Failures"
 	TableStatus   = "Status"
 	TableRates    = "Rates"
+	TableOutbox   = "Outbox"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -38,6 +39,7 @@ type Store struct {
 	Failures *Failures
 	Status   *Status
 	Rates    *Rates
+	Outbox   *Outbox
 }
 
 // New builds the repositories. It does not touch the network.
@@ -53,5 +55,6 @@ func New(svc *tablestore.Service) *Store {
 		Failures: &Failures{table: svc.Table(TableFailures)},
 		Status:   &Status{table: svc.Table(TableStatus)},
 		Rates:    &Rates{table: svc.Table(TableRates)},
+		Outbox:   &Outbox{table: svc.Table(TableOutbox)},
 	}
 }

@@ -278,7 +278,7 @@ func safeNext(next string) string {
 }
 
 func (s *Server) rateLimitError(c echo.Context, _ string, _ error) error {
-	return echo.NewHTTPError(http.StatusTooManyRequests, "Too many sign-in attempts. Wait a minute and try again.")
+	return echo.NewHTTPError(http.StatusTooManyRequests, "Too many attempts from your address. Wait a minute and try again.")
 }
 
 // detached returns a context for writes that must finish even if the

@@ -61,6 +61,17 @@ func (s *Server) routes() {
 	web.POST("/logout", s.logoutSubmit)
 	web.GET("/auth/oidc/login", s.oidcBegin, loginLimit)
 	web.GET("/auth/oidc/callback", s.oidcCallback, loginLimit)
+	// Resume links from e-mail: no sign-in needed unless configured, rate
+	// limited per client; GET shows, only POST acts.
+	linkLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(s.Config.LoginRateLimit), Burst: loginBurst, ExpiresIn: 5 * time.Minute,
+		}),
+		ErrorHandler: func(c echo.Context, err error) error { return s.rateLimitError(c, "", err) },
+		DenyHandler:  s.rateLimitError,
+	})
+	web.GET("/resume/:token", s.resumeShow, linkLimit)
+	web.POST("/resume/:token", s.resumeSubmit, linkLimit)
 
 	viewer := web.Group("", s.require(auth.RoleViewer))
 	viewer.GET("/", s.overviewShow)

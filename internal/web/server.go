@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -98,7 +99,9 @@ type Deps struct {
 	Actions  circuitActions
 	Tokens   *auth.APITokens
 	Rates    rateReader
-	Window   windowReader
+	// Links verifies resume links; nil when mail is off.
+	Links  *alerts.Signer
+	Window windowReader
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister

@@ -260,7 +260,7 @@ func TestSignInAttemptsAreRateLimited(t *testing.T) {
 	}
 	r := b.post("/login", form)
 	wantStatus(t, r, http.StatusTooManyRequests)
-	if !strings.Contains(r.body, "Too many sign-in attempts") {
+	if !strings.Contains(r.body, "Too many attempts") {
 		t.Errorf("429 page says: %s", r.body)
 	}
 	// Pages other than sign-in are not limited.

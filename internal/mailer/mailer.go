@@ -1,0 +1,136 @@
+// Package mailer turns alert messages into mail and hands it to an SMTP
+// server with go-mail: the adapters behind internal/alerts' interfaces.
+package mailer
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	gomail "github.com/wneessen/go-mail"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// Composer writes the mails.
+type Composer struct {
+	Signer  *alerts.Signer
+	BaseURL *url.URL
+	LinkTTL time.Duration
+	Now     func() time.Time
+}
+
+// Compose writes one message: HTML and plain text with the same words.
+func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App) (alerts.Mail, error) {
+	name := app.DisplayName
+	if name == "" {
+		name = ci.AppID
+	}
+	base := strings.TrimRight(c.BaseURL.String(), "/")
+	model := views.AlertMail{
+		App: name, Function: ci.Function, State: ci.State.String(), Reason: ci.Reason,
+		Rule:       fmt.Sprintf("more than %d failures in %s", ci.Threshold, circuit.ShortDuration(ci.Window)),
+		ChangedAt:  ci.ChangedAt.UTC().Format("Mon 2 Jan 2006 15:04:05 MST"),
+		CircuitURL: base + "/circuits/" + url.PathEscape(ci.AppID) + "/" + url.PathEscape(ci.Function),
+	}
+	var subject string
+	switch {
+	case m.Kind == alerts.KindResumed:
+		subject = fmt.Sprintf("[Fusebox] %s / %s resumed", name, ci.Function)
+		model.Heading = ci.Function + " runs again"
+		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	default:
+		expires := c.Now().Add(c.LinkTTL)
+		token := c.Signer.Sign(alerts.Link{Circuit: ci.ID(), Episode: ci.Episode, Action: "resume", Recipient: m.To, Expires: expires})
+		model.ResumeURL = base + "/resume/" + token
+		model.Expires = expires.UTC().Format("Mon 2 Jan 2006 15:04 MST")
+		subject = fmt.Sprintf("[Fusebox] %s / %s is %s: trigger off", name, ci.Function, ci.State)
+		model.Heading = ci.Function + "'s trigger is off"
+		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s because %s.", ci.Function, name, ci.Reason)
+		if strings.HasPrefix(m.Kind, "reminder-") {
+			subject = "[Fusebox] Still off: " + name + " / " + ci.Function
+			model.Heading = ci.Function + " is still off"
+			model.Intro = fmt.Sprintf("The trigger of %s in %s has been off since %s (%s).", ci.Function, name, model.ChangedAt, ci.Reason)
+		}
+	}
+	var html bytes.Buffer
+	if err := views.AlertMailHTML(model).Render(context.Background(), &html); err != nil {
+		return alerts.Mail{}, err
+	}
+	return alerts.Mail{To: m.To, Subject: subject, Text: text(model), HTML: html.String(),
+		MessageID: fmt.Sprintf("<%x@fusebox>", []byte(m.ID))}, nil
+}
+
+func text(m views.AlertMail) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s\n\n%s\n\nFunction:  %s in %s\nState:     %s\nWhy:       %s\nTrips at:  %s\nWhen:      %s\n\n",
+		m.Heading, m.Intro, m.Function, m.App, m.State, m.Reason, m.Rule, m.ChangedAt)
+	if m.ResumeURL != "" {
+		fmt.Fprintf(&b, "Events wait in the hub and its checkpoint stays put while the trigger is off.\nOnce the cause is fixed, resume the function: it continues from its\nlast checkpoint and nothing is lost. Review and resume here (the link asks\nbefore it acts; it works until %s, or until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)
+	}
+	fmt.Fprintf(&b, "The circuit in Fusebox:\n\n  %s\n", m.CircuitURL)
+	return b.String()
+}
+
+// SMTP sends through one server.
+type SMTP struct {
+	Host     string
+	Port     int
+	Username string
+	Password string
+	TLS      string // mandatory, opportunistic or none
+	From     string
+	Timeout  time.Duration
+}
+
+// Send delivers one mail. A refusal the server calls permanent (5xx)
+// wraps alerts.ErrPermanent.
+func (s SMTP) Send(ctx context.Context, m alerts.Mail) error {
+	msg := gomail.NewMsg()
+	if err := msg.From(s.From); err != nil {
+		return fmt.Errorf("%w: sender %q: %v", alerts.ErrPermanent, s.From, err)
+	}
+	if err := msg.To(m.To); err != nil {
+		return fmt.Errorf("%w: recipient %q: %v", alerts.ErrPermanent, m.To, err)
+	}
+	msg.Subject(m.Subject)
+	msg.SetMessageIDWithValue(strings.Trim(m.MessageID, "<>"))
+	msg.SetBodyString(gomail.TypeTextPlain, m.Text)
+	msg.AddAlternativeString(gomail.TypeTextHTML, m.HTML)
+
+	policy := gomail.TLSMandatory
+	switch s.TLS {
+	case "opportunistic":
+		policy = gomail.TLSOpportunistic
+	case "none":
+		policy = gomail.NoTLS
+	}
+	opts := []gomail.Option{gomail.WithPort(s.Port), gomail.WithTLSPolicy(policy), gomail.WithTimeout(max(s.Timeout, 5*time.Second))}
+	if s.Username != "" {
+		auth := gomail.SMTPAuthPlain
+		if policy == gomail.NoTLS {
+			auth = gomail.SMTPAuthPlainNoEnc
+		}
+		opts = append(opts, gomail.WithSMTPAuth(auth), gomail.WithUsername(s.Username), gomail.WithPassword(s.Password))
+	}
+	client, err := gomail.NewClient(s.Host, opts...)
+	if err != nil {
+		return fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
+	}
+	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
+		// Only a 5xx reply is the server saying "never": connection
+		// trouble and 4xx replies are worth another try.
+		var se *gomail.SendError
+		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
+			return fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
+		}
+		return fmt.Errorf("mailer: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,160 @@
+// Package mailtest runs a real SMTP server in-process (emersion/go-smtp)
+// for tests: mail that Fusebox sends over the network lands here, parsed.
+package mailtest
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net"
+	"net/mail"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/emersion/go-smtp"
+)
+
+// Message is one received mail.
+type Message struct {
+	From, To, Subject, MessageID string
+	Text, HTML                   string
+}
+
+// Server is a running SMTP server.
+type Server struct {
+	Addr string
+	Port int
+
+	srv     *smtp.Server
+	mu      sync.Mutex
+	msgs    []Message
+	arrived chan struct{}
+}
+
+// Start listens on a free loopback port until the test ends.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, l)
+}
+
+// StartOn listens on addr (to bring a server "back up" where one was down).
+func StartOn(t testing.TB, addr string) *Server {
+	t.Helper()
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, l)
+}
+
+// FreeAddr returns a loopback address nothing listens on yet.
+func FreeAddr(t testing.TB) (string, int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String(), l.Addr().(*net.TCPAddr).Port
+}
+
+func serve(t testing.TB, l net.Listener) *Server {
+	s := &Server{Addr: l.Addr().String(), Port: l.Addr().(*net.TCPAddr).Port, arrived: make(chan struct{}, 1000)}
+	s.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
+	s.srv.Domain = "localhost"
+	s.srv.AllowInsecureAuth = true
+	s.srv.ReadTimeout, s.srv.WriteTimeout = 10*time.Second, 10*time.Second
+	go s.srv.Serve(l)
+	t.Cleanup(func() { s.srv.Close() })
+	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Messages returns what arrived so far.
+func (s *Server) Messages() []Message {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Message(nil), s.msgs...)
+}
+
+// Wait blocks until at least n messages arrived or timeout passes.
+func (s *Server) Wait(n int, timeout time.Duration) []Message {
+	deadline := time.After(timeout)
+	for {
+		if msgs := s.Messages(); len(msgs) >= n {
+			return msgs
+		}
+		select {
+		case <-s.arrived:
+		case <-deadline:
+			return s.Messages()
+		}
+	}
+}
+
+type session struct {
+	s        *Server
+	from, to string
+}
+
+func (x *session) Reset()                                      {}
+func (x *session) Logout() error                               { return nil }
+func (x *session) Mail(from string, _ *smtp.MailOptions) error { x.from = from; return nil }
+func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error   { x.to = to; return nil }
+func (x *session) Data(r io.Reader) error {
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return err
+	}
+	m, err := parse(raw)
+	if err != nil {
+		return err
+	}
+	m.From, m.To = x.from, x.to
+	x.s.mu.Lock()
+	x.s.msgs = append(x.s.msgs, m)
+	x.s.mu.Unlock()
+	x.s.arrived <- struct{}{}
+	return nil
+}
+
+func parse(raw []byte) (Message, error) {
+	msg, err := mail.ReadMessage(bytes.NewReader(raw))
+	if err != nil {
+		return Message{}, err
+	}
+	dec := new(mime.WordDecoder)
+	subject, _ := dec.DecodeHeader(msg.Header.Get("Subject"))
+	m := Message{Subject: subject, MessageID: msg.Header.Get("Message-Id")}
+	mediaType, params, _ := mime.ParseMediaType(msg.Header.Get("Content-Type"))
+	if !strings.HasPrefix(mediaType, "multipart/") {
+		body, _ := io.ReadAll(msg.Body)
+		m.Text = decode(body, msg.Header.Get("Content-Transfer-Encoding"))
+		return m, nil
+	}
+	mr := multipart.NewReader(msg.Body, params["boundary"])
+	for {
+		p, err := mr.NextPart()
+		if err != nil {
+			break
+		}
+		body, _ := io.ReadAll(p)
+		text := decode(body, p.Header.Get("Content-Transfer-Encoding"))
+		switch ct := p.Header.Get("Content-Type"); {
+		case strings.HasPrefix(ct, "text/plain"):
+			m.Text = text
+		case strings.HasPrefix(ct, "text/html"):
+			m.HTML = text
+		}
+	}
+	return m, nil
+}

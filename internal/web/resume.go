@@ -1,0 +1,116 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// Resume links come from e-mail. Mail scanners open every link they see,
+// so GET only shows the circuit and a button; only the POST that button
+// makes, with the page's CSRF token, resumes anything.
+
+// resumeShow shows what a resume link is about.
+func (s *Server) resumeShow(c echo.Context) error {
+	link, ci, err := s.resumeLink(c)
+	if err != nil {
+		return err
+	}
+	return s.renderResume(c, link, ci, false)
+}
+
+// resumeSubmit resumes the circuit a link names.
+func (s *Server) resumeSubmit(c echo.Context) error {
+	link, ci, err := s.resumeLink(c)
+	if err != nil {
+		return err
+	}
+	actor := "resume link: " + link.Recipient
+	if p, ok := principal(c); ok {
+		actor = p.Name + " (resume link sent to " + link.Recipient + ")"
+	}
+	next, err := s.Actions.Resume(c.Request().Context(), ci.AppID, ci.Function, actor, "resumed via e-mail link by "+link.Recipient)
+	if errors.Is(err, circuit.ErrNotOpen) {
+		return echo.NewHTTPError(http.StatusGone, "The circuit is already closed; nothing to resume.")
+	}
+	if err != nil {
+		return err
+	}
+	return s.renderResume(c, link, next, true)
+}
+
+// resumeLink checks the link in the path against the key and the circuit's
+// current episode.
+func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
+	if s.Links == nil {
+		return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	if s.Config.Mail.ResumeSignIn {
+		p, ok := principal(c)
+		if !ok {
+			if c.Request().Method == http.MethodGet {
+				return alerts.Link{}, circuit.Circuit{}, c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.Path))
+			}
+			return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusUnauthorized, "Sign in first.")
+		}
+		if !p.Role.Allows(auth.RoleOperator) {
+			return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusForbidden, "Resuming needs the operator role.")
+		}
+	}
+	link, err := s.Links.Verify(c.Param("token"), s.Now())
+	switch {
+	case errors.Is(err, alerts.ErrExpired):
+		return link, circuit.Circuit{}, echo.NewHTTPError(http.StatusGone, "This resume link has expired. Open the circuit in Fusebox to resume it.")
+	case err != nil || link.Action != "resume":
+		return link, circuit.Circuit{}, echo.NewHTTPError(http.StatusBadRequest, "This link is not a valid Fusebox resume link. It may have been cut short by your mail program: copy the whole link.")
+	}
+	appID, function, _ := strings.Cut(link.Circuit, "/")
+	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
+	if errors.Is(err, storage.ErrNoCircuit) {
+		return link, ci, echo.NewHTTPError(http.StatusGone, "The circuit this link is about no longer exists.")
+	}
+	if err != nil {
+		return link, ci, err
+	}
+	if ci.Episode != link.Episode || !ci.State.TriggerOff() {
+		return link, ci, echo.NewHTTPError(http.StatusGone, "This link belongs to an episode of the circuit that has ended: it was resumed or changed since. Open the circuit in Fusebox to see where it stands.")
+	}
+	return link, ci, nil
+}
+
+func (s *Server) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {
+	ctx := c.Request().Context()
+	now := s.Now()
+	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)
+	if err != nil {
+		return err
+	}
+	counts := circuit.CountWindows(indexRows(rows), []circuit.Circuit{ci}, now)
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
+		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Window, Threshold: ci.Threshold,
+		Window: shortDuration(ci.Window), WindowBars: windowBars(rows, ci.ID(), ci.Window, now), Recipient: link.Recipient,
+		Expires: link.Expires.Format("Mon 2 Jan 15:04 MST"), Done: done}
+	return render(c, http.StatusOK, views.ResumePage(m))
+}
+
+func indexRows(rows []circuit.FailureRow) map[string]circuit.FailureRow {
+	out := make(map[string]circuit.FailureRow, len(rows))
+	for _, r := range rows {
+		out[r.ID] = r
+	}
+	return out
+}

@@ -38,6 +38,7 @@ var navItems = []navItem{
 	{"overview", "Overview", "/"},
 	{"circuits", "Circuits", "/circuits"},
 	{"apps", "Apps", "/apps"},
+	{"mail", "Mail", "/mail"},
 	{"jobs", "Jobs", "/jobs"},
 	{"locks", "Locks", "/locks"},
 	{"audit", "Audit", "/audit"},

@@ -42,6 +42,7 @@ var flashes = map[string]views.Flash{
 	"created":    {Kind: "success", Text: "Circuit created. It is closed and counting."},
 	"saved":      {Kind: "success", Text: "Settings saved."},
 	"deleted":    {Kind: "success", Text: "Circuit deleted."},
+	"resent":     {Kind: "success", Text: "The mail is queued again."},
 	"overridden": {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
 }
 

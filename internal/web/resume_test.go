@@ -1,14 +1,19 @@
 package web_test
 
 import (
+	"html"
 	"net/http"
 	"net/url"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/mailtest"
 )
 
 func TestResumeLinksThatMustNotWork(t *testing.T) {
@@ -59,4 +64,34 @@ func TestResumeLinksThatMustNotWork(t *testing.T) {
 		t.Errorf("after the POST: %s", done.body)
 	}
 	wantStatus(t, b.post(open(good), url.Values{"_csrf": {b.csrf("/login")}}), http.StatusGone)
+}
+
+func TestMailPageShowsStatesAndResends(t *testing.T) {
+	smtp := mailtest.Start(t)
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port),
+		"FUSEBOX_SMTP_TLS": "none", "FUSEBOX_MAIL_FROM": "fusebox@example.com"})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	srv.Clock.Advance(2 * time.Second)
+	first := smtp.Wait(2, 20*time.Second) // SyncInventory (open) and ImportPrices (forced-open)
+	if len(first) != 2 {
+		t.Fatalf("%d mails, want 2", len(first))
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/mail").body
+	if strings.Count(page, ">sent<") != 2 || !strings.Contains(page, "orders-demo/SyncInventory") {
+		t.Fatalf("the mail page does not show two sent mails:\n%s", page)
+	}
+	id := regexp.MustCompile(`name="id" value="([^"]*SyncInventory[^"]*)"`).FindStringSubmatch(page)
+	if id == nil {
+		t.Fatal("no resend form for SyncInventory")
+	}
+	r := b.post("/mail/resend", url.Values{"_csrf": {b.csrf("/mail")}, "id": {html.UnescapeString(id[1])}})
+	wantStatus(t, r, http.StatusSeeOther)
+	srv.Clock.Advance(2 * time.Second)
+	if got := smtp.Wait(3, 20*time.Second); len(got) != 3 {
+		t.Errorf("%d mails after a resend, want 3", len(got))
+	}
 }

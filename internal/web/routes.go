@@ -83,6 +83,8 @@ func (s *Server) routes() {
 	viewer.GET("/locks", s.lockList)
 	viewer.GET("/audit", s.auditList)
 	viewer.GET("/apps", s.appList)
+	viewer.GET("/mail", s.outboxList)
+	viewer.POST("/mail/resend", s.outboxResend, s.require(auth.RoleOperator))
 	viewer.GET("/apps/new", s.appNew, s.require(auth.RoleOperator))
 	viewer.POST("/apps/new", s.appCreate, s.require(auth.RoleOperator))
 	viewer.POST("/apps/:app/key", s.appKey, s.require(auth.RoleOperator))

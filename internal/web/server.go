@@ -55,6 +55,10 @@ type (
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
 	}
+	outboxStore interface {
+		Recent(ctx context.Context, limit int) ([]alerts.Message, error)
+		Update(ctx context.Context, f lease.Fence, m alerts.Message) (alerts.Message, error)
+	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
 	}
@@ -99,8 +103,9 @@ type Deps struct {
 	Actions  circuitActions
 	Tokens   *auth.APITokens
 	Rates    rateReader
-	// Links verifies resume links; nil when mail is off.
+	// Links verifies resume links.
 	Links  *alerts.Signer
+	Outbox outboxStore
 	Window windowReader
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
@@ -122,7 +127,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -15,10 +16,13 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/mailer"
+	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -410,5 +414,71 @@ func BenchmarkOverviewPage(b *testing.B) {
 	}
 	b.ReportMetric(float64(percentile(times, 0.5).Microseconds())/1000, "p50-ms")
 	b.ReportMetric(float64(percentile(times, 0.99).Microseconds())/1000, "p99-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkTripToMail measures, with the real clock and default intervals,
+// the time from the write of a threshold-crossing failure to the SMTP
+// server's acceptance of the alert mail (an in-process SMTP server).
+//
+//	go test ./internal/bench -run '^$' -bench TripToMail -benchtime 1x
+func BenchmarkTripToMail(b *testing.B) {
+	const probes = 20
+	w := newWorld(b, probes, 100)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range probes {
+		c, err := w.store.Circuits.Get(ctx, "bench", fmt.Sprintf("F%04d", i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := circuit.NewService(storage.EvaluatorStore{Store: w.store}, w.store.Audit, time.Now).Update(ctx, c.AppID, c.Function,
+			circuit.Settings{Threshold: c.Threshold, Window: c.Window, Recipients: []string{"oncall@example.com"}}, "bench"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.svc.CreateTable(ctx, storage.TableAudit); err != nil {
+		b.Fatal(err)
+	}
+	smtp := mailtest.Start(b)
+	signer, _ := alerts.NewSigner("k", map[string][]byte{"k": []byte(strings.Repeat("k", 32))})
+	base, _ := url.Parse("http://fusebox.test")
+	sender := alerts.NewSender(w.store.Outbox, storage.EvaluatorStore{Store: w.store},
+		mailer.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"},
+		mailer.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now}, alerts.SenderSettings{})
+	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{})
+	go eval.Run(ctx, lease.Fence{Lease: "evaluator", Generation: 1})
+	go sender.Run(ctx, lease.Fence{Lease: "mail/sender", Generation: 1})
+
+	var latencies []time.Duration
+	for b.Loop() {
+		latencies = latencies[:0]
+		for p := range probes {
+			fn := fmt.Sprintf("F%04d", p)
+			time.Sleep(time.Duration(p*53%1000) * time.Millisecond) // land anywhere in the tick
+			if err := w.store.Failures.Record(ctx, "probe", []storage.Report{{App: "bench", Function: fn, Second: time.Now(), Count: 101}}); err != nil {
+				b.Fatal(err)
+			}
+			written := time.Now()
+			for {
+				got := false
+				for _, m := range smtp.Messages() {
+					if strings.Contains(m.Subject, " "+fn+" ") {
+						got = true
+					}
+				}
+				if got {
+					latencies = append(latencies, time.Since(written))
+					break
+				}
+				if time.Since(written) > 30*time.Second {
+					b.Fatalf("no mail for %s 30 s after its crossing failure", fn)
+				}
+				time.Sleep(5 * time.Millisecond)
+			}
+		}
+	}
+	b.ReportMetric(percentile(latencies, 0.5).Seconds(), "p50-s")
+	b.ReportMetric(percentile(latencies, 0.99).Seconds(), "max-s")
 	b.ReportMetric(0, "ns/op")
 }

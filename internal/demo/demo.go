@@ -36,7 +36,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 	}
 	circuits := []circuit.Circuit{
 		{AppID: AppID, Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: now.Add(-26 * time.Hour), Reason: "resumed by alice"},
-		{AppID: AppID, Function: "SyncInventory", Threshold: 50, Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-12 * time.Minute), Reason: "142 failures in 30s (threshold 50)"},
+		{AppID: AppID, Function: "SyncInventory", Threshold: 50, Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-12 * time.Minute), Reason: "142 failures in 1m (threshold 50)"},
 		{AppID: AppID, Function: "SendReceipts", Threshold: 20, Window: 5 * time.Minute, State: circuit.HalfOpen, Episode: 7, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
 		{AppID: AppID, Function: "ImportPrices", Threshold: 100, Window: 30 * time.Second, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}

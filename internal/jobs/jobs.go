@@ -2,8 +2,9 @@
 // functions and background jobs that report their runs, so that slots with
 // no run, late runs and failed runs can be found.
 //
-// This first version holds the types that storage and the dashboard share;
-// schedules, run history and gap detection arrive with the job scanner.
+// Schedules (schedule.go) and gap detection (gaps.go) are pure functions of
+// their inputs and a given now; run history, the ping API and the scanner
+// that alerts on gaps build on them.
 package jobs
 
 import (

@@ -1,0 +1,137 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+)
+
+// Run is one reported run of a job.
+type Run struct {
+	ID     string
+	Start  time.Time
+	End    time.Time // zero while it runs
+	Failed bool
+}
+
+// SlotStatus is what became of one expected run.
+type SlotStatus int
+
+const (
+	// SlotPending: not due yet (the grace period has not passed).
+	SlotPending SlotStatus = iota
+	// SlotOK: a run started within the grace period and succeeded.
+	SlotOK
+	// SlotLate: the run started after the grace period but before the next slot.
+	SlotLate
+	// SlotMissed: no run came before the next slot (or by now, past the grace).
+	SlotMissed
+	// SlotFailed: the run reported failure.
+	SlotFailed
+	// SlotRunning: the run started and has not finished, within its expected duration.
+	SlotRunning
+	// SlotOverran: the run took longer than the expected maximum duration.
+	SlotOverran
+	// SlotOverlapping: the run started while the previous one was still running.
+	SlotOverlapping
+)
+
+var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping"}
+
+func (s SlotStatus) String() string {
+	if s < 0 || int(s) >= len(slotNames) {
+		return fmt.Sprintf("slot(%d)", int(s))
+	}
+	return slotNames[s]
+}
+
+// SlotResult is one expected run and what became of it.
+type SlotResult struct {
+	At     time.Time
+	Status SlotStatus
+	Run    int // index into the runs given to Scan, or -1
+}
+
+// Expect is what a job promises about its runs.
+type Expect struct {
+	Grace       time.Duration // how late a run may start and still be on time
+	MaxDuration time.Duration // how long a run may take; 0: no limit
+}
+
+// Scan matches runs to slots and says what became of each slot, as of now.
+// Both slots and runs must be in time order. A run belongs to the slot
+// whose window it starts in: from a little before the slot (clock skew, at
+// most 30 s and a tenth of the gap to the next slot) to the same point
+// before the next slot. It is a pure function: the same inputs give the
+// same answer at any wall time.
+func Scan(slots []time.Time, runs []Run, now time.Time, e Expect) []SlotResult {
+	out := make([]SlotResult, len(slots))
+	// Work in nanoseconds: a year of minutely slots is half a million
+	// comparisons, and time.Time's are not free.
+	at := make([]int64, len(slots))
+	for i, s := range slots {
+		at[i] = s.UnixNano()
+	}
+	const maxEarly = int64(30 * time.Second)
+	early := func(i int) int64 {
+		if i+1 < len(at) {
+			return min(maxEarly, (at[i+1]-at[i])/10)
+		}
+		return maxEarly
+	}
+	nowN, grace := now.UnixNano(), int64(e.Grace)
+	r := 0
+	var prevEnd int64    // end of the previous matched run, 0 when none
+	prevRunning := false // the previous matched run had not ended
+	for i := range at {
+		start := at[i] - early(i)
+		end := int64(1<<63 - 1) // open to the future
+		if i+1 < len(at) {
+			end = at[i+1] - early(i+1)
+		}
+		for r < len(runs) && runs[r].Start.UnixNano() < start {
+			r++ // a run before this window belongs to no slot
+		}
+		res := SlotResult{At: slots[i], Run: -1}
+		switch {
+		case r < len(runs) && runs[r].Start.UnixNano() < end:
+			run := runs[r]
+			res.Run = r
+			res.Status = judge(run, slots[i], now, e)
+			if prevRunning || (prevEnd != 0 && run.Start.UnixNano() < prevEnd) {
+				res.Status = SlotOverlapping
+			}
+			prevRunning = run.End.IsZero()
+			prevEnd = 0
+			if !prevRunning {
+				prevEnd = run.End.UnixNano()
+			}
+			// Skip further runs in this window: one run answers a slot.
+			for r < len(runs) && runs[r].Start.UnixNano() < end {
+				r++
+			}
+		case nowN < at[i]+grace:
+			res.Status = SlotPending
+		default:
+			res.Status = SlotMissed
+		}
+		out[i] = res
+	}
+	return out
+}
+
+func judge(run Run, at, now time.Time, e Expect) SlotStatus {
+	switch {
+	case run.Failed:
+		return SlotFailed
+	case run.End.IsZero():
+		if e.MaxDuration > 0 && now.Sub(run.Start) > e.MaxDuration {
+			return SlotOverran
+		}
+		return SlotRunning
+	case e.MaxDuration > 0 && run.End.Sub(run.Start) > e.MaxDuration:
+		return SlotOverran
+	case run.Start.After(at.Add(e.Grace)):
+		return SlotLate
+	}
+	return SlotOK
+}

@@ -1,0 +1,44 @@
+package jobs
+
+import (
+	"fmt"
+	"time"
+)
+
+// windowsZones maps the Windows time zone ids that Windows plans take in
+// WEBSITE_TIME_ZONE to IANA names (from CLDR's windowsZones, the common ones).
+var windowsZones = map[string]string{
+	"UTC": "UTC", "GMT Standard Time": "Europe/London", "Greenwich Standard Time": "Atlantic/Reykjavik",
+	"W. Europe Standard Time": "Europe/Berlin", "Central Europe Standard Time": "Europe/Budapest",
+	"Central European Standard Time": "Europe/Warsaw", "Romance Standard Time": "Europe/Paris",
+	"E. Europe Standard Time": "Europe/Chisinau", "FLE Standard Time": "Europe/Kiev", "GTB Standard Time": "Europe/Bucharest",
+	"Russian Standard Time": "Europe/Moscow", "Turkey Standard Time": "Europe/Istanbul", "Israel Standard Time": "Asia/Jerusalem",
+	"South Africa Standard Time": "Africa/Johannesburg", "Arabian Standard Time": "Asia/Dubai", "India Standard Time": "Asia/Kolkata",
+	"SE Asia Standard Time": "Asia/Bangkok", "China Standard Time": "Asia/Shanghai", "Singapore Standard Time": "Asia/Singapore",
+	"Taipei Standard Time": "Asia/Taipei", "Tokyo Standard Time": "Asia/Tokyo", "Korea Standard Time": "Asia/Seoul",
+	"AUS Eastern Standard Time": "Australia/Sydney", "E. Australia Standard Time": "Australia/Brisbane",
+	"Cen. Australia Standard Time": "Australia/Adelaide", "W. Australia Standard Time": "Australia/Perth",
+	"Lord Howe Standard Time": "Australia/Lord_Howe", "New Zealand Standard Time": "Pacific/Auckland",
+	"Eastern Standard Time": "America/New_York", "Central Standard Time": "America/Chicago",
+	"Mountain Standard Time": "America/Denver", "US Mountain Standard Time": "America/Phoenix",
+	"Pacific Standard Time": "America/Los_Angeles", "Alaskan Standard Time": "America/Anchorage",
+	"Hawaiian Standard Time": "Pacific/Honolulu", "Atlantic Standard Time": "America/Halifax",
+	"E. South America Standard Time": "America/Sao_Paulo", "Argentina Standard Time": "America/Buenos_Aires",
+	"Canada Central Standard Time": "America/Regina", "Mexico Standard Time": "America/Mexico_City",
+}
+
+// LoadZone reads an IANA name ("Asia/Tokyo") or a Windows id ("Tokyo
+// Standard Time"), as WEBSITE_TIME_ZONE takes on Linux and Windows plans.
+func LoadZone(name string) (*time.Location, error) {
+	if name == "" {
+		return time.UTC, nil
+	}
+	if iana, ok := windowsZones[name]; ok {
+		name = iana
+	}
+	loc, err := time.LoadLocation(name)
+	if err != nil {
+		return nil, fmt.Errorf("jobs: unknown time zone %q: use an IANA name such as Asia/Tokyo or a Windows id such as Tokyo Standard Time", name)
+	}
+	return loc, nil
+}

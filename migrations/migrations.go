@@ -25,6 +25,7 @@ func Steps() []migrate.Step {
 		{Version: 3, Name: "create the failures and status tables", Apply: createTables(storage.TableFailures, storage.TableStatus)},
 		{Version: 4, Name: "create the per-minute failure rates table", Apply: createTables(storage.TableRates)},
 		{Version: 5, Name: "create the mail outbox table", Apply: createTables(storage.TableOutbox)},
+		{Version: 6, Name: "create the job runs table", Apply: createTables(storage.TableRuns)},
 	}
 }
 

@@ -193,6 +193,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
 		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, Links: signer, Outbox: store.Outbox,
+		JobStore: store.Jobs, Runs: store.Runs,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
 		Now:   now,
 	})

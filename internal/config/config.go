@@ -52,6 +52,7 @@ type Config struct {
 	ViewerClaims   []string // claim values that grant the viewer role
 	LoginRateLimit float64  // sign-in attempts per second per client address
 	MetricsToken   Secret   // when set, /metrics needs "Authorization: Bearer <token>"
+	PingKey        Secret   // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
 	// EvaluatorInterval is the time between evaluator ticks.
 	EvaluatorInterval time.Duration
 	// DriftCheckInterval is how often the evaluator reads triggers back.
@@ -167,6 +168,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		ViewerClaims:        r.list("FUSEBOX_VIEWER_CLAIM_VALUES"),
 		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
+		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
 		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
 	}
@@ -197,6 +199,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.DriftCheckInterval < time.Second || c.DriftCheckInterval > time.Hour {
 		r.fail("FUSEBOX_DRIFT_CHECK_INTERVAL", "must be between 1s and 1h, got %s", c.DriftCheckInterval)
+	}
+	if c.PingKey != "" && (len(c.PingKey) < 16 || strings.ContainsAny(c.PingKey.Reveal(), "/?#")) {
+		r.fail("FUSEBOX_PING_KEY", "must be at least 16 characters without / ? or #, when set")
 	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		r.fail("FUSEBOX_METRICS_TOKEN", "must be at least 16 characters when set")

@@ -51,12 +51,15 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		}
 	}
 	js := []jobs.Job{
-		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", Name: "Nightly sales summary", AppID: AppID, Function: "NightlySalesSummary",
-			Schedule: "0 0 1 * * *", TimeZone: "Asia/Tokyo", Status: jobs.Up, LastRunAt: now.Add(-8 * time.Hour)},
-		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02", Name: "Reminder mails", AppID: AppID, Function: "ReminderMails",
-			Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", Status: jobs.Missing, LastRunAt: now.Add(-49 * time.Hour)},
-		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", Name: "Queue depth check", AppID: AppID, Function: "QueueDepthCheck",
-			Schedule: "0 * * * * *", TimeZone: "UTC", Status: jobs.Up, LastRunAt: now.Add(-40 * time.Second)},
+		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", Slug: "nightly-sales-summary", Name: "Nightly sales summary", AppID: AppID, Function: "NightlySalesSummary",
+			Schedule: "0 0 1 * * *", TimeZone: "Asia/Tokyo", Grace: 15 * time.Minute, MaxDuration: 30 * time.Minute,
+			Recipients: []string{"oncall@example.com"}, CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Up, LastRunAt: now.Add(-8 * time.Hour)},
+		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02", Slug: "reminder-mails", Name: "Reminder mails", AppID: AppID, Function: "ReminderMails",
+			Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", Grace: 10 * time.Minute,
+			Recipients: []string{"oncall@example.com"}, CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Missing, LastRunAt: now.Add(-49 * time.Hour)},
+		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", Slug: "queue-depth-check", Name: "Queue depth check", AppID: AppID, Function: "QueueDepthCheck",
+			Schedule: "0 * * * * *", TimeZone: "UTC", Grace: 30 * time.Second, MaxDuration: 20 * time.Second,
+			CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Up, LastRunAt: now.Add(-40 * time.Second)},
 	}
 	for _, j := range js {
 		if err := st.Jobs.Put(ctx, j); err != nil {

@@ -9,6 +9,7 @@ package jobs
 
 import (
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -54,12 +55,45 @@ func (s Status) Healthy() bool { return s == New || s == Up || s == Paused }
 
 // Job is one piece of scheduled work.
 type Job struct {
-	ID        string // the id used in ping URLs
-	Name      string
-	AppID     string // optional: the function app it runs in
-	Function  string // optional: the timer-triggered function
-	Schedule  string // NCRONTAB or cron expression
-	TimeZone  string // IANA or Windows zone id
-	Status    Status
-	LastRunAt time.Time
+	ID          string // the id used in ping URLs (a UUID)
+	Slug        string // optional: /ping/<ping key>/<slug>
+	Name        string
+	AppID       string // optional: the function app it runs in
+	Function    string // optional: the timer-triggered function
+	Schedule    string // cron (five fields), NCRONTAB (six) or "every 15m"
+	TimeZone    string // IANA or Windows zone id
+	Grace       time.Duration
+	MaxDuration time.Duration // 0: no limit
+	Recipients  []string
+	Paused      bool
+	CreatedAt   time.Time // anchors "every" schedules
+	Status      Status
+	LastRunAt   time.Time
+	Version     string
 }
+
+// ParseSchedule reads a job's schedule in its zone.
+func (j Job) ParseSchedule() (Schedule, error) {
+	if rest, ok := strings.CutPrefix(strings.TrimSpace(j.Schedule), "every "); ok {
+		d, err := time.ParseDuration(strings.TrimSpace(rest))
+		if err != nil || d < time.Second {
+			return nil, fmt.Errorf("jobs: %q: after \"every\" give a duration of at least 1s, such as every 15m", j.Schedule)
+		}
+		return Every{Interval: d, Anchor: j.CreatedAt}, nil
+	}
+	loc, err := LoadZone(j.TimeZone)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCron(j.Schedule, loc)
+}
+
+// RunEvent is what a ping says happened.
+type RunEvent int
+
+const (
+	EventStart RunEvent = iota
+	EventSuccess
+	EventFailure
+	EventLog
+)

@@ -2,7 +2,9 @@ package storage
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -14,15 +16,48 @@ type Jobs struct{ table *tablestore.Table }
 
 const jobsPartition = "job"
 
+// ErrNoJob is a job that does not exist.
+var ErrNoJob = errors.New("storage: no such job")
+
 type jobRow struct {
-	tablestore.Meta // PartitionKey: "job"; RowKey: job id
-	Name            string
-	AppID           string
-	Function        string
-	Schedule        string
-	TimeZone        string
-	Status          string
-	LastRunAt       time.Time
+	tablestore.Meta    // PartitionKey: "job"; RowKey: job id
+	Name               string
+	Slug               string
+	AppID              string
+	Function           string
+	Schedule           string
+	TimeZone           string
+	GraceSeconds       int32
+	MaxDurationSeconds int32
+	Recipients         string
+	Paused             bool
+	CreatedAt          time.Time
+	Status             string
+	LastRunAt          time.Time
+}
+
+func (r jobRow) job() (jobs.Job, error) {
+	st, err := jobs.ParseStatus(r.Status)
+	if err != nil {
+		return jobs.Job{}, fmt.Errorf("storage: job %s: %w", r.RowKey, err)
+	}
+	var recipients []string
+	for _, a := range strings.Split(r.Recipients, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			recipients = append(recipients, a)
+		}
+	}
+	return jobs.Job{
+		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
+		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
+		Recipients: recipients, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
+	}, nil
+}
+
+func (r *jobRow) set(j jobs.Job) {
+	r.Name, r.Slug, r.AppID, r.Function, r.Schedule, r.TimeZone = j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone
+	r.GraceSeconds, r.MaxDurationSeconds = int32(j.Grace/time.Second), int32(j.MaxDuration/time.Second)
+	r.Recipients, r.Paused, r.CreatedAt, r.Status, r.LastRunAt = strings.Join(j.Recipients, ","), j.Paused, j.CreatedAt, j.Status.String(), j.LastRunAt
 }
 
 // List returns every job, ordered by id.
@@ -33,27 +68,74 @@ func (j *Jobs) List(ctx context.Context) ([]jobs.Job, error) {
 	}
 	out := make([]jobs.Job, 0, len(rows))
 	for _, r := range rows {
-		st, err := jobs.ParseStatus(r.Status)
+		job, err := r.job()
 		if err != nil {
-			return nil, fmt.Errorf("storage: job %s: %w", r.RowKey, err)
+			return nil, err
 		}
-		out = append(out, jobs.Job{
-			ID: r.RowKey, Name: r.Name, AppID: r.AppID, Function: r.Function,
-			Schedule: r.Schedule, TimeZone: r.TimeZone, Status: st, LastRunAt: r.LastRunAt,
-		})
+		out = append(out, job)
 	}
 	return out, nil
 }
 
+// Get reads one job by id.
+func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) {
+	if id == "" || len(id) > 64 || strings.ContainsAny(id, "/\\#?") {
+		return jobs.Job{}, fmt.Errorf("%w: %q", ErrNoJob, id)
+	}
+	var row jobRow
+	if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
+		if errors.Is(err, tablestore.ErrNotFound) {
+			return jobs.Job{}, fmt.Errorf("%w: %s", ErrNoJob, id)
+		}
+		return jobs.Job{}, fmt.Errorf("storage: get job %s: %w", id, err)
+	}
+	return row.job()
+}
+
+// BySlug finds the job with a slug.
+func (j *Jobs) BySlug(ctx context.Context, slug string) (jobs.Job, error) {
+	rows, err := tablestore.All[jobRow](ctx, j.table, tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(jobsPartition), tablestore.Eq("Slug", slug))})
+	if err != nil {
+		return jobs.Job{}, fmt.Errorf("storage: job %s: %w", slug, err)
+	}
+	if len(rows) == 0 || slug == "" {
+		return jobs.Job{}, fmt.Errorf("%w: slug %q", ErrNoJob, slug)
+	}
+	return rows[0].job()
+}
+
 // Put creates or replaces a job.
 func (j *Jobs) Put(ctx context.Context, job jobs.Job) error {
-	row := &jobRow{
-		Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID},
-		Name: job.Name, AppID: job.AppID, Function: job.Function, Schedule: job.Schedule,
-		TimeZone: job.TimeZone, Status: job.Status.String(), LastRunAt: job.LastRunAt,
-	}
+	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
+	row.set(job)
 	if err := j.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put job %s: %w", job.ID, err)
 	}
 	return nil
+}
+
+// Touch records a run's arrival on the job: its time and, when given, the
+// status it implies, retrying if the row changed meanwhile.
+func (j *Jobs) Touch(ctx context.Context, id string, at time.Time, status *jobs.Status) error {
+	for range 3 {
+		var row jobRow
+		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
+			return fmt.Errorf("storage: touch job %s: %w", id, err)
+		}
+		if at.After(row.LastRunAt) {
+			row.LastRunAt = at
+		}
+		if status != nil {
+			row.Status = status.String()
+		}
+		err := j.table.Update(ctx, &row)
+		if errors.Is(err, tablestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: touch job %s: %w", id, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("storage: touch job %s: it kept changing", id)
 }

@@ -22,6 +22,7 @@ const (
 	TableStatus   = "Status"
 	TableRates    = "Rates"
 	TableOutbox   = "Outbox"
+	TableRuns     = "Runs"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -40,6 +41,7 @@ type Store struct {
 	Status   *Status
 	Rates    *Rates
 	Outbox   *Outbox
+	Runs     *Runs
 }
 
 // New builds the repositories. It does not touch the network.
@@ -56,5 +58,6 @@ func New(svc *tablestore.Service) *Store {
 		Status:   &Status{table: svc.Table(TableStatus)},
 		Rates:    &Rates{table: svc.Table(TableRates)},
 		Outbox:   &Outbox{table: svc.Table(TableOutbox)},
+		Runs:     &Runs{table: svc.Table(TableRuns)},
 	}
 }

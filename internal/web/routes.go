@@ -1,6 +1,7 @@
 package web
 
 import (
+	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -35,6 +36,11 @@ func (s *Server) routes() {
 
 	// Machine APIs with keys of their own: no session, no CSRF.
 	e.POST("/api/v1/failures", s.failureIngest, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+
+	// Pings from jobs, as Healthchecks.io takes them.
+	for _, p := range []string{"/ping/:a", "/ping/:a/:b", "/ping/:a/:b/:c"} {
+		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping)
+	}
 
 	// The JSON API: an API token, or a session with CSRF for changes.
 	api := e.Group("/api/v1", s.apiAuth, s.require(auth.RoleViewer))

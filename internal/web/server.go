@@ -55,6 +55,14 @@ type (
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
 	}
+	jobStore interface {
+		Get(ctx context.Context, id string) (jobs.Job, error)
+		BySlug(ctx context.Context, slug string) (jobs.Job, error)
+		Touch(ctx context.Context, id string, at time.Time, status *jobs.Status) error
+	}
+	runStore interface {
+		Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error
+	}
 	outboxStore interface {
 		Recent(ctx context.Context, limit int) ([]alerts.Message, error)
 		Update(ctx context.Context, f lease.Fence, m alerts.Message) (alerts.Message, error)
@@ -104,9 +112,11 @@ type Deps struct {
 	Tokens   *auth.APITokens
 	Rates    rateReader
 	// Links verifies resume links.
-	Links  *alerts.Signer
-	Outbox outboxStore
-	Window windowReader
+	Links    *alerts.Signer
+	Outbox   outboxStore
+	JobStore jobStore
+	Runs     runStore
+	Window   windowReader
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
@@ -127,7 +137,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

@@ -1,0 +1,184 @@
+package storage
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Runs keeps each job's run history in the job's partition, newest first:
+// the RowKey counts down from the far future.
+type Runs struct{ table *tablestore.Table }
+
+// MaxLog is how much of a ping's body is kept as the run's log excerpt.
+const MaxLog = 100_000
+
+type runRow struct {
+	tablestore.Meta           // PartitionKey: job id; RowKey: (MaxInt64 - start nanos, 19 digits)-runID
+	RunID           string    // the ping's rid, or generated
+	Start           time.Time // when it started (or, for a lone success ping, finished)
+	End             time.Time // zero while it runs
+	State           string    // running, ok, failed, log
+	ExitStatus      int32     // -1 when not given
+	Log1            []byte    // the first 64 KiB of the log excerpt
+	Log2            []byte    // the rest, up to MaxLog
+}
+
+// StoredRun is a run as the dashboard shows it.
+type StoredRun struct {
+	jobs.Run
+	State      string
+	ExitStatus int
+	Log        string
+}
+
+func runKey(start time.Time, id string) string {
+	return fmt.Sprintf("%019d-%s", math.MaxInt64-start.UnixNano(), id)
+}
+
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func setLog(r *runRow, log []byte) {
+	if len(log) > MaxLog {
+		log = log[:MaxLog]
+	}
+	r.Log1, r.Log2 = nil, nil
+	if len(log) > 0 {
+		r.Log1 = log[:min(len(log), 64<<10)]
+	}
+	if len(log) > 64<<10 {
+		r.Log2 = log[64<<10:]
+	}
+}
+
+func (r runRow) stored() StoredRun {
+	return StoredRun{Run: jobs.Run{ID: r.RunID, Start: r.Start, End: r.End, Failed: r.State == "failed"},
+		State: r.State, ExitStatus: int(r.ExitStatus), Log: string(r.Log1) + string(r.Log2)}
+}
+
+// Record applies one ping to a job's runs: a start opens a run (keyed by
+// rid when given); a success or failure closes the run it pairs with (the
+// rid's, else the latest still running) or, when there is none, records a
+// run that started and ended at once; a log ping is kept as its own entry.
+func (rs *Runs) Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error {
+	if ev == jobs.EventStart || ev == jobs.EventLog {
+		if rid == "" {
+			rid = newRunID()
+		}
+		state := "running"
+		if ev == jobs.EventLog {
+			state = "log"
+		}
+		row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(at, rid)}, RunID: rid, Start: at, State: state, ExitStatus: -1}
+		if ev == jobs.EventLog {
+			row.End = at
+		}
+		setLog(row, log)
+		if err := rs.table.Insert(ctx, row); err != nil && !errors.Is(err, tablestore.ErrExists) {
+			return fmt.Errorf("storage: record run of %s: %w", jobID, err)
+		}
+		return nil
+	}
+	state := "ok"
+	if ev == jobs.EventFailure {
+		state = "failed"
+	}
+	for range 3 {
+		open, err := rs.openRun(ctx, jobID, rid, at)
+		if err != nil {
+			return err
+		}
+		if open == nil {
+			if rid == "" {
+				rid = newRunID()
+			}
+			row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(at, rid)}, RunID: rid, Start: at, End: at, State: state, ExitStatus: int32(exit)}
+			setLog(row, log)
+			if err := rs.table.Insert(ctx, row); err != nil && !errors.Is(err, tablestore.ErrExists) {
+				return fmt.Errorf("storage: record run of %s: %w", jobID, err)
+			}
+			return nil
+		}
+		open.End, open.State, open.ExitStatus = at, state, int32(exit)
+		if len(log) > 0 {
+			setLog(open, append(append(open.Log1, open.Log2...), log...))
+		}
+		err = rs.table.Update(ctx, open)
+		if errors.Is(err, tablestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: finish run of %s: %w", jobID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("storage: finish run of %s: the run kept changing", jobID)
+}
+
+// openRun finds the run a finishing ping closes: the one with rid, or the
+// latest running one that started in the last day.
+func (rs *Runs) openRun(ctx context.Context, jobID, rid string, at time.Time) (*runRow, error) {
+	f := tablestore.And(tablestore.PartitionIs(jobID), tablestore.Ge("RowKey", fmt.Sprintf("%019d", math.MaxInt64-at.Add(time.Minute).UnixNano())),
+		tablestore.Lt("RowKey", fmt.Sprintf("%019d", math.MaxInt64-at.Add(-24*time.Hour).UnixNano())))
+	if rid != "" {
+		f = tablestore.And(f, tablestore.Eq("RunID", rid))
+	} else {
+		f = tablestore.And(f, tablestore.Eq("State", "running"))
+	}
+	rows, _, err := tablestore.Page[runRow](ctx, rs.table, tablestore.Query{Filter: f, Top: 1}, tablestore.Continuation{})
+	if err != nil {
+		return nil, fmt.Errorf("storage: runs of %s: %w", jobID, err)
+	}
+	if len(rows) == 0 || (rid != "" && rows[0].State != "running") {
+		return nil, nil
+	}
+	return &rows[0], nil
+}
+
+// Between returns the runs (not log entries) that started in [from, to),
+// oldest first, for gap detection.
+func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error) {
+	f := tablestore.And(tablestore.PartitionIs(jobID),
+		tablestore.Gt("RowKey", fmt.Sprintf("%019d~", math.MaxInt64-to.UnixNano())),
+		tablestore.Le("RowKey", fmt.Sprintf("%019d~", math.MaxInt64-from.UnixNano())),
+		tablestore.Ne("State", "log"))
+	var out []jobs.Run
+	for r, err := range tablestore.Rows[runRow](ctx, rs.table, tablestore.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", "RunID", "Start", "End", "State"}}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: runs of %s: %w", jobID, err)
+		}
+		out = append(out, r.stored().Run)
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out, nil
+}
+
+// Recent returns a page of a job's runs and log entries, newest first.
+func (rs *Runs) Recent(ctx context.Context, jobID string, limit int, from tablestore.Continuation) ([]StoredRun, tablestore.Continuation, error) {
+	rows, next, err := tablestore.Page[runRow](ctx, rs.table, tablestore.Query{Filter: tablestore.PartitionIs(jobID), Top: int32(limit)}, from)
+	if err != nil {
+		return nil, next, fmt.Errorf("storage: runs of %s: %w", jobID, err)
+	}
+	out := make([]StoredRun, len(rows))
+	for i, r := range rows {
+		out[i] = r.stored()
+	}
+	return out, next, nil
+}

@@ -1,0 +1,138 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+const nightly = "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"
+
+func pingServer(t *testing.T) *apptest.Server {
+	t.Helper()
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_PING_KEY": "ping-key-0123456789"})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+func curl(t *testing.T, method, url, body string) response {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("User-Agent", "curl/8.5.0")
+	req.Header.Set("Accept", "*/*")
+	return newBrowser(t, "").do(req)
+}
+
+func runs(t *testing.T, srv *apptest.Server, id string) []storage.StoredRun {
+	t.Helper()
+	rs, _, err := srv.App.Store.Runs.Recent(t.Context(), id, 100, tablestore.Continuation{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rs
+}
+
+func TestPingsWorkLikeHealthchecks(t *testing.T) {
+	srv := pingServer(t)
+	base := srv.URL + "/ping/" + nightly
+
+	r := curl(t, http.MethodHead, base, "")
+	wantStatus(t, r, http.StatusOK)
+	got := runs(t, srv, nightly)
+	if len(got) != 1 || got[0].State != "ok" || !got[0].Start.Equal(got[0].End) {
+		t.Fatalf("after a HEAD success ping: %+v", got)
+	}
+
+	srv.Clock.Advance(time.Minute)
+	start := srv.Clock.Now()
+	wantStatus(t, curl(t, http.MethodGet, base+"/start?rid=3f2a9c1e-0000-4000-8000-000000000001", ""), http.StatusOK)
+	srv.Clock.Advance(90 * time.Second)
+	ok := curl(t, http.MethodPost, base+"?rid=3f2a9c1e-0000-4000-8000-000000000001", "rows: 1234\nall good\n")
+	wantStatus(t, ok, http.StatusOK)
+	if ok.body != "OK" {
+		t.Errorf("body %q, want OK", ok.body)
+	}
+	got = runs(t, srv, nightly)
+	if len(got) != 2 || got[0].State != "ok" || !got[0].Start.Equal(start) || got[0].End.Sub(got[0].Start) != 90*time.Second || got[0].Log != "rows: 1234\nall good\n" {
+		t.Fatalf("the rid-paired run: %+v", got[0])
+	}
+
+	srv.Clock.Advance(time.Minute)
+	wantStatus(t, curl(t, http.MethodPost, base+"/fail", "Traceback: boom"), http.StatusOK)
+	srv.Clock.Advance(time.Minute)
+	wantStatus(t, curl(t, http.MethodGet, base+"/3", ""), http.StatusOK)
+	srv.Clock.Advance(time.Minute)
+	wantStatus(t, curl(t, http.MethodGet, base+"/0", ""), http.StatusOK)
+	srv.Clock.Advance(time.Minute)
+	wantStatus(t, curl(t, http.MethodPost, base+"/log", "just a note"), http.StatusOK)
+	got = runs(t, srv, nightly)
+	states := []string{}
+	for _, r := range got {
+		states = append(states, r.State)
+	}
+	if strings.Join(states, ",") != "log,ok,failed,failed,ok,ok" {
+		t.Errorf("runs newest first: %v", states)
+	}
+	if got[2].ExitStatus != 3 || got[3].Log != "Traceback: boom" {
+		t.Errorf("exit status %d, log %q", got[2].ExitStatus, got[3].Log)
+	}
+	job, _ := srv.App.Store.Jobs.Get(t.Context(), nightly)
+	if job.Status != jobs.Up || !job.LastRunAt.Equal(srv.Clock.Now().Add(-time.Minute)) {
+		t.Errorf("job after the pings: %s, last run %v", job.Status, job.LastRunAt)
+	}
+
+	slug := curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/reminder-mails/start", "")
+	wantStatus(t, slug, http.StatusOK)
+	if rs := runs(t, srv, "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02"); len(rs) != 1 || rs[0].State != "running" {
+		t.Errorf("slug ping: %+v", rs)
+	}
+}
+
+func TestPingsThatStoreNothing(t *testing.T) {
+	srv := pingServer(t)
+	paused, _ := srv.App.Store.Jobs.Get(t.Context(), nightly)
+	paused.Paused = true
+	if err := srv.App.Store.Jobs.Put(t.Context(), paused); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		body   string
+		status int
+		says   string
+	}{
+		{"unknown uuid", http.MethodGet, "/ping/00000000-0000-4000-8000-000000000000", "", http.StatusNotFound, "not found"},
+		{"not a uuid", http.MethodGet, "/ping/nightly", "", http.StatusNotFound, "not found"},
+		{"wrong ping key", http.MethodGet, "/ping/wrong-key-0123456789/reminder-mails", "", http.StatusNotFound, "not found"},
+		{"unknown slug", http.MethodGet, "/ping/ping-key-0123456789/nope", "", http.StatusNotFound, "not found"},
+		{"exit status out of range", http.MethodGet, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/256", "", http.StatusNotFound, "not found"},
+		{"paused job", http.MethodGet, "/ping/" + nightly, "", http.StatusConflict, "paused"},
+		{"bad rid", http.MethodGet, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/start?rid=a%20b", "", http.StatusBadRequest, "rid must be"},
+		{"body over 100 kB", http.MethodPost, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", strings.Repeat("x", 100_001), http.StatusRequestEntityTooLarge, "over 100 kB"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := curl(t, tt.method, srv.URL+tt.path, tt.body)
+			wantStatus(t, r, tt.status)
+			if !strings.Contains(r.body, tt.says) {
+				t.Errorf("body %q does not say %q", r.body, tt.says)
+			}
+		})
+	}
+	for _, id := range []string{nightly, "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03"} {
+		if rs := runs(t, srv, id); len(rs) != 0 {
+			t.Errorf("%s has %d runs after refused pings", id, len(rs))
+		}
+	}
+}

@@ -22,6 +22,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
@@ -55,6 +56,7 @@ type App struct {
 
 	clock     clock.Clock
 	evaluator *circuit.Evaluator
+	scanner   *jobs.Scanner
 	sender    *alerts.Sender // nil when mail is off
 }
 
@@ -193,7 +195,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
 		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, Links: signer, Outbox: store.Outbox,
-		JobStore: store.Jobs, Runs: store.Runs,
+		JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
 		Now:   now,
 	})
@@ -203,7 +205,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, router, circuit.EvaluatorSettings{
 		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
 	})
-	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator}
+	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	if cfg.Mail.Host != "" {
 		reminders := cfg.Mail.MaxReminders
 		if reminders == 0 {
@@ -261,6 +264,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		return a.Locker.Run(ctx, "sessions/sweeper", func(ctx context.Context, _ lease.Fence) error { return a.sweepSessions(ctx) })
 	})
 	g.Go(func() error { return a.Locker.Run(ctx, "evaluator", a.evaluator.Run) })
+	g.Go(func() error { return a.Locker.Run(ctx, "jobs/scanner", a.scanner.Run) })
 	g.Go(func() error {
 		return a.Locker.Run(ctx, "failures/pruner", func(ctx context.Context, _ lease.Fence) error { return a.pruneFailures(ctx) })
 	})

@@ -58,7 +58,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 			Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", Grace: 10 * time.Minute,
 			Recipients: []string{"oncall@example.com"}, CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Missing, LastRunAt: now.Add(-49 * time.Hour)},
 		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", Slug: "queue-depth-check", Name: "Queue depth check", AppID: AppID, Function: "QueueDepthCheck",
-			Schedule: "0 * * * * *", TimeZone: "UTC", Grace: 30 * time.Second, MaxDuration: 20 * time.Second,
+			Schedule: "0 */5 * * * *", TimeZone: "UTC", Grace: time.Minute, MaxDuration: 20 * time.Second,
 			CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Up, LastRunAt: now.Add(-40 * time.Second)},
 	}
 	for _, j := range js {
@@ -66,5 +66,46 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 			return err
 		}
 	}
+	if err := seedRuns(ctx, st, js, now); err != nil {
+		return err
+	}
 	return st.Audit.Append(ctx, audit.Entry{At: now, Actor: "system", Action: "seeded the demo", Target: AppID})
+}
+
+// seedRuns gives the demo jobs a week of history with the gaps operators
+// look for: a nightly summary that missed one night and failed another,
+// reminders that stopped two days ago, and a five-minutely check with a
+// restart-shaped hole and a few slow runs.
+func seedRuns(ctx context.Context, st *storage.Store, js []jobs.Job, now time.Time) error {
+	for _, j := range js {
+		sched, err := j.ParseSchedule()
+		if err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		var runs []jobs.Run
+		slots := sched.Slots(now.Add(-7*24*time.Hour), now)
+		for i, slot := range slots {
+			switch {
+			case j.Function == "NightlySalesSummary" && i == len(slots)-3:
+				continue // the missed night
+			case j.Function == "ReminderMails" && i >= len(slots)-2:
+				continue // stopped two days ago
+			case j.Function == "QueueDepthCheck" && i > len(slots)-300 && i < len(slots)-280:
+				continue // a deploy took it down for a while
+			}
+			took := 20 * time.Second
+			if j.Function == "NightlySalesSummary" {
+				took = time.Duration(8+i%5) * time.Minute
+			}
+			if j.Function == "QueueDepthCheck" && i%97 == 0 {
+				took = 45 * time.Second // slower than its 20 s
+			}
+			start := slot.Add(time.Duration(i%7) * time.Second)
+			runs = append(runs, jobs.Run{Start: start, End: start.Add(took), Failed: j.Function == "NightlySalesSummary" && i == len(slots)-5})
+		}
+		if err := st.Runs.Import(ctx, j.ID, runs); err != nil {
+			return err
+		}
+	}
+	return nil
 }

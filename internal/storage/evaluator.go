@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 )
 
@@ -54,4 +55,17 @@ func (s EvaluatorStore) SetDrift(ctx context.Context, f lease.Fence, appID, func
 }
 func (s EvaluatorStore) Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
 	return s.Failures.Window(ctx, from, to)
+}
+
+// ScannerStore adapts the repositories to what jobs.Scanner needs.
+type ScannerStore struct{ *Store }
+
+var _ jobs.ScannerStore = ScannerStore{}
+
+func (s ScannerStore) List(ctx context.Context) ([]jobs.Job, error) { return s.Jobs.List(ctx) }
+func (s ScannerStore) Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error) {
+	return s.Runs.Between(ctx, jobID, from, to)
+}
+func (s ScannerStore) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.Status) error {
+	return s.Jobs.SetStatus(ctx, f, id, st)
 }

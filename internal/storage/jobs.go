@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -34,6 +35,8 @@ type jobRow struct {
 	CreatedAt          time.Time
 	Status             string
 	LastRunAt          time.Time
+	FenceLease         string
+	FenceGeneration    int64
 }
 
 func (r jobRow) job() (jobs.Job, error) {
@@ -112,6 +115,32 @@ func (j *Jobs) Put(ctx context.Context, job jobs.Job) error {
 		return fmt.Errorf("storage: put job %s: %w", job.ID, err)
 	}
 	return nil
+}
+
+// SetStatus records the scanner's verdict, fenced by its lease.
+func (j *Jobs) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.Status) error {
+	for range 3 {
+		var row jobRow
+		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
+			return fmt.Errorf("storage: job %s: %w", id, err)
+		}
+		if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
+			return fmt.Errorf("storage: job %s: %w", id, err)
+		}
+		row.Status = st.String()
+		if f.Lease != "" {
+			row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
+		}
+		err := j.table.Update(ctx, &row)
+		if errors.Is(err, tablestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: job %s: %w", id, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("storage: job %s: it kept changing", id)
 }
 
 // Touch records a run's arrival on the job: its time and, when given, the

@@ -78,3 +78,33 @@ func Bars(counts []int, threshold int, left, right, title string) templ.Componen
 		return err
 	})
 }
+
+// Heatmap draws days (rows) by hours (columns), each cell coloured by the
+// worst slot status of that hour.
+func Heatmap(days []HeatDay) templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		const cell, gap, left = 16, 2, 90
+		height := len(days)*(cell+gap) + 18
+		var b strings.Builder
+		fmt.Fprintf(&b, `<svg class="heat" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="slots per hour, last 7 days" data-testid="heatmap">`,
+			left+24*(cell+gap), height, left+24*(cell+gap), height)
+		for i, d := range days {
+			y := i * (cell + gap)
+			fmt.Fprintf(&b, `<text x="0" y="%d">%s</text>`, y+12, templ.EscapeString(d.Label))
+			for h, st := range d.Hours {
+				cls := "none"
+				if st != "" {
+					cls = st
+				}
+				fmt.Fprintf(&b, `<rect class="%s" x="%d" y="%d" width="%d" height="%d" rx="2"><title>%02d:00 %s</title></rect>`,
+					cls, left+h*(cell+gap), y, cell, cell, h, templ.EscapeString(st))
+			}
+		}
+		for h := 0; h < 24; h += 6 {
+			fmt.Fprintf(&b, `<text x="%d" y="%d">%02d</text>`, left+h*(cell+gap), height-2, h)
+		}
+		b.WriteString(`</svg>`)
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+}

@@ -8,7 +8,8 @@ import (
 	"github.com/fusebox/fusebox/internal/views"
 )
 
-// jobList lists every job. The job scanner adds run history and gaps.
+// jobList lists every job with its status, last run, next expected slot
+// and how many of the last week's slots succeeded.
 func (s *Server) jobList(c echo.Context) error {
 	apps, err := s.Apps.List(c.Request().Context())
 	if err != nil {
@@ -18,5 +19,13 @@ func (s *Server) jobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.JobsPage(views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js)}))
+	weeks := map[string]jobWeek{}
+	for _, j := range js {
+		w, err := s.jobWeek(c, j)
+		if err != nil {
+			return err
+		}
+		weeks[j.ID] = w
+	}
+	return render(c, http.StatusOK, views.JobsPage(views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js, weeks)}))
 }

@@ -47,7 +47,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		Page:        s.page(c, "Overview", "overview"),
 		Apps:        len(apps),
 		Circuits:    circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
-		Jobs:        jobRows(apps, jobList),
+		Jobs:        jobRows(apps, jobList, nil),
 		StateCounts: stateCounts(circuits),
 		JobCounts:   jobCounts(jobList),
 		Recent:      auditRows(recent),
@@ -152,15 +152,20 @@ func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]cir
 	return rows
 }
 
-func jobRows(apps []circuit.App, js []jobs.Job) []views.JobRow {
+// jobRows shows jobs; weeks, when given, add the next slot and the 7-day
+// success rate.
+func jobRows(apps []circuit.App, js []jobs.Job, weeks map[string]jobWeek) []views.JobRow {
 	rows := make([]views.JobRow, len(js))
 	for i, j := range js {
 		app := ""
 		if j.AppID != "" {
 			app = appName(apps, j.AppID)
 		}
-		rows[i] = views.JobRow{Name: j.Name, App: app, Schedule: j.Schedule, TimeZone: j.TimeZone,
-			Status: j.Status.String(), Tone: statusTone(j.Status), LastRunAt: j.LastRunAt}
+		rows[i] = views.JobRow{ID: j.ID, Name: j.Name, App: app, Schedule: j.Schedule, TimeZone: j.TimeZone,
+			Status: j.Status.String(), Tone: statusTone(j.Status), LastRunAt: j.LastRunAt, Success: -1}
+		if w, ok := weeks[j.ID]; ok {
+			rows[i].NextRun, rows[i].Success = w.next, w.success
+		}
 	}
 	return rows
 }

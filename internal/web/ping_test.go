@@ -7,19 +7,27 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
-	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
-const nightly = "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"
+const (
+	nightly = "11111111-2222-4333-8444-555555555501"
+	other   = "11111111-2222-4333-8444-555555555502"
+)
 
+// pingServer runs Fusebox with two jobs that have no history yet.
 func pingServer(t *testing.T) *apptest.Server {
 	t.Helper()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_PING_KEY": "ping-key-0123456789"})
-	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
-		t.Fatal(err)
+	for _, j := range []jobs.Job{
+		{ID: nightly, Slug: "nightly-backup", Name: "Nightly backup", Schedule: "0 0 1 * * *", TimeZone: "UTC", CreatedAt: srv.Clock.Now()},
+		{ID: other, Slug: "reminder-mails", Name: "Reminder mails", Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", CreatedAt: srv.Clock.Now()},
+	} {
+		if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return srv
 }
@@ -92,7 +100,7 @@ func TestPingsWorkLikeHealthchecks(t *testing.T) {
 
 	slug := curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/reminder-mails/start", "")
 	wantStatus(t, slug, http.StatusOK)
-	if rs := runs(t, srv, "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02"); len(rs) != 1 || rs[0].State != "running" {
+	if rs := runs(t, srv, other); len(rs) != 1 || rs[0].State != "running" {
 		t.Errorf("slug ping: %+v", rs)
 	}
 }
@@ -116,10 +124,10 @@ func TestPingsThatStoreNothing(t *testing.T) {
 		{"not a uuid", http.MethodGet, "/ping/nightly", "", http.StatusNotFound, "not found"},
 		{"wrong ping key", http.MethodGet, "/ping/wrong-key-0123456789/reminder-mails", "", http.StatusNotFound, "not found"},
 		{"unknown slug", http.MethodGet, "/ping/ping-key-0123456789/nope", "", http.StatusNotFound, "not found"},
-		{"exit status out of range", http.MethodGet, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/256", "", http.StatusNotFound, "not found"},
+		{"exit status out of range", http.MethodGet, "/ping/" + other + "/256", "", http.StatusNotFound, "not found"},
 		{"paused job", http.MethodGet, "/ping/" + nightly, "", http.StatusConflict, "paused"},
-		{"bad rid", http.MethodGet, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/start?rid=a%20b", "", http.StatusBadRequest, "rid must be"},
-		{"body over 100 kB", http.MethodPost, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", strings.Repeat("x", 100_001), http.StatusRequestEntityTooLarge, "over 100 kB"},
+		{"bad rid", http.MethodGet, "/ping/" + other + "/start?rid=a%20b", "", http.StatusBadRequest, "rid must be"},
+		{"body over 100 kB", http.MethodPost, "/ping/" + other + "", strings.Repeat("x", 100_001), http.StatusRequestEntityTooLarge, "over 100 kB"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -130,7 +138,7 @@ func TestPingsThatStoreNothing(t *testing.T) {
 			}
 		})
 	}
-	for _, id := range []string{nightly, "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03"} {
+	for _, id := range []string{nightly, other} {
 		if rs := runs(t, srv, id); len(rs) != 0 {
 			t.Errorf("%s has %d runs after refused pings", id, len(rs))
 		}

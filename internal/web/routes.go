@@ -86,6 +86,7 @@ func (s *Server) routes() {
 	viewer.POST("/circuits/new", s.circuitCreate, s.require(auth.RoleOperator))
 	viewer.GET("/circuits/:app/:function", s.circuitShow)
 	viewer.GET("/jobs", s.jobList)
+	viewer.GET("/jobs/:id", s.jobShow)
 	viewer.GET("/locks", s.lockList)
 	viewer.GET("/audit", s.auditList)
 	viewer.GET("/apps", s.appList)

@@ -21,6 +21,7 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/static"
 )
 
@@ -62,6 +63,10 @@ type (
 	}
 	runStore interface {
 		Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error
+	}
+	runReader interface {
+		Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error)
+		Recent(ctx context.Context, jobID string, limit int, from tablestore.Continuation) ([]storage.StoredRun, tablestore.Continuation, error)
 	}
 	outboxStore interface {
 		Recent(ctx context.Context, limit int) ([]alerts.Message, error)
@@ -112,11 +117,12 @@ type Deps struct {
 	Tokens   *auth.APITokens
 	Rates    rateReader
 	// Links verifies resume links.
-	Links    *alerts.Signer
-	Outbox   outboxStore
-	JobStore jobStore
-	Runs     runStore
-	Window   windowReader
+	Links     *alerts.Signer
+	Outbox    outboxStore
+	JobStore  jobStore
+	Runs      runStore
+	RunReader runReader
+	Window    windowReader
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
@@ -137,7 +143,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New()}

@@ -1,0 +1,100 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/clock"
+	"github.com/fusebox/fusebox/internal/lease"
+)
+
+// ScannerStore is what the scanner reads and writes.
+type ScannerStore interface {
+	List(ctx context.Context) ([]Job, error)
+	Between(ctx context.Context, jobID string, from, to time.Time) ([]Run, error)
+	SetStatus(ctx context.Context, f lease.Fence, id string, st Status) error
+}
+
+// Scanner recomputes every job's status from its schedule and runs. Run it
+// under a lease.
+type Scanner struct {
+	store    ScannerStore
+	clock    clock.Clock
+	log      *slog.Logger
+	interval time.Duration
+	lookback time.Duration
+}
+
+// NewScanner scans every interval (default 30 s) over the last lookback
+// (default 7 days).
+func NewScanner(store ScannerStore, c clock.Clock, log *slog.Logger) *Scanner {
+	if c == nil {
+		c = clock.Real{}
+	}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Scanner{store: store, clock: c, log: log, interval: 30 * time.Second, lookback: 7 * 24 * time.Hour}
+}
+
+// Run scans until ctx ends.
+func (s *Scanner) Run(ctx context.Context, f lease.Fence) error {
+	for {
+		if err := s.Pass(ctx, f); err != nil && ctx.Err() == nil {
+			if errors.Is(err, lease.ErrFenced) {
+				return err
+			}
+			s.log.Warn("job scan failed", "error", err)
+		}
+		if err := s.clock.Sleep(ctx, s.interval); err != nil {
+			return nil
+		}
+	}
+}
+
+// Pass scans every job once.
+func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
+	now := s.clock.Now()
+	js, err := s.store.List(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, j := range js {
+		st, err := s.statusOf(ctx, j, now)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if st != j.Status {
+			if err := s.store.SetStatus(ctx, f, j.ID, st); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			s.log.Info("job status changed", "job", j.Name, "from", j.Status.String(), "to", st.String())
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (s *Scanner) statusOf(ctx context.Context, j Job, now time.Time) (Status, error) {
+	if j.Paused {
+		return Paused, nil
+	}
+	sched, err := j.ParseSchedule()
+	if err != nil {
+		return j.Status, err
+	}
+	from := now.Add(-s.lookback)
+	if !j.CreatedAt.IsZero() && j.CreatedAt.After(from) {
+		from = j.CreatedAt
+	}
+	runs, err := s.store.Between(ctx, j.ID, from.Add(-time.Hour), now.Add(time.Minute))
+	if err != nil {
+		return j.Status, err
+	}
+	results := Scan(sched.Slots(from, now.Add(time.Second)), runs, now, Expect{Grace: j.Grace, MaxDuration: j.MaxDuration})
+	return StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now), nil
+}

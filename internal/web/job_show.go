@@ -1,0 +1,153 @@
+package web
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// jobWeek is a job's last seven days: its slots judged against its runs.
+type jobWeek struct {
+	results []jobs.SlotResult
+	next    time.Time
+	success float64
+}
+
+func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
+	now := s.Now()
+	sched, err := j.ParseSchedule()
+	if err != nil {
+		return jobWeek{success: -1}, nil // an unreadable schedule shows as such, not as an error page
+	}
+	from := now.Add(-7 * 24 * time.Hour)
+	if !j.CreatedAt.IsZero() && j.CreatedAt.After(from) {
+		from = j.CreatedAt
+	}
+	runs, err := s.RunReader.Between(c.Request().Context(), j.ID, from.Add(-time.Hour), now.Add(time.Minute))
+	if err != nil {
+		return jobWeek{}, err
+	}
+	w := jobWeek{results: jobs.Scan(sched.Slots(from, now.Add(time.Second)), runs, now, jobs.Expect{Grace: j.Grace, MaxDuration: j.MaxDuration})}
+	w.success = jobs.SuccessRate(w.results)
+	if next := sched.Slots(now.Add(time.Second), now.Add(7*24*time.Hour)); len(next) > 0 {
+		w.next = next[0]
+	}
+	return w, nil
+}
+
+func slotTone(st jobs.SlotStatus) string {
+	switch st {
+	case jobs.SlotOK:
+		return "ok"
+	case jobs.SlotMissed, jobs.SlotFailed:
+		return "bad"
+	case jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping:
+		return "warn"
+	}
+	return "muted"
+}
+
+// worse orders slot statuses for the heatmap: a cell shows its worst slot.
+var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotOK: 1, jobs.SlotRunning: 2, jobs.SlotLate: 3, jobs.SlotOverlapping: 4, jobs.SlotOverran: 5, jobs.SlotFailed: 6, jobs.SlotMissed: 7}
+
+// jobShow is one job's page: schedule, how to ping, a heatmap of its slots,
+// the gaps, run durations and the run list.
+func (s *Server) jobShow(c echo.Context) error {
+	ctx := c.Request().Context()
+	j, err := s.JobStore.Get(ctx, c.Param("id"))
+	if errors.Is(err, storage.ErrNoJob) {
+		return echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
+	}
+	if err != nil {
+		return err
+	}
+	week, err := s.jobWeek(c, j)
+	if err != nil {
+		return err
+	}
+	var from tablestore.Continuation
+	if pk, rk := c.QueryParam("pk"), c.QueryParam("rk"); pk != "" || rk != "" {
+		from = tablestore.Continuation{NextPartitionKey: pk, NextRowKey: rk}
+	}
+	runs, next, err := s.RunReader.Recent(ctx, j.ID, 25, from)
+	if err != nil {
+		return err
+	}
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	base := s.Config.BaseURL.String()
+	m := views.JobDetail{
+		Page: s.page(c, j.Name, "jobs"), ID: j.ID, Name: j.Name, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
+		Status: j.Status.String(), Tone: statusTone(j.Status), Grace: shortDuration(j.Grace), NextRun: week.next,
+		PingURL: base + "/ping/" + j.ID, Success: views.Pct(week.success),
+	}
+	if j.AppID != "" {
+		m.App = appName(apps, j.AppID)
+	}
+	if j.MaxDuration > 0 {
+		m.MaxRun = shortDuration(j.MaxDuration)
+	}
+	if j.Slug != "" && s.Config.PingKey != "" {
+		m.SlugURL = base + "/ping/<ping key>/" + j.Slug
+	}
+	m.Heat = heat(week.results, s.Now())
+	for i := len(week.results) - 1; i >= 0 && len(m.Gaps) < 30; i-- {
+		r := week.results[i]
+		switch r.Status {
+		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping:
+			m.Gaps = append(m.Gaps, views.GapRow{At: r.At, Status: r.Status.String(), Tone: slotTone(r.Status)})
+		}
+	}
+	for _, r := range runs {
+		row := views.RunRow{Start: r.Start, State: r.State, Log: r.Log}
+		row.Tone = map[string]string{"ok": "ok", "failed": "bad", "running": "info", "log": "muted"}[r.State]
+		if !r.End.IsZero() && r.State != "log" {
+			row.Duration = shortDuration(r.End.Sub(r.Start).Round(time.Second))
+		}
+		if r.ExitStatus >= 0 {
+			row.Exit = fmt.Sprint(r.ExitStatus)
+		}
+		m.Runs = append(m.Runs, row)
+	}
+	for i := len(runs) - 1; i >= 0; i-- {
+		if r := runs[i]; !r.End.IsZero() && r.State != "log" {
+			m.Durations = append(m.Durations, int(r.End.Sub(r.Start).Seconds()))
+		}
+	}
+	if !next.IsZero() {
+		m.OlderRuns = "/jobs/" + url.PathEscape(j.ID) + "?pk=" + url.QueryEscape(next.NextPartitionKey) + "&rk=" + url.QueryEscape(next.NextRowKey)
+	}
+	return render(c, http.StatusOK, views.JobPage(m))
+}
+
+// heat lays a week of slot results out as days by hours, in UTC.
+func heat(results []jobs.SlotResult, now time.Time) []views.HeatDay {
+	days := make([]views.HeatDay, 7)
+	today := now.UTC().Truncate(24 * time.Hour)
+	for i := range days {
+		days[i].Label = today.AddDate(0, 0, i-6).Format("Mon 2 Jan")
+	}
+	best := make([][24]int, 7)
+	for _, r := range results {
+		d := 6 - int(today.Sub(r.At.UTC().Truncate(24*time.Hour))/(24*time.Hour))
+		if d < 0 || d > 6 {
+			continue
+		}
+		h := r.At.UTC().Hour()
+		if cur := days[d].Hours[h]; cur == "" || worse[r.Status] > best[d][h] {
+			days[d].Hours[h], best[d][h] = r.Status.String(), worse[r.Status]
+		}
+	}
+	return days
+}

@@ -194,7 +194,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
-		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, Links: signer, Outbox: store.Outbox,
+		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, FunctionRunner: router, Links: signer, Outbox: store.Outbox,
 		JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
 		Now:   now,

@@ -39,12 +39,15 @@ type Settings struct {
 	RetryDelay, MaxRetryDelay time.Duration
 	// Transport replaces the HTTP transport (the SDK's fake servers in tests).
 	Transport policy.Transporter
+	// HTTPClient calls function hosts' admin APIs. Default: a client with a 30 s timeout.
+	HTTPClient *http.Client
 }
 
 // Switch is a circuit.Switch for apps in Azure.
 type Switch struct {
 	cred azcore.TokenCredential
 	opts *arm.ClientOptions
+	http *http.Client
 
 	mu      sync.Mutex
 	clients map[string]*armappservice.WebAppsClient // by subscription
@@ -75,7 +78,11 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 	if s.Transport != nil {
 		opts.Transport = s.Transport
 	}
-	return &Switch{cred: cred, opts: opts, clients: map[string]*armappservice.WebAppsClient{}}
+	hc := s.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	return &Switch{cred: cred, opts: opts, http: hc, clients: map[string]*armappservice.WebAppsClient{}}
 }
 
 func (s *Switch) client(app circuit.App) (*armappservice.WebAppsClient, error) {

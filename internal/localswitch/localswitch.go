@@ -160,3 +160,22 @@ func DisabledFunctions(path string) (map[string]bool, error) {
 	}
 	return out, nil
 }
+
+// HostPort is the port Core Tools listens on for the app: Host.LocalHttpPort
+// in the file, 7071 by default.
+func HostPort(path string) (int, error) {
+	doc, _, err := read(path)
+	if err != nil {
+		return 0, err
+	}
+	var host struct{ LocalHttpPort int }
+	if raw, ok := doc["Host"]; ok {
+		if err := json.Unmarshal(raw, &host); err != nil {
+			return 0, fmt.Errorf("localswitch: %s: Host must be an object: %w", path, err)
+		}
+	}
+	if host.LocalHttpPort == 0 {
+		return 7071, nil
+	}
+	return host.LocalHttpPort, nil
+}

@@ -7,7 +7,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 
+	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/localswitch"
 )
@@ -71,8 +73,28 @@ func (r Router) Functions(ctx context.Context, app circuit.App) ([]string, error
 	return nil, nil
 }
 
+// runner is a switch that can also run a function once, now.
+type runner interface {
+	Run(ctx context.Context, app circuit.App, function string) error
+}
+
+// Run starts a function once through its host's admin API.
+func (r Router) Run(ctx context.Context, app circuit.App, function string) error {
+	sw, err := r.pick(app)
+	if err != nil {
+		return err
+	}
+	rn, ok := sw.(runner)
+	if !ok {
+		return fmt.Errorf("switches: app %s's switch cannot run functions", app.ID)
+	}
+	return rn.Run(ctx, app, function)
+}
+
 // Local edits each app's local.settings.json.
-type Local struct{}
+type Local struct {
+	HTTPClient *http.Client // for Run; nil: http.DefaultClient
+}
 
 func (Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, error) {
 	return localswitch.DisabledFunctions(app.LocalSettings)
@@ -80,4 +102,14 @@ func (Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, erro
 
 func (Local) SetDisabled(_ context.Context, app circuit.App, function string, disabled bool) error {
 	return localswitch.SetDisabled(app.LocalSettings, function, disabled)
+}
+
+// Run calls Core Tools' admin API on this machine, at the port the app's
+// local.settings.json gives (Host.LocalHttpPort, 7071 by default).
+func (l Local) Run(ctx context.Context, app circuit.App, function string) error {
+	port, err := localswitch.HostPort(app.LocalSettings)
+	if err != nil {
+		return err
+	}
+	return armswitch.PostAdmin(ctx, l.HTTPClient, fmt.Sprintf("http://127.0.0.1:%d", port), function, "")
 }

@@ -95,6 +95,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	if j.AppID != "" {
 		m.App = appName(apps, j.AppID)
 	}
+	m.CanRun = canAct(c) && j.AppID != "" && j.Function != "" && s.FunctionRunner != nil
 	if j.MaxDuration > 0 {
 		m.MaxRun = shortDuration(j.MaxDuration)
 	}

@@ -43,6 +43,7 @@ var flashes = map[string]views.Flash{
 	"saved":      {Kind: "success", Text: "Settings saved."},
 	"deleted":    {Kind: "success", Text: "Circuit deleted."},
 	"resent":     {Kind: "success", Text: "The mail is queued again."},
+	"ran":        {Kind: "success", Text: "The function was started; its run shows here when it pings."},
 	"overridden": {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
 }
 

@@ -87,6 +87,7 @@ func (s *Server) routes() {
 	viewer.GET("/circuits/:app/:function", s.circuitShow)
 	viewer.GET("/jobs", s.jobList)
 	viewer.GET("/jobs/:id", s.jobShow)
+	viewer.POST("/jobs/:id/run", s.jobRun, s.require(auth.RoleOperator))
 	viewer.GET("/locks", s.lockList)
 	viewer.GET("/audit", s.auditList)
 	viewer.GET("/apps", s.appList)

@@ -46,6 +46,9 @@ type (
 		Update(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Delete(ctx context.Context, appID, function, actor string) error
 	}
+	functionRunner interface {
+		Run(ctx context.Context, app circuit.App, function string) error
+	}
 	functionLister interface {
 		Functions(ctx context.Context, app circuit.App) ([]string, error)
 	}
@@ -126,6 +129,8 @@ type Deps struct {
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
+	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
+	FunctionRunner functionRunner
 	Status         statusReader
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.

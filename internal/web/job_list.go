@@ -27,5 +27,5 @@ func (s *Server) jobList(c echo.Context) error {
 		}
 		weeks[j.ID] = w
 	}
-	return render(c, http.StatusOK, views.JobsPage(views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js, weeks)}))
+	return render(c, http.StatusOK, views.JobsPage(views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js, weeks), CanCreate: canAct(c)}))
 }

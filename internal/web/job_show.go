@@ -96,6 +96,7 @@ func (s *Server) jobShow(c echo.Context) error {
 		m.App = appName(apps, j.AppID)
 	}
 	m.CanRun = canAct(c) && j.AppID != "" && j.Function != "" && s.FunctionRunner != nil
+	m.CanEdit = canAct(c)
 	if j.MaxDuration > 0 {
 		m.MaxRun = shortDuration(j.MaxDuration)
 	}

@@ -2,8 +2,10 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
@@ -33,4 +35,49 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 		t.Error("a job with many runs offers no older page")
 	}
 	wantStatus(t, b.get("/jobs/00000000-0000-4000-8000-000000000000"), http.StatusNotFound)
+}
+
+func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
+	srv, _ := seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/jobs/new")); return v }
+	bad := b.post("/jobs/new", form(url.Values{"name": {"Backup"}, "schedule": {"61 * * * *"}, "time_zone": {"UTC"}, "grace": {"-5m"}, "do": {"save"}}))
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	for _, want := range []string{"minute field", "cannot be negative"} {
+		if !strings.Contains(bad.body, want) {
+			t.Errorf("the form does not say %q", want)
+		}
+	}
+	badZone := b.post("/jobs/new", form(url.Values{"name": {"Backup"}, "schedule": {"0 1 * * *"}, "time_zone": {"Atlantis"}, "do": {"save"}}))
+	wantStatus(t, badZone, http.StatusUnprocessableEntity)
+	if !strings.Contains(badZone.body, "unknown time zone") {
+		t.Error("an unknown zone is not explained")
+	}
+
+	preview := b.post("/jobs/new", form(url.Values{"name": {"Backup"}, "schedule": {"0 0 1 * * *"}, "time_zone": {"Tokyo Standard Time"}, "grace": {"10m"}, "do": {"preview"}}))
+	wantStatus(t, preview, http.StatusOK)
+	if strings.Count(preview.body, "<li>") != 5 || !strings.Contains(preview.body, "01:00:00 JST") || !strings.Contains(preview.body, "(16:00 UTC)") {
+		t.Errorf("preview does not list five runs at 01:00 Tokyo:\n%s", preview.body)
+	}
+	if jobs, _ := srv.App.Store.Jobs.List(t.Context()); len(jobs) != 3 {
+		t.Errorf("a preview saved the job (%d jobs)", len(jobs))
+	}
+
+	saved := b.post("/jobs/new", form(url.Values{"name": {"Backup"}, "schedule": {"0 0 1 * * *"}, "time_zone": {"Tokyo Standard Time"}, "grace": {"10m"},
+		"max_duration": {"1h"}, "slug": {"backup"}, "app": {"orders-demo"}, "function": {"Backup"}, "do": {"save"}}))
+	wantStatus(t, saved, http.StatusSeeOther)
+	loc := saved.Header.Get("Location")
+	page := b.get(loc)
+	wantStatus(t, page, http.StatusOK)
+	if !strings.Contains(page.body, "Backup") || !strings.Contains(page.body, "grace 10m") || !strings.Contains(page.body, "runs at most 1h") {
+		t.Errorf("the new job's page: %s", page.body)
+	}
+	edit := b.post(loc+"/edit", form(url.Values{"name": {"Backup"}, "schedule": {"every 6h"}, "time_zone": {"UTC"}, "grace": {"15m"}, "paused": {"on"}, "do": {"save"}}))
+	wantStatus(t, edit, http.StatusSeeOther)
+	id := strings.TrimPrefix(loc, "/jobs/")
+	j, err := srv.App.Store.Jobs.Get(t.Context(), id)
+	if err != nil || j.Schedule != "every 6h" || !j.Paused || j.Grace != 15*time.Minute || j.CreatedAt.IsZero() {
+		t.Errorf("after edit: %+v (err %v)", j, err)
+	}
 }

@@ -63,6 +63,7 @@ type (
 		Get(ctx context.Context, id string) (jobs.Job, error)
 		BySlug(ctx context.Context, slug string) (jobs.Job, error)
 		Touch(ctx context.Context, id string, at time.Time, status *jobs.Status) error
+		Put(ctx context.Context, j jobs.Job) error
 	}
 	runStore interface {
 		Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error

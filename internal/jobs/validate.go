@@ -1,0 +1,98 @@
+package jobs
+
+import (
+	"crypto/rand"
+	"fmt"
+	"net/mail"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// FieldError is one problem with one field of a job.
+type FieldError struct{ Field, Message string }
+
+// ValidationError lists the problems, one per field at most.
+type ValidationError []FieldError
+
+func (v ValidationError) Error() string {
+	parts := make([]string, len(v))
+	for i, f := range v {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "jobs: " + strings.Join(parts, "; ")
+}
+
+var (
+	slugPattern     = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+	functionPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+)
+
+// Validate checks a job's settings, one message per field.
+func (j Job) Validate() error {
+	var v ValidationError
+	add := func(field, format string, args ...any) {
+		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
+	}
+	if n := strings.TrimSpace(j.Name); n == "" || len(n) > 100 {
+		add("name", "give the job a name of 1 to 100 characters")
+	}
+	if j.Slug != "" && !slugPattern.MatchString(j.Slug) {
+		add("slug", "must be lower-case letters, digits and dashes, such as nightly-sales")
+	}
+	if _, err := LoadZone(j.TimeZone); err != nil {
+		add("time_zone", "%v", strings.TrimPrefix(err.Error(), "jobs: "))
+	} else if _, err := j.ParseSchedule(); err != nil {
+		add("schedule", "%v", strings.TrimPrefix(err.Error(), "jobs: "))
+	}
+	switch {
+	case j.Grace < 0:
+		add("grace", "cannot be negative")
+	case j.Grace > 7*24*time.Hour:
+		add("grace", "must be at most 168h")
+	}
+	if j.MaxDuration < 0 {
+		add("max_duration", "cannot be negative (0 means no limit)")
+	}
+	if j.Function != "" && !functionPattern.MatchString(j.Function) {
+		add("function", "must be a function name: a letter, then letters, digits, _ or -")
+	}
+	if j.Function != "" && j.AppID == "" {
+		add("app", "choose the function app the function runs in")
+	}
+	for _, r := range j.Recipients {
+		if a, err := mail.ParseAddress(r); err != nil || a.Address != r {
+			add("recipients", "%q is not an e-mail address", r)
+			break
+		}
+	}
+	if len(v) > 0 {
+		return v
+	}
+	return nil
+}
+
+// NextRuns previews the next n slots after now.
+func (j Job) NextRuns(now time.Time, n int) ([]time.Time, error) {
+	s, err := j.ParseSchedule()
+	if err != nil {
+		return nil, err
+	}
+	var out []time.Time
+	for span := 24 * time.Hour; len(out) < n && span <= 5000*24*time.Hour; span *= 4 {
+		out = s.Slots(now.Add(time.Second), now.Add(span))
+	}
+	if len(out) > n {
+		out = out[:n]
+	}
+	return out, nil
+}
+
+// NewID makes a job id: a random UUID, as in ping URLs.
+func NewID() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}

@@ -1,0 +1,141 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// jobNew shows the form for a new job.
+func (s *Server) jobNew(c echo.Context) error {
+	return s.renderJobForm(c, http.StatusOK, views.JobForm{Schedule: "0 0 1 * * *", TimeZone: "UTC", Grace: "5m"}, "")
+}
+
+// jobEdit shows a job's settings.
+func (s *Server) jobEdit(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
+		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Paused: j.Paused}
+	if j.MaxDuration > 0 {
+		m.MaxDuration = shortDuration(j.MaxDuration)
+	}
+	return s.renderJobForm(c, http.StatusOK, m, j.ID)
+}
+
+// jobSave creates or updates a job, or only previews its next runs.
+func (s *Server) jobSave(c echo.Context) error {
+	id := c.Param("id")
+	var existing jobs.Job
+	if id != "" {
+		j, err := s.jobOf(c)
+		if err != nil {
+			return err
+		}
+		existing = j
+	}
+	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
+	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
+		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Paused: c.FormValue("paused") == "on"}
+	j := existing
+	if id == "" {
+		j = jobs.Job{ID: jobs.NewID(), CreatedAt: s.Now(), Status: jobs.New}
+	}
+	j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone, j.Paused = m.Name, m.Slug, m.App, m.Function, m.Schedule, m.TimeZone, m.Paused
+	j.Recipients = nil
+	for _, r := range strings.Split(m.Recipients, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			j.Recipients = append(j.Recipients, r)
+		}
+	}
+	problems := map[string]string{}
+	var err error
+	if j.Grace, err = optionalDuration(m.Grace); err != nil {
+		problems["grace"] = "must be a duration such as 5m"
+	}
+	if j.MaxDuration, err = optionalDuration(m.MaxDuration); err != nil {
+		problems["max_duration"] = "must be a duration such as 30m, or empty"
+	}
+	var ve jobs.ValidationError
+	if err := j.Validate(); errors.As(err, &ve) {
+		for _, f := range ve {
+			if _, seen := problems[f.Field]; !seen {
+				problems[f.Field] = f.Message
+			}
+		}
+	}
+	if j.AppID != "" && problems["app"] == "" {
+		if _, err := s.AppStore.Get(c.Request().Context(), j.AppID); errors.Is(err, storage.ErrNoApp) {
+			problems["app"] = "there is no such function app"
+		}
+	}
+	if len(problems) > 0 {
+		m.Errors = problems
+		return s.renderJobForm(c, http.StatusUnprocessableEntity, m, id)
+	}
+	if c.FormValue("do") == "preview" {
+		m.Preview, _ = j.NextRuns(s.Now(), 5)
+		if loc, err := jobs.LoadZone(j.TimeZone); err == nil {
+			for i := range m.Preview {
+				m.Preview[i] = m.Preview[i].In(loc)
+			}
+		}
+		return s.renderJobForm(c, http.StatusOK, m, id)
+	}
+	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	action := "created job"
+	if id != "" {
+		action = "changed job"
+	}
+	ctx, cancel := detached(c)
+	defer cancel()
+	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+		return err
+	}
+	s.setFlash(c, "saved")
+	return c.Redirect(http.StatusSeeOther, "/jobs/"+j.ID)
+}
+
+func optionalDuration(s string) (time.Duration, error) {
+	if s == "" {
+		return 0, nil
+	}
+	return time.ParseDuration(s)
+}
+
+func (s *Server) jobOf(c echo.Context) (jobs.Job, error) {
+	j, err := s.JobStore.Get(c.Request().Context(), c.Param("id"))
+	if errors.Is(err, storage.ErrNoJob) {
+		return j, echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
+	}
+	return j, err
+}
+
+func (s *Server) renderJobForm(c echo.Context, status int, m views.JobForm, id string) error {
+	apps, err := s.Apps.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	for _, a := range apps {
+		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
+	}
+	if id == "" {
+		m.Page, m.Action, m.Cancel = s.page(c, "New job", "jobs"), "/jobs/new", "/jobs"
+	} else {
+		m.Page, m.Action, m.Cancel = s.page(c, "Settings of "+m.Name, "jobs"), "/jobs/"+id+"/edit", "/jobs/"+id
+	}
+	return render(c, status, views.JobFormPage(m))
+}

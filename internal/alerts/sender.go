@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -83,6 +84,14 @@ type Composer interface {
 	Compose(m Message, c circuit.Circuit, app circuit.App) (Mail, error)
 }
 
+// JobMailer writes mail about jobs (messages whose Circuit is "job:<id>").
+type JobMailer interface {
+	ComposeJob(ctx context.Context, m Message) (Mail, error)
+}
+
+// JobPrefix marks outbox messages about jobs rather than circuits.
+const JobPrefix = "job:"
+
 // SenderSettings tune the sender. Zero values take the defaults.
 type SenderSettings struct {
 	Interval       time.Duration // between passes; default 1s
@@ -95,6 +104,8 @@ type SenderSettings struct {
 	MailableWithin time.Duration // episodes older than this get no first mail; default 24h
 	Clock          clock.Clock
 	Logger         *slog.Logger
+	// Jobs writes mail about jobs; nil leaves such messages undelivered.
+	Jobs JobMailer
 }
 
 // Sender sweeps circuits for owed mail and delivers the outbox. Run it
@@ -228,6 +239,12 @@ func Owed(c circuit.Circuit, now time.Time, remindEvery time.Duration, maxRemind
 }
 
 func (s *Sender) deliver(ctx context.Context, f lease.Fence, m Message, circuits map[string]circuit.Circuit, apps map[string]circuit.App, now time.Time) error {
+	if strings.HasPrefix(m.Circuit, JobPrefix) {
+		if s.s.Jobs == nil {
+			return nil
+		}
+		return s.send(ctx, f, m, func() (Mail, error) { return s.s.Jobs.ComposeJob(ctx, m) }, now)
+	}
 	c, ok := circuits[m.Circuit]
 	if !ok || c.Episode != m.Episode {
 		// The episode is over (or the circuit gone): an opening mail or a
@@ -236,12 +253,17 @@ func (s *Sender) deliver(ctx context.Context, f lease.Fence, m Message, circuits
 		_, err := s.outbox.Update(ctx, f, m)
 		return ignoreConflict(err)
 	}
+	return s.send(ctx, f, m, func() (Mail, error) { return s.composer.Compose(m, c, apps[c.AppID]) }, now)
+}
+
+// send claims a message, composes and sends it, and records the outcome.
+func (s *Sender) send(ctx context.Context, f lease.Fence, m Message, compose func() (Mail, error), now time.Time) error {
 	m.State, m.ClaimedAt, m.Attempts = Sending, now, m.Attempts+1
 	claimed, err := s.outbox.Update(ctx, f, m)
 	if err != nil {
 		return ignoreConflict(err) // someone else has it
 	}
-	mail, err := s.composer.Compose(claimed, c, apps[c.AppID])
+	mail, err := compose()
 	if err == nil {
 		err = s.mailer.Send(ctx, mail)
 	}

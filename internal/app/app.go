@@ -207,6 +207,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	})
 	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
+	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
 	if cfg.Mail.Host != "" {
 		reminders := cfg.Mail.MaxReminders
 		if reminders == 0 {
@@ -215,7 +216,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store},
 			mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From},
 			mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now},
-			alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger})
+			alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
+				Jobs: mailer.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}})
 	} else {
 		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open")
 	}

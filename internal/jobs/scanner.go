@@ -17,9 +17,14 @@ type ScannerStore interface {
 	SetStatus(ctx context.Context, f lease.Fence, id string, st Status) error
 }
 
+// Notifier is told when a job's status changes, to mail its recipients.
+type Notifier func(ctx context.Context, j Job, from, to Status, at time.Time) error
+
 // Scanner recomputes every job's status from its schedule and runs. Run it
 // under a lease.
 type Scanner struct {
+	// Notify, when set, is told about each change of status.
+	Notify   Notifier
 	store    ScannerStore
 	clock    clock.Clock
 	log      *slog.Logger
@@ -74,6 +79,11 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 				continue
 			}
 			s.log.Info("job status changed", "job", j.Name, "from", j.Status.String(), "to", st.String())
+			if s.Notify != nil {
+				if err := s.Notify(ctx, j, j.Status, st, now); err != nil {
+					errs = append(errs, err)
+				}
+			}
 		}
 	}
 	return errors.Join(errs...)

@@ -7,23 +7,29 @@ func StatusOf(j Job, results []SlotResult, everRan bool, now time.Time) Status {
 	if j.Paused {
 		return Paused
 	}
+	due := false // the latest slot is due and within its grace
 	for i := len(results) - 1; i >= 0; i-- {
 		r := results[i]
 		switch r.Status {
 		case SlotPending:
 			if !now.Before(r.At) {
-				return Late // due, within its grace
+				due = true
 			}
-			continue // not due yet
+			continue // a slot still in its grace says nothing yet
 		case SlotMissed:
 			return Missing
 		case SlotFailed, SlotOverran:
 			return Failing
-		default: // ok, late, running, overlapping
-			return Up
 		}
+		if due {
+			return Late // the previous slot went well; this one is on its way
+		}
+		return Up // ok, late, running, overlapping
 	}
-	if everRan {
+	switch {
+	case due:
+		return Late
+	case everRan:
 		return Up
 	}
 	return New

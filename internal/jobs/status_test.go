@@ -25,6 +25,7 @@ func TestStatusOf(t *testing.T) {
 		{"last slot failed", jobs.Job{}, []jobs.SlotResult{r(0, jobs.SlotFailed)}, true, jobs.Failing},
 		{"overran counts as failing", jobs.Job{}, []jobs.SlotResult{r(0, jobs.SlotOverran)}, true, jobs.Failing},
 		{"due within grace is late", jobs.Job{}, []jobs.SlotResult{r(-time.Hour, jobs.SlotOK), r(0, jobs.SlotPending)}, true, jobs.Late},
+		{"due within grace after a missed slot is still missing", jobs.Job{}, []jobs.SlotResult{r(-time.Hour, jobs.SlotMissed), r(0, jobs.SlotPending)}, true, jobs.Missing},
 		{"a future slot looks past itself", jobs.Job{}, []jobs.SlotResult{r(-time.Hour, jobs.SlotOK), r(time.Hour, jobs.SlotPending)}, true, jobs.Up},
 		{"late but done is up", jobs.Job{}, []jobs.SlotResult{r(0, jobs.SlotLate)}, true, jobs.Up},
 	}

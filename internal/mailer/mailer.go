@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html/template"
 	"net/url"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -133,4 +135,35 @@ func (s SMTP) Send(ctx context.Context, m alerts.Mail) error {
 		return fmt.Errorf("mailer: %w", err)
 	}
 	return nil
+}
+
+// JobComposer writes the mails about jobs.
+type JobComposer struct {
+	Jobs interface {
+		Get(ctx context.Context, id string) (jobs.Job, error)
+	}
+	BaseURL *url.URL
+}
+
+// ComposeJob writes one mail about a job's change of status.
+func (c JobComposer) ComposeJob(ctx context.Context, m alerts.Message) (alerts.Mail, error) {
+	j, err := c.Jobs.Get(ctx, strings.TrimPrefix(m.Circuit, alerts.JobPrefix))
+	if err != nil {
+		return alerts.Mail{}, fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
+	}
+	link := strings.TrimRight(c.BaseURL.String(), "/") + "/jobs/" + url.PathEscape(j.ID)
+	var subject, what string
+	switch m.Kind {
+	case alerts.KindJobMissing:
+		subject, what = "[Fusebox] Job "+j.Name+" is missing", "An expected run of "+j.Name+" did not come within its grace period."
+	case alerts.KindJobFailing:
+		subject, what = "[Fusebox] Job "+j.Name+" is failing", "The last run of "+j.Name+" failed or ran too long."
+	default:
+		subject, what = "[Fusebox] Job "+j.Name+" recovered", j.Name+" ran as expected again."
+	}
+	text := fmt.Sprintf("%s\n\nSchedule: %s (%s)\nSince:    %s\n\nThe job's slots, gaps and runs, with Run now for missed slots:\n\n  %s\n",
+		what, j.Schedule, j.TimeZone, time.Unix(m.Episode, 0).UTC().Format("Mon 2 Jan 2006 15:04 MST"), link)
+	html := fmt.Sprintf(`<!DOCTYPE html><html lang="en"><body style="font-family: system-ui, sans-serif; color: #1d2330; max-width: 36rem;"><h1 style="font-size: 1.3rem;">%s</h1><p>%s</p><p>Schedule: <code>%s</code> (%s)</p><p><a href="%s">See the job's slots, gaps and runs</a></p></body></html>`,
+		template.HTMLEscapeString(subject), template.HTMLEscapeString(what), template.HTMLEscapeString(j.Schedule), template.HTMLEscapeString(j.TimeZone), template.HTMLEscapeString(link))
+	return alerts.Mail{To: m.To, Subject: subject, Text: text, HTML: html, MessageID: fmt.Sprintf("<%x@fusebox>", []byte(m.ID))}, nil
 }

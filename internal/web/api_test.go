@@ -109,3 +109,72 @@ func TestAPIRefusesStrangers(t *testing.T) {
 	req.Header.Set("X-CSRF-Token", b.csrf("/"))
 	wantStatus(t, b.do(req), http.StatusOK)
 }
+
+func TestAPIJobs(t *testing.T) {
+	_, op, viewer := apiServer(t)
+	list := viewer.call(http.MethodGet, "/api/v1/jobs", "")
+	wantStatus(t, list, http.StatusOK)
+	var got struct {
+		Jobs []struct {
+			ID, Name, Status string
+			Success7d        *float64 `json:"success_7d"`
+			NextRunAt        *string  `json:"next_run_at"`
+		}
+	}
+	if err := json.Unmarshal([]byte(list.body), &got); err != nil || len(got.Jobs) != 3 {
+		t.Fatalf("list: %v %s", err, list.body)
+	}
+	for _, j := range got.Jobs {
+		if j.Success7d == nil || j.NextRunAt == nil {
+			t.Errorf("%s lacks success_7d or next_run_at", j.Name)
+		}
+	}
+	show := viewer.call(http.MethodGet, "/api/v1/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", "")
+	wantStatus(t, show, http.StatusOK)
+	if !strings.Contains(show.body, `"status":"missed"`) || !strings.Contains(show.body, `"status":"failed"`) {
+		t.Errorf("gaps missing: %s", show.body)
+	}
+
+	page1 := viewer.call(http.MethodGet, "/api/v1/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/runs?limit=10", "")
+	wantStatus(t, page1, http.StatusOK)
+	var p1 struct {
+		Runs       []struct{ Start string }
+		NextCursor string `json:"next_cursor"`
+	}
+	json.Unmarshal([]byte(page1.body), &p1)
+	if len(p1.Runs) != 10 || p1.NextCursor == "" {
+		t.Fatalf("first page: %d runs, cursor %q", len(p1.Runs), p1.NextCursor)
+	}
+	page2 := viewer.call(http.MethodGet, "/api/v1/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/runs?limit=10&cursor="+p1.NextCursor, "")
+	var p2 struct{ Runs []struct{ Start string } }
+	json.Unmarshal([]byte(page2.body), &p2)
+	if len(p2.Runs) != 10 || p2.Runs[0].Start >= p1.Runs[9].Start {
+		t.Errorf("the second page does not continue the first: %v after %v", p2.Runs[0].Start, p1.Runs[9].Start)
+	}
+	wantStatus(t, viewer.call(http.MethodGet, "/api/v1/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03/runs?cursor=garbage", ""), http.StatusBadRequest)
+
+	body := `{"name": "Hourly export", "schedule": "0 * * * *", "time_zone": "Europe/Berlin", "grace": "5m"}`
+	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/jobs", body), http.StatusForbidden)
+	bad := op.call(http.MethodPost, "/api/v1/jobs", `{"name": "", "schedule": "0 * * *", "time_zone": "Europe/Berlin", "grace": "soon"}`)
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	for _, f := range []string{`"name"`, `"schedule"`, `"grace"`} {
+		if !strings.Contains(bad.body, f) {
+			t.Errorf("no message for %s: %s", f, bad.body)
+		}
+	}
+	created := op.call(http.MethodPost, "/api/v1/jobs", body)
+	wantStatus(t, created, http.StatusCreated)
+	var job struct {
+		ID      string
+		PingURL string `json:"ping_url"`
+	}
+	json.Unmarshal([]byte(created.body), &job)
+	if job.ID == "" || !strings.HasSuffix(job.PingURL, "/ping/"+job.ID) {
+		t.Errorf("created: %s", created.body)
+	}
+	upd := op.call(http.MethodPut, "/api/v1/jobs/"+job.ID, `{"name": "Hourly export", "schedule": "30 * * * *", "time_zone": "UTC", "grace": "2m", "paused": true}`)
+	wantStatus(t, upd, http.StatusOK)
+	if !strings.Contains(upd.body, `"paused":true`) || !strings.Contains(upd.body, `"schedule":"30 * * * *"`) {
+		t.Errorf("update: %s", upd.body)
+	}
+}

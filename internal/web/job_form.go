@@ -47,38 +47,18 @@ func (s *Server) jobSave(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
 		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Paused: c.FormValue("paused") == "on"}
-	j := existing
-	if id == "" {
-		j = jobs.Job{ID: jobs.NewID(), CreatedAt: s.Now(), Status: jobs.New}
-	}
-	j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone, j.Paused = m.Name, m.Slug, m.App, m.Function, m.Schedule, m.TimeZone, m.Paused
-	j.Recipients = nil
+	in := jobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
+		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused}
 	for _, r := range strings.Split(m.Recipients, ",") {
 		if r = strings.TrimSpace(r); r != "" {
-			j.Recipients = append(j.Recipients, r)
+			in.Recipients = append(in.Recipients, r)
 		}
 	}
-	problems := map[string]string{}
-	var err error
-	if j.Grace, err = optionalDuration(m.Grace); err != nil {
-		problems["grace"] = "must be a duration such as 5m"
+	var ex *jobs.Job
+	if id != "" {
+		ex = &existing
 	}
-	if j.MaxDuration, err = optionalDuration(m.MaxDuration); err != nil {
-		problems["max_duration"] = "must be a duration such as 30m, or empty"
-	}
-	var ve jobs.ValidationError
-	if err := j.Validate(); errors.As(err, &ve) {
-		for _, f := range ve {
-			if _, seen := problems[f.Field]; !seen {
-				problems[f.Field] = f.Message
-			}
-		}
-	}
-	if j.AppID != "" && problems["app"] == "" {
-		if _, err := s.AppStore.Get(c.Request().Context(), j.AppID); errors.Is(err, storage.ErrNoApp) {
-			problems["app"] = "there is no such function app"
-		}
-	}
+	j, problems := s.buildJob(c, ex, in)
 	if len(problems) > 0 {
 		m.Errors = problems
 		return s.renderJobForm(c, http.StatusUnprocessableEntity, m, id)
@@ -107,6 +87,53 @@ func (s *Server) jobSave(c echo.Context) error {
 	}
 	s.setFlash(c, "saved")
 	return c.Redirect(http.StatusSeeOther, "/jobs/"+j.ID)
+}
+
+// jobInput is a job's settings as people and scripts send them.
+type jobInput struct {
+	Name        string   `json:"name"`
+	Slug        string   `json:"slug"`
+	App         string   `json:"app"`
+	Function    string   `json:"function"`
+	Schedule    string   `json:"schedule"`
+	TimeZone    string   `json:"time_zone"`
+	Grace       string   `json:"grace"`        // a duration such as "5m"
+	MaxDuration string   `json:"max_duration"` // "" for no limit
+	Recipients  []string `json:"recipients"`
+	Paused      bool     `json:"paused"`
+}
+
+// buildJob applies input to an existing job (or a new one) and checks it,
+// returning a message per field that is wrong.
+func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs.Job, map[string]string) {
+	j := jobs.Job{ID: jobs.NewID(), CreatedAt: s.Now(), Status: jobs.New}
+	if existing != nil {
+		j = *existing
+	}
+	j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone, j.Paused = in.Name, in.Slug, in.App, in.Function, in.Schedule, in.TimeZone, in.Paused
+	j.Recipients = in.Recipients
+	problems := map[string]string{}
+	var err error
+	if j.Grace, err = optionalDuration(in.Grace); err != nil {
+		problems["grace"] = "must be a duration such as 5m"
+	}
+	if j.MaxDuration, err = optionalDuration(in.MaxDuration); err != nil {
+		problems["max_duration"] = "must be a duration such as 30m, or empty"
+	}
+	var ve jobs.ValidationError
+	if err := j.Validate(); errors.As(err, &ve) {
+		for _, f := range ve {
+			if _, seen := problems[f.Field]; !seen {
+				problems[f.Field] = f.Message
+			}
+		}
+	}
+	if j.AppID != "" && problems["app"] == "" {
+		if _, err := s.AppStore.Get(c.Request().Context(), j.AppID); errors.Is(err, storage.ErrNoApp) {
+			problems["app"] = "there is no such function app"
+		}
+	}
+	return j, problems
 }
 
 func optionalDuration(s string) (time.Duration, error) {

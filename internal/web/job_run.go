@@ -43,6 +43,9 @@ func (s *Server) jobRun(c echo.Context) error {
 		Detail: j.Function + " in " + j.AppID + " for the slot of " + slot}); err != nil {
 		return err
 	}
+	if isAPI(c) {
+		return c.JSON(http.StatusAccepted, map[string]string{"status": "started", "function": j.Function, "app": j.AppID})
+	}
 	s.setFlash(c, "ran")
 	return c.Redirect(http.StatusSeeOther, "/jobs/"+j.ID)
 }

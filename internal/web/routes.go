@@ -52,6 +52,12 @@ func (s *Server) routes() {
 	api.DELETE("/circuits/:app/:function", s.apiCircuitDelete, apiOperator)
 	api.POST("/circuits/:app/:function/trip", s.apiCircuitAction("trip"), apiOperator)
 	api.POST("/circuits/:app/:function/resume", s.apiCircuitAction("resume"), apiOperator)
+	api.GET("/jobs", s.apiJobList)
+	api.POST("/jobs", s.apiJobSave, apiOperator)
+	api.GET("/jobs/:id", s.apiJobShow)
+	api.PUT("/jobs/:id", s.apiJobSave, apiOperator)
+	api.GET("/jobs/:id/runs", s.apiJobRuns)
+	api.POST("/jobs/:id/run", s.jobRun, apiOperator)
 
 	// Pages for people: signed in or not, every form is CSRF-checked.
 	web := e.Group("", s.csrf, s.loadPrincipal)

@@ -1,0 +1,184 @@
+package web
+
+import (
+	"encoding/base64"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+type jobJSON struct {
+	ID                 string     `json:"id"`
+	Name               string     `json:"name"`
+	Slug               string     `json:"slug,omitempty"`
+	App                string     `json:"app,omitempty"`
+	Function           string     `json:"function,omitempty"`
+	Schedule           string     `json:"schedule"`
+	TimeZone           string     `json:"time_zone"`
+	GraceSeconds       int        `json:"grace_seconds"`
+	MaxDurationSeconds int        `json:"max_duration_seconds"`
+	Recipients         []string   `json:"recipients"`
+	Paused             bool       `json:"paused"`
+	Status             string     `json:"status"`
+	LastRunAt          *time.Time `json:"last_run_at,omitempty"`
+	NextRunAt          *time.Time `json:"next_run_at,omitempty"`
+	Success7d          *float64   `json:"success_7d,omitempty"`
+	PingURL            string     `json:"ping_url"`
+	Gaps               []gapJSON  `json:"gaps,omitempty"`
+}
+
+type gapJSON struct {
+	At     time.Time `json:"at"`
+	Status string    `json:"status"`
+}
+
+func (s *Server) toJobJSON(j jobs.Job, w jobWeek) jobJSON {
+	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
+		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients,
+		Paused: j.Paused, Status: j.Status.String(), PingURL: s.Config.BaseURL.String() + "/ping/" + j.ID}
+	if out.Recipients == nil {
+		out.Recipients = []string{}
+	}
+	if !j.LastRunAt.IsZero() {
+		out.LastRunAt = &j.LastRunAt
+	}
+	if !w.next.IsZero() {
+		out.NextRunAt = &w.next
+	}
+	if w.success >= 0 {
+		out.Success7d = &w.success
+	}
+	return out
+}
+
+// apiJobList lists every job with its status, next slot and 7-day success.
+func (s *Server) apiJobList(c echo.Context) error {
+	js, err := s.Jobs.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]jobJSON, 0, len(js))
+	for _, j := range js {
+		w, err := s.jobWeek(c, j)
+		if err != nil {
+			return err
+		}
+		out = append(out, s.toJobJSON(j, w))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"jobs": out})
+}
+
+// apiJobShow returns one job with the last week's gaps.
+func (s *Server) apiJobShow(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	w, err := s.jobWeek(c, j)
+	if err != nil {
+		return err
+	}
+	out := s.toJobJSON(j, w)
+	out.Gaps = []gapJSON{}
+	for _, r := range w.results {
+		switch r.Status {
+		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping:
+			out.Gaps = append(out.Gaps, gapJSON{At: r.At, Status: r.Status.String()})
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+type runJSON struct {
+	ID         string     `json:"id"`
+	State      string     `json:"state"`
+	Start      time.Time  `json:"start"`
+	End        *time.Time `json:"end,omitempty"`
+	ExitStatus *int       `json:"exit_status,omitempty"`
+	Log        string     `json:"log,omitempty"`
+}
+
+// apiJobRuns pages through a job's runs, newest first.
+func (s *Server) apiJobRuns(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	limit := 50
+	if n, err := strconv.Atoi(c.QueryParam("limit")); err == nil && n > 0 && n <= 500 {
+		limit = n
+	}
+	var from tablestore.Continuation
+	if cur := c.QueryParam("cursor"); cur != "" {
+		raw, err := base64.RawURLEncoding.DecodeString(cur)
+		if err != nil || json.Unmarshal(raw, &from) != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, "The cursor is not one this API gave out.")
+		}
+	}
+	runs, next, err := s.RunReader.Recent(c.Request().Context(), j.ID, limit, from)
+	if err != nil {
+		return err
+	}
+	out := make([]runJSON, len(runs))
+	for i, r := range runs {
+		out[i] = runJSON{ID: r.ID, State: r.State, Start: r.Start, Log: r.Log}
+		if !r.End.IsZero() {
+			end := r.End
+			out[i].End = &end
+		}
+		if r.ExitStatus >= 0 {
+			e := r.ExitStatus
+			out[i].ExitStatus = &e
+		}
+	}
+	resp := map[string]any{"runs": out}
+	if !next.IsZero() {
+		raw, _ := json.Marshal(next)
+		resp["next_cursor"] = base64.RawURLEncoding.EncodeToString(raw)
+	}
+	return c.JSON(http.StatusOK, resp)
+}
+
+// apiJobSave creates (POST) or replaces the settings of (PUT) a job.
+func (s *Server) apiJobSave(c echo.Context) error {
+	var in jobInput
+	if err := c.Bind(&in); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"name": "Nightly", "schedule": "0 0 1 * * *", "time_zone": "Asia/Tokyo", "grace": "10m"}.`)
+	}
+	var existing *jobs.Job
+	status := http.StatusCreated
+	if c.Param("id") != "" {
+		j, err := s.jobOf(c)
+		if err != nil {
+			return err
+		}
+		existing, status = &j, http.StatusOK
+	}
+	j, problems := s.buildJob(c, existing, in)
+	if len(problems) > 0 {
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the job's settings are not valid", "fields": problems})
+	}
+	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	action := "created job"
+	if existing != nil {
+		action = "changed job"
+	}
+	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+		return err
+	}
+	w, err := s.jobWeek(c, j)
+	if err != nil {
+		return err
+	}
+	return c.JSON(status, s.toJobJSON(j, w))
+}

@@ -101,9 +101,15 @@ func TestSessionsLiveInStorageAndEnd(t *testing.T) {
 		t.Error("the session token is stored in clear")
 	}
 
+	flip := func(c byte) string {
+		if c == 'A' {
+			return "B"
+		}
+		return "A"
+	}
 	for name, forged := range map[string]string{
-		"tampered token":     "A" + cookie[1:],
-		"tampered signature": cookie[:len(cookie)-2] + "AA",
+		"tampered token":     flip(cookie[0]) + cookie[1:],
+		"tampered signature": cookie[:len(cookie)-2] + flip(cookie[len(cookie)-2]) + flip(cookie[len(cookie)-1]),
 		"no signature":       token,
 		"empty":              "",
 		"not base64":         "!!!.!!!",

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -58,6 +59,8 @@ type App struct {
 	evaluator *circuit.Evaluator
 	scanner   *jobs.Scanner
 	sender    *alerts.Sender // nil when mail is off
+
+	loopsRegistered atomic.Bool
 }
 
 // OpenStorage connects to Table Storage as configured.
@@ -208,6 +211,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
+	if err := a.ensureLoopJobs(ctx); err != nil {
+		// Not migrated yet, most likely; the loops' first passes try again.
+		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
+	}
 	if cfg.Mail.Host != "" {
 		reminders := cfg.Mail.MaxReminders
 		if reminders == 0 {
@@ -279,6 +286,55 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	return g.Wait()
 }
 
+// Fusebox's own background loops are jobs too, so a loop that stops is a
+// gap on the Jobs page like any other. Their ids are fixed.
+var (
+	loopPruner  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000001", Name: "Fusebox: failure pruner", Schedule: "every 10m", Grace: 10 * time.Minute}
+	loopRollup  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000002", Name: "Fusebox: failure roll-up", Schedule: "every 30s", Grace: time.Minute}
+	loopSweeper = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000003", Name: "Fusebox: session sweeper", Schedule: "every 10m", Grace: 10 * time.Minute}
+)
+
+// ensureLoopJobs registers the loops as jobs, keeping any settings an
+// operator changed since. It runs at start and again on each loop pass
+// until it succeeds, so an instance started before migrations still
+// registers them.
+func (a *App) ensureLoopJobs(ctx context.Context) error {
+	if a.loopsRegistered.Load() {
+		return nil
+	}
+	for _, j := range []jobs.Job{loopPruner, loopRollup, loopSweeper} {
+		if _, err := a.Store.Jobs.Get(ctx, j.ID); err == nil {
+			continue
+		} else if !errors.Is(err, storage.ErrNoJob) {
+			return err
+		}
+		j.TimeZone, j.CreatedAt, j.Status = "UTC", a.now(), jobs.New
+		if err := a.Store.Jobs.Put(ctx, j); err != nil {
+			return err
+		}
+	}
+	a.loopsRegistered.Store(true)
+	return nil
+}
+
+// recordLoop reports one pass of a loop as a run of its job.
+func (a *App) recordLoop(ctx context.Context, j jobs.Job, passErr error) {
+	if err := a.ensureLoopJobs(ctx); err != nil {
+		if ctx.Err() == nil {
+			a.log.Warn("could not register Fusebox's own loops as jobs", "error", err)
+		}
+		return
+	}
+	ev := jobs.EventSuccess
+	var log []byte
+	if passErr != nil {
+		ev, log = jobs.EventFailure, []byte(passErr.Error())
+	}
+	if err := a.Store.Runs.Record(ctx, j.ID, "", ev, -1, a.now(), log); err != nil && ctx.Err() == nil {
+		a.log.Warn("could not record a loop's run", "loop", j.Name, "error", err)
+	}
+}
+
 // rollUp stores per-minute failure counts for charts every 30 seconds,
 // redoing the last two whole minutes so late rows are counted.
 func (a *App) rollUp(ctx context.Context) error {
@@ -291,6 +347,7 @@ func (a *App) rollUp(ctx context.Context) error {
 			}
 		}
 		a.Metrics.ObserveLoop("failures_rollup", a.now(), err)
+		a.recordLoop(ctx, loopRollup, err)
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("failure roll-up failed", "error", err)
 		}
@@ -308,6 +365,10 @@ func (a *App) pruneFailures(ctx context.Context) error {
 		if _, e := a.Store.Rates.DeleteBefore(ctx, a.now().Add(-8*24*time.Hour)); e != nil && err == nil {
 			err = e
 		}
+		if _, e := a.Store.Runs.DeleteBefore(ctx, a.now().Add(-35*24*time.Hour)); e != nil && err == nil {
+			err = e
+		}
+		a.recordLoop(ctx, loopPruner, err)
 		a.Metrics.ObserveLoop("failures_pruner", a.now(), err)
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("failure pruning failed", "error", err)
@@ -324,15 +385,16 @@ func (a *App) pruneFailures(ctx context.Context) error {
 // instance that holds the sweeper's lease, until ctx ends.
 func (a *App) sweepSessions(ctx context.Context) error {
 	for {
-		if err := a.clock.Sleep(ctx, 10*time.Minute); err != nil {
-			return nil
-		}
 		n, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
 		a.Metrics.ObserveLoop("session_sweeper", a.now(), err)
+		a.recordLoop(ctx, loopSweeper, err)
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("session sweep failed", "error", err)
 		} else if n > 0 {
 			a.log.Info("expired sessions removed", "count", n)
+		}
+		if err := a.clock.Sleep(ctx, 10*time.Minute); err != nil {
+			return nil
 		}
 	}
 }

@@ -72,6 +72,16 @@ type Job struct {
 	Version     string
 }
 
+// ExpectedFrom is where a look back from "from" starts for this job: no
+// earlier than just after it was created, since a job cannot be expected
+// to have run before, or at the very instant, it existed.
+func (j Job) ExpectedFrom(from time.Time) time.Time {
+	if first := j.CreatedAt.Add(time.Nanosecond); !j.CreatedAt.IsZero() && first.After(from) {
+		return first
+	}
+	return from
+}
+
 // ParseSchedule reads a job's schedule in its zone.
 func (j Job) ParseSchedule() (Schedule, error) {
 	if rest, ok := strings.CutPrefix(strings.TrimSpace(j.Schedule), "every "); ok {

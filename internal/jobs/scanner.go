@@ -97,10 +97,7 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, now time.Time) (Status, e
 	if err != nil {
 		return j.Status, err
 	}
-	from := now.Add(-s.lookback)
-	if !j.CreatedAt.IsZero() && j.CreatedAt.After(from) {
-		from = j.CreatedAt
-	}
+	from := j.ExpectedFrom(now.Add(-s.lookback))
 	runs, err := s.store.Between(ctx, j.ID, from.Add(-time.Hour), now.Add(time.Minute))
 	if err != nil {
 		return j.Status, err

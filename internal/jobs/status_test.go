@@ -38,3 +38,24 @@ func TestStatusOf(t *testing.T) {
 		t.Errorf("SuccessRate = %v, want 0.5", got)
 	}
 }
+
+// A job registered at the very instant of one of its slots (an "every"
+// schedule is anchored there) is new, not already late for that slot.
+func TestNoSlotIsExpectedAtTheInstantAJobIsCreated(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	for _, sched := range []string{"every 30s", "0 9 * * *"} {
+		j := jobs.Job{Schedule: sched, TimeZone: "UTC", CreatedAt: t0, Grace: time.Minute}
+		s, err := j.ParseSchedule()
+		if err != nil {
+			t.Fatal(err)
+		}
+		results := jobs.Scan(s.Slots(j.ExpectedFrom(t0.Add(-time.Hour)), t0.Add(time.Second)), nil, t0, jobs.Expect{Grace: j.Grace})
+		if got := jobs.StatusOf(j, results, false, t0); got != jobs.New {
+			t.Errorf("%s: a job created now is %s, want %s (slots %v)", sched, got, jobs.New, results)
+		}
+		later := t0.Add(31 * time.Second)
+		if got := j.ExpectedFrom(later.Add(-time.Hour)); !got.After(t0) || got.After(t0.Add(time.Microsecond)) {
+			t.Errorf("%s: ExpectedFrom looks back to %v, want just after creation", sched, got)
+		}
+	}
+}

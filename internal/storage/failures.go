@@ -241,48 +241,9 @@ func checkFailureRow(r failureRow) string {
 // DeleteBefore removes failure rows of minutes before t, partition by
 // partition, and returns how many it removed.
 func (f *Failures) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
-	n := 0
-	q := tablestore.Query{Filter: tablestore.Lt("PartitionKey", FailurePartition(t)), Select: []string{"PartitionKey", "RowKey"}}
-	batches := map[string]*tablestore.Batch{}
-	flush := func(pk string) error {
-		b := batches[pk]
-		delete(batches, pk)
-		if b == nil {
-			return nil
-		}
-		count := b.Len()
-		if err := b.Submit(ctx); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
-			return err
-		}
-		n += count
-		return nil
-	}
-	for row, err := range tablestore.Rows[tablestore.Meta](ctx, f.table, q) {
-		if err != nil {
-			var rowErr *tablestore.RowError
-			if errors.As(err, &rowErr) {
-				continue
-			}
-			return n, fmt.Errorf("storage: prune failures: %w", err)
-		}
-		b := batches[row.PartitionKey]
-		if b == nil {
-			b = f.table.NewBatch(row.PartitionKey)
-			batches[row.PartitionKey] = b
-		}
-		if err := b.Delete(row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil {
-			return n, err
-		}
-		if b.Len() == tablestore.MaxBatchActions {
-			if err := flush(row.PartitionKey); err != nil {
-				return n, fmt.Errorf("storage: prune failures: %w", err)
-			}
-		}
-	}
-	for pk := range batches {
-		if err := flush(pk); err != nil {
-			return n, fmt.Errorf("storage: prune failures: %w", err)
-		}
+	n, err := deleteMatching(ctx, f.table, tablestore.Lt("PartitionKey", FailurePartition(t)))
+	if err != nil {
+		return n, fmt.Errorf("storage: prune failures: %w", err)
 	}
 	return n, nil
 }

@@ -100,20 +100,9 @@ func (r *Rates) query(ctx context.Context, f tablestore.Filter) ([]MinuteCount, 
 
 // DeleteBefore removes rates of minutes before t.
 func (r *Rates) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
-	n := 0
-	q := tablestore.Query{Filter: tablestore.Lt("Minute", t), Select: []string{"PartitionKey", "RowKey"}}
-	for row, err := range tablestore.Rows[tablestore.Meta](ctx, r.table, q) {
-		if err != nil {
-			var rowErr *tablestore.RowError
-			if errors.As(err, &rowErr) {
-				continue
-			}
-			return n, fmt.Errorf("storage: prune rates: %w", err)
-		}
-		if err := r.table.Delete(ctx, row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
-			return n, fmt.Errorf("storage: prune rates: %w", err)
-		}
-		n++
+	n, err := deleteMatching(ctx, r.table, tablestore.Lt("Minute", t))
+	if err != nil {
+		return n, fmt.Errorf("storage: prune rates: %w", err)
 	}
 	return n, nil
 }

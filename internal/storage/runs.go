@@ -207,3 +207,12 @@ func (rs *Runs) Import(ctx context.Context, jobID string, runs []jobs.Run) error
 	}
 	return nil
 }
+
+// DeleteBefore removes runs that started before t, and returns how many.
+func (rs *Runs) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
+	n, err := deleteMatching(ctx, rs.table, tablestore.Lt("Start", t))
+	if err != nil {
+		return n, fmt.Errorf("storage: prune runs: %w", err)
+	}
+	return n, nil
+}

@@ -28,10 +28,7 @@ func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
 	if err != nil {
 		return jobWeek{success: -1}, nil // an unreadable schedule shows as such, not as an error page
 	}
-	from := now.Add(-7 * 24 * time.Hour)
-	if !j.CreatedAt.IsZero() && j.CreatedAt.After(from) {
-		from = j.CreatedAt
-	}
+	from := j.ExpectedFrom(now.Add(-7 * 24 * time.Hour))
 	runs, err := s.RunReader.Between(c.Request().Context(), j.ID, from.Add(-time.Hour), now.Add(time.Minute))
 	if err != nil {
 		return jobWeek{}, err

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
 )
 
 func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
@@ -55,13 +57,14 @@ func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
 		t.Error("an unknown zone is not explained")
 	}
 
+	before, _ := srv.App.Store.Jobs.List(t.Context())
 	preview := b.post("/jobs/new", form(url.Values{"name": {"Backup"}, "schedule": {"0 0 1 * * *"}, "time_zone": {"Tokyo Standard Time"}, "grace": {"10m"}, "do": {"preview"}}))
 	wantStatus(t, preview, http.StatusOK)
 	if strings.Count(preview.body, "<li>") != 5 || !strings.Contains(preview.body, "01:00:00 JST") || !strings.Contains(preview.body, "(16:00 UTC)") {
 		t.Errorf("preview does not list five runs at 01:00 Tokyo:\n%s", preview.body)
 	}
-	if jobs, _ := srv.App.Store.Jobs.List(t.Context()); len(jobs) != 3 {
-		t.Errorf("a preview saved the job (%d jobs)", len(jobs))
+	if after, _ := srv.App.Store.Jobs.List(t.Context()); len(after) != len(before) {
+		t.Errorf("a preview saved the job (%d jobs, %d before)", len(after), len(before))
 	}
 
 	saved := b.post("/jobs/new", form(url.Values{"name": {"Backup"}, "schedule": {"0 0 1 * * *"}, "time_zone": {"Tokyo Standard Time"}, "grace": {"10m"},
@@ -80,4 +83,48 @@ func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
 	if err != nil || j.Schedule != "every 6h" || !j.Paused || j.Grace != 15*time.Minute || j.CreatedAt.IsZero() {
 		t.Errorf("after edit: %+v (err %v)", j, err)
 	}
+}
+
+// The loops' first passes run as soon as this instance takes their lease;
+// each pass should show up as a successful run of the loop's job.
+func TestFuseboxLoopsAreJobs(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	want := map[string]string{"Fusebox: failure pruner": "every 10m", "Fusebox: failure roll-up": "every 30s", "Fusebox: session sweeper": "every 10m"}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		missing := loopsWithoutRuns(t, srv, want)
+		if len(missing) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("20 s after start these loops have no job with a successful run: %v", missing)
+		}
+		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline above
+	}
+}
+
+func loopsWithoutRuns(t *testing.T, srv *apptest.Server, want map[string]string) []string {
+	t.Helper()
+	js, err := srv.App.Store.Jobs.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var missing []string
+	for name, sched := range want {
+		found := false
+		for _, j := range js {
+			if j.Name != name || j.Schedule != sched {
+				continue
+			}
+			runs, err := srv.App.Store.Runs.Between(t.Context(), j.ID, srv.Clock.Now().Add(-time.Minute), srv.Clock.Now().Add(time.Minute))
+			if err != nil {
+				t.Fatal(err)
+			}
+			found = len(runs) > 0 && !runs[0].Failed
+		}
+		if !found {
+			missing = append(missing, name)
+		}
+	}
+	return missing
 }

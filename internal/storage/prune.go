@@ -1,0 +1,58 @@
+package storage
+
+import (
+	"context"
+	"errors"
+
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// deleteMatching removes every row the filter matches, in batches per
+// partition, and returns how many it removed. Rows that another instance
+// removed first count as removed; rows it cannot read are skipped.
+func deleteMatching(ctx context.Context, table *tablestore.Table, filter tablestore.Filter) (int, error) {
+	n := 0
+	batches := map[string]*tablestore.Batch{}
+	flush := func(pk string) error {
+		b := batches[pk]
+		delete(batches, pk)
+		if b == nil {
+			return nil
+		}
+		count := b.Len()
+		if err := b.Submit(ctx); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+			return err
+		}
+		n += count
+		return nil
+	}
+	q := tablestore.Query{Filter: filter, Select: []string{"PartitionKey", "RowKey"}}
+	for row, err := range tablestore.Rows[tablestore.Meta](ctx, table, q) {
+		if err != nil {
+			var rowErr *tablestore.RowError
+			if errors.As(err, &rowErr) {
+				continue
+			}
+			return n, err
+		}
+		b := batches[row.PartitionKey]
+		if b == nil {
+			b = table.NewBatch(row.PartitionKey)
+			batches[row.PartitionKey] = b
+		}
+		if err := b.Delete(row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil {
+			return n, err
+		}
+		if b.Len() == tablestore.MaxBatchActions {
+			if err := flush(row.PartitionKey); err != nil {
+				return n, err
+			}
+		}
+	}
+	for pk := range batches {
+		if err := flush(pk); err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}

@@ -289,9 +289,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 // Fusebox's own background loops are jobs too, so a loop that stops is a
 // gap on the Jobs page like any other. Their ids are fixed.
 var (
-	loopPruner  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000001", Name: "Fusebox: failure pruner", Schedule: "every 10m", Grace: 10 * time.Minute}
-	loopRollup  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000002", Name: "Fusebox: failure roll-up", Schedule: "every 30s", Grace: time.Minute}
-	loopSweeper = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000003", Name: "Fusebox: session sweeper", Schedule: "every 10m", Grace: 10 * time.Minute}
+	loopPruner  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000001", Name: "Fusebox: failure pruner", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
+	loopRollup  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000002", Name: "Fusebox: failure roll-up", Schedule: "*/30 * * * * *", Grace: time.Minute}
+	loopSweeper = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000003", Name: "Fusebox: session sweeper", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
 )
 
 // ensureLoopJobs registers the loops as jobs, keeping any settings an
@@ -315,6 +315,14 @@ func (a *App) ensureLoopJobs(ctx context.Context) error {
 	}
 	a.loopsRegistered.Store(true)
 	return nil
+}
+
+// sleepToNext sleeps until the next multiple of every on the UTC clock,
+// the loops' schedules, so passes do not drift off their slots by the
+// time each pass takes.
+func (a *App) sleepToNext(ctx context.Context, every time.Duration) error {
+	now := a.now()
+	return a.clock.Sleep(ctx, now.Truncate(every).Add(every).Sub(now))
 }
 
 // recordLoop reports one pass of a loop as a run of its job.
@@ -351,7 +359,7 @@ func (a *App) rollUp(ctx context.Context) error {
 		if err != nil && ctx.Err() == nil {
 			a.log.Warn("failure roll-up failed", "error", err)
 		}
-		if err := a.clock.Sleep(ctx, 30*time.Second); err != nil {
+		if err := a.sleepToNext(ctx, 30*time.Second); err != nil {
 			return nil
 		}
 	}
@@ -375,7 +383,7 @@ func (a *App) pruneFailures(ctx context.Context) error {
 		} else if n > 0 {
 			a.log.Info("old failure rows removed", "count", n)
 		}
-		if err := a.clock.Sleep(ctx, 10*time.Minute); err != nil {
+		if err := a.sleepToNext(ctx, 10*time.Minute); err != nil {
 			return nil
 		}
 	}
@@ -393,7 +401,7 @@ func (a *App) sweepSessions(ctx context.Context) error {
 		} else if n > 0 {
 			a.log.Info("expired sessions removed", "count", n)
 		}
-		if err := a.clock.Sleep(ctx, 10*time.Minute); err != nil {
+		if err := a.sleepToNext(ctx, 10*time.Minute); err != nil {
 			return nil
 		}
 	}

@@ -89,7 +89,7 @@ func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
 // each pass should show up as a successful run of the loop's job.
 func TestFuseboxLoopsAreJobs(t *testing.T) {
 	srv := apptest.Start(t, nil)
-	want := map[string]string{"Fusebox: failure pruner": "every 10m", "Fusebox: failure roll-up": "every 30s", "Fusebox: session sweeper": "every 10m"}
+	want := map[string]string{"Fusebox: failure pruner": "0 */10 * * * *", "Fusebox: failure roll-up": "*/30 * * * * *", "Fusebox: session sweeper": "0 */10 * * * *"}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		missing := loopsWithoutRuns(t, srv, want)

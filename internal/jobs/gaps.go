@@ -33,9 +33,11 @@ const (
 	SlotOverran
 	// SlotOverlapping: the run started while the previous one was still running.
 	SlotOverlapping
+	// SlotSkipped: no run, during a maintenance window; not a gap.
+	SlotSkipped
 )
 
-var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping"}
+var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping", "skipped"}
 
 func (s SlotStatus) String() string {
 	if s < 0 || int(s) >= len(slotNames) {

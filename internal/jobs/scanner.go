@@ -15,6 +15,7 @@ type ScannerStore interface {
 	List(ctx context.Context) ([]Job, error)
 	Between(ctx context.Context, jobID string, from, to time.Time) ([]Run, error)
 	SetStatus(ctx context.Context, f lease.Fence, id string, st Status) error
+	Windows(ctx context.Context) ([]Window, error)
 }
 
 // Notifier is told when a job's status changes, to mail its recipients.
@@ -66,9 +67,13 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 	if err != nil {
 		return err
 	}
+	ws, err := s.store.Windows(ctx)
+	if err != nil {
+		return err
+	}
 	var errs []error
 	for _, j := range js {
-		st, err := s.statusOf(ctx, j, now)
+		st, err := s.statusOf(ctx, j, ws, now)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -79,7 +84,7 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 				continue
 			}
 			s.log.Info("job status changed", "job", j.Name, "from", j.Status.String(), "to", st.String())
-			if s.Notify != nil {
+			if s.Notify != nil && !Silenced(j, ws, now) {
 				if err := s.Notify(ctx, j, j.Status, st, now); err != nil {
 					errs = append(errs, err)
 				}
@@ -89,19 +94,18 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 	return errors.Join(errs...)
 }
 
-func (s *Scanner) statusOf(ctx context.Context, j Job, now time.Time) (Status, error) {
+func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Time) (Status, error) {
 	if j.Paused {
 		return Paused, nil
 	}
-	sched, err := j.ParseSchedule()
+	from := now.Add(-s.lookback)
+	runs, err := s.store.Between(ctx, j.ID, j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute))
 	if err != nil {
 		return j.Status, err
 	}
-	from := j.ExpectedFrom(now.Add(-s.lookback))
-	runs, err := s.store.Between(ctx, j.ID, from.Add(-time.Hour), now.Add(time.Minute))
+	results, err := Assess(j, runs, ws, from, now)
 	if err != nil {
 		return j.Status, err
 	}
-	results := Scan(sched.Slots(from, now.Add(time.Second)), runs, now, Expect{Grace: j.Grace, MaxDuration: j.MaxDuration})
 	return StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now), nil
 }

@@ -16,6 +16,8 @@ func StatusOf(j Job, results []SlotResult, everRan bool, now time.Time) Status {
 				due = true
 			}
 			continue // a slot still in its grace says nothing yet
+		case SlotSkipped:
+			continue // excused by a maintenance window
 		case SlotMissed:
 			return Missing
 		case SlotFailed, SlotOverran:
@@ -41,7 +43,7 @@ func SuccessRate(results []SlotResult) float64 {
 	due, good := 0, 0
 	for _, r := range results {
 		switch r.Status {
-		case SlotPending, SlotRunning:
+		case SlotPending, SlotRunning, SlotSkipped:
 			continue
 		case SlotOK, SlotLate, SlotOverlapping:
 			good++

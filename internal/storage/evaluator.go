@@ -69,3 +69,6 @@ func (s ScannerStore) Between(ctx context.Context, jobID string, from, to time.T
 func (s ScannerStore) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.Status) error {
 	return s.Jobs.SetStatus(ctx, f, id, st)
 }
+func (s ScannerStore) Windows(ctx context.Context) ([]jobs.Window, error) {
+	return s.Jobs.Windows(ctx)
+}

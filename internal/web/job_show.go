@@ -28,12 +28,20 @@ func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
 	if err != nil {
 		return jobWeek{success: -1}, nil // an unreadable schedule shows as such, not as an error page
 	}
-	from := j.ExpectedFrom(now.Add(-7 * 24 * time.Hour))
-	runs, err := s.RunReader.Between(c.Request().Context(), j.ID, from.Add(-time.Hour), now.Add(time.Minute))
+	ctx := c.Request().Context()
+	from := now.Add(-7 * 24 * time.Hour)
+	runs, err := s.RunReader.Between(ctx, j.ID, j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute))
 	if err != nil {
 		return jobWeek{}, err
 	}
-	w := jobWeek{results: jobs.Scan(sched.Slots(from, now.Add(time.Second)), runs, now, jobs.Expect{Grace: j.Grace, MaxDuration: j.MaxDuration})}
+	ws, err := s.JobStore.Windows(ctx)
+	if err != nil {
+		return jobWeek{}, err
+	}
+	var w jobWeek
+	if w.results, err = jobs.Assess(j, runs, ws, from, now); err != nil {
+		return jobWeek{}, err
+	}
 	w.success = jobs.SuccessRate(w.results)
 	if next := sched.Slots(now.Add(time.Second), now.Add(7*24*time.Hour)); len(next) > 0 {
 		w.next = next[0]
@@ -54,7 +62,7 @@ func slotTone(st jobs.SlotStatus) string {
 }
 
 // worse orders slot statuses for the heatmap: a cell shows its worst slot.
-var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotOK: 1, jobs.SlotRunning: 2, jobs.SlotLate: 3, jobs.SlotOverlapping: 4, jobs.SlotOverran: 5, jobs.SlotFailed: 6, jobs.SlotMissed: 7}
+var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotSkipped: 0, jobs.SlotOK: 1, jobs.SlotRunning: 2, jobs.SlotLate: 3, jobs.SlotOverlapping: 4, jobs.SlotOverran: 5, jobs.SlotFailed: 6, jobs.SlotMissed: 7}
 
 // jobShow is one job's page: schedule, how to ping, a heatmap of its slots,
 // the gaps, run durations and the run list.

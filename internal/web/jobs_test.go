@@ -128,3 +128,64 @@ func loopsWithoutRuns(t *testing.T, srv *apptest.Server, want map[string]string)
 	}
 	return missing
 }
+
+func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
+	srv, _ := seeded(t)
+	const nightly = "/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	denied := viewer.post("/jobs/maintenance", url.Values{"_csrf": {viewer.csrf("/jobs/maintenance")}, "from": {"2026-11-30T08:00"}, "until": {"2026-11-30T10:00"}, "reason": {"x"}})
+	wantStatus(t, denied, http.StatusForbidden)
+
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	if page := b.get(nightly); !strings.Contains(page.body, `class="missed"`) {
+		t.Fatal("the demo's nightly job has no missed slot to excuse")
+	}
+	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/jobs/maintenance")); return v }
+	bad := b.post("/jobs/maintenance", form(url.Values{"app": {"orders-demo"}, "from": {"2026-11-30T10:00"}, "until": {"2026-11-30T08:00"}, "reason": {""}}))
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	for _, want := range []string{"The end must come after the start.", "Say why"} {
+		if !strings.Contains(bad.body, want) {
+			t.Errorf("the form does not say %q", want)
+		}
+	}
+	// The clock stands at 2026-11-30 09:00 UTC: cover the whole week shown.
+	set := b.post("/jobs/maintenance", form(url.Values{"app": {"orders-demo"}, "from": {"2026-11-23T09:30"}, "until": {"2026-11-30T09:30"}, "reason": {"datacentre move"}}))
+	wantStatus(t, set, http.StatusSeeOther)
+	list := b.get("/jobs/maintenance")
+	for _, want := range []string{"active", "datacentre move", "orders-demo", "olivia", "End now"} {
+		if !strings.Contains(list.body, want) {
+			t.Errorf("the windows page lacks %q", want)
+		}
+	}
+	page := b.get(nightly)
+	if strings.Contains(page.body, `class="missed"`) || !strings.Contains(page.body, `class="skipped"`) {
+		t.Error("inside the window the nightly job's empty slots still show as missed, not skipped")
+	}
+
+	ws, err := srv.App.Store.Jobs.Windows(t.Context())
+	if err != nil || len(ws) != 1 {
+		t.Fatalf("windows %v (err %v)", ws, err)
+	}
+	end := b.post("/jobs/maintenance/"+ws[0].ID+"/end", form(url.Values{}))
+	wantStatus(t, end, http.StatusSeeOther)
+	if list := b.get("/jobs/maintenance"); !strings.Contains(list.body, "ended") || strings.Contains(list.body, "End now") {
+		t.Error("the ended window is not shown as ended")
+	}
+	// Ended now, the window still excused the slots it covered.
+	if page := b.get(nightly); strings.Contains(page.body, `class="missed"`) {
+		t.Error("ending the window brought back slots it had covered")
+	}
+	entries, err := srv.App.Store.Audit.Recent(t.Context(), srv.Clock.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var actions []string
+	for _, e := range entries {
+		actions = append(actions, e.Action)
+	}
+	if got := strings.Join(actions, ","); !strings.Contains(got, "created maintenance window") || !strings.Contains(got, "ended maintenance window") {
+		t.Errorf("audit: %s", got)
+	}
+}

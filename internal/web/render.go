@@ -45,6 +45,8 @@ var flashes = map[string]views.Flash{
 	"resent":     {Kind: "success", Text: "The mail is queued again."},
 	"ran":        {Kind: "success", Text: "The function was started; its run shows here when it pings."},
 	"overridden": {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
+	"window-set": {Kind: "success", Text: "The maintenance window is set."},
+	"window-end": {Kind: "success", Text: "The maintenance window has ended."},
 }
 
 func (s *Server) setFlash(c echo.Context, code string) {

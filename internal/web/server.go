@@ -64,6 +64,9 @@ type (
 		BySlug(ctx context.Context, slug string) (jobs.Job, error)
 		Touch(ctx context.Context, id string, at time.Time, status *jobs.Status) error
 		Put(ctx context.Context, j jobs.Job) error
+		Windows(ctx context.Context) ([]jobs.Window, error)
+		PutWindow(ctx context.Context, w jobs.Window) error
+		EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error)
 	}
 	runStore interface {
 		Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error

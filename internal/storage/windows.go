@@ -1,0 +1,84 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Maintenance windows live in the Jobs table, in their own partition: they
+// are few, and the scanner reads them with the jobs.
+const windowsPartition = "window"
+
+// ErrNoWindow is a maintenance window that does not exist.
+var ErrNoWindow = errors.New("storage: no such maintenance window")
+
+type windowRow struct {
+	tablestore.Meta // PartitionKey: "window"; RowKey: window id
+	AppID           string
+	From            time.Time
+	Until           time.Time
+	Reason          string
+	CreatedBy       string
+}
+
+// Windows returns every maintenance window, latest start first.
+func (j *Jobs) Windows(ctx context.Context) ([]jobs.Window, error) {
+	var out []jobs.Window
+	for r, err := range tablestore.Rows[windowRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(windowsPartition)}) {
+		if err != nil {
+			var rowErr *tablestore.RowError
+			if errors.As(err, &rowErr) {
+				continue // a row written by hand that does not read is no window
+			}
+			return nil, fmt.Errorf("storage: list maintenance windows: %w", err)
+		}
+		out = append(out, jobs.Window{ID: r.RowKey, AppID: r.AppID, From: r.From, Until: r.Until, Reason: r.Reason, CreatedBy: r.CreatedBy})
+	}
+	slices.SortFunc(out, func(a, b jobs.Window) int { return b.From.Compare(a.From) })
+	return out, nil
+}
+
+// PutWindow creates or replaces a maintenance window.
+func (j *Jobs) PutWindow(ctx context.Context, w jobs.Window) error {
+	row := &windowRow{Meta: tablestore.Meta{PartitionKey: windowsPartition, RowKey: w.ID},
+		AppID: w.AppID, From: w.From, Until: w.Until, Reason: w.Reason, CreatedBy: w.CreatedBy}
+	if err := j.table.Upsert(ctx, row); err != nil {
+		return fmt.Errorf("storage: put maintenance window %s: %w", w.ID, err)
+	}
+	return nil
+}
+
+// EndWindow ends a window at t, if it had not ended already, keeping it in
+// the history.
+func (j *Jobs) EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error) {
+	for range 3 {
+		var row windowRow
+		if err := j.table.Get(ctx, windowsPartition, id, &row); err != nil {
+			if errors.Is(err, tablestore.ErrNotFound) {
+				return jobs.Window{}, fmt.Errorf("%w: %s", ErrNoWindow, id)
+			}
+			return jobs.Window{}, fmt.Errorf("storage: maintenance window %s: %w", id, err)
+		}
+		if row.Until.After(t) {
+			row.Until = t
+			if row.From.After(t) {
+				row.From = t // ending one that has not begun cancels it
+			}
+			err := j.table.Update(ctx, &row)
+			if errors.Is(err, tablestore.ErrConflict) {
+				continue
+			}
+			if err != nil {
+				return jobs.Window{}, fmt.Errorf("storage: maintenance window %s: %w", id, err)
+			}
+		}
+		return jobs.Window{ID: row.RowKey, AppID: row.AppID, From: row.From, Until: row.Until, Reason: row.Reason, CreatedBy: row.CreatedBy}, nil
+	}
+	return jobs.Window{}, fmt.Errorf("storage: maintenance window %s: %w", id, tablestore.ErrConflict)
+}

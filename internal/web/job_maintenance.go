@@ -1,0 +1,141 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// The form's datetime-local inputs send minutes, or seconds when a browser
+// adds them; both are read as UTC.
+var localLayouts = []string{"2006-01-02T15:04", "2006-01-02T15:04:05"}
+
+func parseLocal(v string) (time.Time, bool) {
+	for _, l := range localLayouts {
+		if t, err := time.ParseInLocation(l, v, time.UTC); err == nil {
+			return t, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// maintenanceList shows the maintenance windows and, to operators, the
+// form that adds one.
+func (s *Server) maintenanceList(c echo.Context) error {
+	now := s.Now().UTC()
+	return s.renderMaintenance(c, http.StatusOK, views.WindowForm{
+		From: now.Format(localLayouts[0]), Until: now.Add(time.Hour).Format(localLayouts[0]),
+	})
+}
+
+func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowForm) error {
+	ctx := c.Request().Context()
+	ws, err := s.JobStore.Windows(ctx)
+	if err != nil {
+		return err
+	}
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	m := views.Maintenance{Page: s.page(c, "Maintenance windows", "jobs"), CanAct: canAct(c), Form: form}
+	for _, a := range apps {
+		m.Apps = append(m.Apps, a.ID)
+	}
+	now := s.Now()
+	for _, w := range ws {
+		r := views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until, State: "ended", Tone: "muted"}
+		switch {
+		case now.Before(w.From):
+			r.State, r.Tone = "upcoming", "warn"
+		case now.Before(w.Until):
+			r.State, r.Tone = "active", "ok"
+		}
+		m.Rows = append(m.Rows, r)
+	}
+	return render(c, code, views.MaintenancePage(m))
+}
+
+// maintenanceCreate adds a window.
+func (s *Server) maintenanceCreate(c echo.Context) error {
+	form := views.WindowForm{App: strings.TrimSpace(c.FormValue("app")), From: strings.TrimSpace(c.FormValue("from")),
+		Until: strings.TrimSpace(c.FormValue("until")), Reason: strings.TrimSpace(c.FormValue("reason"))}
+	p, _ := principal(c)
+	w := jobs.Window{ID: jobs.NewID(), AppID: form.App, Reason: form.Reason, CreatedBy: p.Name}
+	errs := map[string]string{}
+	var ok bool
+	if w.From, ok = parseLocal(form.From); !ok && form.From != "" {
+		errs["from"] = "Give a date and time such as 2026-11-30T22:00."
+	}
+	if w.Until, ok = parseLocal(form.Until); !ok && form.Until != "" {
+		errs["until"] = "Give a date and time such as 2026-11-30T23:30."
+	}
+	if len(errs) == 0 {
+		for k, v := range w.Validate() {
+			errs[k] = v
+		}
+	}
+	if len(errs) == 0 && !w.Until.After(s.Now()) {
+		errs["until"] = "This window would already be over."
+	}
+	if w.AppID != "" {
+		apps, err := s.Apps.List(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(apps, func(a circuit.App) bool { return a.ID == w.AppID }) {
+			errs["app"] = "There is no such app."
+		}
+	}
+	if len(errs) > 0 {
+		form.Errors = errs
+		return s.renderMaintenance(c, http.StatusUnprocessableEntity, form)
+	}
+	ctx, cancel := detached(c)
+	defer cancel()
+	if err := s.JobStore.PutWindow(ctx, w); err != nil {
+		return err
+	}
+	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "created maintenance window", Target: windowScope(w),
+		Detail: w.From.UTC().Format(time.RFC3339) + " to " + w.Until.UTC().Format(time.RFC3339) + ": " + w.Reason}); err != nil {
+		return err
+	}
+	s.setFlash(c, "window-set")
+	return c.Redirect(http.StatusSeeOther, "/jobs/maintenance")
+}
+
+// maintenanceEnd ends a window now, or cancels one that has not begun.
+func (s *Server) maintenanceEnd(c echo.Context) error {
+	ctx, cancel := detached(c)
+	defer cancel()
+	w, err := s.JobStore.EndWindow(ctx, c.Param("id"), s.Now())
+	if errors.Is(err, storage.ErrNoWindow) {
+		return echo.NewHTTPError(http.StatusNotFound, "There is no such maintenance window.")
+	}
+	if err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "ended maintenance window", Target: windowScope(w), Detail: w.Reason}); err != nil {
+		return err
+	}
+	s.setFlash(c, "window-end")
+	return c.Redirect(http.StatusSeeOther, "/jobs/maintenance")
+}
+
+func windowScope(w jobs.Window) string {
+	if w.AppID == "" {
+		return "every app"
+	}
+	return w.AppID
+}

@@ -51,6 +51,21 @@ func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
 	if len(got) != 2 || got[1].Subject != "[Fusebox] Job Hourly export recovered" {
 		t.Errorf("after the recovery: %v", got)
 	}
+	// A failure reported the way the ping API does: the run, then the job's
+	// last-run time. The scanner still sees the change and mails once.
+	r.clock.Advance(time.Hour) // 10:01, the run of the 10:00 slot
+	if err := r.store.Runs.Record(t.Context(), hourly.ID, "", jobs.EventFailure, 1, r.clock.Now(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Jobs.Touch(t.Context(), hourly.ID, r.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	pass()
+	pass()
+	got = jobMails()
+	if len(got) != 3 || got[2].Subject != "[Fusebox] Job Hourly export is failing" {
+		t.Errorf("after a failed run: %v", got)
+	}
 	for _, m := range got {
 		if strings.Contains(m.Subject, "Process sweep") {
 			t.Error("a job of an open circuit was mailed about")

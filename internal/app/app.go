@@ -338,7 +338,11 @@ func (a *App) recordLoop(ctx context.Context, j jobs.Job, passErr error) {
 	if passErr != nil {
 		ev, log = jobs.EventFailure, []byte(passErr.Error())
 	}
-	if err := a.Store.Runs.Record(ctx, j.ID, "", ev, -1, a.now(), log); err != nil && ctx.Err() == nil {
+	err := a.Store.Runs.Record(ctx, j.ID, "", ev, -1, a.now(), log)
+	if err == nil {
+		err = a.Store.Jobs.Touch(ctx, j.ID, a.now())
+	}
+	if err != nil && ctx.Err() == nil {
 		a.log.Warn("could not record a loop's run", "loop", j.Name, "error", err)
 	}
 }

@@ -143,20 +143,18 @@ func (j *Jobs) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.
 	return fmt.Errorf("storage: job %s: it kept changing", id)
 }
 
-// Touch records a run's arrival on the job: its time and, when given, the
-// status it implies, retrying if the row changed meanwhile.
-func (j *Jobs) Touch(ctx context.Context, id string, at time.Time, status *jobs.Status) error {
+// Touch records a run's arrival on the job, retrying if the row changed
+// meanwhile. It leaves the status to the scanner.
+func (j *Jobs) Touch(ctx context.Context, id string, at time.Time) error {
 	for range 3 {
 		var row jobRow
 		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
 			return fmt.Errorf("storage: touch job %s: %w", id, err)
 		}
-		if at.After(row.LastRunAt) {
-			row.LastRunAt = at
+		if !at.After(row.LastRunAt) {
+			return nil
 		}
-		if status != nil {
-			row.Status = status.String()
-		}
+		row.LastRunAt = at
 		err := j.table.Update(ctx, &row)
 		if errors.Is(err, tablestore.ErrConflict) {
 			continue

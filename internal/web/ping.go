@@ -91,18 +91,11 @@ func (s *Server) ping(c echo.Context) error {
 	if err := s.Runs.Record(c.Request().Context(), job.ID, rid, ev, exit, now, body); err != nil {
 		return c.String(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
 	}
-	var status *jobs.Status
-	switch ev {
-	case jobs.EventSuccess:
-		st := jobs.Up
-		status = &st
-	case jobs.EventFailure:
-		st := jobs.Failing
-		status = &st
-	}
+	// The status is the scanner's to change, on its next pass: it alone
+	// sees the change of status, and mails about it.
 	if ev != jobs.EventLog {
-		if err := s.JobStore.Touch(c.Request().Context(), job.ID, now, status); err != nil {
-			return c.String(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's status not yet")
+		if err := s.JobStore.Touch(c.Request().Context(), job.ID, now); err != nil {
+			return c.String(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
 		}
 	}
 	return c.String(http.StatusOK, "OK")

@@ -62,7 +62,7 @@ type (
 	jobStore interface {
 		Get(ctx context.Context, id string) (jobs.Job, error)
 		BySlug(ctx context.Context, slug string) (jobs.Job, error)
-		Touch(ctx context.Context, id string, at time.Time, status *jobs.Status) error
+		Touch(ctx context.Context, id string, at time.Time) error
 		Put(ctx context.Context, j jobs.Job) error
 		Windows(ctx context.Context) ([]jobs.Window, error)
 		PutWindow(ctx context.Context, w jobs.Window) error

@@ -64,13 +64,13 @@ func (s *Server) apiJobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	weeks, err := s.jobWeeks(c, js)
+	if err != nil {
+		return err
+	}
 	out := make([]jobJSON, 0, len(js))
 	for _, j := range js {
-		w, err := s.jobWeek(c, j)
-		if err != nil {
-			return err
-		}
-		out = append(out, s.toJobJSON(j, w))
+		out = append(out, s.toJobJSON(j, weeks[j.ID]))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"jobs": out})
 }

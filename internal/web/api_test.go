@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
@@ -180,4 +181,45 @@ func TestAPIJobs(t *testing.T) {
 	if !strings.Contains(upd.body, `"paused":true`) || !strings.Contains(upd.body, `"schedule":"30 * * * *"`) {
 		t.Errorf("update: %s", upd.body)
 	}
+}
+
+// A deploy pipeline silences an app's jobs for half an hour, then ends the
+// window when it is done.
+func TestAPIMaintenanceWindows(t *testing.T) {
+	srv, op, viewer := apiServer(t)
+	body := `{"app": "orders-demo", "duration": "30m", "reason": "deploy 1.4.2"}`
+	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/maintenance", body), http.StatusForbidden)
+	bad := op.call(http.MethodPost, "/api/v1/maintenance", `{"app": "nope", "duration": "-5m", "reason": ""}`)
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	if !strings.Contains(bad.body, `"duration"`) {
+		t.Errorf("a negative duration is not explained: %s", bad.body)
+	}
+	tooLong := op.call(http.MethodPost, "/api/v1/maintenance", `{"app": "nope", "duration": "200h", "reason": ""}`)
+	wantStatus(t, tooLong, http.StatusUnprocessableEntity)
+	for _, f := range []string{`"app"`, `"until"`, `"reason"`} {
+		if !strings.Contains(tooLong.body, f) {
+			t.Errorf("no message for %s: %s", f, tooLong.body)
+		}
+	}
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/maintenance", `{"from": "tomorrow"}`), http.StatusBadRequest)
+
+	created := op.call(http.MethodPost, "/api/v1/maintenance", body)
+	wantStatus(t, created, http.StatusCreated)
+	var w struct{ ID, App, State, Until string }
+	json.Unmarshal([]byte(created.body), &w)
+	if w.App != "orders-demo" || w.State != "active" || w.Until != srv.Clock.Now().Add(30*time.Minute).UTC().Format(time.RFC3339) {
+		t.Errorf("created %s", created.body)
+	}
+	list := viewer.call(http.MethodGet, "/api/v1/maintenance", "")
+	wantStatus(t, list, http.StatusOK)
+	if !strings.Contains(list.body, w.ID) || !strings.Contains(list.body, "deploy 1.4.2") {
+		t.Errorf("list: %s", list.body)
+	}
+	srv.Clock.Advance(10 * time.Minute)
+	ended := op.call(http.MethodPost, "/api/v1/maintenance/"+w.ID+"/end", "")
+	wantStatus(t, ended, http.StatusOK)
+	if !strings.Contains(ended.body, `"state":"ended"`) {
+		t.Errorf("ended: %s", ended.body)
+	}
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/maintenance/no-such-window/end", ""), http.StatusNotFound)
 }

@@ -19,13 +19,9 @@ func (s *Server) jobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	weeks := map[string]jobWeek{}
-	for _, j := range js {
-		w, err := s.jobWeek(c, j)
-		if err != nil {
-			return err
-		}
-		weeks[j.ID] = w
+	weeks, err := s.jobWeeks(c, js)
+	if err != nil {
+		return err
 	}
 	return render(c, http.StatusOK, views.JobsPage(views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js, weeks), CanCreate: canAct(c)}))
 }

@@ -81,33 +81,17 @@ func (s *Server) maintenanceCreate(c echo.Context) error {
 		errs["until"] = "Give a date and time such as 2026-11-30T23:30."
 	}
 	if len(errs) == 0 {
-		for k, v := range w.Validate() {
-			errs[k] = v
-		}
-	}
-	if len(errs) == 0 && !w.Until.After(s.Now()) {
-		errs["until"] = "This window would already be over."
-	}
-	if w.AppID != "" {
-		apps, err := s.Apps.List(c.Request().Context())
+		problems, err := s.checkWindow(c, w)
 		if err != nil {
 			return err
 		}
-		if !slices.ContainsFunc(apps, func(a circuit.App) bool { return a.ID == w.AppID }) {
-			errs["app"] = "There is no such app."
-		}
+		errs = problems
 	}
 	if len(errs) > 0 {
 		form.Errors = errs
 		return s.renderMaintenance(c, http.StatusUnprocessableEntity, form)
 	}
-	ctx, cancel := detached(c)
-	defer cancel()
-	if err := s.JobStore.PutWindow(ctx, w); err != nil {
-		return err
-	}
-	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "created maintenance window", Target: windowScope(w),
-		Detail: w.From.UTC().Format(time.RFC3339) + " to " + w.Until.UTC().Format(time.RFC3339) + ": " + w.Reason}); err != nil {
+	if err := s.saveWindow(c, w); err != nil {
 		return err
 	}
 	s.setFlash(c, "window-set")
@@ -116,17 +100,7 @@ func (s *Server) maintenanceCreate(c echo.Context) error {
 
 // maintenanceEnd ends a window now, or cancels one that has not begun.
 func (s *Server) maintenanceEnd(c echo.Context) error {
-	ctx, cancel := detached(c)
-	defer cancel()
-	w, err := s.JobStore.EndWindow(ctx, c.Param("id"), s.Now())
-	if errors.Is(err, storage.ErrNoWindow) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such maintenance window.")
-	}
-	if err != nil {
-		return err
-	}
-	p, _ := principal(c)
-	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "ended maintenance window", Target: windowScope(w), Detail: w.Reason}); err != nil {
+	if _, err := s.endWindow(c); err != nil {
 		return err
 	}
 	s.setFlash(c, "window-end")
@@ -138,4 +112,51 @@ func windowScope(w jobs.Window) string {
 		return "every app"
 	}
 	return w.AppID
+}
+
+// checkWindow returns a message per field that is wrong with a new window.
+func (s *Server) checkWindow(c echo.Context, w jobs.Window) (map[string]string, error) {
+	errs := w.Validate()
+	if errs == nil {
+		errs = map[string]string{}
+	}
+	if _, bad := errs["until"]; !bad && !w.Until.IsZero() && !w.Until.After(s.Now()) {
+		errs["until"] = "This window would already be over."
+	}
+	if w.AppID != "" {
+		apps, err := s.Apps.List(c.Request().Context())
+		if err != nil {
+			return nil, err
+		}
+		if !slices.ContainsFunc(apps, func(a circuit.App) bool { return a.ID == w.AppID }) {
+			errs["app"] = "There is no such app."
+		}
+	}
+	return errs, nil
+}
+
+// saveWindow stores a checked window and audits it.
+func (s *Server) saveWindow(c echo.Context, w jobs.Window) error {
+	ctx, cancel := detached(c)
+	defer cancel()
+	if err := s.JobStore.PutWindow(ctx, w); err != nil {
+		return err
+	}
+	return s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: w.CreatedBy, Action: "created maintenance window", Target: windowScope(w),
+		Detail: w.From.UTC().Format(time.RFC3339) + " to " + w.Until.UTC().Format(time.RFC3339) + ": " + w.Reason})
+}
+
+// endWindow ends the window named in the path, and audits it.
+func (s *Server) endWindow(c echo.Context) (jobs.Window, error) {
+	ctx, cancel := detached(c)
+	defer cancel()
+	w, err := s.JobStore.EndWindow(ctx, c.Param("id"), s.Now())
+	if errors.Is(err, storage.ErrNoWindow) {
+		return jobs.Window{}, echo.NewHTTPError(http.StatusNotFound, "There is no such maintenance window.")
+	}
+	if err != nil {
+		return jobs.Window{}, err
+	}
+	p, _ := principal(c)
+	return w, s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "ended maintenance window", Target: windowScope(w), Detail: w.Reason})
 }

@@ -22,7 +22,31 @@ type jobWeek struct {
 	success float64
 }
 
+// jobWeek assesses one job's last seven days.
 func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
+	ws, err := s.JobStore.Windows(c.Request().Context())
+	if err != nil {
+		return jobWeek{}, err
+	}
+	return s.assessWeek(c, j, ws)
+}
+
+// jobWeeks assesses many jobs, reading the maintenance windows once.
+func (s *Server) jobWeeks(c echo.Context, js []jobs.Job) (map[string]jobWeek, error) {
+	ws, err := s.JobStore.Windows(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]jobWeek, len(js))
+	for _, j := range js {
+		if out[j.ID], err = s.assessWeek(c, j, ws); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window) (jobWeek, error) {
 	now := s.Now()
 	sched, err := j.ParseSchedule()
 	if err != nil {
@@ -31,10 +55,6 @@ func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
 	ctx := c.Request().Context()
 	from := now.Add(-7 * 24 * time.Hour)
 	runs, err := s.RunReader.Between(ctx, j.ID, j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute))
-	if err != nil {
-		return jobWeek{}, err
-	}
-	ws, err := s.JobStore.Windows(ctx)
 	if err != nil {
 		return jobWeek{}, err
 	}

@@ -58,6 +58,9 @@ func (s *Server) routes() {
 	api.PUT("/jobs/:id", s.apiJobSave, apiOperator)
 	api.GET("/jobs/:id/runs", s.apiJobRuns)
 	api.POST("/jobs/:id/run", s.jobRun, apiOperator)
+	api.GET("/maintenance", s.apiMaintenanceList)
+	api.POST("/maintenance", s.apiMaintenanceCreate, apiOperator)
+	api.POST("/maintenance/:id/end", s.apiMaintenanceEnd, apiOperator)
 
 	// Pages for people: signed in or not, every form is CSRF-checked.
 	web := e.Group("", s.csrf, s.loadPrincipal)

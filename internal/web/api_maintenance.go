@@ -1,0 +1,100 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/jobs"
+)
+
+type windowJSON struct {
+	ID        string    `json:"id"`
+	App       string    `json:"app,omitempty"`
+	From      time.Time `json:"from"`
+	Until     time.Time `json:"until"`
+	Reason    string    `json:"reason"`
+	CreatedBy string    `json:"created_by"`
+	State     string    `json:"state"`
+}
+
+func (s *Server) toWindowJSON(w jobs.Window) windowJSON {
+	out := windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: "ended"}
+	switch now := s.Now(); {
+	case now.Before(w.From):
+		out.State = "upcoming"
+	case now.Before(w.Until):
+		out.State = "active"
+	}
+	return out
+}
+
+// apiMaintenanceList lists the maintenance windows, latest start first.
+func (s *Server) apiMaintenanceList(c echo.Context) error {
+	ws, err := s.JobStore.Windows(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]windowJSON, len(ws))
+	for i, w := range ws {
+		out[i] = s.toWindowJSON(w)
+	}
+	return c.JSON(http.StatusOK, map[string]any{"windows": out})
+}
+
+// apiMaintenanceCreate sets a window, for a deploy pipeline to silence
+// job alerts while it works: from defaults to now, and a duration may
+// stand for until.
+func (s *Server) apiMaintenanceCreate(c echo.Context) error {
+	var in struct {
+		App      string    `json:"app"`
+		From     time.Time `json:"from"`
+		Until    time.Time `json:"until"`
+		Duration string    `json:"duration"`
+		Reason   string    `json:"reason"`
+	}
+	if err := c.Bind(&in); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"app": "orders", "duration": "30m", "reason": "deploy 1.4.2"}; times are RFC 3339.`)
+	}
+	p, _ := principal(c)
+	w := jobs.Window{ID: jobs.NewID(), AppID: strings.TrimSpace(in.App), From: in.From, Until: in.Until, Reason: strings.TrimSpace(in.Reason), CreatedBy: p.Name}
+	if w.From.IsZero() {
+		w.From = s.Now()
+	}
+	problems := map[string]string{}
+	if in.Duration != "" {
+		d, err := time.ParseDuration(in.Duration)
+		switch {
+		case err != nil || d <= 0:
+			problems["duration"] = `Give a positive duration such as "30m" or "2h".`
+		case !in.Until.IsZero():
+			problems["duration"] = "Give until or duration, not both."
+		default:
+			w.Until = w.From.Add(d)
+		}
+	}
+	if len(problems) == 0 {
+		var err error
+		if problems, err = s.checkWindow(c, w); err != nil {
+			return err
+		}
+	}
+	if len(problems) > 0 {
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the maintenance window is not valid", "fields": problems})
+	}
+	if err := s.saveWindow(c, w); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusCreated, s.toWindowJSON(w))
+}
+
+// apiMaintenanceEnd ends a window now, or cancels one that has not begun.
+func (s *Server) apiMaintenanceEnd(c echo.Context) error {
+	w, err := s.endWindow(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, s.toWindowJSON(w))
+}

@@ -108,3 +108,22 @@ func Heatmap(days []HeatDay) templ.Component {
 		return err
 	})
 }
+
+// heatLegend names the heatmap's colours, in the order people look for them.
+var heatLegend = []string{"ok", "late", "running", "missed", "failed", "overran", "overlapping", "skipped", "pending"}
+
+// HeatLegend draws a key to the Heatmap's colours.
+func HeatLegend() templ.Component {
+	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
+		const cell, step = 12, 92
+		width := len(heatLegend) * step
+		var b strings.Builder
+		fmt.Fprintf(&b, `<svg class="heat legend" width="%d" height="20" viewBox="0 0 %d 20" role="img" aria-label="key to the slot colours" data-testid="heat-legend">`, width, width)
+		for i, st := range heatLegend {
+			fmt.Fprintf(&b, `<rect class="%s" x="%d" y="4" width="%d" height="%d" rx="2"/><text x="%d" y="14">%s</text>`, st, i*step, cell, cell, i*step+cell+4, st)
+		}
+		b.WriteString(`</svg>`)
+		_, err := io.WriteString(w, b.String())
+		return err
+	})
+}

@@ -23,7 +23,13 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 	}
 	page := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01")
 	wantStatus(t, page, http.StatusOK)
-	for _, want := range []string{`data-testid="heatmap"`, `class="missed"`, `class="failed"`, `data-testid="gaps"`,
+	heat := heatmap(page.body)
+	for _, want := range []string{`class="missed"`, `class="failed"`, `class="ok"`} {
+		if !strings.Contains(heat, want) {
+			t.Errorf("the heatmap has no %s cell", want)
+		}
+	}
+	for _, want := range []string{`data-testid="heat-legend"`, `data-testid="gaps"`,
 		"/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", `data-testid="runs"`, "Asia/Tokyo"} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("job page lacks %q", want)
@@ -139,7 +145,7 @@ func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
 
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
-	if page := b.get(nightly); !strings.Contains(page.body, `class="missed"`) {
+	if page := b.get(nightly); !strings.Contains(heatmap(page.body), `class="missed"`) {
 		t.Fatal("the demo's nightly job has no missed slot to excuse")
 	}
 	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/jobs/maintenance")); return v }
@@ -160,7 +166,7 @@ func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
 		}
 	}
 	page := b.get(nightly)
-	if strings.Contains(page.body, `class="missed"`) || !strings.Contains(page.body, `class="skipped"`) {
+	if heat := heatmap(page.body); strings.Contains(heat, `class="missed"`) || !strings.Contains(heat, `class="skipped"`) {
 		t.Error("inside the window the nightly job's empty slots still show as missed, not skipped")
 	}
 
@@ -174,7 +180,7 @@ func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
 		t.Error("the ended window is not shown as ended")
 	}
 	// Ended now, the window still excused the slots it covered.
-	if page := b.get(nightly); strings.Contains(page.body, `class="missed"`) {
+	if page := b.get(nightly); strings.Contains(heatmap(page.body), `class="missed"`) {
 		t.Error("ending the window brought back slots it had covered")
 	}
 	entries, err := srv.App.Store.Audit.Recent(t.Context(), srv.Clock.Now(), 10)
@@ -188,4 +194,14 @@ func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
 	if got := strings.Join(actions, ","); !strings.Contains(got, "created maintenance window") || !strings.Contains(got, "ended maintenance window") {
 		t.Errorf("audit: %s", got)
 	}
+}
+
+// heatmap cuts a job page's slot heatmap out of it, leaving its key.
+func heatmap(page string) string {
+	_, after, ok := strings.Cut(page, `data-testid="heatmap"`)
+	if !ok {
+		return ""
+	}
+	svg, _, _ := strings.Cut(after, "</svg>")
+	return svg
 }

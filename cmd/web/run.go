@@ -126,34 +126,39 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	if err := migrateCmd(ctx, lookup, stderr); err != nil {
 		return err
 	}
-	cfg, err := config.LoadStorage(lookup)
+	st, err := openStore(lookup)
 	if err != nil {
 		return err
 	}
-	svc, err := app.OpenStorage(cfg, nil)
-	if err != nil {
-		return err
-	}
-	if err := demo.Seed(ctx, storage.New(svc), *localSettings, time.Now()); err != nil {
+	if err := demo.Seed(ctx, st, *localSettings, time.Now()); err != nil {
 		return err
 	}
 	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
 	return nil
 }
 
+// openStore connects to storage alone, for commands that only read or
+// write rows.
+func openStore(lookup func(string) (string, bool)) (*storage.Store, error) {
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return nil, err
+	}
+	svc, err := app.OpenStorage(cfg, nil)
+	if err != nil {
+		return nil, err
+	}
+	return storage.New(svc), nil
+}
+
 func appKey(ctx context.Context, args []string, lookup func(string) (string, bool), stdout io.Writer) error {
 	if len(args) != 1 {
 		return errors.New("app-key: name the app: fusebox app-key orders-prod")
 	}
-	cfg, err := config.LoadStorage(lookup)
+	st, err := openStore(lookup)
 	if err != nil {
 		return err
 	}
-	svc, err := app.OpenStorage(cfg, nil)
-	if err != nil {
-		return err
-	}
-	st := storage.New(svc)
 	a, err := st.Apps.Get(ctx, args[0])
 	if err != nil {
 		return err

@@ -24,6 +24,18 @@ func (w Window) Covers(j Job, t time.Time) bool {
 	return (w.AppID == "" || w.AppID == j.AppID) && !t.Before(w.From) && t.Before(w.Until)
 }
 
+// State says where now stands against the window: upcoming, active or
+// ended.
+func (w Window) State(now time.Time) string {
+	switch {
+	case now.Before(w.From):
+		return "upcoming"
+	case now.Before(w.Until):
+		return "active"
+	}
+	return "ended"
+}
+
 // Validate returns a message per field that is wrong, or nil.
 func (w Window) Validate() map[string]string {
 	errs := map[string]string{}
@@ -68,9 +80,16 @@ func Excuse(j Job, results []SlotResult, ws []Window) {
 	}
 }
 
-// Assess judges job j's slots from from to now against its runs (which
-// may start up to an hour before from), excusing those in maintenance
-// windows. It is what the scanner, the job page and the API all show.
+// RunRange is the span of run starts that Assess needs to judge job j's
+// slots from from to now: a run may start early (clock skew) or be the
+// long-running answer to the first slot.
+func (j Job) RunRange(from, now time.Time) (time.Time, time.Time) {
+	return j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute)
+}
+
+// Assess judges job j's slots from from to now against its runs (those
+// starting in RunRange), excusing those in maintenance windows. It is what
+// the scanner, the job page and the API all show.
 func Assess(j Job, runs []Run, ws []Window, from, now time.Time) ([]SlotResult, error) {
 	sched, err := j.ParseSchedule()
 	if err != nil {

@@ -99,7 +99,8 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Tim
 		return Paused, nil
 	}
 	from := now.Add(-s.lookback)
-	runs, err := s.store.Between(ctx, j.ID, j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute))
+	first, last := j.RunRange(from, now)
+	runs, err := s.store.Between(ctx, j.ID, first, last)
 	if err != nil {
 		return j.Status, err
 	}

@@ -21,14 +21,7 @@ type windowJSON struct {
 }
 
 func (s *Server) toWindowJSON(w jobs.Window) windowJSON {
-	out := windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: "ended"}
-	switch now := s.Now(); {
-	case now.Before(w.From):
-		out.State = "upcoming"
-	case now.Before(w.Until):
-		out.State = "active"
-	}
-	return out
+	return windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
 }
 
 // apiMaintenanceList lists the maintenance windows, latest start first.

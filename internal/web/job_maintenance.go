@@ -54,14 +54,9 @@ func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowFo
 	}
 	now := s.Now()
 	for _, w := range ws {
-		r := views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until, State: "ended", Tone: "muted"}
-		switch {
-		case now.Before(w.From):
-			r.State, r.Tone = "upcoming", "warn"
-		case now.Before(w.Until):
-			r.State, r.Tone = "active", "ok"
-		}
-		m.Rows = append(m.Rows, r)
+		st := w.State(now)
+		m.Rows = append(m.Rows, views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until,
+			State: st, Tone: windowTones[st]})
 	}
 	return render(c, code, views.MaintenancePage(m))
 }
@@ -106,6 +101,8 @@ func (s *Server) maintenanceEnd(c echo.Context) error {
 	s.setFlash(c, "window-end")
 	return c.Redirect(http.StatusSeeOther, "/jobs/maintenance")
 }
+
+var windowTones = map[string]string{"upcoming": "warn", "active": "ok", "ended": "muted"}
 
 func windowScope(w jobs.Window) string {
 	if w.AppID == "" {

@@ -1,24 +1,19 @@
 package web
 
 import (
-	"errors"
 	"net/http"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/audit"
-	"github.com/fusebox/fusebox/internal/storage"
 )
 
 // jobRun makes up a missed slot: it runs the job's function once, now,
 // through its host's admin API, and records who did it for which slot.
 func (s *Server) jobRun(c echo.Context) error {
 	ctx := c.Request().Context()
-	j, err := s.JobStore.Get(ctx, c.Param("id"))
-	if errors.Is(err, storage.ErrNoJob) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
-	}
+	j, err := s.jobOf(c)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,6 @@
 package web
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -10,7 +9,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -54,7 +52,8 @@ func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window) (jobWe
 	}
 	ctx := c.Request().Context()
 	from := now.Add(-7 * 24 * time.Hour)
-	runs, err := s.RunReader.Between(ctx, j.ID, j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute))
+	first, last := j.RunRange(from, now)
+	runs, err := s.RunReader.Between(ctx, j.ID, first, last)
 	if err != nil {
 		return jobWeek{}, err
 	}
@@ -88,10 +87,7 @@ var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotSkipped: 0, jo
 // the gaps, run durations and the run list.
 func (s *Server) jobShow(c echo.Context) error {
 	ctx := c.Request().Context()
-	j, err := s.JobStore.Get(ctx, c.Param("id"))
-	if errors.Is(err, storage.ErrNoJob) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
-	}
+	j, err := s.jobOf(c)
 	if err != nil {
 		return err
 	}

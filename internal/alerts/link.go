@@ -14,13 +14,16 @@ import (
 // Link is what a signed link says: who may do what to which episode of
 // which circuit, until when, under which key.
 type Link struct {
-	Circuit   string    `json:"c"` // app/function
-	Episode   int64     `json:"e"`
-	Action    string    `json:"a"` // "resume"
-	Recipient string    `json:"r"` // who it was mailed to
-	Expires   time.Time `json:"-"`
-	ExpiresAt int64     `json:"x"`
-	KeyID     string    `json:"k"`
+	Circuit string `json:"c"` // app/function
+	Episode int64  `json:"e"`
+	// Incarnation is the circuit's: a link outlives neither the circuit's
+	// deletion nor its re-creation, whose episodes start again at 1.
+	Incarnation string    `json:"i,omitempty"`
+	Action      string    `json:"a"` // "resume"
+	Recipient   string    `json:"r"` // who it was mailed to
+	Expires     time.Time `json:"-"`
+	ExpiresAt   int64     `json:"x"`
+	KeyID       string    `json:"k"`
 }
 
 // Errors of links, for the page that explains them.

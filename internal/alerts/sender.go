@@ -155,18 +155,6 @@ func NewSender(o Outbox, c Circuits, m Mailer, comp Composer, s SenderSettings) 
 	return &Sender{outbox: o, circuits: c, mailer: m, composer: comp, s: s}
 }
 
-// Run passes until ctx ends.
-func (s *Sender) Run(ctx context.Context, f lease.Fence) error {
-	for {
-		if err := s.Pass(ctx, f); err != nil && ctx.Err() == nil {
-			s.s.Logger.Warn("mail pass failed", "error", err)
-		}
-		if err := s.s.Clock.Sleep(ctx, s.s.Interval); err != nil {
-			return nil
-		}
-	}
-}
-
 // Pass makes sure every owed message is in the outbox, then sends what is due.
 func (s *Sender) Pass(ctx context.Context, f lease.Fence) error {
 	now := s.s.Clock.Now()

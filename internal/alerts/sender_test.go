@@ -163,7 +163,7 @@ func TestMailForAnEndedEpisodeIsNotSent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	resumed, fl, _ := circuit.Resume(c, "olivia", "", 0, r.clock.Now())
+	resumed, fl, _ := circuit.Resume(c, "olivia", "", circuit.Counts{}, r.clock.Now())
 	if err := r.store.Circuits.Transition(t.Context(), lease.Fence{}, resumed, fl); err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/loop"
 	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
@@ -56,6 +57,7 @@ type App struct {
 	Locker  *lease.Locker
 
 	clock     clock.Clock
+	runner    *loop.Runner
 	evaluator *circuit.Evaluator
 	scanner   *jobs.Scanner
 	sender    *alerts.Sender // nil when mail is off
@@ -131,6 +133,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		}
 	}
 	store := storage.New(svc)
+	m.WatchUnreadableRows(store.Faults.Counts)
 
 	key := []byte(cfg.Session.Key.Reveal())
 	sessions, err := auth.NewSessions(store.Sessions, key, cfg.Session.TTL, now)
@@ -198,7 +201,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
 		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
 		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, FunctionRunner: router, Links: signer, Outbox: store.Outbox,
-		JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs,
+		JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, Faults: store.Faults, Idempotency: store.Status,
 		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
 		Now:   now,
 	})
@@ -210,11 +213,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	})
 	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
+	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
+	a.runner.Recorder = loopRecorder{a}
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
-	if err := a.ensureLoopJobs(ctx); err != nil {
-		// Not migrated yet, most likely; the loops' first passes try again.
-		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
-	}
 	if cfg.Mail.Host != "" {
 		reminders := cfg.Mail.MaxReminders
 		if reminders == 0 {
@@ -227,6 +228,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 				Jobs: mailer.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}})
 	} else {
 		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open")
+	}
+	if err := a.ensureLoopJobs(ctx); err != nil {
+		// Not migrated yet, most likely; the loops' first passes try again.
+		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
 	}
 	return a, nil
 }
@@ -269,40 +274,73 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		defer cancel()
 		return hs.Shutdown(shutdownCtx)
 	})
-	g.Go(func() error {
-		return a.Locker.Run(ctx, "sessions/sweeper", func(ctx context.Context, _ lease.Fence) error { return a.sweepSessions(ctx) })
-	})
-	g.Go(func() error { return a.Locker.Run(ctx, "evaluator", a.evaluator.Run) })
-	g.Go(func() error { return a.Locker.Run(ctx, "jobs/scanner", a.scanner.Run) })
-	g.Go(func() error {
-		return a.Locker.Run(ctx, "failures/pruner", func(ctx context.Context, _ lease.Fence) error { return a.pruneFailures(ctx) })
-	})
-	if a.sender != nil {
-		g.Go(func() error { return a.Locker.Run(ctx, "mail/sender", a.sender.Run) })
+	for _, l := range a.loops() {
+		g.Go(func() error { return a.Locker.Run(ctx, l.lease, a.runner.Work(l.Loop)) })
 	}
-	g.Go(func() error {
-		return a.Locker.Run(ctx, "failures/rollup", func(ctx context.Context, _ lease.Fence) error { return a.rollUp(ctx) })
-	})
 	return g.Wait()
 }
 
 // Fusebox's own background loops are jobs too, so a loop that stops is a
 // gap on the Jobs page like any other. Their ids are fixed.
 var (
-	loopPruner  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000001", Name: "Fusebox: failure pruner", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
-	loopRollup  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000002", Name: "Fusebox: failure roll-up", Schedule: "*/30 * * * * *", Grace: time.Minute}
-	loopSweeper = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000003", Name: "Fusebox: session sweeper", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
+	loopPruner    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000001", Name: "Fusebox: failure pruner", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
+	loopRollup    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000002", Name: "Fusebox: failure roll-up", Schedule: "*/30 * * * * *", Grace: time.Minute}
+	loopSweeper   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000003", Name: "Fusebox: session sweeper", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
+	loopEvaluator = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000004", Name: "Fusebox: circuit evaluator", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
+	loopSender    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000005", Name: "Fusebox: mail sender", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
+	loopScanner   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000006", Name: "Fusebox: job scanner", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
+	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner}
 )
 
+// EvaluatorLoop is the name under which the evaluator's health is kept.
+const EvaluatorLoop = "evaluator"
+
+type leasedLoop struct {
+	lease string
+	loop.Loop
+}
+
+// loops lists every background loop and the lease it runs under. Each
+// loop's body belongs to the package that owns its work; this only says
+// how often it runs and what it is recorded as.
+func (a *App) loops() []leasedLoop {
+	ls := []leasedLoop{
+		{"evaluator", loop.Loop{Name: EvaluatorLoop, JobID: loopEvaluator.ID, Every: a.evaluator.Interval(), RecordEvery: time.Minute,
+			Deadline: a.cfg.EvaluatorDeadline, Begin: a.evaluator.Begin, End: a.evaluator.Wait, Pass: a.evaluator.Tick}},
+		{"jobs/scanner", loop.Loop{Name: "jobs_scanner", JobID: loopScanner.ID, Every: 30 * time.Second, Pass: a.scanner.Pass}},
+		{"failures/pruner", loop.Loop{Name: "failures_pruner", JobID: loopPruner.ID, Every: 10 * time.Minute, Pass: func(ctx context.Context, _ lease.Fence) error {
+			n, err := a.Store.Prune(ctx, a.now())
+			if n > 0 {
+				a.log.Info("old failure rows removed", "count", n)
+			}
+			return err
+		}}},
+		{"failures/rollup", loop.Loop{Name: "failures_rollup", JobID: loopRollup.ID, Every: 30 * time.Second, Pass: func(ctx context.Context, _ lease.Fence) error {
+			return a.Store.Rates.RollupRecent(ctx, a.Store.Failures, a.now())
+		}}},
+		{"sessions/sweeper", loop.Loop{Name: "session_sweeper", JobID: loopSweeper.ID, Every: 10 * time.Minute, Pass: func(ctx context.Context, _ lease.Fence) error {
+			_, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
+			return err
+		}}},
+	}
+	if a.sender != nil {
+		ls = append(ls, leasedLoop{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, RecordEvery: time.Minute, Pass: a.sender.Pass}})
+	}
+	return ls
+}
+
 // ensureLoopJobs registers the loops as jobs, keeping any settings an
-// operator changed since. It runs at start and again on each loop pass
-// until it succeeds, so an instance started before migrations still
+// operator changed since. It runs at start and again on each recorded
+// pass until it succeeds, so an instance started before migrations still
 // registers them.
 func (a *App) ensureLoopJobs(ctx context.Context) error {
 	if a.loopsRegistered.Load() {
 		return nil
 	}
-	for _, j := range []jobs.Job{loopPruner, loopRollup, loopSweeper} {
+	for _, j := range loopJobs {
+		if j.ID == loopSender.ID && a.sender == nil {
+			continue // mail is off: no loop, no job that would go missing
+		}
 		if _, err := a.Store.Jobs.Get(ctx, j.ID); err == nil {
 			continue
 		} else if !errors.Is(err, storage.ErrNoJob) {
@@ -317,96 +355,24 @@ func (a *App) ensureLoopJobs(ctx context.Context) error {
 	return nil
 }
 
-// sleepToNext sleeps until the next multiple of every on the UTC clock,
-// the loops' schedules, so passes do not drift off their slots by the
-// time each pass takes.
-func (a *App) sleepToNext(ctx context.Context, every time.Duration) error {
-	now := a.now()
-	return a.clock.Sleep(ctx, now.Truncate(every).Add(every).Sub(now))
-}
+// loopRecorder records loop passes as runs of their jobs.
+type loopRecorder struct{ a *App }
 
-// recordLoop reports one pass of a loop as a run of its job.
-func (a *App) recordLoop(ctx context.Context, j jobs.Job, passErr error) {
-	if err := a.ensureLoopJobs(ctx); err != nil {
-		if ctx.Err() == nil {
-			a.log.Warn("could not register Fusebox's own loops as jobs", "error", err)
-		}
-		return
+func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time, passErr error) error {
+	if err := r.a.ensureLoopJobs(ctx); err != nil {
+		return fmt.Errorf("register Fusebox's own loops as jobs: %w", err)
 	}
 	ev := jobs.EventSuccess
 	var log []byte
 	if passErr != nil {
 		ev, log = jobs.EventFailure, []byte(passErr.Error())
 	}
-	err := a.Store.Runs.Record(ctx, j.ID, "", ev, -1, a.now(), log)
-	if err == nil {
-		err = a.Store.Jobs.Touch(ctx, j.ID, a.now())
+	if err := r.a.Store.Runs.Record(ctx, jobID, "", ev, -1, at, log); err != nil {
+		return err
 	}
-	if err != nil && ctx.Err() == nil {
-		a.log.Warn("could not record a loop's run", "loop", j.Name, "error", err)
-	}
+	return r.a.Store.Jobs.Touch(ctx, jobID, at)
 }
 
-// rollUp stores per-minute failure counts for charts every 30 seconds,
-// redoing the last two whole minutes so late rows are counted.
-func (a *App) rollUp(ctx context.Context) error {
-	for {
-		now := a.now()
-		var err error
-		for _, back := range []time.Duration{2 * time.Minute, time.Minute} {
-			if _, e := a.Store.Rates.Rollup(ctx, a.Store.Failures, now.Add(-back)); e != nil {
-				err = e
-			}
-		}
-		a.Metrics.ObserveLoop("failures_rollup", a.now(), err)
-		a.recordLoop(ctx, loopRollup, err)
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn("failure roll-up failed", "error", err)
-		}
-		if err := a.sleepToNext(ctx, 30*time.Second); err != nil {
-			return nil
-		}
-	}
-}
-
-// pruneFailures deletes failure rows older than the longest window allows
-// (24 h) plus an hour, every ten minutes.
-func (a *App) pruneFailures(ctx context.Context) error {
-	for {
-		n, err := a.Store.Failures.DeleteBefore(ctx, a.now().Add(-circuit.MaxWindow-time.Hour))
-		if _, e := a.Store.Rates.DeleteBefore(ctx, a.now().Add(-8*24*time.Hour)); e != nil && err == nil {
-			err = e
-		}
-		if _, e := a.Store.Runs.DeleteBefore(ctx, a.now().Add(-35*24*time.Hour)); e != nil && err == nil {
-			err = e
-		}
-		a.recordLoop(ctx, loopPruner, err)
-		a.Metrics.ObserveLoop("failures_pruner", a.now(), err)
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn("failure pruning failed", "error", err)
-		} else if n > 0 {
-			a.log.Info("old failure rows removed", "count", n)
-		}
-		if err := a.sleepToNext(ctx, 10*time.Minute); err != nil {
-			return nil
-		}
-	}
-}
-
-// sweepSessions deletes expired sessions every ten minutes, on the one
-// instance that holds the sweeper's lease, until ctx ends.
-func (a *App) sweepSessions(ctx context.Context) error {
-	for {
-		n, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
-		a.Metrics.ObserveLoop("session_sweeper", a.now(), err)
-		a.recordLoop(ctx, loopSweeper, err)
-		if err != nil && ctx.Err() == nil {
-			a.log.Warn("session sweep failed", "error", err)
-		} else if n > 0 {
-			a.log.Info("expired sessions removed", "count", n)
-		}
-		if err := a.sleepToNext(ctx, 10*time.Minute); err != nil {
-			return nil
-		}
-	}
-}
+// Health reports the evaluator's state as this instance knows it and as
+// the status row says, for the overview banner and /readyz.
+func (a *App) LoopHealth(name string) (loop.Health, bool) { return a.runner.Health(name) }

@@ -3,11 +3,19 @@
 // function app's application settings (or a slot's).
 //
 // ARM has no partial update of app settings and no ETag on them: a write
-// replaces the whole set. So every change reads the settings, changes the
-// one key, and writes them all back, and writes nothing when the setting is
-// already as wanted, because every write restarts the app. Two writers
-// racing between read and write can still lose one's change; the
-// evaluator's drift check notices a lost trigger change and reports it.
+// replaces the whole set, and every write restarts the app. So Apply reads
+// the settings, changes only the keys it was asked to, writes them all back
+// in one write (one restart however many functions change), and writes
+// nothing when they are already as wanted. A write is never replayed: after
+// a 409, a throttle or a time-out, the next try reads again and merges
+// again, so a change someone made meanwhile (a deploy, a key rotation)
+// survives. After writing it reads back and checks that its keys hold.
+// What is not guaranteed: a writer that read before Fusebox wrote and
+// writes after it can still undo Fusebox's change; the read-back or the
+// evaluator's drift check sees that.
+//
+// For a slot, the Disabled settings are made slot-sticky first, so a swap
+// does not carry a switched-off trigger to production.
 //
 // It is kept in its own package because the armappservice module is large:
 // only what wires it in pays for compiling it.
@@ -15,8 +23,12 @@ package armswitch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -28,14 +40,20 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/clock"
+	"github.com/fusebox/fusebox/internal/trigger"
 )
 
 // Settings tune the switch. Zero values take the defaults.
 type Settings struct {
-	// MaxRetries for 409, 429 and 5xx answers. Default 4.
-	MaxRetries int32
-	// RetryDelay is the first backoff; it doubles, with jitter, up to
-	// MaxRetryDelay. Defaults 1s and 30s.
+	// Attempts of one Apply, each reading and merging afresh. Default 5.
+	Attempts int
+	// TryTimeout bounds each HTTP request. Default 15s. The caller's
+	// context bounds the whole call.
+	TryTimeout time.Duration
+	// RetryDelay is the first backoff between attempts; it doubles, with
+	// jitter, up to MaxRetryDelay. Defaults 1s and 20s. A Retry-After
+	// header is not honoured beyond MaxRetryDelay.
 	RetryDelay, MaxRetryDelay time.Duration
 	// Transport replaces the HTTP transport (the SDK's fake servers in tests).
 	Transport policy.Transporter
@@ -48,6 +66,7 @@ type Switch struct {
 	cred azcore.TokenCredential
 	opts *arm.ClientOptions
 	http *http.Client
+	s    Settings
 
 	mu      sync.Mutex
 	clients map[string]*armappservice.WebAppsClient // by subscription
@@ -58,20 +77,23 @@ var _ circuit.Switch = (*Switch)(nil)
 // New builds a switch that authenticates with cred
 // (azidentity.DefaultAzureCredential in production).
 func New(cred azcore.TokenCredential, s Settings) *Switch {
-	if s.MaxRetries == 0 {
-		s.MaxRetries = 4
+	if s.Attempts <= 0 {
+		s.Attempts = 5
 	}
-	if s.RetryDelay == 0 {
+	if s.TryTimeout <= 0 {
+		s.TryTimeout = 15 * time.Second
+	}
+	if s.RetryDelay <= 0 {
 		s.RetryDelay = time.Second
 	}
-	if s.MaxRetryDelay == 0 {
-		s.MaxRetryDelay = 30 * time.Second
+	if s.MaxRetryDelay <= 0 {
+		s.MaxRetryDelay = 20 * time.Second
 	}
 	opts := &arm.ClientOptions{ClientOptions: azcore.ClientOptions{
+		// Reads are retried by the SDK; writes never are (see write).
 		Retry: policy.RetryOptions{
-			MaxRetries: s.MaxRetries, RetryDelay: s.RetryDelay, MaxRetryDelay: s.MaxRetryDelay,
-			// 409: another change to the site is in progress.
-			StatusCodes: []int{http.StatusConflict, http.StatusTooManyRequests, http.StatusRequestTimeout,
+			MaxRetries: 2, TryTimeout: s.TryTimeout, RetryDelay: s.RetryDelay, MaxRetryDelay: s.MaxRetryDelay,
+			StatusCodes: []int{http.StatusTooManyRequests, http.StatusRequestTimeout,
 				http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
 		},
 	}}
@@ -82,7 +104,7 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Switch{cred: cred, opts: opts, http: hc, clients: map[string]*armappservice.WebAppsClient{}}
+	return &Switch{cred: cred, opts: opts, http: hc, s: s, clients: map[string]*armappservice.WebAppsClient{}}
 }
 
 func (s *Switch) client(app circuit.App) (*armappservice.WebAppsClient, error) {
@@ -103,12 +125,15 @@ func (s *Switch) client(app circuit.App) (*armappservice.WebAppsClient, error) {
 }
 
 // SettingName is the app setting that disables a function.
-func SettingName(function string) string { return "AzureWebJobs." + function + ".Disabled" }
+func SettingName(function string) string { return trigger.Setting(function) }
 
-func altSettingName(function string) string { return "AzureWebJobs_" + function + "_Disabled" }
+func truthy(v *string) bool { return v != nil && trigger.Truthy(*v) }
 
-func truthy(v *string) bool {
-	return v != nil && (*v == "1" || strings.EqualFold(*v, "true"))
+func siteName(app circuit.App) string {
+	if app.Slot != "" {
+		return app.Site + "/" + app.Slot
+	}
+	return app.Site
 }
 
 func (s *Switch) read(ctx context.Context, app circuit.App) (map[string]*string, error) {
@@ -120,13 +145,13 @@ func (s *Switch) read(ctx context.Context, app circuit.App) (map[string]*string,
 	if app.Slot == "" {
 		resp, err := c.ListApplicationSettings(ctx, app.ResourceGroup, app.Site, nil)
 		if err != nil {
-			return nil, fmt.Errorf("armswitch: read settings of %s: %w", app.Site, err)
+			return nil, describe(app, "read the settings of", err)
 		}
 		props = resp.Properties
 	} else {
 		resp, err := c.ListApplicationSettingsSlot(ctx, app.ResourceGroup, app.Site, app.Slot, nil)
 		if err != nil {
-			return nil, fmt.Errorf("armswitch: read settings of %s/%s: %w", app.Site, app.Slot, err)
+			return nil, describe(app, "read the settings of", err)
 		}
 		props = resp.Properties
 	}
@@ -134,6 +159,29 @@ func (s *Switch) read(ctx context.Context, app circuit.App) (map[string]*string,
 		props = map[string]*string{}
 	}
 	return props, nil
+}
+
+// once is a context in which the SDK makes one try of a request: a write
+// is retried by Apply, which reads and merges again, never by replaying.
+func (s *Switch) once(ctx context.Context) context.Context {
+	return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1, TryTimeout: s.s.TryTimeout})
+}
+
+func (s *Switch) write(ctx context.Context, app circuit.App, props map[string]*string) error {
+	c, err := s.client(app)
+	if err != nil {
+		return err
+	}
+	dict := armappservice.StringDictionary{Properties: props}
+	if app.Slot == "" {
+		_, err = c.UpdateApplicationSettings(s.once(ctx), app.ResourceGroup, app.Site, dict, nil)
+	} else {
+		_, err = c.UpdateApplicationSettingsSlot(s.once(ctx), app.ResourceGroup, app.Site, app.Slot, dict, nil)
+	}
+	if err != nil {
+		return describe(app, "write the settings of", err)
+	}
+	return nil
 }
 
 // Disabled returns the functions the app's settings switch off.
@@ -144,56 +192,183 @@ func (s *Switch) Disabled(ctx context.Context, app circuit.App) (map[string]bool
 	}
 	out := map[string]bool{}
 	for k, v := range props {
-		if !truthy(v) {
-			continue
-		}
-		switch {
-		case strings.HasPrefix(k, "AzureWebJobs.") && strings.HasSuffix(k, ".Disabled"):
-			out[strings.TrimSuffix(strings.TrimPrefix(k, "AzureWebJobs."), ".Disabled")] = true
-		case strings.HasPrefix(k, "AzureWebJobs_") && strings.HasSuffix(k, "_Disabled"):
-			out[strings.TrimSuffix(strings.TrimPrefix(k, "AzureWebJobs_"), "_Disabled")] = true
+		if f, ok := trigger.FunctionOf(k); ok && truthy(v) {
+			out[f] = true
 		}
 	}
 	return out, nil
 }
 
-// SetDisabled reads the settings, sets or removes the function's setting,
-// and writes the whole set back, unless nothing changes.
-func (s *Switch) SetDisabled(ctx context.Context, app circuit.App, function string, disabled bool) error {
-	if app.Linux && strings.Contains(function, "-") {
-		return fmt.Errorf("armswitch: %s contains '-', and Linux plans reject app setting names with '-'", function)
+// merge returns the settings with each function switched as off says, and
+// whether that changes anything.
+func merge(props map[string]*string, off map[string]bool) (map[string]*string, bool) {
+	next := maps.Clone(props)
+	changed := false
+	for f, disabled := range off {
+		key, alt := trigger.Setting(f), trigger.AltSetting(f)
+		now := truthy(props[key]) || truthy(props[alt])
+		if now == disabled {
+			continue // already so: no write, no restart
+		}
+		changed = true
+		delete(next, alt)
+		if disabled {
+			v := "true"
+			next[key] = &v
+		} else {
+			delete(next, key)
+		}
 	}
-	props, err := s.read(ctx, app)
-	if err != nil {
-		return err
+	return next, changed
+}
+
+// holds reports whether props switch every function as off says.
+func holds(props map[string]*string, off map[string]bool) bool {
+	for f, disabled := range off {
+		if (truthy(props[trigger.Setting(f)]) || truthy(props[trigger.AltSetting(f)])) != disabled {
+			return false
+		}
 	}
-	key, alt := SettingName(function), altSettingName(function)
-	now := truthy(props[key]) || truthy(props[alt])
-	if now == disabled {
-		return nil // already so: no write, no restart
+	return true
+}
+
+// Apply switches each function in off in one write of the app's settings.
+func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
+	for f := range off {
+		if err := trigger.CheckSettable(f, app.Linux); err != nil {
+			return fmt.Errorf("armswitch: %w", err)
+		}
 	}
-	delete(props, alt)
-	if disabled {
-		v := "true"
-		props[key] = &v
-	} else {
-		delete(props, key)
+	if app.Slot != "" {
+		if err := s.makeSticky(ctx, app, off); err != nil {
+			return err
+		}
 	}
+	var last error
+	for attempt := range s.s.Attempts {
+		if attempt > 0 {
+			if err := s.pause(ctx, attempt); err != nil {
+				return fmt.Errorf("%w (after: %w)", err, last)
+			}
+		}
+		props, err := s.read(ctx, app)
+		if err != nil {
+			if !retriable(err) {
+				return err
+			}
+			last = err
+			continue
+		}
+		next, changed := merge(props, off)
+		if !changed {
+			return nil
+		}
+		if err := s.write(ctx, app, next); err != nil {
+			if !retriable(err) {
+				return err
+			}
+			last = err
+			continue
+		}
+		// Read back: another writer may have replaced the set with a copy
+		// it read before this write.
+		after, err := s.read(ctx, app)
+		if err != nil {
+			last = err
+			continue // the next attempt reads again and finds it done, or not
+		}
+		if !holds(after, off) {
+			last = fmt.Errorf("armswitch: the settings of %s were replaced by another writer right after Fusebox wrote them", siteName(app))
+			continue
+		}
+		return nil
+	}
+	return last
+}
+
+// makeSticky adds the functions' Disabled settings to the site's slot
+// settings, so they stay with the slot in a swap.
+func (s *Switch) makeSticky(ctx context.Context, app circuit.App, off map[string]bool) error {
 	c, err := s.client(app)
 	if err != nil {
 		return err
 	}
-	dict := armappservice.StringDictionary{Properties: props}
-	if app.Slot == "" {
-		_, err = c.UpdateApplicationSettings(ctx, app.ResourceGroup, app.Site, dict, nil)
-	} else {
-		_, err = c.UpdateApplicationSettingsSlot(ctx, app.ResourceGroup, app.Site, app.Slot, dict, nil)
-	}
+	resp, err := c.ListSlotConfigurationNames(ctx, app.ResourceGroup, app.Site, nil)
 	if err != nil {
-		return fmt.Errorf("armswitch: write settings of %s: %w", app.Site, err)
+		return describe(app, "read the slot settings of", err)
+	}
+	res := resp.SlotConfigNamesResource
+	if res.Properties == nil {
+		res.Properties = &armappservice.SlotConfigNames{}
+	}
+	have := map[string]bool{}
+	for _, n := range res.Properties.AppSettingNames {
+		if n != nil {
+			have[*n] = true
+		}
+	}
+	var add []string
+	for f, disabled := range off {
+		if disabled && !have[trigger.Setting(f)] {
+			add = append(add, trigger.Setting(f))
+		}
+	}
+	if len(add) == 0 {
+		return nil
+	}
+	slices.Sort(add)
+	for _, n := range add {
+		res.Properties.AppSettingNames = append(res.Properties.AppSettingNames, &n)
+	}
+	names := armappservice.SlotConfigNamesResource{Properties: res.Properties}
+	if _, err := c.UpdateSlotConfigurationNames(s.once(ctx), app.ResourceGroup, app.Site, names, nil); err != nil {
+		return describe(app, "make the Disabled settings slot-sticky on", err)
 	}
 	return nil
 }
+
+func (s *Switch) pause(ctx context.Context, attempt int) error {
+	d := min(s.s.RetryDelay<<min(attempt-1, 20), s.s.MaxRetryDelay)
+	return clock.Real{}.Sleep(ctx, time.Duration(float64(d)*(0.8+0.4*rand.Float64())))
+}
+
+// retriable reports whether another try may succeed without anyone acting.
+func retriable(err error) bool {
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) {
+		switch re.StatusCode {
+		case http.StatusConflict, http.StatusTooManyRequests, http.StatusRequestTimeout:
+			return true
+		}
+		return re.StatusCode >= 500
+	}
+	return false
+}
+
+// describe turns ARM's answers into what a person should do about them.
+func describe(app circuit.App, doing string, err error) error {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("armswitch: %s %s: %w", doing, siteName(app), err)
+	}
+	scope := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Web/sites/%s", app.SubscriptionID, app.ResourceGroup, app.Site)
+	switch re.StatusCode {
+	case http.StatusForbidden:
+		return fmt.Errorf("armswitch: Fusebox's identity may not %s %s (403 %s): give it the Website Contributor role on %s, which includes Microsoft.Web/sites/config/list/action and Microsoft.Web/sites/config/write: %w",
+			doing, siteName(app), re.ErrorCode, scope, errPermanent)
+	case http.StatusUnauthorized:
+		return fmt.Errorf("armswitch: Azure did not accept Fusebox's credential to %s %s (401 %s): check the managed identity or AZURE_* settings: %w", doing, siteName(app), re.ErrorCode, errPermanent)
+	case http.StatusNotFound:
+		return fmt.Errorf("armswitch: %s was not found at %s (404 %s): was the app deleted or renamed? Register it again, or delete its circuits: %w", siteName(app), scope, re.ErrorCode, errPermanent)
+	}
+	return fmt.Errorf("armswitch: %s %s: %w", doing, siteName(app), err)
+}
+
+// errPermanent marks answers that retrying will not change.
+var errPermanent = errors.New("retrying will not help until this is fixed")
 
 // Functions lists the app's functions by name, so circuits pick real ones.
 func (s *Switch) Functions(ctx context.Context, app circuit.App) ([]string, error) {

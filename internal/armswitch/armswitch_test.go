@@ -28,6 +28,11 @@ type site struct {
 	writes     map[string]int
 	failWrites []int // status codes to answer the next writes with
 	failReads  []int
+	// beforeWrite runs before each write is answered, as another writer
+	// changing the settings at that moment would.
+	beforeWrite func(attempt int)
+	sticky      []string      // slot setting names
+	hang        chan struct{} // when set, reads wait for it or their context
 }
 
 func newSite(prod map[string]string) *site {
@@ -88,8 +93,22 @@ func (f *flaky) Do(req *http.Request) (*http.Response, error) {
 		if len(f.site.failWrites) > 0 {
 			status, f.site.failWrites = f.site.failWrites[0], f.site.failWrites[1:]
 		}
+		if hook := f.site.beforeWrite; hook != nil {
+			n := f.site.writes[slot]
+			f.site.mu.Unlock()
+			hook(n)
+			f.site.mu.Lock()
+		}
 	}
+	hang := f.site.hang
 	f.site.mu.Unlock()
+	if hang != nil {
+		select {
+		case <-hang:
+		case <-req.Context().Done():
+			return nil, req.Context().Err()
+		}
+	}
 	if status != 0 {
 		return &http.Response{StatusCode: status, Status: http.StatusText(status), Header: http.Header{},
 			Body: io.NopCloser(strings.NewReader(`{"error":{"code":"Busy","message":"try again"}}`)), Request: req}, nil
@@ -130,6 +149,31 @@ func (s *site) server(t *testing.T) *fake.WebAppsServer {
 			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsSlotResponse{StringDictionary: d}, nil)
 			return out, azfake.ErrorResponder{}
 		},
+		ListSlotConfigurationNames: func(_ context.Context, rg, name string, _ *armappservice.WebAppsClientListSlotConfigurationNamesOptions) (azfake.Responder[armappservice.WebAppsClientListSlotConfigurationNamesResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			s.mu.Lock()
+			names := make([]*string, len(s.sticky))
+			for i := range s.sticky {
+				names[i] = to.Ptr(s.sticky[i])
+			}
+			s.mu.Unlock()
+			var out azfake.Responder[armappservice.WebAppsClientListSlotConfigurationNamesResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientListSlotConfigurationNamesResponse{SlotConfigNamesResource: armappservice.SlotConfigNamesResource{
+				Properties: &armappservice.SlotConfigNames{AppSettingNames: names}}}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		UpdateSlotConfigurationNames: func(_ context.Context, rg, name string, r armappservice.SlotConfigNamesResource, _ *armappservice.WebAppsClientUpdateSlotConfigurationNamesOptions) (azfake.Responder[armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			s.mu.Lock()
+			s.sticky = nil
+			for _, n := range r.Properties.AppSettingNames {
+				s.sticky = append(s.sticky, *n)
+			}
+			s.mu.Unlock()
+			var out azfake.Responder[armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse{SlotConfigNamesResource: r}, nil)
+			return out, azfake.ErrorResponder{}
+		},
 		NewListFunctionsPager: func(rg, name string, _ *armappservice.WebAppsClientListFunctionsOptions) azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse] {
 			var p azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]
 			p.AddPage(http.StatusOK, armappservice.WebAppsClientListFunctionsResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{
@@ -149,7 +193,7 @@ func (s *site) server(t *testing.T) *fake.WebAppsServer {
 
 func newSwitch(t *testing.T, s *site) *armswitch.Switch {
 	return armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{
-		RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond,
+		RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, TryTimeout: 2 * time.Second,
 		Transport: &flaky{site: s, next: fake.NewWebAppsServerTransport(s.server(t))},
 	})
 }
@@ -159,7 +203,7 @@ var app = circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000
 func TestDisableKeepsEveryOtherSetting(t *testing.T) {
 	s := newSite(map[string]string{"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;...", "FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated", "AzureWebJobs_ImportPrices_Disabled": "1"})
 	sw := newSwitch(t, s)
-	if err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true); err != nil {
+	if err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;...", "FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated",
@@ -177,7 +221,7 @@ func TestDisableKeepsEveryOtherSetting(t *testing.T) {
 
 	// Already off: nothing is written, so the app is not restarted.
 	writes := s.writes[""]
-	if err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true); err != nil {
+	if err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true}); err != nil {
 		t.Fatal(err)
 	}
 	if s.writes[""] != writes {
@@ -185,7 +229,7 @@ func TestDisableKeepsEveryOtherSetting(t *testing.T) {
 	}
 
 	// Enabling removes both forms of the setting and keeps the rest.
-	if err := sw.SetDisabled(t.Context(), app, "ImportPrices", false); err != nil {
+	if err := sw.Apply(t.Context(), app, map[string]bool{"ImportPrices": false}); err != nil {
 		t.Fatal(err)
 	}
 	if _, ok := s.settings[""]["AzureWebJobs_ImportPrices_Disabled"]; ok {
@@ -201,7 +245,7 @@ func TestSlotsAreHonoured(t *testing.T) {
 	sw := newSwitch(t, s)
 	staging := app
 	staging.Slot = "staging"
-	if err := sw.SetDisabled(t.Context(), staging, "ProcessOrders", true); err != nil {
+	if err := sw.Apply(t.Context(), staging, map[string]bool{"ProcessOrders": true}); err != nil {
 		t.Fatal(err)
 	}
 	if s.settings["staging"]["AzureWebJobs.ProcessOrders.Disabled"] != "true" || s.settings["staging"]["STAGING_ONLY"] != "1" {
@@ -209,6 +253,10 @@ func TestSlotsAreHonoured(t *testing.T) {
 	}
 	if s.reads[""]+s.writes[""] != 0 || s.settings[""]["A"] != "1" || len(s.settings[""]) != 1 {
 		t.Error("production was read or written for a slot's change")
+	}
+	// A swap must not carry the switched-off trigger to production.
+	if !slices.Equal(s.sticky, []string{"AzureWebJobs.ProcessOrders.Disabled"}) {
+		t.Errorf("slot-sticky settings = %v, want the Disabled setting", s.sticky)
 	}
 	names, err := sw.Functions(t.Context(), staging)
 	if err != nil || !slices.Equal(names, []string{"ProcessOrders"}) {
@@ -221,11 +269,13 @@ func TestTransientErrorsAreRetried(t *testing.T) {
 	s.failReads = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}
 	s.failWrites = []int{http.StatusConflict, http.StatusConflict, http.StatusInternalServerError}
 	sw := newSwitch(t, s)
-	if err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true); err != nil {
+	if err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true}); err != nil {
 		t.Fatalf("after 429, 503, 409, 409 and 500: %v", err)
 	}
-	if s.reads[""] != 3 || s.writes[""] != 4 {
-		t.Errorf("reads %d, writes %d; want 3 and 4 (the failures, then success)", s.reads[""], s.writes[""])
+	// The SDK retries the read (429, 503, ok); each failed write is followed
+	// by a fresh read; the successful write by a read-back.
+	if s.reads[""] != 7 || s.writes[""] != 4 {
+		t.Errorf("reads %d, writes %d; want 7 and 4", s.reads[""], s.writes[""])
 	}
 	if s.settings[""]["AzureWebJobs.ProcessOrders.Disabled"] != "true" || s.settings[""]["A"] != "1" {
 		t.Errorf("settings = %v", s.settings[""])
@@ -236,7 +286,7 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 	s := newSite(map[string]string{})
 	s.failWrites = []int{http.StatusForbidden}
 	sw := newSwitch(t, s)
-	err := sw.SetDisabled(t.Context(), app, "ProcessOrders", true)
+	err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true})
 	if err == nil || !strings.Contains(err.Error(), "403") {
 		t.Fatalf("got %v, want the 403", err)
 	}
@@ -245,11 +295,84 @@ func TestPermanentErrorsAreNotRetried(t *testing.T) {
 	}
 }
 
+// A deploy that changes the settings while Fusebox's write is refused with
+// 409 keeps its change: the retry reads again instead of replaying.
+func TestAConcurrentWritersChangeSurvivesA409(t *testing.T) {
+	s := newSite(map[string]string{"A": "1", "DEPLOY_VERSION": "41"})
+	s.failWrites = []int{http.StatusConflict}
+	s.beforeWrite = func(n int) {
+		if n == 1 {
+			s.update("", dict(map[string]string{"A": "1", "DEPLOY_VERSION": "42", "NEW_KEY": "rotated"}))
+		}
+	}
+	sw := newSwitch(t, s)
+	if err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"A": "1", "DEPLOY_VERSION": "42", "NEW_KEY": "rotated", "AzureWebJobs.ProcessOrders.Disabled": "true"}
+	if !equal(s.list(""), want) {
+		t.Errorf("settings = %v, want %v", s.list(""), want)
+	}
+}
+
+// Three functions switched together are one write: one restart of the app.
+func TestSeveralFunctionsAreOneWrite(t *testing.T) {
+	s := newSite(map[string]string{"A": "1", "AzureWebJobs.SyncInventory.Disabled": "true"})
+	sw := newSwitch(t, s)
+	if err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true, "ImportPrices": true, "SyncInventory": false}); err != nil {
+		t.Fatal(err)
+	}
+	if s.writes[""] != 1 {
+		t.Errorf("%d writes, want 1", s.writes[""])
+	}
+	want := map[string]string{"A": "1", "AzureWebJobs.ProcessOrders.Disabled": "true", "AzureWebJobs.ImportPrices.Disabled": "true"}
+	if !equal(s.list(""), want) {
+		t.Errorf("settings = %v, want %v", s.list(""), want)
+	}
+}
+
+// A hanging ARM endpoint gives up when the caller's deadline ends, and says so.
+func TestAHangingEndpointEndsAtTheDeadline(t *testing.T) {
+	s := newSite(map[string]string{})
+	s.hang = make(chan struct{})
+	sw := newSwitch(t, s)
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := sw.Apply(ctx, app, map[string]bool{"ProcessOrders": true})
+	if err == nil {
+		t.Fatal("a hanging endpoint reported success")
+	}
+	if took := time.Since(start); took > 3*time.Second {
+		t.Errorf("Apply took %s past a 300ms deadline", took)
+	}
+}
+
+func TestNotFoundAndForbiddenSayWhatToDo(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		want   string
+	}{
+		{http.StatusForbidden, "Website Contributor role on /subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"},
+		{http.StatusNotFound, "was the app deleted or renamed?"},
+	} {
+		s := newSite(map[string]string{})
+		s.failReads = []int{tc.status}
+		err := newSwitch(t, s).Apply(t.Context(), app, map[string]bool{"ProcessOrders": true})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%d: got %v, want it to say %q", tc.status, err, tc.want)
+		}
+		if s.reads[""] != 1 {
+			t.Errorf("%d was tried %d times", tc.status, s.reads[""])
+		}
+	}
+}
+
 func TestLinuxDashesAreRefusedClearly(t *testing.T) {
 	s := newSite(map[string]string{})
 	linux := app
 	linux.Linux = true
-	err := newSwitch(t, s).SetDisabled(t.Context(), linux, "process-orders", true)
+	err := newSwitch(t, s).Apply(t.Context(), linux, map[string]bool{"process-orders": true})
 	if err == nil || !strings.Contains(err.Error(), "Linux plans reject app setting names with '-'") {
 		t.Errorf("got %v", err)
 	}

@@ -101,13 +101,27 @@ type Circuit struct {
 	Reason    string // why it last changed
 
 	// AppliedEpisode is the episode whose trigger setting a switch last
-	// applied. While it lags Episode, the reconciler has work to do.
+	// applied, at AppliedAt. While it lags Episode, the evaluator has work
+	// to do. A half-open trial and a cooldown run from AppliedAt: only then
+	// did the trigger actually move.
 	AppliedEpisode int64
+	AppliedAt      time.Time
+	// ApplyError says why the switch could not set the trigger for this
+	// episode, for people; ApplyRetryAt is when it tries again, after
+	// ApplyAttempts failed tries. All zero once applied.
+	ApplyError    string
+	ApplyRetryAt  time.Time
+	ApplyAttempts int
 	// Drift describes a trigger found in the other position than the
 	// circuit wants after it was applied (someone used the portal); empty
 	// when there is none.
 	Drift      string
 	DriftSince time.Time
+
+	// Incarnation tells this circuit apart from an earlier one for the same
+	// function that was deleted: episodes restart at a re-creation, so a
+	// link names both. Empty for circuits made before it existed.
+	Incarnation string
 
 	// Version is the stored row's version; writes are conditional on it.
 	Version string
@@ -118,3 +132,32 @@ func (c Circuit) ID() string { return c.AppID + "/" + c.Function }
 
 // Pending reports whether the trigger has yet to be set for this episode.
 func (c Circuit) Pending() bool { return c.AppliedEpisode != c.Episode }
+
+// Stuck reports whether the switch has failed to set the trigger for this
+// episode: the circuit page says why, and an operator may delete it.
+func (c Circuit) Stuck() bool { return c.Pending() && c.ApplyError != "" }
+
+// CountsFrom is where the failures that count toward the circuit's next
+// decision begin: failures in seconds after it are counted, up to now.
+//
+// A closed circuit counts its window, but never across its last change:
+// the failures that opened it are still in the window when a person
+// resumes it, and must not open it again. A half-open trial counts from
+// the moment the trigger was switched back on. Open circuits count their
+// window, for the pages.
+func (c Circuit) CountsFrom(now time.Time) time.Time {
+	from := now.Add(-c.Window)
+	switch c.State {
+	case Closed:
+		if c.ChangedAt.After(from) {
+			from = c.ChangedAt
+		}
+	case HalfOpen:
+		if !c.Pending() && c.AppliedAt.After(from) {
+			from = c.AppliedAt
+		} else if c.Pending() {
+			from = now // the trial has not begun
+		}
+	}
+	return from
+}

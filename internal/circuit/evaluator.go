@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/clock"
@@ -37,6 +38,12 @@ type Status struct {
 	RejectedAt   time.Time
 }
 
+// Stale reports whether the evaluator has not finished a tick for three of
+// its intervals: no circuit is being counted, tripped or switched.
+func (s Status) Stale(now time.Time, interval time.Duration) bool {
+	return s.LastTickAt.IsZero() || now.Sub(s.LastTickAt.Add(s.TickDuration)) > 3*interval
+}
+
 // Store is what the evaluator needs of storage.
 type Store interface {
 	ListApps(ctx context.Context) ([]App, error)
@@ -44,7 +51,11 @@ type Store interface {
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
-	MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error
+	// MarkApplied records that the trigger was set for episode at the time
+	// given; SetApplyError that it could not be, why, and when to retry.
+	// Both are refused if the circuit has moved to another episode.
+	MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error
+	SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error
 	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
 	// Window returns the failure rows for seconds in [from, to], and the
 	// unreadable rows not reported before. It may read only what changed
@@ -57,31 +68,50 @@ type Store interface {
 type Switch interface {
 	// Disabled returns the functions the app's settings switch off.
 	Disabled(ctx context.Context, app App) (map[string]bool, error)
-	SetDisabled(ctx context.Context, app App, function string, disabled bool) error
+	// Apply switches each named function off (true) or on (false) in one
+	// change of the app's settings, since each change restarts the app.
+	// Settings it was not asked to change stay as they are.
+	Apply(ctx context.Context, app App, off map[string]bool) error
 }
 
 // EvaluatorSettings tune the evaluator. Zero values take the defaults.
 type EvaluatorSettings struct {
 	Interval   time.Duration // between ticks; default 1s
 	DriftEvery time.Duration // how often actual trigger settings are read back; default 30s
-	Clock      clock.Clock
-	Logger     *slog.Logger
-	Identity   string // reported as the leader in Status
+	// ApplyTimeout bounds one app's switch call, retries included; default 45s.
+	ApplyTimeout time.Duration
+	// Parallel bounds the apps switched at once; default 16. Each app has
+	// at most one call in flight, so a slow app delays only itself.
+	Parallel int
+	// RetryFirst and RetryMax bound the backoff after a failed switch:
+	// it doubles from RetryFirst up to RetryMax. Defaults 2s and 5m.
+	RetryFirst, RetryMax time.Duration
+	Clock                clock.Clock
+	Logger               *slog.Logger
+	Identity             string // reported as the leader in Status
 }
 
 // Evaluator counts failures over each circuit's window, trips circuits,
 // and makes triggers follow circuits. Run it under a lease: it assumes it
 // is the only one acting, and fences every write it makes.
+//
+// A tick never calls a switch itself: it hands each app with work to a
+// goroutine of that app's own (at most one per app, Parallel in all), so
+// an app whose ARM endpoint hangs or throttles delays no other app's trip,
+// and the next tick runs on time.
 type Evaluator struct {
 	store Store
 	sw    Switch
 	s     EvaluatorSettings
 
-	rows       map[string]FailureRow // by ID, for seconds within the longest window
-	lastDrift  time.Time
-	lastStatus time.Time
-	reported   int64 // Rejected as last written
-	status     Status
+	rows    map[string]FailureRow // by ID, for seconds within the longest window
+	drifted map[string]time.Time  // by app: when its drift was last checked
+	status  Status
+
+	slots    chan struct{}
+	inflight sync.WaitGroup
+	mu       sync.Mutex
+	busy     map[string]bool // apps with a switch call in flight
 }
 
 // NewEvaluator fills defaults.
@@ -92,43 +122,50 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 	if s.DriftEvery <= 0 {
 		s.DriftEvery = 30 * time.Second
 	}
+	if s.ApplyTimeout <= 0 {
+		s.ApplyTimeout = 45 * time.Second
+	}
+	if s.Parallel <= 0 {
+		s.Parallel = 16
+	}
+	if s.RetryFirst <= 0 {
+		s.RetryFirst = 2 * time.Second
+	}
+	if s.RetryMax <= 0 {
+		s.RetryMax = 5 * time.Minute
+	}
 	if s.Clock == nil {
 		s.Clock = clock.Real{}
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{store: store, sw: sw, s: s}
+	return &Evaluator{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}}
 }
 
-// Run ticks until ctx ends (the lease is lost or Fusebox stops). Each
-// tenure starts from an empty memory and a full read.
-func (e *Evaluator) Run(ctx context.Context, f lease.Fence) error {
-	e.rows, e.lastDrift, e.lastStatus, e.reported = map[string]FailureRow{}, time.Time{}, time.Time{}, 0
+// Interval is the time between ticks.
+func (e *Evaluator) Interval() time.Duration { return e.s.Interval }
+
+// Begin starts a tenure: an empty memory and a full read. Call it each time
+// the lease is acquired, before the first Tick.
+func (e *Evaluator) Begin() {
+	e.mu.Lock()
+	e.rows, e.drifted = map[string]FailureRow{}, map[string]time.Time{}
+	e.mu.Unlock()
 	e.status = Status{Leader: e.s.Identity}
-	for {
-		start := e.s.Clock.Now()
-		if err := e.Tick(ctx, f); err != nil {
-			if ctx.Err() != nil {
-				return nil
-			}
-			if errors.Is(err, lease.ErrFenced) {
-				return err // someone newer is in charge
-			}
-			e.s.Logger.Warn("evaluator tick failed", "error", err)
-		}
-		// Tick at a fixed rate: a slow tick shortens the wait, it does not
-		// push every later tick back.
-		wait := e.s.Interval - e.s.Clock.Now().Sub(start)
-		if err := e.s.Clock.Sleep(ctx, max(wait, e.s.Interval/10)); err != nil {
-			return nil
-		}
-	}
 }
 
-// Tick runs one pass: read new failures, evaluate every circuit, apply
-// triggers that lag their circuit, and now and then look for drift.
+// Wait returns once no switch call is in flight: at the end of a tenure,
+// and in tests that check what a tick's switch calls did.
+func (e *Evaluator) Wait() { e.inflight.Wait() }
+
+// Tick runs one pass: read new failures, evaluate every circuit, hand the
+// apps whose triggers lag their circuits to their switch goroutines, and
+// now and then look for drift.
 func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
+	if e.rows == nil {
+		e.Begin()
+	}
 	now := e.s.Clock.Now()
 	circuits, err := e.store.ListCircuits(ctx)
 	if err != nil {
@@ -152,7 +189,7 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 	counts := CountWindows(e.rows, circuits, now)
 
 	var errs []error
-	touched := map[string]bool{} // changed or applied this tick: their stored row is newer than circuits
+	byApp := map[string][]Circuit{} // each app's circuits as they now stand
 	for _, c := range circuits {
 		next, fl := Evaluate(c, counts[c.ID()], now)
 		if fl != nil {
@@ -164,40 +201,75 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 				continue
 			}
 			e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason)
-			touched[c.ID()] = true
 		}
-		if next.Pending() {
-			touched[c.ID()] = true
-			if err := e.apply(ctx, f, appByID, next); err != nil {
-				if errors.Is(err, lease.ErrFenced) {
-					return err
-				}
-				errs = append(errs, err)
+		byApp[next.AppID] = append(byApp[next.AppID], next)
+	}
+	for appID, cs := range byApp {
+		var due []Circuit
+		for _, c := range cs {
+			if c.Pending() && !now.Before(c.ApplyRetryAt) {
+				due = append(due, c)
 			}
 		}
-	}
-	if now.Sub(e.lastDrift) >= e.s.DriftEvery {
-		e.lastDrift = now
-		var settled []Circuit
-		for _, c := range circuits {
-			if !touched[c.ID()] {
-				settled = append(settled, c)
-			}
-		}
-		if err := e.checkDrift(ctx, f, appByID, settled, now); err != nil {
-			errs = append(errs, err)
+		e.mu.Lock()
+		drift := now.Sub(e.drifted[appID]) >= e.s.DriftEvery
+		e.mu.Unlock()
+		if len(due) > 0 || drift {
+			e.dispatch(ctx, f, appID, appByID, due, cs, drift, now)
 		}
 	}
+	// Report every tick: one small write a second, and every instance's
+	// pages can tell a stalled evaluator within three ticks.
 	e.status.LastTickAt, e.status.TickDuration = now, e.s.Clock.Now().Sub(now)
-	// Report every ten seconds, and at once when something is wrong.
-	if now.Sub(e.lastStatus) >= 10*time.Second || len(errs) > 0 || e.status.Rejected != e.reported {
-		if err := e.store.PutStatus(ctx, e.status); err != nil {
-			errs = append(errs, err)
-		} else {
-			e.lastStatus, e.reported = now, e.status.Rejected
-		}
+	if err := e.store.PutStatus(ctx, e.status); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// dispatch starts the app's switch goroutine unless one is in flight or
+// every slot is taken; either way the tick goes on, and a later tick sees
+// the work again.
+func (e *Evaluator) dispatch(ctx context.Context, f lease.Fence, appID string, apps map[string]App, due, all []Circuit, drift bool, now time.Time) {
+	e.mu.Lock()
+	if e.busy[appID] {
+		e.mu.Unlock()
+		return
+	}
+	select {
+	case e.slots <- struct{}{}:
+	default:
+		e.mu.Unlock()
+		return
+	}
+	e.busy[appID] = true
+	if drift {
+		e.drifted[appID] = now
+	}
+	e.mu.Unlock()
+	e.inflight.Add(1)
+	go func() {
+		defer func() {
+			e.mu.Lock()
+			delete(e.busy, appID)
+			e.mu.Unlock()
+			<-e.slots
+			e.inflight.Done()
+		}()
+		app, ok := apps[appID]
+		if !ok {
+			e.failApply(ctx, f, due, fmt.Errorf("app %s is not registered: register it again on the Function apps page, or delete its circuits", appID))
+			return
+		}
+		if len(due) > 0 {
+			e.apply(ctx, f, app, due)
+		}
+		if drift {
+			if err := e.checkDrift(ctx, f, app, all); err != nil && ctx.Err() == nil {
+				e.s.Logger.Warn("drift check failed", "app", appID, "error", err)
+			}
+		}
+	}()
 }
 
 func (e *Evaluator) readFailures(ctx context.Context, now time.Time, longest time.Duration) error {
@@ -218,47 +290,83 @@ func (e *Evaluator) readFailures(ctx context.Context, now time.Time, longest tim
 }
 
 // CountWindows adds up, for each circuit, the failures in its window
-// ending at now and those since it last changed.
+// ending at now and those that count toward its next decision. Rows for
+// seconds after now (a writer whose clock runs ahead) wait until their
+// second comes.
 func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time) map[string]Counts {
-	byID := make(map[string]Circuit, len(circuits))
-	for _, c := range circuits {
-		byID[c.ID()] = c
-	}
+	type span struct{ window, counted time.Time }
+	spans := make(map[string]span, len(circuits))
 	counts := make(map[string]Counts, len(circuits))
+	for _, c := range circuits {
+		since := c.CountsFrom(now)
+		spans[c.ID()] = span{now.Add(-c.Window), since}
+		counts[c.ID()] = Counts{Since: since}
+	}
 	for _, r := range rows {
-		c, ok := byID[r.Circuit]
+		sp, ok := spans[r.Circuit]
 		if !ok || r.Second.After(now) {
 			continue
 		}
-		// A second [s, s+1) is in the window (now-W, now] when s > now-W-1s,
-		// rounded so that whole seconds fall in or out.
-		if !r.Second.After(now.Add(-c.Window)) {
+		// A second [s, s+1) is in the window (now-W, now] when s > now-W,
+		// so that whole seconds fall in or out; the second in which the
+		// circuit last changed counts for the time before the change.
+		if !r.Second.After(sp.window) {
 			continue
 		}
 		n := counts[r.Circuit]
 		n.Window += r.Count
-		if r.Second.After(c.ChangedAt) {
-			n.SinceChange += r.Count
+		if r.Second.After(sp.counted) {
+			n.Counted += r.Count
 		}
 		counts[r.Circuit] = n
 	}
 	return counts
 }
 
-func (e *Evaluator) apply(ctx context.Context, f lease.Fence, apps map[string]App, c Circuit) error {
-	app, ok := apps[c.AppID]
-	if !ok {
-		return fmt.Errorf("circuit %s: app %s is not registered", c.ID(), c.AppID)
+// apply switches one app's lagging triggers in one call and records the
+// outcome on each circuit.
+func (e *Evaluator) apply(ctx context.Context, f lease.Fence, app App, due []Circuit) {
+	off := make(map[string]bool, len(due))
+	for _, c := range due {
+		off[c.Function] = c.State.TriggerOff()
 	}
-	off := c.State.TriggerOff()
-	if err := e.sw.SetDisabled(ctx, app, c.Function, off); err != nil {
-		return fmt.Errorf("circuit %s: switch the trigger %s: %w", c.ID(), onOff(!off), err)
+	callCtx, cancel := context.WithTimeout(ctx, e.s.ApplyTimeout)
+	err := e.sw.Apply(callCtx, app, off)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return // the tenure ended; the next holder tries again
+		}
+		if errors.Is(err, context.DeadlineExceeded) {
+			err = fmt.Errorf("no answer within %s: %w", e.s.ApplyTimeout, err)
+		}
+		e.failApply(ctx, f, due, err)
+		return
 	}
-	if err := e.store.MarkApplied(ctx, f, c.AppID, c.Function, c.Episode); err != nil {
-		return fmt.Errorf("circuit %s: record the switch: %w", c.ID(), err)
+	at := e.s.Clock.Now()
+	for _, c := range due {
+		if err := e.store.MarkApplied(ctx, f, c.AppID, c.Function, c.Episode, at); err != nil {
+			// A newer episode is applied on a later tick.
+			e.s.Logger.Warn("could not record a switched trigger", "circuit", c.ID(), "error", err)
+			continue
+		}
+		e.s.Logger.Info("trigger switched", "circuit", c.ID(), "trigger", onOff(!c.State.TriggerOff()), "episode", c.Episode)
 	}
-	e.s.Logger.Info("trigger switched", "circuit", c.ID(), "trigger", onOff(!off), "episode", c.Episode)
-	return nil
+}
+
+// failApply records why the triggers could not be set and when to try
+// again, doubling the wait each time up to RetryMax.
+func (e *Evaluator) failApply(ctx context.Context, f lease.Fence, due []Circuit, cause error) {
+	now := e.s.Clock.Now()
+	for _, c := range due {
+		attempts := c.ApplyAttempts + 1
+		wait := min(e.s.RetryFirst<<min(attempts-1, 20), e.s.RetryMax)
+		problem := fmt.Sprintf("could not switch the trigger %s: %v", onOff(!c.State.TriggerOff()), cause)
+		if err := e.store.SetApplyError(ctx, f, c.AppID, c.Function, c.Episode, problem, attempts, now.Add(wait)); err != nil {
+			e.s.Logger.Warn("could not record a failed switch", "circuit", c.ID(), "error", err)
+		}
+		e.s.Logger.Warn("trigger not switched", "circuit", c.ID(), "attempt", attempts, "retry_in", wait.String(), "error", cause)
+	}
 }
 
 func onOff(on bool) string {
@@ -268,35 +376,27 @@ func onOff(on bool) string {
 	return "off"
 }
 
-// checkDrift reads each app's actual settings and records circuits whose
+// checkDrift reads the app's actual settings and records circuits whose
 // trigger was moved by someone else after Fusebox applied it.
-func (e *Evaluator) checkDrift(ctx context.Context, f lease.Fence, apps map[string]App, circuits []Circuit, now time.Time) error {
-	byApp := map[string][]Circuit{}
-	for _, c := range circuits {
-		byApp[c.AppID] = append(byApp[c.AppID], c)
+func (e *Evaluator) checkDrift(ctx context.Context, f lease.Fence, app App, circuits []Circuit) error {
+	callCtx, cancel := context.WithTimeout(ctx, e.s.ApplyTimeout)
+	disabled, err := e.sw.Disabled(callCtx, app)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("app %s: read trigger settings: %w", app.ID, err)
 	}
 	var errs []error
-	for appID, cs := range byApp {
-		app, ok := apps[appID]
-		if !ok {
+	now := e.s.Clock.Now()
+	for _, c := range circuits {
+		if c.Pending() {
+			continue // not applied yet: not drift
+		}
+		drift := DriftOf(c, disabled[c.Function])
+		if drift == c.Drift {
 			continue
 		}
-		disabled, err := e.sw.Disabled(ctx, app)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("app %s: read trigger settings: %w", appID, err))
-			continue
-		}
-		for _, c := range cs {
-			if c.Pending() {
-				continue // not applied yet: not drift
-			}
-			drift := DriftOf(c, disabled[c.Function])
-			if drift == c.Drift {
-				continue
-			}
-			if err := e.store.SetDrift(ctx, f, c.AppID, c.Function, c.Episode, drift, now); err != nil {
-				errs = append(errs, err)
-			}
+		if err := e.store.SetDrift(ctx, f, c.AppID, c.Function, c.Episode, drift, now); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)

@@ -1,11 +1,15 @@
 package circuit_test
 
 import (
+	"context"
+	"errors"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/lease"
@@ -65,6 +69,7 @@ func (r *rig) tick() {
 	if err := r.eval.Tick(r.t.Context(), r.fence); err != nil {
 		r.t.Fatal(err)
 	}
+	r.eval.Wait() // the tick's switch calls run beside it
 }
 
 func (r *rig) circuit() circuit.Circuit {
@@ -114,7 +119,7 @@ func TestEvaluatorTripsPastTheThresholdAndSwitchesTheTriggerOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := circuit.Flip{Episode: 1, From: circuit.Closed, To: circuit.Open, At: r.clock.Now(), Actor: "evaluator",
-		Count: 101, Threshold: 100, Window: 30 * time.Second, Reason: "101 failures in 30s (threshold 100)"}
+		Count: 101, Since: r.clock.Now().Add(-30 * time.Second), Threshold: 100, Window: 30 * time.Second, Reason: "101 failures in 30s (threshold 100)"}
 	if len(flips) != 1 || flips[0] != want {
 		t.Errorf("flip log = %+v, want [%+v]", flips, want)
 	}
@@ -205,10 +210,11 @@ func TestStaleEvaluatorCannotTrip(t *testing.T) {
 	if err := r.eval.Tick(t.Context(), newer); err != nil {
 		t.Fatal(err)
 	}
+	r.eval.Wait()
 	// The circuit was written under generation 2; resume it by hand, then
 	// let the old generation try to trip it again.
 	c := r.circuit()
-	resumed, fl, err := circuit.Resume(c, "olivia", "", 0, r.clock.Now())
+	resumed, fl, err := circuit.Resume(c, "olivia", "", circuit.Counts{}, r.clock.Now())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,5 +229,238 @@ func TestStaleEvaluatorCannotTrip(t *testing.T) {
 	}
 	if c := r.circuit(); c.State != circuit.Closed {
 		t.Errorf("the stale evaluator changed the circuit to %s", c.State)
+	}
+}
+
+// resume is an operator resuming through the service, as the pages do.
+func (r *rig) resume() {
+	r.t.Helper()
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	if _, err := svc.Resume(r.t.Context(), "orders", "Process", "olivia", ""); err != nil {
+		r.t.Fatal(err)
+	}
+}
+
+// The failures that opened a circuit are still in its window when someone
+// resumes it a second later; they must not open it again. New failures
+// past the threshold after the resume do.
+func TestAResumedCircuitStaysResumed(t *testing.T) {
+	r := newRig(t)
+	if err := r.store.Service.CreateTable(t.Context(), storage.TableAudit); err != nil {
+		t.Fatal(err)
+	}
+	r.fail("instance-a", 101, 0)
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Open {
+		t.Fatalf("not tripped: %s", c.State)
+	}
+	r.clock.Advance(time.Second)
+	r.resume()
+	for range 5 { // the window (30 s) still holds all 101
+		r.clock.Advance(time.Second)
+		r.tick()
+	}
+	c := r.circuit()
+	if c.State != circuit.Closed || c.Episode != 2 {
+		t.Fatalf("5 s after the resume: %s episode %d (%q); want closed, episode 2", c.State, c.Episode, c.Reason)
+	}
+	if r.disabled() {
+		t.Fatal("the trigger is off again")
+	}
+	// 100 new failures: at the threshold, not past it.
+	r.fail("instance-b", 100, 0)
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Closed {
+		t.Fatalf("100 new failures tripped it: %q", c.Reason)
+	}
+	r.clock.Advance(time.Second)
+	r.fail("instance-b", 1, 0)
+	r.tick()
+	c = r.circuit()
+	if c.State != circuit.Open || c.Episode != 3 || !strings.HasPrefix(c.Reason, "101 failures since 09:00:01 UTC") {
+		t.Fatalf("after 101 new failures: %s episode %d %q", c.State, c.Episode, c.Reason)
+	}
+	flips, err := r.store.Circuits.Flips(t.Context(), "orders", "Process", 1)
+	if err != nil || len(flips) != 1 || flips[0].Count != 101 || !flips[0].Since.Equal(time.Date(2026, 11, 30, 9, 0, 1, 0, time.UTC)) {
+		t.Errorf("flip = %+v (err %v), want 101 counted since the resume", flips, err)
+	}
+}
+
+// A failure in the last second of the window counts; one second older does not.
+func TestTheLastSecondOfTheWindow(t *testing.T) {
+	r := newRig(t)
+	r.clock.Advance(time.Hour) // long after the circuit's last change
+	r.fail("instance-a", 1, 29*time.Second)
+	r.fail("instance-a", 100, 0)
+	r.fail("instance-b", 50, 30*time.Second)
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Open || !strings.HasPrefix(c.Reason, "101 failures in 30s") {
+		t.Errorf("with one failure 29 s ago: %s %q", c.State, c.Reason)
+	}
+}
+
+// A writer whose clock runs 60 s ahead writes rows for seconds that have
+// not come yet; they count once their second enters the window, even
+// though they were read long before.
+func TestAWriterAheadIsCountedWhenItsSecondComes(t *testing.T) {
+	r := newRig(t)
+	r.clock.Advance(time.Hour)
+	r.tick() // a full read
+	err := r.store.Failures.Record(t.Context(), "skewed", []storage.Report{{App: "orders", Function: "Process", Second: r.clock.Now().Add(60 * time.Second), Count: 101}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 59 {
+		r.clock.Advance(time.Second)
+		r.tick()
+	}
+	if c := r.circuit(); c.State != circuit.Closed {
+		t.Fatalf("tripped on failures of a second still to come: %q", c.Reason)
+	}
+	r.clock.Advance(time.Second)
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Open {
+		t.Errorf("when the skewed writer's second came: %s", c.State)
+	}
+}
+
+type nopAudit struct{}
+
+func (nopAudit) Append(context.Context, audit.Entry) error { return nil }
+
+// countingSwitch records every Apply, and hangs for apps in hang until
+// the call's context ends.
+type countingSwitch struct {
+	circuit.Switch
+	mu      sync.Mutex
+	calls   []map[string]bool
+	hang    map[string]bool
+	applied chan string
+	fail    error
+}
+
+func (s *countingSwitch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
+	s.mu.Lock()
+	s.calls = append(s.calls, off)
+	hang, fail := s.hang[app.ID], s.fail
+	s.mu.Unlock()
+	if hang {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	if fail != nil {
+		return fail
+	}
+	err := s.Switch.Apply(ctx, app, off)
+	if s.applied != nil {
+		s.applied <- app.ID
+	}
+	return err
+}
+
+// An app whose switch hangs does not delay another app's trip, nor the
+// evaluator's ticks.
+func TestAHangingAppDoesNotDelayAnother(t *testing.T) {
+	r := newRig(t)
+	slowSettings := filepath.Join(t.TempDir(), "slow.json")
+	if err := r.store.Apps.Put(t.Context(), circuit.App{ID: "slow", Switch: circuit.SwitchLocal, LocalSettings: slowSettings}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "slow", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
+	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock, ApplyTimeout: time.Minute})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer func() { cancel(); r.eval.Wait() }()
+
+	// The slow app trips first and hangs in its switch.
+	if err := r.store.Failures.Record(t.Context(), "w", []storage.Report{{App: "slow", Function: "Process", Second: r.clock.Now(), Count: 101}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.eval.Tick(ctx, r.fence); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	r.fail("instance-a", 101, 0)
+	start := time.Now()
+	if err := r.eval.Tick(ctx, r.fence); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case app := <-sw.applied:
+		if app != "orders" {
+			t.Fatalf("applied %s", app)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("orders was not switched within 10 s while slow hangs")
+	}
+	t.Logf("orders switched %s after its tick began, while slow hangs", time.Since(start))
+	if !r.disabled() {
+		t.Error("orders' trigger is on")
+	}
+	slow, err := r.store.Circuits.Get(t.Context(), "slow", "Process")
+	if err != nil || slow.State != circuit.Open || !slow.Pending() {
+		t.Errorf("slow = %s pending %v (err %v), want open and still switching", slow.State, slow.Pending(), err)
+	}
+}
+
+// Circuits of one app that change in the same tick are one switch call:
+// one write of the settings, one restart of the app.
+func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
+	r := newRig(t)
+	for _, f := range []string{"Import", "Export"} {
+		if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: f, Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}}
+	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock})
+	var reports []storage.Report
+	for _, f := range []string{"Process", "Import", "Export"} {
+		reports = append(reports, storage.Report{App: "orders", Function: f, Second: r.clock.Now(), Count: 101})
+	}
+	if err := r.store.Failures.Record(t.Context(), "w", reports); err != nil {
+		t.Fatal(err)
+	}
+	r.tick()
+	if len(sw.calls) != 1 || len(sw.calls[0]) != 3 {
+		t.Fatalf("switch calls = %v, want one with three functions", sw.calls)
+	}
+	for _, f := range []string{"Process", "Import", "Export"} {
+		if off, _ := localswitch.Disabled(r.settings, f); !off {
+			t.Errorf("%s is on", f)
+		}
+	}
+}
+
+// A switch that keeps failing (403, app gone) is retried with a growing
+// wait, not every tick, and says why on the circuit.
+func TestAFailingSwitchBacksOffAndSaysWhy(t *testing.T) {
+	r := newRig(t)
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}, fail: errors.New("403: give Fusebox the Website Contributor role")}
+	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock, RetryFirst: 2 * time.Second, RetryMax: 8 * time.Second})
+	r.fail("instance-a", 101, 0)
+	r.tick()
+	c := r.circuit()
+	if !c.Stuck() || !strings.Contains(c.ApplyError, "Website Contributor") || c.ApplyAttempts != 1 || !c.ApplyRetryAt.Equal(r.clock.Now().Add(2*time.Second)) {
+		t.Fatalf("after one failure: stuck %v error %q attempts %d retry %v", c.Stuck(), c.ApplyError, c.ApplyAttempts, c.ApplyRetryAt)
+	}
+	// Ticks every second for 20 s: tries at 0, 2, 6, 14 (waits 2, 4, 8, 8...).
+	for range 20 {
+		r.clock.Advance(time.Second)
+		r.tick()
+	}
+	if n := len(sw.calls); n != 4 {
+		t.Errorf("%d tries in 20 s, want 4 (backoff 2s, 4s, 8s, capped at 8s)", n)
+	}
+	// Once the role is granted the next try succeeds and the error is gone.
+	sw.mu.Lock()
+	sw.fail = nil
+	sw.mu.Unlock()
+	r.clock.Advance(8 * time.Second)
+	r.tick()
+	if c := r.circuit(); c.Pending() || c.ApplyError != "" || !r.disabled() {
+		t.Errorf("after the fix: pending %v error %q off %v", c.Pending(), c.ApplyError, r.disabled())
 	}
 }

@@ -74,15 +74,83 @@ func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Co
 
 // Trip switches a circuit's trigger off by hand.
 func (s *Service) Trip(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
-	return s.act(ctx, appID, function, actor, "tripped", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
-		return Trip(c, actor, reason, count, now)
+	return s.act(ctx, appID, function, actor, "tripped", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return Trip(c, actor, reason, n, now)
 	})
 }
 
 // Resume switches a circuit's trigger back on.
 func (s *Service) Resume(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
-	return s.act(ctx, appID, function, actor, "resumed", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
-		return Resume(c, actor, reason, count, now)
+	return s.act(ctx, appID, function, actor, "resumed", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return Resume(c, actor, reason, n, now)
+	})
+}
+
+// LinkClaim is what a signed resume link names: exactly one episode of one
+// incarnation of a circuit, and the recipient it was sent to.
+type LinkClaim struct {
+	AppID, Function string
+	Episode         int64
+	Incarnation     string
+	Recipient       string
+}
+
+// Why a resume link no longer acts.
+var (
+	ErrEpisodeEnded   = errors.New("circuit: this link belongs to an episode of the circuit that has ended: it was resumed or changed since")
+	ErrRecreated      = errors.New("circuit: the circuit this link was sent for was deleted; the one there now is another")
+	ErrNotRecipient   = errors.New("circuit: the address this link was sent to no longer receives this circuit's alerts")
+	ErrForcedByHand   = errors.New("circuit: an operator switched this trigger off by hand; only an operator signed in to Fusebox can resume it")
+	ErrNotLinkAction  = errors.New("circuit: links resume only circuits the evaluator opened")
+	errLinkCheckTypes = []error{ErrEpisodeEnded, ErrRecreated, ErrNotRecipient, ErrForcedByHand, ErrNotLinkAction}
+)
+
+// IsLinkRefusal reports whether err is one of the reasons a link does not act.
+func IsLinkRefusal(err error) bool {
+	for _, e := range errLinkCheckTypes {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckLink says whether a link may resume c as it stands, or why not.
+func CheckLink(c Circuit, l LinkClaim) error {
+	switch {
+	case c.Incarnation != l.Incarnation:
+		return ErrRecreated
+	case c.Episode != l.Episode:
+		return ErrEpisodeEnded
+	case c.State == ForcedOpen:
+		return ErrForcedByHand
+	case c.State != Open:
+		return ErrNotLinkAction
+	case !hasRecipient(c, l.Recipient):
+		return ErrNotRecipient
+	}
+	return nil
+}
+
+func hasRecipient(c Circuit, addr string) bool {
+	for _, r := range c.Recipients {
+		if strings.EqualFold(r, addr) {
+			return true
+		}
+	}
+	return false
+}
+
+// ResumeByLink resumes the circuit a link names, only if the link still
+// names it: the check is made on the very version of the circuit that the
+// conditional write replaces, so a retry after a lost race checks again
+// and can never resume a later episode.
+func (s *Service) ResumeByLink(ctx context.Context, l LinkClaim, actor, reason string) (Circuit, error) {
+	return s.act(ctx, l.AppID, l.Function, actor, "resumed", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		if err := CheckLink(c, l); err != nil {
+			return c, Flip{}, err
+		}
+		return Resume(c, actor, reason, n, now)
 	})
 }
 
@@ -90,6 +158,7 @@ func (s *Service) Resume(ctx context.Context, appID, function, actor, reason str
 var (
 	ErrExists    = errors.New("circuit: a circuit for this function already exists")
 	ErrStillOpen = errors.New("circuit: the trigger is off; resume the circuit before deleting it, or the function stays disabled")
+	ErrSwitching = errors.New("circuit: the trigger is being switched; wait a moment and delete it then")
 )
 
 // Settings are the parts of a circuit people edit.
@@ -151,14 +220,21 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 	return Circuit{}, ErrConflictRetries
 }
 
-// Delete removes a closed circuit and its flip log.
+// Delete removes a closed circuit and its flip log. A circuit whose
+// trigger the switch cannot set (the app is gone, Fusebox lacks the role)
+// can be deleted in any state: nothing Fusebox does would change it, and
+// the audit entry says where the trigger was left.
 func (s *Service) Delete(ctx context.Context, appID, function, actor string) error {
 	c, err := s.store.GetCircuit(ctx, appID, function)
 	if err != nil {
 		return err
 	}
-	if c.State != Closed || c.Pending() {
+	switch {
+	case c.Stuck():
+	case c.State != Closed:
 		return ErrStillOpen
+	case c.Pending():
+		return ErrSwitching
 	}
 	if err := s.store.DeleteCircuit(ctx, appID, function, c.Version); err != nil {
 		if isConflict(err) {
@@ -166,7 +242,11 @@ func (s *Service) Delete(ctx context.Context, appID, function, actor string) err
 		}
 		return err
 	}
-	return s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "deleted circuit", Target: c.ID(), Detail: describe(c)})
+	detail := describe(c)
+	if c.Stuck() {
+		detail += fmt.Sprintf("; deleted while its trigger could not be switched %s (%s): check the app's settings by hand", onOff(!c.State.TriggerOff()), c.ApplyError)
+	}
+	return s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "deleted circuit", Target: c.ID(), Detail: detail})
 }
 
 func (s *Service) appOf(ctx context.Context, appID string) (*App, error) {
@@ -201,14 +281,14 @@ var ErrNoDrift = errors.New("circuit: there is no drift to settle")
 
 // Adopt accepts a trigger someone moved by hand: the circuit follows it.
 func (s *Service) Adopt(ctx context.Context, appID, function, actor string) (Circuit, error) {
-	return s.act(ctx, appID, function, actor, "adopted drift", func(c Circuit, count int, now time.Time) (Circuit, Flip, error) {
+	return s.act(ctx, appID, function, actor, "adopted drift", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
 		switch {
 		case c.Drift == "":
 			return c, Flip{}, ErrNoDrift
 		case c.State.TriggerOff():
-			return Resume(c, actor, "adopted: the trigger was switched back on outside Fusebox", count, now)
+			return Resume(c, actor, "adopted: the trigger was switched back on outside Fusebox", n, now)
 		default:
-			return Trip(c, actor, "adopted: the trigger was switched off outside Fusebox", count, now)
+			return Trip(c, actor, "adopted: the trigger was switched off outside Fusebox", n, now)
 		}
 	})
 }
@@ -229,7 +309,7 @@ func (s *Service) Override(ctx context.Context, appID, function, actor string) e
 		Detail: fmt.Sprintf("trigger set %s again to match the %s circuit", onOff(!c.State.TriggerOff()), c.State)})
 }
 
-func (s *Service) act(ctx context.Context, appID, function, actor, verb string, change func(Circuit, int, time.Time) (Circuit, Flip, error)) (Circuit, error) {
+func (s *Service) act(ctx context.Context, appID, function, actor, verb string, change func(Circuit, Counts, time.Time) (Circuit, Flip, error)) (Circuit, error) {
 	for range 3 {
 		c, err := s.store.GetCircuit(ctx, appID, function)
 		if err != nil {
@@ -239,7 +319,7 @@ func (s *Service) act(ctx context.Context, appID, function, actor, verb string, 
 		if err != nil {
 			return Circuit{}, err
 		}
-		next, fl, err := change(c, counts[c.ID()].Window, s.now())
+		next, fl, err := change(c, counts[c.ID()], s.now())
 		if err != nil {
 			return c, err
 		}

@@ -9,11 +9,12 @@ import (
 
 // Counts are the failures the evaluator saw for one circuit.
 type Counts struct {
-	// Window is the number of failures in (now-Window, now].
+	// Window is every failure in (now-Window, now], for charts and pages.
 	Window int
-	// SinceChange is the number in (ChangedAt, now], capped by the window:
-	// what a half-open trial has produced.
-	SinceChange int
+	// Counted is the number in (Since, now]: the failures that count toward
+	// the circuit's next decision (see Circuit.CountsFrom).
+	Counted int
+	Since   time.Time
 }
 
 // Flip is one entry of a circuit's flip log: a transition, who made it and why.
@@ -22,8 +23,9 @@ type Flip struct {
 	From, To  State
 	At        time.Time
 	Actor     string // "evaluator", an operator's name, "resume link: ops@example.com"
-	Count     int    // failures in the window when it happened
-	Threshold int
+	Count     int    // failures counted when it happened...
+	Since     time.Time
+	Threshold int // ...in (Since, At], against the rule of the time
 	Window    time.Duration
 	Reason    string
 }
@@ -34,35 +36,54 @@ const EvaluatorActor = "evaluator"
 // Evaluate is the evaluator's decision for one tick. It returns the circuit
 // unchanged and a nil flip when nothing happens.
 //
-//   - closed trips to open when more than Threshold failures fall in the window;
-//   - open, with AutoResume, turns half-open once Cooldown has passed;
-//   - half-open trips again at the first failure, and closes after a whole
-//     window without one;
+//   - closed trips to open when more than Threshold failures are counted:
+//     those in its window since it last changed;
+//   - open, with AutoResume, turns half-open once Cooldown has passed since
+//     the trigger went off;
+//   - half-open trips again at the first failure after the trigger went
+//     back on, and closes after a whole window without one;
 //   - forced-open changes only by an operator's hand.
+//
+// Open and half-open wait while their trigger is not yet switched: a
+// cooldown or trial that started before the switch would be shorter than
+// promised.
 func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	switch c.State {
 	case Closed:
-		if n.Window > c.Threshold {
-			return flip(c, Open, EvaluatorActor, n.Window, now,
-				fmt.Sprintf("%d failures in %s (threshold %d)", n.Window, shortDuration(c.Window), c.Threshold))
+		if n.Counted > c.Threshold {
+			return flip(c, Open, EvaluatorActor, n, now, tripReason(c, n, now))
 		}
 	case Open:
-		if c.Policy.AutoResume && !now.Before(c.ChangedAt.Add(c.Policy.Cooldown)) {
-			return flip(c, HalfOpen, EvaluatorActor, n.Window, now,
+		if c.Policy.AutoResume && !c.Pending() && !now.Before(c.AppliedAt.Add(c.Policy.Cooldown)) {
+			return flip(c, HalfOpen, EvaluatorActor, n, now,
 				fmt.Sprintf("cooldown of %s over: trigger on for a trial", shortDuration(c.Policy.Cooldown)))
 		}
 	case HalfOpen:
-		if n.SinceChange > 0 {
-			return flip(c, Open, EvaluatorActor, n.Window, now,
-				fmt.Sprintf("failures resumed during the trial (%d)", n.SinceChange))
+		if c.Pending() {
+			break
 		}
-		if !now.Before(c.ChangedAt.Add(c.Window)) {
-			return flip(c, Closed, EvaluatorActor, n.Window, now,
-				fmt.Sprintf("no failure for a whole window (%s): recovered", shortDuration(c.Window)))
+		if n.Counted > 0 {
+			return flip(c, Open, EvaluatorActor, n, now,
+				fmt.Sprintf("failures resumed during the trial (%d since the trigger went on at %s)", n.Counted, clockTime(c.AppliedAt)))
+		}
+		if !now.Before(c.AppliedAt.Add(c.Window)) {
+			return flip(c, Closed, EvaluatorActor, n, now,
+				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", shortDuration(c.Window)))
 		}
 	}
 	return c, nil
 }
+
+// tripReason says what a trip counted, and from when when the count did not
+// cover the whole window.
+func tripReason(c Circuit, n Counts, now time.Time) string {
+	if n.Since.After(now.Add(-c.Window)) {
+		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), shortDuration(c.Window), c.Threshold)
+	}
+	return fmt.Sprintf("%d failures in %s (threshold %d)", n.Counted, shortDuration(c.Window), c.Threshold)
+}
+
+func clockTime(t time.Time) string { return t.UTC().Format("15:04:05 MST") }
 
 // Errors of operator actions.
 var (
@@ -72,35 +93,36 @@ var (
 
 // Trip is an operator switching the trigger off by hand. The circuit stays
 // forced-open until someone resumes it.
-func Trip(c Circuit, actor, reason string, count int, now time.Time) (Circuit, Flip, error) {
+func Trip(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Flip, error) {
 	if c.State == ForcedOpen {
 		return c, Flip{}, ErrAlreadyOpen
 	}
 	if reason = strings.TrimSpace(reason); reason == "" {
 		reason = "tripped by hand"
 	}
-	next, f := flip(c, ForcedOpen, actor, count, now, reason)
+	next, f := flip(c, ForcedOpen, actor, n, now, reason)
 	return next, *f, nil
 }
 
 // Resume switches the trigger back on and closes the circuit. The function
 // continues from its last checkpoint.
-func Resume(c Circuit, actor, reason string, count int, now time.Time) (Circuit, Flip, error) {
+func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Flip, error) {
 	if c.State == Closed {
 		return c, Flip{}, ErrNotOpen
 	}
 	if reason = strings.TrimSpace(reason); reason == "" {
 		reason = "resumed by " + actor
 	}
-	next, f := flip(c, Closed, actor, count, now, reason)
+	next, f := flip(c, Closed, actor, n, now, reason)
 	return next, *f, nil
 }
 
-func flip(c Circuit, to State, actor string, count int, now time.Time, reason string) (Circuit, *Flip) {
+func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason string) (Circuit, *Flip) {
 	f := &Flip{Episode: c.Episode + 1, From: c.State, To: to, At: now, Actor: actor,
-		Count: count, Threshold: c.Threshold, Window: c.Window, Reason: reason}
+		Count: n.Counted, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason}
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
+	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
 	return c, f
 }
 

@@ -13,7 +13,23 @@ var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func base(state circuit.State) circuit.Circuit {
 	return circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second,
-		State: state, Episode: 4, ChangedAt: t0, AppliedEpisode: 4, Drift: "was drifting"}
+		State: state, Episode: 4, ChangedAt: t0, AppliedEpisode: 4, AppliedAt: t0, Drift: "was drifting"}
+}
+
+// applied is a circuit whose trigger was switched at t0+d, after the decision at t0.
+func applied(c circuit.Circuit, d time.Duration) circuit.Circuit {
+	c.AppliedAt = t0.Add(d)
+	return c
+}
+
+func unapplied(c circuit.Circuit) circuit.Circuit {
+	c.AppliedEpisode = 3
+	return c
+}
+
+// full counts n failures over the whole window ending at now.
+func full(n int, now time.Time) circuit.Counts {
+	return circuit.Counts{Window: n, Counted: n, Since: now.Add(-30 * time.Second)}
 }
 
 func TestEvaluate(t *testing.T) {
@@ -29,15 +45,24 @@ func TestEvaluate(t *testing.T) {
 		wantState  circuit.State
 		wantReason string // substring; "" means no transition
 	}{
-		{"closed at the threshold stays closed", base(circuit.Closed), circuit.Counts{Window: 100}, t0.Add(time.Hour), circuit.Closed, ""},
-		{"closed one past the threshold trips", base(circuit.Closed), circuit.Counts{Window: 101}, t0.Add(time.Hour), circuit.Open, "101 failures in 30s (threshold 100)"},
+		{"closed at the threshold stays closed", base(circuit.Closed), full(100, t0.Add(time.Hour)), t0.Add(time.Hour), circuit.Closed, ""},
+		{"closed one past the threshold trips", base(circuit.Closed), full(101, t0.Add(time.Hour)), t0.Add(time.Hour), circuit.Open, "101 failures in 30s (threshold 100)"},
+		{"closed counts only since its last change", base(circuit.Closed), circuit.Counts{Window: 500, Counted: 100, Since: t0}, t0.Add(10 * time.Second), circuit.Closed, ""},
+		{"a trip after a resume says since when", base(circuit.Closed), circuit.Counts{Window: 500, Counted: 101, Since: t0}, t0.Add(10 * time.Second), circuit.Open, "101 failures since 09:00:00 UTC, within 30s (threshold 100)"},
 		{"open without auto-resume stays open", base(circuit.Open), circuit.Counts{}, t0.Add(24 * time.Hour), circuit.Open, ""},
 		{"auto-resume a nanosecond before the cooldown", auto(base(circuit.Open)), circuit.Counts{}, t0.Add(5*time.Minute - time.Nanosecond), circuit.Open, ""},
 		{"auto-resume at the cooldown goes half-open", auto(base(circuit.Open)), circuit.Counts{Window: 3}, t0.Add(5 * time.Minute), circuit.HalfOpen, "cooldown of 5m over"},
-		{"half-open trips at the first new failure", base(circuit.HalfOpen), circuit.Counts{Window: 40, SinceChange: 1}, t0.Add(time.Second), circuit.Open, "failures resumed during the trial (1)"},
-		{"half-open quiet a nanosecond short of a window", base(circuit.HalfOpen), circuit.Counts{Window: 40}, t0.Add(30*time.Second - time.Nanosecond), circuit.HalfOpen, ""},
-		{"half-open quiet a whole window closes", base(circuit.HalfOpen), circuit.Counts{}, t0.Add(30 * time.Second), circuit.Closed, "no failure for a whole window (30s): recovered"},
-		{"forced-open ignores counts", base(circuit.ForcedOpen), circuit.Counts{Window: 1000, SinceChange: 1000}, t0.Add(time.Hour), circuit.ForcedOpen, ""},
+		{"the cooldown runs from when the trigger went off", auto(applied(base(circuit.Open), 20*time.Second)), circuit.Counts{}, t0.Add(5 * time.Minute), circuit.Open, ""},
+		{"no cooldown while the trigger is not yet off", auto(unapplied(base(circuit.Open))), circuit.Counts{}, t0.Add(time.Hour), circuit.Open, ""},
+		{"half-open trips at the first new failure", base(circuit.HalfOpen), circuit.Counts{Window: 40, Counted: 1, Since: t0}, t0.Add(time.Second), circuit.Open, "failures resumed during the trial (1 since the trigger went on at 09:00:00 UTC)"},
+		{"half-open quiet a nanosecond short of a window", base(circuit.HalfOpen), circuit.Counts{Window: 40, Since: t0}, t0.Add(30*time.Second - time.Nanosecond), circuit.HalfOpen, ""},
+		{"half-open quiet a whole window closes", base(circuit.HalfOpen), circuit.Counts{Since: t0}, t0.Add(30 * time.Second), circuit.Closed, "no failure for a whole window (30s) after the trigger went on: recovered"},
+		// The settings change took 20 s to apply: the trial lasts a whole
+		// window from then, not from the decision.
+		{"a trial whose apply took 20s is not over 30s after the decision", applied(base(circuit.HalfOpen), 20*time.Second), circuit.Counts{Since: t0.Add(20 * time.Second)}, t0.Add(30 * time.Second), circuit.HalfOpen, ""},
+		{"a trial whose apply took 20s closes a window after the apply", applied(base(circuit.HalfOpen), 20*time.Second), circuit.Counts{Since: t0.Add(20 * time.Second)}, t0.Add(50 * time.Second), circuit.Closed, "recovered"},
+		{"a trial whose trigger is not yet on waits", unapplied(base(circuit.HalfOpen)), circuit.Counts{}, t0.Add(time.Hour), circuit.HalfOpen, ""},
+		{"forced-open ignores counts", base(circuit.ForcedOpen), circuit.Counts{Window: 1000, Counted: 1000}, t0.Add(time.Hour), circuit.ForcedOpen, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,7 +77,7 @@ func TestEvaluate(t *testing.T) {
 				t.Fatalf("no transition, want %s", tt.wantState)
 			}
 			want := circuit.Flip{Episode: 5, From: tt.c.State, To: tt.wantState, At: tt.now, Actor: circuit.EvaluatorActor,
-				Count: tt.n.Window, Threshold: 100, Window: 30 * time.Second, Reason: f.Reason}
+				Count: tt.n.Counted, Since: tt.n.Since, Threshold: 100, Window: 30 * time.Second, Reason: f.Reason}
 			if *f != want {
 				t.Errorf("flip = %+v, want %+v", *f, want)
 			}
@@ -71,24 +96,86 @@ func TestEvaluate(t *testing.T) {
 
 func TestOperatorActions(t *testing.T) {
 	now := t0.Add(time.Minute)
-	tripped, f, err := circuit.Trip(base(circuit.Closed), "olivia", "", 12, now)
+	tripped, f, err := circuit.Trip(base(circuit.Closed), "olivia", "", circuit.Counts{Counted: 12}, now)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if tripped.State != circuit.ForcedOpen || f.Actor != "olivia" || f.Reason != "tripped by hand" || f.Count != 12 || f.Episode != 5 {
 		t.Errorf("trip: %s %+v", tripped.State, f)
 	}
-	if _, _, err := circuit.Trip(tripped, "olivia", "again", 0, now); !errors.Is(err, circuit.ErrAlreadyOpen) {
+	if _, _, err := circuit.Trip(tripped, "olivia", "again", circuit.Counts{}, now); !errors.Is(err, circuit.ErrAlreadyOpen) {
 		t.Errorf("second trip: %v, want ErrAlreadyOpen", err)
 	}
 	for _, from := range []circuit.State{circuit.Open, circuit.HalfOpen, circuit.ForcedOpen} {
-		resumed, f, err := circuit.Resume(base(from), "victor", "", 0, now)
+		resumed, f, err := circuit.Resume(base(from), "victor", "", circuit.Counts{}, now)
 		if err != nil || resumed.State != circuit.Closed || f.From != from || f.Reason != "resumed by victor" {
 			t.Errorf("resume from %s: %s %+v %v", from, resumed.State, f, err)
 		}
 	}
-	if _, _, err := circuit.Resume(base(circuit.Closed), "victor", "", 0, now); !errors.Is(err, circuit.ErrNotOpen) {
+	if _, _, err := circuit.Resume(base(circuit.Closed), "victor", "", circuit.Counts{}, now); !errors.Is(err, circuit.ErrNotOpen) {
 		t.Errorf("resume of a closed circuit: %v, want ErrNotOpen", err)
+	}
+}
+
+// CountsFrom is where counting starts: never before the last change of a
+// closed circuit, and from the apply for a half-open trial.
+func TestCountsFrom(t *testing.T) {
+	now := t0.Add(10 * time.Second)
+	tests := []struct {
+		name string
+		c    circuit.Circuit
+		want time.Time
+	}{
+		{"closed long ago counts its window", base(circuit.Closed), t0.Add(time.Hour - 30*time.Second)},
+		{"closed 10s ago counts since the change", base(circuit.Closed), t0},
+		{"half-open counts from the apply", applied(base(circuit.HalfOpen), 4*time.Second), t0.Add(4 * time.Second)},
+		{"half-open before its apply counts nothing yet", unapplied(base(circuit.HalfOpen)), now},
+		{"open counts its window, for the pages", base(circuit.Open), now.Add(-30 * time.Second)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			at := now
+			if tt.name == "closed long ago counts its window" {
+				at = t0.Add(time.Hour)
+			}
+			if got := tt.c.CountsFrom(at); !got.Equal(tt.want) {
+				t.Errorf("CountsFrom = %v, want %v", got, tt.want)
+			}
+		})
+	}
+}
+
+// Links act on exactly what they name.
+func TestCheckLink(t *testing.T) {
+	open := base(circuit.Open)
+	open.Incarnation, open.Recipients = "abc", []string{"ops@example.com"}
+	claim := circuit.LinkClaim{AppID: "orders", Function: "Process", Episode: 4, Incarnation: "abc", Recipient: "Ops@Example.com"}
+	if err := circuit.CheckLink(open, claim); err != nil {
+		t.Errorf("a current link: %v", err)
+	}
+	later := open
+	later.Episode = 6
+	forced := open
+	forced.State = circuit.ForcedOpen
+	removed := open
+	removed.Recipients = []string{"someone-else@example.com"}
+	recreated := open
+	recreated.Incarnation = "def"
+	closed := open
+	closed.State = circuit.Closed
+	for name, tc := range map[string]struct {
+		c    circuit.Circuit
+		want error
+	}{
+		"a later episode":       {later, circuit.ErrEpisodeEnded},
+		"forced open by hand":   {forced, circuit.ErrForcedByHand},
+		"recipient removed":     {removed, circuit.ErrNotRecipient},
+		"deleted and recreated": {recreated, circuit.ErrRecreated},
+		"closed meanwhile":      {closed, circuit.ErrNotLinkAction},
+	} {
+		if err := circuit.CheckLink(tc.c, claim); !errors.Is(err, tc.want) {
+			t.Errorf("%s: %v, want %v", name, err, tc.want)
+		}
 	}
 }
 

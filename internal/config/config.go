@@ -55,6 +55,9 @@ type Config struct {
 	PingKey        Secret   // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
 	// EvaluatorInterval is the time between evaluator ticks.
 	EvaluatorInterval time.Duration
+	// EvaluatorDeadline is how long one tick may run before the instance
+	// gives up the evaluator's lease to another.
+	EvaluatorDeadline time.Duration
 	// DriftCheckInterval is how often the evaluator reads triggers back.
 	DriftCheckInterval time.Duration
 	Mail               Mail
@@ -170,6 +173,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
+		EvaluatorDeadline:   r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
 		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
 	}
 
@@ -196,6 +200,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 
 	if c.EvaluatorInterval < 100*time.Millisecond || c.EvaluatorInterval > time.Minute {
 		r.fail("FUSEBOX_EVALUATOR_INTERVAL", "must be between 100ms and 1m, got %s", c.EvaluatorInterval)
+	}
+	if c.EvaluatorDeadline < 3*c.EvaluatorInterval || c.EvaluatorDeadline > 10*time.Minute {
+		r.fail("FUSEBOX_EVALUATOR_DEADLINE", "must be at least three evaluator intervals and at most 10m, got %s", c.EvaluatorDeadline)
 	}
 	if c.DriftCheckInterval < time.Second || c.DriftCheckInterval > time.Hour {
 		r.fail("FUSEBOX_DRIFT_CHECK_INTERVAL", "must be between 1s and 1h, got %s", c.DriftCheckInterval)

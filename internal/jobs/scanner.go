@@ -45,21 +45,6 @@ func NewScanner(store ScannerStore, c clock.Clock, log *slog.Logger) *Scanner {
 	return &Scanner{store: store, clock: c, log: log, interval: 30 * time.Second, lookback: 7 * 24 * time.Hour}
 }
 
-// Run scans until ctx ends.
-func (s *Scanner) Run(ctx context.Context, f lease.Fence) error {
-	for {
-		if err := s.Pass(ctx, f); err != nil && ctx.Err() == nil {
-			if errors.Is(err, lease.ErrFenced) {
-				return err
-			}
-			s.log.Warn("job scan failed", "error", err)
-		}
-		if err := s.clock.Sleep(ctx, s.interval); err != nil {
-			return nil
-		}
-	}
-}
-
 // Pass scans every job once.
 func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 	now := s.clock.Now()

@@ -44,6 +44,10 @@ import (
 	"github.com/fusebox/fusebox/internal/clock"
 )
 
+// ErrStepDown, returned (wrapped) by work run under Run, releases the lease
+// and makes this instance wait a lease Duration before contending again.
+var ErrStepDown = errors.New("lease: the holder stepped down")
+
 // Errors.
 var (
 	ErrNotFound = errors.New("lease: no such lease")
@@ -274,6 +278,14 @@ func (l *Locker) Run(ctx context.Context, name string, fn func(ctx context.Conte
 		switch {
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(workErr, ErrStepDown):
+			// Leave the lease to another instance for a while: this one
+			// has just shown it cannot do the work.
+			l.s.Logger.Warn("lease: stepped down; contending again later", "lease", name, "error", workErr)
+			if err := l.s.Clock.Sleep(ctx, l.s.Duration); err != nil {
+				return nil
+			}
+			continue
 		case !lost:
 			return workErr
 		}

@@ -16,18 +16,12 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
-	"strings"
+
+	"github.com/fusebox/fusebox/internal/trigger"
 )
 
-var functionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
-
-// settingName is the key the Functions host reads; it also honours the
-// underscore form, which Disabled reads and Enable removes.
-func settingName(function string) string { return "AzureWebJobs." + function + ".Disabled" }
-func altSettingName(function string) string {
-	return "AzureWebJobs_" + function + "_Disabled"
-}
+func settingName(function string) string    { return trigger.Setting(function) }
+func altSettingName(function string) string { return trigger.AltSetting(function) }
 
 // Disabled reports whether function is switched off in the file. A missing
 // file means nothing is disabled.
@@ -40,7 +34,7 @@ func Disabled(path, function string) (bool, error) {
 		return false, err
 	}
 	for _, k := range []string{settingName(function), altSettingName(function)} {
-		if v, ok := values[k].(string); ok && (v == "1" || strings.EqualFold(v, "true")) {
+		if v, ok := values[k].(string); ok && trigger.Truthy(v) {
 			return true, nil
 		}
 	}
@@ -50,18 +44,27 @@ func Disabled(path, function string) (bool, error) {
 // SetDisabled switches function off (true) or on (false), keeping every
 // other setting. The file is created when missing.
 func SetDisabled(path, function string, disabled bool) error {
-	if err := checkName(function); err != nil {
-		return err
+	return Apply(path, map[string]bool{function: disabled})
+}
+
+// Apply switches each function in off as it says, in one write.
+func Apply(path string, off map[string]bool) error {
+	for function := range off {
+		if err := checkName(function); err != nil {
+			return err
+		}
 	}
 	doc, values, err := read(path)
 	if err != nil {
 		return err
 	}
-	delete(values, altSettingName(function))
-	if disabled {
-		values[settingName(function)] = "true"
-	} else {
-		delete(values, settingName(function))
+	for function, disabled := range off {
+		delete(values, altSettingName(function))
+		if disabled {
+			values[settingName(function)] = "true"
+		} else {
+			delete(values, settingName(function))
+		}
 	}
 	raw, err := json.Marshal(values)
 	if err != nil {
@@ -76,7 +79,7 @@ func SetDisabled(path, function string, disabled bool) error {
 }
 
 func checkName(function string) error {
-	if !functionName.MatchString(function) {
+	if !trigger.ValidName(function) {
 		return fmt.Errorf("localswitch: %q is not a function name (letters, digits, _ and -, starting with a letter)", function)
 	}
 	return nil
@@ -144,17 +147,10 @@ func DisabledFunctions(path string) (map[string]bool, error) {
 	out := map[string]bool{}
 	for k, v := range values {
 		s, ok := v.(string)
-		if !ok || !(s == "1" || strings.EqualFold(s, "true")) {
+		if !ok || !trigger.Truthy(s) {
 			continue
 		}
-		var name string
-		switch {
-		case strings.HasPrefix(k, "AzureWebJobs.") && strings.HasSuffix(k, ".Disabled"):
-			name = strings.TrimSuffix(strings.TrimPrefix(k, "AzureWebJobs."), ".Disabled")
-		case strings.HasPrefix(k, "AzureWebJobs_") && strings.HasSuffix(k, "_Disabled"):
-			name = strings.TrimSuffix(strings.TrimPrefix(k, "AzureWebJobs_"), "_Disabled")
-		}
-		if functionName.MatchString(name) {
+		if name, ok := trigger.FunctionOf(k); ok && trigger.ValidName(name) {
 			out[name] = true
 		}
 	}

@@ -47,9 +47,18 @@ func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App)
 		subject = fmt.Sprintf("[Fusebox] %s / %s resumed", name, ci.Function)
 		model.Heading = ci.Function + " runs again"
 		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	case ci.State == circuit.ForcedOpen:
+		// A trip by hand is deliberate: the mail informs, and only an
+		// operator signed in to Fusebox undoes it, so it carries no link.
+		subject = fmt.Sprintf("[Fusebox] %s / %s switched off by hand", name, ci.Function)
+		if strings.HasPrefix(m.Kind, "reminder-") {
+			subject = "[Fusebox] Still off by hand: " + name + " / " + ci.Function
+		}
+		model.Heading = ci.Function + "'s trigger is off"
+		model.Intro = fmt.Sprintf("An operator switched off the trigger of %s in %s: %s. It stays off until an operator resumes it in Fusebox.", ci.Function, name, ci.Reason)
 	default:
 		expires := c.Now().Add(c.LinkTTL)
-		token := c.Signer.Sign(alerts.Link{Circuit: ci.ID(), Episode: ci.Episode, Action: "resume", Recipient: m.To, Expires: expires})
+		token := c.Signer.Sign(alerts.Link{Circuit: ci.ID(), Episode: ci.Episode, Incarnation: ci.Incarnation, Action: "resume", Recipient: m.To, Expires: expires})
 		model.ResumeURL = base + "/resume/" + token
 		model.Expires = expires.UTC().Format("Mon 2 Jan 2006 15:04 MST")
 		subject = fmt.Sprintf("[Fusebox] %s / %s is %s: trigger off", name, ci.Function, ci.State)

@@ -24,6 +24,7 @@ type Metrics struct {
 	storageTime  *prometheus.HistogramVec
 	loopRuns     *prometheus.CounterVec
 	loopLastOK   *prometheus.GaugeVec
+	loopLastErr  *prometheus.GaugeVec
 	leaseGained  *prometheus.CounterVec
 	leaseLost    *prometheus.CounterVec
 	leaseRenew   *prometheus.HistogramVec
@@ -55,6 +56,9 @@ func New() *Metrics {
 		loopLastOK: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "fusebox_loop_last_success_timestamp_seconds", Help: "Unix time of each background loop's last successful pass.",
 		}, []string{"loop"}),
+		loopLastErr: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fusebox_loop_last_error_timestamp_seconds", Help: "Unix time of each background loop's last failed pass (absent until one fails).",
+		}, []string{"loop"}),
 		leaseGained: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_lease_acquired_total", Help: "Leases this instance acquired, by lease family (the name up to its first '/').",
 		}, []string{"lease"}),
@@ -72,7 +76,7 @@ func New() *Metrics {
 			Name: "fusebox_failures_ingested_total", Help: "Failures reported over HTTP, by outcome (accepted counts failures, rejected counts items).",
 		}, []string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK,
+	m.Registry.MustRegister(m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -115,6 +119,7 @@ func (m *Metrics) ObserveIngest(accepted, rejected int) {
 func (m *Metrics) ObserveLoop(loop string, at time.Time, err error) {
 	if err != nil {
 		m.loopRuns.WithLabelValues(loop, "error").Inc()
+		m.loopLastErr.WithLabelValues(loop).Set(float64(at.Unix()))
 		return
 	}
 	m.loopRuns.WithLabelValues(loop, "ok").Inc()
@@ -142,5 +147,23 @@ func (o LeaseObserver) Renewed(name string, elapsed time.Duration, err error) {
 	o.m.leaseRenew.WithLabelValues(family(name)).Observe(elapsed.Seconds())
 	if err != nil {
 		o.m.leaseFailed.WithLabelValues(family(name)).Inc()
+	}
+}
+
+// WatchUnreadableRows exports, per table, how many stored rows this
+// instance could not read (fusebox_unreadable_rows), asking counts at
+// each scrape.
+func (m *Metrics) WatchUnreadableRows(counts func() map[string]int) {
+	m.Registry.MustRegister(unreadable{counts})
+}
+
+var unreadableDesc = prometheus.NewDesc("fusebox_unreadable_rows", "Stored rows this instance could not read and skips, by table.", []string{"table"}, nil)
+
+type unreadable struct{ counts func() map[string]int }
+
+func (u unreadable) Describe(ch chan<- *prometheus.Desc) { ch <- unreadableDesc }
+func (u unreadable) Collect(ch chan<- prometheus.Metric) {
+	for table, n := range u.counts() {
+		ch <- prometheus.MustNewConstMetric(unreadableDesc, prometheus.GaugeValue, float64(n), table)
 	}
 }

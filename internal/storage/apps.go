@@ -11,7 +11,10 @@ import (
 
 // Apps holds the registered function apps, all in one partition: there are
 // few, and the dashboard lists them all at once.
-type Apps struct{ table *tablestore.Table }
+type Apps struct {
+	table  *tablestore.Table
+	faults *Faults
+}
 
 const appsPartition = "app"
 
@@ -42,18 +45,11 @@ func (r appRow) toApp() (circuit.App, error) {
 
 // List returns every app, ordered by id.
 func (a *Apps) List(ctx context.Context) ([]circuit.App, error) {
-	rows, err := tablestore.All[appRow](ctx, a.table, tablestore.Query{Filter: tablestore.PartitionIs(appsPartition)})
+	apps, faults, err := readRows[appRow](ctx, a.table, tablestore.Query{Filter: tablestore.PartitionIs(appsPartition)}, TableApps, appRow.toApp)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list apps: %w", err)
 	}
-	apps := make([]circuit.App, 0, len(rows))
-	for _, r := range rows {
-		app, err := r.toApp()
-		if err != nil {
-			return nil, err
-		}
-		apps = append(apps, app)
-	}
+	a.faults.Replace(TableApps, faults)
 	return apps, nil
 }
 

@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -19,30 +21,18 @@ import (
 // "c|<function>") and its flip log beside it ("f|<function>|<inverted
 // episode>"), so a transition and its log entry commit in one batch.
 //
-// Listing reads only what changed: the repository keeps the circuits it has
-// seen and asks the service for rows modified since the newest it saw (less
-// a margin for writes committing out of order), with a full reread every
-// minute that also drops deleted circuits. Listing 1,000 circuits in full
-// costs tens of milliseconds of JSON decoding on every dashboard refresh and
-// evaluator tick; the incremental read costs what changed.
+// Listing reads only what changed (see incremental): listing 1,000
+// circuits in full costs tens of milliseconds of JSON decoding on every
+// dashboard refresh and evaluator tick; the incremental read costs what
+// changed.
 type Circuits struct {
-	table *tablestore.Table
+	table  *tablestore.Table
+	faults *Faults
 
-	mu        sync.Mutex
-	cache     map[string]circuitRow // by app/function
-	newest    time.Time             // newest Timestamp seen
-	lastQuery time.Time             // local clock, when the previous read started
-	lastFull  time.Time             // local clock
+	mu    sync.Mutex
+	cache map[string]circuitRow // by app/function
+	inc   incremental
 }
-
-// circuitListResync and circuitListMargin tune List's incremental reads:
-// a read asks for rows changed since the later of the newest change seen
-// and the start of the previous read, less the margin, which covers writes
-// committing out of order and a skew between this clock and the service's.
-const (
-	circuitListResync = time.Minute
-	circuitListMargin = 10 * time.Second
-)
 
 // ErrNoCircuit is a circuit that does not exist; it wraps circuit.ErrNotFound.
 var ErrNoCircuit = fmt.Errorf("storage: no such circuit (%w)", circuit.ErrNotFound)
@@ -71,8 +61,13 @@ type circuitRow struct {
 	ChangedAt       time.Time
 	Reason          string
 	AppliedEpisode  int64
+	AppliedAt       time.Time // when the trigger was set for AppliedEpisode
+	ApplyError      string    // why the trigger could not be set for Episode
+	ApplyRetryAt    time.Time
+	ApplyAttempts   int32
 	Drift           string
 	DriftSince      time.Time
+	Incarnation     string // random, set at creation: tells a re-created circuit from the deleted one
 	FenceLease      string // the lease under which the state was last written
 	FenceGeneration int64  // and its generation: older generations are refused
 }
@@ -97,15 +92,17 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second},
 		State:  st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
-		AppliedEpisode: r.AppliedEpisode, Drift: r.Drift, DriftSince: r.DriftSince,
-		Version: string(r.ETag),
+		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
+		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
+		Incarnation: r.Incarnation, Version: string(r.ETag),
 	}, nil
 }
 
 // setState copies a circuit's state fields into the row.
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
-	r.AppliedEpisode, r.Drift, r.DriftSince = c.AppliedEpisode, c.Drift, c.DriftSince
+	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
+	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 }
 
 // setSettings copies a circuit's settings into the row.
@@ -121,28 +118,34 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	start := time.Now()
-	full := c.cache == nil || start.Sub(c.lastFull) >= circuitListResync
+	if c.cache == nil {
+		c.inc = newIncremental()
+	}
+	full, since := c.inc.next(start)
 	filter := tablestore.RowKeyPrefix(circuitPrefix)
 	if !full {
-		since := c.newest
-		if c.lastQuery.After(since) {
-			since = c.lastQuery
-		}
-		filter = tablestore.And(filter, tablestore.Ge("Timestamp", since.Add(-circuitListMargin)))
+		filter = tablestore.And(filter, tablestore.Ge("Timestamp", since))
 	}
-	rows, err := tablestore.All[circuitRow](ctx, c.table, tablestore.Query{Filter: filter})
+	rows, faults, err := readRows[circuitRow](ctx, c.table, tablestore.Query{Filter: filter}, TableCircuits,
+		func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
 	if err != nil {
 		return nil, fmt.Errorf("storage: list circuits: %w", err)
 	}
 	if full {
-		c.cache, c.lastFull = make(map[string]circuitRow, len(rows)), start
+		c.cache = make(map[string]circuitRow, len(rows))
+		c.faults.Replace(TableCircuits, faults)
+	} else {
+		c.faults.Add(faults...)
 	}
-	c.lastQuery = start
+	c.inc.done(full, start)
 	for _, r := range rows {
-		c.cache[r.PartitionKey+"/"+r.RowKey] = r
-		if r.Timestamp.After(c.newest) {
-			c.newest = r.Timestamp
-		}
+		key := r.PartitionKey + "/" + r.RowKey
+		c.cache[key] = r
+		c.faults.Clear(TableCircuits, key)
+		c.inc.saw(r.Timestamp)
+	}
+	for _, f := range faults {
+		delete(c.cache, f.Key) // it was readable once; it is not now
 	}
 	keys := make([]string, 0, len(c.cache))
 	for k := range c.cache {
@@ -151,10 +154,7 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	sort.Strings(keys)
 	out := make([]circuit.Circuit, 0, len(keys))
 	for _, k := range keys {
-		ci, err := c.cache[k].toCircuit()
-		if err != nil {
-			return nil, err
-		}
+		ci, _ := c.cache[k].toCircuit() // checked when read
 		out = append(out, ci)
 	}
 	return out, nil
@@ -182,7 +182,7 @@ func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow,
 
 // Create inserts a new circuit; one that exists is circuit.ErrConflict.
 func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
-	row := circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}}
+	row := circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}, Incarnation: newIncarnation()}
 	row.setSettings(ci)
 	row.setState(ci)
 	if err := c.table.Insert(ctx, &row); err != nil {
@@ -238,7 +238,7 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 	row, err := c.row(ctx, ci.AppID, ci.Function)
 	switch {
 	case errors.Is(err, ErrNoCircuit):
-		row = circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}}
+		row = circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}, Incarnation: newIncarnation()}
 		row.setSettings(ci)
 		row.setState(ci)
 		err = c.table.Insert(ctx, &row)
@@ -285,15 +285,28 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 	return nil
 }
 
-// MarkApplied records that a switch set the trigger for episode. It is
-// refused (tablestore.ErrConflict) if the circuit has moved to another
-// episode since, so a slow switch call cannot claim a newer episode.
-func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error {
+// MarkApplied records that a switch set the trigger for episode at the
+// time given. It is refused (circuit.ErrConflict) if the circuit has moved
+// to another episode since, so a slow switch call cannot claim a newer one.
+func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error {
 	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
 		if r.Episode != episode {
 			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
 		}
-		r.AppliedEpisode, r.Drift, r.DriftSince = episode, "", time.Time{}
+		r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = episode, at, "", time.Time{}
+		r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = "", time.Time{}, 0
+		return nil
+	})
+}
+
+// SetApplyError records that the trigger could not be set for episode,
+// why, and when the switch tries again.
+func (c *Circuits) SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error {
+	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
+		if r.Episode != episode {
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
+		}
+		r.ApplyError, r.ApplyAttempts, r.ApplyRetryAt = truncate(problem, 2000), int32(attempts), retryAt
 		return nil
 	})
 }
@@ -321,6 +334,7 @@ func (c *Circuits) SetDrift(ctx context.Context, f lease.Fence, appID, function 
 func (c *Circuits) Reapply(ctx context.Context, appID, function string) error {
 	return c.update(ctx, lease.Fence{}, appID, function, func(r *circuitRow) error {
 		r.AppliedEpisode, r.Drift, r.DriftSince = -1, "", time.Time{}
+		r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = "", time.Time{}, 0
 		return nil
 	})
 }
@@ -371,6 +385,7 @@ type flipRow struct {
 	At              time.Time
 	Actor           string
 	Count           int32
+	Since           time.Time // the count covers failures in (Since, At]
 	Threshold       int32
 	WindowSeconds   int32
 	Reason          string
@@ -380,7 +395,7 @@ func flipRowOf(ci circuit.Circuit, f circuit.Flip) *flipRow {
 	return &flipRow{
 		Meta:     tablestore.Meta{PartitionKey: ci.AppID, RowKey: flipKey(ci.Function, f.Episode)},
 		Function: ci.Function, Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At,
-		Actor: f.Actor, Count: int32(f.Count), Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason,
+		Actor: f.Actor, Count: int32(f.Count), Since: f.Since, Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason,
 	}
 }
 
@@ -397,11 +412,18 @@ func (c *Circuits) Flips(ctx context.Context, appID, function string, limit int)
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("storage: flip log of %s/%s episode %d: %w", appID, function, r.Episode, err)
 		}
-		out = append(out, circuit.Flip{Episode: r.Episode, From: from, To: to, At: r.At, Actor: r.Actor, Count: int(r.Count),
+		out = append(out, circuit.Flip{Episode: r.Episode, From: from, To: to, At: r.At, Actor: r.Actor, Count: int(r.Count), Since: r.Since,
 			Threshold: int(r.Threshold), Window: time.Duration(r.WindowSeconds) * time.Second, Reason: r.Reason})
 		if len(out) == limit {
 			break
 		}
 	}
 	return out, nil
+}
+
+// newIncarnation is a random id for a new circuit.
+func newIncarnation() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

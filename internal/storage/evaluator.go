@@ -47,8 +47,11 @@ func (s EvaluatorStore) PutStatus(ctx context.Context, st circuit.Status) error 
 func (s EvaluatorStore) Transition(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip) error {
 	return s.Circuits.Transition(ctx, f, c, fl)
 }
-func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64) error {
-	return s.Circuits.MarkApplied(ctx, f, appID, function, episode)
+func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error {
+	return s.Circuits.MarkApplied(ctx, f, appID, function, episode, at)
+}
+func (s EvaluatorStore) SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error {
+	return s.Circuits.SetApplyError(ctx, f, appID, function, episode, problem, attempts, retryAt)
 }
 func (s EvaluatorStore) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
 	return s.Circuits.SetDrift(ctx, f, appID, function, episode, drift, now)

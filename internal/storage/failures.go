@@ -21,29 +21,24 @@ import (
 // exist: healthy circuits cost nothing.
 //
 // Window keeps the rows it has read and, between full rereads every minute,
-// asks the service only for rows changed since its previous read, so a tick
-// of the evaluator or a dashboard refresh costs what changed.
+// asks the service only for rows changed since its previous read (see
+// incremental), so a tick of the evaluator or a dashboard refresh costs
+// what changed.
 type Failures struct {
 	table *tablestore.Table
 
 	mu       sync.Mutex
 	rows     map[string]circuit.FailureRow
 	from     time.Time // the earliest second the cache holds
-	newest   time.Time // newest Timestamp seen (the service's clock)
-	lastFull time.Time // local clock
+	inc      incremental
 	rejected map[string]bool
 }
 
-// failureResync and failureMargin tune Window's incremental reads. Failure
-// rows arrive as a stream, so the newest change seen is the service's own
-// "now", and an incremental read asks for rows changed since then, less a
-// margin for writes committing out of order. The margin is short because
-// under load every second re-read costs a second's worth of rows; a row
-// that commits later still is caught by the full reread.
-const (
-	failureResync = 5 * time.Minute
-	failureMargin = 3 * time.Second
-)
+// MaxSkew is how far ahead of Fusebox's clock a writer's seconds may be
+// and still be counted: Window reads that far past its end, keeps such
+// rows, and returns each once its second has come. HTTP ingest refuses
+// seconds further ahead.
+const MaxSkew = 5 * time.Minute
 
 // Window returns the failure rows for seconds in [from, to], and the
 // unreadable rows it has not reported before.
@@ -51,23 +46,24 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	start := time.Now()
-	full := f.rows == nil || start.Sub(f.lastFull) >= failureResync || from.Before(f.from)
-	var since time.Time
-	if !full {
-		since = f.newest.Add(-failureMargin)
+	if f.rows == nil {
+		f.inc = newIncremental()
 	}
-	rows, rejected, err := f.ReadFailures(ctx, from, to, since)
+	full, since := f.inc.next(start)
+	if from.Before(f.from) {
+		full, since = true, time.Time{}
+	}
+	rows, rejected, err := f.ReadFailures(ctx, from, to.Add(MaxSkew), since)
 	if err != nil {
 		return nil, nil, err
 	}
 	if full {
-		f.rows, f.from, f.lastFull, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, start, map[string]bool{}
+		f.rows, f.from, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, map[string]bool{}
 	}
+	f.inc.done(full, start)
 	for _, r := range rows {
 		f.rows[r.ID] = r
-		if r.Modified.After(f.newest) {
-			f.newest = r.Modified
-		}
+		f.inc.saw(r.Modified)
 	}
 	var fresh []circuit.Rejection
 	for _, r := range rejected {

@@ -13,7 +13,10 @@ import (
 )
 
 // Jobs holds one row per job in one partition: the overview lists them all.
-type Jobs struct{ table *tablestore.Table }
+type Jobs struct {
+	table  *tablestore.Table
+	faults *Faults
+}
 
 const jobsPartition = "job"
 
@@ -65,18 +68,11 @@ func (r *jobRow) set(j jobs.Job) {
 
 // List returns every job, ordered by id.
 func (j *Jobs) List(ctx context.Context) ([]jobs.Job, error) {
-	rows, err := tablestore.All[jobRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(jobsPartition)})
+	out, faults, err := readRows[jobRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(jobsPartition)}, TableJobs, jobRow.job)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list jobs: %w", err)
 	}
-	out := make([]jobs.Job, 0, len(rows))
-	for _, r := range rows {
-		job, err := r.job()
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, job)
-	}
+	j.faults.Replace(TableJobs+" (jobs)", faults)
 	return out, nil
 }
 

@@ -3,6 +3,9 @@ package storage
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
 
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
@@ -55,4 +58,23 @@ func deleteMatching(ctx context.Context, table *tablestore.Table, filter tablest
 		}
 	}
 	return n, nil
+}
+
+// Retention of what the pruner removes.
+const (
+	// FailureRetention covers the longest window a circuit may have, plus
+	// an hour for pages that look back.
+	FailureRetention = circuit.MaxWindow + time.Hour
+	RateRetention    = 8 * 24 * time.Hour
+	RunRetention     = 35 * 24 * time.Hour
+)
+
+// Prune removes failure rows, per-minute rates, job runs and idempotency
+// records past their retention, and returns how many failure rows it removed.
+func (s *Store) Prune(ctx context.Context, now time.Time) (int, error) {
+	n, err := s.Failures.DeleteBefore(ctx, now.Add(-FailureRetention))
+	_, err2 := s.Rates.DeleteBefore(ctx, now.Add(-RateRetention))
+	_, err3 := s.Runs.DeleteBefore(ctx, now.Add(-RunRetention))
+	_, err4 := s.Status.DeleteIdempotencyBefore(ctx, now.Add(-IdempotencyRetention))
+	return n, errors.Join(err, err2, err3, err4)
 }

@@ -106,3 +106,15 @@ func (r *Rates) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
 	}
 	return n, nil
 }
+
+// RollupRecent redoes the last two whole minutes before now, so rows that
+// arrived late are counted; the roll-up loop runs it every 30 seconds.
+func (r *Rates) RollupRecent(ctx context.Context, f *Failures, now time.Time) error {
+	var errs []error
+	for _, back := range []time.Duration{2 * time.Minute, time.Minute} {
+		if _, err := r.Rollup(ctx, f, now.Add(-back)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

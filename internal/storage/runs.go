@@ -15,7 +15,10 @@ import (
 
 // Runs keeps each job's run history in the job's partition, newest first:
 // the RowKey counts down from the far future.
-type Runs struct{ table *tablestore.Table }
+type Runs struct {
+	table  *tablestore.Table
+	faults *Faults
+}
 
 // MaxLog is how much of a ping's body is kept as the run's log excerpt.
 const MaxLog = 100_000
@@ -157,6 +160,7 @@ func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time) (
 	for r, err := range tablestore.Rows[runRow](ctx, rs.table, tablestore.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", "RunID", "Start", "End", "State"}}) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
+			rs.faults.Add(Fault{Table: TableRuns, Key: rowErr.PartitionKey + "/" + rowErr.RowKey, Problem: rowErr.Err.Error(), Seen: time.Now()})
 			continue
 		}
 		if err != nil {

@@ -47,3 +47,45 @@ func (s *Status) Evaluator(ctx context.Context) (circuit.Status, error) {
 	return circuit.Status{Leader: row.Leader, LastTickAt: row.LastTickAt, TickDuration: time.Duration(row.TickMillis) * time.Millisecond,
 		Rejected: row.Rejected, LastRejected: row.LastRejected, RejectedAt: row.RejectedAt}, nil
 }
+
+const idempotencyPartition = "idempotency"
+
+type idempotencyRow struct {
+	tablestore.Meta           // PartitionKey: "idempotency"; RowKey: hash of app and key
+	At              time.Time // when the first request with the key came
+}
+
+// IdempotencyRetention is how long a retried request is recognised.
+const IdempotencyRetention = 24 * time.Hour
+
+// ClaimIdempotency records the first request with an idempotency key (as
+// a hash, never the key itself) and returns when it came: at for the first
+// request, the first one's time for a retry, so a retry a second later
+// writes the same rows again instead of new ones.
+func (s *Status) ClaimIdempotency(ctx context.Context, hash string, at time.Time) (time.Time, error) {
+	row := &idempotencyRow{Meta: tablestore.Meta{PartitionKey: idempotencyPartition, RowKey: hash}, At: at}
+	err := s.table.Insert(ctx, row)
+	if err == nil {
+		return at, nil
+	}
+	if !errors.Is(err, tablestore.ErrExists) {
+		return time.Time{}, fmt.Errorf("storage: idempotency key: %w", err)
+	}
+	var first idempotencyRow
+	if err := s.table.Get(ctx, idempotencyPartition, hash, &first); err != nil {
+		return time.Time{}, fmt.Errorf("storage: idempotency key: %w", err)
+	}
+	if at.Sub(first.At) > IdempotencyRetention {
+		// Older than what a retry can be: a new request reusing the key.
+		first.At = at
+		if err := s.table.Update(ctx, &first); err != nil {
+			return time.Time{}, fmt.Errorf("storage: idempotency key: %w", err)
+		}
+	}
+	return first.At, nil
+}
+
+// DeleteIdempotencyBefore removes idempotency records older than t.
+func (s *Status) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int, error) {
+	return deleteMatching(ctx, s.table, tablestore.And(tablestore.PartitionIs(idempotencyPartition), tablestore.Lt("At", t)))
+}

@@ -42,22 +42,26 @@ type Store struct {
 	Rates    *Rates
 	Outbox   *Outbox
 	Runs     *Runs
+	// Faults lists the rows any repository could not read.
+	Faults *Faults
 }
 
 // New builds the repositories. It does not touch the network.
 func New(svc *tablestore.Service) *Store {
+	faults := newFaults()
 	return &Store{
+		Faults:   faults,
 		Service:  svc,
 		Sessions: &Sessions{table: svc.Table(TableSessions)},
-		Apps:     &Apps{table: svc.Table(TableApps)},
-		Circuits: &Circuits{table: svc.Table(TableCircuits)},
-		Jobs:     &Jobs{table: svc.Table(TableJobs)},
+		Apps:     &Apps{table: svc.Table(TableApps), faults: faults},
+		Circuits: &Circuits{table: svc.Table(TableCircuits), faults: faults},
+		Jobs:     &Jobs{table: svc.Table(TableJobs), faults: faults},
 		Audit:    &Audit{table: svc.Table(TableAudit)},
 		Leases:   &Leases{table: svc.Table(TableLeases)},
 		Failures: &Failures{table: svc.Table(TableFailures)},
 		Status:   &Status{table: svc.Table(TableStatus)},
 		Rates:    &Rates{table: svc.Table(TableRates)},
 		Outbox:   &Outbox{table: svc.Table(TableOutbox)},
-		Runs:     &Runs{table: svc.Table(TableRuns)},
+		Runs:     &Runs{table: svc.Table(TableRuns), faults: faults},
 	}
 }

@@ -29,17 +29,17 @@ type windowRow struct {
 
 // Windows returns every maintenance window, latest start first.
 func (j *Jobs) Windows(ctx context.Context) ([]jobs.Window, error) {
-	var out []jobs.Window
-	for r, err := range tablestore.Rows[windowRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(windowsPartition)}) {
-		if err != nil {
-			var rowErr *tablestore.RowError
-			if errors.As(err, &rowErr) {
-				continue // a row written by hand that does not read is no window
+	out, faults, err := readRows[windowRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(windowsPartition)}, TableJobs+" (maintenance windows)",
+		func(r windowRow) (jobs.Window, error) {
+			if r.From.IsZero() || r.Until.IsZero() {
+				return jobs.Window{}, errors.New("From and Until must both be date-times")
 			}
-			return nil, fmt.Errorf("storage: list maintenance windows: %w", err)
-		}
-		out = append(out, jobs.Window{ID: r.RowKey, AppID: r.AppID, From: r.From, Until: r.Until, Reason: r.Reason, CreatedBy: r.CreatedBy})
+			return jobs.Window{ID: r.RowKey, AppID: r.AppID, From: r.From, Until: r.Until, Reason: r.Reason, CreatedBy: r.CreatedBy}, nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("storage: list maintenance windows: %w", err)
 	}
+	j.faults.Replace(TableJobs+" (maintenance windows)", faults)
 	slices.SortFunc(out, func(a, b jobs.Window) int { return b.From.Compare(a.From) })
 	return out, nil
 }

@@ -47,12 +47,12 @@ func (r Router) Disabled(ctx context.Context, app circuit.App) (map[string]bool,
 	return sw.Disabled(ctx, app)
 }
 
-func (r Router) SetDisabled(ctx context.Context, app circuit.App, function string, disabled bool) error {
+func (r Router) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
 	sw, err := r.pick(app)
 	if err != nil {
 		return err
 	}
-	return sw.SetDisabled(ctx, app, function, disabled)
+	return sw.Apply(ctx, app, off)
 }
 
 // functionLister is a switch that can also list an app's functions.
@@ -100,8 +100,8 @@ func (Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, erro
 	return localswitch.DisabledFunctions(app.LocalSettings)
 }
 
-func (Local) SetDisabled(_ context.Context, app circuit.App, function string, disabled bool) error {
-	return localswitch.SetDisabled(app.LocalSettings, function, disabled)
+func (Local) Apply(_ context.Context, app circuit.App, off map[string]bool) error {
+	return localswitch.Apply(app.LocalSettings, off)
 }
 
 // Run calls Core Tools' admin API on this machine, at the port the app's

@@ -13,13 +13,13 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
-// Azure's limits for one entity group transaction. Azurite enforces fewer of
+// Azure's limits for one Entity group transaction. Azurite enforces fewer of
 // them, so they are checked here, before anything is sent.
 const (
 	MaxBatchActions = 100
 	MaxBatchBytes   = 4 << 20
 	// batchOverhead is a generous allowance for the multipart framing each
-	// action adds around its entity body.
+	// action adds around its Entity body.
 	batchOverhead = 512
 )
 
@@ -42,15 +42,15 @@ func (t *Table) NewBatch(partitionKey string) *Batch {
 func (b *Batch) Len() int { return len(b.actions) }
 
 // Insert adds a row that must not exist yet.
-func (b *Batch) Insert(e entity) error { return b.add(aztables.TransactionTypeAdd, e, "") }
+func (b *Batch) Insert(e Entity) error { return b.add(aztables.TransactionTypeAdd, e, "") }
 
 // Upsert adds a blind replace.
-func (b *Batch) Upsert(e entity) error {
+func (b *Batch) Upsert(e Entity) error {
 	return b.add(aztables.TransactionTypeInsertReplace, e, "")
 }
 
 // Update adds a replace conditional on the row's ETag.
-func (b *Batch) Update(e entity) error {
+func (b *Batch) Update(e Entity) error {
 	if e.meta().ETag == "" {
 		return fmt.Errorf("%w: update of %s without an ETag", ErrBatch, keyOf(e))
 	}
@@ -66,7 +66,7 @@ func (b *Batch) Delete(partitionKey, rowKey string, etag ETag) error {
 	return b.add(aztables.TransactionTypeDelete, row, etag)
 }
 
-func (b *Batch) add(kind aztables.TransactionType, e entity, etag ETag) error {
+func (b *Batch) add(kind aztables.TransactionType, e Entity, etag ETag) error {
 	m := e.meta()
 	switch {
 	case m.PartitionKey != b.partitionKey:

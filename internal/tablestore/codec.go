@@ -12,7 +12,7 @@ import (
 	"time"
 )
 
-// Meta holds the system properties every entity has. Embed it in a row type:
+// Meta holds the system properties every Entity has. Embed it in a row type:
 //
 //	type appRow struct {
 //		tablestore.Meta
@@ -36,7 +36,7 @@ type Meta struct {
 	Timestamp time.Time `table:"-"`
 }
 
-// ETag is an entity version as returned by Table Storage.
+// ETag is an Entity version as returned by Table Storage.
 type ETag string
 
 // AnyETag makes Delete unconditional. It has to be asked for by name.
@@ -44,8 +44,14 @@ const AnyETag ETag = "*"
 
 func (m *Meta) meta() *Meta { return m }
 
-// entity is what every row type satisfies by embedding Meta.
-type entity interface{ meta() *Meta }
+// Entity is a row type: a struct that embeds Meta.
+type Entity interface {
+	meta() *Meta
+	Keys() (partitionKey, rowKey string)
+}
+
+// Keys returns the row's PartitionKey and RowKey.
+func (m *Meta) Keys() (string, string) { return m.PartitionKey, m.RowKey }
 
 type fieldCodec struct {
 	index []int
@@ -111,7 +117,7 @@ func fieldsOf(t reflect.Type) ([]fieldCodec, error) {
 // type annotations where JSON alone would lose the type. It writes the
 // object directly, in field order, rather than through a map: batches of
 // thousands of rows spend their time here.
-func marshal(e entity) ([]byte, error) {
+func marshal(e Entity) ([]byte, error) {
 	v := reflect.ValueOf(e).Elem()
 	fields, err := fieldsOf(v.Type())
 	if err != nil {
@@ -206,10 +212,10 @@ func appendJSONString(buf []byte, s string) []byte {
 // unmarshal fills a row from the JSON the service returns. Rows may be
 // written by other programs, so every value is checked against the field's
 // type and a mismatch is an error naming the property, not a silent zero.
-func unmarshal(data []byte, e entity, etag ETag) error {
+func unmarshal(data []byte, e Entity, etag ETag) error {
 	var raw map[string]json.RawMessage
 	if err := json.Unmarshal(data, &raw); err != nil {
-		return fmt.Errorf("tablestore: decode entity: %w", err)
+		return fmt.Errorf("tablestore: decode Entity: %w", err)
 	}
 	v := reflect.ValueOf(e).Elem()
 	fields, err := fieldsOf(v.Type())

@@ -171,7 +171,7 @@ func (t *Table) Name() string { return t.name }
 
 // Get reads one row into dst, which must be a pointer to a struct that
 // embeds Meta. A missing row is ErrNotFound.
-func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, dst entity) error {
+func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, dst Entity) error {
 	start := time.Now()
 	resp, err := t.client.GetEntity(ctx, partitionKey, rowKey, nil)
 	t.observe("get", t.name, time.Since(start), err)
@@ -182,7 +182,7 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, dst entity
 }
 
 // Insert adds a new row and records its ETag in it. ErrExists if the key is taken.
-func (t *Table) Insert(ctx context.Context, src entity) error {
+func (t *Table) Insert(ctx context.Context, src Entity) error {
 	body, err := marshal(src)
 	if err != nil {
 		return err
@@ -199,7 +199,7 @@ func (t *Table) Insert(ctx context.Context, src entity) error {
 
 // Update replaces a row, on condition that it is still at the ETag src
 // carries. ErrConflict if it changed since, ErrNotFound if it is gone.
-func (t *Table) Update(ctx context.Context, src entity) error {
+func (t *Table) Update(ctx context.Context, src Entity) error {
 	etag := src.meta().ETag
 	if etag == "" {
 		return fmt.Errorf("tablestore: update %s %s: no ETag; read the row first (or use Upsert for blind writes)", t.name, keyOf(src))
@@ -221,7 +221,7 @@ func (t *Table) Update(ctx context.Context, src entity) error {
 
 // Upsert writes a row whatever its current state. Use it only where a blind
 // overwrite is what is meant (seeding, idempotent markers).
-func (t *Table) Upsert(ctx context.Context, src entity) error {
+func (t *Table) Upsert(ctx context.Context, src Entity) error {
 	body, err := marshal(src)
 	if err != nil {
 		return err
@@ -260,7 +260,7 @@ type Query struct {
 // yielded as a *RowError and iteration goes on; any other error ends it.
 func Rows[T any, PT interface {
 	*T
-	entity
+	Entity
 }](ctx context.Context, t *Table, q Query) iter.Seq2[T, error] {
 	return func(yield func(T, error) bool) {
 		var token Continuation
@@ -302,7 +302,7 @@ func (e *RowError) Unwrap() error { return e.Err }
 // be decoded. Use Rows to skip such rows, or Page for large results.
 func All[T any, PT interface {
 	*T
-	entity
+	Entity
 }](ctx context.Context, t *Table, q Query) ([]T, error) {
 	var out []T
 	for row, err := range Rows[T, PT](ctx, t, q) {
@@ -328,7 +328,7 @@ func (c Continuation) IsZero() bool { return c.NextPartitionKey == "" && c.NextR
 // has rows or there are no more, so an empty result means the end.
 func Page[T any, PT interface {
 	*T
-	entity
+	Entity
 }](ctx context.Context, t *Table, q Query, from Continuation) ([]T, Continuation, error) {
 	for {
 		rows, bad, next, err := readPage[T, PT](ctx, t, q, from)
@@ -344,7 +344,7 @@ func Page[T any, PT interface {
 
 func readPage[T any, PT interface {
 	*T
-	entity
+	Entity
 }](ctx context.Context, t *Table, q Query, from Continuation) ([]T, []*RowError, Continuation, error) {
 	opts := &aztables.ListEntitiesOptions{}
 	if q.Filter != "" {
@@ -390,7 +390,7 @@ func readPage[T any, PT interface {
 	return rows, bad, next, nil
 }
 
-func keyOf(e entity) string {
+func keyOf(e Entity) string {
 	m := e.meta()
 	return m.PartitionKey + "/" + m.RowKey
 }

@@ -78,3 +78,17 @@ func stamp(t time.Time) string {
 }
 
 func itoa(n int) string { return fmt.Sprint(n) }
+
+// until formats how long after now t is, for people.
+func until(now, t time.Time) string {
+	d := t.Sub(now)
+	switch {
+	case d <= time.Second:
+		return "now"
+	case d < time.Minute:
+		return fmt.Sprintf("in %d s", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("in %d min", int(d.Minutes()+0.5))
+	}
+	return fmt.Sprintf("in %d h", int(d.Hours()+0.5))
+}

@@ -28,6 +28,9 @@ type circuitJSON struct {
 	ChangedAt       time.Time  `json:"changed_at"`
 	Reason          string     `json:"reason"`
 	Applying        bool       `json:"applying"`
+	ApplyError      string     `json:"apply_error,omitempty"`
+	ApplyRetryAt    *time.Time `json:"apply_retry_at,omitempty"`
+	CountingSince   time.Time  `json:"counting_since"`
 	Drift           string     `json:"drift,omitempty"`
 	DriftSince      *time.Time `json:"drift_since,omitempty"`
 	Flips           []flipJSON `json:"flips,omitempty"`
@@ -40,14 +43,16 @@ type flipJSON struct {
 	At            time.Time `json:"at"`
 	Actor         string    `json:"actor"`
 	Count         int       `json:"count"`
+	Since         time.Time `json:"since,omitzero"`
 	Threshold     int       `json:"threshold"`
 	WindowSeconds int       `json:"window_seconds"`
 	Reason        string    `json:"reason"`
 }
 
-func toJSON(c circuit.Circuit, count int) circuitJSON {
-	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: count,
-		Threshold: c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients,
+func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
+	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
+		ApplyError: c.ApplyError,
+		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients,
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
 		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift}
 	if j.Recipients == nil {
@@ -55,6 +60,9 @@ func toJSON(c circuit.Circuit, count int) circuitJSON {
 	}
 	if !c.DriftSince.IsZero() {
 		j.DriftSince = &c.DriftSince
+	}
+	if c.ApplyError != "" {
+		j.ApplyRetryAt = &c.ApplyRetryAt
 	}
 	return j
 }
@@ -71,7 +79,7 @@ func (s *Server) apiCircuitList(c echo.Context) error {
 	}
 	out := make([]circuitJSON, len(cs))
 	for i, ci := range cs {
-		out[i] = toJSON(ci, counts[ci.ID()].Window)
+		out[i] = toJSON(ci, counts[ci.ID()])
 	}
 	return c.JSON(http.StatusOK, map[string]any{"circuits": out})
 }
@@ -95,10 +103,10 @@ func (s *Server) circuitJSONResponse(c echo.Context, status int, ci circuit.Circ
 	if err != nil {
 		return err
 	}
-	j := toJSON(ci, counts[ci.ID()].Window)
+	j := toJSON(ci, counts[ci.ID()])
 	for _, f := range flips {
 		j.Flips = append(j.Flips, flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
-			Count: f.Count, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})
+			Count: f.Count, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})
 	}
 	return c.JSON(status, j)
 }
@@ -209,7 +217,7 @@ func apiError(c echo.Context, err error) error {
 		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the circuit's settings are not valid", "fields": fields})
 	case errors.Is(err, circuit.ErrNotFound):
 		return echo.NewHTTPError(http.StatusNotFound, "There is no such circuit.")
-	case errors.Is(err, circuit.ErrExists), errors.Is(err, circuit.ErrStillOpen), errors.Is(err, circuit.ErrAlreadyOpen),
+	case errors.Is(err, circuit.ErrExists), errors.Is(err, circuit.ErrStillOpen), errors.Is(err, circuit.ErrSwitching), errors.Is(err, circuit.ErrAlreadyOpen),
 		errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrConflictRetries):
 		return echo.NewHTTPError(http.StatusConflict, err.Error())
 	}

@@ -30,7 +30,7 @@ func (s *Server) circuitConfirm(action string) echo.HandlerFunc {
 		}
 		return render(c, http.StatusOK, views.ConfirmPage(views.Confirm{
 			Page: s.page(c, action+" "+ci.Function, "circuits"), Action: action, App: appName(apps, ci.AppID), Function: ci.Function,
-			Base: circuitHref(ci), State: ci.State.String(), Count: counts[ci.ID()].Window, Threshold: ci.Threshold,
+			Base: circuitHref(ci), State: ci.State.String(), Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		}))
 	}
 }

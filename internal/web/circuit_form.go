@@ -52,7 +52,7 @@ func (s *Server) circuitEdit(c echo.Context) error {
 	if ci.Policy.Cooldown > 0 {
 		m.Cooldown = shortDuration(ci.Policy.Cooldown)
 	}
-	m.CanDelete = ci.State == circuit.Closed && !ci.Pending()
+	m.CanDelete = (ci.State == circuit.Closed && !ci.Pending()) || ci.Stuck()
 	return s.renderCircuitForm(c, http.StatusOK, m)
 }
 
@@ -84,7 +84,7 @@ func (s *Server) circuitUpdate(c echo.Context) error {
 func (s *Server) circuitDelete(c echo.Context) error {
 	p, _ := principal(c)
 	if err := s.Actions.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
-		if errors.Is(err, circuit.ErrStillOpen) {
+		if errors.Is(err, circuit.ErrStillOpen) || errors.Is(err, circuit.ErrSwitching) {
 			return echo.NewHTTPError(http.StatusConflict, err.Error())
 		}
 		return err

@@ -49,8 +49,9 @@ func (s *Server) circuitShow(c echo.Context) error {
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
 		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
+		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(),
 		Rule:  fmt.Sprintf("more than %d failures in %s", ci.Threshold, shortDuration(ci.Window)),
-		Count: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
+		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "),
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: shortDuration(ci.Window), DayBars: dayBars(day, now),
@@ -60,9 +61,31 @@ func (s *Server) circuitShow(c echo.Context) error {
 	}
 	for _, f := range flips {
 		m.Flips = append(m.Flips, views.FlipRow{Episode: f.Episode, From: f.From.String(), To: f.To.String(), ToTone: stateTone(f.To),
-			At: f.At, Actor: f.Actor, Count: fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, shortDuration(f.Window)), Reason: f.Reason})
+			At: f.At, Actor: f.Actor, Count: flipCount(f), Reason: f.Reason})
 	}
 	return render(c, http.StatusOK, views.CircuitPage(m))
+}
+
+// countSpan says which failures a count covers.
+func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
+	switch {
+	case ci.State == circuit.HalfOpen && ci.Pending():
+		return "the trial starts once the trigger is on"
+	case ci.State == circuit.HalfOpen:
+		return "since the trigger went back on at " + n.Since.UTC().Format("15:04:05 MST")
+	case n.Since.After(now.Add(-ci.Window)):
+		return "since the last change at " + n.Since.UTC().Format("15:04:05 MST") + " (within the " + shortDuration(ci.Window) + " window)"
+	}
+	return "in the last " + shortDuration(ci.Window)
+}
+
+// flipCount says what a flip-log entry counted: "101 / 100 in 30s", or
+// "101 / 100 since 09:00:05 UTC" when the count began after the window did.
+func flipCount(f circuit.Flip) string {
+	if !f.Since.IsZero() && f.Since.After(f.At.Add(-f.Window)) {
+		return fmt.Sprintf("%d / %d since %s", f.Count, f.Threshold, f.Since.UTC().Format("15:04:05 MST"))
+	}
+	return fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, shortDuration(f.Window))
 }
 
 // circuitOf loads the circuit the path names; a missing one is a 404.

@@ -1,6 +1,8 @@
 package web
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,7 +15,14 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/trigger"
 )
+
+// requestWriter is a writer id no other request uses: this process's
+// random id and a counter.
+func (s *Server) requestWriter() string {
+	return fmt.Sprintf("api.%s.%d", s.instance, s.requests.Add(1))
+}
 
 // IngestMaxBytes bounds a failure report request.
 const IngestMaxBytes = 1 << 20
@@ -75,7 +84,9 @@ type ingestResponse struct {
 	Rejected []itemError `json:"rejected"`
 }
 
-var functionName = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+// idempotencyKey is what a client may send so that a retried request is
+// counted once: printable ASCII, as Stripe's and the IETF draft's keys are.
+var idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
 
 // failureIngest takes failure reports from functions: a batch of items, each
 // checked on its own, so valid items are kept while invalid ones are
@@ -111,6 +122,23 @@ func (s *Server) failureIngest(c echo.Context) error {
 	}
 
 	now := s.Now()
+	// The writer id is Fusebox's own, one per request, so two requests
+	// never replace each other's rows; with an Idempotency-Key it is derived
+	// from the key, and items without a time take the first request's, so
+	// a retry writes the very same rows again.
+	writer := s.requestWriter()
+	if key := c.Request().Header.Get("Idempotency-Key"); key != "" {
+		if !idempotencyKey.MatchString(key) {
+			return echo.NewHTTPError(http.StatusBadRequest, "Idempotency-Key must be 1 to 255 printable ASCII characters, such as a UUID.")
+		}
+		sum := sha256.Sum256([]byte(app.ID + "\x00" + key))
+		hash := hex.EncodeToString(sum[:16])
+		first, err := s.Idempotency.ClaimIdempotency(c.Request().Context(), hash, now)
+		if err != nil {
+			return unavailable(err)
+		}
+		now, writer = first, "idem."+hash
+	}
 	resp := ingestResponse{Rejected: []itemError{}}
 	var reports []storage.Report
 	for i, it := range req.Failures {
@@ -132,7 +160,6 @@ func (s *Server) failureIngest(c echo.Context) error {
 	if len(reports) == 0 {
 		return c.JSON(http.StatusBadRequest, resp)
 	}
-	writer := "api." + c.Response().Header().Get(echo.HeaderXRequestID)
 	if err := s.Failures.Record(c.Request().Context(), writer, reports); err != nil {
 		return unavailable(err)
 	}
@@ -162,14 +189,14 @@ func validItem(it ingestItem, appID string, now time.Time) (storage.Report, stri
 	switch {
 	case it.App.v != "" && it.App.v != appID:
 		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App.v, appID)
-	case !functionName.MatchString(it.Function.v):
+	case !trigger.ValidName(it.Function.v):
 		return storage.Report{}, "function must be a function name: a letter, then letters, digits, _ or -"
 	case count < 1 || count > 100_000:
 		return storage.Report{}, "count must be between 1 and 100000"
 	case at.Before(now.Add(-24 * time.Hour)):
 		return storage.Report{}, "at is more than 24 hours ago"
-	case at.After(now.Add(5 * time.Minute)):
-		return storage.Report{}, "at is more than 5 minutes in the future; check the sender's clock"
+	case at.After(now.Add(storage.MaxSkew)):
+		return storage.Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", storage.MaxSkew)
 	}
 	return storage.Report{App: appID, Function: it.Function.v, Second: at, Count: count, Sample: it.Error.v}, ""
 }

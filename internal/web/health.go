@@ -16,13 +16,21 @@ func (s *Server) healthz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok")
 }
 
-// readyz says whether this instance can do its work: storage answers and
-// the schema is at the version this build expects.
+// readyz says whether this instance can do its work: storage answers, the
+// schema is at the version this build expects, and the breaker is counting
+// (some instance's evaluator finished a tick within three intervals).
 func (s *Server) readyz(c echo.Context) error {
 	ctx, cancel := context.WithTimeout(c.Request().Context(), 5*time.Second)
 	defer cancel()
 	if err := s.Ready(ctx); err != nil {
 		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": err.Error()})
+	}
+	st, err := s.Status.Evaluator(ctx)
+	if err != nil {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": "cannot read the evaluator's status"})
+	}
+	if msg := s.evaluatorStale(st); msg != "" && s.Now().Sub(s.started) > 3*s.Config.EvaluatorInterval {
+		return c.JSON(http.StatusServiceUnavailable, map[string]string{"status": "not ready", "reason": msg})
 	}
 	return c.JSON(http.StatusOK, map[string]string{"status": "ready"})
 }

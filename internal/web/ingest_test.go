@@ -179,3 +179,47 @@ func TestChartsShowFailures(t *testing.T) {
 		t.Error("the 24-hour chart has no bar of 4")
 	}
 }
+
+func postWithHeaders(t *testing.T, url, body string, headers map[string]string) response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url+"/api/v1/failures", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+demo.Key)
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	return newBrowser(t, url).do(req)
+}
+
+// The client's X-Request-ID names nothing stored: two requests carrying
+// the same one in the same second are both counted.
+func TestTwoRequestsWithTheSameRequestIDAreBothCounted(t *testing.T) {
+	srv, _ := seeded(t)
+	before := storedFailures(t, srv)
+	for range 2 {
+		r := postWithHeaders(t, srv.URL, `{"failures": [{"function": "ProcessOrders", "count": 7}]}`, map[string]string{"X-Request-ID": "same-id"})
+		wantStatus(t, r, http.StatusAccepted)
+	}
+	if got := storedFailures(t, srv) - before; got != 14 {
+		t.Errorf("stored %d failures from two requests of 7, want 14", got)
+	}
+}
+
+// A request retried with the same Idempotency-Key, even a few seconds
+// later, is counted once; another key is another request.
+func TestARetriedRequestWithTheSameIdempotencyKeyCountsOnce(t *testing.T) {
+	srv, _ := seeded(t)
+	before := storedFailures(t, srv)
+	body := `{"failures": [{"function": "ProcessOrders", "count": 5}, {"function": "SendReceipts", "count": 2}]}`
+	wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"Idempotency-Key": "b1946ac9-2d1f-4c6e-9f1c-0d3c4c1f6a10"}), http.StatusAccepted)
+	srv.Clock.Advance(3 * time.Second) // the client's retry, after its timeout
+	wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"Idempotency-Key": "b1946ac9-2d1f-4c6e-9f1c-0d3c4c1f6a10"}), http.StatusAccepted)
+	if got := storedFailures(t, srv) - before; got != 7 {
+		t.Errorf("stored %d failures after a retry of a request of 7, want 7", got)
+	}
+	wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"Idempotency-Key": "another-request"}), http.StatusAccepted)
+	if got := storedFailures(t, srv) - before; got != 14 {
+		t.Errorf("stored %d failures after a second request, want 14", got)
+	}
+	wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"Idempotency-Key": "has a space"}), http.StatusBadRequest)
+}

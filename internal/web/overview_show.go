@@ -40,17 +40,21 @@ func (s *Server) overviewShow(c echo.Context) error {
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
 	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), 8); return err })
 	g.Go(func() (err error) { rates, err = s.Rates.Since(ctx, s.Now().Add(-time.Hour)); return err })
+	var status circuit.Status
+	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
 	m := views.Overview{
-		Page:        s.page(c, "Overview", "overview"),
-		Apps:        len(apps),
-		Circuits:    circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
-		Jobs:        jobRows(apps, jobList, nil),
-		StateCounts: stateCounts(circuits),
-		JobCounts:   jobCounts(jobList),
-		Recent:      auditRows(recent),
+		Page:           s.page(c, "Overview", "overview"),
+		EvaluatorStale: s.evaluatorStale(status),
+		Faults:         faultRows(s.Faults.List()),
+		Apps:           len(apps),
+		Circuits:       circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
+		Jobs:           jobRows(apps, jobList, nil),
+		StateCounts:    stateCounts(circuits),
+		JobCounts:      jobCounts(jobList),
+		Recent:         auditRows(recent),
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
 		return render(c, http.StatusOK, views.OverviewBody(m))
@@ -141,7 +145,7 @@ func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]cir
 			AppID: c.AppID, App: appName(apps, c.AppID), Function: c.Function, Href: circuitHref(c),
 			State: c.State.String(), Tone: stateTone(c.State),
 			Rule:  fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window)),
-			Count: counts[c.ID()].Window, Threshold: c.Threshold,
+			Count: counts[c.ID()].Counted, Threshold: c.Threshold,
 			ChangedAt: c.ChangedAt, Reason: c.Reason, Drift: c.Drift != "", Pending: c.Pending(),
 			Spark: spark[c.ID()],
 		}
@@ -179,3 +183,31 @@ func auditRows(es []audit.Entry) []views.AuditRow {
 }
 
 func shortDuration(d time.Duration) string { return circuit.ShortDuration(d) }
+
+// evaluatorStale says, for people, that the evaluator has stalled, or "".
+func (s *Server) evaluatorStale(st circuit.Status) string {
+	now := s.Now()
+	if !st.Stale(now, s.Config.EvaluatorInterval) {
+		return ""
+	}
+	if st.LastTickAt.IsZero() {
+		return "The evaluator has not finished a tick yet: circuits are not counted or tripped. If this lasts, check that an instance is running and can reach Table Storage."
+	}
+	who := ""
+	if st.Leader != "" {
+		who = " on " + st.Leader
+	}
+	return fmt.Sprintf("The evaluator last finished a tick %s ago%s (it ticks every %s): circuits are not counted or tripped meanwhile. A stuck holder gives up its lease after %s and another instance takes over; if none does, check the instances' logs.",
+		now.Sub(st.LastTickAt.Add(st.TickDuration)).Round(time.Second), who, shortDuration(s.Config.EvaluatorInterval), shortDuration(s.Config.EvaluatorDeadline))
+}
+
+func faultRows(fs []storage.Fault) []views.FaultRow {
+	out := make([]views.FaultRow, 0, min(len(fs), 50))
+	for _, f := range fs {
+		if len(out) == 50 {
+			break
+		}
+		out = append(out, views.FaultRow{Table: f.Table, Key: f.Key, Problem: f.Problem})
+	}
+	return out
+}

@@ -39,14 +39,32 @@ func (s *Server) resumeSubmit(c echo.Context) error {
 	if p, ok := principal(c); ok {
 		actor = p.Name + " (resume link sent to " + link.Recipient + ")"
 	}
-	next, err := s.Actions.Resume(c.Request().Context(), ci.AppID, ci.Function, actor, "resumed via e-mail link by "+link.Recipient)
-	if errors.Is(err, circuit.ErrNotOpen) {
-		return echo.NewHTTPError(http.StatusGone, "The circuit is already closed; nothing to resume.")
+	next, err := s.Actions.ResumeByLink(c.Request().Context(), claimOf(link, ci), actor, "resumed via e-mail link by "+link.Recipient)
+	if circuit.IsLinkRefusal(err) {
+		return linkRefused(err)
 	}
 	if err != nil {
 		return err
 	}
 	return s.renderResume(c, link, next, true)
+}
+
+func claimOf(l alerts.Link, ci circuit.Circuit) circuit.LinkClaim {
+	return circuit.LinkClaim{AppID: ci.AppID, Function: ci.Function, Episode: l.Episode, Incarnation: l.Incarnation, Recipient: l.Recipient}
+}
+
+// linkRefused says, for a person, why a link no longer acts.
+func linkRefused(err error) error {
+	msg := "This link belongs to an episode of the circuit that has ended: it was resumed or changed since. Open the circuit in Fusebox to see where it stands."
+	switch {
+	case errors.Is(err, circuit.ErrRecreated):
+		msg = "The circuit this link was sent for was deleted; the circuit there now is another one. Open it in Fusebox to see where it stands."
+	case errors.Is(err, circuit.ErrNotRecipient):
+		msg = "The address this link was sent to no longer receives this circuit's alerts, so the link no longer acts. Sign in to Fusebox to resume the circuit."
+	case errors.Is(err, circuit.ErrForcedByHand):
+		msg = "An operator switched this trigger off by hand. Only an operator signed in to Fusebox can resume it."
+	}
+	return echo.NewHTTPError(http.StatusGone, msg)
 }
 
 // resumeLink checks the link in the path against the key and the circuit's
@@ -82,8 +100,10 @@ func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error
 	if err != nil {
 		return link, ci, err
 	}
-	if ci.Episode != link.Episode || !ci.State.TriggerOff() {
-		return link, ci, echo.NewHTTPError(http.StatusGone, "This link belongs to an episode of the circuit that has ended: it was resumed or changed since. Open the circuit in Fusebox to see where it stands.")
+	// Checked here to show the right page; ResumeByLink checks again inside
+	// the write that resumes.
+	if err := circuit.CheckLink(ci, claimOf(link, ci)); err != nil {
+		return link, ci, linkRefused(err)
 	}
 	return link, ci, nil
 }
@@ -101,7 +121,7 @@ func (s *Server) renderResume(c echo.Context, link alerts.Link, ci circuit.Circu
 		return err
 	}
 	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
-		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Window, Threshold: ci.Threshold,
+		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		Window: shortDuration(ci.Window), WindowBars: windowBars(rows, ci.ID(), ci.Window, now), Recipient: link.Recipient,
 		Expires: link.Expires.Format("Mon 2 Jan 15:04 MST"), Done: done}
 	return render(c, http.StatusOK, views.ResumePage(m))

@@ -21,7 +21,16 @@ func TestResumeLinksThatMustNotWork(t *testing.T) {
 	signer := srv.App.Web.Links
 	open := func(l alerts.Link) string { return "/resume/" + signer.Sign(l) }
 	now := srv.Clock.Now()
-	good := alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: 3, Action: "resume", Recipient: "oncall@example.com", Expires: now.Add(time.Hour)}
+	sync, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	inc := sync.Incarnation
+	process, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: 3, Incarnation: inc, Action: "resume", Recipient: "oncall@example.com", Expires: now.Add(time.Hour)}
 	other, _ := alerts.NewSigner("x", map[string][]byte{"x": []byte(strings.Repeat("z", 32))})
 
 	tests := []struct {
@@ -33,8 +42,10 @@ func TestResumeLinksThatMustNotWork(t *testing.T) {
 		{"expired", open(alerts.Link{Circuit: good.Circuit, Episode: 3, Action: "resume", Recipient: good.Recipient, Expires: now.Add(-time.Second)}), http.StatusGone, "has expired"},
 		{"tampered", open(good)[:len(open(good))-3] + "abc", http.StatusBadRequest, "not a valid Fusebox resume link"},
 		{"made by another Fusebox", "/resume/" + other.Sign(good), http.StatusBadRequest, "not a valid Fusebox resume link"},
-		{"for an ended episode", open(alerts.Link{Circuit: good.Circuit, Episode: 2, Action: "resume", Recipient: good.Recipient, Expires: now.Add(time.Hour)}), http.StatusGone, "has ended"},
-		{"for a closed circuit", open(alerts.Link{Circuit: demo.AppID + "/ProcessOrders", Episode: 0 + 1, Action: "resume", Recipient: good.Recipient, Expires: now.Add(time.Hour)}), http.StatusGone, "has ended"},
+		{"for an ended episode", open(alerts.Link{Circuit: good.Circuit, Episode: 2, Incarnation: inc, Action: "resume", Recipient: good.Recipient, Expires: now.Add(time.Hour)}), http.StatusGone, "has ended"},
+		{"for a circuit deleted and made again", open(alerts.Link{Circuit: good.Circuit, Episode: 3, Incarnation: "an-earlier-one", Action: "resume", Recipient: good.Recipient, Expires: now.Add(time.Hour)}), http.StatusGone, "was deleted"},
+		{"for a recipient no longer on the circuit", open(alerts.Link{Circuit: good.Circuit, Episode: 3, Incarnation: inc, Action: "resume", Recipient: "former@example.com", Expires: now.Add(time.Hour)}), http.StatusGone, "no longer receives"},
+		{"for a closed circuit", open(alerts.Link{Circuit: demo.AppID + "/ProcessOrders", Episode: 0 + 1, Incarnation: process.Incarnation, Action: "resume", Recipient: good.Recipient, Expires: now.Add(time.Hour)}), http.StatusGone, "has ended"},
 		{"for a deleted circuit", open(alerts.Link{Circuit: demo.AppID + "/Gone", Episode: 1, Action: "resume", Recipient: good.Recipient, Expires: now.Add(time.Hour)}), http.StatusGone, "no longer exists"},
 		{"garbage", "/resume/hello", http.StatusBadRequest, "not a valid"},
 	}

@@ -5,9 +5,12 @@ package web
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -40,6 +43,7 @@ type (
 		Counts(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
 		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
 		Adopt(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
 		Override(ctx context.Context, appID, function, actor string) error
 		Create(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
@@ -78,6 +82,12 @@ type (
 	outboxStore interface {
 		Recent(ctx context.Context, limit int) ([]alerts.Message, error)
 		Update(ctx context.Context, f lease.Fence, m alerts.Message) (alerts.Message, error)
+	}
+	idempotencyStore interface {
+		ClaimIdempotency(ctx context.Context, hash string, at time.Time) (time.Time, error)
+	}
+	faultLister interface {
+		List() []storage.Fault
 	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
@@ -136,6 +146,10 @@ type Deps struct {
 	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
 	FunctionRunner functionRunner
 	Status         statusReader
+	// Faults lists stored rows that could not be read.
+	Faults faultLister
+	// Idempotency remembers Idempotency-Keys of failure reports.
+	Idempotency idempotencyStore
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error
@@ -145,17 +159,21 @@ type Deps struct {
 // Server serves Fusebox over HTTP.
 type Server struct {
 	Deps
-	echo *echo.Echo
+	echo    *echo.Echo
+	started time.Time // readiness allows the first ticks their time
+
+	instance string       // random, for writer ids of failure reports
+	requests atomic.Int64 // failure reports taken
 }
 
 // New builds the server and its routes.
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
-	s := &Server{Deps: d, echo: echo.New()}
+	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID()}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	if d.Config.TrustProxyHeaders {
@@ -169,3 +187,9 @@ func New(d Deps) (*Server, error) {
 
 // Handler returns the HTTP handler, for http.Server and tests.
 func (s *Server) Handler() http.Handler { return s.echo }
+
+func randomID() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

@@ -1,0 +1,17 @@
+package storage
+
+import (
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// SetIncrementalMargin shortens the incremental read's margin, so a test
+// can let it pass in a fraction of a second of real time.
+func SetIncrementalMargin(f *Failures, d time.Duration) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.inc = newIncremental()
+	f.inc.margin = d
+	f.rows = map[string]circuit.FailureRow{}
+}

@@ -1,0 +1,54 @@
+package storage
+
+import "time"
+
+// incremental is how Circuits and Failures read only what changed. It
+// remembers the newest Timestamp seen, by the service's own clock (never
+// compared with this machine's), and asks for rows modified since then
+// less a margin that covers writes committing out of order. Every resync
+// period it reads in full, which also drops deleted rows and catches a row
+// that committed later than the margin allows.
+//
+// A read that asks for rows changed since T returns each row once per
+// change, so reading the margin again costs bandwidth, never a double
+// count: callers key what they keep by row.
+type incremental struct {
+	margin, resync time.Duration
+
+	newest   time.Time // newest Timestamp seen (service clock)
+	lastFull time.Time // this machine's clock, when the last full read started
+	primed   bool
+}
+
+// Incremental reads use these; docs/storage.md says the same.
+const (
+	incrementalMargin = 10 * time.Second
+	incrementalResync = time.Minute
+)
+
+func newIncremental() incremental {
+	return incremental{margin: incrementalMargin, resync: incrementalResync}
+}
+
+// next says whether the read starting at start must be full and, if not,
+// the Timestamp from which to read.
+func (in *incremental) next(start time.Time) (full bool, since time.Time) {
+	if !in.primed || start.Sub(in.lastFull) >= in.resync {
+		return true, time.Time{}
+	}
+	return false, in.newest.Add(-in.margin)
+}
+
+// done records a read that started at start.
+func (in *incremental) done(full bool, start time.Time) {
+	if full {
+		in.primed, in.lastFull = true, start
+	}
+}
+
+// saw records a row's Timestamp.
+func (in *incremental) saw(ts time.Time) {
+	if ts.After(in.newest) {
+		in.newest = ts
+	}
+}

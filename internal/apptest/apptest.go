@@ -29,13 +29,28 @@ type Server struct {
 	URL    string
 	App    *app.App
 	Config *config.Config
-	Clock  *clock.Fake
+	Clock  *clock.Fake // nil for StartRealClock
 }
 
 // Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*
 // variables; by default there are two local users, "olivia" (operator) and
 // "victor" (viewer), both with Password. The clock starts at a fixed time.
 func Start(t testing.TB, env map[string]string) *Server {
+	t.Helper()
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	s := start(t, env, clk)
+	s.Clock = clk
+	return s
+}
+
+// StartRealClock is Start on the real clock, for tests that walk a journey
+// as a person lives it: nothing jumps past a window.
+func StartRealClock(t testing.TB, env map[string]string) *Server {
+	t.Helper()
+	return start(t, env, clock.Real{})
+}
+
+func start(t testing.TB, env map[string]string, clk clock.Clock) *Server {
 	t.Helper()
 	if hashed == "" {
 		h, err := auth.HashPassword(Password)
@@ -68,7 +83,6 @@ func Start(t testing.TB, env map[string]string) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk})
 	if err != nil {
@@ -83,7 +97,7 @@ func Start(t testing.TB, env map[string]string) *Server {
 			t.Errorf("server stopped with: %v", err)
 		}
 	})
-	return &Server{URL: url, App: a, Config: cfg, Clock: clk}
+	return &Server{URL: url, App: a, Config: cfg}
 }
 
 // testWriter sends the server's warnings to the test log.

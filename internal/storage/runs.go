@@ -139,7 +139,8 @@ func (rs *Runs) openRun(ctx context.Context, jobID, rid string, at time.Time) (*
 	} else {
 		f = tablestore.And(f, tablestore.Eq("State", "running"))
 	}
-	rows, _, err := tablestore.Page[runRow](ctx, rs.table, tablestore.Query{Filter: f, Top: 1}, tablestore.Continuation{})
+	rows, bad, _, err := tablestore.PageSkipping[runRow](ctx, rs.table, tablestore.Query{Filter: f, Top: 1}, tablestore.Continuation{})
+	rs.report(bad)
 	if err != nil {
 		return nil, fmt.Errorf("storage: runs of %s: %w", jobID, err)
 	}
@@ -160,7 +161,7 @@ func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time) (
 	for r, err := range tablestore.Rows[runRow](ctx, rs.table, tablestore.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", "RunID", "Start", "End", "State"}}) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
-			rs.faults.Add(Fault{Table: TableRuns, Key: rowErr.PartitionKey + "/" + rowErr.RowKey, Problem: rowErr.Err.Error(), Seen: time.Now()})
+			rs.report([]*tablestore.RowError{rowErr})
 			continue
 		}
 		if err != nil {
@@ -176,7 +177,8 @@ func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time) (
 
 // Recent returns a page of a job's runs and log entries, newest first.
 func (rs *Runs) Recent(ctx context.Context, jobID string, limit int, from tablestore.Continuation) ([]StoredRun, tablestore.Continuation, error) {
-	rows, next, err := tablestore.Page[runRow](ctx, rs.table, tablestore.Query{Filter: tablestore.PartitionIs(jobID), Top: int32(limit)}, from)
+	rows, bad, next, err := tablestore.PageSkipping[runRow](ctx, rs.table, tablestore.Query{Filter: tablestore.PartitionIs(jobID), Top: int32(limit)}, from)
+	rs.report(bad)
 	if err != nil {
 		return nil, next, fmt.Errorf("storage: runs of %s: %w", jobID, err)
 	}
@@ -219,4 +221,11 @@ func (rs *Runs) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
 		return n, fmt.Errorf("storage: prune runs: %w", err)
 	}
 	return n, nil
+}
+
+// report lists runs that could not be read among the faults.
+func (rs *Runs) report(bad []*tablestore.RowError) {
+	for _, e := range bad {
+		rs.faults.Add(Fault{Table: TableRuns, Key: e.PartitionKey + "/" + e.RowKey, Problem: e.Err.Error(), Seen: time.Now()})
+	}
 }

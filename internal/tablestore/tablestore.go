@@ -342,6 +342,23 @@ func Page[T any, PT interface {
 	}
 }
 
+// PageSkipping is Page that skips rows it cannot decode and returns them
+// beside the page, for the caller to report.
+func PageSkipping[T any, PT interface {
+	*T
+	Entity
+}](ctx context.Context, t *Table, q Query, from Continuation) ([]T, []*RowError, Continuation, error) {
+	var skipped []*RowError
+	for {
+		rows, bad, next, err := readPage[T, PT](ctx, t, q, from)
+		skipped = append(skipped, bad...)
+		if err != nil || len(rows) > 0 || next.IsZero() {
+			return rows, skipped, next, err
+		}
+		from = next
+	}
+}
+
 func readPage[T any, PT interface {
 	*T
 	Entity

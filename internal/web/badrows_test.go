@@ -1,0 +1,97 @@
+package web_test
+
+import (
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// Rows written by another program that do not parse, in every table
+// Fusebox reads, are skipped and listed with their key and fault; every
+// page still renders and every other circuit still trips.
+func TestBadRowsInEveryTableStopNothing(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Fatal("node is not installed: run the tests with `make test`")
+	}
+	srv, _ := seeded(t)
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	cmd := exec.CommandContext(t.Context(), node, filepath.Join(root, "scripts", "crosslang", "write-bad-rows.mjs"))
+	cmd.Dir = root
+	const job = "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03"
+	cmd.Env = append(os.Environ(), "CONNECTION_STRING="+testenv.ConnectionString(t), "PREFIX="+srv.Config.Storage.TablePrefix, "JOB="+job)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("the Node script failed: %v\n%s", err, out)
+	}
+
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/mail", "/circuits/" + demo.AppID + "/ProcessOrders"} {
+		wantStatus(t, b.get(path), http.StatusOK)
+	}
+	// The scanner reads the bad run on its next pass.
+	srv.Clock.Advance(30 * time.Second)
+
+	// Every other circuit still trips.
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
+	srv.Clock.Advance(time.Second)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State == circuit.Open && !c.Pending() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ProcessOrders is %s (pending %v) 20 s after 101 failures beside bad rows", c.State, c.Pending())
+		}
+		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
+	}
+
+	// The overview names each bad row and what is wrong with it.
+	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", job + "/0000000000000000000~x"}
+	deadline = time.Now().Add(20 * time.Second)
+	for {
+		body := b.get("/").body
+		missing := ""
+		for _, key := range want {
+			if !strings.Contains(body, key) {
+				missing = key
+				break
+			}
+		}
+		if missing == "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the overview does not list %s:\n%s", missing, body)
+		}
+		time.Sleep(50 * time.Millisecond) // the scanner reads runs on its own pass
+	}
+	metrics := b.get("/metrics").body
+	if !strings.Contains(metrics, `fusebox_unreadable_rows{table="Circuits"} 2`) {
+		t.Errorf("metrics lack the count of unreadable circuit rows:\n%s", grepLines(metrics, "unreadable"))
+	}
+}
+
+func grepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

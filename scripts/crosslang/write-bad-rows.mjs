@@ -1,0 +1,37 @@
+// Writes rows that do not follow docs/storage.md into every table Fusebox
+// reads, as a careless tool using the JavaScript SDK might. Run by the Go
+// test internal/web/badrows_test.go, which checks that Fusebox skips and
+// lists each of them and goes on working.
+//
+// Environment: CONNECTION_STRING, PREFIX (the tables' prefix), JOB (a job id
+// whose Runs partition gets a bad row).
+import { TableClient } from "@azure/data-tables";
+
+const { CONNECTION_STRING, PREFIX, JOB } = process.env;
+for (const [name, value] of Object.entries({ CONNECTION_STRING, PREFIX, JOB })) {
+  if (!value) {
+    console.error(`write-bad-rows: ${name} is not set`);
+    process.exit(2);
+  }
+}
+
+const rows = {
+  Circuits: [
+    { partitionKey: "orders-demo", rowKey: "c|Melted", State: "melted", Threshold: 5, WindowSeconds: 30 },
+    { partitionKey: "orders-demo", rowKey: "c|Wordy", State: "closed", Threshold: "many", WindowSeconds: 30 },
+  ],
+  Apps: [{ partitionKey: "app", rowKey: "broken-app", Switch: "carrier-pigeon", Linux: "yes" }],
+  Jobs: [
+    { partitionKey: "job", rowKey: "not-a-job", Name: "Broken", Schedule: "whenever", GraceSeconds: "soon", CreatedAt: "monday" },
+    { partitionKey: "window", rowKey: "bad-window", From: "tomorrow", Until: 7 },
+  ],
+  Runs: [{ partitionKey: JOB, rowKey: "0000000000000000000~x", Start: "yesterday", State: "ok" }],
+};
+
+for (const [table, entities] of Object.entries(rows)) {
+  const client = TableClient.fromConnectionString(CONNECTION_STRING, PREFIX + table, { allowInsecureConnection: true });
+  for (const e of entities) {
+    await client.upsertEntity(e, "Replace");
+  }
+  console.log(`write-bad-rows: ${entities.length} into ${PREFIX + table}`);
+}

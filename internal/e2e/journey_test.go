@@ -136,7 +136,9 @@ func TestRealClockJourney(t *testing.T) {
 
 	// New failures past the threshold open it again, with a new mail.
 	report()
-	again := waitFor("open again", func(c circuit.Circuit) bool { return c.State == circuit.Open && c.Episode == resumed.Episode+1 && !c.Pending() })
+	again := waitFor("open again", func(c circuit.Circuit) bool {
+		return c.State == circuit.Open && c.Episode == resumed.Episode+1 && !c.Pending()
+	})
 	if !strings.Contains(again.Reason, "101 failures since") {
 		t.Errorf("the new trip says %q; want it to count since the resume", again.Reason)
 	}

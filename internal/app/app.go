@@ -195,15 +195,16 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	srv, err := web.New(web.Deps{
-		Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets,
-		Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
-		Apps: store.Apps, Circuits: store.Circuits, Jobs: store.Jobs, Audit: store.Audit, Leases: locker,
-		AppStore: store.Apps, Failures: store.Failures, Status: store.Status, Rates: store.Rates, Window: store.Failures,
-		Actions: circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
-		Tokens:  auth.NewAPITokens(tokens), FunctionLister: router, FunctionRunner: router, Links: signer, Outbox: store.Outbox,
-		JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, Faults: store.Faults, Idempotency: store.Status,
-		Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) },
-		Now:   now,
+		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: now},
+		Identity: web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
+			Tokens: auth.NewAPITokens(tokens)},
+		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
+			Actions:  circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
+			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
+			Links: signer, Outbox: store.Outbox, FunctionLister: router},
+		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
+		Ops: web.Ops{Audit: store.Audit, Leases: locker, Faults: store.Faults,
+			Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) }},
 	})
 	if err != nil {
 		return nil, err

@@ -464,3 +464,32 @@ func TestAFailingSwitchBacksOffAndSaysWhy(t *testing.T) {
 		t.Errorf("after the fix: pending %v error %q off %v", c.Pending(), c.ApplyError, r.disabled())
 	}
 }
+
+// A circuit whose trigger cannot be switched (the app was deleted) can be
+// deleted by an operator, whatever its state; an open one that works cannot.
+func TestAStuckCircuitCanBeDeleted(t *testing.T) {
+	r := newRig(t)
+	if err := r.store.Service.CreateTable(t.Context(), storage.TableAudit); err != nil {
+		t.Fatal(err)
+	}
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	r.fail("instance-a", 101, 0)
+	r.tick()
+	if err := svc.Delete(t.Context(), "orders", "Process", "olivia"); !errors.Is(err, circuit.ErrStillOpen) {
+		t.Errorf("deleting an open circuit whose trigger is off: %v, want ErrStillOpen", err)
+	}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}, fail: errors.New("404: func-orders was not found: was the app deleted or renamed?")}
+	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock})
+	r.clock.Advance(time.Second)
+	r.resume() // the trigger must go back on, and cannot
+	r.tick()
+	if c := r.circuit(); !c.Stuck() {
+		t.Fatalf("not stuck: pending %v error %q", c.Pending(), c.ApplyError)
+	}
+	if err := svc.Delete(t.Context(), "orders", "Process", "olivia"); err != nil {
+		t.Fatalf("deleting a stuck circuit: %v", err)
+	}
+	if _, err := r.store.Circuits.Get(t.Context(), "orders", "Process"); !errors.Is(err, circuit.ErrNotFound) {
+		t.Errorf("the circuit is still there: %v", err)
+	}
+}

@@ -119,7 +119,7 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	defer c.mu.Unlock()
 	start := time.Now()
 	if c.cache == nil {
-		c.inc = newIncremental()
+		c.inc = newIncremental(circuitMargin)
 	}
 	full, since := c.inc.next(start)
 	filter := tablestore.RowKeyPrefix(circuitPrefix)

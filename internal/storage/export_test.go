@@ -11,7 +11,7 @@ import (
 func SetIncrementalMargin(f *Failures, d time.Duration) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.inc = newIncremental()
+	f.inc = newIncremental(failureMargin)
 	f.inc.margin = d
 	f.rows = map[string]circuit.FailureRow{}
 }

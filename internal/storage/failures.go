@@ -47,7 +47,7 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	defer f.mu.Unlock()
 	start := time.Now()
 	if f.rows == nil {
-		f.inc = newIncremental()
+		f.inc = newIncremental(failureMargin)
 	}
 	full, since := f.inc.next(start)
 	if from.Before(f.from) {

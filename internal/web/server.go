@@ -114,46 +114,72 @@ type (
 
 // Deps is everything the web layer uses. OIDC and EasyAuth are nil when off.
 type Deps struct {
-	Config   *config.Config
-	Logger   *slog.Logger
-	Metrics  *metrics.Metrics
-	Assets   *static.Assets
+	Base
+	Identity
+	CircuitDeps
+	JobDeps
+	Ops
+}
+
+// Base is what every handler may use.
+type Base struct {
+	Config  *config.Config
+	Logger  *slog.Logger
+	Metrics *metrics.Metrics
+	Assets  *static.Assets
+	Now     func() time.Time
+}
+
+// Identity is who may sign in and how: sessions, CSRF, local users, OpenID
+// Connect, Easy Auth and API tokens.
+type Identity struct {
 	Sessions *auth.Sessions
 	CSRF     *auth.CSRF
 	Local    *auth.LocalUsers
 	OIDC     *auth.OIDC
 	EasyAuth *auth.EasyAuth
-	Apps     appLister
-	Circuits circuitLister
-	Jobs     jobLister
-	Audit    auditLog
-	Leases   leaseLister
-	AppStore appStore
-	Failures failureRecorder
-	Actions  circuitActions
 	Tokens   *auth.APITokens
-	Rates    rateReader
+}
+
+// CircuitDeps serve the apps, circuits, failures and resume links.
+type CircuitDeps struct {
+	Apps     appLister
+	AppStore appStore
+	Circuits circuitLister
+	Actions  circuitActions
+	Failures failureRecorder
+	// Idempotency remembers Idempotency-Keys of failure reports.
+	Idempotency idempotencyStore
+	Window      windowReader
+	Rates       rateReader
+	Status      statusReader
 	// Links verifies resume links.
-	Links     *alerts.Signer
-	Outbox    outboxStore
-	JobStore  jobStore
-	Runs      runStore
-	RunReader runReader
-	Window    windowReader
+	Links  *alerts.Signer
+	Outbox outboxStore
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
+}
+
+// JobDeps serve jobs, their runs and pings.
+type JobDeps struct {
+	Jobs      jobLister
+	JobStore  jobStore
+	Runs      runStore
+	RunReader runReader
 	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
 	FunctionRunner functionRunner
-	Status         statusReader
+}
+
+// Ops are what operators look at about Fusebox itself.
+type Ops struct {
+	Audit  auditLog
+	Leases leaseLister
 	// Faults lists stored rows that could not be read.
 	Faults faultLister
-	// Idempotency remembers Idempotency-Keys of failure reports.
-	Idempotency idempotencyStore
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error
-	Now   func() time.Time
 }
 
 // Server serves Fusebox over HTTP.

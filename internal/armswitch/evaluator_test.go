@@ -1,0 +1,136 @@
+package armswitch_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
+
+	"github.com/fusebox/fusebox/internal/armswitch"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/clock"
+	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// farm is several function apps behind the SDK's fake server; the sites in
+// hang answer nothing for 60 s.
+type farm struct {
+	sites   map[string]*site
+	hang    map[string]bool
+	release chan struct{} // closed: hanging requests answer 404 at once
+}
+
+func (f farm) server() *fake.WebAppsServer {
+	return &fake.WebAppsServer{
+		ListApplicationSettings: func(_ context.Context, _, name string, _ *armappservice.WebAppsClientListApplicationSettingsOptions) (azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], azfake.ErrorResponder) {
+			var out azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsResponse{StringDictionary: dict(f.sites[name].list(""))}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		UpdateApplicationSettings: func(_ context.Context, _, name string, d armappservice.StringDictionary, _ *armappservice.WebAppsClientUpdateApplicationSettingsOptions) (azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse], azfake.ErrorResponder) {
+			f.sites[name].update("", d)
+			var out azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse]
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsResponse{StringDictionary: d}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+	}
+}
+
+// hanging stands in front of the fake server and answers nothing for 60 s
+// to requests for the sites in hang. (It is not done inside the fake's
+// handler: the fake's dispatcher sends on a closed channel when a handler
+// returns after the request's context ended, and panics.)
+type hanging struct {
+	farm farm
+	next interface {
+		Do(*http.Request) (*http.Response, error)
+	}
+}
+
+func (h hanging) Do(req *http.Request) (*http.Response, error) {
+	for name := range h.farm.hang {
+		if strings.Contains(req.URL.Path, "/sites/"+name+"/") {
+			select {
+			case <-req.Context().Done():
+				return nil, req.Context().Err()
+			case <-time.After(60 * time.Second):
+			case <-h.farm.release:
+				return &http.Response{StatusCode: http.StatusNotFound, Status: "404 Not Found", Header: http.Header{}, Request: req,
+					Body: io.NopCloser(strings.NewReader(`{"error":{"code":"ResourceNotFound","message":"gone"}}`))}, nil
+			}
+		}
+	}
+	return h.next.Do(req)
+}
+
+// One app whose ARM endpoint hangs for 60 s does not hold up another app's
+// trip: through the SDK's fake server, the other app's trigger is off
+// within P1's target (1.5 s) of the tick that tripped it.
+func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	for _, name := range []string{storage.TableApps, storage.TableCircuits, storage.TableFailures, storage.TableStatus} {
+		if err := svc.CreateTable(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := storage.New(svc)
+	f := farm{sites: map[string]*site{"func-slow": newSite(map[string]string{"A": "1"}), "func-fast": newSite(map[string]string{"B": "2"})},
+		hang: map[string]bool{"func-slow": true}, release: make(chan struct{})}
+	sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{TryTimeout: 20 * time.Second, Transport: hanging{farm: f, next: fake.NewWebAppsServerTransport(f.server())}})
+	for _, a := range []string{"slow", "fast"} {
+		app := circuit.App{ID: a, SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Site: "func-" + a, Switch: circuit.SwitchARM}
+		if err := st.Apps.Put(t.Context(), app); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: a, Function: "Process", Threshold: 100, Window: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, circuit.EvaluatorSettings{Clock: clk, ApplyTimeout: 90 * time.Second})
+	// At the end the hanging endpoint answers, and the test waits for every
+	// switch call to finish before it ends, rather than cancelling them: the
+	// fake server is not safe against a request cancelled in flight.
+	ctx := t.Context()
+	defer func() { close(f.release); eval.Wait() }()
+	fence := lease.Fence{Lease: "evaluator", Generation: 1}
+	fail := func(app string) {
+		if err := st.Failures.Record(t.Context(), "w", []storage.Report{{App: app, Function: "Process", Second: clk.Now(), Count: 101}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fail("slow")
+	if err := eval.Tick(ctx, fence); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	fail("fast")
+	start := time.Now()
+	if err := eval.Tick(ctx, fence); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > time.Second {
+		t.Errorf("the tick took %s while an app hangs", took)
+	}
+	for f.sites["func-fast"].list("")["AzureWebJobs.Process.Disabled"] != "true" {
+		if time.Since(start) > 1500*time.Millisecond {
+			t.Fatalf("fast's trigger is not off 1.5 s after its tick, while slow hangs")
+		}
+		time.Sleep(5 * time.Millisecond) // poll, bounded by the 1.5 s
+	}
+	t.Logf("fast switched off %s after its tick", time.Since(start).Round(time.Millisecond))
+	if f.sites["func-fast"].list("")["B"] != "2" {
+		t.Error("fast's other settings changed")
+	}
+	if _, off := f.sites["func-slow"].list("")["AzureWebJobs.Process.Disabled"]; off {
+		t.Error("slow was switched although its endpoint hangs")
+	}
+}

@@ -325,9 +325,15 @@ func (a *App) loops() []leasedLoop {
 		}}},
 	}
 	if a.sender != nil {
-		ls = append(ls, leasedLoop{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, RecordEvery: time.Minute, Pass: a.sender.Pass}})
+		ls = append(ls, leasedLoop{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, Phase: senderPhase(a.evaluator.Interval()), RecordEvery: time.Minute, Pass: a.sender.Pass}})
 	}
 	return ls
+}
+
+// senderPhase starts the mail sender's passes half an evaluator interval
+// after the evaluator's ticks, so that a pass comes soon after each trip.
+func senderPhase(evaluatorEvery time.Duration) time.Duration {
+	return min(evaluatorEvery, time.Second) / 2
 }
 
 // ensureLoopJobs registers the loops as jobs, keeping any settings an

@@ -483,7 +483,7 @@ func BenchmarkTripToMail(b *testing.B) {
 	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{ApplyTimeout: time.Hour})
 	runner := &loop.Runner{}
 	go runner.Work(loop.Loop{Name: "evaluator", Every: time.Second, Begin: eval.Begin, End: eval.Wait, Pass: eval.Tick})(ctx, lease.Fence{Lease: "evaluator", Generation: 1})
-	go runner.Work(loop.Loop{Name: "mail_sender", Every: time.Second, Pass: sender.Pass})(ctx, lease.Fence{Lease: "mail/sender", Generation: 1})
+	go runner.Work(loop.Loop{Name: "mail_sender", Every: time.Second, Phase: 500 * time.Millisecond, Pass: sender.Pass})(ctx, lease.Fence{Lease: "mail/sender", Generation: 1})
 	// One app's ARM never answers (see hangingApp).
 	if err := w.store.Failures.Record(ctx, "stuck", []storage.Report{{App: hangingApp, Function: "Stuck", Second: time.Now(), Count: 2}}); err != nil {
 		b.Fatal(err)

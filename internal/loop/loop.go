@@ -25,7 +25,11 @@ import (
 type Loop struct {
 	Name  string        // for metrics and logs: evaluator, mail_sender...
 	JobID string        // the job its passes are recorded as; "" records none
-	Every time.Duration // a pass starts on each multiple of Every (UTC)
+	Every time.Duration // a pass starts on each multiple of Every (UTC)...
+	// Phase shifts the passes: they start Phase after each multiple. The
+	// mail sender runs half a second after the evaluator, so a trip is
+	// mailed on the pass that follows it rather than one period later.
+	Phase time.Duration
 	// RecordEvery bounds how often a pass is recorded as a run: the first
 	// pass of each RecordEvery period is. Default Every.
 	RecordEvery time.Duration
@@ -118,12 +122,18 @@ func (r *Runner) Work(l Loop) func(ctx context.Context, f lease.Fence) error {
 					recorded = slot
 				}
 			}
-			now = r.clock().Now()
-			if err := r.clock().Sleep(ctx, now.Truncate(l.Every).Add(l.Every).Sub(now)); err != nil {
+			if err := r.clock().Sleep(ctx, untilNext(r.clock().Now(), l.Every, l.Phase)); err != nil {
 				return nil
 			}
 		}
 	}
+}
+
+// untilNext is the wait from now to the next start: a multiple of every,
+// plus phase.
+func untilNext(now time.Time, every, phase time.Duration) time.Duration {
+	next := now.Add(-phase).Truncate(every).Add(every).Add(phase)
+	return next.Sub(now)
 }
 
 // pass runs one pass under the loop's deadline, measured on the real

@@ -102,3 +102,31 @@ func TestAStuckPassGivesUpTheLease(t *testing.T) {
 		t.Errorf("health = %+v, want not running, with the overrun as its last error", h)
 	}
 }
+
+func TestPhaseShiftsThePasses(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 100_000_000, time.UTC))
+	starts := make(chan time.Time, 10)
+	work := (&loop.Runner{Clock: clk}).Work(loop.Loop{Name: "phased", Every: time.Second, Phase: 500 * time.Millisecond, Pass: func(context.Context, lease.Fence) error {
+		starts <- clk.Now()
+		return nil
+	}})
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	go work(ctx, lease.Fence{})
+	<-starts // the first pass, at once
+	for _, want := range []string{"09:00:00.500", "09:00:01.500"} {
+		if err := clk.BlockUntil(ctx, 1); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(100 * time.Millisecond)
+		for clk.Now().Format("15:04:05.000") < want {
+			if err := clk.BlockUntil(ctx, 1); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(100 * time.Millisecond)
+		}
+		if got := (<-starts).Format("15:04:05.000"); got != want {
+			t.Errorf("pass at %s, want %s", got, want)
+		}
+	}
+}

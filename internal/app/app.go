@@ -308,7 +308,11 @@ func (a *App) loops() []leasedLoop {
 	ls := []leasedLoop{
 		{"evaluator", loop.Loop{Name: EvaluatorLoop, JobID: loopEvaluator.ID, Every: a.evaluator.Interval(), RecordEvery: time.Minute,
 			Deadline: a.cfg.EvaluatorDeadline, Begin: a.evaluator.Begin, End: a.evaluator.Wait, Pass: a.evaluator.Tick}},
-		{"jobs/scanner", loop.Loop{Name: "jobs_scanner", JobID: loopScanner.ID, Every: 30 * time.Second, Pass: a.scanner.Pass}},
+		// The scanner looks a quarter period after the minute and the half
+		// minute, so that jobs that run on the minute (Fusebox's own loops
+		// among them) have reported before it looks, rather than showing
+		// "late" for the instant between their slot and their report.
+		{"jobs/scanner", loop.Loop{Name: "jobs_scanner", JobID: loopScanner.ID, Every: 30 * time.Second, Phase: 15 * time.Second, Pass: a.scanner.Pass}},
 		{"failures/pruner", loop.Loop{Name: "failures_pruner", JobID: loopPruner.ID, Every: 10 * time.Minute, Pass: func(ctx context.Context, _ lease.Fence) error {
 			n, err := a.Store.Prune(ctx, a.now())
 			if n > 0 {

@@ -153,11 +153,22 @@ func (c Circuit) CountsFrom(now time.Time) time.Time {
 			from = c.ChangedAt
 		}
 	case HalfOpen:
-		if !c.Pending() && c.AppliedAt.After(from) {
-			from = c.AppliedAt
-		} else if c.Pending() {
-			from = now // the trial has not begun
+		if c.Pending() {
+			return now // the trial has not begun
+		}
+		if at := c.SwitchedAt(); at.After(from) {
+			from = at
 		}
 	}
 	return from
+}
+
+// SwitchedAt is when the trigger was set for the applied episode. Rows
+// written before Fusebox recorded it have none; for them the decision's
+// time is the best there is.
+func (c Circuit) SwitchedAt() time.Time {
+	if c.AppliedAt.IsZero() {
+		return c.ChangedAt
+	}
+	return c.AppliedAt
 }

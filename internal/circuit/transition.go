@@ -54,7 +54,7 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 			return flip(c, Open, EvaluatorActor, n, now, tripReason(c, n, now))
 		}
 	case Open:
-		if c.Policy.AutoResume && !c.Pending() && !now.Before(c.AppliedAt.Add(c.Policy.Cooldown)) {
+		if c.Policy.AutoResume && !c.Pending() && !now.Before(c.SwitchedAt().Add(c.Policy.Cooldown)) {
 			return flip(c, HalfOpen, EvaluatorActor, n, now,
 				fmt.Sprintf("cooldown of %s over: trigger on for a trial", shortDuration(c.Policy.Cooldown)))
 		}
@@ -64,9 +64,9 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		}
 		if n.Counted > 0 {
 			return flip(c, Open, EvaluatorActor, n, now,
-				fmt.Sprintf("failures resumed during the trial (%d since the trigger went on at %s)", n.Counted, clockTime(c.AppliedAt)))
+				fmt.Sprintf("failures resumed during the trial (%d since the trigger went on at %s)", n.Counted, clockTime(c.SwitchedAt())))
 		}
-		if !now.Before(c.AppliedAt.Add(c.Window)) {
+		if !now.Before(c.SwitchedAt().Add(c.Window)) {
 			return flip(c, Closed, EvaluatorActor, n, now,
 				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", shortDuration(c.Window)))
 		}

@@ -222,3 +222,16 @@ func TestShortDuration(t *testing.T) {
 		}
 	}
 }
+
+// Rows written before Fusebox recorded when a trigger was switched have no
+// AppliedAt: a trial then runs from the decision, not from the year 1.
+func TestATrialWithoutAnApplyTimeRunsFromTheDecision(t *testing.T) {
+	c := base(circuit.HalfOpen)
+	c.AppliedAt = time.Time{}
+	if got, f := circuit.Evaluate(c, circuit.Counts{Since: t0}, t0.Add(29*time.Second)); f != nil {
+		t.Errorf("a trial 29 s into a 30 s window ended: %s, %q", got.State, f.Reason)
+	}
+	if _, f := circuit.Evaluate(c, circuit.Counts{Since: t0}, t0.Add(30*time.Second)); f == nil || f.To != circuit.Closed {
+		t.Errorf("a quiet trial of a whole window did not close: %+v", f)
+	}
+}

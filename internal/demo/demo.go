@@ -41,7 +41,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		{AppID: AppID, Function: "ImportPrices", Threshold: 100, Window: 30 * time.Second, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}
 	for _, c := range circuits {
-		c.AppliedEpisode = c.Episode // the switch below applies it
+		c.AppliedEpisode, c.AppliedAt = c.Episode, c.ChangedAt // the switch below applies it
 		c.Recipients = []string{"oncall@example.com"}
 		if err := st.Circuits.Put(ctx, c); err != nil {
 			return err

@@ -15,7 +15,7 @@ import (
 
 func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
 	r := newRig(t)
-	for _, n := range []string{storage.TableJobs, storage.TableRuns} {
+	for _, n := range []string{storage.TableJobs, storage.TableRuns, storage.TableStatus} {
 		if err := r.store.Service.CreateTable(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}
@@ -111,8 +111,10 @@ func TestJobsAreSilentInAMaintenanceWindow(t *testing.T) {
 	if err := r.store.Service.CreateTable(t.Context(), storage.TableJobs); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Service.CreateTable(t.Context(), storage.TableRuns); err != nil {
-		t.Fatal(err)
+	for _, n := range []string{storage.TableRuns, storage.TableStatus} {
+		if err := r.store.Service.CreateTable(t.Context(), n); err != nil {
+			t.Fatal(err)
+		}
 	}
 	orders := jobs.Job{ID: "11111111-2222-4333-8444-000000000011", Name: "Orders export", AppID: "orders", Schedule: "0 * * * *", TimeZone: "UTC",
 		Grace: 5 * time.Minute, Recipients: []string{"ops@example.com"}, CreatedAt: t0.Add(-4 * time.Hour), Status: jobs.Up}

@@ -134,6 +134,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	store := storage.New(svc)
 	m.WatchUnreadableRows(store.Faults.Counts)
+	m.WatchState(func(ctx context.Context) (metrics.State, error) {
+		ev, err := store.Status.Evaluator(ctx)
+		if err != nil {
+			return metrics.State{}, err
+		}
+		js, err := store.Status.Scanner(ctx)
+		return metrics.State{Evaluator: ev, Jobs: js}, err
+	}, now)
 
 	key := []byte(cfg.Session.Key.Reveal())
 	sessions, err := auth.NewSessions(store.Sessions, key, cfg.Session.TTL, now)

@@ -2,6 +2,7 @@ package circuit
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -36,6 +37,7 @@ type Status struct {
 	Rejected     int64  // unreadable failure rows seen by this leader
 	LastRejected string // the last one: its key and what is wrong
 	RejectedAt   time.Time
+	Tally        Tally // for metrics
 }
 
 // Stale reports whether the evaluator has not finished a tick for three of
@@ -62,6 +64,10 @@ type Store interface {
 	// since its previous call.
 	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
 	PutStatus(ctx context.Context, s Status) error
+	// StoredStatus reads what PutStatus last stored (the zero Status if nothing).
+	StoredStatus(ctx context.Context) (Status, error)
+	// Flips returns up to limit flip-log entries, newest first.
+	Flips(ctx context.Context, appID, function string, limit int) ([]Flip, error)
 }
 
 // Switch turns functions' triggers off and on for one kind of app.
@@ -107,6 +113,7 @@ type Evaluator struct {
 	rows    map[string]FailureRow // by ID, for seconds within the longest window
 	drifted map[string]time.Time  // by app: when its drift was last checked
 	status  Status
+	loaded  bool // the stored tally has been read this tenure
 
 	slots    chan struct{}
 	inflight sync.WaitGroup
@@ -150,9 +157,9 @@ func (e *Evaluator) Interval() time.Duration { return e.s.Interval }
 // the lease is acquired, before the first Tick.
 func (e *Evaluator) Begin() {
 	e.mu.Lock()
-	e.rows, e.drifted = map[string]FailureRow{}, map[string]time.Time{}
+	e.rows, e.drifted, e.loaded = map[string]FailureRow{}, map[string]time.Time{}, false
+	e.status = Status{Leader: e.s.Identity, Tally: NewTally()}
 	e.mu.Unlock()
-	e.status = Status{Leader: e.s.Identity}
 }
 
 // Wait returns once no switch call is in flight: at the end of a tenure,
@@ -187,9 +194,14 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 		return err
 	}
 	counts := CountWindows(e.rows, circuits, now)
+	if !e.loaded {
+		e.loadTally(ctx)
+	}
+	e.countTransitionsByOthers(ctx, circuits)
 
 	var errs []error
 	byApp := map[string][]Circuit{} // each app's circuits as they now stand
+	settled := make([]Circuit, 0, len(circuits))
 	for _, c := range circuits {
 		next, fl := Evaluate(c, counts[c.ID()], now)
 		if fl != nil {
@@ -198,11 +210,16 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 					return err
 				}
 				errs = append(errs, err) // reread next tick
+				settled = append(settled, c)
 				continue
 			}
 			e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason)
+			e.mu.Lock()
+			e.status.Tally.Count(c.AppID, fl.To, fl.Actor)
+			e.mu.Unlock()
 		}
 		byApp[next.AppID] = append(byApp[next.AppID], next)
+		settled = append(settled, next)
 	}
 	for appID, cs := range byApp {
 		var due []Circuit
@@ -220,11 +237,68 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 	}
 	// Report every tick: one small write a second, and every instance's
 	// pages can tell a stalled evaluator within three ticks.
+	e.mu.Lock()
+	e.status.Tally.Settle(settled, now)
 	e.status.LastTickAt, e.status.TickDuration = now, e.s.Clock.Now().Sub(now)
-	if err := e.store.PutStatus(ctx, e.status); err != nil {
+	st := e.status
+	st.Tally = cloneTally(e.status.Tally)
+	e.mu.Unlock()
+	if err := e.store.PutStatus(ctx, st); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// loadTally carries on the totals the previous leader stored.
+func (e *Evaluator) loadTally(ctx context.Context) {
+	prev, err := e.store.StoredStatus(ctx)
+	if err != nil {
+		e.s.Logger.Warn("could not read the stored totals; counting from zero", "error", err)
+		e.loaded = true
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	t := prev.Tally
+	t.fill()
+	t.Episodes = map[string]int64{}
+	e.status.Tally, e.loaded = t, true
+}
+
+// countTransitionsByOthers counts the transitions operators and links made
+// since the last tick, by the actors their flips name.
+func (e *Evaluator) countTransitionsByOthers(ctx context.Context, circuits []Circuit) {
+	e.mu.Lock()
+	seen := e.status.Tally.Episodes
+	e.mu.Unlock()
+	for _, c := range circuits {
+		last, known := seen[c.ID()]
+		if !known || c.Episode <= last {
+			continue // first sight: its history is not this tenure's to count
+		}
+		flips, err := e.store.Flips(ctx, c.AppID, c.Function, int(min(c.Episode-last, 10)))
+		if err != nil {
+			e.s.Logger.Warn("could not read a circuit's flips for the totals", "circuit", c.ID(), "error", err)
+			continue
+		}
+		e.mu.Lock()
+		for _, f := range flips {
+			if f.Episode > last {
+				e.status.Tally.Count(c.AppID, f.To, f.Actor)
+			}
+		}
+		e.mu.Unlock()
+	}
+}
+
+// cloneTally copies a tally deeply, so it can be stored while switch calls
+// go on counting into the original.
+func cloneTally(t Tally) Tally {
+	var c Tally
+	if b, err := json.Marshal(t); err == nil {
+		_ = json.Unmarshal(b, &c)
+	}
+	return c
 }
 
 // dispatch starts the app's switch goroutine unless one is in flight or
@@ -331,8 +405,14 @@ func (e *Evaluator) apply(ctx context.Context, f lease.Fence, app App, due []Cir
 		off[c.Function] = c.State.TriggerOff()
 	}
 	callCtx, cancel := context.WithTimeout(ctx, e.s.ApplyTimeout)
+	started := e.s.Clock.Now()
 	err := e.sw.Apply(callCtx, app, off)
 	cancel()
+	if ctx.Err() == nil {
+		e.mu.Lock()
+		e.status.Tally.CountApply(app.Switch, err, e.s.Clock.Now().Sub(started))
+		e.mu.Unlock()
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return // the tenure ended; the next holder tries again

@@ -16,6 +16,8 @@ type ScannerStore interface {
 	Between(ctx context.Context, jobID string, from, to time.Time) ([]Run, error)
 	SetStatus(ctx context.Context, f lease.Fence, id string, st Status) error
 	Windows(ctx context.Context) ([]Window, error)
+	// PutTally stores the jobs' state for metrics.
+	PutTally(ctx context.Context, t Tally) error
 }
 
 // Notifier is told when a job's status changes, to mail its recipients.
@@ -57,13 +59,19 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 		return err
 	}
 	var errs []error
+	judged := make([]Job, 0, len(js))
 	for _, j := range js {
 		st, err := s.statusOf(ctx, j, ws, now)
 		if err != nil {
 			errs = append(errs, err)
+			judged = append(judged, j)
 			continue
 		}
-		if st != j.Status {
+		prev := j
+		j.Status = st
+		judged = append(judged, j)
+		if st != prev.Status {
+			j = prev
 			if err := s.store.SetStatus(ctx, f, j.ID, st); err != nil {
 				errs = append(errs, err)
 				continue
@@ -75,6 +83,9 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 				}
 			}
 		}
+	}
+	if err := s.store.PutTally(ctx, TallyOf(judged, now)); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

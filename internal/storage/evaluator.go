@@ -44,6 +44,12 @@ func (s EvaluatorStore) ListCircuits(ctx context.Context) ([]circuit.Circuit, er
 func (s EvaluatorStore) PutStatus(ctx context.Context, st circuit.Status) error {
 	return s.Status.PutEvaluator(ctx, st)
 }
+func (s EvaluatorStore) StoredStatus(ctx context.Context) (circuit.Status, error) {
+	return s.Store.Status.Evaluator(ctx)
+}
+func (s EvaluatorStore) Flips(ctx context.Context, appID, function string, limit int) ([]circuit.Flip, error) {
+	return s.Circuits.Flips(ctx, appID, function, limit)
+}
 func (s EvaluatorStore) Transition(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip) error {
 	return s.Circuits.Transition(ctx, f, c, fl)
 }
@@ -71,6 +77,9 @@ func (s ScannerStore) Between(ctx context.Context, jobID string, from, to time.T
 }
 func (s ScannerStore) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.Status) error {
 	return s.Jobs.SetStatus(ctx, f, id, st)
+}
+func (s ScannerStore) PutTally(ctx context.Context, t jobs.Tally) error {
+	return s.Store.Status.PutScanner(ctx, t)
 }
 func (s ScannerStore) Windows(ctx context.Context) ([]jobs.Window, error) {
 	return s.Jobs.Windows(ctx)

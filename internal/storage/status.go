@@ -2,11 +2,13 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -22,12 +24,18 @@ type evaluatorRow struct {
 	Rejected        int64
 	LastRejected    string
 	RejectedAt      time.Time
+	Tally           string // JSON of circuit.Tally, for metrics
 }
 
 // PutEvaluator records the evaluator's status.
 func (s *Status) PutEvaluator(ctx context.Context, st circuit.Status) error {
+	tally, err := json.Marshal(st.Tally)
+	if err != nil {
+		return fmt.Errorf("storage: evaluator status: %w", err)
+	}
 	row := &evaluatorRow{Meta: tablestore.Meta{PartitionKey: "status", RowKey: "evaluator"}, Leader: st.Leader, LastTickAt: st.LastTickAt,
-		TickMillis: st.TickDuration.Milliseconds(), Rejected: st.Rejected, LastRejected: st.LastRejected, RejectedAt: st.RejectedAt}
+		TickMillis: st.TickDuration.Milliseconds(), Rejected: st.Rejected, LastRejected: st.LastRejected, RejectedAt: st.RejectedAt,
+		Tally: string(tally)}
 	if err := s.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: evaluator status: %w", err)
 	}
@@ -44,8 +52,48 @@ func (s *Status) Evaluator(ctx context.Context) (circuit.Status, error) {
 	if err != nil {
 		return circuit.Status{}, fmt.Errorf("storage: evaluator status: %w", err)
 	}
-	return circuit.Status{Leader: row.Leader, LastTickAt: row.LastTickAt, TickDuration: time.Duration(row.TickMillis) * time.Millisecond,
-		Rejected: row.Rejected, LastRejected: row.LastRejected, RejectedAt: row.RejectedAt}, nil
+	st := circuit.Status{Leader: row.Leader, LastTickAt: row.LastTickAt, TickDuration: time.Duration(row.TickMillis) * time.Millisecond,
+		Rejected: row.Rejected, LastRejected: row.LastRejected, RejectedAt: row.RejectedAt}
+	if row.Tally != "" {
+		if err := json.Unmarshal([]byte(row.Tally), &st.Tally); err != nil {
+			return st, fmt.Errorf("storage: evaluator status: Tally is not the JSON Fusebox writes: %w", err)
+		}
+	}
+	return st, nil
+}
+
+type scannerRow struct {
+	tablestore.Meta        // PartitionKey: "status"; RowKey: "scanner"
+	Tally           string // JSON of jobs.Tally
+}
+
+// PutScanner records the job scanner's tally, for metrics.
+func (s *Status) PutScanner(ctx context.Context, t jobs.Tally) error {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return fmt.Errorf("storage: scanner status: %w", err)
+	}
+	if err := s.table.Upsert(ctx, &scannerRow{Meta: tablestore.Meta{PartitionKey: "status", RowKey: "scanner"}, Tally: string(b)}); err != nil {
+		return fmt.Errorf("storage: scanner status: %w", err)
+	}
+	return nil
+}
+
+// Scanner reads the job scanner's tally; the zero Tally when it never ran.
+func (s *Status) Scanner(ctx context.Context) (jobs.Tally, error) {
+	var row scannerRow
+	err := s.table.Get(ctx, "status", "scanner", &row)
+	if errors.Is(err, tablestore.ErrNotFound) {
+		return jobs.Tally{}, nil
+	}
+	if err != nil {
+		return jobs.Tally{}, fmt.Errorf("storage: scanner status: %w", err)
+	}
+	var t jobs.Tally
+	if err := json.Unmarshal([]byte(row.Tally), &t); err != nil {
+		return t, fmt.Errorf("storage: scanner status: Tally is not the JSON Fusebox writes: %w", err)
+	}
+	return t, nil
 }
 
 const idempotencyPartition = "idempotency"

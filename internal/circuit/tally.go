@@ -1,0 +1,161 @@
+package circuit
+
+import (
+	"strings"
+	"time"
+)
+
+// Tally is the breaker's state for metrics: circuits by state, the ones
+// not closed, and running totals of trips, resumes and trigger switches.
+// The evaluator keeps it under its lease and stores it, so every instance
+// exports the same figures whichever one a scrape reaches, and a new
+// leader carries the totals on.
+type Tally struct {
+	At        time.Time
+	ByState   map[string]map[string]int   // app -> state -> circuits
+	NotClosed []NotClosed                 // at most MaxNotClosed, oldest change first
+	Trips     map[string]map[string]int64 // app -> actor kind -> trips
+	Resumes   map[string]map[string]int64 // app -> actor kind -> resumes
+	// Applies counts switch calls by switch kind and outcome (ok, error);
+	// ApplySeconds is their latency, as cumulative counts per bucket of
+	// ApplyBuckets, with the sum.
+	Applies      map[string]map[string]int64
+	ApplyLatency map[string]*Histogram
+	// Episodes is what the tally has seen of each circuit, so a transition
+	// made elsewhere (an operator, a link) is counted once. Kept in memory
+	// only: a new leader counts from what it first sees.
+	Episodes map[string]int64 `json:"-"`
+}
+
+// NotClosed is a circuit whose trigger is off or on trial.
+type NotClosed struct {
+	App, Function, State string
+	Since                time.Time
+}
+
+// MaxNotClosed bounds the per-circuit series: a storm that opens thousands
+// of circuits must not blow up the scrape.
+const MaxNotClosed = 200
+
+// Actor kinds of transitions.
+const (
+	ActorEvaluator = "evaluator"
+	ActorOperator  = "operator"
+	ActorLink      = "link"
+)
+
+// ActorKind sorts a flip's actor into evaluator, link or operator.
+func ActorKind(actor string) string {
+	switch {
+	case actor == EvaluatorActor:
+		return ActorEvaluator
+	case strings.HasPrefix(actor, "resume link:") || strings.Contains(actor, "(resume link sent to"):
+		return ActorLink
+	}
+	return ActorOperator
+}
+
+// ApplyBuckets are the upper bounds, in seconds, of the apply-latency histogram.
+var ApplyBuckets = []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+
+// Histogram is a cumulative histogram over ApplyBuckets.
+type Histogram struct {
+	Counts []uint64 // per bucket, cumulative
+	Count  uint64
+	Sum    float64
+}
+
+// Observe adds one sample.
+func (h *Histogram) Observe(seconds float64) {
+	if len(h.Counts) != len(ApplyBuckets) {
+		h.Counts = make([]uint64, len(ApplyBuckets))
+	}
+	for i, le := range ApplyBuckets {
+		if seconds <= le {
+			h.Counts[i]++
+		}
+	}
+	h.Count++
+	h.Sum += seconds
+}
+
+// NewTally is an empty tally.
+func NewTally() Tally {
+	return Tally{ByState: map[string]map[string]int{}, Trips: map[string]map[string]int64{}, Resumes: map[string]map[string]int64{},
+		Applies: map[string]map[string]int64{}, ApplyLatency: map[string]*Histogram{}, Episodes: map[string]int64{}}
+}
+
+func (t *Tally) fill() {
+	if t.ByState == nil || t.Trips == nil || t.Resumes == nil || t.Applies == nil || t.ApplyLatency == nil || t.Episodes == nil {
+		n := NewTally()
+		if t.Trips != nil {
+			n.Trips = t.Trips
+		}
+		if t.Resumes != nil {
+			n.Resumes = t.Resumes
+		}
+		if t.Applies != nil {
+			n.Applies = t.Applies
+		}
+		if t.ApplyLatency != nil {
+			n.ApplyLatency = t.ApplyLatency
+		}
+		if t.Episodes != nil {
+			n.Episodes = t.Episodes
+		}
+		n.At, n.NotClosed = t.At, t.NotClosed
+		*t = n
+	}
+}
+
+func add(m map[string]map[string]int64, a, b string, n int64) {
+	if m[a] == nil {
+		m[a] = map[string]int64{}
+	}
+	m[a][b] += n
+}
+
+// Count records a transition into to by actor.
+func (t *Tally) Count(app string, to State, actor string) {
+	t.fill()
+	switch to {
+	case Open, ForcedOpen:
+		add(t.Trips, app, ActorKind(actor), 1)
+	case Closed:
+		add(t.Resumes, app, ActorKind(actor), 1)
+	}
+}
+
+// CountApply records a switch call.
+func (t *Tally) CountApply(kind SwitchKind, err error, took time.Duration) {
+	t.fill()
+	outcome := "ok"
+	if err != nil {
+		outcome = "error"
+	}
+	add(t.Applies, string(kind), outcome, 1)
+	h := t.ApplyLatency[string(kind)]
+	if h == nil {
+		h = &Histogram{}
+		t.ApplyLatency[string(kind)] = h
+	}
+	h.Observe(took.Seconds())
+}
+
+// Settle sets the state figures from the circuits as they stand now.
+func (t *Tally) Settle(circuits []Circuit, now time.Time) {
+	t.fill()
+	t.At, t.ByState, t.NotClosed = now, map[string]map[string]int{}, nil
+	seen := make(map[string]int64, len(circuits))
+	for _, c := range circuits {
+		if t.ByState[c.AppID] == nil {
+			t.ByState[c.AppID] = map[string]int{}
+		}
+		t.ByState[c.AppID][c.State.String()]++
+		if c.State != Closed && len(t.NotClosed) < MaxNotClosed {
+			t.NotClosed = append(t.NotClosed, NotClosed{App: c.AppID, Function: c.Function, State: c.State.String(), Since: c.ChangedAt})
+		}
+		seen[c.ID()] = c.Episode
+	}
+	t.Episodes = seen
+}

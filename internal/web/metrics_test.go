@@ -1,0 +1,125 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+// waitMetrics scrapes url until every line in want is in the scrape and no
+// line starts with a prefix in gone.
+func waitMetrics(t *testing.T, url string, want, gone []string) string {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		body := newBrowser(t, url).get("/metrics").body
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(body, "\n"+w+"\n")
+		}
+		for _, g := range gone {
+			ok = ok && !strings.Contains(body, "\n"+g)
+		}
+		if ok {
+			return body
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after 20 s the scrape lacks %v or still has %v:\n%s", want, gone, grepLines(body, "fusebox_circuit"))
+		}
+		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
+	}
+}
+
+// A second instance, which holds no lease, answers a scrape with the state
+// the evaluator and the scanner stored: circuits by state, the open ones,
+// trips and resumes by who made them, jobs by status.
+func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
+	srv, _ := seeded(t)
+	other := apptest.Start(t, map[string]string{"FUSEBOX_TABLE_PREFIX": srv.Config.Storage.TablePrefix})
+	srv.Clock.Advance(30 * time.Second) // the loops' next passes see the demo
+
+	waitMetrics(t, other.URL, []string{
+		`fusebox_circuits{app="orders-demo",state="open"} 1`,
+		`fusebox_circuits{app="orders-demo",state="forced-open"} 1`,
+		`fusebox_jobs{status="missing"} 1`,
+		`fusebox_job_down{job="5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02",name="Reminder mails",status="missing"} 1`,
+		`fusebox_state_up 1`,
+	}, []string{`fusebox_circuit_open{app="orders-demo",function="ProcessOrders"`})
+
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
+	srv.Clock.Advance(time.Second)
+	waitMetrics(t, other.URL, []string{`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`}, nil)
+	srv.Clock.Advance(time.Second) // the tick after the switch stores its count
+	body := waitMetrics(t, other.URL, []string{
+		`fusebox_circuits{app="orders-demo",state="open"} 2`,
+		`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`,
+		`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`,
+	}, nil)
+	if !strings.Contains(body, "\n"+`fusebox_circuit_open{app="orders-demo",function="ProcessOrders",state="open"} `) {
+		t.Errorf("no series for the open ProcessOrders:\n%s", grepLines(body, "fusebox_circuit_open"))
+	}
+	if !strings.Contains(body, `fusebox_trigger_apply_duration_seconds_count{switch="local"} 1`) {
+		t.Errorf("no apply latency:\n%s", grepLines(body, "apply_duration"))
+	}
+
+	// An operator resumes it: a resume by an operator, and its series is gone.
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	path := "/circuits/" + demo.AppID + "/ProcessOrders/resume"
+	wantStatus(t, b.post(path, url.Values{"_csrf": {b.csrf(path)}, "reason": {"fixed the inventory timeout"}}), http.StatusSeeOther)
+	srv.Clock.Advance(time.Second)
+	waitMetrics(t, other.URL, []string{
+		`fusebox_circuits{app="orders-demo",state="open"} 1`,
+		`fusebox_circuit_resumes_total{actor="operator",app="orders-demo"} 1`,
+		`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`,
+	}, []string{`fusebox_circuit_open{app="orders-demo",function="ProcessOrders"`})
+}
+
+// Every metric the Grafana dashboard and the alert rules use is one that
+// /metrics exports, so neither drifts from the code.
+func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
+	srv, _ := seeded(t)
+	// Let every family have a sample: a trip, its switch, an HTTP request.
+	srv.Clock.Advance(30 * time.Second) // the scanner's next pass sees the demo's missing job
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
+	srv.Clock.Advance(time.Second)
+	waitMetrics(t, srv.URL, []string{`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`}, nil)
+	srv.Clock.Advance(time.Second)
+	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_job_down{job="5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02",name="Reminder mails",status="missing"} 1`}, nil)
+	exported := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^# (?:HELP|TYPE) (fusebox_[a-z_]+)`).FindAllStringSubmatch(scrape, -1) {
+		exported[m[1]] = true
+	}
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	for _, f := range []string{"deploy/grafana/fusebox.json", "deploy/prometheus/alerts.yaml"} {
+		data, err := os.ReadFile(filepath.Join(root, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		used := regexp.MustCompile(`fusebox_[a-z_]+[a-z]`).FindAllString(string(data), -1)
+		if len(used) == 0 {
+			t.Errorf("%s uses no Fusebox metric", f)
+		}
+		for _, name := range used {
+			base := name
+			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+				if trimmed := strings.TrimSuffix(name, suffix); trimmed != name && exported[trimmed] {
+					base = trimmed
+				}
+			}
+			if !exported[base] {
+				t.Errorf("%s uses %s, which /metrics does not export", f, name)
+			}
+		}
+	}
+}

@@ -10,12 +10,17 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/armswitch"
@@ -32,6 +37,7 @@ import (
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/telemetry"
 	"github.com/fusebox/fusebox/internal/web"
 	"github.com/fusebox/fusebox/migrations"
 	"github.com/fusebox/fusebox/static"
@@ -44,6 +50,12 @@ type Options struct {
 	Clock clock.Clock
 	// OIDCClient talks to the OpenID Connect provider; nil for the default.
 	OIDCClient *http.Client
+	// Getenv reads the standard OTEL_* variables; default os.Getenv.
+	Getenv func(string) string
+	// ARMCredential and ARMTransport replace the Azure credential and the
+	// HTTP transport of ARM calls (the SDK's fake servers in tests).
+	ARMCredential azcore.TokenCredential
+	ARMTransport  policy.Transporter
 }
 
 // App is a wired Fusebox instance.
@@ -56,18 +68,19 @@ type App struct {
 	Web     *web.Server
 	Locker  *lease.Locker
 
-	clock     clock.Clock
-	runner    *loop.Runner
-	evaluator *circuit.Evaluator
-	scanner   *jobs.Scanner
-	sender    *alerts.Sender // nil when mail is off
+	clock       clock.Clock
+	stopTracing func(context.Context) error
+	runner      *loop.Runner
+	evaluator   *circuit.Evaluator
+	scanner     *jobs.Scanner
+	sender      *alerts.Sender // nil when mail is off
 
 	loopsRegistered atomic.Bool
 }
 
 // OpenStorage connects to Table Storage as configured.
 func OpenStorage(cfg *config.Config, m *metrics.Metrics) (*tablestore.Service, error) {
-	opts := tablestore.Options{Prefix: cfg.Storage.TablePrefix}
+	opts := tablestore.Options{Prefix: cfg.Storage.TablePrefix, Tracing: telemetry.AzureProvider()}
 	if m != nil {
 		opts.Observe = m.ObserveStorage
 	}
@@ -104,6 +117,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	now := o.Clock.Now
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.Getenv == nil {
+		o.Getenv = os.Getenv
+	}
+	stopTracing, err := telemetry.Setup(ctx, o.Getenv, "dev", o.Logger)
+	if err != nil {
+		return nil, err
 	}
 	m := metrics.New()
 	svc, err := OpenStorage(cfg, m)
@@ -189,8 +209,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	router := switches.Router{Local: switches.Local{}}
-	if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
-		router.ARM = armswitch.New(cred, armswitch.Settings{})
+	armSettings := armswitch.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
+	if o.ARMCredential != nil {
+		router.ARM = armswitch.New(o.ARMCredential, armSettings)
+	} else if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
+		router.ARM = armswitch.New(cred, armSettings)
 	} else {
 		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
 	}
@@ -202,12 +225,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
+	actions.TraceOf = telemetry.TraceParent
 	srv, err := web.New(web.Deps{
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: now},
 		Identity: web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 			Tokens: auth.NewAPITokens(tokens)},
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
-			Actions:  circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now),
+			Actions:  actions,
 			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
@@ -219,8 +244,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, router, circuit.EvaluatorSettings{
 		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
+		OnTransition: traceTransition,
 	})
-	a := &App{cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+	a := &App{stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
@@ -283,6 +309,13 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		defer cancel()
 		return hs.Shutdown(shutdownCtx)
 	})
+	g.Go(func() error {
+		<-ctx.Done()
+		if err := a.stopTracing(context.WithoutCancel(ctx)); err != nil {
+			a.log.Warn("could not flush traces", "error", err)
+		}
+		return nil
+	})
 	for _, l := range a.loops() {
 		g.Go(func() error { return a.Locker.Run(ctx, l.lease, a.runner.Work(l.Loop)) })
 	}
@@ -340,6 +373,19 @@ func (a *App) loops() []leasedLoop {
 		ls = append(ls, leasedLoop{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, Phase: senderPhase(a.evaluator.Interval()), RecordEvery: time.Minute, Pass: a.sender.Pass}})
 	}
 	return ls
+}
+
+// traceTransition records a transition the evaluator made as a span in
+// the trace of the failure report behind it, and returns the context in
+// which the switch call that applies it runs, so the ARM call is its child.
+func traceTransition(ctx context.Context, c circuit.Circuit, fl circuit.Flip) context.Context {
+	ctx = telemetry.WithRemoteParent(ctx, fl.TraceParent)
+	ctx, span := telemetry.Tracer().Start(ctx, "circuit "+fl.To.String(), trace.WithAttributes(
+		attribute.String("fusebox.app", c.AppID), attribute.String("fusebox.function", c.Function),
+		attribute.Int64("fusebox.episode", fl.Episode), attribute.Int("fusebox.failures", fl.Count)))
+	span.SetAttributes(attribute.String("fusebox.reason", fl.Reason))
+	span.End()
+	return ctx
 }
 
 // senderPhase starts the mail sender's passes half an evaluator interval

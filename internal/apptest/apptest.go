@@ -5,9 +5,14 @@ package apptest
 
 import (
 	"context"
+
 	"errors"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -37,20 +42,48 @@ type Server struct {
 // "victor" (viewer), both with Password. The clock starts at a fixed time.
 func Start(t testing.TB, env map[string]string) *Server {
 	t.Helper()
-	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	s := start(t, env, clk)
-	s.Clock = clk
-	return s
+	return StartWith(t, env, Options{})
 }
 
 // StartRealClock is Start on the real clock, for tests that walk a journey
 // as a person lives it: nothing jumps past a window.
 func StartRealClock(t testing.TB, env map[string]string) *Server {
 	t.Helper()
-	return start(t, env, clock.Real{})
+	return StartWith(t, env, Options{RealClock: true})
 }
 
-func start(t testing.TB, env map[string]string, clk clock.Clock) *Server {
+// Options are Start's less common choices.
+type Options struct {
+	RealClock bool
+	// ARMTransport serves ARM calls (an SDK fake server); with it, ARM
+	// calls authenticate with a fake credential.
+	ARMTransport policy.Transporter
+}
+
+// StartWith is Start with options.
+func StartWith(t testing.TB, env map[string]string, o Options) *Server {
+	t.Helper()
+	var clk clock.Clock = clock.Real{}
+	fake := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	if !o.RealClock {
+		clk = fake
+	}
+	var cred azcore.TokenCredential
+	if o.ARMTransport != nil {
+		cred = &azfake.TokenCredential{}
+	}
+	var transport policy.Transporter
+	if o.ARMTransport != nil {
+		transport = shielded{o.ARMTransport}
+	}
+	s := start(t, env, clk, cred, transport)
+	if !o.RealClock {
+		s.Clock = fake
+	}
+	return s
+}
+
+func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter) *Server {
 	t.Helper()
 	if hashed == "" {
 		h, err := auth.HashPassword(Password)
@@ -84,7 +117,8 @@ func start(t testing.TB, env map[string]string, clk clock.Clock) *Server {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk})
+	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
+		ARMCredential: armCredential, ARMTransport: armTransport})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,4 +140,28 @@ type testWriter struct{ t testing.TB }
 func (w testWriter) Write(p []byte) (int, error) {
 	w.t.Log(strings.TrimRight(string(p), "\n"))
 	return len(p), nil
+}
+
+// shielded keeps request cancellation away from an SDK fake server: the
+// fakes' dispatcher sends on a closed channel, and panics, when a request's
+// context ends while its handler runs (as it does when Fusebox stops with
+// a call in flight). The caller still gets its context's error at once.
+type shielded struct{ next policy.Transporter }
+
+func (s shielded) Do(req *http.Request) (*http.Response, error) {
+	type result struct {
+		resp *http.Response
+		err  error
+	}
+	done := make(chan result, 1)
+	go func() {
+		resp, err := s.next.Do(req.WithContext(context.WithoutCancel(req.Context())))
+		done <- result{resp, err}
+	}()
+	select {
+	case r := <-done:
+		return r.resp, r.err
+	case <-req.Context().Done():
+		return nil, req.Context().Err()
+	}
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -57,6 +58,8 @@ type Settings struct {
 	RetryDelay, MaxRetryDelay time.Duration
 	// Transport replaces the HTTP transport (the SDK's fake servers in tests).
 	Transport policy.Transporter
+	// Tracing, when set, makes every ARM call a span of the caller's trace.
+	Tracing tracing.Provider
 	// HTTPClient calls function hosts' admin APIs. Default: a client with a 30 s timeout.
 	HTTPClient *http.Client
 }
@@ -100,6 +103,7 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 	if s.Transport != nil {
 		opts.Transport = s.Transport
 	}
+	opts.TracingProvider = s.Tracing
 	hc := s.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}

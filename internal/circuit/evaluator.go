@@ -21,6 +21,8 @@ type FailureRow struct {
 	Second   time.Time
 	Count    int
 	Modified time.Time // when storage last changed the row (its clock)
+	// TraceParent is the W3C traceparent of the report that wrote it, if any.
+	TraceParent string
 }
 
 // Rejection is a stored row that could not be read as a failure count.
@@ -95,6 +97,10 @@ type EvaluatorSettings struct {
 	Clock                clock.Clock
 	Logger               *slog.Logger
 	Identity             string // reported as the leader in Status
+	// OnTransition, if set, is told of each transition the evaluator made
+	// and returns the context the switch call that applies it runs in
+	// (tracing: the trip's span). It must not block.
+	OnTransition func(ctx context.Context, c Circuit, fl Flip) context.Context
 }
 
 // Evaluator counts failures over each circuit's window, trips circuits,
@@ -202,6 +208,7 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 	var errs []error
 	byApp := map[string][]Circuit{} // each app's circuits as they now stand
 	settled := make([]Circuit, 0, len(circuits))
+	traced := map[string]context.Context{} // trace of each transition this tick, for its switch call
 	for _, c := range circuits {
 		next, fl := Evaluate(c, counts[c.ID()], now)
 		if fl != nil {
@@ -214,6 +221,9 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 				continue
 			}
 			e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason)
+			if e.s.OnTransition != nil {
+				traced[c.ID()] = e.s.OnTransition(ctx, next, *fl)
+			}
 			e.mu.Lock()
 			e.status.Tally.Count(c.AppID, fl.To, fl.Actor)
 			e.mu.Unlock()
@@ -232,7 +242,14 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 		drift := now.Sub(e.drifted[appID]) >= e.s.DriftEvery
 		e.mu.Unlock()
 		if len(due) > 0 || drift {
-			e.dispatch(ctx, f, appID, appByID, due, cs, drift, now)
+			callCtx := ctx
+			for _, c := range due {
+				if tc, ok := traced[c.ID()]; ok {
+					callCtx = tc // the switch call joins the trace of a trip it applies
+					break
+				}
+			}
+			e.dispatch(callCtx, f, appID, appByID, due, cs, drift, now)
 		}
 	}
 	// Report every tick: one small write a second, and every instance's
@@ -391,6 +408,9 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 		n.Window += r.Count
 		if r.Second.After(sp.counted) {
 			n.Counted += r.Count
+			if r.TraceParent != "" && !r.Second.Before(n.newest) {
+				n.TraceParent, n.newest = r.TraceParent, r.Second
+			}
 		}
 		counts[r.Circuit] = n
 	}

@@ -39,6 +39,9 @@ type Service struct {
 	store ServiceStore
 	audit Auditor
 	now   func() time.Time
+	// TraceOf, if set, gives the traceparent of the request acting, which
+	// the flip log keeps.
+	TraceOf func(context.Context) string
 }
 
 // NewService builds the service; now is the clock.
@@ -322,6 +325,10 @@ func (s *Service) act(ctx context.Context, appID, function, actor, verb string, 
 		next, fl, err := change(c, counts[c.ID()], s.now())
 		if err != nil {
 			return c, err
+		}
+		fl.TraceParent = "" // a person's action, not the failures' trace
+		if s.TraceOf != nil {
+			fl.TraceParent = s.TraceOf(ctx)
 		}
 		err = s.store.Transition(ctx, lease.Fence{}, next, fl)
 		if isConflict(err) {

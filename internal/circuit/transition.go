@@ -15,6 +15,10 @@ type Counts struct {
 	// the circuit's next decision (see Circuit.CountsFrom).
 	Counted int
 	Since   time.Time
+	// TraceParent is that of the newest counted failure row that has one:
+	// the report a trip is traced back to.
+	TraceParent string
+	newest      time.Time
 }
 
 // Flip is one entry of a circuit's flip log: a transition, who made it and why.
@@ -28,6 +32,9 @@ type Flip struct {
 	Threshold int // ...in (Since, At], against the rule of the time
 	Window    time.Duration
 	Reason    string
+	// TraceParent links the flip to the trace of the failure report that
+	// caused it (trips by the evaluator), or of the request that made it.
+	TraceParent string
 }
 
 // Actor of transitions the evaluator makes.
@@ -119,7 +126,7 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 
 func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason string) (Circuit, *Flip) {
 	f := &Flip{Episode: c.Episode + 1, From: c.State, To: to, At: now, Actor: actor,
-		Count: n.Counted, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason}
+		Count: n.Counted, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason, TraceParent: n.TraceParent}
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0

@@ -13,10 +13,14 @@ import (
 	"time"
 
 	gomail "github.com/wneessen/go-mail"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/telemetry"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -102,7 +106,15 @@ type SMTP struct {
 
 // Send delivers one mail. A refusal the server calls permanent (5xx)
 // wraps alerts.ErrPermanent.
-func (s SMTP) Send(ctx context.Context, m alerts.Mail) error {
+func (s SMTP) Send(ctx context.Context, m alerts.Mail) (err error) {
+	ctx, span := telemetry.Tracer().Start(ctx, "smtp send", trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(attribute.String("server.address", s.Host), attribute.Int("server.port", s.Port)))
+	defer func() {
+		if err != nil {
+			span.SetStatus(codes.Error, "not sent") // the error may name the recipient: not put on the span
+		}
+		span.End()
+	}()
 	msg := gomail.NewMsg()
 	if err := msg.From(s.From); err != nil {
 		return fmt.Errorf("%w: sender %q: %v", alerts.ErrPermanent, s.From, err)

@@ -389,13 +389,14 @@ type flipRow struct {
 	Threshold       int32
 	WindowSeconds   int32
 	Reason          string
+	TraceParent     string // W3C traceparent of the report or request behind it
 }
 
 func flipRowOf(ci circuit.Circuit, f circuit.Flip) *flipRow {
 	return &flipRow{
 		Meta:     tablestore.Meta{PartitionKey: ci.AppID, RowKey: flipKey(ci.Function, f.Episode)},
 		Function: ci.Function, Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At,
-		Actor: f.Actor, Count: int32(f.Count), Since: f.Since, Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason,
+		Actor: f.Actor, Count: int32(f.Count), Since: f.Since, Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason, TraceParent: f.TraceParent,
 	}
 }
 
@@ -413,7 +414,7 @@ func (c *Circuits) Flips(ctx context.Context, appID, function string, limit int)
 			return nil, fmt.Errorf("storage: flip log of %s/%s episode %d: %w", appID, function, r.Episode, err)
 		}
 		out = append(out, circuit.Flip{Episode: r.Episode, From: from, To: to, At: r.At, Actor: r.Actor, Count: int(r.Count), Since: r.Since,
-			Threshold: int(r.Threshold), Window: time.Duration(r.WindowSeconds) * time.Second, Reason: r.Reason})
+			Threshold: int(r.Threshold), Window: time.Duration(r.WindowSeconds) * time.Second, Reason: r.Reason, TraceParent: r.TraceParent})
 		if len(out) == limit {
 			break
 		}

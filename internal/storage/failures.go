@@ -104,6 +104,7 @@ type failureRow struct {
 	Second          time.Time // the second the failures happened in (UTC, whole second)
 	Count           int32     // failures in that second from this writer (its running total)
 	Sample          string    // optional: one error message, for people
+	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 }
 
 // Report is a count of failures of one function in one second.
@@ -112,6 +113,7 @@ type Report struct {
 	Second        time.Time // truncated to the second
 	Count         int
 	Sample        string
+	TraceParent   string // of the report, so the trip it causes joins its trace
 }
 
 // Record writes reports from one writer: counts for the same function and
@@ -140,6 +142,9 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		row.Count += int32(r.Count)
 		if r.Sample != "" {
 			row.Sample = truncate(r.Sample, 1024)
+		}
+		if r.TraceParent != "" && len(r.TraceParent) <= 64 {
+			row.TraceParent = r.TraceParent
 		}
 	}
 	byPartition := map[string][]*failureRow{}
@@ -205,7 +210,7 @@ func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time
 		if row.Second.Before(from) || row.Second.After(to) {
 			continue
 		}
-		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Modified: row.Timestamp})
+		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Modified: row.Timestamp, TraceParent: row.TraceParent})
 	}
 	return out, rejected, nil
 }

@@ -26,6 +26,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
@@ -52,6 +53,8 @@ type Options struct {
 	Observe Observer
 	// Transport replaces the HTTP transport (tests, proxies).
 	Transport policy.Transporter
+	// Tracing, when set, makes every call a span of the caller's trace.
+	Tracing tracing.Provider
 	// MaxRetries is how often the SDK retries a failed call: 0 means the
 	// default of 2, a negative number none (for callers with retry loops
 	// of their own, and for tests of failure).
@@ -102,6 +105,7 @@ func clientOptions(opts Options) *aztables.ClientOptions {
 	if opts.Transport != nil {
 		o.Transport = opts.Transport
 	}
+	o.TracingProvider = opts.Tracing
 	return o
 }
 

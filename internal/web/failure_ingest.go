@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/telemetry"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -153,6 +154,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 			resp.Rejected = append(resp.Rejected, itemError{Index: i, Error: problem})
 			continue
 		}
+		r.TraceParent = telemetry.TraceParent(c.Request().Context())
 		reports = append(reports, r)
 		resp.Accepted++
 		resp.Failures += r.Count

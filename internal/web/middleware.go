@@ -14,7 +14,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/telemetry"
 )
 
 // loginBurst is how many sign-in attempts a client may make at once before
@@ -28,6 +35,13 @@ func bodyLimit(n int64) string { return strconv.FormatInt(n, 10) + "B" }
 func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
+		// A span per request, continuing the caller's trace when it sends
+		// a traceparent; named by route pattern, never by path (tokens).
+		req := c.Request()
+		ctx := otel.GetTextMapPropagator().Extract(req.Context(), propagation.HeaderCarrier(req.Header))
+		ctx, span := telemetry.Tracer().Start(ctx, req.Method, trace.WithSpanKind(trace.SpanKindServer))
+		defer span.End()
+		c.SetRequest(req.WithContext(ctx))
 		err := next(c)
 		if err != nil {
 			c.Error(err) // renders the error page now, so the status below is final
@@ -36,6 +50,11 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		route := c.Path()
 		if route == "" {
 			route = "unmatched"
+		}
+		span.SetName(req.Method + " " + route)
+		span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", route), attribute.Int("http.response.status_code", res.Status))
+		if res.Status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(res.Status))
 		}
 		elapsed := time.Since(start)
 		s.Metrics.ObserveHTTP(route, c.Request().Method, res.Status, elapsed)

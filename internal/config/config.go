@@ -51,8 +51,13 @@ type Config struct {
 	OperatorClaims []string // claim values that grant the operator role
 	ViewerClaims   []string // claim values that grant the viewer role
 	LoginRateLimit float64  // sign-in attempts per second per client address
-	MetricsToken   Secret   // when set, /metrics needs "Authorization: Bearer <token>"
-	PingKey        Secret   // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
+	// PingRateLimit is pings per second per client address, and
+	// IngestRateLimit failure reports per second per app; each may burst
+	// to ten times its rate.
+	PingRateLimit   float64
+	IngestRateLimit float64
+	MetricsToken    Secret // when set, /metrics needs "Authorization: Bearer <token>"
+	PingKey         Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
 	// EvaluatorInterval is the time between evaluator ticks.
 	EvaluatorInterval time.Duration
 	// EvaluatorDeadline is how long one tick may run before the instance
@@ -170,6 +175,8 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		OperatorClaims:      r.list("FUSEBOX_OPERATOR_CLAIM_VALUES"),
 		ViewerClaims:        r.list("FUSEBOX_VIEWER_CLAIM_VALUES"),
 		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
+		PingRateLimit:       r.float("FUSEBOX_PING_RATE_LIMIT", 20),
+		IngestRateLimit:     r.float("FUSEBOX_INGEST_RATE_LIMIT", 100),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
@@ -193,6 +200,12 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	c.BaseURL = r.baseURL(c.HTTPAddr)
 	if c.MaxBodyBytes < 1024 {
 		r.fail("FUSEBOX_MAX_BODY_BYTES", "must be at least 1024 bytes")
+	}
+	if c.PingRateLimit <= 0 {
+		r.fail("FUSEBOX_PING_RATE_LIMIT", "must be more than 0 pings per second per client address, got %v", c.PingRateLimit)
+	}
+	if c.IngestRateLimit <= 0 {
+		r.fail("FUSEBOX_INGEST_RATE_LIMIT", "must be more than 0 reports per second per app, got %v", c.IngestRateLimit)
 	}
 	if c.LoginRateLimit <= 0 {
 		r.fail("FUSEBOX_LOGIN_RATE_LIMIT", "must be a positive number of attempts per second, such as 1")

@@ -107,3 +107,14 @@ const (
 	EventFailure
 	EventLog
 )
+
+// InternalPrefix starts the ids of Fusebox's own loops' jobs. Their runs are
+// recorded from inside; the ping API does not take them, so nobody outside
+// can raise a false alert or hide a dead loop.
+const InternalPrefix = "f0c5b0c5-0000-4000-8000-"
+
+// Internal reports whether the job is one of Fusebox's own loops.
+func (j Job) Internal() bool { return strings.HasPrefix(j.ID, InternalPrefix) }
+
+// InternalID reports whether id is that of one of Fusebox's own loops.
+func InternalID(id string) bool { return strings.HasPrefix(strings.ToLower(id), InternalPrefix) }

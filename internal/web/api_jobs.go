@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
@@ -39,10 +40,10 @@ type gapJSON struct {
 	Status string    `json:"status"`
 }
 
-func (s *Server) toJobJSON(j jobs.Job, w jobWeek) jobJSON {
+func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients,
-		Paused: j.Paused, Status: j.Status.String(), PingURL: s.Config.BaseURL.String() + "/ping/" + j.ID}
+		Paused: j.Paused, Status: j.Status.String(), PingURL: s.pingURL(c, j)}
 	if out.Recipients == nil {
 		out.Recipients = []string{}
 	}
@@ -70,7 +71,7 @@ func (s *Server) apiJobList(c echo.Context) error {
 	}
 	out := make([]jobJSON, 0, len(js))
 	for _, j := range js {
-		out = append(out, s.toJobJSON(j, weeks[j.ID]))
+		out = append(out, s.toJobJSON(c, j, weeks[j.ID]))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"jobs": out})
 }
@@ -85,7 +86,7 @@ func (s *Server) apiJobShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := s.toJobJSON(j, w)
+	out := s.toJobJSON(c, j, w)
 	out.Gaps = []gapJSON{}
 	for _, r := range w.results {
 		switch r.Status {
@@ -165,6 +166,7 @@ func (s *Server) apiJobSave(c echo.Context) error {
 	if len(problems) > 0 {
 		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the job's settings are not valid", "fields": problems})
 	}
+	s.unknownPings.clear() // its id or slug may have been pinged before it existed
 	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
 		return err
 	}
@@ -180,5 +182,14 @@ func (s *Server) apiJobSave(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(status, s.toJobJSON(j, w))
+	return c.JSON(status, s.toJobJSON(c, j, w))
+}
+
+// pingURL is a job's ping URL for operators. A ping URL records runs
+// without a key, so viewers do not get it; Fusebox's own loops have none.
+func (s *Server) pingURL(c echo.Context, j jobs.Job) string {
+	if p, ok := principal(c); !ok || !p.Role.Allows(auth.RoleOperator) || j.Internal() {
+		return ""
+	}
+	return s.Config.BaseURL.String() + "/ping/" + j.ID
 }

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -41,6 +42,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)
+		return
+	}
+	if isPing(c) {
+		// Pings come from curl in crontabs: always a short plain answer.
+		_ = c.String(status, strings.ToLower(http.StatusText(status)))
 		return
 	}
 	if !wantsHTML(c) {

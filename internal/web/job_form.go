@@ -72,6 +72,7 @@ func (s *Server) jobSave(c echo.Context) error {
 		}
 		return s.renderJobForm(c, http.StatusOK, m, id)
 	}
+	s.unknownPings.clear() // its id or slug may have been pinged before it existed
 	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
 		return err
 	}

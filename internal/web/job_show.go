@@ -111,7 +111,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	m := views.JobDetail{
 		Page: s.page(c, j.Name, "jobs"), ID: j.ID, Name: j.Name, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		Status: j.Status.String(), Tone: statusTone(j.Status), Grace: shortDuration(j.Grace), NextRun: week.next,
-		PingURL: base + "/ping/" + j.ID, Success: views.Pct(week.success),
+		PingURL: s.pingURL(c, j), Success: views.Pct(week.success),
 	}
 	if j.AppID != "" {
 		m.App = appName(apps, j.AppID)

@@ -29,11 +29,19 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 			t.Errorf("the heatmap has no %s cell", want)
 		}
 	}
-	for _, want := range []string{`data-testid="heat-legend"`, `data-testid="gaps"`,
-		"/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", `data-testid="runs"`, "Asia/Tokyo"} {
+	for _, want := range []string{`data-testid="heat-legend"`, `data-testid="gaps"`, `data-testid="runs"`, "Asia/Tokyo"} {
 		if !strings.Contains(page.body, want) {
 			t.Errorf("job page lacks %q", want)
 		}
+	}
+	// A ping URL records runs without a key: viewers do not get it, operators do.
+	if strings.Contains(page.body, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01") {
+		t.Error("a viewer is shown the job's ping URL")
+	}
+	op := newBrowser(t, srv.URL)
+	op.signIn("olivia")
+	if body := op.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01").body; !strings.Contains(body, "/ping/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01") {
+		t.Error("an operator is not shown the job's ping URL")
 	}
 	if strings.Count(page.body, `<span class="badge bad">missed</span>`) != 1 || strings.Count(page.body, `<span class="badge bad">failed</span>`) < 1 {
 		t.Errorf("the gaps list should show the one missed night and the failed one")

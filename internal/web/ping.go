@@ -20,21 +20,29 @@ import (
 //	/ping/<uuid>[/start|/fail|/log|/<exit status>][?rid=<id>]
 //	/ping/<ping key>/<slug>[/start|/fail|/log|/<exit status>]
 //
-// HEAD, GET and POST all count; a POST body (at most 100 kB) is kept as the
-// run's log excerpt. Answers are plain text: "OK", or why not.
+// HEAD, GET and POST all count. A POST body's first 100 kB are kept as the
+// run's log excerpt; a longer body is cut there and the ping still counts
+// (the limit is in the Ping-Body-Limit header of every answer). Answers are
+// plain text: "OK", or why not.
 
-var (
-	uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
-	ridPattern  = regexp.MustCompile(`^[A-Za-z0-9-]{1,64}$`)
-)
+var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// pingDrainMax is how much of a body past the limit is read and thrown
+// away, so that curl, still sending, gets its answer on a healthy
+// connection; a larger body has the connection closed after the answer.
+const pingDrainMax = 16 << 20
 
 func (s *Server) ping(c echo.Context) error {
+	c.Response().Header().Set("Ping-Body-Limit", strconv.Itoa(storage.MaxLog))
 	a, b, cc := c.Param("a"), c.Param("b"), c.Param("c")
 	var job jobs.Job
 	var err error
 	action := ""
 	switch {
 	case uuidPattern.MatchString(a) && cc == "":
+		if jobs.InternalID(a) || s.unknownPings.has(a) {
+			return c.String(http.StatusNotFound, "not found") // no storage read
+		}
 		job, err = s.JobStore.Get(c.Request().Context(), a)
 		action = b
 	case s.Config.PingKey != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(s.Config.PingKey.Reveal())) == 1:
@@ -44,6 +52,13 @@ func (s *Server) ping(c echo.Context) error {
 		return c.String(http.StatusNotFound, "not found")
 	}
 	if errors.Is(err, storage.ErrNoJob) {
+		s.unknownPings.add(a + "/" + b)
+		if uuidPattern.MatchString(a) {
+			s.unknownPings.add(a)
+		}
+		return c.String(http.StatusNotFound, "not found")
+	}
+	if job.Internal() {
 		return c.String(http.StatusNotFound, "not found")
 	}
 	if err != nil {
@@ -65,8 +80,11 @@ func (s *Server) ping(c echo.Context) error {
 		ev = jobs.EventLog
 	default:
 		n, err := strconv.Atoi(action)
-		if err != nil || n < 0 || n > 255 {
+		if err != nil || n < 0 {
 			return c.String(http.StatusNotFound, "not found")
+		}
+		if n > 255 {
+			return c.String(http.StatusBadRequest, "invalid url format")
 		}
 		exit = n
 		if n != 0 {
@@ -74,8 +92,8 @@ func (s *Server) ping(c echo.Context) error {
 		}
 	}
 	rid := c.QueryParam("rid")
-	if rid != "" && !ridPattern.MatchString(rid) {
-		return c.String(http.StatusBadRequest, "rid must be 1 to 64 letters, digits or dashes, such as a UUID")
+	if rid != "" && !uuidPattern.MatchString(rid) {
+		return c.String(http.StatusBadRequest, "invalid uuid format")
 	}
 	var body []byte
 	if c.Request().Method == http.MethodPost {
@@ -84,7 +102,8 @@ func (s *Server) ping(c echo.Context) error {
 			return c.String(http.StatusBadRequest, "could not read the body")
 		}
 		if len(body) > storage.MaxLog {
-			return c.String(http.StatusRequestEntityTooLarge, "the body is over 100 kB; send a shorter log excerpt")
+			body = body[:storage.MaxLog] // the first 100 kB, as Healthchecks keeps
+			_, _ = io.Copy(io.Discard, io.LimitReader(c.Request().Body, pingDrainMax))
 		}
 	}
 	now := s.Now()

@@ -124,10 +124,12 @@ func TestPingsThatStoreNothing(t *testing.T) {
 		{"not a uuid", http.MethodGet, "/ping/nightly", "", http.StatusNotFound, "not found"},
 		{"wrong ping key", http.MethodGet, "/ping/wrong-key-0123456789/reminder-mails", "", http.StatusNotFound, "not found"},
 		{"unknown slug", http.MethodGet, "/ping/ping-key-0123456789/nope", "", http.StatusNotFound, "not found"},
-		{"exit status out of range", http.MethodGet, "/ping/" + other + "/256", "", http.StatusNotFound, "not found"},
+		{"exit status out of range", http.MethodGet, "/ping/" + other + "/256", "", http.StatusBadRequest, "invalid url format"},
 		{"paused job", http.MethodGet, "/ping/" + nightly, "", http.StatusConflict, "paused"},
-		{"bad rid", http.MethodGet, "/ping/" + other + "/start?rid=a%20b", "", http.StatusBadRequest, "rid must be"},
-		{"body over 100 kB", http.MethodPost, "/ping/" + other + "", strings.Repeat("x", 100_001), http.StatusRequestEntityTooLarge, "over 100 kB"},
+		{"rid that is not a uuid", http.MethodGet, "/ping/" + other + "/start?rid=not-a-uuid", "", http.StatusBadRequest, "invalid uuid format"},
+		{"rid with a space", http.MethodGet, "/ping/" + other + "/start?rid=a%20b", "", http.StatusBadRequest, "invalid uuid format"},
+		{"one of Fusebox's own loops", http.MethodPost, "/ping/f0c5b0c5-0000-4000-8000-000000000001/fail", "fake alert", http.StatusNotFound, "not found"},
+		{"an unknown action", http.MethodGet, "/ping/" + other + "/explode", "", http.StatusNotFound, "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -21,7 +22,8 @@ func (s *Server) routes() {
 		s.logRequests,
 		s.recoverPanics,
 		s.securityHeaders,
-		middleware.BodyLimit(bodyLimit(s.Config.MaxBodyBytes)),
+		// Pings read their own bodies: a long log is cut, never refused.
+		middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: bodyLimit(s.Config.MaxBodyBytes), Skipper: isPing}),
 		// Small JSON answers to machines gain nothing from compression.
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024, Skipper: func(c echo.Context) bool {
 			return c.Path() == "/metrics" || c.Path() == "/api/v1/failures"
@@ -35,11 +37,19 @@ func (s *Server) routes() {
 	e.GET(static.Prefix+"*", echo.WrapHandler(s.Assets.Handler()))
 
 	// Machine APIs with keys of their own: no session, no CSRF.
-	e.POST("/api/v1/failures", s.failureIngest, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+	// Both are rate limited, generously: pings per client address, failure
+	// reports per app (a fleet behind one NAT address is one app's many
+	// instances). A flood answers 429 with Retry-After and touches nothing.
+	ingestLimit := machineLimit(s.Config.IngestRateLimit, func(c echo.Context) (string, error) {
+		return auth.AppOfKey(strings.TrimSpace(strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer "))), nil
+	}, "too many failure reports for this app; retry after a second")
+	e.POST("/api/v1/failures", s.failureIngest, ingestLimit, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
 
 	// Pings from jobs, as Healthchecks.io takes them.
+	pingLimit := machineLimit(s.Config.PingRateLimit, func(c echo.Context) (string, error) { return c.RealIP(), nil },
+		"too many pings from your address; retry after a second")
 	for _, p := range []string{"/ping/:a", "/ping/:a/:b", "/ping/:a/:b/:c"} {
-		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping)
+		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping, pingLimit)
 	}
 
 	// The JSON API: an API token, or a session with CSRF for changes.
@@ -125,4 +135,23 @@ func (s *Server) routes() {
 	viewer.GET("/circuits/:app/:function/edit", s.circuitEdit, operator)
 	viewer.POST("/circuits/:app/:function/edit", s.circuitUpdate, operator)
 	viewer.POST("/circuits/:app/:function/delete", s.circuitDelete, operator)
+}
+
+func isPing(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/ping/") }
+
+// machineLimit is a per-key token bucket for machine APIs: rate per second,
+// bursts of ten times that, 429 in plain text with Retry-After when empty.
+func machineLimit(perSecond float64, key middleware.Extractor, message string) echo.MiddlewareFunc {
+	deny := func(c echo.Context, _ string, _ error) error {
+		c.Response().Header().Set("Retry-After", "1")
+		return c.String(http.StatusTooManyRequests, message)
+	}
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(perSecond), Burst: max(int(perSecond*10), 1), ExpiresIn: 5 * time.Minute,
+		}),
+		IdentifierExtractor: key,
+		ErrorHandler:        func(c echo.Context, err error) error { return deny(c, "", err) },
+		DenyHandler:         deny,
+	})
 }

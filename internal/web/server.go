@@ -190,6 +190,10 @@ type Server struct {
 
 	instance string       // random, for writer ids of failure reports
 	requests atomic.Int64 // failure reports taken
+
+	// unknownPings are ping ids found not to exist lately (a new job's id
+	// is forgotten here when the job is created).
+	unknownPings *ttlSet
 }
 
 // New builds the server and its routes.
@@ -199,7 +203,7 @@ func New(d Deps) (*Server, error) {
 		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
-	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID()}
+	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID(), unknownPings: newTTLSet(30*time.Second, 10_000)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	if d.Config.TrustProxyHeaders {

@@ -59,8 +59,9 @@ type key struct {
 }
 
 type entry struct {
-	count  int
-	sample string
+	count     int // failures
+	successes int
+	sample    string
 }
 
 // New checks the options.
@@ -101,6 +102,23 @@ func (r *Reporter) Failures(function string, n int, at time.Time, sample string)
 	if n < 1 {
 		return
 	}
+	r.add(function, at, n, 0, sample)
+}
+
+// Success records one successful call of function now. Circuits with a
+// failure-ratio rule weigh failures against successes; the call costs a
+// counter increment, and successes travel with the next flush.
+func (r *Reporter) Success(function string) { r.Successes(function, 1, r.o.Now()) }
+
+// Successes records n successful calls of function at a time.
+func (r *Reporter) Successes(function string, n int, at time.Time) {
+	if n < 1 {
+		return
+	}
+	r.add(function, at, 0, n, "")
+}
+
+func (r *Reporter) add(function string, at time.Time, failures, successes int, sample string) {
 	k := key{function, at.Unix()}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -112,7 +130,8 @@ func (r *Reporter) Failures(function string, n int, at time.Time, sample string)
 		e = &entry{}
 		r.pending[k] = e
 	}
-	e.count += n
+	e.count += failures
+	e.successes += successes
 	if sample != "" {
 		e.sample = sample
 	}
@@ -162,10 +181,11 @@ func (r *Reporter) Run(ctx context.Context) error {
 }
 
 type item struct {
-	Function string `json:"function"`
-	At       string `json:"at"`
-	Count    int    `json:"count"`
-	Error    string `json:"error,omitempty"`
+	Function  string `json:"function"`
+	At        string `json:"at"`
+	Count     int    `json:"count"`
+	Successes int    `json:"successes,omitempty"`
+	Error     string `json:"error,omitempty"`
 }
 
 // Flush sends what is pending. On failure the counts stay pending (added to
@@ -181,7 +201,7 @@ func (r *Reporter) Flush(ctx context.Context) error {
 	items := make([]item, 0, len(batch))
 	keys := make([]key, 0, len(batch))
 	for k, e := range batch {
-		items = append(items, item{Function: k.function, At: time.Unix(k.second, 0).UTC().Format(time.RFC3339), Count: e.count, Error: truncate(e.sample, 1024)})
+		items = append(items, item{Function: k.function, At: time.Unix(k.second, 0).UTC().Format(time.RFC3339), Count: e.count, Successes: e.successes, Error: truncate(e.sample, 1024)})
 		keys = append(keys, k)
 	}
 	retry, err := r.send(ctx, items)
@@ -202,6 +222,7 @@ func (r *Reporter) Flush(ctx context.Context) error {
 func (r *Reporter) putBack(k key, e *entry) {
 	if cur, ok := r.pending[k]; ok {
 		cur.count += e.count
+		cur.successes += e.successes
 		if cur.sample == "" {
 			cur.sample = e.sample
 		}

@@ -97,3 +97,39 @@ func TestReporterBoundsWhatItKeeps(t *testing.T) {
 		t.Errorf("Dropped = %d, want the 4 failures of the 2 oldest seconds", got)
 	}
 }
+
+// Successes are counted locally like failures and sent in the same flush,
+// so a ratio circuit can weigh one against the other.
+func TestReporterSendsSuccesses(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	r, err := client.New(client.Options{URL: srv.URL, Key: demo.Key, Now: srv.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 990 {
+		r.Success("ProcessOrders")
+	}
+	for range 10 {
+		r.Failure("ProcessOrders", nil)
+	}
+	r.Successes("SyncInventory", 7, srv.Clock.Now())
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	now := srv.Clock.Now()
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][2]int{}
+	for _, row := range rows {
+		g := got[row.Circuit]
+		got[row.Circuit] = [2]int{g[0] + row.Count, g[1] + row.Successes}
+	}
+	if got[demo.AppID+"/ProcessOrders"] != [2]int{10, 990} || got[demo.AppID+"/SyncInventory"] != [2]int{0, 7} {
+		t.Errorf("stored (failures, successes) = %v, want ProcessOrders (10, 990) and SyncInventory (0, 7)", got)
+	}
+}

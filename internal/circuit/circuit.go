@@ -10,6 +10,7 @@ package circuit
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 )
 
@@ -86,12 +87,24 @@ type Policy struct {
 	Cooldown   time.Duration
 }
 
+// Rule is how a closed circuit decides to trip. The zero Rule is the count
+// rule: more than Threshold failures in the window. With Ratio set, the
+// circuit trips instead when failures make up at least Ratio of the calls
+// (failures and successes) in the window, once at least MinCalls calls
+// happened there: a count means different things at 10 calls a second and
+// at 5,000.
+type Rule struct {
+	Ratio    float64 // in (0, 1]; 0 for the count rule
+	MinCalls int     // at least 1 when Ratio is set
+}
+
 // Circuit guards one function.
 type Circuit struct {
 	AppID      string
 	Function   string
 	Threshold  int           // trips when more than Threshold failures...
 	Window     time.Duration // ...happen within Window
+	Rule       Rule          // or on a failure ratio, when Rule.Ratio is set
 	Recipients []string      // who is mailed when it opens
 	Policy     Policy
 
@@ -171,4 +184,17 @@ func (c Circuit) SwitchedAt() time.Time {
 		return c.ChangedAt
 	}
 	return c.AppliedAt
+}
+
+// RuleText says the circuit's trip rule in words, as the form previews it.
+func (c Circuit) RuleText() string {
+	if c.Rule.Ratio > 0 {
+		return fmt.Sprintf("%s of calls fail within %s, once %d calls happened in it", percent(c.Rule.Ratio), shortDuration(c.Window), c.Rule.MinCalls)
+	}
+	return fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window))
+}
+
+// percent prints 0.5 as "50 %" and 0.125 as "12.5 %".
+func percent(r float64) string {
+	return strconv.FormatFloat(r*100, 'f', -1, 64) + " %"
 }

@@ -16,11 +16,12 @@ import (
 // FailureRow is one stored failure count: one writer's failures of one
 // function in one second.
 type FailureRow struct {
-	ID       string // stable identity of the stored row
-	Circuit  string // app/function
-	Second   time.Time
-	Count    int
-	Modified time.Time // when storage last changed the row (its clock)
+	ID        string // stable identity of the stored row
+	Circuit   string // app/function
+	Second    time.Time
+	Count     int
+	Successes int       // successes the same writer reported for that second
+	Modified  time.Time // when storage last changed the row (its clock)
 	// TraceParent is the W3C traceparent of the report that wrote it, if any.
 	TraceParent string
 }
@@ -408,6 +409,7 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 		n.Window += r.Count
 		if r.Second.After(sp.counted) {
 			n.Counted += r.Count
+			n.Successes += r.Successes
 			if r.TraceParent != "" && !r.Second.Before(n.newest) {
 				n.TraceParent, n.newest = r.TraceParent, r.Second
 			}

@@ -119,7 +119,7 @@ func TestEvaluatorTripsPastTheThresholdAndSwitchesTheTriggerOff(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := circuit.Flip{Episode: 1, From: circuit.Closed, To: circuit.Open, At: r.clock.Now(), Actor: "evaluator",
-		Count: 101, Since: r.clock.Now().Add(-30 * time.Second), Threshold: 100, Window: 30 * time.Second, Reason: "101 failures in 30s (threshold 100)"}
+		Count: 101, Calls: 101, Since: r.clock.Now().Add(-30 * time.Second), Threshold: 100, Window: 30 * time.Second, Reason: "101 failures in 30s (threshold 100)"}
 	if len(flips) != 1 || flips[0] != want {
 		t.Errorf("flip log = %+v, want [%+v]", flips, want)
 	}
@@ -491,5 +491,50 @@ func TestAStuckCircuitCanBeDeleted(t *testing.T) {
 	}
 	if _, err := r.store.Circuits.Get(t.Context(), "orders", "Process"); !errors.Is(err, circuit.ErrNotFound) {
 		t.Errorf("the circuit is still there: %v", err)
+	}
+}
+
+// A ratio circuit counts rows of writers that report successes and rows of
+// older writers that never do (no Successes property at all) alike.
+func TestARatioCircuitMixesOldAndNewRows(t *testing.T) {
+	r := newRig(t)
+	c := r.circuit()
+	c.Rule = circuit.Rule{Ratio: 0.5, MinCalls: 100}
+	if err := r.store.Circuits.Put(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Hour)
+	now := r.clock.Now()
+	// An older writer's row: the documented layout before Successes existed.
+	type oldRow struct {
+		tablestore.Meta
+		App, Function string
+		Second        time.Time
+		Count         int32
+	}
+	old := &oldRow{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(now), RowKey: storage.FailureRowKey("orders", "Process", now, "old-writer")},
+		App: "orders", Function: "Process", Second: now.UTC().Truncate(time.Second), Count: 40}
+	if err := r.store.Service.Table(storage.TableFailures).Insert(t.Context(), old); err != nil {
+		t.Fatal(err)
+	}
+	// A newer writer: 9 failures and 60 successes. 49 of 109 calls failed.
+	if err := r.store.Failures.Record(t.Context(), "new-writer", []storage.Report{{App: "orders", Function: "Process", Second: now, Count: 9, Successes: 60}}); err != nil {
+		t.Fatal(err)
+	}
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Closed {
+		t.Fatalf("49 of 109 calls tripped a 50 %% rule: %q", c.Reason)
+	}
+	st, _ := r.store.Status.Evaluator(t.Context())
+	if st.Rejected != 0 {
+		t.Fatalf("a row without Successes was rejected: %s", st.LastRejected)
+	}
+	r.clock.Advance(time.Second)
+	if err := r.store.Failures.Record(t.Context(), "new-writer", []storage.Report{{App: "orders", Function: "Process", Second: r.clock.Now(), Count: 12}}); err != nil {
+		t.Fatal(err)
+	}
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Open || !strings.HasPrefix(c.Reason, "50.4 % of 121 calls failed") {
+		t.Errorf("61 of 121 calls: %s %q", c.State, c.Reason)
 	}
 }

@@ -168,12 +168,13 @@ var (
 type Settings struct {
 	Threshold  int
 	Window     time.Duration
+	Rule       Rule
 	Recipients []string
 	Policy     Policy
 }
 
 func (s Settings) apply(c Circuit) Circuit {
-	c.Threshold, c.Window, c.Recipients, c.Policy = s.Threshold, s.Window, s.Recipients, s.Policy
+	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy
 	return c
 }
 
@@ -269,7 +270,7 @@ var ErrNotFound = errors.New("circuit: not found")
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 func describe(c Circuit) string {
-	d := fmt.Sprintf("trips on more than %d failures in %s", c.Threshold, shortDuration(c.Window))
+	d := "trips when " + c.RuleText()
 	if c.Policy.AutoResume {
 		d += fmt.Sprintf("; tries again after %s", shortDuration(c.Policy.Cooldown))
 	}

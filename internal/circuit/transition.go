@@ -3,6 +3,8 @@ package circuit
 import (
 	"errors"
 	"fmt"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -14,7 +16,10 @@ type Counts struct {
 	// Counted is the number in (Since, now]: the failures that count toward
 	// the circuit's next decision (see Circuit.CountsFrom).
 	Counted int
-	Since   time.Time
+	// Successes are the successes reported in (Since, now]: with Counted,
+	// the calls a ratio rule weighs. Zero for writers that report none.
+	Successes int
+	Since     time.Time
 	// TraceParent is that of the newest counted failure row that has one:
 	// the report a trip is traced back to.
 	TraceParent string
@@ -28,6 +33,7 @@ type Flip struct {
 	At        time.Time
 	Actor     string // "evaluator", an operator's name, "resume link: ops@example.com"
 	Count     int    // failures counted when it happened...
+	Calls     int    // ...of this many calls (failures and successes), for ratio rules
 	Since     time.Time
 	Threshold int // ...in (Since, At], against the rule of the time
 	Window    time.Duration
@@ -57,7 +63,7 @@ const EvaluatorActor = "evaluator"
 func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	switch c.State {
 	case Closed:
-		if n.Counted > c.Threshold {
+		if Trips(c, n) {
 			return flip(c, Open, EvaluatorActor, n, now, tripReason(c, n, now))
 		}
 	case Open:
@@ -81,9 +87,29 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	return c, nil
 }
 
+// Trips reports whether the counts break the closed circuit's rule. A ratio
+// rule never trips below its minimum of calls: with three calls, one
+// failure is a third of them and means nothing.
+func Trips(c Circuit, n Counts) bool {
+	if c.Rule.Ratio > 0 {
+		calls := n.Counted + n.Successes
+		return calls >= c.Rule.MinCalls && calls > 0 && float64(n.Counted) >= c.Rule.Ratio*float64(calls)
+	}
+	return n.Counted > c.Threshold
+}
+
 // tripReason says what a trip counted, and from when when the count did not
 // cover the whole window.
 func tripReason(c Circuit, n Counts, now time.Time) string {
+	if c.Rule.Ratio > 0 {
+		calls := n.Counted + n.Successes
+		span := "in " + shortDuration(c.Window)
+		if n.Since.After(now.Add(-c.Window)) {
+			span = "since " + clockTime(n.Since)
+		}
+		return fmt.Sprintf("%s of %s calls failed %s (rule: ≥ %s once %s calls)", percent(math.Floor(float64(n.Counted)/float64(calls)*1000)/1000),
+			thousands(calls), span, percent(c.Rule.Ratio), thousands(c.Rule.MinCalls))
+	}
 	if n.Since.After(now.Add(-c.Window)) {
 		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), shortDuration(c.Window), c.Threshold)
 	}
@@ -91,6 +117,15 @@ func tripReason(c Circuit, n Counts, now time.Time) string {
 }
 
 func clockTime(t time.Time) string { return t.UTC().Format("15:04:05 MST") }
+
+// thousands prints 1840 as "1,840".
+func thousands(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0 && s[i-1] != '-'; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
 
 // Errors of operator actions.
 var (
@@ -126,7 +161,7 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 
 func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason string) (Circuit, *Flip) {
 	f := &Flip{Episode: c.Episode + 1, From: c.State, To: to, At: now, Actor: actor,
-		Count: n.Counted, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason, TraceParent: n.TraceParent}
+		Count: n.Counted, Calls: n.Counted + n.Successes, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason, TraceParent: n.TraceParent}
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0

@@ -77,7 +77,7 @@ func TestEvaluate(t *testing.T) {
 				t.Fatalf("no transition, want %s", tt.wantState)
 			}
 			want := circuit.Flip{Episode: 5, From: tt.c.State, To: tt.wantState, At: tt.now, Actor: circuit.EvaluatorActor,
-				Count: tt.n.Counted, Since: tt.n.Since, Threshold: 100, Window: 30 * time.Second, Reason: f.Reason}
+				Count: tt.n.Counted, Calls: tt.n.Counted + tt.n.Successes, Since: tt.n.Since, Threshold: 100, Window: 30 * time.Second, Reason: f.Reason}
 			if *f != want {
 				t.Errorf("flip = %+v, want %+v", *f, want)
 			}
@@ -233,5 +233,68 @@ func TestATrialWithoutAnApplyTimeRunsFromTheDecision(t *testing.T) {
 	}
 	if _, f := circuit.Evaluate(c, circuit.Counts{Since: t0}, t0.Add(30*time.Second)); f == nil || f.To != circuit.Closed {
 		t.Errorf("a quiet trial of a whole window did not close: %+v", f)
+	}
+}
+
+// A ratio rule weighs failures against all calls, and never below its
+// minimum of calls.
+func TestARatioRuleAtItsBoundaries(t *testing.T) {
+	c := base(circuit.Closed)
+	c.Rule = circuit.Rule{Ratio: 0.5, MinCalls: 200}
+	now := t0.Add(time.Hour)
+	since := now.Add(-30 * time.Second)
+	tests := []struct {
+		name                string
+		failures, successes int
+		trips               bool
+	}{
+		{"one call short of the minimum, all failed", 199, 0, false},
+		{"at the minimum, exactly half failed", 100, 100, true},
+		{"at the minimum, one failure short of half", 99, 101, false},
+		{"many calls, few failures (a count rule of 100 would trip)", 150, 1690, false},
+		{"62 % of 1,840 calls", 1141, 699, true},
+		{"no calls", 0, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			n := circuit.Counts{Counted: tt.failures, Successes: tt.successes, Since: since}
+			got, f := circuit.Evaluate(c, n, now)
+			if (f != nil) != tt.trips {
+				t.Fatalf("tripped %v, want %v (state %s)", f != nil, tt.trips, got.State)
+			}
+			if f != nil && (f.Count != tt.failures || f.Calls != tt.failures+tt.successes) {
+				t.Errorf("flip counts %d of %d calls, want %d of %d", f.Count, f.Calls, tt.failures, tt.failures+tt.successes)
+			}
+		})
+	}
+	_, f := circuit.Evaluate(c, circuit.Counts{Counted: 1141, Successes: 699, Since: since}, now)
+	if want := "62 % of 1,840 calls failed in 30s (rule: ≥ 50 % once 200 calls)"; f == nil || f.Reason != want {
+		t.Errorf("reason %q, want %q", f.Reason, want)
+	}
+	if got, want := c.RuleText(), "50 % of calls fail within 30s, once 200 calls happened in it"; got != want {
+		t.Errorf("RuleText = %q, want %q", got, want)
+	}
+}
+
+func TestRatioRulesAreValidated(t *testing.T) {
+	app := &circuit.App{ID: "orders"}
+	for _, tc := range []struct {
+		rule  circuit.Rule
+		field string
+	}{
+		{circuit.Rule{Ratio: 1.2, MinCalls: 10}, "ratio"},
+		{circuit.Rule{Ratio: -0.1, MinCalls: 10}, "ratio"},
+		{circuit.Rule{Ratio: 0.5, MinCalls: 0}, "min_calls"},
+		{circuit.Rule{MinCalls: 10}, "ratio"},
+	} {
+		c := circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: time.Minute, Rule: tc.rule}
+		var v circuit.ValidationError
+		if err := c.Validate(app); !errors.As(err, &v) || v.For(tc.field) == "" {
+			t.Errorf("%+v: got %v, want a message for %s", tc.rule, err, tc.field)
+		}
+	}
+	ok := circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: time.Minute, Rule: circuit.Rule{Ratio: 1, MinCalls: 1}}
+	if err := ok.Validate(app); err != nil {
+		t.Errorf("100 %% once 1 call: %v", err)
 	}
 }

@@ -75,6 +75,17 @@ func (c Circuit) Validate(app *App) error {
 	case c.Threshold > MaxThreshold:
 		add("threshold", "must be at most %d", MaxThreshold)
 	}
+	if c.Rule.Ratio != 0 || c.Rule.MinCalls != 0 {
+		if !(c.Rule.Ratio > 0 && c.Rule.Ratio <= 1) {
+			add("ratio", "must be more than 0 %% and at most 100 %% of calls")
+		}
+		switch {
+		case c.Rule.MinCalls < 1:
+			add("min_calls", "must be at least 1: the rule waits for this many calls in the window before it weighs them")
+		case c.Rule.MinCalls > MaxThreshold:
+			add("min_calls", "must be at most %d", MaxThreshold)
+		}
+	}
 	switch {
 	case c.Window <= 0:
 		add("window", "must be longer than zero, such as 30s or 5m")

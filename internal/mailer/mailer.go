@@ -41,7 +41,7 @@ func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App)
 	base := strings.TrimRight(c.BaseURL.String(), "/")
 	model := views.AlertMail{
 		App: name, Function: ci.Function, State: ci.State.String(), Reason: ci.Reason,
-		Rule:       fmt.Sprintf("more than %d failures in %s", ci.Threshold, circuit.ShortDuration(ci.Window)),
+		Rule:       ci.RuleText(),
 		ChangedAt:  ci.ChangedAt.UTC().Format("Mon 2 Jan 2006 15:04:05 MST"),
 		CircuitURL: base + "/circuits/" + url.PathEscape(ci.AppID) + "/" + url.PathEscape(ci.Function),
 	}

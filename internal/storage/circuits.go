@@ -49,11 +49,13 @@ func flipKey(function string, episode int64) string {
 }
 
 type circuitRow struct {
-	tablestore.Meta        // PartitionKey: app id; RowKey: "c|" + function
-	Function        string // as given, for readers that do not parse keys
-	Threshold       int32  // failures
-	WindowSeconds   int32  // length of the rolling window
-	Recipients      string // comma-separated addresses
+	tablestore.Meta         // PartitionKey: app id; RowKey: "c|" + function
+	Function        string  // as given, for readers that do not parse keys
+	Threshold       int32   // failures
+	WindowSeconds   int32   // length of the rolling window
+	FailureRatio    float64 // optional: trip on this share of failed calls instead of a count
+	MinCalls        int32   // with FailureRatio: calls in the window before it is weighed
+	Recipients      string  // comma-separated addresses
 	AutoResume      bool
 	CooldownSeconds int32
 	State           string // closed, open, half-open, forced-open
@@ -81,6 +83,9 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if r.Threshold < 1 || r.WindowSeconds < 1 {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: threshold %d and window %ds must both be positive", r.PartitionKey, function, r.Threshold, r.WindowSeconds)
 	}
+	if (r.FailureRatio != 0 || r.MinCalls != 0) && !(r.FailureRatio > 0 && r.FailureRatio <= 1 && r.MinCalls >= 1) {
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: FailureRatio %v must be in (0, 1] and MinCalls %d at least 1", r.PartitionKey, function, r.FailureRatio, r.MinCalls)
+	}
 	var recipients []string
 	for _, a := range strings.Split(r.Recipients, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -90,6 +95,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
+		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second},
 		State:  st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
@@ -109,6 +115,7 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Function = c.Function
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
+	r.FailureRatio, r.MinCalls = c.Rule.Ratio, int32(c.Rule.MinCalls)
 	r.Recipients = strings.Join(c.Recipients, ",")
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 }
@@ -385,6 +392,7 @@ type flipRow struct {
 	At              time.Time
 	Actor           string
 	Count           int32
+	Calls           int32     // failures and successes, for ratio rules
 	Since           time.Time // the count covers failures in (Since, At]
 	Threshold       int32
 	WindowSeconds   int32
@@ -396,7 +404,7 @@ func flipRowOf(ci circuit.Circuit, f circuit.Flip) *flipRow {
 	return &flipRow{
 		Meta:     tablestore.Meta{PartitionKey: ci.AppID, RowKey: flipKey(ci.Function, f.Episode)},
 		Function: ci.Function, Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At,
-		Actor: f.Actor, Count: int32(f.Count), Since: f.Since, Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason, TraceParent: f.TraceParent,
+		Actor: f.Actor, Count: int32(f.Count), Calls: int32(f.Calls), Since: f.Since, Threshold: int32(f.Threshold), WindowSeconds: int32(f.Window / time.Second), Reason: f.Reason, TraceParent: f.TraceParent,
 	}
 }
 
@@ -413,7 +421,7 @@ func (c *Circuits) Flips(ctx context.Context, appID, function string, limit int)
 		if err := errors.Join(err1, err2); err != nil {
 			return nil, fmt.Errorf("storage: flip log of %s/%s episode %d: %w", appID, function, r.Episode, err)
 		}
-		out = append(out, circuit.Flip{Episode: r.Episode, From: from, To: to, At: r.At, Actor: r.Actor, Count: int(r.Count), Since: r.Since,
+		out = append(out, circuit.Flip{Episode: r.Episode, From: from, To: to, At: r.At, Actor: r.Actor, Count: int(r.Count), Calls: int(r.Calls), Since: r.Since,
 			Threshold: int(r.Threshold), Window: time.Duration(r.WindowSeconds) * time.Second, Reason: r.Reason, TraceParent: r.TraceParent})
 		if len(out) == limit {
 			break

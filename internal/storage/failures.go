@@ -103,6 +103,7 @@ type failureRow struct {
 	Function        string    // function name
 	Second          time.Time // the second the failures happened in (UTC, whole second)
 	Count           int32     // failures in that second from this writer (its running total)
+	Successes       int32     // optional: successes in that second from this writer (its running total)
 	Sample          string    // optional: one error message, for people
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 }
@@ -111,7 +112,8 @@ type failureRow struct {
 type Report struct {
 	App, Function string
 	Second        time.Time // truncated to the second
-	Count         int
+	Count         int       // failures
+	Successes     int       // successes, for ratio rules; 0 when not reported
 	Sample        string
 	TraceParent   string // of the report, so the trip it causes joins its trace
 }
@@ -140,6 +142,7 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 			sums[k] = row
 		}
 		row.Count += int32(r.Count)
+		row.Successes += int32(r.Successes)
 		if r.Sample != "" {
 			row.Sample = truncate(r.Sample, 1024)
 		}
@@ -210,7 +213,7 @@ func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time
 		if row.Second.Before(from) || row.Second.After(to) {
 			continue
 		}
-		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Modified: row.Timestamp, TraceParent: row.TraceParent})
+		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes), Modified: row.Timestamp, TraceParent: row.TraceParent})
 	}
 	return out, rejected, nil
 }
@@ -233,8 +236,10 @@ func checkFailureRow(r failureRow) string {
 		return "Second is not in the minute the PartitionKey names"
 	case fmt.Sprintf("%02d", r.Second.UTC().Second()) != parts[2]:
 		return "Second does not match the seconds in the RowKey"
-	case r.Count < 1:
-		return "Count must be at least 1"
+	case r.Count < 0 || r.Successes < 0:
+		return "Count and Successes must not be negative"
+	case r.Count == 0 && r.Successes == 0:
+		return "a row needs a Count of failures or Successes of at least 1"
 	}
 	return ""
 }

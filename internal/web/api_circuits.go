@@ -22,6 +22,10 @@ type circuitJSON struct {
 	Count           int        `json:"count"`
 	Threshold       int        `json:"threshold"`
 	WindowSeconds   int        `json:"window_seconds"`
+	FailureRatio    float64    `json:"failure_ratio,omitempty"`
+	MinCalls        int        `json:"min_calls,omitempty"`
+	Successes       int        `json:"successes"`
+	Rule            string     `json:"rule"`
 	Recipients      []string   `json:"recipients"`
 	AutoResume      bool       `json:"auto_resume"`
 	CooldownSeconds int        `json:"cooldown_seconds"`
@@ -43,6 +47,7 @@ type flipJSON struct {
 	At            time.Time `json:"at"`
 	Actor         string    `json:"actor"`
 	Count         int       `json:"count"`
+	Calls         int       `json:"calls,omitempty"`
 	Since         time.Time `json:"since,omitzero"`
 	Threshold     int       `json:"threshold"`
 	WindowSeconds int       `json:"window_seconds"`
@@ -51,6 +56,7 @@ type flipJSON struct {
 
 func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
+		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients,
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
@@ -106,7 +112,7 @@ func (s *Server) circuitJSONResponse(c echo.Context, status int, ci circuit.Circ
 	j := toJSON(ci, counts[ci.ID()])
 	for _, f := range flips {
 		j.Flips = append(j.Flips, flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
-			Count: f.Count, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})
+			Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})
 	}
 	return c.JSON(status, j)
 }
@@ -116,6 +122,8 @@ type settingsJSON struct {
 	Function        string   `json:"function"`
 	Threshold       int      `json:"threshold"`
 	WindowSeconds   int      `json:"window_seconds"`
+	FailureRatio    float64  `json:"failure_ratio"`
+	MinCalls        int      `json:"min_calls"`
 	Recipients      []string `json:"recipients"`
 	AutoResume      bool     `json:"auto_resume"`
 	CooldownSeconds int      `json:"cooldown_seconds"`
@@ -123,6 +131,7 @@ type settingsJSON struct {
 
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients,
+		Rule:   circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls},
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second}}
 }
 

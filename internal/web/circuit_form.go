@@ -17,7 +17,7 @@ import (
 // circuitNew shows the form for a new circuit. With ?app=, it offers that
 // app's functions as ARM lists them.
 func (s *Server) circuitNew(c echo.Context) error {
-	m := views.CircuitForm{Threshold: "100", Window: "30s", Cooldown: "5m", App: c.QueryParam("app")}
+	m := views.CircuitForm{Threshold: "100", Window: "30s", Rule: "count", Ratio: "50", MinCalls: "100", Cooldown: "5m", App: c.QueryParam("app")}
 	return s.renderCircuitForm(c, http.StatusOK, m)
 }
 
@@ -37,7 +37,7 @@ func (s *Server) circuitCreate(c echo.Context) error {
 			return err
 		}
 	}
-	m.Errors = problems
+	m.Errors, m.Preview = problems, preview(set, problems)
 	return s.renderCircuitForm(c, http.StatusUnprocessableEntity, m)
 }
 
@@ -48,7 +48,11 @@ func (s *Server) circuitEdit(c echo.Context) error {
 		return err
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
-		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), AutoResume: ci.Policy.AutoResume, Cooldown: "5m"}
+		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
+		Rule: "count", Ratio: "50", MinCalls: "100", Preview: ci.RuleText()}
+	if ci.Rule.Ratio > 0 {
+		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
+	}
 	if ci.Policy.Cooldown > 0 {
 		m.Cooldown = shortDuration(ci.Policy.Cooldown)
 	}
@@ -76,7 +80,7 @@ func (s *Server) circuitUpdate(c echo.Context) error {
 			return s.afterAction(c, ci, err, "")
 		}
 	}
-	m.Errors = problems
+	m.Errors, m.Preview = problems, preview(set, problems)
 	return s.renderCircuitForm(c, http.StatusUnprocessableEntity, m)
 }
 
@@ -131,6 +135,7 @@ func formValues(c echo.Context) views.CircuitForm {
 	return views.CircuitForm{
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
+		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")),
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), AutoResume: c.FormValue("auto_resume") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")),
 	}
@@ -151,6 +156,20 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 		problems["window"] = "must be a duration such as 30s, 5m or 1h"
 	}
 	set.Window = w
+	if m.Rule == "ratio" {
+		pct, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(m.Ratio), "%"), 64)
+		if err != nil {
+			problems["ratio"] = "must be a percentage, such as 50"
+		}
+		calls, err := strconv.Atoi(m.MinCalls)
+		if err != nil {
+			problems["min_calls"] = "must be a whole number, such as 200"
+		}
+		set.Rule = circuit.Rule{Ratio: pct / 100, MinCalls: calls}
+		if set.Rule.Ratio == 0 && problems["ratio"] == "" {
+			problems["ratio"] = "must be more than 0 %"
+		}
+	}
 	for _, r := range strings.Split(m.Recipients, ",") {
 		if r = strings.TrimSpace(r); r != "" {
 			set.Recipients = append(set.Recipients, r)
@@ -183,4 +202,14 @@ func fieldProblems(err error) map[string]string {
 		out[f.Field] = f.Message
 	}
 	return out
+}
+
+// preview says the typed rule in words, when it parsed.
+func preview(set circuit.Settings, problems map[string]string) string {
+	for _, f := range []string{"threshold", "window", "ratio", "min_calls"} {
+		if problems[f] != "" {
+			return ""
+		}
+	}
+	return circuit.Circuit{Threshold: set.Threshold, Window: set.Window, Rule: set.Rule}.RuleText()
 }

@@ -103,3 +103,31 @@ func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
 		t.Error("the apps page does not list the new app")
 	}
 }
+
+// A circuit can trip on a failure ratio; the form says the rule in words
+// and names what is wrong with a ratio or minimum that cannot be.
+func TestARatioCircuitFromTheForm(t *testing.T) {
+	srv, _ := seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/circuits/new")); return v }
+	bad := b.post("/circuits/new", form(url.Values{"app": {demo.AppID}, "function": {"ShipParcels"}, "threshold": {"100"}, "window": {"1m"},
+		"rule": {"ratio"}, "ratio": {"150"}, "min_calls": {"0"}}))
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	for _, want := range []string{"at most 100 % of calls", "must be at least 1: the rule waits for this many calls"} {
+		if !strings.Contains(bad.body, want) {
+			t.Errorf("the form does not say %q", want)
+		}
+	}
+	ok := b.post("/circuits/new", form(url.Values{"app": {demo.AppID}, "function": {"ShipParcels"}, "threshold": {"100"}, "window": {"1m"},
+		"rule": {"ratio"}, "ratio": {"50"}, "min_calls": {"200"}}))
+	wantStatus(t, ok, http.StatusSeeOther)
+	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ShipParcels")
+	if err != nil || c.Rule.Ratio != 0.5 || c.Rule.MinCalls != 200 {
+		t.Fatalf("stored rule %+v (err %v), want 50 %% once 200 calls", c.Rule, err)
+	}
+	edit := b.get("/circuits/orders-demo/ShipParcels/edit")
+	if !strings.Contains(edit.body, "Trips when 50 % of calls fail within 1m, once 200 calls happened in it.") || !strings.Contains(edit.body, `value="ratio" checked`) {
+		t.Errorf("the edit form does not show the ratio rule:\n%s", edit.body)
+	}
+}

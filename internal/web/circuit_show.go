@@ -50,7 +50,7 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
 		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(),
-		Rule:  fmt.Sprintf("more than %d failures in %s", ci.Threshold, shortDuration(ci.Window)),
+		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "),
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
@@ -68,6 +68,14 @@ func (s *Server) circuitShow(c echo.Context) error {
 
 // countSpan says which failures a count covers.
 func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
+	if ci.Rule.Ratio > 0 && n.Counted+n.Successes > 0 {
+		calls := n.Counted + n.Successes
+		return fmt.Sprintf("failed of %d calls (%.1f %%), ", calls, 100*float64(n.Counted)/float64(calls)) + countSpanOf(ci, n, now)
+	}
+	return countSpanOf(ci, n, now)
+}
+
+func countSpanOf(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
 	switch {
 	case ci.State == circuit.HalfOpen && ci.Pending():
 		return "the trial starts once the trigger is on"
@@ -82,6 +90,9 @@ func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
 // flipCount says what a flip-log entry counted: "101 / 100 in 30s", or
 // "101 / 100 since 09:00:05 UTC" when the count began after the window did.
 func flipCount(f circuit.Flip) string {
+	if f.Calls > f.Count {
+		return fmt.Sprintf("%d failed of %d calls", f.Count, f.Calls)
+	}
 	if !f.Since.IsZero() && f.Since.After(f.At.Add(-f.Window)) {
 		return fmt.Sprintf("%d / %d since %s", f.Count, f.Threshold, f.Since.UTC().Format("15:04:05 MST"))
 	}

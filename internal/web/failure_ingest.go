@@ -38,12 +38,13 @@ type ingestRequest struct {
 // ingestItem decodes in the same pass as the request; a field of the wrong
 // type marks the item bad instead of failing the whole request.
 type ingestItem struct {
-	App      lenient[string] `json:"app"`
-	Function lenient[string] `json:"function"`
-	At       lenient[string] `json:"at"`
-	Count    lenient[int]    `json:"count"`
-	Error    lenient[string] `json:"error"`
-	notObj   bool
+	App       lenient[string] `json:"app"`
+	Function  lenient[string] `json:"function"`
+	At        lenient[string] `json:"at"`
+	Count     lenient[int]    `json:"count"`
+	Successes lenient[int]    `json:"successes"`
+	Error     lenient[string] `json:"error"`
+	notObj    bool
 }
 
 func (it *ingestItem) UnmarshalJSON(b []byte) error {
@@ -80,9 +81,10 @@ type itemError struct {
 }
 
 type ingestResponse struct {
-	Accepted int         `json:"accepted"` // items kept
-	Failures int         `json:"failures"` // failures they count
-	Rejected []itemError `json:"rejected"`
+	Accepted  int         `json:"accepted"`  // items kept
+	Failures  int         `json:"failures"`  // failures they count
+	Successes int         `json:"successes"` // successes they count
+	Rejected  []itemError `json:"rejected"`
 }
 
 // idempotencyKey is what a client may send so that a retried request is
@@ -158,6 +160,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 		reports = append(reports, r)
 		resp.Accepted++
 		resp.Failures += r.Count
+		resp.Successes += r.Successes
 	}
 	if len(reports) == 0 {
 		return c.JSON(http.StatusBadRequest, resp)
@@ -175,11 +178,18 @@ func validItem(it ingestItem, appID string, now time.Time) (storage.Report, stri
 		return storage.Report{}, "app, function, at and error must be strings"
 	case it.Count.bad:
 		return storage.Report{}, "count must be a whole number"
+	case it.Successes.bad:
+		return storage.Report{}, "successes must be a whole number"
 	}
+	// An item is one failure unless it says otherwise; one that reports
+	// successes only counts no failure.
 	count := 1
 	if it.Count.set {
 		count = it.Count.v
+	} else if it.Successes.set {
+		count = 0
 	}
+	successes := it.Successes.v
 	at := now
 	if it.At.v != "" {
 		t, err := time.Parse(time.RFC3339Nano, it.At.v)
@@ -193,14 +203,18 @@ func validItem(it ingestItem, appID string, now time.Time) (storage.Report, stri
 		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App.v, appID)
 	case !trigger.ValidName(it.Function.v):
 		return storage.Report{}, "function must be a function name: a letter, then letters, digits, _ or -"
-	case count < 1 || count > 100_000:
-		return storage.Report{}, "count must be between 1 and 100000"
+	case count < 0 || count > 100_000 || (count == 0 && !it.Successes.set):
+		return storage.Report{}, "count must be between 1 and 100000 (or 0 with successes)"
+	case successes < 0 || successes > 1_000_000:
+		return storage.Report{}, "successes must be between 0 and 1000000"
+	case count == 0 && successes == 0:
+		return storage.Report{}, "the item counts nothing: give count or successes"
 	case at.Before(now.Add(-24 * time.Hour)):
 		return storage.Report{}, "at is more than 24 hours ago"
 	case at.After(now.Add(storage.MaxSkew)):
 		return storage.Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", storage.MaxSkew)
 	}
-	return storage.Report{App: appID, Function: it.Function.v, Second: at, Count: count, Sample: it.Error.v}, ""
+	return storage.Report{App: appID, Function: it.Function.v, Second: at, Count: count, Successes: successes, Sample: it.Error.v}, ""
 }
 
 // unavailable is the answer when storage cannot take the request: 503 with

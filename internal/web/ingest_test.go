@@ -223,3 +223,38 @@ func TestARetriedRequestWithTheSameIdempotencyKeyCountsOnce(t *testing.T) {
 	}
 	wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"Idempotency-Key": "has a space"}), http.StatusBadRequest)
 }
+
+// Successes travel in the same report; an item of successes alone counts
+// no failure; negative successes are refused by index.
+func TestIngestTakesSuccesses(t *testing.T) {
+	srv, _ := seeded(t)
+	r := postJSON(t, srv.URL, demo.Key, `{"failures": [
+		{"function": "ProcessOrders", "count": 3, "successes": 97},
+		{"function": "ProcessOrders", "successes": 50},
+		{"function": "ProcessOrders", "successes": -1},
+		{"function": "ProcessOrders", "count": 0}
+	]}`)
+	wantStatus(t, r, http.StatusAccepted)
+	var got struct {
+		Accepted, Failures, Successes int
+		Rejected                      []struct{ Index int }
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Accepted != 2 || got.Failures != 3 || got.Successes != 147 || len(got.Rejected) != 2 || got.Rejected[0].Index != 2 || got.Rejected[1].Index != 3 {
+		t.Errorf("answer %+v, want 2 accepted counting 3 failures and 147 successes, items 2 and 3 rejected", got)
+	}
+	now := srv.Clock.Now()
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Minute), now.Add(time.Minute), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures, successes := 0, 0
+	for _, row := range rows {
+		failures, successes = failures+row.Count, successes+row.Successes
+	}
+	if failures != 3 || successes != 147 {
+		t.Errorf("stored %d failures and %d successes, want 3 and 147", failures, successes)
+	}
+}

@@ -144,7 +144,7 @@ func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]cir
 		rows[i] = views.CircuitRow{
 			AppID: c.AppID, App: appName(apps, c.AppID), Function: c.Function, Href: circuitHref(c),
 			State: c.State.String(), Tone: stateTone(c.State),
-			Rule:  fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window)),
+			Rule:  c.RuleText(),
 			Count: counts[c.ID()].Counted, Threshold: c.Threshold,
 			ChangedAt: c.ChangedAt, Reason: c.Reason, Drift: c.Drift != "", Pending: c.Pending(),
 			Spark: spark[c.ID()],

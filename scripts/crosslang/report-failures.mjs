@@ -17,7 +17,7 @@ for (const [name, value] of Object.entries({ CONNECTION_STRING, TABLE, APP, FUNC
 const table = TableClient.fromConnectionString(CONNECTION_STRING, TABLE, { allowInsecureConnection: true });
 const writer = `node-${process.pid}-${Math.random().toString(36).slice(2, 10)}`;
 
-async function report(app, fn, when, runningTotal, sample) {
+async function report(app, fn, when, runningTotal, successes, sample) {
   const second = new Date(Math.floor(when.getTime() / 1000) * 1000);
   const iso = second.toISOString();
   const partitionKey = iso.slice(0, 16).replace(/[-T:]/g, "");
@@ -30,6 +30,7 @@ async function report(app, fn, when, runningTotal, sample) {
       Function: fn,
       Second: second,
       Count: { value: String(runningTotal), type: "Int32" },
+      Successes: { value: String(successes), type: "Int32" },
       Sample: sample,
     },
     "Replace",
@@ -46,7 +47,7 @@ for (let i = 2; i >= 0; i--) {
   left -= inSecond;
   const when = new Date(end.getTime() - i * 1000);
   const half = Math.floor(inSecond / 2);
-  if (half > 0) await report(APP, FUNCTION, when, half, "first flush");
-  await report(APP, FUNCTION, when, inSecond, "ECONNRESET talking to the inventory API");
+  if (half > 0) await report(APP, FUNCTION, when, half, 0, "first flush");
+  await report(APP, FUNCTION, when, inSecond, 0, "ECONNRESET talking to the inventory API");
 }
 console.log(`report-failures: wrote ${total} failures of ${APP}/${FUNCTION} as ${writer}`);

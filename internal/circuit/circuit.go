@@ -10,6 +10,7 @@ package circuit
 
 import (
 	"fmt"
+	"hash/fnv"
 	"strconv"
 	"time"
 )
@@ -85,6 +86,27 @@ type Policy struct {
 	// resumes once the cause is fixed.
 	AutoResume bool
 	Cooldown   time.Duration
+	// MaxCooldown caps the cooldown, which doubles with each consecutive
+	// trip (switching a trigger restarts the app: flapping is expensive).
+	// Zero means 16 × Cooldown.
+	MaxCooldown time.Duration
+}
+
+// CooldownFor is the cooldown after the streak-th consecutive trip:
+// Cooldown × 2^(streak−1), capped by MaxCooldown, and spread by up to
+// ±10 % by jitter in [-1, 1], so circuits that tripped together do not all
+// try again at the same moment.
+func (p Policy) CooldownFor(streak int, jitter float64) time.Duration {
+	capped := p.MaxCooldown
+	if capped <= 0 {
+		capped = 16 * p.Cooldown
+	}
+	d := p.Cooldown
+	for i := 1; i < streak && d < capped; i++ {
+		d *= 2
+	}
+	d = min(d, capped)
+	return d + time.Duration(float64(d)*0.1*max(-1, min(1, jitter)))
 }
 
 // Rule is how a closed circuit decides to trip. The zero Rule is the count
@@ -108,8 +130,12 @@ type Circuit struct {
 	Recipients []string      // who is mailed when it opens
 	Policy     Policy
 
-	State     State
-	Episode   int64 // bumped on every transition
+	State   State
+	Episode int64 // bumped on every transition
+	// Streak counts the evaluator's consecutive trips: it grows with each
+	// trip that comes within a window of the circuit closing (or from a
+	// failed trial), and starts again at 1 after a whole healthy window.
+	Streak    int
 	ChangedAt time.Time
 	Reason    string // why it last changed
 
@@ -145,6 +171,28 @@ func (c Circuit) ID() string { return c.AppID + "/" + c.Function }
 
 // Pending reports whether the trigger has yet to be set for this episode.
 func (c Circuit) Pending() bool { return c.AppliedEpisode != c.Episode }
+
+// jitter is a fraction in [-1, 1] fixed by the circuit and the episode:
+// the same on every instance and every tick, different between circuits.
+func (c Circuit) jitter() float64 {
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s|%s|%d", c.Incarnation, c.ID(), c.Episode)
+	return float64(h.Sum64()%2001)/1000 - 1
+}
+
+// Cooldown is how long this open episode waits before its trial.
+func (c Circuit) Cooldown() time.Duration {
+	return c.Policy.CooldownFor(max(c.Streak, 1), c.jitter())
+}
+
+// TrialAt is when an open circuit with AutoResume turns half-open; zero
+// when it does not, or while its trigger is not yet off.
+func (c Circuit) TrialAt() time.Time {
+	if c.State != Open || !c.Policy.AutoResume || c.Pending() {
+		return time.Time{}
+	}
+	return c.SwitchedAt().Add(c.Cooldown())
+}
 
 // Stuck reports whether the switch has failed to set the trigger for this
 // episode: the circuit page says why, and an operator may delete it.

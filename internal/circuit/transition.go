@@ -64,22 +64,51 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	switch c.State {
 	case Closed:
 		if Trips(c, n) {
-			return flip(c, Open, EvaluatorActor, n, now, tripReason(c, n, now))
+			// A trip within a window of closing continues the streak.
+			streak := 1
+			if now.Sub(c.ChangedAt) < c.Window && c.Streak > 0 {
+				streak = c.Streak + 1
+			}
+			next, f := flip(c, Open, EvaluatorActor, n, now, tripReason(c, n, now))
+			next.Streak = streak
+			return next, f
 		}
 	case Open:
-		if c.Policy.AutoResume && !c.Pending() && !now.Before(c.SwitchedAt().Add(c.Policy.Cooldown)) {
-			return flip(c, HalfOpen, EvaluatorActor, n, now,
-				fmt.Sprintf("cooldown of %s over: trigger on for a trial", shortDuration(c.Policy.Cooldown)))
+		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) {
+			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", shortDuration(c.Cooldown().Round(time.Second)))
+			if c.Streak > 1 {
+				reason = fmt.Sprintf("cooldown of %s over (trip %d in a row): trigger on for a trial", shortDuration(c.Cooldown().Round(time.Second)), c.Streak)
+			}
+			return flip(c, HalfOpen, EvaluatorActor, n, now, reason)
 		}
 	case HalfOpen:
 		if c.Pending() {
 			break
 		}
-		if n.Counted > 0 {
-			return flip(c, Open, EvaluatorActor, n, now,
-				fmt.Sprintf("failures resumed during the trial (%d since the trigger went on at %s)", n.Counted, clockTime(c.SwitchedAt())))
+		trialOver := !now.Before(c.SwitchedAt().Add(c.Window))
+		if c.Rule.Ratio > 0 {
+			// A ratio rule judges the trial by its calls: it fails when the
+			// rule fires, and passes only after a whole window with enough
+			// calls under it.
+			calls := n.Counted + n.Successes
+			switch {
+			case Trips(c, n):
+				next, f := flip(c, Open, EvaluatorActor, n, now, "the trial failed: "+tripReason(c, n, now))
+				next.Streak = c.Streak + 1
+				return next, f
+			case trialOver && calls >= c.Rule.MinCalls:
+				return flip(c, Closed, EvaluatorActor, n, now,
+					fmt.Sprintf("%d of %d calls failed in a whole window (%s) after the trigger went on, under the rule: recovered", n.Counted, calls, shortDuration(c.Window)))
+			}
+			break
 		}
-		if !now.Before(c.SwitchedAt().Add(c.Window)) {
+		if n.Counted > 0 {
+			next, f := flip(c, Open, EvaluatorActor, n, now,
+				fmt.Sprintf("failures resumed during the trial (%d since the trigger went on at %s)", n.Counted, clockTime(c.SwitchedAt())))
+			next.Streak = c.Streak + 1
+			return next, f
+		}
+		if trialOver {
 			return flip(c, Closed, EvaluatorActor, n, now,
 				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", shortDuration(c.Window)))
 		}

@@ -50,8 +50,8 @@ func TestEvaluate(t *testing.T) {
 		{"closed counts only since its last change", base(circuit.Closed), circuit.Counts{Window: 500, Counted: 100, Since: t0}, t0.Add(10 * time.Second), circuit.Closed, ""},
 		{"a trip after a resume says since when", base(circuit.Closed), circuit.Counts{Window: 500, Counted: 101, Since: t0}, t0.Add(10 * time.Second), circuit.Open, "101 failures since 09:00:00 UTC, within 30s (threshold 100)"},
 		{"open without auto-resume stays open", base(circuit.Open), circuit.Counts{}, t0.Add(24 * time.Hour), circuit.Open, ""},
-		{"auto-resume a nanosecond before the cooldown", auto(base(circuit.Open)), circuit.Counts{}, t0.Add(5*time.Minute - time.Nanosecond), circuit.Open, ""},
-		{"auto-resume at the cooldown goes half-open", auto(base(circuit.Open)), circuit.Counts{Window: 3}, t0.Add(5 * time.Minute), circuit.HalfOpen, "cooldown of 5m over"},
+		{"auto-resume a nanosecond before the cooldown", auto(base(circuit.Open)), circuit.Counts{}, auto(base(circuit.Open)).TrialAt().Add(-time.Nanosecond), circuit.Open, ""},
+		{"auto-resume at the cooldown goes half-open", auto(base(circuit.Open)), circuit.Counts{Window: 3}, auto(base(circuit.Open)).TrialAt(), circuit.HalfOpen, "cooldown of "},
 		{"the cooldown runs from when the trigger went off", auto(applied(base(circuit.Open), 20*time.Second)), circuit.Counts{}, t0.Add(5 * time.Minute), circuit.Open, ""},
 		{"no cooldown while the trigger is not yet off", auto(unapplied(base(circuit.Open))), circuit.Counts{}, t0.Add(time.Hour), circuit.Open, ""},
 		{"half-open trips at the first new failure", base(circuit.HalfOpen), circuit.Counts{Window: 40, Counted: 1, Since: t0}, t0.Add(time.Second), circuit.Open, "failures resumed during the trial (1 since the trigger went on at 09:00:00 UTC)"},
@@ -296,5 +296,71 @@ func TestRatioRulesAreValidated(t *testing.T) {
 	ok := circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: time.Minute, Rule: circuit.Rule{Ratio: 1, MinCalls: 1}}
 	if err := ok.Validate(app); err != nil {
 		t.Errorf("100 %% once 1 call: %v", err)
+	}
+}
+
+// The cooldown doubles with each trip in a row, up to its cap, spread by
+// at most ±10 %.
+func TestCooldownsGrowWithEachTripInARow(t *testing.T) {
+	p := circuit.Policy{AutoResume: true, Cooldown: time.Minute, MaxCooldown: 10 * time.Minute}
+	for streak, want := range map[int]time.Duration{1: time.Minute, 2: 2 * time.Minute, 3: 4 * time.Minute, 4: 8 * time.Minute, 5: 10 * time.Minute, 40: 10 * time.Minute} {
+		if got := p.CooldownFor(streak, 0); got != want {
+			t.Errorf("trip %d in a row: %s, want %s", streak, got, want)
+		}
+	}
+	if lo, hi := p.CooldownFor(3, -1), p.CooldownFor(3, 1); lo != 216*time.Second || hi != 264*time.Second {
+		t.Errorf("jitter bounds of 4m: %s and %s, want 3m36s and 4m24s", lo, hi)
+	}
+	if got := (circuit.Policy{Cooldown: time.Minute}).CooldownFor(10, 0); got != 16*time.Minute {
+		t.Errorf("default cap: %s, want 16 × the cooldown", got)
+	}
+	// A circuit's own jitter is fixed, and within the bounds.
+	c := base(circuit.Open)
+	c.Policy, c.Streak = p, 3
+	if c.Cooldown() != c.Cooldown() || c.Cooldown() < 216*time.Second || c.Cooldown() > 264*time.Second {
+		t.Errorf("circuit cooldown %s, want a fixed value in [3m36s, 4m24s]", c.Cooldown())
+	}
+	if _, f := circuit.Evaluate(c, circuit.Counts{}, c.SwitchedAt().Add(216*time.Second-time.Nanosecond)); f != nil {
+		t.Errorf("the third trip's trial came before 90 %% of 4m: %q", f.Reason)
+	}
+	if _, f := circuit.Evaluate(c, circuit.Counts{}, c.SwitchedAt().Add(264*time.Second)); f == nil || !strings.Contains(f.Reason, "trip 3 in a row") {
+		t.Errorf("the third trip's trial did not come by 110 %% of 4m: %+v", f)
+	}
+}
+
+// A trip within a window of closing continues the streak; one after a
+// whole healthy window starts it again; a failed trial adds to it.
+func TestTheStreakOfTrips(t *testing.T) {
+	closed := base(circuit.Closed)
+	closed.Streak = 2
+	soon, _ := circuit.Evaluate(closed, circuit.Counts{Counted: 101, Since: t0}, t0.Add(10*time.Second))
+	later, _ := circuit.Evaluate(closed, circuit.Counts{Counted: 101, Since: t0}, t0.Add(30*time.Second))
+	if soon.Streak != 3 || later.Streak != 1 {
+		t.Errorf("streak after a trip 10 s after closing: %d (want 3); a whole window after: %d (want 1)", soon.Streak, later.Streak)
+	}
+	trial := base(circuit.HalfOpen)
+	trial.Streak = 3
+	if failed, f := circuit.Evaluate(trial, circuit.Counts{Counted: 1, Since: t0}, t0.Add(time.Second)); f == nil || failed.Streak != 4 {
+		t.Errorf("a failed trial: streak %d, want 4", failed.Streak)
+	}
+}
+
+// A ratio circuit's trial passes only after a whole window with enough
+// calls under the rule.
+func TestARatioTrialNeedsItsCalls(t *testing.T) {
+	c := base(circuit.HalfOpen)
+	c.Rule = circuit.Rule{Ratio: 0.5, MinCalls: 100}
+	end := t0.Add(30 * time.Second)
+	if _, f := circuit.Evaluate(c, circuit.Counts{Counted: 10, Successes: 80, Since: t0}, end); f != nil {
+		t.Errorf("90 calls, fewer than 100, ended the trial: %q", f.Reason)
+	}
+	if got, f := circuit.Evaluate(c, circuit.Counts{Counted: 10, Successes: 90, Since: t0}, end); f == nil || got.State != circuit.Closed {
+		t.Errorf("100 calls with 10 %% failed over a whole window did not close: %+v", f)
+	}
+	if got, f := circuit.Evaluate(c, circuit.Counts{Counted: 60, Successes: 40, Since: t0}, t0.Add(5*time.Second)); f == nil || got.State != circuit.Open {
+		t.Errorf("60 of 100 calls failed during the trial did not reopen: %+v", f)
+	}
+	if _, f := circuit.Evaluate(c, circuit.Counts{Counted: 3, Successes: 40, Since: t0}, t0.Add(5*time.Second)); f != nil {
+		t.Errorf("a few failures under the rule ended a ratio trial: %q", f.Reason)
 	}
 }

@@ -107,6 +107,12 @@ func (c Circuit) Validate(app *App) error {
 		case c.Policy.Cooldown > MaxCooldown:
 			add("cooldown", "must be at most %s", shortDuration(MaxCooldown))
 		}
+		switch {
+		case c.Policy.MaxCooldown != 0 && c.Policy.MaxCooldown < c.Policy.Cooldown:
+			add("max_cooldown", "must be at least the cooldown (%s): the cooldown doubles with each trip in a row up to this cap", shortDuration(c.Policy.Cooldown))
+		case c.Policy.MaxCooldown > MaxCooldown:
+			add("max_cooldown", "must be at most %s", shortDuration(MaxCooldown))
+		}
 	}
 	if len(v) > 0 {
 		return v

@@ -49,29 +49,31 @@ func flipKey(function string, episode int64) string {
 }
 
 type circuitRow struct {
-	tablestore.Meta         // PartitionKey: app id; RowKey: "c|" + function
-	Function        string  // as given, for readers that do not parse keys
-	Threshold       int32   // failures
-	WindowSeconds   int32   // length of the rolling window
-	FailureRatio    float64 // optional: trip on this share of failed calls instead of a count
-	MinCalls        int32   // with FailureRatio: calls in the window before it is weighed
-	Recipients      string  // comma-separated addresses
-	AutoResume      bool
-	CooldownSeconds int32
-	State           string // closed, open, half-open, forced-open
-	Episode         int64
-	ChangedAt       time.Time
-	Reason          string
-	AppliedEpisode  int64
-	AppliedAt       time.Time // when the trigger was set for AppliedEpisode
-	ApplyError      string    // why the trigger could not be set for Episode
-	ApplyRetryAt    time.Time
-	ApplyAttempts   int32
-	Drift           string
-	DriftSince      time.Time
-	Incarnation     string // random, set at creation: tells a re-created circuit from the deleted one
-	FenceLease      string // the lease under which the state was last written
-	FenceGeneration int64  // and its generation: older generations are refused
+	tablestore.Meta            // PartitionKey: app id; RowKey: "c|" + function
+	Function           string  // as given, for readers that do not parse keys
+	Threshold          int32   // failures
+	WindowSeconds      int32   // length of the rolling window
+	FailureRatio       float64 // optional: trip on this share of failed calls instead of a count
+	MinCalls           int32   // with FailureRatio: calls in the window before it is weighed
+	Recipients         string  // comma-separated addresses
+	AutoResume         bool
+	CooldownSeconds    int32
+	MaxCooldownSeconds int32  // cap of the doubling cooldown; 0: 16 × the cooldown
+	State              string // closed, open, half-open, forced-open
+	Episode            int64
+	Streak             int32 // the evaluator's consecutive trips
+	ChangedAt          time.Time
+	Reason             string
+	AppliedEpisode     int64
+	AppliedAt          time.Time // when the trigger was set for AppliedEpisode
+	ApplyError         string    // why the trigger could not be set for Episode
+	ApplyRetryAt       time.Time
+	ApplyAttempts      int32
+	Drift              string
+	DriftSince         time.Time
+	Incarnation        string // random, set at creation: tells a re-created circuit from the deleted one
+	FenceLease         string // the lease under which the state was last written
+	FenceGeneration    int64  // and its generation: older generations are refused
 }
 
 func (r circuitRow) toCircuit() (circuit.Circuit, error) {
@@ -96,7 +98,8 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
-		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second},
+		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
+		Streak: int(r.Streak),
 		State:  st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
@@ -107,6 +110,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 // setState copies a circuit's state fields into the row.
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
+	r.Streak = int32(c.Streak)
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 }
@@ -118,6 +122,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.FailureRatio, r.MinCalls = c.Rule.Ratio, int32(c.Rule.MinCalls)
 	r.Recipients = strings.Join(c.Recipients, ",")
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
+	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 }
 
 // List returns every circuit, ordered by app then function.

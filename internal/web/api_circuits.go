@@ -29,6 +29,8 @@ type circuitJSON struct {
 	Recipients      []string   `json:"recipients"`
 	AutoResume      bool       `json:"auto_resume"`
 	CooldownSeconds int        `json:"cooldown_seconds"`
+	Streak          int        `json:"trips_in_a_row"`
+	TrialAt         *time.Time `json:"next_trial_at,omitempty"`
 	ChangedAt       time.Time  `json:"changed_at"`
 	Reason          string     `json:"reason"`
 	Applying        bool       `json:"applying"`
@@ -69,6 +71,10 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	}
 	if c.ApplyError != "" {
 		j.ApplyRetryAt = &c.ApplyRetryAt
+	}
+	j.Streak = c.Streak
+	if at := c.TrialAt(); !at.IsZero() {
+		j.TrialAt = &at
 	}
 	return j
 }
@@ -127,12 +133,13 @@ type settingsJSON struct {
 	Recipients      []string `json:"recipients"`
 	AutoResume      bool     `json:"auto_resume"`
 	CooldownSeconds int      `json:"cooldown_seconds"`
+	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
 }
 
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients,
 		Rule:   circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls},
-		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second}}
+		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
 
 func bindSettings(c echo.Context) (settingsJSON, error) {

@@ -56,6 +56,9 @@ func (s *Server) circuitEdit(c echo.Context) error {
 	if ci.Policy.Cooldown > 0 {
 		m.Cooldown = shortDuration(ci.Policy.Cooldown)
 	}
+	if ci.Policy.MaxCooldown > 0 {
+		m.MaxCooldown = shortDuration(ci.Policy.MaxCooldown)
+	}
 	m.CanDelete = (ci.State == circuit.Closed && !ci.Pending()) || ci.Stuck()
 	return s.renderCircuitForm(c, http.StatusOK, m)
 }
@@ -137,7 +140,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
 		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")),
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), AutoResume: c.FormValue("auto_resume") == "on",
-		Cooldown: strings.TrimSpace(c.FormValue("cooldown")),
+		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 	}
 }
 
@@ -182,6 +185,13 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 			problems["cooldown"] = "must be a duration such as 5m"
 		}
 		set.Policy.Cooldown = cd
+		if m.MaxCooldown != "" {
+			mc, err := time.ParseDuration(m.MaxCooldown)
+			if err != nil {
+				problems["max_cooldown"] = "must be a duration such as 1h, or empty for 16 × the cooldown"
+			}
+			set.Policy.MaxCooldown = mc
+		}
 	}
 	if len(problems) == 0 {
 		return set, nil

@@ -57,7 +57,15 @@ func (s *Server) circuitShow(c echo.Context) error {
 		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: shortDuration(ci.Window), DayBars: dayBars(day, now),
 	}
 	if ci.Policy.AutoResume {
-		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open); trips again at the first failure", shortDuration(ci.Policy.Cooldown))
+		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
+			shortDuration(ci.Policy.Cooldown), shortDuration(ci.Policy.CooldownFor(64, 0)))
+		if ci.Rule.Ratio > 0 {
+			m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; the trial passes after a whole window of at least %d calls under the rule",
+				shortDuration(ci.Policy.Cooldown), shortDuration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
+		}
+		if at := ci.TrialAt(); !at.IsZero() {
+			m.Policy += fmt.Sprintf(". Next trial: %s (trip %d in a row, cooldown %s)", at.UTC().Format("Mon 2 Jan 15:04:05 MST"), max(ci.Streak, 1), shortDuration(ci.Cooldown().Round(time.Second)))
+		}
 	}
 	for _, f := range flips {
 		m.Flips = append(m.Flips, views.FlipRow{Episode: f.Episode, From: f.From.String(), To: f.To.String(), ToTone: stateTone(f.To),

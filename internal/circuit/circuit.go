@@ -129,6 +129,10 @@ type Circuit struct {
 	Rule       Rule          // or on a failure ratio, when Rule.Ratio is set
 	Recipients []string      // who is mailed when it opens
 	Policy     Policy
+	// Shadow disarms the switch: the circuit counts, changes state, logs
+	// and alerts what it would do, but never moves the trigger. For
+	// rolling out a new circuit safely.
+	Shadow bool
 
 	State   State
 	Episode int64 // bumped on every transition

@@ -420,12 +420,25 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 }
 
 // apply switches one app's lagging triggers in one call and records the
-// outcome on each circuit.
+// outcome on each circuit. Circuits in shadow mode are recorded as applied
+// without a switch: their trigger stays as it is.
 func (e *Evaluator) apply(ctx context.Context, f lease.Fence, app App, due []Circuit) {
 	off := make(map[string]bool, len(due))
+	var armed []Circuit
 	for _, c := range due {
+		if c.Shadow {
+			if err := e.store.MarkApplied(ctx, f, c.AppID, c.Function, c.Episode, e.s.Clock.Now()); err != nil {
+				e.s.Logger.Warn("could not record a shadow circuit's episode", "circuit", c.ID(), "error", err)
+			}
+			continue
+		}
 		off[c.Function] = c.State.TriggerOff()
+		armed = append(armed, c)
 	}
+	if len(armed) == 0 {
+		return
+	}
+	due = armed
 	callCtx, cancel := context.WithTimeout(ctx, e.s.ApplyTimeout)
 	started := e.s.Clock.Now()
 	err := e.sw.Apply(callCtx, app, off)
@@ -490,8 +503,8 @@ func (e *Evaluator) checkDrift(ctx context.Context, f lease.Fence, app App, circ
 	var errs []error
 	now := e.s.Clock.Now()
 	for _, c := range circuits {
-		if c.Pending() {
-			continue // not applied yet: not drift
+		if c.Pending() || c.Shadow {
+			continue // not applied yet, or never switched: not drift
 		}
 		drift := DriftOf(c, disabled[c.Function])
 		if drift == c.Drift {

@@ -538,3 +538,45 @@ func TestARatioCircuitMixesOldAndNewRows(t *testing.T) {
 		t.Errorf("61 of 121 calls: %s %q", c.State, c.Reason)
 	}
 }
+
+// In shadow mode a circuit trips, logs and alerts as it would, but its
+// trigger stays on; arming it, an audited operator action, switches the
+// trigger to follow the circuit.
+func TestAShadowCircuitNeverMovesTheTriggerUntilArmed(t *testing.T) {
+	r := newRig(t)
+	if err := r.store.Service.CreateTable(t.Context(), storage.TableAudit); err != nil {
+		t.Fatal(err)
+	}
+	c := r.circuit()
+	c.Shadow = true
+	if err := r.store.Circuits.Put(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	r.fail("instance-a", 101, 0)
+	r.tick()
+	c = r.circuit()
+	if c.State != circuit.Open || c.Pending() || !strings.HasPrefix(c.Reason, "shadow mode, trigger left as it is: 101 failures") {
+		t.Fatalf("shadow trip: %s pending %v %q", c.State, c.Pending(), c.Reason)
+	}
+	if r.disabled() {
+		t.Fatal("a shadow circuit switched the trigger off")
+	}
+	r.clock.Advance(10 * time.Second) // a drift check: the trigger on while open is no drift in shadow mode
+	r.tick()
+	if c := r.circuit(); c.Drift != "" {
+		t.Errorf("shadow circuit reported drift %q", c.Drift)
+	}
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, r.store.Audit, r.clock.Now)
+	if _, err := svc.Update(t.Context(), "orders", "Process", circuit.Settings{Threshold: 100, Window: 30 * time.Second}, "olivia"); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	r.tick()
+	if !r.disabled() {
+		t.Error("arming the open circuit did not switch the trigger off")
+	}
+	entries, err := r.store.Audit.Recent(t.Context(), r.clock.Now(), 5)
+	if err != nil || len(entries) == 0 || entries[0].Action != "armed circuit" || entries[0].Actor != "olivia" {
+		t.Errorf("audit = %+v (err %v), want olivia's armed circuit", entries, err)
+	}
+}

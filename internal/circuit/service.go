@@ -171,10 +171,11 @@ type Settings struct {
 	Rule       Rule
 	Recipients []string
 	Policy     Policy
+	Shadow     bool
 }
 
 func (s Settings) apply(c Circuit) Circuit {
-	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy
+	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
 	return c
 }
 
@@ -212,6 +213,9 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		if err := next.Validate(app); err != nil {
 			return next, err
 		}
+		// Arming a circuit in shadow makes its trigger follow its state
+		// now: the evaluator applies the current episode again.
+		arming := cur.Shadow && !next.Shadow
 		err = s.store.UpdateSettings(ctx, next)
 		if isConflict(err) {
 			continue
@@ -219,7 +223,17 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		if err != nil {
 			return Circuit{}, err
 		}
-		return next, s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "changed circuit", Target: next.ID(), Detail: describe(next)})
+		action := "changed circuit"
+		switch {
+		case arming:
+			action = "armed circuit"
+			if err := s.store.Reapply(ctx, appID, function); err != nil {
+				return next, err
+			}
+		case !cur.Shadow && next.Shadow:
+			action = "disarmed circuit"
+		}
+		return next, s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: action, Target: next.ID(), Detail: describe(next)})
 	}
 	return Circuit{}, ErrConflictRetries
 }
@@ -276,6 +290,9 @@ func describe(c Circuit) string {
 	}
 	if len(c.Recipients) > 0 {
 		d += "; mails " + strings.Join(c.Recipients, ", ")
+	}
+	if c.Shadow {
+		d += "; shadow mode: never switches the trigger"
 	}
 	return d
 }

@@ -189,6 +189,9 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 }
 
 func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason string) (Circuit, *Flip) {
+	if c.Shadow && actor == EvaluatorActor {
+		reason = "shadow mode, trigger left as it is: " + reason
+	}
 	f := &Flip{Episode: c.Episode + 1, From: c.State, To: to, At: now, Actor: actor,
 		Count: n.Counted, Calls: n.Counted + n.Successes, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason, TraceParent: n.TraceParent}
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason

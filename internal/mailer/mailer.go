@@ -51,6 +51,11 @@ func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App)
 		subject = fmt.Sprintf("[Fusebox] %s / %s resumed", name, ci.Function)
 		model.Heading = ci.Function + " runs again"
 		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	case ci.Shadow:
+		// Shadow mode: what the circuit would have done, for information.
+		subject = fmt.Sprintf("[Fusebox] %s / %s would have been switched off (shadow mode)", name, ci.Function)
+		model.Heading = ci.Function + " would have been switched off"
+		model.Intro = fmt.Sprintf("The circuit of %s in %s is in shadow mode: it would have switched the trigger off because %s. The trigger was left on. Arm the circuit in Fusebox to let it act.", ci.Function, name, ci.Reason)
 	case ci.State == circuit.ForcedOpen:
 		// A trip by hand is deliberate: the mail informs, and only an
 		// operator signed in to Fusebox undoes it, so it carries no link.

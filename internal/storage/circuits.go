@@ -57,6 +57,7 @@ type circuitRow struct {
 	MinCalls           int32   // with FailureRatio: calls in the window before it is weighed
 	Recipients         string  // comma-separated addresses
 	AutoResume         bool
+	Shadow             bool // the switch is disarmed: state and alerts only
 	CooldownSeconds    int32
 	MaxCooldownSeconds int32  // cap of the doubling cooldown; 0: 16 × the cooldown
 	State              string // closed, open, half-open, forced-open
@@ -99,8 +100,8 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
-		Streak: int(r.Streak),
-		State:  st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
+		Streak: int(r.Streak), Shadow: r.Shadow,
+		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
 		Incarnation: r.Incarnation, Version: string(r.ETag),
@@ -123,6 +124,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Recipients = strings.Join(c.Recipients, ",")
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
+	r.Shadow = c.Shadow
 }
 
 // List returns every circuit, ordered by app then function.

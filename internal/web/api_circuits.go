@@ -30,6 +30,7 @@ type circuitJSON struct {
 	AutoResume      bool       `json:"auto_resume"`
 	CooldownSeconds int        `json:"cooldown_seconds"`
 	Streak          int        `json:"trips_in_a_row"`
+	Shadow          bool       `json:"shadow"`
 	TrialAt         *time.Time `json:"next_trial_at,omitempty"`
 	ChangedAt       time.Time  `json:"changed_at"`
 	Reason          string     `json:"reason"`
@@ -72,7 +73,7 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	if c.ApplyError != "" {
 		j.ApplyRetryAt = &c.ApplyRetryAt
 	}
-	j.Streak = c.Streak
+	j.Streak, j.Shadow = c.Streak, c.Shadow
 	if at := c.TrialAt(); !at.IsZero() {
 		j.TrialAt = &at
 	}
@@ -134,11 +135,12 @@ type settingsJSON struct {
 	AutoResume      bool     `json:"auto_resume"`
 	CooldownSeconds int      `json:"cooldown_seconds"`
 	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
+	Shadow          bool     `json:"shadow"`
 }
 
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients,
-		Rule:   circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls},
+		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
 

@@ -49,7 +49,7 @@ func (s *Server) circuitEdit(c echo.Context) error {
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
 		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
-		Rule: "count", Ratio: "50", MinCalls: "100", Preview: ci.RuleText()}
+		Rule: "count", Ratio: "50", MinCalls: "100", Preview: ci.RuleText(), Shadow: ci.Shadow}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -139,7 +139,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
 		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")),
-		Recipients: strings.TrimSpace(c.FormValue("recipients")), AutoResume: c.FormValue("auto_resume") == "on",
+		Recipients: strings.TrimSpace(c.FormValue("recipients")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 	}
 }
@@ -178,7 +178,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 			set.Recipients = append(set.Recipients, r)
 		}
 	}
-	set.Policy.AutoResume = m.AutoResume
+	set.Policy.AutoResume, set.Shadow = m.AutoResume, m.Shadow
 	if m.AutoResume {
 		cd, err := time.ParseDuration(m.Cooldown)
 		if err != nil {

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -42,6 +43,10 @@ type Options struct {
 	OnError func(error)
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
+	// Instance names this instance on the circuit page, so operators see
+	// whether one instance fails or all. Default: WEBSITE_INSTANCE_ID (set
+	// by App Service and Functions), else the host name.
+	Instance string
 }
 
 // Reporter adds up failures and sends them.
@@ -83,6 +88,15 @@ func New(o Options) (*Reporter, error) {
 	}
 	if o.Now == nil {
 		o.Now = time.Now
+	}
+	if o.Instance == "" {
+		o.Instance = os.Getenv("WEBSITE_INSTANCE_ID")
+		if len(o.Instance) > 12 {
+			o.Instance = o.Instance[:12] // the host's ids are 64 hex digits; the start tells them apart
+		}
+	}
+	if o.Instance == "" {
+		o.Instance, _ = os.Hostname()
 	}
 	o.URL = strings.TrimRight(o.URL, "/")
 	return &Reporter{o: o, pending: map[key]*entry{}}, nil
@@ -246,6 +260,9 @@ func (r *Reporter) send(ctx context.Context, items []item) (retry bool, err erro
 	}
 	req.Header.Set("Authorization", "Bearer "+r.o.Key)
 	req.Header.Set("Content-Type", "application/json")
+	if r.o.Instance != "" {
+		req.Header.Set("X-Fusebox-Instance", r.o.Instance)
+	}
 	resp, err := r.o.HTTPClient.Do(req)
 	if err != nil {
 		return true, fmt.Errorf("client: send failures: %w", err)

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sort"
 	"sync"
 	"time"
 
@@ -24,6 +25,48 @@ type FailureRow struct {
 	Modified  time.Time // when storage last changed the row (its clock)
 	// TraceParent is the W3C traceparent of the report that wrote it, if any.
 	TraceParent string
+	// Source is the instance that reported the failures: the writer's
+	// own id for rows written to the table, the instance a client named
+	// for HTTP reports.
+	Source string
+}
+
+// SourceCount is one instance's share of a circuit's window.
+type SourceCount struct {
+	Source              string
+	Failures, Successes int
+}
+
+// BySource breaks a circuit's failures in (from, to] down by the instance
+// that reported them, most failures first, at most limit of them.
+func BySource(rows []FailureRow, circuitID string, from, to time.Time, limit int) []SourceCount {
+	sums := map[string]*SourceCount{}
+	for _, r := range rows {
+		if r.Circuit != circuitID || !r.Second.After(from) || r.Second.After(to) {
+			continue
+		}
+		s := sums[r.Source]
+		if s == nil {
+			s = &SourceCount{Source: r.Source}
+			sums[r.Source] = s
+		}
+		s.Failures += r.Count
+		s.Successes += r.Successes
+	}
+	out := make([]SourceCount, 0, len(sums))
+	for _, s := range sums {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Failures != out[j].Failures {
+			return out[i].Failures > out[j].Failures
+		}
+		return out[i].Source < out[j].Source
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
 }
 
 // Rejection is a stored row that could not be read as a failure count.

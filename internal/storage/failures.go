@@ -106,6 +106,7 @@ type failureRow struct {
 	Successes       int32     // optional: successes in that second from this writer (its running total)
 	Sample          string    // optional: one error message, for people
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
+	Instance        string    // optional: the instance that reported them (HTTP reports); else the writer is
 }
 
 // Report is a count of failures of one function in one second.
@@ -116,6 +117,7 @@ type Report struct {
 	Successes     int       // successes, for ratio rules; 0 when not reported
 	Sample        string
 	TraceParent   string // of the report, so the trip it causes joins its trace
+	Instance      string // the instance that reported them, as the client named it
 }
 
 // Record writes reports from one writer: counts for the same function and
@@ -148,6 +150,9 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		}
 		if r.TraceParent != "" && len(r.TraceParent) <= 64 {
 			row.TraceParent = r.TraceParent
+		}
+		if r.Instance != "" {
+			row.Instance = truncate(r.Instance, 100)
 		}
 	}
 	byPartition := map[string][]*failureRow{}
@@ -213,7 +218,12 @@ func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time
 		if row.Second.Before(from) || row.Second.After(to) {
 			continue
 		}
-		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes), Modified: row.Timestamp, TraceParent: row.TraceParent})
+		source := row.Instance
+		if source == "" {
+			source = row.RowKey[strings.LastIndexByte(row.RowKey, '|')+1:]
+		}
+		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
+			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source})
 	}
 	return out, rejected, nil
 }

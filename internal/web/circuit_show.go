@@ -56,6 +56,9 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: shortDuration(ci.Window), DayBars: dayBars(day, now),
 	}
+	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
+		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
+	}
 	if ci.Policy.AutoResume {
 		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
 			shortDuration(ci.Policy.Cooldown), shortDuration(ci.Policy.CooldownFor(64, 0)))

@@ -124,6 +124,11 @@ func (s *Server) failureIngest(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("At most %d items per request.", ingestMaxItems))
 	}
 
+	// The instance is for people (which instance fails?), never a key.
+	instance := c.Request().Header.Get("X-Fusebox-Instance")
+	if len(instance) > 100 || strings.ContainsFunc(instance, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+		return echo.NewHTTPError(http.StatusBadRequest, "X-Fusebox-Instance must be at most 100 printable characters, such as the WEBSITE_INSTANCE_ID.")
+	}
 	now := s.Now()
 	// The writer id is Fusebox's own, one per request, so two requests
 	// never replace each other's rows; with an Idempotency-Key it is derived
@@ -157,6 +162,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 			continue
 		}
 		r.TraceParent = telemetry.TraceParent(c.Request().Context())
+		r.Instance = instance
 		reports = append(reports, r)
 		resp.Accepted++
 		resp.Failures += r.Count

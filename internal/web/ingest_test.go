@@ -3,6 +3,8 @@ package web_test
 import (
 	"encoding/json"
 	"net/http"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +258,33 @@ func TestIngestTakesSuccesses(t *testing.T) {
 	}
 	if failures != 3 || successes != 147 {
 		t.Errorf("stored %d failures and %d successes, want 3 and 147", failures, successes)
+	}
+}
+
+// The circuit page breaks the window's failures down by instance: the one
+// a client names for HTTP reports, the writer for rows written directly.
+func TestTheCircuitPageShowsWhichInstanceFails(t *testing.T) {
+	srv, _ := seeded(t)
+	for _, inst := range []string{"a1b2c3d4e5f6", "a1b2c3d4e5f6", "0f9e8d7c6b5a"} {
+		n := map[string]int{"a1b2c3d4e5f6": 30, "0f9e8d7c6b5a": 2}[inst]
+		body := `{"failures": [{"function": "ProcessOrders", "count": ` + strconv.Itoa(n) + `, "successes": 5}]}`
+		wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"X-Fusebox-Instance": inst}), http.StatusAccepted)
+	}
+	if err := srv.App.Store.Failures.Record(t.Context(), "node-4242", []storage.Report{{App: demo.AppID, Function: "ProcessOrders", Second: srv.Clock.Now(), Count: 7}}); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders")
+	wantStatus(t, page, http.StatusOK)
+	table := page.body[strings.Index(page.body, `data-testid="sources"`):]
+	table = table[:strings.Index(table, "</table>")]
+	rows := regexp.MustCompile(`<code>([^<]+)</code></td><td>(\d+)</td><td>(\d+)</td>`).FindAllStringSubmatch(table, -1)
+	var got []string
+	for _, r := range rows {
+		got = append(got, r[1]+" "+r[2]+" "+r[3])
+	}
+	if want := []string{"a1b2c3d4e5f6 60 10", "node-4242 7 0", "0f9e8d7c6b5a 2 5"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("by instance = %v, want %v", got, want)
 	}
 }

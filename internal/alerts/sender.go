@@ -26,6 +26,7 @@ const (
 const (
 	KindOpened  = "opened"
 	KindResumed = "resumed"
+	KindHeld    = "held" // a trip the app's guardrail held
 )
 
 // Message is one mail to one recipient about one episode of one circuit.
@@ -213,6 +214,8 @@ func Owed(c circuit.Circuit, now time.Time, remindEvery time.Duration, maxRemind
 				kinds = append(kinds, fmt.Sprintf("reminder-%d", n))
 			}
 		}
+	case c.Held && now.Sub(c.ChangedAt) <= within:
+		kinds = append(kinds, KindHeld)
 	case c.State == circuit.Closed && now.Sub(c.ChangedAt) <= within:
 		kinds = append(kinds, KindResumed)
 	}

@@ -181,3 +181,13 @@ func TestMailForAnEndedEpisodeIsNotSent(t *testing.T) {
 		t.Errorf("%d mails, want the 2 resumed mails", n)
 	}
 }
+
+// A trip the guardrail held is mailed as such, not as a resume.
+func TestAHeldTripIsMailedAsHeld(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	c := circuit.Circuit{AppID: "orders", Function: "Import", State: circuit.Closed, Held: true, Episode: 2, ChangedAt: now, Recipients: []string{"ops@example.com"}}
+	owed := alerts.Owed(c, now, 4*time.Hour, 3, 24*time.Hour)
+	if len(owed) != 1 || owed[0].Kind != alerts.KindHeld {
+		t.Errorf("owed = %+v, want one held mail", owed)
+	}
+}

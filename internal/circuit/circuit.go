@@ -74,9 +74,36 @@ type App struct {
 	Switch         SwitchKind
 	LocalSettings  string // path of local.settings.json, for SwitchLocal
 	Linux          bool   // Linux plans reject app setting names with '-'
+	// Guardrail bounds how many of the app's circuits the evaluator may
+	// have switched off at once; trips beyond it are held for a person.
+	Guardrail Guardrail
 	// APIKeyHash is the SHA-256 (hex) of the key functions of this app use
 	// to report failures over HTTP. The key itself is never stored.
 	APIKeyHash string
+}
+
+// Guardrail is a per-app limit on automatic trips: at most MaxOff circuits,
+// and at most MaxShare of the app's circuits, off at once. Zero fields set
+// no limit. One bad deploy then cannot switch off a whole app without a
+// person deciding.
+type Guardrail struct {
+	MaxOff   int
+	MaxShare float64 // in (0, 1]
+}
+
+// Limit is how many of total circuits may be off, or -1 for no limit.
+func (g Guardrail) Limit(total int) int {
+	limit := -1
+	if g.MaxOff > 0 {
+		limit = g.MaxOff
+	}
+	if g.MaxShare > 0 {
+		byShare := int(g.MaxShare * float64(total))
+		if limit < 0 || byShare < limit {
+			limit = byShare
+		}
+	}
+	return limit
 }
 
 // Policy says how an open circuit closes again.
@@ -142,6 +169,10 @@ type Circuit struct {
 	Streak    int
 	ChangedAt time.Time
 	Reason    string // why it last changed
+	// Held says the last change was a trip the app's guardrail held: the
+	// circuit stays closed, the flip log and the alert say what it would
+	// have done.
+	Held bool
 
 	// AppliedEpisode is the episode whose trigger setting a switch last
 	// applied, at AppliedAt. While it lags Episode, the evaluator has work

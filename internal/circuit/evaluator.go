@@ -250,11 +250,26 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 	e.countTransitionsByOthers(ctx, circuits)
 
 	var errs []error
+	off, total := map[string]int{}, map[string]int{} // per app: circuits off, circuits
+	for _, c := range circuits {
+		total[c.AppID]++
+		if c.State.TriggerOff() && !c.Shadow {
+			off[c.AppID]++
+		}
+	}
 	byApp := map[string][]Circuit{} // each app's circuits as they now stand
 	settled := make([]Circuit, 0, len(circuits))
 	traced := map[string]context.Context{} // trace of each transition this tick, for its switch call
 	for _, c := range circuits {
 		next, fl := Evaluate(c, counts[c.ID()], now)
+		if fl != nil && fl.To.TriggerOff() && !fl.From.TriggerOff() && !c.Shadow {
+			if limit := appByID[c.AppID].Guardrail.Limit(total[c.AppID]); limit >= 0 && off[c.AppID]+1 > limit {
+				held, hf := Hold(c, *fl, off[c.AppID], limit)
+				next, fl = held, &hf
+			} else {
+				off[c.AppID]++
+			}
+		}
 		if fl != nil {
 			if err := e.store.Transition(ctx, f, next, *fl); err != nil {
 				if errors.Is(err, lease.ErrFenced) {

@@ -580,3 +580,66 @@ func TestAShadowCircuitNeverMovesTheTriggerUntilArmed(t *testing.T) {
 		t.Errorf("audit = %+v (err %v), want olivia's armed circuit", entries, err)
 	}
 }
+
+// The app's guardrail lets the evaluator switch off at most so many of its
+// circuits; the next trip is held: logged as what it would have been, the
+// trigger left on, and not held again for the same failures.
+func TestTheGuardrailHoldsTheTripBeyondItsLimit(t *testing.T) {
+	r := newRig(t)
+	if err := r.store.Apps.Put(t.Context(), circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: r.settings, Guardrail: circuit.Guardrail{MaxOff: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	r.fail("instance-a", 101, 0)
+	r.tick()
+	if err := r.store.Failures.Record(t.Context(), "w", []storage.Report{{App: "orders", Function: "Import", Second: r.clock.Now(), Count: 150}}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Open {
+		t.Fatalf("the first trip was held: %s", c.State)
+	}
+	imp, err := r.store.Circuits.Get(t.Context(), "orders", "Import")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if imp.State != circuit.Closed || !imp.Held || !strings.HasPrefix(imp.Reason, "held by guardrail (1 of the app's circuits already off, at most 1): would have tripped: 150 failures") {
+		t.Fatalf("the second trip: %s held %v %q", imp.State, imp.Held, imp.Reason)
+	}
+	if off, _ := localswitch.Disabled(r.settings, "Import"); off {
+		t.Error("the held circuit's trigger was switched off")
+	}
+	episode := imp.Episode
+	for range 3 {
+		r.clock.Advance(time.Second)
+		r.tick()
+	}
+	if again, _ := r.store.Circuits.Get(t.Context(), "orders", "Import"); again.Episode != episode {
+		t.Errorf("the same failures were held again: episode %d, want %d", again.Episode, episode)
+	}
+}
+
+func TestGuardrailLimits(t *testing.T) {
+	for _, tc := range []struct {
+		g     circuit.Guardrail
+		total int
+		want  int
+	}{
+		{circuit.Guardrail{}, 10, -1},
+		{circuit.Guardrail{MaxOff: 3}, 10, 3},
+		{circuit.Guardrail{MaxShare: 0.5}, 10, 5},
+		{circuit.Guardrail{MaxShare: 0.5}, 3, 1},
+		{circuit.Guardrail{MaxOff: 3, MaxShare: 0.2}, 10, 2},
+	} {
+		if got := tc.g.Limit(tc.total); got != tc.want {
+			t.Errorf("%+v of %d: %d, want %d", tc.g, tc.total, got, tc.want)
+		}
+	}
+	var v circuit.ValidationError
+	if err := (circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: "x", Guardrail: circuit.Guardrail{MaxShare: 1.5}}).Validate(); !errors.As(err, &v) || v.For("guardrail_share") == "" {
+		t.Errorf("a guardrail of 150 %%: %v", err)
+	}
+}

@@ -188,6 +188,17 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 	return next, *f, nil
 }
 
+// Hold is the evaluator's answer to a trip the app's guardrail does not
+// allow: an episode in which the circuit stays as it was, logged and
+// alerted as the trip it would have been. Counting starts again from it,
+// so the same failures are not held again every tick.
+func Hold(c Circuit, trip Flip, off, limit int) (Circuit, Flip) {
+	reason := fmt.Sprintf("held by guardrail (%d of the app's circuits already off, at most %d): would have tripped: %s", off, limit, trip.Reason)
+	next, f := flip(c, c.State, EvaluatorActor, Counts{Counted: trip.Count, Successes: trip.Calls - trip.Count, Since: trip.Since, TraceParent: trip.TraceParent}, trip.At, reason)
+	next.Held = true
+	return next, *f
+}
+
 func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason string) (Circuit, *Flip) {
 	if c.Shadow && actor == EvaluatorActor {
 		reason = "shadow mode, trigger left as it is: " + reason
@@ -197,6 +208,7 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
+	c.Held = false
 	return c, f
 }
 

@@ -129,6 +129,12 @@ func (a App) Validate() error {
 	if !ValidAppID(a.ID) {
 		add("id", "must be 1 to 40 lower-case letters, digits or dashes, such as orders-prod")
 	}
+	if a.Guardrail.MaxOff < 0 {
+		add("guardrail_max", "must be 0 (no limit) or more circuits")
+	}
+	if a.Guardrail.MaxShare < 0 || a.Guardrail.MaxShare > 1 {
+		add("guardrail_share", "must be between 0 %% (no limit) and 100 %% of the app's circuits")
+	}
 	switch a.Switch {
 	case SwitchARM:
 		if a.SubscriptionID == "" || a.ResourceGroup == "" || a.Site == "" {

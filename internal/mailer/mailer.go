@@ -51,6 +51,10 @@ func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App)
 		subject = fmt.Sprintf("[Fusebox] %s / %s resumed", name, ci.Function)
 		model.Heading = ci.Function + " runs again"
 		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	case m.Kind == alerts.KindHeld:
+		subject = fmt.Sprintf("[Fusebox] Guardrail held a trip of %s / %s", name, ci.Function)
+		model.Heading = ci.Function + " was not switched off"
+		model.Intro = fmt.Sprintf("The circuit of %s in %s would have tripped, but the app's guardrail held it: %s. The trigger stays on. Trip it by hand in Fusebox if it should stop.", ci.Function, name, ci.Reason)
 	case ci.Shadow:
 		// Shadow mode: what the circuit would have done, for information.
 		subject = fmt.Sprintf("[Fusebox] %s / %s would have been switched off (shadow mode)", name, ci.Function)

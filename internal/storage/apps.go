@@ -28,7 +28,9 @@ type appRow struct {
 	Switch         string
 	LocalSettings  string
 	Linux          bool
-	APIKeyHash     string // SHA-256 (hex) of the app's failure-reporting key
+	APIKeyHash     string  // SHA-256 (hex) of the app's failure-reporting key
+	GuardrailMax   int32   // optional: at most this many circuits switched off automatically at once
+	GuardrailShare float64 // optional: at most this share (0, 1] of the app's circuits
 }
 
 func (r appRow) toApp() (circuit.App, error) {
@@ -36,10 +38,13 @@ func (r appRow) toApp() (circuit.App, error) {
 	if sw != circuit.SwitchARM && sw != circuit.SwitchLocal {
 		return circuit.App{}, fmt.Errorf("storage: app %s: unknown switch %q", r.RowKey, r.Switch)
 	}
+	if r.GuardrailMax < 0 || r.GuardrailShare < 0 || r.GuardrailShare > 1 {
+		return circuit.App{}, fmt.Errorf("storage: app %s: GuardrailMax %d must not be negative and GuardrailShare %v must be in [0, 1]", r.RowKey, r.GuardrailMax, r.GuardrailShare)
+	}
 	return circuit.App{
 		ID: r.RowKey, DisplayName: r.DisplayName, SubscriptionID: r.SubscriptionID,
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
-		Linux: r.Linux, APIKeyHash: r.APIKeyHash,
+		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
 	}, nil
 }
 
@@ -78,7 +83,7 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		Meta:        tablestore.Meta{PartitionKey: appsPartition, RowKey: app.ID},
 		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
-		Linux: app.Linux, APIKeyHash: app.APIKeyHash,
+		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
 	}
 	if err := a.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put app %s: %w", app.ID, err)

@@ -65,6 +65,7 @@ type circuitRow struct {
 	Streak             int32 // the evaluator's consecutive trips
 	ChangedAt          time.Time
 	Reason             string
+	Held               bool // the last change was a trip the app's guardrail held
 	AppliedEpisode     int64
 	AppliedAt          time.Time // when the trigger was set for AppliedEpisode
 	ApplyError         string    // why the trigger could not be set for Episode
@@ -100,7 +101,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
-		Streak: int(r.Streak), Shadow: r.Shadow,
+		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
@@ -111,7 +112,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 // setState copies a circuit's state fields into the row.
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
-	r.Streak = int32(c.Streak)
+	r.Streak, r.Held = int32(c.Streak), c.Held
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 }

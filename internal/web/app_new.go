@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -23,10 +24,29 @@ func (s *Server) appNew(c echo.Context) error {
 func (s *Server) appCreate(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
-		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on"}
+		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
+		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%")}
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
 		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux}
+	var parseErrs circuit.ValidationError
+	if m.GuardrailMax != "" {
+		n, perr := strconv.Atoi(m.GuardrailMax)
+		if perr != nil {
+			parseErrs = append(parseErrs, circuit.FieldError{Field: "guardrail_max", Message: "must be a whole number of circuits, such as 3"})
+		}
+		app.Guardrail.MaxOff = n
+	}
+	if m.GuardrailShare != "" {
+		pct, perr := strconv.ParseFloat(strings.TrimSpace(m.GuardrailShare), 64)
+		if perr != nil {
+			parseErrs = append(parseErrs, circuit.FieldError{Field: "guardrail_share", Message: "must be a percentage, such as 50"})
+		}
+		app.Guardrail.MaxShare = pct / 100
+	}
 	err := app.Validate()
+	if len(parseErrs) > 0 {
+		err = parseErrs
+	}
 	if err == nil {
 		if _, getErr := s.AppStore.Get(c.Request().Context(), app.ID); getErr == nil {
 			err = circuit.ValidationError{{Field: "id", Message: "an app with this id is registered already"}}

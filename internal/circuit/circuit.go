@@ -11,6 +11,7 @@ package circuit
 import (
 	"fmt"
 	"hash/fnv"
+	"math"
 	"strconv"
 	"time"
 )
@@ -277,7 +278,9 @@ func (c Circuit) RuleText() string {
 	return fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window))
 }
 
-// percent prints 0.5 as "50 %" and 0.125 as "12.5 %".
+// percent prints 0.5 as "50 %" and 0.1256 as "12.5 %": to a tenth of a
+// percent, rounded down (the epsilon absorbs binary fractions such as
+// 0.55 × 1000 = 550.0000000000001).
 func percent(r float64) string {
-	return strconv.FormatFloat(r*100, 'f', -1, 64) + " %"
+	return strconv.FormatFloat(math.Floor(r*1000+1e-6)/10, 'f', -1, 64) + " %"
 }

@@ -3,7 +3,6 @@ package circuit
 import (
 	"errors"
 	"fmt"
-	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -136,7 +135,7 @@ func tripReason(c Circuit, n Counts, now time.Time) string {
 		if n.Since.After(now.Add(-c.Window)) {
 			span = "since " + clockTime(n.Since)
 		}
-		return fmt.Sprintf("%s of %s calls failed %s (rule: ≥ %s once %s calls)", percent(math.Floor(float64(n.Counted)/float64(calls)*1000)/1000),
+		return fmt.Sprintf("%s of %s calls failed %s (rule: ≥ %s once %s calls)", percent(float64(n.Counted)/float64(calls)),
 			thousands(calls), span, percent(c.Rule.Ratio), thousands(c.Rule.MinCalls))
 	}
 	if n.Since.After(now.Add(-c.Window)) {

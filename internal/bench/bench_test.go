@@ -107,6 +107,10 @@ func (s *recordingSwitch) at(function string) (time.Time, bool) {
 }
 
 func newWorld(b *testing.B, nCircuits, threshold int) *world {
+	return newWorldWith(b, nCircuits, threshold, circuit.Rule{})
+}
+
+func newWorldWith(b *testing.B, nCircuits, threshold int, rule circuit.Rule) *world {
 	b.Helper()
 	calls := &callCounter{byOp: map[string]int{}, table: map[string]int{}}
 	svc, err := tablestore.NewFromConnectionString(testenv.ConnectionString(b), tablestore.Options{Prefix: testenv.Prefix(b), Observe: calls.observe})
@@ -136,7 +140,7 @@ func newWorld(b *testing.B, nCircuits, threshold int) *world {
 		b.Fatal(err)
 	}
 	for i := range nCircuits {
-		if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Threshold: threshold, Window: 30 * time.Second}); err != nil {
+		if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Threshold: threshold, Window: 30 * time.Second, Rule: rule}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -163,9 +167,25 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 // evaluator tick.
 //
 //	go test ./internal/bench -run '^$' -bench TripLatency -benchtime 1x
-func BenchmarkTripLatency(b *testing.B) {
+func BenchmarkTripLatency(b *testing.B) { tripLatency(b, false) }
+
+// BenchmarkTripLatencyRatio is P1 with failure-ratio circuits (trip at 60 %
+// of calls once 100 calls): the background is 2,000 calls/s, half of them
+// failures, and each probe adds 200 failures.
+//
+//	go test ./internal/bench -run '^$' -bench TripLatencyRatio -benchtime 1x
+func BenchmarkTripLatencyRatio(b *testing.B) { tripLatency(b, true) }
+
+func tripLatency(b *testing.B, ratio bool) {
 	const nCircuits, probes = 1000, 40
-	w := newWorld(b, nCircuits, 100)
+	var w *world
+	background, probe := storage.Report{Count: 2}, storage.Report{Count: 101}
+	if ratio {
+		w = newWorldWith(b, nCircuits, 100, circuit.Rule{Ratio: 0.6, MinCalls: 100})
+		background, probe = storage.Report{Count: 1, Successes: 1}, storage.Report{Count: 200}
+	} else {
+		w = newWorld(b, nCircuits, 100)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{ApplyTimeout: time.Hour})
@@ -195,7 +215,7 @@ func BenchmarkTripLatency(b *testing.B) {
 				case now := <-tick.C:
 					var reports []storage.Report
 					for i := inst; i < nCircuits; i += 4 {
-						reports = append(reports, storage.Report{App: "bench", Function: fmt.Sprintf("F%04d", i), Second: now, Count: 2})
+						reports = append(reports, storage.Report{App: "bench", Function: fmt.Sprintf("F%04d", i), Second: now, Count: background.Count, Successes: background.Successes})
 					}
 					if err := w.store.Failures.Record(ctx, writer, reports); err != nil && ctx.Err() == nil {
 						loadErr.Store(err)
@@ -215,7 +235,7 @@ func BenchmarkTripLatency(b *testing.B) {
 			fn := fmt.Sprintf("F%04d", p)
 			// Land at a random point of the evaluator's second.
 			time.Sleep(time.Duration(p*37%1000) * time.Millisecond)
-			if err := w.store.Failures.Record(ctx, "probe", []storage.Report{{App: "bench", Function: fn, Second: time.Now(), Count: 101}}); err != nil {
+			if err := w.store.Failures.Record(ctx, "probe", []storage.Report{{App: "bench", Function: fn, Second: time.Now(), Count: probe.Count}}); err != nil {
 				b.Fatal(err)
 			}
 			written := time.Now()

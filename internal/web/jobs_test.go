@@ -21,6 +21,10 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 			t.Errorf("jobs list lacks %q", want)
 		}
 	}
+	// The overview's jobs table fills the last 7 days as /jobs does.
+	if overview := b.get("/"); !strings.Contains(overview.body, "71%") {
+		t.Error("the overview's jobs table lacks the 7-day success of Nightly sales summary (71%)")
+	}
 	page := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01")
 	wantStatus(t, page, http.StatusOK)
 	heat := heatmap(page.body)

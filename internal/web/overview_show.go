@@ -45,13 +45,18 @@ func (s *Server) overviewShow(c echo.Context) error {
 	if err := g.Wait(); err != nil {
 		return err
 	}
+	// Next expected and the last 7 days, as /jobs shows them.
+	weeks, err := s.jobWeeks(c, jobList)
+	if err != nil {
+		return err
+	}
 	m := views.Overview{
 		Page:           s.page(c, "Overview", "overview"),
 		EvaluatorStale: s.evaluatorStale(status),
 		Faults:         faultRows(s.Faults.List()),
 		Apps:           len(apps),
 		Circuits:       circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
-		Jobs:           jobRows(apps, jobList, nil),
+		Jobs:           jobRows(apps, jobList, weeks),
 		StateCounts:    stateCounts(circuits),
 		JobCounts:      jobCounts(jobList),
 		Recent:         auditRows(recent),

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -48,6 +49,9 @@ func (s *Server) ping(c echo.Context) error {
 	case s.Config.PingKey != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(s.Config.PingKey.Reveal())) == 1:
 		job, err = s.JobStore.BySlug(c.Request().Context(), b)
 		action = cc
+		if errors.Is(err, storage.ErrNoJob) && c.QueryParam("create") == "1" {
+			return s.pingCreate(c, b, action)
+		}
 	default:
 		return c.String(http.StatusNotFound, "not found")
 	}
@@ -64,8 +68,22 @@ func (s *Server) ping(c echo.Context) error {
 	if err != nil {
 		return c.String(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
 	}
+	if err := s.recordPing(c, job, action); err != nil {
+		return ignoreAnswered(err)
+	}
+	return c.String(http.StatusOK, "OK")
+}
+
+// recordPing records one ping of job; it answers the request itself when
+// the ping is refused (and then returns errAnswered).
+func (s *Server) recordPing(c echo.Context, job jobs.Job, action string) error {
+	answer := func(code int, text string) error {
+		_ = c.String(code, text)
+		return errAnswered
+	}
+	var err error
 	if job.Paused {
-		return c.String(http.StatusConflict, "this job is paused in Fusebox; unpause it to record runs")
+		return answer(http.StatusConflict, "this job is paused in Fusebox; unpause it to record runs")
 	}
 
 	ev, exit := jobs.EventSuccess, -1
@@ -81,10 +99,10 @@ func (s *Server) ping(c echo.Context) error {
 	default:
 		n, err := strconv.Atoi(action)
 		if err != nil || n < 0 {
-			return c.String(http.StatusNotFound, "not found")
+			return answer(http.StatusNotFound, "not found")
 		}
 		if n > 255 {
-			return c.String(http.StatusBadRequest, "invalid url format")
+			return answer(http.StatusBadRequest, "invalid url format")
 		}
 		exit = n
 		if n != 0 {
@@ -93,13 +111,13 @@ func (s *Server) ping(c echo.Context) error {
 	}
 	rid := c.QueryParam("rid")
 	if rid != "" && !uuidPattern.MatchString(rid) {
-		return c.String(http.StatusBadRequest, "invalid uuid format")
+		return answer(http.StatusBadRequest, "invalid uuid format")
 	}
 	var body []byte
 	if c.Request().Method == http.MethodPost {
 		body, err = io.ReadAll(io.LimitReader(c.Request().Body, storage.MaxLog+1))
 		if err != nil {
-			return c.String(http.StatusBadRequest, "could not read the body")
+			return answer(http.StatusBadRequest, "could not read the body")
 		}
 		if len(body) > storage.MaxLog {
 			body = body[:storage.MaxLog] // the first 100 kB, as Healthchecks keeps
@@ -108,14 +126,50 @@ func (s *Server) ping(c echo.Context) error {
 	}
 	now := s.Now()
 	if err := s.Runs.Record(c.Request().Context(), job.ID, rid, ev, exit, now, body); err != nil {
-		return c.String(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
+		return answer(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
 	}
 	// The status is the scanner's to change, on its next pass: it alone
 	// sees the change of status, and mails about it.
 	if ev != jobs.EventLog {
 		if err := s.JobStore.Touch(c.Request().Context(), job.ID, now); err != nil {
-			return c.String(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
+			return answer(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
 		}
 	}
-	return c.String(http.StatusOK, "OK")
+	return nil
+}
+
+// errAnswered stops a handler whose helper has already answered.
+var errAnswered = errors.New("web: answered")
+
+func ignoreAnswered(err error) error {
+	if errors.Is(err, errAnswered) {
+		return nil
+	}
+	return err
+}
+
+// Jobs made by a first ping with ?create=1 start with Healthchecks' own
+// defaults for auto-provisioned checks: a run a day, an hour of grace. An
+// operator sets the real schedule later; until then the job says so.
+const (
+	autoSchedule = "every 24h"
+	autoGrace    = time.Hour
+)
+
+// pingCreate makes the job a slug names on its first ping, then records
+// the ping as usual, answering 201 as Healthchecks does.
+func (s *Server) pingCreate(c echo.Context, slug, action string) error {
+	j := jobs.Job{ID: jobs.NewID(), Slug: slug, Name: slug, Schedule: autoSchedule, TimeZone: "UTC", Grace: autoGrace,
+		CreatedAt: s.Now(), Status: jobs.New}
+	if err := j.Validate(); err != nil {
+		return c.String(http.StatusBadRequest, "invalid slug: use lower-case letters, digits and dashes")
+	}
+	s.unknownPings.clear()
+	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
+		return c.String(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
+	}
+	if err := s.recordPing(c, j, action); err != nil {
+		return ignoreAnswered(err)
+	}
+	return c.String(http.StatusCreated, "Created")
 }

@@ -146,3 +146,38 @@ func TestPingsThatStoreNothing(t *testing.T) {
 		}
 	}
 }
+
+// A slug URL with ?create=1 makes the job on its first ping (201), with
+// Healthchecks' defaults for such checks; the next ping finds it (200).
+func TestAFirstPingCanCreateItsJob(t *testing.T) {
+	srv := pingServer(t)
+	url := srv.URL + "/ping/ping-key-0123456789/db-backup?create=1"
+	first := curl(t, http.MethodPost, url, "dumped 3 GB")
+	wantStatus(t, first, http.StatusCreated)
+	if first.body != "Created" {
+		t.Errorf("body %q, want Created", first.body)
+	}
+	j, err := srv.App.Store.Jobs.BySlug(t.Context(), "db-backup")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Name != "db-backup" || j.Schedule != "every 24h" || j.Grace != time.Hour || j.TimeZone != "UTC" {
+		t.Errorf("created job %+v, want Healthchecks' defaults (a day, an hour's grace)", j)
+	}
+	if rs := runs(t, srv, j.ID); len(rs) != 1 || rs[0].State != "ok" || rs[0].Log != "dumped 3 GB" {
+		t.Errorf("runs of the created job: %+v", rs)
+	}
+	wantStatus(t, curl(t, http.MethodGet, url, ""), http.StatusOK)
+	all, _ := srv.App.Store.Jobs.List(t.Context())
+	mine := 0
+	for _, j := range all {
+		if !j.Internal() {
+			mine++
+		}
+	}
+	if mine != 3 {
+		t.Errorf("%d jobs after two pings, want the two and the created one", mine)
+	}
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/Not_A_Slug?create=1", ""), http.StatusBadRequest)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/wrong-key-0123456789/other-job?create=1", ""), http.StatusNotFound)
+}

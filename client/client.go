@@ -3,9 +3,9 @@
 // and second, sends them in batches once a second, and keeps what could not
 // be sent for the next try, with backoff.
 //
-// Delivery is at least once: if Fusebox stored a batch but the answer was
-// lost, the retry counts it again. For a circuit breaker an occasional
-// double count errs on the safe side.
+// A batch that could not be delivered is sent again as it was, before any
+// newer counts, with the same Idempotency-Key: if Fusebox stored it but
+// the answer was lost, the retry does not count it twice.
 //
 //	r, err := client.New(client.Options{URL: "https://fusebox.example.com", Key: os.Getenv("FUSEBOX_KEY")})
 //	go r.Run(ctx)
@@ -18,6 +18,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +56,7 @@ type Reporter struct {
 	o       Options
 	mu      sync.Mutex
 	pending map[key]*entry
+	failed  *batch // a batch to send again, as it was, before new counts
 	dropped int
 	backoff time.Duration
 }
@@ -202,54 +205,62 @@ type item struct {
 	Error     string `json:"error,omitempty"`
 }
 
-// Flush sends what is pending. On failure the counts stay pending (added to
-// any that arrive meanwhile) and the next flush waits longer.
+// Flush sends what is pending. A batch that failed is kept as it was and
+// sent first next time, under its Idempotency-Key; the next flush waits
+// longer.
 func (r *Reporter) Flush(ctx context.Context) error {
 	r.mu.Lock()
-	batch := r.pending
+	failed := r.failed
+	r.mu.Unlock()
+	if failed != nil {
+		if err := r.deliver(ctx, *failed); err != nil {
+			return err
+		}
+	}
+	r.mu.Lock()
+	pending := r.pending
 	r.pending = map[key]*entry{}
 	r.mu.Unlock()
-	if len(batch) == 0 {
+	if len(pending) == 0 {
 		return nil
 	}
-	items := make([]item, 0, len(batch))
-	keys := make([]key, 0, len(batch))
-	for k, e := range batch {
-		items = append(items, item{Function: k.function, At: time.Unix(k.second, 0).UTC().Format(time.RFC3339), Count: e.count, Successes: e.successes, Error: truncate(e.sample, 1024)})
-		keys = append(keys, k)
+	b := batch{idempotencyKey: newKey(), items: make([]item, 0, len(pending))}
+	for k, e := range pending {
+		b.items = append(b.items, item{Function: k.function, At: time.Unix(k.second, 0).UTC().Format(time.RFC3339), Count: e.count, Successes: e.successes, Error: truncate(e.sample, 1024)})
 	}
-	retry, err := r.send(ctx, items)
+	return r.deliver(ctx, b)
+}
+
+// batch is one request's items and the key that makes its retries count once.
+type batch struct {
+	idempotencyKey string
+	items          []item
+}
+
+// deliver sends a batch; a failure that may pass later keeps it for the
+// next flush.
+func (r *Reporter) deliver(ctx context.Context, b batch) error {
+	retry, err := r.send(ctx, b)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil && retry {
-		for _, k := range keys {
-			e := batch[k]
-			r.putBack(k, e)
-		}
+		r.failed = &b
 		r.backoff = min(max(2*r.backoff, time.Second), 30*time.Second)
 		return err
 	}
-	r.backoff = 0
+	r.failed, r.backoff = nil, 0
 	return err
 }
 
-func (r *Reporter) putBack(k key, e *entry) {
-	if cur, ok := r.pending[k]; ok {
-		cur.count += e.count
-		cur.successes += e.successes
-		if cur.sample == "" {
-			cur.sample = e.sample
-		}
-		return
-	}
-	if len(r.pending) >= r.o.MaxPending {
-		r.dropOldest()
-	}
-	r.pending[k] = e
+func newKey() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }
 
-// send posts items; retry says whether a failure may succeed later.
-func (r *Reporter) send(ctx context.Context, items []item) (retry bool, err error) {
+// send posts a batch; retry says whether a failure may succeed later.
+func (r *Reporter) send(ctx context.Context, b batch) (retry bool, err error) {
+	items := b.items
 	body, err := json.Marshal(map[string]any{"failures": items})
 	if err != nil {
 		return false, err
@@ -260,6 +271,7 @@ func (r *Reporter) send(ctx context.Context, items []item) (retry bool, err erro
 	}
 	req.Header.Set("Authorization", "Bearer "+r.o.Key)
 	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", b.idempotencyKey)
 	if r.o.Instance != "" {
 		req.Header.Set("X-Fusebox-Instance", r.o.Instance)
 	}

@@ -1,7 +1,12 @@
 package client_test
 
 import (
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -131,5 +136,46 @@ func TestReporterSendsSuccesses(t *testing.T) {
 	}
 	if got[demo.AppID+"/ProcessOrders"] != [2]int{10, 990} || got[demo.AppID+"/SyncInventory"] != [2]int{0, 7} {
 		t.Errorf("stored (failures, successes) = %v, want ProcessOrders (10, 990) and SyncInventory (0, 7)", got)
+	}
+}
+
+// A batch that Fusebox stored but whose answer was lost on the way back is
+// sent again with the same Idempotency-Key, and counted once.
+func TestARetryAfterALostAnswerCountsOnce(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	target, _ := url.Parse(srv.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var lose atomic.Bool
+	lose.Store(true)
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if lose.CompareAndSwap(true, false) {
+			// Fusebox gets and stores the request; its answer never arrives.
+			proxy.ServeHTTP(httptest.NewRecorder(), req)
+			http.Error(w, "bad gateway", http.StatusBadGateway)
+			return
+		}
+		proxy.ServeHTTP(w, req)
+	}))
+	defer front.Close()
+	r, err := client.New(client.Options{URL: front.URL, Key: demo.Key, Now: srv.Clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Failures("ProcessOrders", 60, srv.Clock.Now(), "timeout")
+	if err := r.Flush(t.Context()); err == nil {
+		t.Fatal("a lost answer was taken for success")
+	}
+	if n := stored(t, srv); n != 60 {
+		t.Fatalf("%d stored after the first try, want 60 (stored, answer lost)", n)
+	}
+	r.Failures("ProcessOrders", 5, srv.Clock.Now(), "timeout") // new counts meanwhile
+	if err := r.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if n := stored(t, srv); n != 65 {
+		t.Errorf("%d stored after the retry, want 65: the lost batch once, and the new 5", n)
 	}
 }

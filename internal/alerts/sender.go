@@ -95,7 +95,6 @@ const JobPrefix = "job:"
 
 // SenderSettings tune the sender. Zero values take the defaults.
 type SenderSettings struct {
-	Interval       time.Duration // between passes; default 1s
 	ClaimTTL       time.Duration // a claim older than this is retried; default 5m
 	MaxAttempts    int           // before a message fails for good; default 8
 	FirstBackoff   time.Duration // default 10s, doubling with jitter...
@@ -121,9 +120,6 @@ type Sender struct {
 
 // NewSender fills defaults.
 func NewSender(o Outbox, c Circuits, m Mailer, comp Composer, s SenderSettings) *Sender {
-	if s.Interval <= 0 {
-		s.Interval = time.Second
-	}
 	if s.ClaimTTL <= 0 {
 		s.ClaimTTL = 5 * time.Minute
 	}

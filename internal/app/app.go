@@ -437,7 +437,3 @@ func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time
 	}
 	return r.a.Store.Jobs.Touch(ctx, jobID, at)
 }
-
-// Health reports the evaluator's state as this instance knows it and as
-// the status row says, for the overview banner and /readyz.
-func (a *App) LoopHealth(name string) (loop.Health, bool) { return a.runner.Health(name) }

@@ -128,9 +128,6 @@ func (s *Switch) client(app circuit.App) (*armappservice.WebAppsClient, error) {
 	return c, nil
 }
 
-// SettingName is the app setting that disables a function.
-func SettingName(function string) string { return trigger.Setting(function) }
-
 func truthy(v *string) bool { return v != nil && trigger.Truthy(*v) }
 
 func siteName(app circuit.App) string {

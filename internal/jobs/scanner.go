@@ -31,11 +31,10 @@ type Scanner struct {
 	store    ScannerStore
 	clock    clock.Clock
 	log      *slog.Logger
-	interval time.Duration
 	lookback time.Duration
 }
 
-// NewScanner scans every interval (default 30 s) over the last lookback
+// NewScanner judges each job over the last lookback
 // (default 7 days).
 func NewScanner(store ScannerStore, c clock.Clock, log *slog.Logger) *Scanner {
 	if c == nil {
@@ -44,7 +43,7 @@ func NewScanner(store ScannerStore, c clock.Clock, log *slog.Logger) *Scanner {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Scanner{store: store, clock: c, log: log, interval: 30 * time.Second, lookback: 7 * 24 * time.Hour}
+	return &Scanner{store: store, clock: c, log: log, lookback: 7 * 24 * time.Hour}
 }
 
 // Pass scans every job once.

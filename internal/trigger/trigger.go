@@ -29,9 +29,6 @@ func Setting(function string) string { return "AzureWebJobs." + function + ".Dis
 // also reads (and which environments that reject dots need).
 func AltSetting(function string) string { return "AzureWebJobs_" + function + "_Disabled" }
 
-// Keys are both forms; a switch that turns a trigger on removes both.
-func Keys(function string) [2]string { return [2]string{Setting(function), AltSetting(function)} }
-
 // Truthy is how the host reads the setting's value.
 func Truthy(v string) bool { return v == "1" || strings.EqualFold(v, "true") }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -94,4 +95,28 @@ func grepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// The status rows' tallies are Fusebox's own, but a hand-edited one that
+// does not read stops neither the pages, nor /readyz, nor a scrape.
+func TestABadTallyStopsNothing(t *testing.T) {
+	srv, _ := seeded(t)
+	type statusRow struct {
+		tablestore.Meta
+		LastTickAt time.Time
+		Tally      string
+	}
+	for _, key := range []string{"evaluator", "scanner"} {
+		row := &statusRow{Meta: tablestore.Meta{PartitionKey: "status", RowKey: key}, LastTickAt: srv.Clock.Now(), Tally: "{not json"}
+		if err := srv.App.Store.Service.Table("Status").Upsert(t.Context(), row); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	wantStatus(t, b.get("/"), http.StatusOK)
+	wantStatus(t, b.get("/readyz"), http.StatusOK)
+	if m := b.get("/metrics"); !strings.Contains(m.body, "fusebox_state_up 1") {
+		t.Errorf("a bad tally broke the state metrics:\n%s", grepLines(m.body, "fusebox_state"))
+	}
 }

@@ -56,8 +56,7 @@ func (s *Server) ping(c echo.Context) error {
 		return c.String(http.StatusNotFound, "not found")
 	}
 	if errors.Is(err, storage.ErrNoJob) {
-		s.unknownPings.add(a + "/" + b)
-		if uuidPattern.MatchString(a) {
+		if uuidPattern.MatchString(a) { // slug pings need the ping key: no cache for them
 			s.unknownPings.add(a)
 		}
 		return c.String(http.StatusNotFound, "not found")

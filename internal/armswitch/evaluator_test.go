@@ -26,6 +26,7 @@ type farm struct {
 	sites   map[string]*site
 	hang    map[string]bool
 	release chan struct{} // closed: hanging requests answer 404 at once
+	written chan string   // the site of each settings write
 }
 
 func (f farm) server() *fake.WebAppsServer {
@@ -37,6 +38,7 @@ func (f farm) server() *fake.WebAppsServer {
 		},
 		UpdateApplicationSettings: func(_ context.Context, _, name string, d armappservice.StringDictionary, _ *armappservice.WebAppsClientUpdateApplicationSettingsOptions) (azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse], azfake.ErrorResponder) {
 			f.sites[name].update("", d)
+			f.written <- name
 			var out azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse]
 			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsResponse{StringDictionary: d}, nil)
 			return out, azfake.ErrorResponder{}
@@ -83,7 +85,7 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 	}
 	st := storage.New(svc)
 	f := farm{sites: map[string]*site{"func-slow": newSite(map[string]string{"A": "1"}), "func-fast": newSite(map[string]string{"B": "2"})},
-		hang: map[string]bool{"func-slow": true}, release: make(chan struct{})}
+		hang: map[string]bool{"func-slow": true}, release: make(chan struct{}), written: make(chan string, 10)}
 	sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{TryTimeout: 20 * time.Second, Transport: hanging{farm: f, next: fake.NewWebAppsServerTransport(f.server())}})
 	for _, a := range []string{"slow", "fast"} {
 		app := circuit.App{ID: a, SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Site: "func-" + a, Switch: circuit.SwitchARM}
@@ -120,11 +122,16 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 	if took := time.Since(start); took > time.Second {
 		t.Errorf("the tick took %s while an app hangs", took)
 	}
-	for f.sites["func-fast"].list("")["AzureWebJobs.Process.Disabled"] != "true" {
-		if time.Since(start) > 1500*time.Millisecond {
-			t.Fatalf("fast's trigger is not off 1.5 s after its tick, while slow hangs")
+	select {
+	case site := <-f.written:
+		if site != "func-fast" {
+			t.Fatalf("%s was written", site)
 		}
-		time.Sleep(5 * time.Millisecond) // poll, bounded by the 1.5 s
+	case <-time.After(1500 * time.Millisecond):
+		t.Fatalf("fast's settings were not written 1.5 s after its tick, while slow hangs")
+	}
+	if f.sites["func-fast"].list("")["AzureWebJobs.Process.Disabled"] != "true" {
+		t.Fatalf("fast's write did not switch its trigger off: %v", f.sites["func-fast"].list(""))
 	}
 	t.Logf("fast switched off %s after its tick", time.Since(start).Round(time.Millisecond))
 	if f.sites["func-fast"].list("")["B"] != "2" {

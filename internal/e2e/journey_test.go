@@ -72,19 +72,14 @@ func TestRealClockJourney(t *testing.T) {
 	}
 	mailAbout := func(episode int64) mailtest.Message {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for time.Now().Before(deadline) {
-			for _, m := range smtp.Messages() {
-				if strings.Contains(m.Subject, "ProcessOrders is open") && strings.Contains(m.Text, "/resume/") && m.To == "oncall@example.com" {
-					if link := resumeLink(m.Text); link != "" && linkEpisode(t, srv, link) == episode {
-						return m
-					}
-				}
-			}
-			time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+		m, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+			return strings.Contains(m.Subject, "ProcessOrders is open") && m.To == "oncall@example.com" &&
+				resumeLink(m.Text) != "" && linkEpisode(t, srv, resumeLink(m.Text)) == episode
+		}, 20*time.Second)
+		if !ok {
+			t.Fatalf("no mail about episode %d of ProcessOrders within 20 s; got %v", episode, smtp.Messages())
 		}
-		t.Fatalf("no mail about episode %d of ProcessOrders within 20 s; got %v", episode, smtp.Messages())
-		return mailtest.Message{}
+		return m
 	}
 
 	start := time.Now()

@@ -101,6 +101,24 @@ func (s *Server) Wait(n int, timeout time.Duration) []Message {
 	}
 }
 
+// WaitFor blocks until a message that match accepts arrived (or had
+// arrived), or timeout passes; it wakes on each arrival, never on a timer.
+func (s *Server) WaitFor(match func(Message) bool, timeout time.Duration) (Message, bool) {
+	deadline := time.After(timeout)
+	for {
+		for _, m := range s.Messages() {
+			if match(m) {
+				return m, true
+			}
+		}
+		select {
+		case <-s.arrived:
+		case <-deadline:
+			return Message{}, false
+		}
+	}
+}
+
 type session struct {
 	s        *Server
 	from, to string

@@ -26,6 +26,7 @@ func Steps() []migrate.Step {
 		{Version: 4, Name: "create the per-minute failure rates table", Apply: createTables(storage.TableRates)},
 		{Version: 5, Name: "create the mail outbox table", Apply: createTables(storage.TableOutbox)},
 		{Version: 6, Name: "create the job runs table", Apply: createTables(storage.TableRuns)},
+		{Version: 7, Name: "create the alert channels table", Apply: createTables(storage.TableChannels)},
 	}
 }
 

@@ -14,8 +14,8 @@ const (
 	KindJobRecovered = "job-recovered"
 )
 
-// JobNotifier queues one mail per recipient when a job goes missing or
-// failing, and one when it recovers. It stays silent while the job's
+// JobNotifier queues one message per destination when a job goes missing
+// or failing, and one when it recovers. It stays silent while the job's
 // function is switched off by an open circuit: the job is not running
 // because Fusebox stopped it on purpose.
 func JobNotifier(o Outbox, c Circuits) jobs.Notifier {
@@ -29,7 +29,23 @@ func JobNotifier(o Outbox, c Circuits) jobs.Notifier {
 		case to == jobs.Up && (from == jobs.Missing || from == jobs.Failing):
 			kind = KindJobRecovered
 		}
-		if kind == "" || len(j.Recipients) == 0 {
+		if kind == "" {
+			return nil
+		}
+		var appChannels []string
+		if j.AppID != "" && len(j.Channels) == 0 {
+			apps, err := c.ListApps(ctx)
+			if err != nil {
+				return err
+			}
+			for _, a := range apps {
+				if a.ID == j.AppID {
+					appChannels = a.Channels
+				}
+			}
+		}
+		dests := Destinations(j.Recipients, j.Channels, appChannels)
+		if len(dests) == 0 {
 			return nil
 		}
 		if j.AppID != "" && j.Function != "" {
@@ -43,9 +59,7 @@ func JobNotifier(o Outbox, c Circuits) jobs.Notifier {
 				}
 			}
 		}
-		for _, to := range j.Recipients {
-			m := Message{ID: MessageID(JobPrefix+j.ID, at.Unix(), kind, to), Circuit: JobPrefix + j.ID, Episode: at.Unix(),
-				Kind: kind, To: to, State: Pending, NextAttempt: at, CreatedAt: at}
+		for _, m := range messages(JobPrefix+j.ID, at.Unix(), []string{kind}, dests, at) {
 			if err := o.Ensure(ctx, m); err != nil {
 				return err
 			}

@@ -7,10 +7,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"html"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -34,6 +36,7 @@ import (
 	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
+	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -73,7 +76,7 @@ type App struct {
 	runner      *loop.Runner
 	evaluator   *circuit.Evaluator
 	scanner     *jobs.Scanner
-	sender      *alerts.Sender // nil when mail is off
+	sender      *alerts.Sender
 
 	loopsRegistered atomic.Bool
 }
@@ -225,6 +228,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	composer := mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
+	smtp := mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
+	poster := notify.Poster{Now: now}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
 	actions.TraceOf = telemetry.TraceParent
 	srv, err := web.New(web.Deps{
@@ -236,6 +242,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
+		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
+			TestChannel: channelTester(cfg, smtp, poster, now)},
 		Ops: web.Ops{Audit: store.Audit, Leases: locker, Faults: store.Faults,
 			Ready: func(ctx context.Context) error { return ready(ctx, svc, runner) }},
 	})
@@ -251,19 +259,21 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
-	if cfg.Mail.Host != "" {
-		reminders := cfg.Mail.MaxReminders
-		if reminders == 0 {
-			reminders = -1 // the sender reads 0 as "the default"
-		}
-		a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store},
-			mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From},
-			mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now},
-			alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
-				Jobs: mailer.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}})
-	} else {
-		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open")
+	reminders := cfg.Mail.MaxReminders
+	if reminders == 0 {
+		reminders = -1 // the sender reads 0 as "the default"
 	}
+	var mail alerts.Mailer
+	if cfg.Mail.Host != "" {
+		mail = smtp
+	} else {
+		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open; channels still get alerts")
+	}
+	jobWords := mailer.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
+	a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
+		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
+			Jobs: jobWords, Channels: store.Channels, Poster: poster, Notices: noticeComposer{composer, jobWords},
+			Health: store.Status, Observe: m.ObserveNotification})
 	if err := a.ensureLoopJobs(ctx); err != nil {
 		// Not migrated yet, most likely; the loops' first passes try again.
 		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
@@ -329,7 +339,7 @@ var (
 	loopRollup    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000002", Name: "Fusebox: failure roll-up", Schedule: "*/30 * * * * *", Grace: time.Minute}
 	loopSweeper   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000003", Name: "Fusebox: session sweeper", Schedule: "0 */10 * * * *", Grace: 10 * time.Minute}
 	loopEvaluator = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000004", Name: "Fusebox: circuit evaluator", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
-	loopSender    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000005", Name: "Fusebox: mail sender", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
+	loopSender    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000005", Name: "Fusebox: alert sender", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopScanner   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000006", Name: "Fusebox: job scanner", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner}
 )
@@ -368,9 +378,10 @@ func (a *App) loops() []leasedLoop {
 			_, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
 			return err
 		}}},
-	}
-	if a.sender != nil {
-		ls = append(ls, leasedLoop{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, Phase: senderPhase(a.evaluator.Interval()), RecordEvery: time.Minute, Pass: a.sender.Pass}})
+		// The sender always runs: channels need no SMTP server. Its lease
+		// keeps the name it had when it sent only mail, so an old and a new
+		// instance never send side by side during an upgrade.
+		{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, Phase: senderPhase(a.evaluator.Interval()), RecordEvery: time.Minute, Pass: a.sender.Pass}},
 	}
 	return ls
 }
@@ -403,9 +414,6 @@ func (a *App) ensureLoopJobs(ctx context.Context) error {
 		return nil
 	}
 	for _, j := range loopJobs {
-		if j.ID == loopSender.ID && a.sender == nil {
-			continue // mail is off: no loop, no job that would go missing
-		}
 		if _, err := a.Store.Jobs.Get(ctx, j.ID); err == nil {
 			continue
 		} else if !errors.Is(err, storage.ErrNoJob) {
@@ -436,4 +444,36 @@ func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time
 		return err
 	}
 	return r.a.Store.Jobs.Touch(ctx, jobID, at)
+}
+
+// noticeComposer writes notices about circuits and jobs for channels.
+type noticeComposer struct {
+	circuits mailer.Composer
+	jobs     mailer.JobComposer
+}
+
+func (n noticeComposer) Notice(m alerts.Message, c circuit.Circuit, app circuit.App) (alerts.Notice, error) {
+	return n.circuits.Notice(m, c, app)
+}
+
+func (n noticeComposer) JobNotice(ctx context.Context, m alerts.Message) (alerts.Notice, error) {
+	return n.jobs.JobNotice(ctx, m)
+}
+
+// channelTester sends "send a test" messages: mail through the SMTP
+// server, the others through the poster.
+func channelTester(cfg *config.Config, smtp mailer.SMTP, poster notify.Poster, now func() time.Time) func(context.Context, alerts.Channel) error {
+	return func(ctx context.Context, ch alerts.Channel) error {
+		n := alerts.TestNotice(ch, cfg.BaseURL.String(), now())
+		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+		defer cancel()
+		if ch.Kind != alerts.ChannelMail {
+			return poster.Post(ctx, ch, "test|"+ch.ID+"|"+strconv.FormatInt(now().UnixNano(), 10), n)
+		}
+		if cfg.Mail.Host == "" {
+			return errors.New("mail is off on this instance: set FUSEBOX_SMTP_HOST")
+		}
+		return smtp.Send(ctx, alerts.Mail{To: ch.Addresses, Subject: "[Fusebox] " + n.Title, Text: n.Text + "\n\n" + n.LinkURL + "\n",
+			HTML: "<p>" + html.EscapeString(n.Text) + "</p>", MessageID: fmt.Sprintf("<test-%d@fusebox>", now().UnixNano())})
+	}
 }

@@ -78,6 +78,9 @@ type App struct {
 	// Guardrail bounds how many of the app's circuits the evaluator may
 	// have switched off at once; trips beyond it are held for a person.
 	Guardrail Guardrail
+	// Channels are the alert channels of circuits and jobs of this app
+	// that name none of their own.
+	Channels []string
 	// APIKeyHash is the SHA-256 (hex) of the key functions of this app use
 	// to report failures over HTTP. The key itself is never stored.
 	APIKeyHash string
@@ -156,7 +159,9 @@ type Circuit struct {
 	Window     time.Duration // ...happen within Window
 	Rule       Rule          // or on a failure ratio, when Rule.Ratio is set
 	Recipients []string      // who is mailed when it opens
-	Policy     Policy
+	// Channels names the channels its alerts go to; none: the app's.
+	Channels []string
+	Policy   Policy
 	// Shadow disarms the switch: the circuit counts, changes state, logs
 	// and alerts what it would do, but never moves the trigger. For
 	// rolling out a new circuit safely.
@@ -174,6 +179,15 @@ type Circuit struct {
 	// circuit stays closed, the flip log and the alert say what it would
 	// have done.
 	Held bool
+	// RecentChanges are the times of the last changes (at most
+	// keptChanges), oldest first: a circuit that changes too often is
+	// flapping, and its alerts become a summary an hour.
+	RecentChanges []time.Time
+	// AckedEpisode is the episode someone acknowledged (AckedBy, at
+	// AckedAt): its reminders stop.
+	AckedEpisode int64
+	AckedBy      string
+	AckedAt      time.Time
 
 	// AppliedEpisode is the episode whose trigger setting a switch last
 	// applied, at AppliedAt. While it lags Episode, the evaluator has work
@@ -228,6 +242,21 @@ func (c Circuit) TrialAt() time.Time {
 		return time.Time{}
 	}
 	return c.SwitchedAt().Add(c.Cooldown())
+}
+
+// keptChanges is how many change times a circuit keeps: enough to tell
+// any flap limit up to it.
+const keptChanges = 32
+
+// ChangesSince counts the circuit's changes after t.
+func (c Circuit) ChangesSince(t time.Time) int {
+	n := 0
+	for _, at := range c.RecentChanges {
+		if at.After(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // Stuck reports whether the switch has failed to set the trigger for this

@@ -25,6 +25,9 @@ type ServiceStore interface {
 	UpdateSettings(ctx context.Context, c Circuit) error
 	// DeleteCircuit removes a circuit and its flip log, conditional on version.
 	DeleteCircuit(ctx context.Context, appID, function, version string) error
+	// Acknowledge records c's AckedEpisode, AckedBy and AckedAt,
+	// conditional on c.Version.
+	Acknowledge(ctx context.Context, c Circuit) error
 }
 
 // Auditor records who did what.
@@ -118,8 +121,9 @@ func IsLinkRefusal(err error) bool {
 	return false
 }
 
-// CheckLink says whether a link may resume c as it stands, or why not.
-func CheckLink(c Circuit, l LinkClaim) error {
+// CheckLink says whether a link may resume c, of app, as it stands, or
+// why not.
+func CheckLink(c Circuit, app App, l LinkClaim) error {
 	switch {
 	case c.Incarnation != l.Incarnation:
 		return ErrRecreated
@@ -129,15 +133,31 @@ func CheckLink(c Circuit, l LinkClaim) error {
 		return ErrForcedByHand
 	case c.State != Open:
 		return ErrNotLinkAction
-	case !hasRecipient(c, l.Recipient):
+	case !hasRecipient(c, app, l.Recipient):
 		return ErrNotRecipient
 	}
 	return nil
 }
 
-func hasRecipient(c Circuit, addr string) bool {
+// channelPrefix is how a link made out to a channel names it (see
+// alerts.ChannelPrefix).
+const channelPrefix = "channel:"
+
+func hasRecipient(c Circuit, app App, to string) bool {
+	if id, ok := strings.CutPrefix(to, channelPrefix); ok {
+		channels := c.Channels
+		if len(channels) == 0 {
+			channels = app.Channels
+		}
+		for _, ch := range channels {
+			if ch == id {
+				return true
+			}
+		}
+		return false
+	}
 	for _, r := range c.Recipients {
-		if strings.EqualFold(r, addr) {
+		if strings.EqualFold(r, to) {
 			return true
 		}
 	}
@@ -149,8 +169,12 @@ func hasRecipient(c Circuit, addr string) bool {
 // conditional write replaces, so a retry after a lost race checks again
 // and can never resume a later episode.
 func (s *Service) ResumeByLink(ctx context.Context, l LinkClaim, actor, reason string) (Circuit, error) {
+	app, err := s.store.GetApp(ctx, l.AppID)
+	if err != nil {
+		return Circuit{}, err
+	}
 	return s.act(ctx, l.AppID, l.Function, actor, "resumed", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
-		if err := CheckLink(c, l); err != nil {
+		if err := CheckLink(c, app, l); err != nil {
 			return c, Flip{}, err
 		}
 		return Resume(c, actor, reason, n, now)
@@ -170,12 +194,14 @@ type Settings struct {
 	Window     time.Duration
 	Rule       Rule
 	Recipients []string
+	Channels   []string
 	Policy     Policy
 	Shadow     bool
 }
 
 func (s Settings) apply(c Circuit) Circuit {
 	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
+	c.Channels = s.Channels
 	return c
 }
 
@@ -291,10 +317,44 @@ func describe(c Circuit) string {
 	if len(c.Recipients) > 0 {
 		d += "; mails " + strings.Join(c.Recipients, ", ")
 	}
+	if len(c.Channels) > 0 {
+		d += "; alerts channels " + strings.Join(c.Channels, ", ")
+	}
 	if c.Shadow {
 		d += "; shadow mode: never switches the trigger"
 	}
 	return d
+}
+
+// ErrNothingToAcknowledge is an acknowledgement of a circuit whose trigger is on.
+var ErrNothingToAcknowledge = errors.New("circuit: the trigger is on; there is nothing to acknowledge")
+
+// Acknowledge records that actor is on the current episode of an open
+// circuit: its reminders stop. The trigger stays off.
+func (s *Service) Acknowledge(ctx context.Context, appID, function, actor string) (Circuit, error) {
+	for range 3 {
+		c, err := s.store.GetCircuit(ctx, appID, function)
+		if err != nil {
+			return Circuit{}, err
+		}
+		if !c.State.TriggerOff() {
+			return c, ErrNothingToAcknowledge
+		}
+		if c.AckedEpisode == c.Episode {
+			return c, nil
+		}
+		c.AckedEpisode, c.AckedBy, c.AckedAt = c.Episode, actor, s.now()
+		err = s.store.Acknowledge(ctx, c)
+		if isConflict(err) {
+			continue
+		}
+		if err != nil {
+			return Circuit{}, err
+		}
+		return c, s.audit.Append(ctx, audit.Entry{At: c.AckedAt, Actor: actor, Action: "acknowledged", Target: c.ID(),
+			Detail: fmt.Sprintf("episode %d: reminders stop; the trigger stays off", c.Episode)})
+	}
+	return Circuit{}, ErrConflictRetries
 }
 
 // ErrNoDrift is an adopt or override of a circuit without drift.

@@ -208,6 +208,7 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
 	c.Held = false
+	c.RecentChanges = append(c.RecentChanges[max(0, len(c.RecentChanges)-keptChanges+1):len(c.RecentChanges):len(c.RecentChanges)], now)
 	return c, f
 }
 

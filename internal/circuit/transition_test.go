@@ -150,7 +150,7 @@ func TestCheckLink(t *testing.T) {
 	open := base(circuit.Open)
 	open.Incarnation, open.Recipients = "abc", []string{"ops@example.com"}
 	claim := circuit.LinkClaim{AppID: "orders", Function: "Process", Episode: 4, Incarnation: "abc", Recipient: "Ops@Example.com"}
-	if err := circuit.CheckLink(open, claim); err != nil {
+	if err := circuit.CheckLink(open, circuit.App{}, claim); err != nil {
 		t.Errorf("a current link: %v", err)
 	}
 	later := open
@@ -173,7 +173,7 @@ func TestCheckLink(t *testing.T) {
 		"deleted and recreated": {recreated, circuit.ErrRecreated},
 		"closed meanwhile":      {closed, circuit.ErrNotLinkAction},
 	} {
-		if err := circuit.CheckLink(tc.c, claim); !errors.Is(err, tc.want) {
+		if err := circuit.CheckLink(tc.c, circuit.App{}, claim); !errors.Is(err, tc.want) {
 			t.Errorf("%s: %v, want %v", name, err, tc.want)
 		}
 	}

@@ -100,6 +100,12 @@ func (c Circuit) Validate(app *App) error {
 			break
 		}
 	}
+	for _, ch := range c.Channels {
+		if !ValidAppID(ch) {
+			add("channels", "%q is not a channel id", ch)
+			break
+		}
+	}
 	if c.Policy.AutoResume {
 		switch {
 		case c.Policy.Cooldown < time.Second:

@@ -579,3 +579,7 @@ func (r *reader) oidc() *OIDC {
 	}
 	return o
 }
+
+// AllowLoopbackChannels reports whether alert channels may post over plain
+// http to loopback receivers: on a developer's machine only.
+func (c *Config) AllowLoopbackChannels() bool { return c.Env == Development }

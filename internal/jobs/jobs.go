@@ -65,6 +65,7 @@ type Job struct {
 	Grace       time.Duration
 	MaxDuration time.Duration // 0: no limit
 	Recipients  []string
+	Channels    []string // alert channels; none: the app's
 	Paused      bool
 	CreatedAt   time.Time // anchors "every" schedules
 	Status      Status

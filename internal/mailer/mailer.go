@@ -34,6 +34,23 @@ type Composer struct {
 
 // Compose writes one message: HTML and plain text with the same words.
 func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App) (alerts.Mail, error) {
+	w := c.words(m, ci, app)
+	var html bytes.Buffer
+	if err := views.AlertMailHTML(w.model).Render(context.Background(), &html); err != nil {
+		return alerts.Mail{}, err
+	}
+	return alerts.Mail{To: []string{m.To}, Subject: "[Fusebox] " + w.title, Text: text(w.model), HTML: html.String(),
+		MessageID: fmt.Sprintf("<%x@fusebox>", []byte(m.ID))}, nil
+}
+
+// words are what an alert about a circuit says, whatever carries it.
+type words struct {
+	typ   string // the Notice type
+	title string
+	model views.AlertMail
+}
+
+func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) words {
 	name := app.DisplayName
 	if name == "" {
 		name = ci.AppID
@@ -45,50 +62,84 @@ func (c Composer) Compose(m alerts.Message, ci circuit.Circuit, app circuit.App)
 		ChangedAt:  ci.ChangedAt.UTC().Format("Mon 2 Jan 2006 15:04:05 MST"),
 		CircuitURL: base + "/circuits/" + url.PathEscape(ci.AppID) + "/" + url.PathEscape(ci.Function),
 	}
-	var subject string
-	switch {
-	case m.Kind == alerts.KindResumed:
-		subject = fmt.Sprintf("[Fusebox] %s / %s resumed", name, ci.Function)
-		model.Heading = ci.Function + " runs again"
-		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
-	case m.Kind == alerts.KindHeld:
-		subject = fmt.Sprintf("[Fusebox] Guardrail held a trip of %s / %s", name, ci.Function)
-		model.Heading = ci.Function + " was not switched off"
-		model.Intro = fmt.Sprintf("The circuit of %s in %s would have tripped, but the app's guardrail held it: %s. The trigger stays on. Trip it by hand in Fusebox if it should stop.", ci.Function, name, ci.Reason)
-	case ci.Shadow:
-		// Shadow mode: what the circuit would have done, for information.
-		subject = fmt.Sprintf("[Fusebox] %s / %s would have been switched off (shadow mode)", name, ci.Function)
-		model.Heading = ci.Function + " would have been switched off"
-		model.Intro = fmt.Sprintf("The circuit of %s in %s is in shadow mode: it would have switched the trigger off because %s. The trigger was left on. Arm the circuit in Fusebox to let it act.", ci.Function, name, ci.Reason)
-	case ci.State == circuit.ForcedOpen:
-		// A trip by hand is deliberate: the mail informs, and only an
-		// operator signed in to Fusebox undoes it, so it carries no link.
-		subject = fmt.Sprintf("[Fusebox] %s / %s switched off by hand", name, ci.Function)
-		if strings.HasPrefix(m.Kind, "reminder-") {
-			subject = "[Fusebox] Still off by hand: " + name + " / " + ci.Function
-		}
-		model.Heading = ci.Function + "'s trigger is off"
-		model.Intro = fmt.Sprintf("An operator switched off the trigger of %s in %s: %s. It stays off until an operator resumes it in Fusebox.", ci.Function, name, ci.Reason)
-	default:
+	// The link opens a page that asks before it acts: a mail scanner or
+	// a chat's link preview that follows it resumes nothing.
+	link := func() {
 		expires := c.Now().Add(c.LinkTTL)
 		token := c.Signer.Sign(alerts.Link{Circuit: ci.ID(), Episode: ci.Episode, Incarnation: ci.Incarnation, Action: "resume", Recipient: m.To, Expires: expires})
 		model.ResumeURL = base + "/resume/" + token
 		model.Expires = expires.UTC().Format("Mon 2 Jan 2006 15:04 MST")
-		subject = fmt.Sprintf("[Fusebox] %s / %s is %s: trigger off", name, ci.Function, ci.State)
+	}
+	w := words{typ: "circuit.opened"}
+	reminder := strings.HasPrefix(m.Kind, "reminder-")
+	if reminder {
+		w.typ = "circuit.reminder"
+	}
+	switch {
+	case m.Kind == alerts.KindFlapping:
+		w.typ = "circuit.flapping"
+		n := ci.ChangesSince(c.Now().Add(-time.Hour))
+		w.title = fmt.Sprintf("%s / %s is flapping: %d changes in the last hour", name, ci.Function, n)
+		model.Heading = ci.Function + " is flapping"
+		model.Intro = fmt.Sprintf("The circuit of %s in %s changed %d times in the last hour; it is %s now (%s). Further changes this hour are summarised, not alerted one by one.", ci.Function, name, n, ci.State, ci.Reason)
+		if ci.State == circuit.Open && !ci.Shadow {
+			link()
+		}
+	case m.Kind == alerts.KindResumed:
+		w.typ = "circuit.resumed"
+		w.title = fmt.Sprintf("%s / %s resumed", name, ci.Function)
+		model.Heading = ci.Function + " runs again"
+		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	case m.Kind == alerts.KindHeld:
+		w.typ = "circuit.held"
+		w.title = fmt.Sprintf("Guardrail held a trip of %s / %s", name, ci.Function)
+		model.Heading = ci.Function + " was not switched off"
+		model.Intro = fmt.Sprintf("The circuit of %s in %s would have tripped, but the app's guardrail held it: %s. The trigger stays on. Trip it by hand in Fusebox if it should stop.", ci.Function, name, ci.Reason)
+	case ci.Shadow:
+		// Shadow mode: what the circuit would have done, for information.
+		w.title = fmt.Sprintf("%s / %s would have been switched off (shadow mode)", name, ci.Function)
+		model.Heading = ci.Function + " would have been switched off"
+		model.Intro = fmt.Sprintf("The circuit of %s in %s is in shadow mode: it would have switched the trigger off because %s. The trigger was left on. Arm the circuit in Fusebox to let it act.", ci.Function, name, ci.Reason)
+	case ci.State == circuit.ForcedOpen:
+		// A trip by hand is deliberate: the alert informs, and only an
+		// operator signed in to Fusebox undoes it, so it carries no link.
+		w.title = fmt.Sprintf("%s / %s switched off by hand", name, ci.Function)
+		if reminder {
+			w.title = "Still off by hand: " + name + " / " + ci.Function
+		}
+		model.Heading = ci.Function + "'s trigger is off"
+		model.Intro = fmt.Sprintf("An operator switched off the trigger of %s in %s: %s. It stays off until an operator resumes it in Fusebox.", ci.Function, name, ci.Reason)
+	default:
+		link()
+		w.title = fmt.Sprintf("%s / %s is %s: trigger off", name, ci.Function, ci.State)
 		model.Heading = ci.Function + "'s trigger is off"
 		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s because %s.", ci.Function, name, ci.Reason)
-		if strings.HasPrefix(m.Kind, "reminder-") {
-			subject = "[Fusebox] Still off: " + name + " / " + ci.Function
+		if reminder {
+			w.title = "Still off: " + name + " / " + ci.Function
 			model.Heading = ci.Function + " is still off"
 			model.Intro = fmt.Sprintf("The trigger of %s in %s has been off since %s (%s).", ci.Function, name, model.ChangedAt, ci.Reason)
 		}
 	}
-	var html bytes.Buffer
-	if err := views.AlertMailHTML(model).Render(context.Background(), &html); err != nil {
-		return alerts.Mail{}, err
+	w.model = model
+	return w
+}
+
+// Notice writes one message for a chat or webhook channel: the mail's
+// words as facts, and a link to the page that reviews (and resumes).
+func (c Composer) Notice(m alerts.Message, ci circuit.Circuit, app circuit.App) (alerts.Notice, error) {
+	w := c.words(m, ci, app)
+	n := alerts.Notice{Type: w.typ, Title: w.title, Text: w.model.Intro, At: ci.ChangedAt,
+		Facts: []alerts.Fact{{Name: "Function", Value: w.model.Function}, {Name: "App", Value: w.model.App}, {Name: "State", Value: w.model.State},
+			{Name: "Why", Value: w.model.Reason}, {Name: "Rule", Value: w.model.Rule}, {Name: "When", Value: w.model.ChangedAt}},
+		LinkURL: w.model.CircuitURL, LinkText: "Open the circuit in Fusebox",
+		Data: map[string]any{"app": ci.AppID, "function": ci.Function, "state": ci.State.String(), "episode": ci.Episode,
+			"reason": ci.Reason, "rule": w.model.Rule, "changed_at": ci.ChangedAt.UTC(), "circuit_url": w.model.CircuitURL, "kind": m.Kind}}
+	if w.model.ResumeURL != "" {
+		n.LinkURL, n.LinkText = w.model.ResumeURL, "Review and resume"
+		n.Data["review_url"] = w.model.ResumeURL
+		n.Facts = append(n.Facts, alerts.Fact{Name: "Link works until", Value: w.model.Expires})
 	}
-	return alerts.Mail{To: m.To, Subject: subject, Text: text(model), HTML: html.String(),
-		MessageID: fmt.Sprintf("<%x@fusebox>", []byte(m.ID))}, nil
+	return n, nil
 }
 
 func text(m views.AlertMail) string {
@@ -128,8 +179,8 @@ func (s SMTP) Send(ctx context.Context, m alerts.Mail) (err error) {
 	if err := msg.From(s.From); err != nil {
 		return fmt.Errorf("%w: sender %q: %v", alerts.ErrPermanent, s.From, err)
 	}
-	if err := msg.To(m.To); err != nil {
-		return fmt.Errorf("%w: recipient %q: %v", alerts.ErrPermanent, m.To, err)
+	if err := msg.To(m.To...); err != nil {
+		return fmt.Errorf("%w: recipients %q: %v", alerts.ErrPermanent, m.To, err)
 	}
 	msg.Subject(m.Subject)
 	msg.SetMessageIDWithValue(strings.Trim(m.MessageID, "<>"))
@@ -156,15 +207,27 @@ func (s SMTP) Send(ctx context.Context, m alerts.Mail) (err error) {
 		return fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
 	}
 	if err := client.DialAndSendWithContext(ctx, msg); err != nil {
-		// Only a 5xx reply is the server saying "never": connection
-		// trouble and 4xx replies are worth another try.
 		var se *gomail.SendError
-		if errors.As(err, &se) && se.ErrorCode() >= 500 && se.ErrorCode() < 600 {
+		if errors.As(err, &se) && refusesMessage(se.ErrorCode()) {
 			return fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
 		}
 		return fmt.Errorf("mailer: %w", err)
 	}
 	return nil
+}
+
+// refusesMessage tells the SMTP replies that refuse this message for good
+// — no such mailbox (550, 551, 553), too big (552), rejected content
+// (554), a malformed address (501) — from those about the server or the
+// account: a rotated password (535), authentication required (530) or
+// a server busy or shutting down (421, 4xx). Those keep retrying: the
+// mail is still owed once the server is fixed.
+func refusesMessage(code int) bool {
+	switch code {
+	case 501, 550, 551, 552, 553, 554:
+		return true
+	}
+	return false
 }
 
 // JobComposer writes the mails about jobs.
@@ -177,23 +240,50 @@ type JobComposer struct {
 
 // ComposeJob writes one mail about a job's change of status.
 func (c JobComposer) ComposeJob(ctx context.Context, m alerts.Message) (alerts.Mail, error) {
+	w, err := c.words(ctx, m)
+	if err != nil {
+		return alerts.Mail{}, err
+	}
+	j := w.job
+	text := fmt.Sprintf("%s\n\nSchedule: %s (%s)\nSince:    %s\n\nThe job's slots, gaps and runs, with Run now for missed slots:\n\n  %s\n",
+		w.what, j.Schedule, j.TimeZone, w.since, w.link)
+	html := fmt.Sprintf(`<!DOCTYPE html><html lang="en"><body style="font-family: system-ui, sans-serif; color: #1d2330; max-width: 36rem;"><h1 style="font-size: 1.3rem;">%s</h1><p>%s</p><p>Schedule: <code>%s</code> (%s)</p><p><a href="%s">See the job's slots, gaps and runs</a></p></body></html>`,
+		template.HTMLEscapeString(w.title), template.HTMLEscapeString(w.what), template.HTMLEscapeString(j.Schedule), template.HTMLEscapeString(j.TimeZone), template.HTMLEscapeString(w.link))
+	return alerts.Mail{To: []string{m.To}, Subject: "[Fusebox] " + w.title, Text: text, HTML: html, MessageID: fmt.Sprintf("<%x@fusebox>", []byte(m.ID))}, nil
+}
+
+// JobNotice writes one message about a job for a chat or webhook channel.
+func (c JobComposer) JobNotice(ctx context.Context, m alerts.Message) (alerts.Notice, error) {
+	w, err := c.words(ctx, m)
+	if err != nil {
+		return alerts.Notice{}, err
+	}
+	j := w.job
+	return alerts.Notice{Type: "job." + strings.TrimPrefix(m.Kind, "job-"), Title: w.title, Text: w.what, At: time.Unix(m.Episode, 0).UTC(),
+		Facts:   []alerts.Fact{{Name: "Job", Value: j.Name}, {Name: "Schedule", Value: j.Schedule + " (" + j.TimeZone + ")"}, {Name: "Since", Value: w.since}},
+		LinkURL: w.link, LinkText: "Open the job in Fusebox",
+		Data: map[string]any{"job": j.ID, "name": j.Name, "schedule": j.Schedule, "time_zone": j.TimeZone, "since": time.Unix(m.Episode, 0).UTC(), "job_url": w.link, "kind": m.Kind}}, nil
+}
+
+type jobWords struct {
+	job                      jobs.Job
+	title, what, since, link string
+}
+
+func (c JobComposer) words(ctx context.Context, m alerts.Message) (jobWords, error) {
 	j, err := c.Jobs.Get(ctx, strings.TrimPrefix(m.Circuit, alerts.JobPrefix))
 	if err != nil {
-		return alerts.Mail{}, fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
+		return jobWords{}, fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
 	}
-	link := strings.TrimRight(c.BaseURL.String(), "/") + "/jobs/" + url.PathEscape(j.ID)
-	var subject, what string
+	w := jobWords{job: j, link: strings.TrimRight(c.BaseURL.String(), "/") + "/jobs/" + url.PathEscape(j.ID),
+		since: time.Unix(m.Episode, 0).UTC().Format("Mon 2 Jan 2006 15:04 MST")}
 	switch m.Kind {
 	case alerts.KindJobMissing:
-		subject, what = "[Fusebox] Job "+j.Name+" is missing", "An expected run of "+j.Name+" did not come within its grace period."
+		w.title, w.what = "Job "+j.Name+" is missing", "An expected run of "+j.Name+" did not come within its grace period."
 	case alerts.KindJobFailing:
-		subject, what = "[Fusebox] Job "+j.Name+" is failing", "The last run of "+j.Name+" failed or ran too long."
+		w.title, w.what = "Job "+j.Name+" is failing", "The last run of "+j.Name+" failed or ran too long."
 	default:
-		subject, what = "[Fusebox] Job "+j.Name+" recovered", j.Name+" ran as expected again."
+		w.title, w.what = "Job "+j.Name+" recovered", j.Name+" ran as expected again."
 	}
-	text := fmt.Sprintf("%s\n\nSchedule: %s (%s)\nSince:    %s\n\nThe job's slots, gaps and runs, with Run now for missed slots:\n\n  %s\n",
-		what, j.Schedule, j.TimeZone, time.Unix(m.Episode, 0).UTC().Format("Mon 2 Jan 2006 15:04 MST"), link)
-	html := fmt.Sprintf(`<!DOCTYPE html><html lang="en"><body style="font-family: system-ui, sans-serif; color: #1d2330; max-width: 36rem;"><h1 style="font-size: 1.3rem;">%s</h1><p>%s</p><p>Schedule: <code>%s</code> (%s)</p><p><a href="%s">See the job's slots, gaps and runs</a></p></body></html>`,
-		template.HTMLEscapeString(subject), template.HTMLEscapeString(what), template.HTMLEscapeString(j.Schedule), template.HTMLEscapeString(j.TimeZone), template.HTMLEscapeString(link))
-	return alerts.Mail{To: m.To, Subject: subject, Text: text, HTML: html, MessageID: fmt.Sprintf("<%x@fusebox>", []byte(m.ID))}, nil
+	return w, nil
 }

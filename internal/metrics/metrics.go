@@ -18,18 +18,19 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 
-	httpRequests *prometheus.CounterVec
-	httpDuration *prometheus.HistogramVec
-	storageCalls *prometheus.CounterVec
-	storageTime  *prometheus.HistogramVec
-	loopRuns     *prometheus.CounterVec
-	loopLastOK   *prometheus.GaugeVec
-	loopLastErr  *prometheus.GaugeVec
-	leaseGained  *prometheus.CounterVec
-	leaseLost    *prometheus.CounterVec
-	leaseRenew   *prometheus.HistogramVec
-	leaseFailed  *prometheus.CounterVec
-	ingested     *prometheus.CounterVec
+	httpRequests  *prometheus.CounterVec
+	notifications *prometheus.CounterVec
+	httpDuration  *prometheus.HistogramVec
+	storageCalls  *prometheus.CounterVec
+	storageTime   *prometheus.HistogramVec
+	loopRuns      *prometheus.CounterVec
+	loopLastOK    *prometheus.GaugeVec
+	loopLastErr   *prometheus.GaugeVec
+	leaseGained   *prometheus.CounterVec
+	leaseLost     *prometheus.CounterVec
+	leaseRenew    *prometheus.HistogramVec
+	leaseFailed   *prometheus.CounterVec
+	ingested      *prometheus.CounterVec
 }
 
 // New registers every collector, with the Go runtime's and the process's.
@@ -72,14 +73,22 @@ func New() *Metrics {
 		leaseFailed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_lease_renew_failures_total", Help: "Lease renewals that failed, by lease family.",
 		}, []string{"lease"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_notifications_total", Help: "Alert deliveries this instance attempted, by channel kind (mail, teams, slack, webhook) and outcome (sent, retried, failed).",
+		}, []string{"kind", "outcome"}),
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_failures_ingested_total", Help: "Failures reported over HTTP, by outcome (accepted counts failures, rejected counts items).",
 		}, []string{"outcome"}),
 	}
-	m.Registry.MustRegister(m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
+	m.Registry.MustRegister(m.notifications, m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
+}
+
+// ObserveNotification counts one delivery attempt's outcome.
+func (m *Metrics) ObserveNotification(kind, outcome string) {
+	m.notifications.WithLabelValues(kind, outcome).Inc()
 }
 
 // ObserveHTTP records one served request.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -31,6 +32,7 @@ type appRow struct {
 	APIKeyHash     string  // SHA-256 (hex) of the app's failure-reporting key
 	GuardrailMax   int32   // optional: at most this many circuits switched off automatically at once
 	GuardrailShare float64 // optional: at most this share (0, 1] of the app's circuits
+	Channels       string  // comma-separated ids of the default alert channels
 }
 
 func (r appRow) toApp() (circuit.App, error) {
@@ -45,6 +47,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		ID: r.RowKey, DisplayName: r.DisplayName, SubscriptionID: r.SubscriptionID,
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
+		Channels: commaList(r.Channels),
 	}, nil
 }
 
@@ -84,6 +87,7 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
+		Channels: strings.Join(app.Channels, ","),
 	}
 	if err := a.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put app %s: %w", app.ID, err)

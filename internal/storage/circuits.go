@@ -56,6 +56,7 @@ type circuitRow struct {
 	FailureRatio       float64 // optional: trip on this share of failed calls instead of a count
 	MinCalls           int32   // with FailureRatio: calls in the window before it is weighed
 	Recipients         string  // comma-separated addresses
+	Channels           string  // comma-separated channel ids
 	AutoResume         bool
 	Shadow             bool // the switch is disarmed: state and alerts only
 	CooldownSeconds    int32
@@ -74,6 +75,10 @@ type circuitRow struct {
 	Drift              string
 	DriftSince         time.Time
 	Incarnation        string // random, set at creation: tells a re-created circuit from the deleted one
+	RecentChanges      string // Unix seconds of the last changes, comma-separated, oldest first
+	AckedEpisode       int64  // the episode someone acknowledged: its reminders stop
+	AckedBy            string
+	AckedAt            time.Time
 	FenceLease         string // the lease under which the state was last written
 	FenceGeneration    int64  // and its generation: older generations are refused
 }
@@ -90,15 +95,14 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if (r.FailureRatio != 0 || r.MinCalls != 0) && !(r.FailureRatio > 0 && r.FailureRatio <= 1 && r.MinCalls >= 1) {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: FailureRatio %v must be in (0, 1] and MinCalls %d at least 1", r.PartitionKey, function, r.FailureRatio, r.MinCalls)
 	}
-	var recipients []string
-	for _, a := range strings.Split(r.Recipients, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			recipients = append(recipients, a)
-		}
+	changes, err := unixList(r.RecentChanges)
+	if err != nil {
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: RecentChanges: %w", r.PartitionKey, function, err)
 	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
-		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: recipients,
+		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels),
+		RecentChanges: changes, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
@@ -115,6 +119,7 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 	r.Streak, r.Held = int32(c.Streak), c.Held
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
+	r.RecentChanges = joinUnix(c.RecentChanges)
 }
 
 // setSettings copies a circuit's settings into the row.
@@ -122,7 +127,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Function = c.Function
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
 	r.FailureRatio, r.MinCalls = c.Rule.Ratio, int32(c.Rule.MinCalls)
-	r.Recipients = strings.Join(c.Recipients, ",")
+	r.Recipients, r.Channels = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ",")
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
@@ -219,6 +224,23 @@ func (c *Circuits) UpdateSettings(ctx context.Context, ci circuit.Circuit) error
 	row.setSettings(ci)
 	if err := c.table.Update(ctx, &row); err != nil {
 		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), conflictAsCircuit(err))
+	}
+	return nil
+}
+
+// Acknowledge records who acknowledged which episode, on condition that
+// the circuit is still at ci.Version.
+func (c *Circuits) Acknowledge(ctx context.Context, ci circuit.Circuit) error {
+	row, err := c.row(ctx, ci.AppID, ci.Function)
+	if err != nil {
+		return err
+	}
+	if string(row.ETag) != ci.Version {
+		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), circuit.ErrConflict)
+	}
+	row.AckedEpisode, row.AckedBy, row.AckedAt = ci.AckedEpisode, ci.AckedBy, ci.AckedAt
+	if err := c.table.Update(ctx, &row); err != nil {
+		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), conflictAsCircuit(err))
 	}
 	return nil
 }

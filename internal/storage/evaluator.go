@@ -33,6 +33,9 @@ func (s EvaluatorStore) UpdateSettings(ctx context.Context, c circuit.Circuit) e
 func (s EvaluatorStore) DeleteCircuit(ctx context.Context, appID, function, version string) error {
 	return s.Circuits.Delete(ctx, appID, function, version)
 }
+func (s EvaluatorStore) Acknowledge(ctx context.Context, c circuit.Circuit) error {
+	return s.Circuits.Acknowledge(ctx, c)
+}
 func (s EvaluatorStore) Reapply(ctx context.Context, appID, function string) error {
 	return s.Circuits.Reapply(ctx, appID, function)
 }

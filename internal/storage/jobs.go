@@ -34,6 +34,7 @@ type jobRow struct {
 	GraceSeconds       int32
 	MaxDurationSeconds int32
 	Recipients         string
+	Channels           string // comma-separated channel ids
 	Paused             bool
 	CreatedAt          time.Time
 	Status             string
@@ -47,22 +48,18 @@ func (r jobRow) job() (jobs.Job, error) {
 	if err != nil {
 		return jobs.Job{}, fmt.Errorf("storage: job %s: %w", r.RowKey, err)
 	}
-	var recipients []string
-	for _, a := range strings.Split(r.Recipients, ",") {
-		if a = strings.TrimSpace(a); a != "" {
-			recipients = append(recipients, a)
-		}
-	}
+	recipients := commaList(r.Recipients)
 	return jobs.Job{
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
-		Recipients: recipients, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
+		Recipients: recipients, Channels: commaList(r.Channels), Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
 	}, nil
 }
 
 func (r *jobRow) set(j jobs.Job) {
 	r.Name, r.Slug, r.AppID, r.Function, r.Schedule, r.TimeZone = j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone
 	r.GraceSeconds, r.MaxDurationSeconds = int32(j.Grace/time.Second), int32(j.MaxDuration/time.Second)
+	r.Channels = strings.Join(j.Channels, ",")
 	r.Recipients, r.Paused, r.CreatedAt, r.Status, r.LastRunAt = strings.Join(j.Recipients, ","), j.Paused, j.CreatedAt, j.Status.String(), j.LastRunAt
 }
 

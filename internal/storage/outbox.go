@@ -118,3 +118,21 @@ func (o *Outbox) Recent(ctx context.Context, limit int) ([]alerts.Message, error
 	}
 	return out, nil
 }
+
+// OutboxRetention is how long sent and failed messages stay on the
+// Notifications page.
+const OutboxRetention = 30 * 24 * time.Hour
+
+// DeleteBefore removes messages sent, or failed, before t: pending ones
+// stay, whatever their age, until they are delivered or given up.
+func (o *Outbox) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
+	sent, err := deleteMatching(ctx, o.table, tablestore.And(tablestore.PartitionIs(outboxPartition), tablestore.Eq("State", alerts.Sent), tablestore.Lt("SentAt", t)))
+	if err != nil {
+		return sent, fmt.Errorf("storage: prune outbox: %w", err)
+	}
+	failed, err := deleteMatching(ctx, o.table, tablestore.And(tablestore.PartitionIs(outboxPartition), tablestore.Eq("State", alerts.Failed), tablestore.Lt("CreatedAt", t)))
+	if err != nil {
+		return sent + failed, fmt.Errorf("storage: prune outbox: %w", err)
+	}
+	return sent + failed, nil
+}

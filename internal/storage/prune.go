@@ -69,12 +69,14 @@ const (
 	RunRetention     = 35 * 24 * time.Hour
 )
 
-// Prune removes failure rows, per-minute rates, job runs and idempotency
-// records past their retention, and returns how many failure rows it removed.
+// Prune removes failure rows, per-minute rates, job runs, idempotency
+// records and delivered or failed alerts past their retention, and
+// returns how many failure rows it removed.
 func (s *Store) Prune(ctx context.Context, now time.Time) (int, error) {
 	n, err := s.Failures.DeleteBefore(ctx, now.Add(-FailureRetention))
 	_, err2 := s.Rates.DeleteBefore(ctx, now.Add(-RateRetention))
 	_, err3 := s.Runs.DeleteBefore(ctx, now.Add(-RunRetention))
 	_, err4 := s.Status.DeleteIdempotencyBefore(ctx, now.Add(-IdempotencyRetention))
-	return n, errors.Join(err, err2, err3, err4)
+	_, err5 := s.Outbox.DeleteBefore(ctx, now.Add(-OutboxRetention))
+	return n, errors.Join(err, err2, err3, err4, err5)
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -136,4 +137,39 @@ func (s *Status) ClaimIdempotency(ctx context.Context, hash string, at time.Time
 // DeleteIdempotencyBefore removes idempotency records older than t.
 func (s *Status) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int, error) {
 	return deleteMatching(ctx, s.table, tablestore.And(tablestore.PartitionIs(idempotencyPartition), tablestore.Lt("At", t)))
+}
+
+type deliveryRow struct {
+	tablestore.Meta        // PartitionKey: "status"; RowKey: "delivery"
+	Failing         string // JSON of []alerts.Health
+}
+
+// PutDelivery records the destinations the alert sender finds failing.
+func (s *Status) PutDelivery(ctx context.Context, failing []alerts.Health) error {
+	b, err := json.Marshal(failing)
+	if err != nil {
+		return fmt.Errorf("storage: delivery status: %w", err)
+	}
+	if err := s.table.Upsert(ctx, &deliveryRow{Meta: tablestore.Meta{PartitionKey: "status", RowKey: "delivery"}, Failing: string(b)}); err != nil {
+		return fmt.Errorf("storage: delivery status: %w", err)
+	}
+	return nil
+}
+
+// Delivery reads the failing destinations; none when the sender never
+// reported or its row does not read (it is rewritten on the next change).
+func (s *Status) Delivery(ctx context.Context) ([]alerts.Health, error) {
+	var row deliveryRow
+	err := s.table.Get(ctx, "status", "delivery", &row)
+	if errors.Is(err, tablestore.ErrNotFound) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("storage: delivery status: %w", err)
+	}
+	var out []alerts.Health
+	if json.Unmarshal([]byte(row.Failing), &out) != nil {
+		return nil, nil
+	}
+	return out, nil
 }

@@ -7,6 +7,11 @@
 package storage
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -23,6 +28,7 @@ const (
 	TableRates    = "Rates"
 	TableOutbox   = "Outbox"
 	TableRuns     = "Runs"
+	TableChannels = "Channels"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -42,6 +48,7 @@ type Store struct {
 	Rates    *Rates
 	Outbox   *Outbox
 	Runs     *Runs
+	Channels *Channels
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 }
@@ -63,5 +70,38 @@ func New(svc *tablestore.Service) *Store {
 		Rates:    &Rates{table: svc.Table(TableRates)},
 		Outbox:   &Outbox{table: svc.Table(TableOutbox)},
 		Runs:     &Runs{table: svc.Table(TableRuns), faults: faults},
+		Channels: &Channels{table: svc.Table(TableChannels), faults: faults},
 	}
+}
+
+// commaList splits a comma-separated list, dropping empty items.
+func commaList(s string) []string {
+	var out []string
+	for _, a := range strings.Split(s, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// unixList reads comma-separated Unix seconds.
+func unixList(s string) ([]time.Time, error) {
+	var out []time.Time
+	for _, f := range commaList(s) {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q is not a Unix time", f)
+		}
+		out = append(out, time.Unix(n, 0).UTC())
+	}
+	return out, nil
+}
+
+func joinUnix(ts []time.Time) string {
+	parts := make([]string, len(ts))
+	for i, t := range ts {
+		parts[i] = strconv.FormatInt(t.Unix(), 10)
+	}
+	return strings.Join(parts, ",")
 }

@@ -2,9 +2,10 @@ package views
 
 import "time"
 
-// Outbox is the model of the mail page.
+// Outbox is the model of the Notifications page.
 type Outbox struct {
 	Page
+	Failing []FailingRow
 	Rows    []OutboxRow
 	CanAct  bool
 	MailOff bool
@@ -16,7 +17,8 @@ type OutboxRow struct {
 	Circuit   string
 	Episode   int64
 	Kind      string
-	To        string
+	Channel   string // mail, teams, slack, webhook
+	To        string // the address, or the channel's name
 	State     string
 	Tone      string
 	Attempts  int

@@ -27,6 +27,8 @@ type circuitJSON struct {
 	Successes       int        `json:"successes"`
 	Rule            string     `json:"rule"`
 	Recipients      []string   `json:"recipients"`
+	Channels        []string   `json:"channels"`
+	AckedEpisode    int64      `json:"acknowledged_episode,omitempty"`
 	AutoResume      bool       `json:"auto_resume"`
 	CooldownSeconds int        `json:"cooldown_seconds"`
 	Streak          int        `json:"trips_in_a_row"`
@@ -61,9 +63,12 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
 		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
-		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients,
+		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
 		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift}
+	if j.Channels == nil {
+		j.Channels = []string{}
+	}
 	if j.Recipients == nil {
 		j.Recipients = []string{}
 	}
@@ -132,6 +137,7 @@ type settingsJSON struct {
 	FailureRatio    float64  `json:"failure_ratio"`
 	MinCalls        int      `json:"min_calls"`
 	Recipients      []string `json:"recipients"`
+	Channels        []string `json:"channels"`
 	AutoResume      bool     `json:"auto_resume"`
 	CooldownSeconds int      `json:"cooldown_seconds"`
 	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
@@ -139,7 +145,7 @@ type settingsJSON struct {
 }
 
 func (j settingsJSON) settings() circuit.Settings {
-	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients,
+	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels,
 		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
@@ -158,6 +164,9 @@ func (s *Server) apiCircuitCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := s.checkChannels(c.Request().Context(), j.Channels); err != nil {
+		return apiError(c, err)
+	}
 	p, _ := principal(c)
 	ci, err := s.Actions.Create(c.Request().Context(), j.App, j.Function, j.settings(), p.Name)
 	if err != nil {
@@ -175,6 +184,9 @@ func (s *Server) apiCircuitUpdate(c echo.Context) error {
 	j, err := bindSettings(c)
 	if err != nil {
 		return err
+	}
+	if err := s.checkChannels(c.Request().Context(), j.Channels); err != nil {
+		return apiError(c, err)
 	}
 	p, _ := principal(c)
 	if _, err := s.Actions.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.settings(), p.Name); err != nil {
@@ -236,7 +248,7 @@ func apiError(c echo.Context, err error) error {
 	case errors.Is(err, circuit.ErrNotFound):
 		return echo.NewHTTPError(http.StatusNotFound, "There is no such circuit.")
 	case errors.Is(err, circuit.ErrExists), errors.Is(err, circuit.ErrStillOpen), errors.Is(err, circuit.ErrSwitching), errors.Is(err, circuit.ErrAlreadyOpen),
-		errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrConflictRetries):
+		errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrConflictRetries), errors.Is(err, circuit.ErrNothingToAcknowledge):
 		return echo.NewHTTPError(http.StatusConflict, err.Error())
 	}
 	return err

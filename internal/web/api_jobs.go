@@ -26,6 +26,7 @@ type jobJSON struct {
 	GraceSeconds       int        `json:"grace_seconds"`
 	MaxDurationSeconds int        `json:"max_duration_seconds"`
 	Recipients         []string   `json:"recipients"`
+	Channels           []string   `json:"channels"`
 	Paused             bool       `json:"paused"`
 	Status             string     `json:"status"`
 	LastRunAt          *time.Time `json:"last_run_at,omitempty"`
@@ -42,8 +43,11 @@ type gapJSON struct {
 
 func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
-		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients,
+		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels,
 		Paused: j.Paused, Status: j.Status.String(), PingURL: s.pingURL(c, j)}
+	if out.Channels == nil {
+		out.Channels = []string{}
+	}
 	if out.Recipients == nil {
 		out.Recipients = []string{}
 	}

@@ -25,9 +25,9 @@ func (s *Server) appCreate(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
 		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
-		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%")}
+		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%"), Channels: v("channels")}
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
-		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux}
+		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels)}
 	var parseErrs circuit.ValidationError
 	if m.GuardrailMax != "" {
 		n, perr := strconv.Atoi(m.GuardrailMax)
@@ -46,6 +46,9 @@ func (s *Server) appCreate(c echo.Context) error {
 	err := app.Validate()
 	if len(parseErrs) > 0 {
 		err = parseErrs
+	}
+	if err == nil {
+		err = s.checkChannels(c.Request().Context(), app.Channels)
 	}
 	if err == nil {
 		if _, getErr := s.AppStore.Get(c.Request().Context(), app.ID); getErr == nil {

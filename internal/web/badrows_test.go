@@ -37,7 +37,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
-	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/mail", "/circuits/" + demo.AppID + "/ProcessOrders"} {
+	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/notifications", "/channels", "/circuits/" + demo.AppID + "/ProcessOrders"} {
 		wantStatus(t, b.get(path), http.StatusOK)
 	}
 	// The scanner reads the bad run on its next pass.

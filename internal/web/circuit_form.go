@@ -26,6 +26,7 @@ func (s *Server) circuitNew(c echo.Context) error {
 func (s *Server) circuitCreate(c echo.Context) error {
 	m := formValues(c)
 	set, problems := parseSettings(m)
+	problems = s.withChannelProblems(c, set.Channels, problems)
 	p, _ := principal(c)
 	if len(problems) == 0 {
 		ci, err := s.Actions.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
@@ -48,7 +49,7 @@ func (s *Server) circuitEdit(c echo.Context) error {
 		return err
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
-		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
+		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
 		Rule: "count", Ratio: "50", MinCalls: "100", Preview: ci.RuleText(), Shadow: ci.Shadow}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
@@ -72,6 +73,7 @@ func (s *Server) circuitUpdate(c echo.Context) error {
 	m := formValues(c)
 	m.Editing, m.App, m.Function = true, ci.AppID, ci.Function
 	set, problems := parseSettings(m)
+	problems = s.withChannelProblems(c, set.Channels, problems)
 	p, _ := principal(c)
 	if len(problems) == 0 {
 		_, err := s.Actions.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
@@ -139,7 +141,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
 		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")),
-		Recipients: strings.TrimSpace(c.FormValue("recipients")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
+		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 	}
 }
@@ -173,11 +175,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 			problems["ratio"] = "must be more than 0 %"
 		}
 	}
-	for _, r := range strings.Split(m.Recipients, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			set.Recipients = append(set.Recipients, r)
-		}
-	}
+	set.Recipients, set.Channels = splitComma(m.Recipients), splitComma(m.Channels)
 	set.Policy.AutoResume, set.Shadow = m.AutoResume, m.Shadow
 	if m.AutoResume {
 		cd, err := time.ParseDuration(m.Cooldown)
@@ -197,6 +195,34 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 		return set, nil
 	}
 	return set, problems
+}
+
+// splitComma splits a comma-separated form field, dropping empty items.
+func splitComma(s string) []string {
+	var out []string
+	for _, r := range strings.Split(s, ",") {
+		if r = strings.TrimSpace(r); r != "" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// withChannelProblems adds a message when ids name no channel.
+func (s *Server) withChannelProblems(c echo.Context, ids []string, problems map[string]string) map[string]string {
+	err := s.checkChannels(c.Request().Context(), ids)
+	if err == nil {
+		return problems
+	}
+	if problems == nil {
+		problems = map[string]string{}
+	}
+	if fp := fieldProblems(err); fp != nil {
+		problems["channels"] = fp["channels"]
+	} else {
+		problems["channels"] = "the channels could not be checked: " + err.Error()
+	}
+	return problems
 }
 
 func fieldProblems(err error) map[string]string {

@@ -8,3 +8,23 @@ func (s *Server) circuitResume(c echo.Context) error {
 	ci, err := s.Actions.Resume(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name, c.FormValue("reason"))
 	return s.afterAction(c, ci, err, "resumed")
 }
+
+// circuitAcknowledge stops the reminders of an open circuit's episode.
+func (s *Server) circuitAcknowledge(c echo.Context) error {
+	p, _ := principal(c)
+	ci, err := s.Actions.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
+	return s.afterAction(c, ci, err, "acknowledged")
+}
+
+// apiCircuitAcknowledge is circuitAcknowledge for the API.
+func (s *Server) apiCircuitAcknowledge(c echo.Context) error {
+	p, _ := principal(c)
+	if _, err := s.Actions.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+		return apiError(c, err)
+	}
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	return s.circuitJSONResponse(c, 200, ci)
+}

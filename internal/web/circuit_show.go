@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -52,7 +53,7 @@ func (s *Server) circuitShow(c echo.Context) error {
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(), Shadow: ci.Shadow,
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
-		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "),
+		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Acked: ackedText(ci),
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: shortDuration(ci.Window), DayBars: dayBars(day, now),
 	}
@@ -122,4 +123,24 @@ func (s *Server) circuitOf(c echo.Context) (circuit.Circuit, error) {
 
 func circuitHref(ci circuit.Circuit) string {
 	return "/circuits/" + url.PathEscape(ci.AppID) + "/" + url.PathEscape(ci.Function)
+}
+
+// channelsText names where a circuit's alerts go besides its addresses.
+func (s *Server) channelsText(ctx context.Context, ci circuit.Circuit) string {
+	if len(ci.Channels) > 0 {
+		return strings.Join(ci.Channels, ", ")
+	}
+	app, err := s.AppStore.Get(ctx, ci.AppID)
+	if err != nil || len(app.Channels) == 0 {
+		return ""
+	}
+	return strings.Join(app.Channels, ", ") + " (the app's)"
+}
+
+// ackedText says who acknowledged the current episode.
+func ackedText(ci circuit.Circuit) string {
+	if ci.AckedEpisode != ci.Episode || ci.AckedBy == "" {
+		return ""
+	}
+	return ci.AckedBy + " at " + ci.AckedAt.UTC().Format("15:04:05 MST")
 }

@@ -26,7 +26,7 @@ func (s *Server) jobEdit(c echo.Context) error {
 		return err
 	}
 	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
-		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Paused: j.Paused}
+		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Paused: j.Paused}
 	if j.MaxDuration > 0 {
 		m.MaxDuration = shortDuration(j.MaxDuration)
 	}
@@ -46,14 +46,9 @@ func (s *Server) jobSave(c echo.Context) error {
 	}
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
-		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Paused: c.FormValue("paused") == "on"}
+		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on"}
 	in := jobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
-		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused}
-	for _, r := range strings.Split(m.Recipients, ",") {
-		if r = strings.TrimSpace(r); r != "" {
-			in.Recipients = append(in.Recipients, r)
-		}
-	}
+		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels)}
 	var ex *jobs.Job
 	if id != "" {
 		ex = &existing
@@ -101,6 +96,7 @@ type jobInput struct {
 	Grace       string   `json:"grace"`        // a duration such as "5m"
 	MaxDuration string   `json:"max_duration"` // "" for no limit
 	Recipients  []string `json:"recipients"`
+	Channels    []string `json:"channels"`
 	Paused      bool     `json:"paused"`
 }
 
@@ -112,7 +108,7 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 		j = *existing
 	}
 	j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone, j.Paused = in.Name, in.Slug, in.App, in.Function, in.Schedule, in.TimeZone, in.Paused
-	j.Recipients = in.Recipients
+	j.Recipients, j.Channels = in.Recipients, in.Channels
 	problems := map[string]string{}
 	var err error
 	if j.Grace, err = optionalDuration(in.Grace); err != nil {
@@ -134,7 +130,7 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 			problems["app"] = "there is no such function app"
 		}
 	}
-	return j, problems
+	return j, s.withChannelProblems(c, j.Channels, problems)
 }
 
 func optionalDuration(s string) (time.Duration, error) {

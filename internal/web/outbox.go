@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 
@@ -13,22 +14,59 @@ import (
 	"github.com/fusebox/fusebox/internal/views"
 )
 
-// outboxList shows every alert mail and its state.
+// outboxList shows every alert message, its channel and its state.
 func (s *Server) outboxList(c echo.Context) error {
-	msgs, err := s.Outbox.Recent(c.Request().Context(), 200)
+	ctx := c.Request().Context()
+	msgs, err := s.Outbox.Recent(ctx, 200)
 	if err != nil {
 		return err
 	}
-	m := views.Outbox{Page: s.page(c, "Mail", "mail"), CanAct: canAct(c), MailOff: s.Config.Mail.Host == ""}
+	chs, err := s.Channels.ListChannels(ctx)
+	if err != nil {
+		return err
+	}
+	byID := map[string]alerts.Channel{}
+	for _, ch := range chs {
+		byID[ch.ID] = ch
+	}
+	failing, err := s.failingRows(ctx)
+	if err != nil {
+		return err
+	}
+	m := views.Outbox{Page: s.page(c, "Notifications", "notifications"), CanAct: canAct(c), MailOff: s.Config.Mail.Host == "", Failing: failing}
 	for _, msg := range msgs {
 		tone := map[string]string{alerts.Sent: "ok", alerts.Failed: "bad", alerts.Sending: "info"}[msg.State]
 		if tone == "" {
 			tone = "warn"
 		}
-		m.Rows = append(m.Rows, views.OutboxRow{ID: msg.ID, Circuit: msg.Circuit, Episode: msg.Episode, Kind: msg.Kind, To: msg.To,
+		channel, to := "mail", msg.To
+		if id, ok := alerts.ChannelOf(msg.To); ok {
+			channel, to = "(deleted)", id
+			if ch, ok := byID[id]; ok {
+				channel, to = ch.Kind, ch.Name
+			}
+		}
+		m.Rows = append(m.Rows, views.OutboxRow{ID: msg.ID, Circuit: msg.Circuit, Episode: msg.Episode, Kind: msg.Kind, Channel: channel, To: to,
 			State: msg.State, Tone: tone, Attempts: msg.Attempts, LastError: msg.LastError, CreatedAt: msg.CreatedAt, SentAt: msg.SentAt})
 	}
 	return render(c, http.StatusOK, views.OutboxPage(m))
+}
+
+// failingRows are the destinations the sender last found failing.
+func (s *Server) failingRows(ctx context.Context) ([]views.FailingRow, error) {
+	hs, err := s.Delivery.Delivery(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []views.FailingRow
+	for _, h := range hs {
+		r := views.FailingRow{Name: h.Name, Kind: h.Kind, Since: h.FailingSince.UTC().Format("Mon 2 Jan 15:04:05 MST"), Reason: h.LastError}
+		if h.NextTry.After(h.FailingSince) {
+			r.NextTry = h.NextTry.UTC().Format("15:04:05 MST")
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // outboxResend queues a sent or failed message again.
@@ -52,11 +90,11 @@ func (s *Server) outboxResend(c echo.Context) error {
 		p, _ := principal(c)
 		ctx, cancel := detached(c)
 		defer cancel()
-		if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "resent mail", Target: m.Circuit, Detail: m.Kind + " to " + m.To}); err != nil {
+		if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "resent notification", Target: m.Circuit, Detail: m.Kind + " to " + m.To}); err != nil {
 			return err
 		}
 		s.setFlash(c, "resent")
-		return c.Redirect(http.StatusSeeOther, "/mail")
+		return c.Redirect(http.StatusSeeOther, "/notifications")
 	}
 	return echo.NewHTTPError(http.StatusNotFound, "There is no such message.")
 }

@@ -42,6 +42,8 @@ func (s *Server) overviewShow(c echo.Context) error {
 	g.Go(func() (err error) { rates, err = s.Rates.Since(ctx, s.Now().Add(-time.Hour)); return err })
 	var status circuit.Status
 	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
+	var failing []views.FailingRow
+	g.Go(func() (err error) { failing, err = s.failingRows(ctx); return err })
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -54,6 +56,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		Page:           s.page(c, "Overview", "overview"),
 		EvaluatorStale: s.evaluatorStale(status),
 		Faults:         faultRows(s.Faults.List()),
+		Failing:        failing,
 		Apps:           len(apps),
 		Circuits:       circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
 		Jobs:           jobRows(apps, jobList, weeks),

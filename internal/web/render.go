@@ -34,19 +34,21 @@ func (s *Server) page(c echo.Context, title, nav string) views.Page {
 // Flash messages travel as a code, never as text from the request, so a
 // planted cookie cannot put words on the page.
 var flashes = map[string]views.Flash{
-	"signed-in":  {Kind: "success", Text: "You are signed in."},
-	"signed-out": {Kind: "success", Text: "You are signed out."},
-	"tripped":    {Kind: "success", Text: "Tripped: the trigger is being switched off."},
-	"resumed":    {Kind: "success", Text: "Resumed: the trigger is being switched on; the function continues from its last checkpoint."},
-	"adopted":    {Kind: "success", Text: "Drift adopted: the circuit now follows the trigger."},
-	"created":    {Kind: "success", Text: "Circuit created. It is closed and counting."},
-	"saved":      {Kind: "success", Text: "Settings saved."},
-	"deleted":    {Kind: "success", Text: "Circuit deleted."},
-	"resent":     {Kind: "success", Text: "The mail is queued again."},
-	"ran":        {Kind: "success", Text: "The function was started; its run shows here when it pings."},
-	"overridden": {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
-	"window-set": {Kind: "success", Text: "The maintenance window is set."},
-	"window-end": {Kind: "success", Text: "The maintenance window has ended."},
+	"signed-in":       {Kind: "success", Text: "You are signed in."},
+	"signed-out":      {Kind: "success", Text: "You are signed out."},
+	"tripped":         {Kind: "success", Text: "Tripped: the trigger is being switched off."},
+	"resumed":         {Kind: "success", Text: "Resumed: the trigger is being switched on; the function continues from its last checkpoint."},
+	"adopted":         {Kind: "success", Text: "Drift adopted: the circuit now follows the trigger."},
+	"created":         {Kind: "success", Text: "Circuit created. It is closed and counting."},
+	"saved":           {Kind: "success", Text: "Settings saved."},
+	"deleted":         {Kind: "success", Text: "Circuit deleted."},
+	"resent":          {Kind: "success", Text: "The message is queued again."},
+	"channel-deleted": {Kind: "success", Text: "Channel deleted. Circuits and jobs that named it keep their other destinations."},
+	"acknowledged":    {Kind: "success", Text: "Acknowledged: reminders about this episode stop. The trigger stays off until someone resumes it."},
+	"ran":             {Kind: "success", Text: "The function was started; its run shows here when it pings."},
+	"overridden":      {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
+	"window-set":      {Kind: "success", Text: "The maintenance window is set."},
+	"window-end":      {Kind: "success", Text: "The maintenance window has ended."},
 }
 
 func (s *Server) setFlash(c echo.Context, code string) {

@@ -49,6 +49,24 @@ func (s *Server) resumeSubmit(c echo.Context) error {
 	return s.renderResume(c, link, next, true)
 }
 
+// resumeAck acknowledges the episode a link names: its reminders stop and
+// the trigger stays off. Like resuming, only the page's POST does it.
+func (s *Server) resumeAck(c echo.Context) error {
+	link, ci, err := s.resumeLink(c)
+	if err != nil {
+		return err
+	}
+	actor := "resume link: " + link.Recipient
+	if p, ok := principal(c); ok {
+		actor = p.Name + " (link sent to " + link.Recipient + ")"
+	}
+	next, err := s.Actions.Acknowledge(c.Request().Context(), ci.AppID, ci.Function, actor)
+	if err != nil {
+		return err
+	}
+	return s.renderResume(c, link, next, false)
+}
+
 func claimOf(l alerts.Link, ci circuit.Circuit) circuit.LinkClaim {
 	return circuit.LinkClaim{AppID: ci.AppID, Function: ci.Function, Episode: l.Episode, Incarnation: l.Incarnation, Recipient: l.Recipient}
 }
@@ -100,9 +118,13 @@ func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error
 	if err != nil {
 		return link, ci, err
 	}
+	app, err := s.AppStore.Get(c.Request().Context(), appID)
+	if err != nil {
+		return link, ci, err
+	}
 	// Checked here to show the right page; ResumeByLink checks again inside
 	// the write that resumes.
-	if err := circuit.CheckLink(ci, claimOf(link, ci)); err != nil {
+	if err := circuit.CheckLink(ci, app, claimOf(link, ci)); err != nil {
 		return link, ci, linkRefused(err)
 	}
 	return link, ci, nil
@@ -123,7 +145,7 @@ func (s *Server) renderResume(c echo.Context, link alerts.Link, ci circuit.Circu
 	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
 		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		Window: shortDuration(ci.Window), WindowBars: windowBars(rows, ci.ID(), ci.Window, now), Recipient: link.Recipient,
-		Expires: link.Expires.Format("Mon 2 Jan 15:04 MST"), Done: done}
+		Expires: link.Expires.Format("Mon 2 Jan 15:04 MST"), Done: done, Token: c.Param("token"), Acked: ackedText(ci)}
 	return render(c, http.StatusOK, views.ResumePage(m))
 }
 

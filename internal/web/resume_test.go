@@ -91,7 +91,7 @@ func TestMailPageShowsStatesAndResends(t *testing.T) {
 	}
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
-	page := b.get("/mail").body
+	page := b.get("/notifications").body
 	if strings.Count(page, ">sent<") != 2 || !strings.Contains(page, "orders-demo/SyncInventory") {
 		t.Fatalf("the mail page does not show two sent mails:\n%s", page)
 	}
@@ -99,7 +99,7 @@ func TestMailPageShowsStatesAndResends(t *testing.T) {
 	if id == nil {
 		t.Fatal("no resend form for SyncInventory")
 	}
-	r := b.post("/mail/resend", url.Values{"_csrf": {b.csrf("/mail")}, "id": {html.UnescapeString(id[1])}})
+	r := b.post("/notifications/resend", url.Values{"_csrf": {b.csrf("/notifications")}, "id": {html.UnescapeString(id[1])}})
 	wantStatus(t, r, http.StatusSeeOther)
 	srv.Clock.Advance(2 * time.Second)
 	if got := smtp.Wait(3, 20*time.Second); len(got) != 3 {

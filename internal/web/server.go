@@ -49,6 +49,7 @@ type (
 		Create(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Update(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Delete(ctx context.Context, appID, function, actor string) error
+		Acknowledge(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
 	}
 	functionRunner interface {
 		Run(ctx context.Context, app circuit.App, function string) error
@@ -106,6 +107,16 @@ type (
 		List(context.Context) ([]lease.Record, error)
 		Identity() string
 	}
+	channelStore interface {
+		ListChannels(ctx context.Context) ([]alerts.Channel, error)
+		Get(ctx context.Context, id string) (alerts.Channel, error)
+		Create(ctx context.Context, ch alerts.Channel) error
+		Update(ctx context.Context, ch alerts.Channel) error
+		Delete(ctx context.Context, id string) error
+	}
+	deliveryReader interface {
+		Delivery(ctx context.Context) ([]alerts.Health, error)
+	}
 	auditLog interface {
 		Append(context.Context, audit.Entry) error
 		Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error)
@@ -118,7 +129,17 @@ type Deps struct {
 	Identity
 	CircuitDeps
 	JobDeps
+	NotifyDeps
 	Ops
+}
+
+// NotifyDeps serve alert channels and the state of deliveries.
+type NotifyDeps struct {
+	Channels channelStore
+	// TestChannel sends a test message to a channel now.
+	TestChannel func(ctx context.Context, ch alerts.Channel) error
+	// Delivery reads the destinations the sender finds failing.
+	Delivery deliveryReader
 }
 
 // Base is what every handler may use.
@@ -200,7 +221,8 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil:
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil,
+		d.Channels == nil, d.TestChannel == nil, d.Delivery == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
 	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID(), unknownPings: newTTLSet(30*time.Second, 10_000)}

@@ -1,0 +1,194 @@
+package alerts
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/mail"
+	"net/url"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Kinds of channel.
+const (
+	ChannelMail    = "mail"
+	ChannelTeams   = "teams"
+	ChannelSlack   = "slack"
+	ChannelWebhook = "webhook"
+)
+
+// ChannelKinds lists the kinds in the order the dashboard offers them.
+var ChannelKinds = []string{ChannelMail, ChannelTeams, ChannelSlack, ChannelWebhook}
+
+// Channel is a place alerts go: a list of mail addresses, a Microsoft
+// Teams Workflows webhook, a Slack incoming webhook, or a signed generic
+// webhook. URL and the signing secrets are secrets: shown once, when they
+// are set, and never again.
+type Channel struct {
+	ID        string // slug, unique
+	Name      string
+	Kind      string
+	Addresses []string // mail
+	URL       string   // teams, slack, webhook
+	// Secret signs webhook deliveries (Standard Webhooks, "whsec_…").
+	// After a rotation the previous one still signs until OldUntil, so
+	// receivers can switch over without refusing deliveries.
+	Secret    string
+	OldSecret string
+	OldUntil  time.Time
+	CreatedAt time.Time
+	Version   string
+}
+
+// Destination is the outbox's name for where one message goes.
+func (ch Channel) Destination() string { return ChannelPrefix + ch.ID }
+
+// ChannelPrefix marks a message's destination as a channel; other
+// destinations are mail addresses named directly by a circuit or job.
+const ChannelPrefix = "channel:"
+
+// ChannelOf returns the channel id a destination names, if it names one.
+func ChannelOf(dest string) (string, bool) {
+	return strings.CutPrefix(dest, ChannelPrefix)
+}
+
+// Secrets are the webhook secrets that sign a delivery at now.
+func (ch Channel) Secrets(now time.Time) []string {
+	out := []string{ch.Secret}
+	if ch.OldSecret != "" && now.Before(ch.OldUntil) {
+		out = append(out, ch.OldSecret)
+	}
+	return out
+}
+
+// MaskedURL shows where a channel posts without the parts that grant
+// access: scheme and host only.
+func (ch Channel) MaskedURL() string {
+	if ch.URL == "" {
+		return ""
+	}
+	u, err := url.Parse(ch.URL)
+	if err != nil || u.Host == "" {
+		return "(unreadable URL)"
+	}
+	return u.Scheme + "://" + u.Host + "/…"
+}
+
+// NewWebhookSecret makes a signing secret in the Standard Webhooks form:
+// "whsec_" and 32 random bytes in base64.
+func NewWebhookSecret() string {
+	b := make([]byte, 32)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails (Go 1.24+)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// SecretKey decodes a "whsec_…" secret to its key bytes.
+func SecretKey(secret string) ([]byte, error) {
+	k, err := base64.StdEncoding.DecodeString(strings.TrimPrefix(secret, "whsec_"))
+	if err != nil || len(k) < 24 || len(k) > 64 {
+		return nil, errors.New("a signing secret is whsec_ followed by 24 to 64 bytes in base64")
+	}
+	return k, nil
+}
+
+var channelID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
+
+// FieldError names the field of a channel that is wrong and why.
+type FieldError struct{ Field, Message string }
+
+// ValidationError lists what is wrong with a channel.
+type ValidationError []FieldError
+
+func (v ValidationError) Error() string {
+	parts := make([]string, len(v))
+	for i, f := range v {
+		parts[i] = f.Field + ": " + f.Message
+	}
+	return "alerts: " + strings.Join(parts, "; ")
+}
+
+// Validate checks a channel. allowLoopback admits http:// URLs on
+// loopback hosts, for development and tests; anything else must be https.
+func (ch Channel) Validate(allowLoopback bool) error {
+	var v ValidationError
+	add := func(field, format string, args ...any) {
+		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
+	}
+	if !channelID.MatchString(ch.ID) {
+		add("id", "must be 1 to 40 lower-case letters, digits or dashes, such as oncall-teams")
+	}
+	if strings.TrimSpace(ch.Name) == "" || len(ch.Name) > 100 {
+		add("name", "must be 1 to 100 characters")
+	}
+	switch ch.Kind {
+	case ChannelMail:
+		if len(ch.Addresses) == 0 {
+			add("addresses", "name at least one address")
+		}
+		if len(ch.Addresses) > 50 {
+			add("addresses", "at most 50 addresses")
+		}
+		for _, a := range ch.Addresses {
+			if p, err := mail.ParseAddress(a); err != nil || p.Address != a {
+				add("addresses", "%q is not an e-mail address", a)
+				break
+			}
+		}
+	case ChannelTeams, ChannelSlack, ChannelWebhook:
+		if msg := checkURL(ch.URL, allowLoopback); msg != "" {
+			add("url", "%s", msg)
+		}
+		if ch.Kind == ChannelWebhook {
+			if _, err := SecretKey(ch.Secret); err != nil {
+				add("secret", "%s", err.Error())
+			}
+		}
+	default:
+		add("kind", "must be one of %s", strings.Join(ChannelKinds, ", "))
+	}
+	if len(v) > 0 {
+		return v
+	}
+	return nil
+}
+
+func checkURL(raw string, allowLoopback bool) string {
+	if len(raw) > 2048 {
+		return "is longer than 2,048 characters"
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return "must be an absolute https:// URL without a user name"
+	}
+	switch {
+	case u.Scheme == "https":
+		return ""
+	case u.Scheme == "http" && allowLoopback && isLoopback(u.Hostname()):
+		return ""
+	case u.Scheme == "http":
+		return "must use https: a webhook URL is a secret and must not travel in the clear (http is allowed only to loopback in development)"
+	}
+	return "must be an https:// URL"
+}
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// SecretOverlap is how long a rotated-out webhook secret keeps signing.
+const SecretOverlap = 24 * time.Hour
+
+// Rotated is the channel with a new signing secret; the current one keeps
+// signing beside it for SecretOverlap.
+func (ch Channel) Rotated(now time.Time) Channel {
+	ch.OldSecret, ch.OldUntil, ch.Secret = ch.Secret, now.Add(SecretOverlap), NewWebhookSecret()
+	return ch
+}

@@ -1,0 +1,122 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// channelJSON is a channel as the API shows it: never its URL or secret,
+// except the secret once, in the answer that made it.
+type channelJSON struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	Kind      string    `json:"kind"`
+	Addresses []string  `json:"addresses,omitempty"`
+	URL       string    `json:"url,omitempty"` // masked: scheme and host
+	Secret    string    `json:"secret,omitempty"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+func toChannelJSON(ch alerts.Channel) channelJSON {
+	return channelJSON{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses, URL: ch.MaskedURL(), CreatedAt: ch.CreatedAt}
+}
+
+// apiChannelList lists the channels.
+func (s *Server) apiChannelList(c echo.Context) error {
+	chs, err := s.Channels.ListChannels(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	out := make([]channelJSON, 0, len(chs))
+	for _, ch := range chs {
+		out = append(out, toChannelJSON(ch))
+	}
+	return c.JSON(http.StatusOK, map[string]any{"channels": out})
+}
+
+// apiChannelSave creates (POST) or changes (PUT /:id) a channel.
+func (s *Server) apiChannelSave(c echo.Context) error {
+	var in channelInput
+	if err := c.Bind(&in); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"id": "oncall", "name": "On call", "kind": "teams", "url": "https://…"}.`)
+	}
+	var cur *alerts.Channel
+	status := http.StatusCreated
+	if c.Request().Method == http.MethodPut {
+		ch, err := s.channel(c)
+		if err != nil {
+			return err
+		}
+		cur, status = &ch, http.StatusOK
+		in.ID, in.Kind = ch.ID, ch.Kind
+	}
+	ch, secret, err := s.saveChannel(c, cur, in)
+	var ve alerts.ValidationError
+	if errors.As(err, &ve) {
+		fields := map[string]string{}
+		for _, f := range ve {
+			fields[f.Field] = f.Message
+		}
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the channel is not valid", "fields": fields})
+	}
+	if err != nil {
+		return err
+	}
+	out := toChannelJSON(ch)
+	out.Secret = secret
+	return c.JSON(status, out)
+}
+
+// apiChannelDelete removes a channel.
+func (s *Server) apiChannelDelete(c echo.Context) error {
+	ch, err := s.channel(c)
+	if err != nil {
+		return err
+	}
+	if err := s.Channels.Delete(c.Request().Context(), ch.ID); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// apiChannelTest sends a test message now.
+func (s *Server) apiChannelTest(c echo.Context) error {
+	ch, err := s.channel(c)
+	if err != nil {
+		return err
+	}
+	if err := s.TestChannel(c.Request().Context(), ch); err != nil {
+		return c.JSON(http.StatusBadGateway, map[string]any{"delivered": false, "error": err.Error()})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"delivered": true})
+}
+
+// checkChannels refuses channel ids that name no channel, with a message
+// for the form's channels field.
+func (s *Server) checkChannels(ctx context.Context, ids []string) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	chs, err := s.Channels.ListChannels(ctx)
+	if err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, ch := range chs {
+		known[ch.ID] = true
+	}
+	for _, id := range ids {
+		if !known[id] {
+			return circuit.ValidationError{{Field: "channels", Message: fmt.Sprintf("there is no channel %q: make it on the Channels page first", id)}}
+		}
+	}
+	return nil
+}

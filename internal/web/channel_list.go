@@ -1,0 +1,74 @@
+package web
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// channelList shows the channels, their URLs masked.
+func (s *Server) channelList(c echo.Context) error {
+	return s.renderChannels(c, http.StatusOK, nil)
+}
+
+func (s *Server) renderChannels(c echo.Context, status int, flash *views.Flash) error {
+	ctx := c.Request().Context()
+	chs, err := s.Channels.ListChannels(ctx)
+	if err != nil {
+		return err
+	}
+	users, err := s.channelUsers(c)
+	if err != nil {
+		return err
+	}
+	m := views.Channels{Page: s.page(c, "Channels", "channels"), CanAct: canAct(c)}
+	if flash != nil {
+		m.Flash = flash
+	}
+	for _, ch := range chs {
+		where := ch.MaskedURL()
+		if ch.Kind == alerts.ChannelMail {
+			where = strings.Join(ch.Addresses, ", ")
+		}
+		m.Rows = append(m.Rows, views.ChannelRow{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Where: where, Users: users[ch.ID]})
+	}
+	return render(c, status, views.ChannelsPage(m))
+}
+
+// channelUsers counts the circuits, jobs and apps naming each channel.
+func (s *Server) channelUsers(c echo.Context) (map[string]int, error) {
+	ctx := c.Request().Context()
+	out := map[string]int{}
+	cs, err := s.Circuits.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, ci := range cs {
+		for _, id := range ci.Channels {
+			out[id]++
+		}
+	}
+	js, err := s.Jobs.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, j := range js {
+		for _, id := range j.Channels {
+			out[id]++
+		}
+	}
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range apps {
+		for _, id := range a.Channels {
+			out[id]++
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,184 @@
+package web
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// channelNew shows the form for a new channel.
+func (s *Server) channelNew(c echo.Context) error {
+	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "New channel", "channels"), Kind: alerts.ChannelTeams}))
+}
+
+// channelEdit shows a channel's form; its URL is never put in it.
+func (s *Server) channelEdit(c echo.Context) error {
+	ch, err := s.channel(c)
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "Edit "+ch.ID, "channels"), Editing: true,
+		ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: strings.Join(ch.Addresses, ", "), MaskedURL: ch.MaskedURL()}))
+}
+
+func (s *Server) channel(c echo.Context) (alerts.Channel, error) {
+	ch, err := s.Channels.Get(c.Request().Context(), c.Param("id"))
+	if errors.Is(err, storage.ErrNoChannel) {
+		return ch, echo.NewHTTPError(http.StatusNotFound, "There is no such channel.")
+	}
+	return ch, err
+}
+
+// channelInput is what a form or the API says of a channel.
+type channelInput struct {
+	ID        string   `json:"id"`
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Addresses []string `json:"addresses"`
+	URL       string   `json:"url"`    // empty on an edit: keep the stored one
+	Rotate    bool     `json:"rotate"` // webhook: make a new signing secret
+}
+
+func channelFromForm(c echo.Context) channelInput {
+	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
+	in := channelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Rotate: c.FormValue("rotate") == "on"}
+	for _, a := range strings.Split(v("addresses"), ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			in.Addresses = append(in.Addresses, a)
+		}
+	}
+	return in
+}
+
+// saveChannel creates (cur nil) or changes a channel and records it.
+// It returns the channel and, when it made one, the new signing secret.
+func (s *Server) saveChannel(c echo.Context, cur *alerts.Channel, in channelInput) (alerts.Channel, string, error) {
+	ctx := c.Request().Context()
+	now := s.Now()
+	var ch alerts.Channel
+	secret := ""
+	if cur == nil {
+		ch = alerts.Channel{ID: in.ID, Kind: in.Kind, CreatedAt: now}
+		if in.Kind == alerts.ChannelWebhook {
+			ch.Secret = alerts.NewWebhookSecret()
+			secret = ch.Secret
+		}
+	} else {
+		ch = *cur
+		if in.Rotate && ch.Kind == alerts.ChannelWebhook {
+			ch = ch.Rotated(now)
+			secret = ch.Secret
+		}
+	}
+	ch.Name, ch.Addresses = in.Name, in.Addresses
+	if in.URL != "" || cur == nil {
+		ch.URL = in.URL
+	}
+	if err := ch.Validate(s.Config.AllowLoopbackChannels()); err != nil {
+		return ch, "", err
+	}
+	var err error
+	if cur == nil {
+		err = s.Channels.Create(ctx, ch)
+		if errors.Is(err, tablestore.ErrExists) {
+			return ch, "", alerts.ValidationError{{Field: "id", Message: "a channel with this id exists already"}}
+		}
+	} else {
+		err = s.Channels.Update(ctx, ch)
+	}
+	if err != nil {
+		return ch, "", err
+	}
+	p, _ := principal(c)
+	action := "created channel"
+	if cur != nil {
+		action = "changed channel"
+	}
+	detail := ch.Kind + " " + ch.Name // never the URL or the secret
+	if secret != "" && cur != nil {
+		detail += ": new signing secret"
+	}
+	actx, cancel := detached(c)
+	defer cancel()
+	return ch, secret, s.Audit.Append(actx, audit.Entry{At: now, Actor: p.Name, Action: action, Target: "channel:" + ch.ID, Detail: detail})
+}
+
+// channelCreate and channelUpdate save the form.
+func (s *Server) channelCreate(c echo.Context) error { return s.channelSubmit(c, nil) }
+
+func (s *Server) channelUpdate(c echo.Context) error {
+	cur, err := s.channel(c)
+	if err != nil {
+		return err
+	}
+	return s.channelSubmit(c, &cur)
+}
+
+func (s *Server) channelSubmit(c echo.Context, cur *alerts.Channel) error {
+	in := channelFromForm(c)
+	if cur != nil {
+		in.ID, in.Kind = cur.ID, cur.Kind
+	}
+	ch, secret, err := s.saveChannel(c, cur, in)
+	var ve alerts.ValidationError
+	if errors.As(err, &ve) {
+		m := views.ChannelForm{Page: s.page(c, "Channel", "channels"), Editing: cur != nil, ID: in.ID, Name: in.Name, Kind: in.Kind,
+			Addresses: strings.Join(in.Addresses, ", "), URL: in.URL, Errors: map[string]string{}}
+		if cur != nil {
+			m.MaskedURL = cur.MaskedURL()
+		}
+		for _, f := range ve {
+			m.Errors[f.Field] = f.Message
+		}
+		return render(c, http.StatusUnprocessableEntity, views.ChannelFormPage(m))
+	}
+	if err != nil {
+		return err
+	}
+	m := views.ChannelSaved{Page: s.page(c, "Channel saved", "channels"), ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Secret: secret}
+	if secret != "" && ch.OldSecret != "" {
+		m.OldUntil = ch.OldUntil.UTC().Format("Mon 2 Jan 15:04 MST")
+	}
+	return render(c, http.StatusOK, views.ChannelSavedPage(m))
+}
+
+// channelDelete removes a channel. Circuits and jobs that still name it
+// keep their other destinations; their messages to it fail, saying so.
+func (s *Server) channelDelete(c echo.Context) error {
+	ch, err := s.channel(c)
+	if err != nil {
+		return err
+	}
+	if err := s.Channels.Delete(c.Request().Context(), ch.ID); err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	actx, cancel := detached(c)
+	defer cancel()
+	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted channel", Target: "channel:" + ch.ID, Detail: ch.Kind + " " + ch.Name}); err != nil {
+		return err
+	}
+	s.setFlash(c, "channel-deleted")
+	return c.Redirect(http.StatusSeeOther, "/channels")
+}
+
+// channelTest sends a test message to a channel now, past the outbox,
+// and says how it went.
+func (s *Server) channelTest(c echo.Context) error {
+	ch, err := s.channel(c)
+	if err != nil {
+		return err
+	}
+	if err := s.TestChannel(c.Request().Context(), ch); err != nil {
+		return s.renderChannels(c, http.StatusBadGateway, &views.Flash{Kind: "error", Text: "The test to " + ch.Name + " was not delivered: " + err.Error()})
+	}
+	return s.renderChannels(c, http.StatusOK, &views.Flash{Kind: "success", Text: "A test message was delivered to " + ch.Name + "."})
+}

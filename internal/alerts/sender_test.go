@@ -28,7 +28,7 @@ type rig struct {
 func newRig(t *testing.T) *rig {
 	t.Helper()
 	svc, _ := testenv.Storage(t)
-	for _, n := range []string{storage.TableApps, storage.TableCircuits, storage.TableOutbox, storage.TableFailures} {
+	for _, n := range []string{storage.TableApps, storage.TableCircuits, storage.TableOutbox, storage.TableFailures, storage.TableChannels, storage.TableStatus} {
 		if err := svc.CreateTable(t.Context(), n); err != nil {
 			t.Fatal(err)
 		}

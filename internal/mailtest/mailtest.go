@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/emersion/go-sasl"
 	"github.com/emersion/go-smtp"
 )
 
@@ -28,10 +29,28 @@ type Server struct {
 	Addr string
 	Port int
 
-	srv     *smtp.Server
-	mu      sync.Mutex
-	msgs    []Message
-	arrived chan struct{}
+	srv      *smtp.Server
+	mu       sync.Mutex
+	msgs     []Message
+	arrived  chan struct{}
+	password string // when set, PLAIN auth with any user name and this password is required
+	refused  int    // authentications refused so far
+}
+
+// RequirePassword makes the server demand PLAIN authentication with
+// password, as a server whose password was rotated does: a client with
+// another gets 535.
+func (s *Server) RequirePassword(password string) {
+	s.mu.Lock()
+	s.password = password
+	s.mu.Unlock()
+}
+
+// Refused counts the authentications refused with 535 so far.
+func (s *Server) Refused() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.refused
 }
 
 // Start listens on a free loopback port until the test ends.
@@ -122,12 +141,43 @@ func (s *Server) WaitFor(match func(Message) bool, timeout time.Duration) (Messa
 type session struct {
 	s        *Server
 	from, to string
+	authed   bool
 }
 
-func (x *session) Reset()                                      {}
-func (x *session) Logout() error                               { return nil }
-func (x *session) Mail(from string, _ *smtp.MailOptions) error { x.from = from; return nil }
-func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error   { x.to = to; return nil }
+func (x *session) AuthMechanisms() []string { return []string{sasl.Plain} }
+
+func (x *session) Auth(string) (sasl.Server, error) {
+	return sasl.NewPlainServer(func(_, _, password string) error {
+		x.s.mu.Lock()
+		defer x.s.mu.Unlock()
+		if x.s.password != "" && password != x.s.password {
+			x.s.refused++
+			return smtp.ErrAuthFailed
+		}
+		x.authed = true
+		return nil
+	}), nil
+}
+
+func (x *session) Reset()        { x.from, x.to = "", "" }
+func (x *session) Logout() error { return nil }
+func (x *session) Mail(from string, _ *smtp.MailOptions) error {
+	x.s.mu.Lock()
+	need := x.s.password != ""
+	x.s.mu.Unlock()
+	if need && !x.authed {
+		return smtp.ErrAuthRequired
+	}
+	x.from = from
+	return nil
+}
+func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	if x.to != "" {
+		to = x.to + ", " + to // a mail to a list: every address, in order
+	}
+	x.to = to
+	return nil
+}
 func (x *session) Data(r io.Reader) error {
 	raw, err := io.ReadAll(r)
 	if err != nil {

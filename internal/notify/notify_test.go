@@ -58,7 +58,7 @@ func (r *receiver) last(t *testing.T) ([]byte, http.Header) {
 var notice = alerts.Notice{Type: "circuit.opened", Title: "Orders / Process is open: trigger off", Text: "Fusebox switched off the trigger of Process <because> 101 failures & more.",
 	Facts:   []alerts.Fact{{Name: "Function", Value: "Process"}, {Name: "App", Value: "Orders"}, {Name: "State", Value: "open"}, {Name: "Why", Value: "101 failures in 30s"}, {Name: "Rule", Value: "more than 100 failures in 30s"}, {Name: "When", Value: "Mon 30 Nov 2026 09:00:00 UTC"}},
 	LinkURL: "https://fusebox.example/resume/abc.def", LinkText: "Review and resume", At: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
-	Data:    map[string]any{"app": "orders", "function": "Process", "episode": 3}}
+	Data: map[string]any{"app": "orders", "function": "Process", "episode": 3}}
 
 func TestTeamsGetsAnAdaptiveCard(t *testing.T) {
 	r := newReceiver(t, nil)

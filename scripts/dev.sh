@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make run`: Fusebox with a working local default. Installs the node tools
 # when missing, starts Azurite (table :10002, blob :10000, data in .dev/) and
-# maildev (SMTP :1025, web :1080), applies migrations, seeds the demo, and
+# maildev (SMTP :1025, web :1080), the demo receiver for Teams, Slack and
+# webhook channels (:8025), applies migrations, seeds the demo, and
 # serves Fusebox in the foreground. Ctrl-C stops everything it started.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
@@ -10,7 +11,7 @@ DEV="$ROOT/.dev"
 mkdir -p "$DEV"
 ensure_node_modules
 
-for port in 10000 10002 1025 1080 "${FUSEBOX_PORT:-8080}"; do
+for port in 10000 10002 1025 1080 8025 "${FUSEBOX_PORT:-8080}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     log "port $port on 127.0.0.1 is in use: stop whatever listens there (an earlier make run?) and try again"
     exit 1
@@ -42,15 +43,21 @@ export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
 # Mail goes to maildev; its web UI shows every message.
 export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost
 
+log "starting the demo receiver (stands in for Teams, Slack and a webhook receiver)"
+bin/fusebox demo-receiver -addr 127.0.0.1:8025 >"$DEV/receiver.log" 2>&1 &
+PIDS+=($!)
+wait_port 8025 demo-receiver
+
 log "applying migrations and seeding the demo"
 mkdir -p "$DEV/orders-demo"
-bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" >/dev/null
+bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 >/dev/null
 
 cat <<MSG
 
   Fusebox      http://$FUSEBOX_HTTP_ADDR
   Sign in      demo / $demo_password   (operator)    viewer / $demo_password   (viewer)
   Mail         http://127.0.0.1:1080   (maildev: every mail Fusebox sends lands here)
+  Chat         http://127.0.0.1:8025   (demo receiver: what the demo Teams, Slack and webhook channels got)
   Demo switch  .dev/orders-demo/local.settings.json
 
   Press Ctrl-C to stop Fusebox, Azurite and maildev.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"strings"
 	"time"
 
@@ -25,7 +26,8 @@ const usage = `usage: fusebox [command]
 commands:
   serve           run the server (the default)
   migrate         apply storage migrations and exit
-  seed-demo       write the demo app, circuits and jobs (-local-settings PATH)
+  seed-demo       write the demo app, circuits and jobs (-local-settings PATH [-receiver URL])
+  demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
   hash-password   read a password on standard input, print its bcrypt hash
   app-key APP     make a new failure-reporting key for an app (the old one stops working)
   api-token NAME ROLE   make a token for the JSON API and print the FUSEBOX_API_TOKENS entry
@@ -44,6 +46,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return migrateCmd(ctx, lookup, stderr)
 	case "seed-demo":
 		return seedDemo(ctx, args, lookup, stdout, stderr)
+	case "demo-receiver":
+		return demoReceiver(ctx, args, stderr)
 	case "hash-password":
 		return hashPassword(stdin, stdout)
 	case "app-key":
@@ -117,6 +121,7 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	fs := flag.NewFlagSet("seed-demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	localSettings := fs.String("local-settings", "", "path of the demo function app's local.settings.json (created if missing)")
+	receiver := fs.String("receiver", "", "base URL of a demo-receiver: adds Teams, Slack and webhook channels posting to it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -132,6 +137,11 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	}
 	if err := demo.Seed(ctx, st, *localSettings, time.Now()); err != nil {
 		return err
+	}
+	if *receiver != "" {
+		if err := demo.SeedChannels(ctx, st, *receiver, time.Now()); err != nil {
+			return err
+		}
 	}
 	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
 	return nil
@@ -195,5 +205,30 @@ func hashPassword(stdin io.Reader, stdout io.Writer) error {
 		return err
 	}
 	fmt.Fprintln(stdout, h)
+	return nil
+}
+
+// demoReceiver serves demo.Receiver until ctx ends.
+func demoReceiver(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-receiver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8025", "where to listen")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rec, err := demo.NewReceiver(demo.WebhookSecret)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *addr, Handler: rec, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
 	return nil
 }

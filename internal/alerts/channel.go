@@ -8,9 +8,10 @@ import (
 	"net"
 	"net/mail"
 	"net/url"
-	"regexp"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
 )
 
 // Kinds of channel.
@@ -95,30 +96,14 @@ func SecretKey(secret string) ([]byte, error) {
 	return k, nil
 }
 
-var channelID = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,39}$`)
-
-// FieldError names the field of a channel that is wrong and why.
-type FieldError struct{ Field, Message string }
-
-// ValidationError lists what is wrong with a channel.
-type ValidationError []FieldError
-
-func (v ValidationError) Error() string {
-	parts := make([]string, len(v))
-	for i, f := range v {
-		parts[i] = f.Field + ": " + f.Message
-	}
-	return "alerts: " + strings.Join(parts, "; ")
-}
-
 // Validate checks a channel. allowLoopback admits http:// URLs on
 // loopback hosts, for development and tests; anything else must be https.
 func (ch Channel) Validate(allowLoopback bool) error {
-	var v ValidationError
+	var v circuit.ValidationError
 	add := func(field, format string, args ...any) {
-		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
+		v = append(v, circuit.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
-	if !channelID.MatchString(ch.ID) {
+	if !circuit.ValidAppID(ch.ID) { // channel ids follow the same slug rule as app ids
 		add("id", "must be 1 to 40 lower-case letters, digits or dashes, such as oncall-teams")
 	}
 	if strings.TrimSpace(ch.Name) == "" || len(ch.Name) > 100 {

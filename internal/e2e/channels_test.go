@@ -126,18 +126,7 @@ func TestRealClockChannelsJourney(t *testing.T) {
 	}
 
 	start := time.Now()
-	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures",
-		strings.NewReader(`{"failures": [{"function": "ProcessOrders", "count": 101, "error": "Timeout talking to inventory"}]}`))
-	req.Header.Set("Authorization", "Bearer "+demo.Key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusAccepted {
-		t.Fatalf("failure report: %d", resp.StatusCode)
-	}
+	reportOverThreshold(t, srv.URL)
 
 	card := teams.next(t, "Teams alert", "ProcessOrders")
 	t.Logf("trip to delivery: teams %s", card.at.Sub(start).Round(time.Millisecond))
@@ -145,12 +134,10 @@ func TestRealClockChannelsJourney(t *testing.T) {
 	t.Logf("trip to delivery: slack %s", s.at.Sub(start).Round(time.Millisecond))
 	h := hook.next(t, "webhook alert", `"circuit.opened"`)
 	t.Logf("trip to delivery: webhook %s", h.at.Sub(start).Round(time.Millisecond))
-	m, ok := smtp.WaitFor(func(m mailtest.Message) bool { return strings.Contains(m.Subject, "ProcessOrders is open") }, 20*time.Second)
-	if !ok {
+	if _, ok := smtp.WaitFor(func(m mailtest.Message) bool { return strings.Contains(m.Subject, "ProcessOrders is open") }, 20*time.Second); !ok {
 		t.Fatal("no mail")
 	}
 	t.Logf("trip to delivery: mail (received by then) %s", time.Since(start).Round(time.Millisecond))
-	_ = m
 
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {

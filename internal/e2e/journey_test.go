@@ -34,21 +34,7 @@ func TestRealClockJourney(t *testing.T) {
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	report := func() {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures",
-			strings.NewReader(`{"failures": [{"function": "ProcessOrders", "count": 101, "error": "Timeout talking to inventory"}]}`))
-		req.Header.Set("Authorization", "Bearer "+demo.Key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("failure report: %d", resp.StatusCode)
-		}
-	}
+	report := func() { t.Helper(); reportOverThreshold(t, srv.URL) }
 	get := func() circuit.Circuit {
 		t.Helper()
 		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
@@ -140,6 +126,24 @@ func TestRealClockJourney(t *testing.T) {
 	mailAbout(again.Episode)
 	if errs := p.errors(); len(errs) > 0 {
 		t.Errorf("pages logged errors: %v", errs)
+	}
+}
+
+// reportOverThreshold reports 101 failures of the demo's ProcessOrders,
+// one more than its threshold, with the demo app's key.
+func reportOverThreshold(t *testing.T, base string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/failures",
+		strings.NewReader(`{"failures": [{"function": "ProcessOrders", "count": 101, "error": "Timeout talking to inventory"}]}`))
+	req.Header.Set("Authorization", "Bearer "+demo.Key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("failure report: %d", resp.StatusCode)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 type Message struct {
 	From, To, Subject, MessageID string
 	Text, HTML                   string
+	At                           time.Time // when the server had it all
 }
 
 // Server is a running SMTP server.
@@ -187,7 +188,7 @@ func (x *session) Data(r io.Reader) error {
 	if err != nil {
 		return err
 	}
-	m.From, m.To = x.from, x.to
+	m.From, m.To, m.At = x.from, x.to, time.Now()
 	x.s.mu.Lock()
 	x.s.msgs = append(x.s.msgs, m)
 	x.s.mu.Unlock()

@@ -80,6 +80,13 @@ func New() *Metrics {
 			Name: "fusebox_failures_ingested_total", Help: "Failures reported over HTTP, by outcome (accepted counts failures, rejected counts items).",
 		}, []string{"outcome"}),
 	}
+	// Every kind and outcome starts at zero, so that rate() and alert rules
+	// see a series before the first delivery.
+	for _, kind := range []string{"mail", "teams", "slack", "webhook"} {
+		for _, outcome := range []string{"sent", "retried", "failed"} {
+			m.notifications.WithLabelValues(kind, outcome)
+		}
+	}
 	m.Registry.MustRegister(m.notifications, m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -14,7 +14,10 @@ import (
 
 // Outbox keeps alert mails in one partition, keyed by the message's derived
 // id (circuit, episode, kind, recipient), so a message can exist only once.
-type Outbox struct{ table *tablestore.Table }
+type Outbox struct {
+	table  *tablestore.Table
+	faults *Faults
+}
 
 const outboxPartition = "msg"
 
@@ -41,6 +44,20 @@ func (r outboxRow) message() alerts.Message {
 		SentAt: r.SentAt, ClaimedAt: r.ClaimedAt, Version: string(r.ETag)}
 }
 
+// read checks a row as well as its types: a message with an unknown state
+// or no destination is a fault, not a message.
+func (r outboxRow) read() (alerts.Message, error) {
+	switch r.State {
+	case alerts.Pending, alerts.Sending, alerts.Sent, alerts.Failed:
+	default:
+		return alerts.Message{}, fmt.Errorf("storage: outbox %s: unknown state %q", r.RowKey, r.State)
+	}
+	if r.Circuit == "" || r.To == "" || r.Kind == "" {
+		return alerts.Message{}, fmt.Errorf("storage: outbox %s: Circuit, Kind and To must all be set", r.RowKey)
+	}
+	return r.message(), nil
+}
+
 func (r *outboxRow) set(m alerts.Message) {
 	r.Circuit, r.Episode, r.Kind, r.To, r.State = m.Circuit, m.Episode, m.Kind, m.To, m.State
 	r.Attempts, r.NextAttempt, r.LastError, r.CreatedAt, r.SentAt, r.ClaimedAt = int32(m.Attempts), m.NextAttempt, truncate(m.LastError, 1024), m.CreatedAt, m.SentAt, m.ClaimedAt
@@ -63,14 +80,13 @@ func (o *Outbox) Due(ctx context.Context, now, staleClaims time.Time) ([]alerts.
 		tablestore.And(tablestore.Eq("State", alerts.Pending), tablestore.Le("NextAttempt", now)),
 		tablestore.And(tablestore.Eq("State", alerts.Sending), tablestore.Le("ClaimedAt", staleClaims)),
 	))
-	rows, err := tablestore.All[outboxRow](ctx, o.table, tablestore.Query{Filter: f})
+	out, faults, err := readRows[outboxRow](ctx, o.table, tablestore.Query{Filter: f}, TableOutbox, outboxRow.read)
 	if err != nil {
 		return nil, fmt.Errorf("storage: outbox due: %w", err)
 	}
-	out := make([]alerts.Message, len(rows))
-	for i, r := range rows {
-		out[i] = r.message()
-	}
+	// Due reads part of the table: it adds what it finds, and Recent,
+	// which reads all of it, keeps the list whole.
+	o.faults.Add(faults...)
 	return out, nil
 }
 
@@ -99,14 +115,11 @@ func (o *Outbox) Update(ctx context.Context, f lease.Fence, m alerts.Message) (a
 
 // Recent returns up to limit messages, newest first.
 func (o *Outbox) Recent(ctx context.Context, limit int) ([]alerts.Message, error) {
-	rows, err := tablestore.All[outboxRow](ctx, o.table, tablestore.Query{Filter: tablestore.PartitionIs(outboxPartition)})
+	out, faults, err := readRows[outboxRow](ctx, o.table, tablestore.Query{Filter: tablestore.PartitionIs(outboxPartition)}, TableOutbox, outboxRow.read)
 	if err != nil {
 		return nil, fmt.Errorf("storage: outbox: %w", err)
 	}
-	out := make([]alerts.Message, 0, len(rows))
-	for _, r := range rows {
-		out = append(out, r.message())
-	}
+	o.faults.Replace(TableOutbox, faults)
 	// Newest first by creation time; the partition is small (pruned to days).
 	for i := 1; i < len(out); i++ {
 		for j := i; j > 0 && out[j].CreatedAt.After(out[j-1].CreatedAt); j-- {

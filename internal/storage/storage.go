@@ -68,7 +68,7 @@ func New(svc *tablestore.Service) *Store {
 		Failures: &Failures{table: svc.Table(TableFailures)},
 		Status:   &Status{table: svc.Table(TableStatus)},
 		Rates:    &Rates{table: svc.Table(TableRates)},
-		Outbox:   &Outbox{table: svc.Table(TableOutbox)},
+		Outbox:   &Outbox{table: svc.Table(TableOutbox), faults: faults},
 		Runs:     &Runs{table: svc.Table(TableRuns), faults: faults},
 		Channels: &Channels{table: svc.Table(TableChannels), faults: faults},
 	}

@@ -59,7 +59,7 @@ func (s *Server) apiChannelSave(c echo.Context) error {
 		in.ID, in.Kind = ch.ID, ch.Kind
 	}
 	ch, secret, err := s.saveChannel(c, cur, in)
-	var ve alerts.ValidationError
+	var ve circuit.ValidationError
 	if errors.As(err, &ve) {
 		fields := map[string]string{}
 		for _, f := range ve {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
@@ -89,7 +90,7 @@ func (s *Server) saveChannel(c echo.Context, cur *alerts.Channel, in channelInpu
 	if cur == nil {
 		err = s.Channels.Create(ctx, ch)
 		if errors.Is(err, tablestore.ErrExists) {
-			return ch, "", alerts.ValidationError{{Field: "id", Message: "a channel with this id exists already"}}
+			return ch, "", circuit.ValidationError{{Field: "id", Message: "a channel with this id exists already"}}
 		}
 	} else {
 		err = s.Channels.Update(ctx, ch)
@@ -128,7 +129,7 @@ func (s *Server) channelSubmit(c echo.Context, cur *alerts.Channel) error {
 		in.ID, in.Kind = cur.ID, cur.Kind
 	}
 	ch, secret, err := s.saveChannel(c, cur, in)
-	var ve alerts.ValidationError
+	var ve circuit.ValidationError
 	if errors.As(err, &ve) {
 		m := views.ChannelForm{Page: s.page(c, "Channel", "channels"), Editing: cur != nil, ID: in.ID, Name: in.Name, Kind: in.Kind,
 			Addresses: strings.Join(in.Addresses, ", "), URL: in.URL, Errors: map[string]string{}}

@@ -26,6 +26,11 @@ const rows = {
     { partitionKey: "window", rowKey: "bad-window", From: "tomorrow", Until: 7 },
   ],
   Runs: [{ partitionKey: JOB, rowKey: "0000000000000000000~x", Start: "yesterday", State: "ok" }],
+  Channels: [
+    { partitionKey: "channel", rowKey: "plain-http", Name: "Leaky", Kind: "slack", URL: "http://hooks.example.com/services/x" },
+    { partitionKey: "channel", rowKey: "pigeon", Name: "Pigeon", Kind: "carrier-pigeon" },
+  ],
+  Outbox: [{ partitionKey: "msg", rowKey: "bad-message", State: "pending", NextAttempt: "now", Attempts: "a few" }],
 };
 
 for (const [table, entities] of Object.entries(rows)) {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/notify"
@@ -27,11 +28,11 @@ import (
 func (r *rig) channelSender(smtpPort int, password string) *alerts.Sender {
 	base, _ := url.Parse("http://fusebox.test")
 	comp := mailer.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now}
-	jobs := mailer.JobComposer{Jobs: r.store.Jobs, BaseURL: base}
+	jobWords := mailer.JobComposer{Jobs: r.store.Jobs, BaseURL: base}
 	return alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
 		mailer.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Username: "fusebox", Password: password, Timeout: 5 * time.Second},
 		comp, alerts.SenderSettings{Clock: r.clock, FirstBackoff: 10 * time.Second, Channels: r.store.Channels,
-			Poster: notify.Poster{Now: r.clock.Now}, Notices: notices{comp, jobs}, Health: r.store.Status})
+			Poster: notify.Poster{Now: r.clock.Now}, Notices: notices{comp, jobWords}, Health: r.store.Status})
 }
 
 type notices struct {
@@ -301,5 +302,53 @@ func TestAcknowledgedEpisodesGetNoReminders(t *testing.T) {
 	c.AckedEpisode = 3 // an earlier episode's acknowledgement does not count
 	if got := len(alerts.Owed(c, c.Recipients, later, p)); got != 3 {
 		t.Errorf("%d owed with an old acknowledgement, want 3", got)
+	}
+}
+
+// A job that names no channel alerts its app's default channels.
+func TestAJobAlertsItsAppsChannels(t *testing.T) {
+	r := newRig(t)
+	for _, n := range []string{storage.TableJobs, storage.TableRuns} {
+		if err := r.store.Service.CreateTable(t.Context(), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make(chan string, 10)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		b, _ := io.ReadAll(req.Body)
+		got <- string(b)
+	}))
+	defer recv.Close()
+	if err := r.store.Channels.Create(t.Context(), alerts.Channel{ID: "ops", Name: "Ops", Kind: alerts.ChannelSlack, URL: recv.URL}); err != nil {
+		t.Fatal(err)
+	}
+	app, err := r.store.Apps.Get(t.Context(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.Channels = []string{"ops"}
+	if err := r.store.Apps.Put(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	j := jobs.Job{ID: "11111111-2222-4333-8444-000000000009", Name: "Nightly export", Schedule: "0 * * * *", TimeZone: "UTC", AppID: "orders",
+		Grace: 5 * time.Minute, CreatedAt: t0.Add(-3*time.Hour - time.Minute), Status: jobs.Up}
+	if err := r.store.Jobs.Put(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, r.clock, nil)
+	scanner.Notify = alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})
+	if err := scanner.Pass(t.Context(), fence); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.channelSender(mailtest.Start(t).Port, "").Pass(t.Context(), fence); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case b := <-got:
+		if !strings.Contains(b, "Job Nightly export is missing") || !strings.Contains(b, "/jobs/"+j.ID) {
+			t.Errorf("Slack got %s", b)
+		}
+	default:
+		t.Fatal("the app's channel got nothing when its job went missing")
 	}
 }

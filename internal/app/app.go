@@ -32,6 +32,7 @@ import (
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/loop"
 	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
@@ -211,7 +212,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	router := switches.Router{Local: switches.Local{}}
+	router := switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
 	armSettings := armswitch.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
 	if o.ARMCredential != nil {
 		router.ARM = armswitch.New(o.ARMCredential, armSettings)

@@ -51,7 +51,7 @@ func newRig(t *testing.T) *rig {
 }
 
 func (r *rig) evaluator() *circuit.Evaluator {
-	return circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, switches.Router{Local: switches.Local{}},
+	return circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}},
 		circuit.EvaluatorSettings{Clock: r.clock, DriftEvery: 10 * time.Second})
 }
 
@@ -369,7 +369,7 @@ func TestAHangingAppDoesNotDelayAnother(t *testing.T) {
 	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "slow", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock, ApplyTimeout: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer func() { cancel(); r.eval.Wait() }()
@@ -414,7 +414,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock})
 	var reports []storage.Report
 	for _, f := range []string{"Process", "Import", "Export"} {
@@ -438,7 +438,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 // wait, not every tick, and says why on the circuit.
 func TestAFailingSwitchBacksOffAndSaysWhy(t *testing.T) {
 	r := newRig(t)
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}, fail: errors.New("403: give Fusebox the Website Contributor role")}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}, fail: errors.New("403: give Fusebox the Website Contributor role")}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock, RetryFirst: 2 * time.Second, RetryMax: 8 * time.Second})
 	r.fail("instance-a", 101, 0)
 	r.tick()
@@ -478,7 +478,7 @@ func TestAStuckCircuitCanBeDeleted(t *testing.T) {
 	if err := svc.Delete(t.Context(), "orders", "Process", "olivia"); !errors.Is(err, circuit.ErrStillOpen) {
 		t.Errorf("deleting an open circuit whose trigger is off: %v, want ErrStillOpen", err)
 	}
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{}}, fail: errors.New("404: func-orders was not found: was the app deleted or renamed?")}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}, fail: errors.New("404: func-orders was not found: was the app deleted or renamed?")}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock})
 	r.clock.Advance(time.Second)
 	r.resume() // the trigger must go back on, and cannot

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/mail"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -58,6 +59,9 @@ type Config struct {
 	IngestRateLimit float64
 	MetricsToken    Secret // when set, /metrics needs "Authorization: Bearer <token>"
 	PingKey         Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
+	// LocalSwitchRoot is the directory below which, outside development,
+	// apps may use the local switch; empty: nowhere.
+	LocalSwitchRoot string
 	// EvaluatorInterval is the time between evaluator ticks.
 	EvaluatorInterval time.Duration
 	// EvaluatorDeadline is how long one tick may run before the instance
@@ -179,6 +183,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		IngestRateLimit:     r.float("FUSEBOX_INGEST_RATE_LIMIT", 100),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
+		LocalSwitchRoot:     r.str("FUSEBOX_LOCAL_SWITCH_ROOT", ""),
 		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
 		EvaluatorDeadline:   r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
 		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
@@ -222,6 +227,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.PingKey != "" && (len(c.PingKey) < 16 || strings.ContainsAny(c.PingKey.Reveal(), "/?#")) {
 		r.fail("FUSEBOX_PING_KEY", "must be at least 16 characters without / ? or #, when set")
+	}
+	if c.LocalSwitchRoot != "" && !filepath.IsAbs(c.LocalSwitchRoot) {
+		r.fail("FUSEBOX_LOCAL_SWITCH_ROOT", "must be an absolute directory, such as /srv/functions")
 	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		r.fail("FUSEBOX_METRICS_TOKEN", "must be at least 16 characters when set")

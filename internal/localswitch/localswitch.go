@@ -16,6 +16,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/fusebox/fusebox/internal/trigger"
 )
@@ -174,4 +175,49 @@ func HostPort(path string) (int, error) {
 		return 7071, nil
 	}
 	return host.LocalHttpPort, nil
+}
+
+// Where says which local.settings.json files the local switch may edit.
+// The local switch rewrites the file as Fusebox's own user and calls the
+// port named in it, so outside development it is kept to one directory.
+type Where struct {
+	Anywhere bool   // development: any path
+	Root     string // otherwise: only files below this directory; empty: none
+}
+
+// ErrNotHere is a local.settings.json the local switch may not edit.
+var ErrNotHere = errors.New("localswitch: the local switch edits local.settings.json files only in development (FUSEBOX_ENV=development) or below FUSEBOX_LOCAL_SWITCH_ROOT")
+
+// Check resolves path (following links) and says whether the switch may
+// edit it, returning the resolved path.
+func (w Where) Check(path string) (string, error) {
+	if path == "" || !filepath.IsAbs(path) || filepath.Base(path) != "local.settings.json" {
+		return "", fmt.Errorf("localswitch: %q must be an absolute path to a local.settings.json", path)
+	}
+	if w.Anywhere {
+		return path, nil
+	}
+	if w.Root == "" {
+		return "", ErrNotHere
+	}
+	root, err := filepath.EvalSymlinks(w.Root)
+	if err != nil {
+		return "", fmt.Errorf("localswitch: FUSEBOX_LOCAL_SWITCH_ROOT %s: %w", w.Root, err)
+	}
+	// The file may not exist yet: resolve its directory.
+	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
+	if err != nil {
+		return "", fmt.Errorf("localswitch: %s: %w", filepath.Dir(path), err)
+	}
+	resolved := filepath.Join(dir, filepath.Base(path))
+	if fi, err := os.Lstat(resolved); err == nil && fi.Mode()&os.ModeSymlink != 0 {
+		if resolved, err = filepath.EvalSymlinks(resolved); err != nil {
+			return "", fmt.Errorf("localswitch: %s: %w", path, err)
+		}
+	}
+	rel, err := filepath.Rel(root, resolved)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrNotHere, path, resolved, root)
+	}
+	return resolved, nil
 }

@@ -2,6 +2,7 @@ package localswitch_test
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -80,5 +81,40 @@ func TestSetDisabledRefusesBadInput(t *testing.T) {
 	}
 	if err := localswitch.SetDisabled(filepath.Join(dir, "x.json"), "../etc", true); err == nil {
 		t.Error("a function name with a path in it was accepted")
+	}
+}
+
+func TestWhereKeepsTheSwitchInItsDirectory(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "app"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// A link inside the root that points out of it.
+	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	w := localswitch.Where{Root: root}
+	for _, tc := range []struct {
+		path string
+		ok   bool
+	}{
+		{filepath.Join(root, "app", "local.settings.json"), true},
+		{filepath.Join(outside, "local.settings.json"), false},
+		{filepath.Join(root, "escape", "local.settings.json"), false},
+		{filepath.Join(root, "app", "..", "..", "local.settings.json"), false},
+		{filepath.Join(root, "app", "other.json"), false},
+		{"app/local.settings.json", false},
+	} {
+		_, err := w.Check(tc.path)
+		if (err == nil) != tc.ok {
+			t.Errorf("Check(%s) = %v, want ok %v", tc.path, err, tc.ok)
+		}
+	}
+	if _, err := (localswitch.Where{}).Check(filepath.Join(root, "app", "local.settings.json")); !errors.Is(err, localswitch.ErrNotHere) {
+		t.Errorf("no root, not development: %v, want ErrNotHere", err)
+	}
+	if _, err := (localswitch.Where{Anywhere: true}).Check(filepath.Join(outside, "local.settings.json")); err != nil {
+		t.Errorf("development: %v", err)
 	}
 }

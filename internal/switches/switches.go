@@ -91,23 +91,36 @@ func (r Router) Run(ctx context.Context, app circuit.App, function string) error
 	return rn.Run(ctx, app, function)
 }
 
-// Local edits each app's local.settings.json.
+// Local edits each app's local.settings.json, where Where allows.
 type Local struct {
+	Where      localswitch.Where
 	HTTPClient *http.Client // for Run; nil: http.DefaultClient
 }
 
-func (Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, error) {
-	return localswitch.DisabledFunctions(app.LocalSettings)
+func (l Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, error) {
+	path, err := l.Where.Check(app.LocalSettings)
+	if err != nil {
+		return nil, err
+	}
+	return localswitch.DisabledFunctions(path)
 }
 
-func (Local) Apply(_ context.Context, app circuit.App, off map[string]bool) error {
-	return localswitch.Apply(app.LocalSettings, off)
+func (l Local) Apply(_ context.Context, app circuit.App, off map[string]bool) error {
+	path, err := l.Where.Check(app.LocalSettings)
+	if err != nil {
+		return err
+	}
+	return localswitch.Apply(path, off)
 }
 
 // Run calls Core Tools' admin API on this machine, at the port the app's
 // local.settings.json gives (Host.LocalHttpPort, 7071 by default).
 func (l Local) Run(ctx context.Context, app circuit.App, function string) error {
-	port, err := localswitch.HostPort(app.LocalSettings)
+	path, err := l.Where.Check(app.LocalSettings)
+	if err != nil {
+		return err
+	}
+	port, err := localswitch.HostPort(path)
 	if err != nil {
 		return err
 	}

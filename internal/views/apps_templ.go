@@ -476,7 +476,7 @@ func AppFormPage(m AppForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<label for=\"local_settings\">Path of local.settings.json (local)</label> <input id=\"local_settings\" name=\"local_settings\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 43, "<label for=\"local_settings\">Absolute path of local.settings.json (local; only in development, or below FUSEBOX_LOCAL_SWITCH_ROOT)</label> <input id=\"local_settings\" name=\"local_settings\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

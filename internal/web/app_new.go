@@ -11,6 +11,8 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -49,6 +51,12 @@ func (s *Server) appCreate(c echo.Context) error {
 	}
 	if err == nil {
 		err = s.checkChannels(c.Request().Context(), app.Channels)
+	}
+	if err == nil && app.Switch == circuit.SwitchLocal {
+		where := localswitch.Where{Anywhere: s.Config.Env == config.Development, Root: s.Config.LocalSwitchRoot}
+		if _, werr := where.Check(app.LocalSettings); werr != nil {
+			err = circuit.ValidationError{{Field: "local_settings", Message: werr.Error()}}
+		}
 	}
 	if err == nil {
 		if _, getErr := s.AppStore.Get(c.Request().Context(), app.ID); getErr == nil {

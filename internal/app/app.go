@@ -24,6 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fusebox/fusebox/internal/acaswitch"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/auth"
@@ -78,6 +79,7 @@ type App struct {
 	evaluator   *circuit.Evaluator
 	scanner     *jobs.Scanner
 	sender      *alerts.Sender
+	verifier    *circuit.Verifier
 
 	loopsRegistered atomic.Bool
 }
@@ -214,10 +216,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	router := switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
 	armSettings := armswitch.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
+	acaSettings := acaswitch.Settings{Transport: o.ARMTransport}
 	if o.ARMCredential != nil {
 		router.ARM = armswitch.New(o.ARMCredential, armSettings)
+		router.ContainerApp = acaswitch.New(o.ARMCredential, acaSettings)
 	} else if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
 		router.ARM = armswitch.New(cred, armSettings)
+		router.ContainerApp = acaswitch.New(cred, acaSettings)
 	} else {
 		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
 	}
@@ -234,6 +239,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	poster := notify.Poster{Now: now}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
 	actions.TraceOf = telemetry.TraceParent
+	actions.Functions = router
 	srv, err := web.New(web.Deps{
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: now},
 		Identity: web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
@@ -255,7 +261,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
 		OnTransition: traceTransition,
 	})
-	a := &App{stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
+	a := &App{verifier: verifier, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
@@ -342,7 +349,8 @@ var (
 	loopEvaluator = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000004", Name: "Fusebox: circuit evaluator", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopSender    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000005", Name: "Fusebox: alert sender", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopScanner   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000006", Name: "Fusebox: job scanner", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
-	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner}
+	loopVerifier  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000007", Name: "Fusebox: trigger verifier", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
+	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner, loopVerifier}
 )
 
 // EvaluatorLoop is the name under which the evaluator's health is kept.
@@ -364,6 +372,9 @@ func (a *App) loops() []leasedLoop {
 		// minute, so that jobs that run on the minute (Fusebox's own loops
 		// among them) have reported before it looks, rather than showing
 		// "late" for the instant between their slot and their report.
+		// The verifier reads what each host reports after a switch wrote,
+		// every 5 s, until it agrees.
+		{"circuits/verifier", loop.Loop{Name: "trigger_verifier", JobID: loopVerifier.ID, Every: 5 * time.Second, RecordEvery: time.Minute, Pass: a.verifier.Pass}},
 		{"jobs/scanner", loop.Loop{Name: "jobs_scanner", JobID: loopScanner.ID, Every: 30 * time.Second, Phase: 15 * time.Second, Pass: a.scanner.Pass}},
 		{"failures/pruner", loop.Loop{Name: "failures_pruner", JobID: loopPruner.ID, Every: 10 * time.Minute, Pass: func(ctx context.Context, _ lease.Fence) error {
 			n, err := a.Store.Prune(ctx, a.now())

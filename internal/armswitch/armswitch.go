@@ -26,7 +26,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math/rand/v2"
 	"net/http"
 	"slices"
 	"sort"
@@ -40,8 +39,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 
+	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -329,25 +328,10 @@ func (s *Switch) makeSticky(ctx context.Context, app circuit.App, off map[string
 }
 
 func (s *Switch) pause(ctx context.Context, attempt int) error {
-	d := min(s.s.RetryDelay<<min(attempt-1, 20), s.s.MaxRetryDelay)
-	return clock.Real{}.Sleep(ctx, time.Duration(float64(d)*(0.8+0.4*rand.Float64())))
+	return armretry.Pause(ctx, attempt, s.s.RetryDelay, s.s.MaxRetryDelay)
 }
 
-// retriable reports whether another try may succeed without anyone acting.
-func retriable(err error) bool {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return true
-	}
-	var re *azcore.ResponseError
-	if errors.As(err, &re) {
-		switch re.StatusCode {
-		case http.StatusConflict, http.StatusTooManyRequests, http.StatusRequestTimeout:
-			return true
-		}
-		return re.StatusCode >= 500
-	}
-	return false
-}
+func retriable(err error) bool { return armretry.Retriable(err) }
 
 // describe turns ARM's answers into what a person should do about them.
 func describe(app circuit.App, doing string, err error) error {
@@ -369,7 +353,7 @@ func describe(app circuit.App, doing string, err error) error {
 }
 
 // errPermanent marks answers that retrying will not change.
-var errPermanent = errors.New("retrying will not help until this is fixed")
+var errPermanent = armretry.ErrPermanent
 
 // Functions lists the app's functions by name, so circuits pick real ones.
 func (s *Switch) Functions(ctx context.Context, app circuit.App) ([]string, error) {
@@ -412,4 +396,43 @@ func (s *Switch) Functions(ctx context.Context, app circuit.App) ([]string, erro
 	}
 	sort.Strings(names)
 	return names, nil
+}
+
+// Effective reports what the host itself says of each function
+// (properties.isDisabled), which follows the setting only once the restart
+// that a settings change causes is over. A function the host does not
+// list counts as not disabled.
+func (s *Switch) Effective(ctx context.Context, app circuit.App, functions []string) (map[string]bool, error) {
+	c, err := s.client(app)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(functions))
+	for _, f := range functions {
+		var disabled *bool
+		if app.Slot == "" {
+			resp, err := c.GetFunction(ctx, app.ResourceGroup, app.Site, f, nil)
+			if err != nil && !isNotFound(err) {
+				return nil, describe(app, "read function "+f+" of", err)
+			}
+			if resp.Properties != nil {
+				disabled = resp.Properties.IsDisabled
+			}
+		} else {
+			resp, err := c.GetInstanceFunctionSlot(ctx, app.ResourceGroup, app.Site, f, app.Slot, nil)
+			if err != nil && !isNotFound(err) {
+				return nil, describe(app, "read function "+f+" of", err)
+			}
+			if resp.Properties != nil {
+				disabled = resp.Properties.IsDisabled
+			}
+		}
+		out[f] = disabled != nil && *disabled
+	}
+	return out, nil
+}
+
+func isNotFound(err error) bool {
+	var re *azcore.ResponseError
+	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
 }

@@ -3,6 +3,7 @@ package armswitch_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/trigger"
 )
 
 // site is a function app as the SDK's fake server sees it: app settings
@@ -33,6 +35,19 @@ type site struct {
 	beforeWrite func(attempt int)
 	sticky      []string      // slot setting names
 	hang        chan struct{} // when set, reads wait for it or their context
+	// host is what the Functions host read at its last start: it follows
+	// the settings only when restart is called, as a real app's does
+	// once the restart a settings change causes is over.
+	host map[string]string
+	// attributeDisabled are functions a [Disable] attribute switches off.
+	attributeDisabled map[string]bool
+}
+
+// restart makes the host read the production settings again.
+func (s *site) restart() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.host = maps.Clone(s.settings[""])
 }
 
 func newSite(prod map[string]string) *site {
@@ -173,6 +188,21 @@ func (s *site) server(t *testing.T) *fake.WebAppsServer {
 			var out azfake.Responder[armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse]
 			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse{SlotConfigNamesResource: r}, nil)
 			return out, azfake.ErrorResponder{}
+		},
+		GetFunction: func(_ context.Context, rg, name, fn string, _ *armappservice.WebAppsClientGetFunctionOptions) (azfake.Responder[armappservice.WebAppsClientGetFunctionResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			var out azfake.Responder[armappservice.WebAppsClientGetFunctionResponse]
+			var errOut azfake.ErrorResponder
+			if fn == "Missing" {
+				errOut.SetResponseError(http.StatusNotFound, "NotFound")
+				return out, errOut
+			}
+			s.mu.Lock()
+			disabled := s.attributeDisabled[fn] || trigger.Truthy(s.host["AzureWebJobs."+fn+".Disabled"])
+			s.mu.Unlock()
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientGetFunctionResponse{FunctionEnvelope: armappservice.FunctionEnvelope{
+				Name: to.Ptr(name + "/" + fn), Properties: &armappservice.FunctionEnvelopeProperties{IsDisabled: to.Ptr(disabled)}}}, nil)
+			return out, errOut
 		},
 		NewListFunctionsPager: func(rg, name string, _ *armappservice.WebAppsClientListFunctionsOptions) azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse] {
 			var p azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]

@@ -62,6 +62,9 @@ const (
 	// SwitchLocal edits the local.settings.json that Azure Functions Core
 	// Tools reads, for running function apps on a developer's machine.
 	SwitchLocal SwitchKind = "local"
+	// SwitchContainerApp sets AzureWebJobs_<name>_Disabled on the Functions
+	// host containers of an Azure Container App, through ARM.
+	SwitchContainerApp SwitchKind = "containerapp"
 )
 
 // App is a function app whose functions Fusebox guards.
@@ -201,6 +204,11 @@ type Circuit struct {
 	ApplyError    string
 	ApplyRetryAt  time.Time
 	ApplyAttempts int
+	// Confirmation is what the host reported about the trigger of
+	// ConfirmedEpisode, at ConfirmedAt (see ConfirmationOf).
+	Confirmation     Confirmation
+	ConfirmedEpisode int64
+	ConfirmedAt      time.Time
 	// Drift describes a trigger found in the other position than the
 	// circuit wants after it was applied (someone used the portal); empty
 	// when there is none.

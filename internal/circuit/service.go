@@ -45,6 +45,15 @@ type Service struct {
 	// TraceOf, if set, gives the traceparent of the request acting, which
 	// the flip log keeps.
 	TraceOf func(context.Context) string
+	// Functions, if set, refuses circuits for functions a switch could
+	// not stop: not in the app, or disabled by other means.
+	Functions FunctionChecker
+}
+
+// FunctionChecker says why a function of an app cannot be guarded by its
+// trigger setting, or nil when it can (or nobody can tell).
+type FunctionChecker interface {
+	CheckFunction(ctx context.Context, app App, function string) error
 }
 
 // NewService builds the service; now is the clock.
@@ -214,6 +223,11 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 	}
 	if err := c.Validate(app); err != nil {
 		return c, err
+	}
+	if s.Functions != nil && app != nil {
+		if err := s.Functions.CheckFunction(ctx, *app, function); err != nil {
+			return c, ValidationError{{Field: "function", Message: err.Error()}}
+		}
 	}
 	if err := s.store.CreateCircuit(ctx, c); err != nil {
 		if isConflict(err) {

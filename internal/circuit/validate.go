@@ -146,12 +146,19 @@ func (a App) Validate() error {
 		if a.SubscriptionID == "" || a.ResourceGroup == "" || a.Site == "" {
 			add("site", "the ARM switch needs the subscription id, resource group and site name")
 		}
+	case SwitchContainerApp:
+		if a.SubscriptionID == "" || a.ResourceGroup == "" || a.Site == "" {
+			add("site", "the Container Apps switch needs the subscription id, resource group and the container app's name")
+		}
+		if a.Slot != "" {
+			add("slot", "container apps have revisions, not slots: leave it empty")
+		}
 	case SwitchLocal:
 		if a.LocalSettings == "" {
 			add("local_settings", "the local switch needs the path of the app's local.settings.json")
 		}
 	default:
-		add("switch", "must be arm or local")
+		add("switch", "must be arm, containerapp or local")
 	}
 	if len(v) > 0 {
 		return v

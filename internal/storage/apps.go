@@ -37,7 +37,7 @@ type appRow struct {
 
 func (r appRow) toApp() (circuit.App, error) {
 	sw := circuit.SwitchKind(r.Switch)
-	if sw != circuit.SwitchARM && sw != circuit.SwitchLocal {
+	if sw != circuit.SwitchARM && sw != circuit.SwitchLocal && sw != circuit.SwitchContainerApp {
 		return circuit.App{}, fmt.Errorf("storage: app %s: unknown switch %q", r.RowKey, r.Switch)
 	}
 	if r.GuardrailMax < 0 || r.GuardrailShare < 0 || r.GuardrailShare > 1 {

@@ -74,6 +74,9 @@ type circuitRow struct {
 	ApplyAttempts      int32
 	Drift              string
 	DriftSince         time.Time
+	Confirmation       string // what the host reported after the write: "", confirmed, contradicted, unconfirmable
+	ConfirmedEpisode   int64
+	ConfirmedAt        time.Time
 	Incarnation        string // random, set at creation: tells a re-created circuit from the deleted one
 	RecentChanges      string // Unix seconds of the last changes, comma-separated, oldest first
 	AckedEpisode       int64  // the episode someone acknowledged: its reminders stop
@@ -95,6 +98,11 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if (r.FailureRatio != 0 || r.MinCalls != 0) && !(r.FailureRatio > 0 && r.FailureRatio <= 1 && r.MinCalls >= 1) {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: FailureRatio %v must be in (0, 1] and MinCalls %d at least 1", r.PartitionKey, function, r.FailureRatio, r.MinCalls)
 	}
+	switch conf := circuit.Confirmation(r.Confirmation); conf {
+	case circuit.Unconfirmed, circuit.Confirmed, circuit.Contradicted, circuit.Unconfirmable:
+	default:
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: unknown Confirmation %q", r.PartitionKey, function, r.Confirmation)
+	}
 	changes, err := unixList(r.RecentChanges)
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: RecentChanges: %w", r.PartitionKey, function, err)
@@ -102,7 +110,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels),
-		RecentChanges: changes, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
+		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
@@ -362,6 +370,20 @@ func (c *Circuits) SetDrift(ctx context.Context, f lease.Fence, appID, function 
 			r.DriftSince = time.Time{}
 		}
 		r.Drift = drift
+		return nil
+	})
+}
+
+// SetConfirmation records what the host reported about episode's trigger.
+// It is conditional on the row's version and episode, and leaves the row's
+// fence as the evaluator wrote it: the verifier's lease must not take over
+// the fencing of the evaluator's writes.
+func (c *Circuits) SetConfirmation(ctx context.Context, _ lease.Fence, appID, function string, episode int64, got circuit.Confirmation, at time.Time) error {
+	return c.update(ctx, lease.Fence{}, appID, function, func(r *circuitRow) error {
+		if r.Episode != episode {
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
+		}
+		r.Confirmation, r.ConfirmedEpisode, r.ConfirmedAt = string(got), episode, at
 		return nil
 	})
 }

@@ -16,6 +16,7 @@ type EvaluatorStore struct{ *Store }
 var (
 	_ circuit.Store        = EvaluatorStore{}
 	_ circuit.ServiceStore = EvaluatorStore{}
+	_ circuit.VerifyStore  = EvaluatorStore{}
 )
 
 func (s EvaluatorStore) GetCircuit(ctx context.Context, appID, function string) (circuit.Circuit, error) {
@@ -61,6 +62,9 @@ func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, f
 }
 func (s EvaluatorStore) SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error {
 	return s.Circuits.SetApplyError(ctx, f, appID, function, episode, problem, attempts, retryAt)
+}
+func (s EvaluatorStore) SetConfirmation(ctx context.Context, f lease.Fence, appID, function string, episode int64, got circuit.Confirmation, at time.Time) error {
+	return s.Circuits.SetConfirmation(ctx, f, appID, function, episode, got, at)
 }
 func (s EvaluatorStore) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
 	return s.Circuits.SetDrift(ctx, f, appID, function, episode, drift, now)

@@ -1,6 +1,7 @@
 // Package switches turns Azure Functions triggers off and on, by the
 // method each app is registered with: Azure Resource Manager app settings
-// for apps in Azure, local.settings.json for apps run with Core Tools.
+// for apps on App Service plans, container environment variables for apps
+// on Azure Container Apps, local.settings.json for apps run with Core Tools.
 package switches
 
 import (
@@ -8,6 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
+	"strings"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -17,8 +21,9 @@ import (
 // Router sends each app to the switch it is registered with. A nil ARM
 // switch refuses ARM apps with a clear error.
 type Router struct {
-	ARM   circuit.Switch
-	Local circuit.Switch
+	ARM          circuit.Switch // App Service, Premium, Consumption, Flex Consumption
+	ContainerApp circuit.Switch // Azure Container Apps
+	Local        circuit.Switch
 }
 
 var _ circuit.Switch = Router{}
@@ -35,6 +40,11 @@ func (r Router) pick(app circuit.App) (circuit.Switch, error) {
 			return nil, ErrNoARM
 		}
 		return r.ARM, nil
+	case circuit.SwitchContainerApp:
+		if r.ContainerApp == nil {
+			return nil, ErrNoARM
+		}
+		return r.ContainerApp, nil
 	}
 	return nil, fmt.Errorf("switches: app %s has unknown switch %q", app.ID, app.Switch)
 }
@@ -53,6 +63,50 @@ func (r Router) Apply(ctx context.Context, app circuit.App, off map[string]bool)
 		return err
 	}
 	return sw.Apply(ctx, app, off)
+}
+
+// Effective reads the host's own view of the functions where the app's
+// switch can; circuit.ErrCannotConfirm where it cannot (local apps).
+func (r Router) Effective(ctx context.Context, app circuit.App, functions []string) (map[string]bool, error) {
+	sw, err := r.pick(app)
+	if err != nil {
+		return nil, err
+	}
+	hr, ok := sw.(circuit.HostReader)
+	if !ok {
+		return nil, circuit.ErrCannotConfirm
+	}
+	return hr.Effective(ctx, app, functions)
+}
+
+// CheckFunction refuses a function the app's host does not have, and one
+// the host reports disabled although its setting is not set (a [Disable]
+// attribute or "disabled" in function.json): switching the setting would
+// change nothing. When ARM cannot be asked (no switch, no role, busy),
+// it refuses nothing: the circuit page shows what the switch later finds.
+func (r Router) CheckFunction(ctx context.Context, app circuit.App, function string) error {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	names, err := r.Functions(ctx, app)
+	if err != nil || names == nil {
+		return nil
+	}
+	if !slices.Contains(names, function) {
+		shown := names
+		if len(shown) > 10 {
+			shown = shown[:10]
+		}
+		return fmt.Errorf("the app has no function %q (it has %s)", function, strings.Join(shown, ", "))
+	}
+	eff, err := r.Effective(ctx, app, []string{function})
+	if err != nil || !eff[function] {
+		return nil
+	}
+	settings, err := r.Disabled(ctx, app)
+	if err == nil && !settings[function] {
+		return fmt.Errorf("the host reports %s disabled although AzureWebJobs.%s.Disabled is not set: a [Disable] attribute or function.json switches it off, and its setting would change nothing", function, function)
+	}
+	return nil
 }
 
 // functionLister is a switch that can also list an app's functions.

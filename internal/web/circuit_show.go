@@ -50,6 +50,7 @@ func (s *Server) circuitShow(c echo.Context) error {
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
 		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
+		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()),
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(), Shadow: ci.Shadow,
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
@@ -143,4 +144,16 @@ func ackedText(ci circuit.Circuit) string {
 		return ""
 	}
 	return ci.AckedBy + " at " + ci.AckedAt.UTC().Format("15:04:05 MST")
+}
+
+func confirmationTone(c circuit.Confirmation) string {
+	switch c {
+	case circuit.Confirmed:
+		return "ok"
+	case circuit.Contradicted:
+		return "bad"
+	case circuit.Unconfirmable:
+		return "muted"
+	}
+	return "warn"
 }

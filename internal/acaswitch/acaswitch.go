@@ -1,0 +1,396 @@
+// Package acaswitch turns Azure Functions triggers off and on for function
+// apps that run as Azure Container Apps (Microsoft.App/containerApps), by
+// setting the environment variable AzureWebJobs_<FunctionName>_Disabled on
+// the containers that run the Functions host. Dots are not allowed in
+// container environment variable names, so the underscore form the host
+// also reads is the one used.
+//
+// A change of a container's environment makes a new revision, and the host
+// reads the variable when that revision's replicas start. So Apply reads
+// the app, changes only the variables it was asked to (on every host
+// container, keeping everything else), writes the template back in one
+// PATCH, waits for the new revision to finish provisioning, and reads back.
+// Like the App Service switch it never replays a write: a 409, 429,
+// time-out or 5xx makes the next try read and merge again. The 2025-01-01
+// API carries no ETag on container apps, so the read-back is what catches
+// a writer that replaced the template meanwhile.
+//
+// The package keeps the armappcontainers module out of the rest of the tree.
+package acaswitch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appcontainers/armappcontainers/v3"
+
+	"github.com/fusebox/fusebox/internal/armretry"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/trigger"
+)
+
+// Settings tune the switch. Zero values take the defaults.
+type Settings struct {
+	Attempts                  int           // of one Apply, each reading afresh; default 5
+	TryTimeout                time.Duration // of each request; default 15s
+	RetryDelay, MaxRetryDelay time.Duration // between attempts; defaults 1s and 20s
+	// PollEvery is how often the new revision's provisioning is checked;
+	// default 2s. The caller's context bounds the wait.
+	PollEvery time.Duration
+	Transport policy.Transporter // the SDK's fake server in tests
+}
+
+// Switch is a circuit.Switch for function apps on Container Apps.
+type Switch struct {
+	cred azcore.TokenCredential
+	opts *arm.ClientOptions
+	s    Settings
+
+	mu        sync.Mutex
+	apps      map[string]*armappcontainers.ContainerAppsClient
+	revisions map[string]*armappcontainers.ContainerAppsRevisionsClient
+}
+
+var _ circuit.Switch = (*Switch)(nil)
+
+// New builds a switch that authenticates with cred.
+func New(cred azcore.TokenCredential, s Settings) *Switch {
+	if s.Attempts <= 0 {
+		s.Attempts = 5
+	}
+	if s.TryTimeout <= 0 {
+		s.TryTimeout = 15 * time.Second
+	}
+	if s.RetryDelay <= 0 {
+		s.RetryDelay = time.Second
+	}
+	if s.MaxRetryDelay <= 0 {
+		s.MaxRetryDelay = 20 * time.Second
+	}
+	if s.PollEvery <= 0 {
+		s.PollEvery = 2 * time.Second
+	}
+	opts := &arm.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Retry: policy.RetryOptions{MaxRetries: 2, TryTimeout: s.TryTimeout, RetryDelay: s.RetryDelay, MaxRetryDelay: s.MaxRetryDelay},
+	}}
+	if s.Transport != nil {
+		opts.Transport = s.Transport
+	}
+	return &Switch{cred: cred, opts: opts, s: s, apps: map[string]*armappcontainers.ContainerAppsClient{},
+		revisions: map[string]*armappcontainers.ContainerAppsRevisionsClient{}}
+}
+
+func (s *Switch) client(app circuit.App) (*armappcontainers.ContainerAppsClient, error) {
+	if app.SubscriptionID == "" || app.ResourceGroup == "" || app.Site == "" {
+		return nil, fmt.Errorf("acaswitch: app %s needs a subscription, resource group and container app name", app.ID)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.apps[app.SubscriptionID]; ok {
+		return c, nil
+	}
+	c, err := armappcontainers.NewContainerAppsClient(app.SubscriptionID, s.cred, s.opts)
+	if err != nil {
+		return nil, fmt.Errorf("acaswitch: %w", err)
+	}
+	s.apps[app.SubscriptionID] = c
+	return c, nil
+}
+
+func (s *Switch) revisionsClient(app circuit.App) (*armappcontainers.ContainerAppsRevisionsClient, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c, ok := s.revisions[app.SubscriptionID]; ok {
+		return c, nil
+	}
+	c, err := armappcontainers.NewContainerAppsRevisionsClient(app.SubscriptionID, s.cred, s.opts)
+	if err != nil {
+		return nil, fmt.Errorf("acaswitch: %w", err)
+	}
+	s.revisions[app.SubscriptionID] = c
+	return c, nil
+}
+
+func (s *Switch) get(ctx context.Context, app circuit.App) (armappcontainers.ContainerApp, error) {
+	c, err := s.client(app)
+	if err != nil {
+		return armappcontainers.ContainerApp{}, err
+	}
+	resp, err := c.Get(ctx, app.ResourceGroup, app.Site, nil)
+	if err != nil {
+		return armappcontainers.ContainerApp{}, describe(app, "read", err)
+	}
+	return resp.ContainerApp, nil
+}
+
+// hostEnv marks a container that runs the Functions host.
+var hostEnv = []string{"FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION", "AzureWebJobsStorage", "AzureWebJobsStorage__accountName",
+	"AzureWebJobsStorage__blobServiceUri", "AzureWebJobsScriptRoot"}
+
+// isHost reports whether a container runs the Functions host: its image
+// is one of Microsoft's Functions images, or its environment configures
+// the host.
+func isHost(c *armappcontainers.Container) bool {
+	if c == nil {
+		return false
+	}
+	if c.Image != nil && strings.Contains(*c.Image, "azure-functions") {
+		return true
+	}
+	for _, e := range c.Env {
+		if e != nil && e.Name != nil && slices.Contains(hostEnv, *e.Name) {
+			return true
+		}
+	}
+	return false
+}
+
+// ErrNoHost is a container app none of whose containers runs the Functions host.
+var ErrNoHost = errors.New("acaswitch: no container of this app runs the Functions host (none uses a mcr.microsoft.com/azure-functions image or sets FUNCTIONS_WORKER_RUNTIME or AzureWebJobsStorage)")
+
+// hosts returns the host containers of the app's template.
+func hosts(app circuit.App, ca armappcontainers.ContainerApp) ([]*armappcontainers.Container, error) {
+	if ca.Properties == nil || ca.Properties.Template == nil {
+		return nil, fmt.Errorf("acaswitch: %s has no template", app.Site)
+	}
+	var out []*armappcontainers.Container
+	var names []string
+	for _, c := range ca.Properties.Template.Containers {
+		if isHost(c) {
+			out = append(out, c)
+		}
+		if c != nil && c.Name != nil {
+			names = append(names, *c.Name)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%w: %s has %s: %w", ErrNoHost, app.Site, strings.Join(names, ", "), armretry.ErrPermanent)
+	}
+	return out, nil
+}
+
+func disabledIn(c *armappcontainers.Container) map[string]bool {
+	out := map[string]bool{}
+	for _, e := range c.Env {
+		if e == nil || e.Name == nil || e.Value == nil {
+			continue
+		}
+		if f, ok := trigger.FunctionOf(*e.Name); ok && trigger.Truthy(*e.Value) {
+			out[f] = true
+		}
+	}
+	return out
+}
+
+// Disabled returns the functions the host containers' environment
+// switches off (on every host container: one that differs counts as on).
+func (s *Switch) Disabled(ctx context.Context, app circuit.App) (map[string]bool, error) {
+	ca, err := s.get(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	return disabledTemplate(app, ca)
+}
+
+func disabledTemplate(app circuit.App, ca armappcontainers.ContainerApp) (map[string]bool, error) {
+	hs, err := hosts(app, ca)
+	if err != nil {
+		return nil, err
+	}
+	out := disabledIn(hs[0])
+	for _, h := range hs[1:] {
+		other := disabledIn(h)
+		for f := range out {
+			if !other[f] {
+				delete(out, f)
+			}
+		}
+	}
+	return out, nil
+}
+
+// merge switches each function on every host container as off says and
+// reports whether anything changed.
+func merge(hs []*armappcontainers.Container, off map[string]bool) bool {
+	changed := false
+	for _, c := range hs {
+		for f, disabled := range off {
+			key, dotted := trigger.AltSetting(f), trigger.Setting(f)
+			var kept []*armappcontainers.EnvironmentVar
+			now := false
+			for _, e := range c.Env {
+				if e != nil && e.Name != nil && (*e.Name == key || *e.Name == dotted) {
+					if e.Value != nil && trigger.Truthy(*e.Value) {
+						now = true
+					}
+					continue
+				}
+				kept = append(kept, e)
+			}
+			if now == disabled {
+				continue // already so: no new revision
+			}
+			changed = true
+			if disabled {
+				on := "true"
+				kept = append(kept, &armappcontainers.EnvironmentVar{Name: &key, Value: &on})
+			}
+			c.Env = kept
+		}
+	}
+	return changed
+}
+
+func holds(app circuit.App, ca armappcontainers.ContainerApp, off map[string]bool) (bool, error) {
+	hs, err := hosts(app, ca)
+	if err != nil {
+		return false, err
+	}
+	for _, h := range hs {
+		d := disabledIn(h)
+		for f, want := range off {
+			if d[f] != want {
+				return false, nil
+			}
+		}
+	}
+	return true, nil
+}
+
+// Apply switches each function in off in one new revision.
+func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
+	for f := range off {
+		if err := trigger.CheckSettable(f, true); err != nil { // Container Apps run Linux
+			return fmt.Errorf("acaswitch: %w", err)
+		}
+	}
+	var last error
+	for attempt := range s.s.Attempts {
+		if attempt > 0 {
+			if err := armretry.Pause(ctx, attempt, s.s.RetryDelay, s.s.MaxRetryDelay); err != nil {
+				return fmt.Errorf("%w (after: %w)", err, last)
+			}
+		}
+		ca, err := s.get(ctx, app)
+		if err != nil {
+			if !armretry.Retriable(err) {
+				return err
+			}
+			last = err
+			continue
+		}
+		hs, err := hosts(app, ca)
+		if err != nil {
+			return err
+		}
+		if !merge(hs, off) {
+			return nil
+		}
+		if err := s.write(ctx, app, ca); err != nil {
+			if !armretry.Retriable(err) {
+				return err
+			}
+			last = err
+			continue
+		}
+		after, err := s.get(ctx, app)
+		if err != nil {
+			last = err
+			continue
+		}
+		ok, err := holds(app, after, off)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			last = fmt.Errorf("acaswitch: the template of %s was replaced by another writer right after Fusebox wrote it", app.Site)
+			continue
+		}
+		return nil
+	}
+	return last
+}
+
+// write PATCHes the template (merge patch replaces the containers list
+// whole, so it is sent whole) and waits for the new revision.
+func (s *Switch) write(ctx context.Context, app circuit.App, ca armappcontainers.ContainerApp) error {
+	c, err := s.client(app)
+	if err != nil {
+		return err
+	}
+	patch := armappcontainers.ContainerApp{Location: ca.Location, Properties: &armappcontainers.ContainerAppProperties{Template: ca.Properties.Template}}
+	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1, TryTimeout: s.s.TryTimeout})
+	poller, err := c.BeginUpdate(once, app.ResourceGroup, app.Site, patch, nil)
+	if err != nil {
+		return describe(app, "write the template of", err)
+	}
+	resp, err := poller.PollUntilDone(ctx, &runtime.PollUntilDoneOptions{Frequency: s.s.PollEvery})
+	if err != nil {
+		return describe(app, "wait for the new revision of", err)
+	}
+	if p := resp.Properties; p != nil && p.ProvisioningState != nil && *p.ProvisioningState != armappcontainers.ContainerAppProvisioningStateSucceeded {
+		return fmt.Errorf("acaswitch: the new revision of %s ended %s", app.Site, *p.ProvisioningState)
+	}
+	return nil
+}
+
+// Effective reports what the running revision's host containers have: the
+// latest ready revision's environment, which is what the host read when
+// its replicas started. While the new revision is not ready yet it is the
+// old one's.
+func (s *Switch) Effective(ctx context.Context, app circuit.App, functions []string) (map[string]bool, error) {
+	ca, err := s.get(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	if ca.Properties == nil || ca.Properties.LatestReadyRevisionName == nil {
+		return nil, fmt.Errorf("acaswitch: %s has no ready revision", app.Site)
+	}
+	rc, err := s.revisionsClient(app)
+	if err != nil {
+		return nil, err
+	}
+	rev, err := rc.GetRevision(ctx, app.ResourceGroup, app.Site, *ca.Properties.LatestReadyRevisionName, nil)
+	if err != nil {
+		return nil, describe(app, "read the running revision of", err)
+	}
+	if rev.Properties == nil || rev.Properties.Template == nil {
+		return nil, fmt.Errorf("acaswitch: the revision %s of %s has no template", *ca.Properties.LatestReadyRevisionName, app.Site)
+	}
+	d, err := disabledTemplate(app, armappcontainers.ContainerApp{Properties: &armappcontainers.ContainerAppProperties{Template: rev.Properties.Template}})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]bool, len(functions))
+	for _, f := range functions {
+		out[f] = d[f]
+	}
+	return out, nil
+}
+
+// describe turns ARM's answers into what a person should do about them.
+func describe(app circuit.App, doing string, err error) error {
+	var re *azcore.ResponseError
+	if !errors.As(err, &re) {
+		return fmt.Errorf("acaswitch: %s %s: %w", doing, app.Site, err)
+	}
+	scope := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.App/containerApps/%s", app.SubscriptionID, app.ResourceGroup, app.Site)
+	switch re.StatusCode {
+	case http.StatusForbidden:
+		return fmt.Errorf("acaswitch: Fusebox's identity may not %s %s (403 %s): give it the Container Apps Contributor role on %s (Microsoft.App/containerApps/read and write): %w",
+			doing, app.Site, re.ErrorCode, scope, armretry.ErrPermanent)
+	case http.StatusNotFound:
+		return fmt.Errorf("acaswitch: %s was not found at %s (404 %s): was the container app deleted or renamed? %w", app.Site, scope, re.ErrorCode, armretry.ErrPermanent)
+	}
+	return fmt.Errorf("acaswitch: %s %s: %w", doing, app.Site, err)
+}

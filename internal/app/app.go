@@ -247,7 +247,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions:  actions,
 			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
-			Links: signer, Outbox: store.Outbox, FunctionLister: router},
+			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
 			TestChannel: channelTester(cfg, smtp, poster, now)},

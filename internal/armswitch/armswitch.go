@@ -23,6 +23,7 @@ package armswitch
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -36,6 +37,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 
@@ -435,4 +437,58 @@ func (s *Switch) Effective(ctx context.Context, app circuit.App, functions []str
 func isNotFound(err error) bool {
 	var re *azcore.ResponseError
 	return errors.As(err, &re) && re.StatusCode == http.StatusNotFound
+}
+
+// Detect reads the site and says how it is hosted.
+func (s *Switch) Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error) {
+	c, err := s.client(app)
+	if err != nil {
+		return circuit.Hosting{}, err
+	}
+	var raw *http.Response
+	resp, err := c.Get(runtime.WithCaptureResponse(ctx, &raw), app.ResourceGroup, app.Site, nil)
+	if err != nil {
+		return circuit.Hosting{}, describe(app, "read", err)
+	}
+	h := circuit.Hosting{Plan: circuit.PlanAppService}
+	if resp.Kind != nil {
+		h.Kind = *resp.Kind
+	}
+	kind := strings.ToLower(h.Kind)
+	h.Linux = strings.Contains(kind, "linux")
+	if !strings.Contains(kind, "functionapp") {
+		return h, fmt.Errorf("armswitch: %s is a %q site, not a function app: %w", app.Site, h.Kind, errPermanent)
+	}
+	p := resp.Properties
+	switch {
+	case p != nil && p.FunctionAppConfig != nil:
+		h.Plan = circuit.PlanFlex
+		h.Linux = true // Flex Consumption runs Linux only
+		h.RollingUpdates = rollingUpdates(raw)
+	case p != nil && p.ManagedEnvironmentID != nil && *p.ManagedEnvironmentID != "":
+		h.Plan = circuit.PlanContainerApps
+	}
+	return h, nil
+}
+
+// rollingUpdates reads properties.functionAppConfig.siteUpdateStrategy,
+// which this SDK version does not model, from the raw answer.
+func rollingUpdates(raw *http.Response) bool {
+	if raw == nil || raw.Body == nil {
+		return false
+	}
+	body, err := runtime.Payload(raw)
+	if err != nil {
+		return false
+	}
+	var site struct {
+		Properties struct {
+			FunctionAppConfig struct {
+				SiteUpdateStrategy struct {
+					Type string `json:"type"`
+				} `json:"siteUpdateStrategy"`
+			} `json:"functionAppConfig"`
+		} `json:"properties"`
+	}
+	return json.Unmarshal(body, &site) == nil && strings.EqualFold(site.Properties.FunctionAppConfig.SiteUpdateStrategy.Type, "RollingUpdate")
 }

@@ -41,6 +41,8 @@ type site struct {
 	host map[string]string
 	// attributeDisabled are functions a [Disable] attribute switches off.
 	attributeDisabled map[string]bool
+	// resource is what Get answers: kind and properties.
+	resource armappservice.Site
 }
 
 // restart makes the host read the production settings again.
@@ -187,6 +189,14 @@ func (s *site) server(t *testing.T) *fake.WebAppsServer {
 			s.mu.Unlock()
 			var out azfake.Responder[armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse]
 			out.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateSlotConfigurationNamesResponse{SlotConfigNamesResource: r}, nil)
+			return out, azfake.ErrorResponder{}
+		},
+		Get: func(_ context.Context, rg, name string, _ *armappservice.WebAppsClientGetOptions) (azfake.Responder[armappservice.WebAppsClientGetResponse], azfake.ErrorResponder) {
+			check(rg, name)
+			var out azfake.Responder[armappservice.WebAppsClientGetResponse]
+			s.mu.Lock()
+			out.SetResponse(http.StatusOK, armappservice.WebAppsClientGetResponse{Site: s.resource}, nil)
+			s.mu.Unlock()
 			return out, azfake.ErrorResponder{}
 		},
 		GetFunction: func(_ context.Context, rg, name, fn string, _ *armappservice.WebAppsClientGetFunctionOptions) (azfake.Responder[armappservice.WebAppsClientGetFunctionResponse], azfake.ErrorResponder) {

@@ -81,6 +81,8 @@ type App struct {
 	// Guardrail bounds how many of the app's circuits the evaluator may
 	// have switched off at once; trips beyond it are held for a person.
 	Guardrail Guardrail
+	// Hosting is what ARM said of the app when it was registered.
+	Hosting Hosting
 	// Channels are the alert channels of circuits and jobs of this app
 	// that name none of their own.
 	Channels []string
@@ -88,6 +90,24 @@ type App struct {
 	// to report failures over HTTP. The key itself is never stored.
 	APIKeyHash string
 }
+
+// Hosting is where a function app runs, as ARM describes it.
+type Hosting struct {
+	Kind  string // the site's kind, such as "functionapp,linux"
+	Plan  string // PlanAppService, PlanFlex or PlanContainerApps; empty: not detected
+	Linux bool
+	// RollingUpdates says a Flex Consumption app rolls a settings change
+	// out instance by instance (siteUpdateStrategy RollingUpdate) instead
+	// of restarting every instance at once.
+	RollingUpdates bool
+}
+
+// Hosting plans Fusebox tells apart.
+const (
+	PlanAppService    = "appservice"    // App Service, Premium, Consumption
+	PlanFlex          = "flex"          // Flex Consumption
+	PlanContainerApps = "containerapps" // a Functions site in a Container Apps environment
+)
 
 // Guardrail is a per-app limit on automatic trips: at most MaxOff circuits,
 // and at most MaxShare of the app's circuits, off at once. Zero fields set

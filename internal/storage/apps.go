@@ -33,6 +33,9 @@ type appRow struct {
 	GuardrailMax   int32   // optional: at most this many circuits switched off automatically at once
 	GuardrailShare float64 // optional: at most this share (0, 1] of the app's circuits
 	Channels       string  // comma-separated ids of the default alert channels
+	HostingKind    string  // the site's kind when it was registered
+	HostingPlan    string  // appservice, flex or containerapps; empty: not detected
+	RollingUpdates bool    // Flex: settings changes roll out instance by instance
 }
 
 func (r appRow) toApp() (circuit.App, error) {
@@ -48,6 +51,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
 		Channels: commaList(r.Channels),
+		Hosting:  circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
 
@@ -87,7 +91,8 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
-		Channels: strings.Join(app.Channels, ","),
+		Channels:    strings.Join(app.Channels, ","),
+		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	if err := a.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put app %s: %w", app.ID, err)

@@ -109,6 +109,24 @@ func (r Router) CheckFunction(ctx context.Context, app circuit.App, function str
 	return nil
 }
 
+// Detect asks ARM how an App Service app is hosted; the zero Hosting, and
+// no error, for switches that cannot tell.
+func (r Router) Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error) {
+	sw, err := r.pick(app)
+	if err != nil {
+		return circuit.Hosting{}, err
+	}
+	d, ok := sw.(interface {
+		Detect(context.Context, circuit.App) (circuit.Hosting, error)
+	})
+	if !ok {
+		return circuit.Hosting{}, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	return d.Detect(ctx, app)
+}
+
 // functionLister is a switch that can also list an app's functions.
 type functionLister interface {
 	Functions(ctx context.Context, app circuit.App) ([]string, error)

@@ -28,7 +28,7 @@ func (s *Server) appList(c echo.Context) error {
 	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
 	for _, a := range apps {
 		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
-			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != ""})
+			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting)})
 	}
 	return render(c, http.StatusOK, views.AppsPage(m))
 }

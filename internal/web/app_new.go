@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -52,6 +53,21 @@ func (s *Server) appCreate(c echo.Context) error {
 	if err == nil {
 		err = s.checkChannels(c.Request().Context(), app.Channels)
 	}
+	note := ""
+	if err == nil && app.Switch == circuit.SwitchARM && s.Hosting != nil {
+		h, derr := s.Hosting.Detect(c.Request().Context(), app)
+		switch {
+		case errors.Is(derr, armretry.ErrPermanent):
+			err = circuit.ValidationError{{Field: "site", Message: derr.Error()}}
+		case derr != nil:
+			// ARM could not be asked now: register anyway; the switch
+			// reports what it finds on each circuit's page.
+			note = "Fusebox could not read the site from ARM to tell how it is hosted (" + derr.Error() + "). It is registered; its circuits' pages show what the switch finds."
+		default:
+			app.Hosting = h
+			app.Linux = app.Linux || h.Linux
+		}
+	}
 	if err == nil && app.Switch == circuit.SwitchLocal {
 		where := localswitch.Where{Anywhere: s.Config.Env == config.Development, Root: s.Config.LocalSwitchRoot}
 		if _, werr := where.Check(app.LocalSettings); werr != nil {
@@ -77,7 +93,7 @@ func (s *Server) appCreate(c echo.Context) error {
 		m.Page = s.page(c, "Register an app", "apps")
 		return render(c, http.StatusUnprocessableEntity, views.AppFormPage(m))
 	}
-	return s.issueKey(c, app, "registered app")
+	return s.issueKey(c, app, "registered app", note)
 }
 
 // appKey replaces an app's failure-reporting key.
@@ -89,10 +105,10 @@ func (s *Server) appKey(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.issueKey(c, app, "replaced app key")
+	return s.issueKey(c, app, "replaced app key", "")
 }
 
-func (s *Server) issueKey(c echo.Context, app circuit.App, action string) error {
+func (s *Server) issueKey(c echo.Context, app circuit.App, action, note string) error {
 	key, hash := auth.NewAppKey(app.ID)
 	app.APIKeyHash = hash
 	if err := s.AppStore.Put(c.Request().Context(), app); err != nil {
@@ -104,5 +120,22 @@ func (s *Server) issueKey(c echo.Context, app circuit.App, action string) error 
 	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: app.ID, Detail: target(app)}); err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.AppKeyPage(views.AppKey{Page: s.page(c, "Key of "+app.ID, "apps"), AppID: app.ID, Key: key, URL: s.Config.BaseURL.String()}))
+	return render(c, http.StatusOK, views.AppKeyPage(views.AppKey{Page: s.page(c, "Key of "+app.ID, "apps"), AppID: app.ID, Key: key, URL: s.Config.BaseURL.String(),
+		Hosting: hostingText(app.Hosting), Note: note}))
+}
+
+// hostingText says how an app is hosted and what that means for a trip.
+func hostingText(h circuit.Hosting) string {
+	switch h.Plan {
+	case circuit.PlanFlex:
+		if h.RollingUpdates {
+			return "Flex Consumption, rolling updates on: a trip's settings change rolls out instance by instance"
+		}
+		return "Flex Consumption, rolling updates off: every trip restarts all instances at once (set the site update strategy to RollingUpdate to avoid it)"
+	case circuit.PlanContainerApps:
+		return "Functions in a Container Apps environment (Microsoft.Web/sites): app settings, as on App Service"
+	case circuit.PlanAppService:
+		return "App Service, Premium or Consumption: a trip's settings change restarts the app"
+	}
+	return ""
 }

@@ -54,6 +54,9 @@ type (
 	functionRunner interface {
 		Run(ctx context.Context, app circuit.App, function string) error
 	}
+	hostingDetector interface {
+		Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error)
+	}
 	functionLister interface {
 		Functions(ctx context.Context, app circuit.App) ([]string, error)
 	}
@@ -180,6 +183,9 @@ type CircuitDeps struct {
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
+	// Hosting asks ARM how an app is hosted when it is registered; nil
+	// skips it.
+	Hosting hostingDetector
 }
 
 // JobDeps serve jobs, their runs and pings.

@@ -1,0 +1,167 @@
+// Fusebox as an Azure Container App or an App Service web app, with a
+// system-assigned managed identity, its own storage account's Table service
+// (Storage Table Data Contributor) and the role to switch triggers in one
+// guarded resource group. main.json is the same template as ARM JSON,
+// committed so that nobody needs the Bicep CLI: `az deployment group create
+// --template-file deploy/azure/main.json` (docs/deploy.md). Keep the two in
+// step; internal/deploytest checks main.json.
+
+@maxLength(20)
+param name string = 'fusebox'
+param location string = resourceGroup().location
+@allowed(['containerapp', 'appservice'])
+param hosting string = 'containerapp'
+@description('The Fusebox image, built from the repository\'s Dockerfile')
+param image string
+@description('FUSEBOX_BASE_URL: the https URL people use; empty: the default host name')
+param baseUrl string = ''
+@secure()
+@minLength(32)
+param sessionKey string
+@secure()
+param linkKeys string = ''
+@secure()
+param localUsers string = ''
+@description('App Service only: trust App Service Authentication')
+param easyAuth bool = false
+param smtpHost string = ''
+param smtpUsername string = ''
+@secure()
+param smtpPassword string = ''
+param mailFrom string = 'fusebox@example.com'
+@description('A resource group (same subscription) whose function apps Fusebox switches; empty: assign the role yourself')
+param guardedResourceGroup string = ''
+@allowed(['appservice', 'containerapp'])
+param guardedHosting string = 'appservice'
+
+var storageName = toLower(take('${replace(name, '-', '')}${uniqueString(resourceGroup().id)}', 24))
+var tableEndpoint = 'https://${storageName}.table.${environment().suffixes.storage}'
+var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
+var websiteContributor = 'de139f84-1756-47ae-9be6-808fbbe84772'
+var containerAppsContributor = '358470bc-b998-42bd-ab17-a7e34c199c0f'
+var guardRole = guardedHosting == 'containerapp' ? containerAppsContributor : websiteContributor
+var appName = '${name}-app'
+
+resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
+  name: storageName
+  location: location
+  sku: { name: 'Standard_ZRS' }
+  kind: 'StorageV2'
+  properties: { minimumTlsVersion: 'TLS1_2', allowSharedKeyAccess: false, allowBlobPublicAccess: false, supportsHttpsTrafficOnly: true }
+}
+
+resource env 'Microsoft.App/managedEnvironments@2024-03-01' = if (hosting == 'containerapp') {
+  name: '${name}-env'
+  location: location
+  properties: {}
+}
+
+resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 'containerapp') {
+  name: appName
+  location: location
+  identity: { type: 'SystemAssigned' }
+  properties: {
+    managedEnvironmentId: env.id
+    configuration: {
+      ingress: { external: true, targetPort: 8080, transport: 'http', allowInsecure: false }
+      secrets: [
+        { name: 'session-key', value: sessionKey }
+        { name: 'link-keys', value: linkKeys }
+        { name: 'local-users', value: localUsers }
+        { name: 'smtp-password', value: smtpPassword }
+      ]
+    }
+    template: {
+      containers: [{
+        name: 'fusebox'
+        image: image
+        resources: { cpu: json('0.5'), memory: '1Gi' }
+        env: [
+          { name: 'FUSEBOX_ENV', value: 'production' }
+          { name: 'FUSEBOX_HTTP_ADDR', value: ':8080' }
+          { name: 'FUSEBOX_STORAGE_ACCOUNT_URL', value: tableEndpoint }
+          { name: 'FUSEBOX_MIGRATE_ON_START', value: 'true' }
+          { name: 'FUSEBOX_TRUST_PROXY_HEADERS', value: 'true' }
+          { name: 'FUSEBOX_BASE_URL', value: baseUrl }
+          { name: 'FUSEBOX_SESSION_KEY', secretRef: 'session-key' }
+          { name: 'FUSEBOX_LINK_KEYS', secretRef: 'link-keys' }
+          { name: 'FUSEBOX_LOCAL_USERS', secretRef: 'local-users' }
+          { name: 'FUSEBOX_SMTP_HOST', value: smtpHost }
+          { name: 'FUSEBOX_SMTP_USERNAME', value: smtpUsername }
+          { name: 'FUSEBOX_SMTP_PASSWORD', secretRef: 'smtp-password' }
+          { name: 'FUSEBOX_MAIL_FROM', value: mailFrom }
+        ]
+        probes: [
+          { type: 'Liveness', httpGet: { path: '/healthz', port: 8080 } }
+          { type: 'Readiness', httpGet: { path: '/readyz', port: 8080 } }
+        ]
+      }]
+      scale: { minReplicas: 1, maxReplicas: 3 }
+    }
+  }
+}
+
+resource plan 'Microsoft.Web/serverfarms@2023-12-01' = if (hosting == 'appservice') {
+  name: '${name}-plan'
+  location: location
+  sku: { name: 'B1' }
+  kind: 'linux'
+  properties: { reserved: true }
+}
+
+resource site 'Microsoft.Web/sites@2023-12-01' = if (hosting == 'appservice') {
+  name: appName
+  location: location
+  kind: 'app,linux,container'
+  identity: { type: 'SystemAssigned' }
+  properties: {
+    serverFarmId: plan.id
+    httpsOnly: true
+    siteConfig: {
+      linuxFxVersion: 'DOCKER|${image}'
+      alwaysOn: true
+      healthCheckPath: '/readyz'
+      minTlsVersion: '1.2'
+      ftpsState: 'Disabled'
+      appSettings: [
+        { name: 'WEBSITES_PORT', value: '8080' }
+        { name: 'FUSEBOX_ENV', value: 'production' }
+        { name: 'FUSEBOX_HTTP_ADDR', value: ':8080' }
+        { name: 'FUSEBOX_STORAGE_ACCOUNT_URL', value: tableEndpoint }
+        { name: 'FUSEBOX_MIGRATE_ON_START', value: 'true' }
+        { name: 'FUSEBOX_TRUST_PROXY_HEADERS', value: 'true' }
+        { name: 'FUSEBOX_BASE_URL', value: empty(baseUrl) ? 'https://${appName}.azurewebsites.net' : baseUrl }
+        { name: 'FUSEBOX_SESSION_KEY', value: sessionKey }
+        { name: 'FUSEBOX_LINK_KEYS', value: linkKeys }
+        { name: 'FUSEBOX_LOCAL_USERS', value: localUsers }
+        { name: 'FUSEBOX_EASYAUTH_ENABLED', value: string(easyAuth) }
+        { name: 'FUSEBOX_SMTP_HOST', value: smtpHost }
+        { name: 'FUSEBOX_SMTP_USERNAME', value: smtpUsername }
+        { name: 'FUSEBOX_SMTP_PASSWORD', value: smtpPassword }
+        { name: 'FUSEBOX_MAIL_FROM', value: mailFrom }
+      ]
+    }
+  }
+}
+
+var principalId = hosting == 'containerapp' ? containerApp.identity.principalId : site.identity.principalId
+
+resource tableRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: storage
+  name: guid(storage.id, appName, storageTableDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', storageTableDataContributor)
+    principalId: principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+module guard 'guard.bicep' = if (!empty(guardedResourceGroup)) {
+  name: '${name}-guard'
+  scope: resourceGroup(empty(guardedResourceGroup) ? resourceGroup().name : guardedResourceGroup)
+  params: { principalId: principalId, roleId: guardRole }
+}
+
+output url string = hosting == 'containerapp' ? 'https://${containerApp.properties.configuration.ingress.fqdn}' : 'https://${appName}.azurewebsites.net'
+output principalId string = principalId
+output tableEndpoint string = tableEndpoint

@@ -1,0 +1,101 @@
+// Package deploytest checks deploy/azure against the code and the docs:
+// the ARM template parses, its Bicep twin and docs/deploy.md name the same
+// parameters, and every FUSEBOX_* variable it sets is one Fusebox reads.
+package deploytest
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"slices"
+	"sort"
+	"testing"
+)
+
+func root(t *testing.T) string {
+	_, here, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(here), "..", "..")
+}
+
+func read(t *testing.T, rel string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(root(t), rel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func names(re *regexp.Regexp, s string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range re.FindAllStringSubmatch(s, -1) {
+		if !seen[m[1]] {
+			seen[m[1]] = true
+			out = append(out, m[1])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestTemplateMatchesCodeAndDocs(t *testing.T) {
+	raw := read(t, "deploy/azure/main.json")
+	var tpl struct {
+		Schema     string                     `json:"$schema"`
+		Parameters map[string]json.RawMessage `json:"parameters"`
+		Resources  []struct {
+			Type string `json:"type"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal([]byte(raw), &tpl); err != nil {
+		t.Fatalf("main.json does not parse: %v", err)
+	}
+	if tpl.Schema == "" || len(tpl.Resources) == 0 {
+		t.Fatal("main.json is not a deployment template")
+	}
+	var params []string
+	for p := range tpl.Parameters {
+		params = append(params, p)
+	}
+	sort.Strings(params)
+
+	bicep := names(regexp.MustCompile(`(?m)^param (\w+)`), read(t, "deploy/azure/main.bicep"))
+	if !slices.Equal(bicep, params) {
+		t.Errorf("main.bicep's parameters %v differ from main.json's %v", bicep, params)
+	}
+	docs := read(t, "docs/deploy.md")
+	documented := names(regexp.MustCompile("(?m)^\\| `(\\w+)`"), docs)
+	var inTable []string
+	for _, d := range documented {
+		if slices.Contains(params, d) {
+			inTable = append(inTable, d)
+		}
+	}
+	// The table lists smtpHost, smtpUsername, smtpPassword and mailFrom in one row.
+	for _, m := range regexp.MustCompile("`(\\w+)`").FindAllStringSubmatch(docs, -1) {
+		if slices.Contains(params, m[1]) && !slices.Contains(inTable, m[1]) {
+			inTable = append(inTable, m[1])
+		}
+	}
+	sort.Strings(inTable)
+	if !slices.Equal(inTable, params) {
+		t.Errorf("docs/deploy.md documents %v, the template has %v", inTable, params)
+	}
+	for _, m := range regexp.MustCompile(`\b(\w+)=`).FindAllStringSubmatch(docs, -1) {
+		if m[1] != "" && regexp.MustCompile(`^[a-z]`).MatchString(m[1]) && !slices.Contains(params, m[1]) {
+			t.Errorf("docs/deploy.md passes %s=, which the template has no parameter for", m[1])
+		}
+	}
+
+	known := names(regexp.MustCompile(`"(FUSEBOX_[A-Z_]+)"`), read(t, "internal/config/config.go"))
+	for _, f := range []string{"deploy/azure/main.json", "deploy/azure/main.bicep"} {
+		for _, v := range names(regexp.MustCompile(`'?"?(FUSEBOX_[A-Z_]+)`), read(t, f)) {
+			if !slices.Contains(known, v) {
+				t.Errorf("%s sets %s, which internal/config does not read", f, v)
+			}
+		}
+	}
+}

@@ -1,0 +1,447 @@
+// Package hostinsight reads what the Azure Functions host keeps in a
+// function app's own storage account (AzureWebJobsStorage): Event Hubs
+// checkpoints and partition ownership, the learned-concurrency snapshot,
+// timer status and the host's blob-lease locks. It only reads.
+//
+// Everything in those containers was written by another program: every
+// blob is bad input until it parses. A blob that is missing, unreadable or
+// malformed is reported as such, with its name and the reason, beside the
+// ones that read; nothing here fails a whole snapshot because of one blob,
+// and every call is bounded by the caller's context (Snapshot adds its own
+// time-out), so a slow account never holds up circuit control, which never
+// calls this package.
+package hostinsight
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+)
+
+// Containers the host writes.
+const (
+	EventHubContainer = "azure-webjobs-eventhub"
+	HostsContainer    = "azure-webjobs-hosts"
+)
+
+// HostID derives the host id as the Functions host does when the app sets
+// none: AzureFunctionsWebHost__hostid if set, else the site name lower-
+// cased (with "-<slot>" for a non-production slot), cut to 32 characters,
+// trailing '-' removed.
+func HostID(setting, site, slot string) string {
+	if setting != "" {
+		return setting
+	}
+	id := strings.ToLower(site)
+	if slot != "" && !strings.EqualFold(slot, "production") {
+		id += "-" + strings.ToLower(slot)
+	}
+	if len(id) > 32 {
+		id = id[:32]
+	}
+	return strings.TrimRight(id, "-")
+}
+
+// Reader reads one app's host storage.
+type Reader struct {
+	client *azblob.Client
+	hostID string
+}
+
+// NewReader reads through client, for the host with hostID.
+func NewReader(client *azblob.Client, hostID string) *Reader {
+	return &Reader{client: client, hostID: hostID}
+}
+
+// Open connects with a connection string (an account URL with a managed
+// identity goes through NewReader with azblob.NewClient).
+func Open(connectionString, hostID string) (*Reader, error) {
+	c, err := azblob.NewClientFromConnectionString(connectionString, nil)
+	if err != nil {
+		return nil, fmt.Errorf("hostinsight: the host storage connection string does not parse: %w", err)
+	}
+	return NewReader(c, hostID), nil
+}
+
+// Problem is a blob that could not be read or understood.
+type Problem struct {
+	Blob   string // container/name
+	Reason string
+}
+
+// Checkpoint is one partition's position for one consumer group.
+type Checkpoint struct {
+	Namespace, Hub, ConsumerGroup, Partition string
+	// Sequence is the last checkpointed sequence number; HasSequence is
+	// false when the blob carries none (a partition never checkpointed).
+	Sequence    int64
+	HasSequence bool
+	Offset      string    // may be empty (the v5 extension can leave it out)
+	Moved       time.Time // the checkpoint blob's last write: when it last moved
+	Owner       string    // the instance that owns the partition, if known
+	Legacy      bool      // the v4 layout: one JSON blob per partition
+}
+
+// Key names a checkpoint's partition: namespace/hub/group/partition.
+func (c Checkpoint) Key() string {
+	return c.Namespace + "/" + c.Hub + "/" + c.ConsumerGroup + "/" + c.Partition
+}
+
+type blob struct {
+	name     string
+	metadata map[string]string // keys lower-cased
+	modified time.Time
+	lease    string // leased, available, expired, breaking, broken
+	duration string // infinite or fixed
+}
+
+func (r *Reader) list(ctx context.Context, containerName, prefix string) ([]blob, error) {
+	var out []blob
+	p := r.client.NewListBlobsFlatPager(containerName, &container.ListBlobsFlatOptions{Prefix: &prefix, Include: container.ListBlobsInclude{Metadata: true}})
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			if bloberror.HasCode(err, bloberror.ContainerNotFound) {
+				return nil, nil // the host never wrote one: nothing to show
+			}
+			return out, describe(containerName, err)
+		}
+		if page.Segment == nil {
+			continue
+		}
+		for _, it := range page.Segment.BlobItems {
+			if it == nil || it.Name == nil {
+				continue
+			}
+			b := blob{name: *it.Name, metadata: map[string]string{}}
+			for k, v := range it.Metadata {
+				if v != nil {
+					b.metadata[strings.ToLower(k)] = *v
+				}
+			}
+			if pr := it.Properties; pr != nil {
+				if pr.LastModified != nil {
+					b.modified = *pr.LastModified
+				}
+				if pr.LeaseState != nil {
+					b.lease = string(*pr.LeaseState)
+				}
+				if pr.LeaseDuration != nil {
+					b.duration = string(*pr.LeaseDuration)
+				}
+			}
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// maxBlob bounds what is read of one blob: the host's status blobs are a
+// few hundred bytes, a snapshot a few kilobytes.
+const maxBlob = 256 << 10
+
+func (r *Reader) read(ctx context.Context, containerName, name string) ([]byte, error) {
+	resp, err := r.client.DownloadStream(ctx, containerName, name, nil)
+	if err != nil {
+		return nil, describe(containerName+"/"+name, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBlob+1))
+	if err != nil {
+		return nil, fmt.Errorf("hostinsight: read %s/%s: %w", containerName, name, err)
+	}
+	if len(data) > maxBlob {
+		return nil, fmt.Errorf("hostinsight: %s/%s is larger than %d KiB", containerName, name, maxBlob>>10)
+	}
+	return data, nil
+}
+
+// ErrNotFound is a blob the host has not written.
+var ErrNotFound = errors.New("hostinsight: not written by the host (yet)")
+
+func describe(what string, err error) error {
+	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
+		return fmt.Errorf("%w: %s", ErrNotFound, what)
+	}
+	var re *azcore.ResponseError
+	if errors.As(err, &re) && re.StatusCode == 403 {
+		return fmt.Errorf("hostinsight: Fusebox may not read %s (403 %s): give its identity Storage Blob Data Reader on the app's storage account", what, re.ErrorCode)
+	}
+	return fmt.Errorf("hostinsight: %s: %w", what, err)
+}
+
+// Checkpoints lists every partition's checkpoint in both layouts, with its
+// owner.
+func (r *Reader) Checkpoints(ctx context.Context) ([]Checkpoint, []Problem, error) {
+	blobs, err := r.list(ctx, EventHubContainer, "")
+	if err != nil {
+		return nil, nil, err
+	}
+	owners := map[string]string{}
+	var cps []Checkpoint
+	var problems []Problem
+	for _, b := range blobs {
+		parts := strings.Split(b.name, "/")
+		switch {
+		case len(parts) == 5 && parts[3] == "ownership":
+			owners[strings.Join(append(parts[:3:3], parts[4]), "/")] = b.metadata["ownerid"]
+		case len(parts) == 5 && parts[3] == "checkpoint":
+			cp := Checkpoint{Namespace: parts[0], Hub: parts[1], ConsumerGroup: parts[2], Partition: parts[4], Moved: b.modified, Offset: b.metadata["offset"]}
+			if s, ok := b.metadata["sequencenumber"]; ok && s != "" {
+				n, err := strconv.ParseInt(s, 10, 64)
+				if err != nil || n < -1 {
+					problems = append(problems, Problem{EventHubContainer + "/" + b.name, fmt.Sprintf("sequencenumber %q is not a sequence number", s)})
+					continue
+				}
+				cp.Sequence, cp.HasSequence = n, true
+			}
+			cps = append(cps, cp)
+		case len(parts) == 4:
+			cp, err := r.legacy(ctx, b, parts)
+			if err != nil {
+				problems = append(problems, Problem{EventHubContainer + "/" + b.name, err.Error()})
+				continue
+			}
+			cps = append(cps, cp)
+		}
+	}
+	for i := range cps {
+		if o, ok := owners[cps[i].Key()]; ok && cps[i].Owner == "" {
+			cps[i].Owner = o
+		}
+	}
+	sort.Slice(cps, func(i, j int) bool { return lessPartition(cps[i], cps[j]) })
+	return cps, problems, nil
+}
+
+// lessPartition orders by hub and group, then partitions numerically.
+func lessPartition(a, b Checkpoint) bool {
+	if a.Namespace+a.Hub+a.ConsumerGroup != b.Namespace+b.Hub+b.ConsumerGroup {
+		return a.Namespace+"/"+a.Hub+"/"+a.ConsumerGroup < b.Namespace+"/"+b.Hub+"/"+b.ConsumerGroup
+	}
+	x, errX := strconv.Atoi(a.Partition)
+	y, errY := strconv.Atoi(b.Partition)
+	if errX == nil && errY == nil {
+		return x < y
+	}
+	return a.Partition < b.Partition
+}
+
+// legacy reads a v4 checkpoint: a JSON body per partition.
+func (r *Reader) legacy(ctx context.Context, b blob, parts []string) (Checkpoint, error) {
+	data, err := r.read(ctx, EventHubContainer, b.name)
+	if err != nil {
+		return Checkpoint{}, err
+	}
+	var body struct {
+		PartitionID    string `json:"PartitionId"`
+		Owner          string
+		Offset         *string
+		SequenceNumber *int64
+	}
+	if err := json.Unmarshal(data, &body); err != nil {
+		return Checkpoint{}, fmt.Errorf("not a checkpoint in the legacy layout (JSON with PartitionId, Owner, Offset, SequenceNumber): %v", err)
+	}
+	cp := Checkpoint{Namespace: parts[0], Hub: parts[1], ConsumerGroup: parts[2], Partition: parts[3], Moved: b.modified, Owner: body.Owner, Legacy: true}
+	if body.PartitionID != "" && body.PartitionID != parts[3] {
+		return Checkpoint{}, fmt.Errorf("PartitionId %q differs from the blob's name", body.PartitionID)
+	}
+	if body.Offset != nil {
+		cp.Offset = *body.Offset
+	}
+	if body.SequenceNumber != nil {
+		cp.Sequence, cp.HasSequence = *body.SequenceNumber, true
+	}
+	return cp, nil
+}
+
+// Concurrency is the host's learned-concurrency snapshot.
+type Concurrency struct {
+	Timestamp time.Time
+	Cores     int
+	Functions map[string]int // function name -> learned concurrency
+}
+
+// Concurrency reads concurrency/{hostId}/concurrencyStatus.json.
+func (r *Reader) Concurrency(ctx context.Context) (Concurrency, error) {
+	name := "concurrency/" + r.hostID + "/concurrencyStatus.json"
+	data, err := r.read(ctx, HostsContainer, name)
+	if err != nil {
+		return Concurrency{}, err
+	}
+	if len(data) == 0 {
+		return Concurrency{}, fmt.Errorf("hostinsight: %s/%s is empty", HostsContainer, name)
+	}
+	var body struct {
+		Timestamp         time.Time
+		NumberOfCores     int
+		FunctionSnapshots map[string]struct{ Concurrency int }
+	}
+	if err := json.Unmarshal(data, &body); err != nil {
+		return Concurrency{}, fmt.Errorf("hostinsight: %s/%s is not a concurrency snapshot: %v", HostsContainer, name, err)
+	}
+	c := Concurrency{Timestamp: body.Timestamp, Cores: body.NumberOfCores, Functions: map[string]int{}}
+	for fn, s := range body.FunctionSnapshots {
+		// In-process names are Namespace.Class.Method; the function's
+		// name is the last part.
+		c.Functions[lastDot(fn)] = s.Concurrency
+	}
+	return c, nil
+}
+
+func lastDot(s string) string {
+	if i := strings.LastIndexByte(s, '.'); i >= 0 {
+		return s[i+1:]
+	}
+	return s
+}
+
+// Timer is one timer trigger's schedule status.
+type Timer struct {
+	Name                    string // as the host names it
+	Function                string // the last part of Name
+	Last, Next, LastUpdated time.Time
+}
+
+// Timers reads timers/{hostId}/{timer}/status.
+func (r *Reader) Timers(ctx context.Context) ([]Timer, []Problem, error) {
+	prefix := "timers/" + r.hostID + "/"
+	blobs, err := r.list(ctx, HostsContainer, prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	var out []Timer
+	var problems []Problem
+	for _, b := range blobs {
+		rest := strings.TrimPrefix(b.name, prefix)
+		name, ok := strings.CutSuffix(rest, "/status")
+		if !ok || name == "" {
+			continue
+		}
+		data, err := r.read(ctx, HostsContainer, b.name)
+		if err != nil {
+			problems = append(problems, Problem{HostsContainer + "/" + b.name, err.Error()})
+			continue
+		}
+		var st struct{ Last, Next, LastUpdated time.Time }
+		if err := json.Unmarshal(data, &st); err != nil {
+			problems = append(problems, Problem{HostsContainer + "/" + b.name, "not a timer status (JSON with Last, Next, LastUpdated): " + err.Error()})
+			continue
+		}
+		out = append(out, Timer{Name: name, Function: lastDot(name), Last: st.Last, Next: st.Next, LastUpdated: st.LastUpdated})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, problems, nil
+}
+
+// Lock is a leased blob in the hosts container: the host lock, listener
+// and [Singleton] locks, and code-level per-key locks.
+type Lock struct {
+	Blob     string // name in azure-webjobs-hosts
+	Kind     string // host, singleton, other
+	State    string // leased, expired, broken, breaking
+	Duration string // infinite or fixed
+	Since    time.Time
+	// FunctionInstance is the host's metadata on singleton locks: which
+	// invocation holds it.
+	FunctionInstance string
+}
+
+// Locks lists blobs in azure-webjobs-hosts that are, or were, leased.
+func (r *Reader) Locks(ctx context.Context) ([]Lock, error) {
+	blobs, err := r.list(ctx, HostsContainer, "")
+	if err != nil {
+		return nil, err
+	}
+	var out []Lock
+	for _, b := range blobs {
+		if b.lease == "" || b.lease == "available" {
+			continue
+		}
+		kind := "other"
+		switch {
+		case strings.HasPrefix(b.name, "locks/"+r.hostID+"/host"):
+			kind = "host"
+		case strings.HasPrefix(b.name, "locks/"):
+			kind = "singleton"
+		}
+		out = append(out, Lock{Blob: b.name, Kind: kind, State: b.lease, Duration: b.duration, Since: b.modified, FunctionInstance: b.metadata["functioninstance"]})
+	}
+	// The host lock first, then by name.
+	sort.Slice(out, func(i, j int) bool {
+		if (out[i].Kind == "host") != (out[j].Kind == "host") {
+			return out[i].Kind == "host"
+		}
+		return out[i].Blob < out[j].Blob
+	})
+	return out, nil
+}
+
+// Snapshot is everything at once, each part on its own: a part that fails
+// is reported in Problems, the others are there.
+type Snapshot struct {
+	ReadAt      time.Time
+	Checkpoints []Checkpoint
+	Concurrency *Concurrency
+	Timers      []Timer
+	Locks       []Lock
+	Problems    []Problem
+}
+
+// Snapshot reads every part within timeout.
+func (r *Reader) Snapshot(ctx context.Context, now time.Time, timeout time.Duration) Snapshot {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	s := Snapshot{ReadAt: now}
+	add := func(what string, err error) {
+		if err != nil && !errors.Is(err, ErrNotFound) {
+			s.Problems = append(s.Problems, Problem{what, err.Error()})
+		}
+	}
+	cps, probs, err := r.Checkpoints(ctx)
+	s.Checkpoints, s.Problems = cps, append(s.Problems, probs...)
+	add(EventHubContainer, err)
+	if c, err := r.Concurrency(ctx); err == nil {
+		s.Concurrency = &c
+	} else {
+		add(HostsContainer+"/concurrency/"+r.hostID+"/concurrencyStatus.json", err)
+	}
+	timers, probs, err := r.Timers(ctx)
+	s.Timers, s.Problems = timers, append(s.Problems, probs...)
+	add(HostsContainer+"/timers", err)
+	locks, err := r.Locks(ctx)
+	s.Locks = locks
+	add(HostsContainer, err)
+	return s
+}
+
+// Resume says, for the resume page, where a stopped function picks up:
+// the sequence per partition, and whether any checkpoint moved after the
+// trigger was switched off (it should not have: something else consumed
+// with the same consumer group, or the host had not stopped yet).
+type Resume struct {
+	Partitions []Checkpoint
+	MovedSince []Checkpoint // checkpoints written after off
+}
+
+// ResumeFrom summarises checkpoints for a trigger switched off at off.
+func ResumeFrom(cps []Checkpoint, off time.Time) Resume {
+	r := Resume{Partitions: cps}
+	for _, c := range cps {
+		if !off.IsZero() && c.Moved.After(off) {
+			r.MovedSince = append(r.MovedSince, c)
+		}
+	}
+	return r
+}

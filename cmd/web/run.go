@@ -143,6 +143,13 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 			return err
 		}
 	}
+	// With a connection string that names a blob service (Azurite's), the
+	// demo app gets a still picture of what its host would keep there.
+	if cfg, err := config.LoadStorage(lookup); err == nil && strings.Contains(cfg.Storage.ConnectionString.Reveal(), "BlobEndpoint=") {
+		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now()); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
 	return nil
 }

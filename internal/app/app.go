@@ -31,6 +31,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/localswitch"
@@ -61,6 +62,8 @@ type Options struct {
 	// HTTP transport of ARM calls (the SDK's fake servers in tests).
 	ARMCredential azcore.TokenCredential
 	ARMTransport  policy.Transporter
+	// HostInsightTTL is how long an app's host snapshot is reused; default 15s.
+	HostInsightTTL time.Duration
 }
 
 // App is a wired Fusebox instance.
@@ -217,14 +220,17 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	router := switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
 	armSettings := armswitch.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
 	acaSettings := acaswitch.Settings{Transport: o.ARMTransport}
-	if o.ARMCredential != nil {
-		router.ARM = armswitch.New(o.ARMCredential, armSettings)
-		router.ContainerApp = acaswitch.New(o.ARMCredential, acaSettings)
-	} else if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
-		router.ARM = armswitch.New(cred, armSettings)
-		router.ContainerApp = acaswitch.New(cred, acaSettings)
-	} else {
-		o.Logger.Warn("no Azure credential: apps registered with the ARM switch cannot be switched", "error", err)
+	azureCred := o.ARMCredential
+	if azureCred == nil {
+		if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
+			azureCred = cred
+		} else {
+			o.Logger.Warn("no Azure credential: apps registered with the ARM or Container Apps switch cannot be switched", "error", err)
+		}
+	}
+	if azureCred != nil {
+		router.ARM = armswitch.New(azureCred, armSettings)
+		router.ContainerApp = acaswitch.New(azureCred, acaSettings)
 	}
 	linkKeys := map[string][]byte{}
 	for _, k := range cfg.Mail.LinkKeys {
@@ -234,6 +240,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	hostSource := &hostinsight.Source{Credential: azureCred, TTL: o.HostInsightTTL}
 	composer := mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
 	smtp := mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
 	poster := notify.Poster{Now: now}
@@ -247,7 +254,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions:  actions,
 			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
-			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router},
+			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
 			TestChannel: channelTester(cfg, smtp, poster, now)},

@@ -58,6 +58,8 @@ type Options struct {
 	// ARMTransport serves ARM calls (an SDK fake server); with it, ARM
 	// calls authenticate with a fake credential.
 	ARMTransport policy.Transporter
+	// HostInsightTTL is how long host snapshots are reused (app.Options).
+	HostInsightTTL time.Duration
 }
 
 // StartWith is Start with options.
@@ -76,14 +78,14 @@ func StartWith(t testing.TB, env map[string]string, o Options) *Server {
 	if o.ARMTransport != nil {
 		transport = shielded{o.ARMTransport}
 	}
-	s := start(t, env, clk, cred, transport)
+	s := start(t, env, clk, cred, transport, o.HostInsightTTL)
 	if !o.RealClock {
 		s.Clock = fake
 	}
 	return s
 }
 
-func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter) *Server {
+func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter, hostTTL time.Duration) *Server {
 	t.Helper()
 	if hashed == "" {
 		h, err := auth.HashPassword(Password)
@@ -118,7 +120,7 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
-		ARMCredential: armCredential, ARMTransport: armTransport})
+		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: hostTTL})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -83,6 +83,13 @@ type App struct {
 	Guardrail Guardrail
 	// Hosting is what ARM said of the app when it was registered.
 	Hosting Hosting
+	// HostStorage is the app's own storage (AzureWebJobsStorage): a
+	// connection string or a blob account URL read with Fusebox's managed
+	// identity; empty: no host insight. A secret: never shown again.
+	HostStorage string
+	// HostID overrides the host id derived from the site name
+	// (AzureFunctionsWebHost__hostid, when the app sets one).
+	HostID string
 	// Channels are the alert channels of circuits and jobs of this app
 	// that name none of their own.
 	Channels []string
@@ -184,6 +191,10 @@ type Circuit struct {
 	Recipients []string      // who is mailed when it opens
 	// Channels names the channels its alerts go to; none: the app's.
 	Channels []string
+	// EventHub is the hub (and, after a '/', the consumer group) the
+	// function's trigger consumes, so its page shows its own checkpoints;
+	// empty: every checkpoint in the app's storage, unattributed.
+	EventHub string
 	Policy   Policy
 	// Shadow disarms the switch: the circuit counts, changes state, logs
 	// and alerts what it would do, but never moves the trigger. For

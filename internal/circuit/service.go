@@ -204,13 +204,14 @@ type Settings struct {
 	Rule       Rule
 	Recipients []string
 	Channels   []string
+	EventHub   string
 	Policy     Policy
 	Shadow     bool
 }
 
 func (s Settings) apply(c Circuit) Circuit {
 	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
-	c.Channels = s.Channels
+	c.Channels, c.EventHub = s.Channels, s.EventHub
 	return c
 }
 

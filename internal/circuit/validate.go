@@ -100,6 +100,9 @@ func (c Circuit) Validate(app *App) error {
 			break
 		}
 	}
+	if len(c.EventHub) > 300 || strings.Count(c.EventHub, "/") > 1 {
+		add("event_hub", "must be a hub name, or hub/consumer group")
+	}
 	for _, ch := range c.Channels {
 		if !ValidAppID(ch) {
 			add("channels", "%q is not a channel id", ch)

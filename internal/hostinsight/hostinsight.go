@@ -21,12 +21,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+
+	"github.com/fusebox/fusebox/internal/circuit"
 )
 
 // Containers the host writes.
@@ -444,4 +447,85 @@ func ResumeFrom(cps []Checkpoint, off time.Time) Resume {
 		}
 	}
 	return r
+}
+
+// Source reads apps' host storage on demand, keeping each app's snapshot
+// for TTL so pages that refresh do not each read the account.
+type Source struct {
+	TTL     time.Duration // default 15s
+	Timeout time.Duration // of one snapshot; default 5s
+	// Credential reads accounts given as https URLs (a managed identity);
+	// nil allows connection strings only.
+	Credential azcore.TokenCredential
+
+	mu    sync.Mutex
+	cache map[string]cached
+}
+
+type cached struct {
+	key  string // what the snapshot was read with
+	at   time.Time
+	snap Snapshot
+}
+
+// Snapshot returns the app's host snapshot, and false when the app has no
+// host storage configured.
+func (s *Source) Snapshot(ctx context.Context, app circuit.App, now time.Time) (Snapshot, bool) {
+	if app.HostStorage == "" {
+		return Snapshot{}, false
+	}
+	ttl, timeout := s.TTL, s.Timeout
+	if ttl <= 0 {
+		ttl = 15 * time.Second
+	}
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	hostID := HostID(app.HostID, app.Site, app.Slot)
+	key := app.HostStorage + "|" + hostID
+	s.mu.Lock()
+	if c, ok := s.cache[app.ID]; ok && c.key == key && now.Sub(c.at) < ttl {
+		s.mu.Unlock()
+		return c.snap, true
+	}
+	s.mu.Unlock()
+	r, err := s.reader(app.HostStorage, hostID)
+	var snap Snapshot
+	if err != nil {
+		snap = Snapshot{ReadAt: now, Problems: []Problem{{Blob: "(connection)", Reason: err.Error()}}}
+	} else {
+		snap = r.Snapshot(ctx, now, timeout)
+	}
+	s.mu.Lock()
+	if s.cache == nil {
+		s.cache = map[string]cached{}
+	}
+	s.cache[app.ID] = cached{key: key, at: now, snap: snap}
+	s.mu.Unlock()
+	return snap, true
+}
+
+func (s *Source) reader(conn, hostID string) (*Reader, error) {
+	if strings.HasPrefix(conn, "https://") {
+		if s.Credential == nil {
+			return nil, errors.New("hostinsight: an account URL needs a managed identity, and this Fusebox has no Azure credential")
+		}
+		c, err := azblob.NewClient(conn, s.Credential, nil)
+		if err != nil {
+			return nil, fmt.Errorf("hostinsight: %w", err)
+		}
+		return NewReader(c, hostID), nil
+	}
+	return Open(conn, hostID)
+}
+
+// CheckHostStorage says what is wrong with a host-storage setting, or nil.
+func CheckHostStorage(conn string) error {
+	if conn == "" || strings.HasPrefix(conn, "https://") {
+		return nil
+	}
+	if _, err := azblob.NewClientFromConnectionString(conn, nil); err != nil {
+		return fmt.Errorf("must be the app's AzureWebJobsStorage connection string or its blob account URL (https://<account>.blob.core.windows.net): %v", err)
+	}
+	return nil
 }

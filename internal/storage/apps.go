@@ -36,6 +36,8 @@ type appRow struct {
 	HostingKind    string  // the site's kind when it was registered
 	HostingPlan    string  // appservice, flex or containerapps; empty: not detected
 	RollingUpdates bool    // Flex: settings changes roll out instance by instance
+	HostStorage    string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
+	HostID         string  // optional override of the derived host id
 }
 
 func (r appRow) toApp() (circuit.App, error) {
@@ -50,8 +52,9 @@ func (r appRow) toApp() (circuit.App, error) {
 		ID: r.RowKey, DisplayName: r.DisplayName, SubscriptionID: r.SubscriptionID,
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
-		Channels: commaList(r.Channels),
-		Hosting:  circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
+		Channels:    commaList(r.Channels),
+		HostStorage: r.HostStorage, HostID: r.HostID,
+		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
 
@@ -92,6 +95,7 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
 		Channels:    strings.Join(app.Channels, ","),
+		HostStorage: app.HostStorage, HostID: app.HostID,
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	if err := a.table.Upsert(ctx, row); err != nil {

@@ -57,6 +57,7 @@ type circuitRow struct {
 	MinCalls           int32   // with FailureRatio: calls in the window before it is weighed
 	Recipients         string  // comma-separated addresses
 	Channels           string  // comma-separated channel ids
+	EventHub           string  // optional: hub[/consumer group] the function consumes
 	AutoResume         bool
 	Shadow             bool // the switch is disarmed: state and alerts only
 	CooldownSeconds    int32
@@ -109,7 +110,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
-		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels),
+		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub,
 		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
@@ -135,7 +136,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Function = c.Function
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
 	r.FailureRatio, r.MinCalls = c.Rule.Ratio, int32(c.Rule.MinCalls)
-	r.Recipients, r.Channels = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ",")
+	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow

@@ -93,3 +93,6 @@ func until(now, t time.Time) string {
 	}
 	return fmt.Sprintf("in %d h", int(d.Hours()+0.5))
 }
+
+// Ago is ago for handlers that build words for a page.
+func Ago(now, t time.Time) string { return ago(now, t) }

@@ -138,6 +138,7 @@ type settingsJSON struct {
 	MinCalls        int      `json:"min_calls"`
 	Recipients      []string `json:"recipients"`
 	Channels        []string `json:"channels"`
+	EventHub        string   `json:"event_hub"`
 	AutoResume      bool     `json:"auto_resume"`
 	CooldownSeconds int      `json:"cooldown_seconds"`
 	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
@@ -145,7 +146,7 @@ type settingsJSON struct {
 }
 
 func (j settingsJSON) settings() circuit.Settings {
-	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels,
+	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub,
 		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }

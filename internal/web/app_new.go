@@ -13,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
@@ -28,9 +29,11 @@ func (s *Server) appCreate(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
 		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
-		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%"), Channels: v("channels")}
+		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%"), Channels: v("channels"),
+		HostStorage: v("host_storage"), HostID: v("host_id")}
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
-		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels)}
+		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels),
+		HostStorage: m.HostStorage, HostID: m.HostID}
 	var parseErrs circuit.ValidationError
 	if m.GuardrailMax != "" {
 		n, perr := strconv.Atoi(m.GuardrailMax)
@@ -52,6 +55,11 @@ func (s *Server) appCreate(c echo.Context) error {
 	}
 	if err == nil {
 		err = s.checkChannels(c.Request().Context(), app.Channels)
+	}
+	if err == nil {
+		if herr := hostinsight.CheckHostStorage(app.HostStorage); herr != nil {
+			err = circuit.ValidationError{{Field: "host_storage", Message: herr.Error()}}
+		}
 	}
 	note := ""
 	if err == nil && app.Switch == circuit.SwitchARM && s.Hosting != nil {

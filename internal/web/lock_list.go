@@ -4,10 +4,12 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -37,5 +39,26 @@ func (s *Server) lockList(c echo.Context) error {
 		}
 		rows[i] = row
 	}
-	return render(c, http.StatusOK, views.LocksPage(views.Locks{Page: s.page(c, "Locks", "locks"), Rows: rows, Identity: s.Leases.Identity()}))
+	m := views.Locks{Page: s.page(c, "Locks", "locks"), Rows: rows, Identity: s.Leases.Identity()}
+	if s.HostInsight != nil {
+		apps, err := s.Apps.List(c.Request().Context())
+		if err != nil {
+			return err
+		}
+		// Each app's account is read on its own: a slow one costs its own
+		// time-out, not the others'.
+		snaps := make([]hostinsight.Snapshot, len(apps))
+		var wg sync.WaitGroup
+		for i, a := range apps {
+			wg.Go(func() { snaps[i], _ = s.HostInsight.Snapshot(c.Request().Context(), a, now) })
+		}
+		wg.Wait()
+		for i, a := range apps {
+			for _, l := range snaps[i].Locks {
+				m.HostLocks = append(m.HostLocks, views.HostLockRow{App: a.ID, Blob: l.Blob, Kind: l.Kind, State: l.State, Duration: l.Duration,
+					Since: views.Ago(now, l.Since), FunctionInstance: l.FunctionInstance})
+			}
+		}
+	}
+	return render(c, http.StatusOK, views.LocksPage(m))
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
@@ -53,6 +54,9 @@ type (
 	}
 	functionRunner interface {
 		Run(ctx context.Context, app circuit.App, function string) error
+	}
+	hostReader interface {
+		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
 	}
 	hostingDetector interface {
 		Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error)
@@ -186,6 +190,9 @@ type CircuitDeps struct {
 	// Hosting asks ARM how an app is hosted when it is registered; nil
 	// skips it.
 	Hosting hostingDetector
+	// HostInsight reads apps' own storage for the circuit and resume
+	// pages; nil shows none.
+	HostInsight hostReader
 }
 
 // JobDeps serve jobs, their runs and pings.

@@ -1,0 +1,85 @@
+package demo
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+// SeedHostStorage writes, into the blob service of connectionString, what
+// a Functions host keeps in its AzureWebJobsStorage — Event Hubs
+// checkpoints and ownership for the demo's orders hub, a learned-
+// concurrency snapshot, a timer's status and the host lock's blob — in the
+// formats the host uses, and points the demo app at it. It is a still
+// picture: no demo host consumes events yet.
+func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString string, now time.Time) error {
+	c, err := azblob.NewClientFromConnectionString(connectionString, nil)
+	if err != nil {
+		return fmt.Errorf("demo: host storage: %w", err)
+	}
+	for _, name := range []string{hostinsight.EventHubContainer, hostinsight.HostsContainer} {
+		if _, err := c.CreateContainer(ctx, name, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return fmt.Errorf("demo: create %s: %w", name, err)
+		}
+	}
+	app, err := st.Apps.Get(ctx, AppID)
+	if err != nil {
+		return err
+	}
+	host := hostinsight.HostID(app.HostID, app.Site, app.Slot)
+	put := func(container, name, body string, meta map[string]string) error {
+		m := map[string]*string{}
+		for k, v := range meta {
+			m[k] = &v
+		}
+		_, err := c.UploadBuffer(ctx, container, name, []byte(body), &azblob.UploadBufferOptions{Metadata: m})
+		if err != nil {
+			return fmt.Errorf("demo: write %s/%s: %w", container, name, err)
+		}
+		return nil
+	}
+	ns := "orders-demo.servicebus.windows.net"
+	for p, seq := range []int64{48211, 47930, 48502, 48117} {
+		part := strconv.Itoa(p)
+		if err := put(hostinsight.EventHubContainer, ns+"/orders/$default/checkpoint/"+part, "",
+			map[string]string{"sequencenumber": strconv.FormatInt(seq, 10), "offset": strconv.FormatInt(seq*412, 10)}); err != nil {
+			return err
+		}
+		if err := put(hostinsight.EventHubContainer, ns+"/orders/$default/ownership/"+part, "",
+			map[string]string{"ownerid": fmt.Sprintf("demo-instance-%d", p%2)}); err != nil {
+			return err
+		}
+	}
+	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":4,"FunctionSnapshots":{"Orders.Functions.ProcessOrders":{"Concurrency":16},"Orders.Functions.SyncInventory":{"Concurrency":1},"Orders.Functions.SendReceipts":{"Concurrency":8}}}`,
+		now.Add(-3*time.Minute).UTC().Format(time.RFC3339))
+	if err := put(hostinsight.HostsContainer, "concurrency/"+host+"/concurrencyStatus.json", snapshot, nil); err != nil {
+		return err
+	}
+	last := time.Date(now.Year(), now.Month(), now.Day(), 1, 0, 0, 0, time.UTC)
+	if last.After(now) {
+		last = last.Add(-24 * time.Hour)
+	}
+	status := fmt.Sprintf(`{"Last":%q,"Next":%q,"LastUpdated":%q}`, last.Format(time.RFC3339), last.Add(24*time.Hour).Format(time.RFC3339), last.Add(2*time.Second).Format(time.RFC3339))
+	if err := put(hostinsight.HostsContainer, "timers/"+host+"/Host.Functions.NightlySalesSummary/status", status, nil); err != nil {
+		return err
+	}
+	app.HostStorage = connectionString
+	if err := st.Apps.Put(ctx, app); err != nil {
+		return err
+	}
+	// ProcessOrders consumes the orders hub: its page shows those
+	// checkpoints as its own.
+	ci, err := st.Circuits.Get(ctx, AppID, "ProcessOrders")
+	if err != nil {
+		return err
+	}
+	ci.EventHub = "orders/$default"
+	return st.Circuits.UpdateSettings(ctx, ci)
+}

@@ -1,0 +1,91 @@
+package e2e_test
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/chromedp/chromedp"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// TestResumePageShowsCheckpoints walks the resume page as the recipient
+// sees it, on the real clock: the demo app's storage holds its host's
+// checkpoints of the orders hub; ProcessOrders trips; the mailed link's
+// page says where it resumes and that nothing moved since the trip; a
+// checkpoint then written while the trigger is off shows as a warning.
+func TestResumePageShowsCheckpoints(t *testing.T) {
+	smtp := mailtest.Start(t)
+	srv := apptest.StartWith(t, map[string]string{
+		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
+		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
+	}, apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	conn := testenv.ConnectionString(t)
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	reportOverThreshold(t, srv.URL)
+	m, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+		return strings.Contains(m.Subject, "ProcessOrders is open") && resumeLink(m.Text) != ""
+	}, 20*time.Second)
+	if !ok {
+		t.Fatal("no mail about ProcessOrders")
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.State == circuit.Open && !c.Pending() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("ProcessOrders not switched off within 20 s")
+		}
+		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+	}
+
+	p := newPage(t)
+	p.do(t, chromedp.Navigate(resumeLink(m.Text)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))
+	summary := p.text(t, `[data-testid="resume-summary"]`)
+	if !strings.Contains(summary, "Resumes from sequence 48211 on partition 0, 47930 on partition 1, 48502 on partition 2, 48117 on partition 3") ||
+		!strings.Contains(summary, "unmoved since the trip") {
+		t.Errorf("the resume page says %q", summary)
+	}
+	if table := p.text(t, `[data-testid="checkpoints"]`); !strings.Contains(table, "demo-instance-1") {
+		t.Errorf("the checkpoints lack their owners: %q", table)
+	}
+	if c := p.text(t, `[data-testid="concurrency"]`); !strings.Contains(c, "Learned concurrency of ProcessOrders: 16") {
+		t.Errorf("concurrency: %q", c)
+	}
+
+	// Something consumes partition 2 while the trigger is off.
+	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq, off := "48600", "1"
+	if _, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, "orders-demo.servicebus.windows.net/orders/$default/checkpoint/2", nil,
+		&azblob.UploadBufferOptions{Metadata: map[string]*string{"sequencenumber": &seq, "offset": &off}}); err != nil {
+		t.Fatal(err)
+	}
+	p.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoint-moved"]`)))
+	if w := p.text(t, `[data-testid="checkpoint-moved"]`); !strings.Contains(w, "orders/2") {
+		t.Errorf("warning: %q", w)
+	}
+	if errs := p.errors(); len(errs) > 0 {
+		t.Errorf("pages logged errors: %v", errs)
+	}
+}

@@ -1,0 +1,92 @@
+package web
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// hostPanel builds what the circuit and resume pages show of the app's own
+// storage; nil when the app has none configured or nobody can read it.
+func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
+	if s.HostInsight == nil {
+		return nil
+	}
+	app, err := s.AppStore.Get(ctx, ci.AppID)
+	if err != nil {
+		return nil
+	}
+	now := s.Now()
+	snap, ok := s.HostInsight.Snapshot(ctx, app, now)
+	if !ok {
+		return nil
+	}
+	m := &views.HostPanel{ReadAt: views.Ago(now, snap.ReadAt)}
+	var off = ci.SwitchedAt()
+	if !ci.State.TriggerOff() || ci.Pending() {
+		off = time.Time{}
+	}
+	cps := snap.Checkpoints
+	own := ci.EventHub != ""
+	if own {
+		hub, group, _ := strings.Cut(ci.EventHub, "/")
+		var mine []hostinsight.Checkpoint
+		for _, c := range cps {
+			if strings.EqualFold(c.Hub, hub) && (group == "" || strings.EqualFold(c.ConsumerGroup, group)) {
+				mine = append(mine, c)
+			}
+		}
+		cps = mine
+	} else if len(cps) > 0 {
+		m.Note = "These are every checkpoint in the app's storage. Name the event hub " + ci.Function + " consumes in its settings to see which are its own, where it resumes, and whether they moved while it was off."
+		off = time.Time{}
+	}
+	res := hostinsight.ResumeFrom(cps, off)
+	moved := map[string]bool{}
+	for _, c := range res.MovedSince {
+		moved[c.Key()] = true
+	}
+	var from []string
+	for _, c := range cps {
+		seq := "none yet"
+		if c.HasSequence {
+			seq = strconv.FormatInt(c.Sequence, 10)
+			from = append(from, fmt.Sprintf("%s on partition %s", seq, c.Partition))
+		}
+		m.Checkpoints = append(m.Checkpoints, views.CheckpointRow{Hub: c.Hub, Group: c.ConsumerGroup, Partition: c.Partition, Sequence: seq,
+			Offset: c.Offset, Moved: views.Ago(now, c.Moved), Owner: c.Owner, MovedWhileOff: moved[c.Key()]})
+	}
+	if own && len(from) > 0 && ci.State.TriggerOff() {
+		m.Summary = "Resumes from sequence " + strings.Join(from, ", ") + "."
+		if len(res.MovedSince) == 0 && !off.IsZero() {
+			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."
+		}
+	}
+	if len(res.MovedSince) > 0 {
+		var parts []string
+		for _, c := range res.MovedSince {
+			parts = append(parts, c.Hub+"/"+c.Partition)
+		}
+		m.Warning = fmt.Sprintf("%d checkpoints moved after the trigger was switched off (%s): another consumer uses this consumer group, or the host had not stopped yet.", len(parts), strings.Join(parts, ", "))
+	}
+	if c := snap.Concurrency; c != nil {
+		if n, ok := c.Functions[ci.Function]; ok {
+			m.Concurrency = fmt.Sprintf("Learned concurrency of %s: %d (%d cores; snapshot %s).", ci.Function, n, c.Cores, views.Ago(now, c.Timestamp))
+		}
+	}
+	for _, tm := range snap.Timers {
+		if tm.Function == ci.Function {
+			m.Timer = fmt.Sprintf("Timer: last run %s, next %s (status written %s).", tm.Last.UTC().Format("Mon 15:04 MST"), tm.Next.UTC().Format("Mon 15:04 MST"), views.Ago(now, tm.LastUpdated))
+		}
+	}
+	for _, p := range snap.Problems {
+		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)
+	}
+	return m
+}

@@ -59,6 +59,9 @@ type Config struct {
 	IngestRateLimit float64
 	MetricsToken    Secret // when set, /metrics needs "Authorization: Bearer <token>"
 	PingKey         Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
+	// HostLockBreakAfter is how long a function app's lock must have been
+	// seen held before an operator may break it.
+	HostLockBreakAfter time.Duration
 	// LocalSwitchRoot is the directory below which, outside development,
 	// apps may use the local switch; empty: nowhere.
 	LocalSwitchRoot string
@@ -187,6 +190,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
 		EvaluatorDeadline:   r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
 		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
+		HostLockBreakAfter:  r.duration("FUSEBOX_HOST_LOCK_BREAK_AFTER", 10*time.Minute),
 	}
 
 	switch c.Env {
@@ -227,6 +231,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.PingKey != "" && (len(c.PingKey) < 16 || strings.ContainsAny(c.PingKey.Reveal(), "/?#")) {
 		r.fail("FUSEBOX_PING_KEY", "must be at least 16 characters without / ? or #, when set")
+	}
+	if c.HostLockBreakAfter < 0 {
+		r.fail("FUSEBOX_HOST_LOCK_BREAK_AFTER", "must not be negative")
 	}
 	if c.LocalSwitchRoot != "" && !filepath.IsAbs(c.LocalSwitchRoot) {
 		r.fail("FUSEBOX_LOCAL_SWITCH_ROOT", "must be an absolute directory, such as /srv/functions")

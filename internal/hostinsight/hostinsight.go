@@ -28,6 +28,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 )
@@ -359,6 +360,30 @@ type Lock struct {
 	// FunctionInstance is the host's metadata on singleton locks: which
 	// invocation holds it.
 	FunctionInstance string
+	// HeldSince is when Fusebox first saw it leased (blob leases do not
+	// say when they were taken); zero from a Reader alone.
+	HeldSince time.Time
+}
+
+// Breakable reports whether an operator may break the lock at now: not
+// the host lock, which a running host renews, and only once it has been
+// seen held for at least after.
+func (l Lock) Breakable(now time.Time, after time.Duration) bool {
+	return l.Kind != "host" && l.State == "leased" && !l.HeldSince.IsZero() && now.Sub(l.HeldSince) >= after
+}
+
+// Break breaks the lease on a blob in azure-webjobs-hosts at once.
+func (r *Reader) Break(ctx context.Context, name string) error {
+	bc := r.client.ServiceClient().NewContainerClient(HostsContainer).NewBlobClient(name)
+	lc, err := lease.NewBlobClient(bc, nil)
+	if err != nil {
+		return fmt.Errorf("hostinsight: %w", err)
+	}
+	zero := int32(0)
+	if _, err := lc.BreakLease(ctx, &lease.BlobBreakOptions{BreakPeriod: &zero}); err != nil {
+		return describe(HostsContainer+"/"+name, err)
+	}
+	return nil
 }
 
 // Locks lists blobs in azure-webjobs-hosts that are, or were, leased.
@@ -460,6 +485,7 @@ type Source struct {
 
 	mu    sync.Mutex
 	cache map[string]cached
+	held  map[string]time.Time // app|blob -> when first seen leased
 }
 
 type cached struct {
@@ -498,11 +524,50 @@ func (s *Source) Snapshot(ctx context.Context, app circuit.App, now time.Time) (
 	}
 	s.mu.Lock()
 	if s.cache == nil {
-		s.cache = map[string]cached{}
+		s.cache, s.held = map[string]cached{}, map[string]time.Time{}
+	}
+	seen := map[string]bool{}
+	for i, l := range snap.Locks {
+		k := app.ID + "|" + l.Blob
+		seen[k] = true
+		if l.State != "leased" {
+			delete(s.held, k)
+			continue
+		}
+		if _, ok := s.held[k]; !ok {
+			s.held[k] = now
+		}
+		snap.Locks[i].HeldSince = s.held[k]
+	}
+	for k := range s.held {
+		if strings.HasPrefix(k, app.ID+"|") && !seen[k] {
+			delete(s.held, k)
+		}
 	}
 	s.cache[app.ID] = cached{key: key, at: now, snap: snap}
 	s.mu.Unlock()
 	return snap, true
+}
+
+// Break breaks a lock of the app's host, and forgets the cached snapshot.
+func (s *Source) Break(ctx context.Context, app circuit.App, blob string) error {
+	if app.HostStorage == "" {
+		return errors.New("hostinsight: the app has no host storage")
+	}
+	r, err := s.reader(app.HostStorage, HostID(app.HostID, app.Site, app.Slot))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if err := r.Break(ctx, blob); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.cache, app.ID)
+	delete(s.held, app.ID+"|"+blob)
+	s.mu.Unlock()
+	return nil
 }
 
 func (s *Source) reader(conn, hostID string) (*Reader, error) {

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,6 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/views"
@@ -55,10 +58,65 @@ func (s *Server) lockList(c echo.Context) error {
 		wg.Wait()
 		for i, a := range apps {
 			for _, l := range snaps[i].Locks {
-				m.HostLocks = append(m.HostLocks, views.HostLockRow{App: a.ID, Blob: l.Blob, Kind: l.Kind, State: l.State, Duration: l.Duration,
-					Since: views.Ago(now, l.Since), FunctionInstance: l.FunctionInstance})
+				row := views.HostLockRow{App: a.ID, Blob: l.Blob, Kind: l.Kind, State: l.State, Duration: l.Duration,
+					Since: views.Ago(now, l.Since), FunctionInstance: l.FunctionInstance, Breakable: l.Breakable(now, s.Config.HostLockBreakAfter)}
+				if !l.HeldSince.IsZero() {
+					row.Held = "at least " + shortDuration(now.Sub(l.HeldSince).Round(time.Second)) + " (seen by this instance)"
+				}
+				m.HostLocks = append(m.HostLocks, row)
 			}
 		}
 	}
 	return render(c, http.StatusOK, views.LocksPage(m))
+}
+
+// hostLockFor finds a lock of an app that an operator may break now.
+func (s *Server) hostLockFor(c echo.Context, appID, blob string) (circuit.App, hostinsight.Lock, error) {
+	if s.HostInsight == nil {
+		return circuit.App{}, hostinsight.Lock{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	app, err := s.AppStore.Get(c.Request().Context(), appID)
+	if err != nil {
+		return app, hostinsight.Lock{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
+	}
+	snap, _ := s.HostInsight.Snapshot(c.Request().Context(), app, s.Now())
+	for _, l := range snap.Locks {
+		if l.Blob == blob {
+			if !l.Breakable(s.Now(), s.Config.HostLockBreakAfter) {
+				return app, l, echo.NewHTTPError(http.StatusConflict, "This lock may not be broken now: the host lock never, others only once seen held for "+shortDuration(s.Config.HostLockBreakAfter)+".")
+			}
+			return app, l, nil
+		}
+	}
+	return app, hostinsight.Lock{}, echo.NewHTTPError(http.StatusNotFound, "That lock is not held any more.")
+}
+
+// hostLockConfirm asks before breaking a function app's lock.
+func (s *Server) hostLockConfirm(c echo.Context) error {
+	app, l, err := s.hostLockFor(c, c.QueryParam("app"), c.QueryParam("blob"))
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.HostLockBreakPage(views.HostLockBreak{Page: s.page(c, "Break a lock", "locks"), App: app.ID, Blob: l.Blob,
+		Held: "for at least " + shortDuration(s.Now().Sub(l.HeldSince).Round(time.Second))}))
+}
+
+// hostLockBreak breaks it, and records who did.
+func (s *Server) hostLockBreak(c echo.Context) error {
+	app, l, err := s.hostLockFor(c, c.FormValue("app"), c.FormValue("blob"))
+	if err != nil {
+		return err
+	}
+	if err := s.HostInsight.Break(c.Request().Context(), app, l.Blob); err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	ctx, cancel := detached(c)
+	defer cancel()
+	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "broke host lock", Target: app.ID,
+		Detail: fmt.Sprintf("%s (%s), held for at least %s", l.Blob, l.Kind, shortDuration(s.Now().Sub(l.HeldSince).Round(time.Second)))}); err != nil {
+		return err
+	}
+	s.setFlash(c, "lock-broken")
+	return c.Redirect(http.StatusSeeOther, "/locks")
 }

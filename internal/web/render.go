@@ -43,6 +43,7 @@ var flashes = map[string]views.Flash{
 	"saved":           {Kind: "success", Text: "Settings saved."},
 	"deleted":         {Kind: "success", Text: "Circuit deleted."},
 	"resent":          {Kind: "success", Text: "The message is queued again."},
+	"lock-broken":     {Kind: "success", Text: "The lease is broken: another instance may take the work it guarded."},
 	"channel-deleted": {Kind: "success", Text: "Channel deleted. Circuits and jobs that named it keep their other destinations."},
 	"acknowledged":    {Kind: "success", Text: "Acknowledged: reminders about this episode stop. The trigger stays off until someone resumes it."},
 	"ran":             {Kind: "success", Text: "The function was started; its run shows here when it pings."},

@@ -122,6 +122,8 @@ func (s *Server) routes() {
 	viewer.POST("/jobs/:id/edit", s.jobSave, s.require(auth.RoleOperator))
 	viewer.POST("/jobs/:id/run", s.jobRun, s.require(auth.RoleOperator))
 	viewer.GET("/locks", s.lockList)
+	viewer.GET("/locks/host/break", s.hostLockConfirm, s.require(auth.RoleOperator))
+	viewer.POST("/locks/host/break", s.hostLockBreak, s.require(auth.RoleOperator))
 	viewer.GET("/audit", s.auditList)
 	viewer.GET("/apps", s.appList)
 	viewer.GET("/notifications", s.outboxList)

@@ -57,6 +57,7 @@ type (
 	}
 	hostReader interface {
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
+		Break(ctx context.Context, app circuit.App, blob string) error
 	}
 	hostingDetector interface {
 		Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error)

@@ -1,0 +1,85 @@
+package web_test
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// A lock the functions' code took and never let go shows on the Locks
+// page; an operator breaks it after a confirmation, and the audit log
+// says who. The host lock can never be broken from here.
+func TestAStuckHostLockIsShownAndBroken(t *testing.T) {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_HOST_LOCK_BREAK_AFTER": "0s"})
+	conn := testenv.ConnectionString(t)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "locks-by-code/" + strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", "")) + "/order-42"
+	if _, err := bc.UploadBuffer(t.Context(), hostinsight.HostsContainer, name, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	blob := bc.ServiceClient().NewContainerClient(hostinsight.HostsContainer).NewBlobClient(name)
+	lc, err := lease.NewBlobClient(blob, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AcquireLease(t.Context(), -1, nil); err != nil { // infinite: nobody will ever renew or release it
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = lc.BreakLease(context.Background(), nil) })
+
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	page := viewer.get("/locks").body
+	if !strings.Contains(page, name) || strings.Contains(page, `data-testid="break"`) {
+		t.Errorf("a viewer's Locks page: lists the lock %v, offers Break %v", strings.Contains(page, name), strings.Contains(page, `data-testid="break"`))
+	}
+	q := "?app=" + demo.AppID + "&blob=" + url.QueryEscape(name)
+	wantStatus(t, viewer.get("/locks/host/break"+q), http.StatusForbidden)
+
+	op := newBrowser(t, srv.URL)
+	op.signIn("olivia")
+	if page := op.get("/locks").body; !strings.Contains(page, `data-testid="break"`) {
+		t.Fatalf("an operator is not offered Break on the stuck lock")
+	}
+	confirm := op.get("/locks/host/break" + q)
+	wantStatus(t, confirm, http.StatusOK)
+	if !strings.Contains(confirm.body, "two instances may then do the same work") {
+		t.Error("the confirmation does not say what breaking risks")
+	}
+	r := op.post("/locks/host/break", url.Values{"_csrf": {op.csrf("/locks/host/break" + q)}, "app": {demo.AppID}, "blob": {name}})
+	wantStatus(t, r, http.StatusSeeOther)
+	props, err := blob.GetProperties(t.Context(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props.LeaseState == nil || *props.LeaseState != lease.StateTypeBroken {
+		t.Errorf("lease state after Break = %v, want broken", props.LeaseState)
+	}
+	if audit := op.get("/audit").body; !strings.Contains(audit, "broke host lock") || !strings.Contains(audit, "order-42") {
+		t.Error("the audit log does not record the break")
+	}
+	// The host lock is the running host's: never breakable here.
+	hostQ := "?app=" + demo.AppID + "&blob=" + url.QueryEscape("locks/func-orders-demo/host")
+	if r := op.get("/locks/host/break" + hostQ); r.StatusCode != http.StatusConflict && r.StatusCode != http.StatusNotFound {
+		t.Errorf("confirming a break of the host lock: %d", r.StatusCode)
+	}
+}

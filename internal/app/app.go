@@ -273,6 +273,16 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
+	a.scanner.TimerLast = func(ctx context.Context, j jobs.Job, now time.Time) time.Time {
+		if j.AppID == "" || j.Function == "" {
+			return time.Time{}
+		}
+		app, err := store.Apps.Get(ctx, j.AppID)
+		if err != nil {
+			return time.Time{}
+		}
+		return hostSource.LastFired(ctx, app, j.Function, now)
+	}
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
 	reminders := cfg.Mail.MaxReminders
 	if reminders == 0 {

@@ -62,7 +62,8 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 	if err := put(hostinsight.HostsContainer, "concurrency/"+host+"/concurrencyStatus.json", snapshot, nil); err != nil {
 		return err
 	}
-	last := time.Date(now.Year(), now.Month(), now.Day(), 1, 0, 0, 0, time.UTC)
+	// NightlySalesSummary runs at 01:00 in Tokyo: 16:00 UTC the day before.
+	last := time.Date(now.Year(), now.Month(), now.Day(), 16, 0, 0, 0, time.UTC)
 	if last.After(now) {
 		last = last.Add(-24 * time.Hour)
 	}

@@ -594,3 +594,24 @@ func CheckHostStorage(conn string) error {
 	}
 	return nil
 }
+
+// TimerOf finds a function's timer in a snapshot.
+func TimerOf(s Snapshot, function string) (Timer, bool) {
+	for _, t := range s.Timers {
+		if t.Function == function {
+			return t, true
+		}
+	}
+	return Timer{}, false
+}
+
+// LastFired is when the host says function's timer last fired in app's
+// storage; zero when unknown.
+func (s *Source) LastFired(ctx context.Context, app circuit.App, function string, now time.Time) time.Time {
+	snap, ok := s.Snapshot(ctx, app, now)
+	if !ok {
+		return time.Time{}
+	}
+	t, _ := TimerOf(snap, function)
+	return t.Last
+}

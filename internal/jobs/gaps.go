@@ -35,9 +35,12 @@ const (
 	SlotOverlapping
 	// SlotSkipped: no run, during a maintenance window; not a gap.
 	SlotSkipped
+	// SlotUnreported: no run was reported, but the Functions host's own
+	// timer status says the timer fired in the slot: ran, not reported.
+	SlotUnreported
 )
 
-var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping", "skipped"}
+var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping", "skipped", "ran, not reported"}
 
 func (s SlotStatus) String() string {
 	if s < 0 || int(s) >= len(slotNames) {
@@ -136,4 +139,32 @@ func judge(run Run, at, now time.Time, e Expect) SlotStatus {
 		return SlotLate
 	}
 	return SlotOK
+}
+
+// Witness applies a second witness: the time the Functions host's timer
+// status says the timer last fired. The slot whose window holds it, if no
+// run was reported for it, ran but was not reported — not missed. Only the
+// latest firing is known, so only one slot can be witnessed.
+func Witness(results []SlotResult, lastFired time.Time) {
+	if lastFired.IsZero() {
+		return
+	}
+	const maxEarly = 30 * time.Second
+	for i := len(results) - 1; i >= 0; i-- {
+		r := results[i]
+		early := maxEarly
+		if i+1 < len(results) {
+			early = min(maxEarly, results[i+1].At.Sub(r.At)/10)
+		}
+		if lastFired.Before(r.At.Add(-early)) {
+			continue
+		}
+		if i+1 < len(results) && !lastFired.Before(results[i+1].At.Add(-min(maxEarly, results[i+1].At.Sub(r.At)/10))) {
+			return // it fired after this slot's window: a later slot, not in results
+		}
+		if r.Run < 0 && (r.Status == SlotMissed || r.Status == SlotPending) {
+			results[i].Status = SlotUnreported
+		}
+		return
+	}
 }

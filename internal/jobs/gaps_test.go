@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -81,4 +82,42 @@ func BenchmarkScanYearOfMinutelySlots(b *testing.B) {
 			jobs.Scan(c.Slots(from, to), runs, to, jobs.Expect{Grace: time.Minute, MaxDuration: 5 * time.Minute})
 		}
 	})
+}
+
+// The host's timer status is a second witness: the slot it fired in had
+// no report, and is "ran, not reported" instead of missed; the slots
+// around it keep their verdicts.
+func TestTheTimerStatusWitnessesAnUnreportedRun(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 1, 0, 0, 0, time.UTC)
+	slots := []time.Time{t0, t0.Add(time.Hour), t0.Add(2 * time.Hour)}
+	now := t0.Add(2*time.Hour + 30*time.Minute)
+	for _, tc := range []struct {
+		name  string
+		fired time.Time
+		want  string
+	}{
+		{"fired in the second slot", t0.Add(time.Hour + 2*time.Second), "missed ran, not reported missed"},
+		{"fired a little early (clock skew)", t0.Add(time.Hour - 5*time.Second), "missed ran, not reported missed"},
+		{"fired in the last slot", t0.Add(2 * time.Hour), "missed missed ran, not reported"},
+		{"fired before every slot", t0.Add(-2 * time.Hour), "missed missed missed"},
+		{"never fired", time.Time{}, "missed missed missed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res := jobs.Scan(slots, nil, now, jobs.Expect{Grace: time.Minute})
+			jobs.Witness(res, tc.fired)
+			var got []string
+			for _, r := range res {
+				got = append(got, r.Status.String())
+			}
+			if strings.Join(got, " ") != tc.want {
+				t.Errorf("slots = %v, want %s", got, tc.want)
+			}
+		})
+	}
+	// A witnessed latest slot makes the job up, not missing.
+	res := jobs.Scan(slots, nil, now, jobs.Expect{Grace: time.Minute})
+	jobs.Witness(res, t0.Add(2*time.Hour+time.Second))
+	if st := jobs.StatusOf(jobs.Job{}, res, false, now); st != jobs.Up {
+		t.Errorf("status = %s, want up", st)
+	}
 }

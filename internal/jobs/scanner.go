@@ -27,7 +27,11 @@ type Notifier func(ctx context.Context, j Job, from, to Status, at time.Time) er
 // under a lease.
 type Scanner struct {
 	// Notify, when set, is told about each change of status.
-	Notify   Notifier
+	Notify Notifier
+	// TimerLast, when set, says when the Functions host's timer status
+	// says job j's timer last fired (zero: unknown), a second witness for
+	// slots with no reported run.
+	TimerLast func(ctx context.Context, j Job, now time.Time) time.Time
 	store    ScannerStore
 	clock    clock.Clock
 	log      *slog.Logger
@@ -102,6 +106,9 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Tim
 	results, err := Assess(j, runs, ws, from, now)
 	if err != nil {
 		return j.Status, err
+	}
+	if s.TimerLast != nil {
+		Witness(results, s.TimerLast(ctx, j, now))
 	}
 	return StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now), nil
 }

@@ -18,6 +18,8 @@ func StatusOf(j Job, results []SlotResult, everRan bool, now time.Time) Status {
 			continue // a slot still in its grace says nothing yet
 		case SlotSkipped:
 			continue // excused by a maintenance window
+		case SlotUnreported:
+			return Up // the host says it ran: the report went missing, not the run
 		case SlotMissed:
 			return Missing
 		case SlotFailed, SlotOverran:
@@ -45,7 +47,7 @@ func SuccessRate(results []SlotResult) float64 {
 		switch r.Status {
 		case SlotPending, SlotRunning, SlotSkipped:
 			continue
-		case SlotOK, SlotLate, SlotOverlapping:
+		case SlotOK, SlotLate, SlotOverlapping, SlotUnreported:
 			good++
 		}
 		due++

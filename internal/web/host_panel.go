@@ -80,8 +80,8 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 			m.Concurrency = fmt.Sprintf("Learned concurrency of %s: %d (%d cores; snapshot %s).", ci.Function, n, c.Cores, views.Ago(now, c.Timestamp))
 		}
 	}
-	for _, tm := range snap.Timers {
-		if tm.Function == ci.Function {
+	if tm, ok := hostinsight.TimerOf(snap, ci.Function); ok {
+		{
 			m.Timer = fmt.Sprintf("Timer: last run %s, next %s (status written %s).", tm.Last.UTC().Format("Mon 15:04 MST"), tm.Next.UTC().Format("Mon 15:04 MST"), views.Ago(now, tm.LastUpdated))
 		}
 	}

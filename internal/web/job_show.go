@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
@@ -61,6 +63,7 @@ func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window) (jobWe
 	if w.results, err = jobs.Assess(j, runs, ws, from, now); err != nil {
 		return jobWeek{}, err
 	}
+	jobs.Witness(w.results, s.timerLast(ctx, j, now))
 	w.success = jobs.SuccessRate(w.results)
 	if next := sched.Slots(now.Add(time.Second), now.Add(7*24*time.Hour)); len(next) > 0 {
 		w.next = next[0]
@@ -72,6 +75,8 @@ func slotTone(st jobs.SlotStatus) string {
 	switch st {
 	case jobs.SlotOK:
 		return "ok"
+	case jobs.SlotUnreported:
+		return "info"
 	case jobs.SlotMissed, jobs.SlotFailed:
 		return "bad"
 	case jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping:
@@ -81,7 +86,7 @@ func slotTone(st jobs.SlotStatus) string {
 }
 
 // worse orders slot statuses for the heatmap: a cell shows its worst slot.
-var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotSkipped: 0, jobs.SlotOK: 1, jobs.SlotRunning: 2, jobs.SlotLate: 3, jobs.SlotOverlapping: 4, jobs.SlotOverran: 5, jobs.SlotFailed: 6, jobs.SlotMissed: 7}
+var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotSkipped: 0, jobs.SlotOK: 1, jobs.SlotUnreported: 1, jobs.SlotRunning: 2, jobs.SlotLate: 3, jobs.SlotOverlapping: 4, jobs.SlotOverran: 5, jobs.SlotFailed: 6, jobs.SlotMissed: 7}
 
 // jobShow is one job's page: schedule, how to ping, a heatmap of its slots,
 // the gaps, run durations and the run list.
@@ -125,10 +130,14 @@ func (s *Server) jobShow(c echo.Context) error {
 		m.SlugURL = base + "/ping/<ping key>/" + j.Slug
 	}
 	m.Heat = heat(week.results, s.Now())
+	if t, ok := s.timerOf(ctx, j, s.Now()); ok {
+		m.Timer = fmt.Sprintf("The host's timer status: last fired %s, next %s (written %s). A slot it fired in without a ping shows as \"ran, not reported\".",
+			t.Last.UTC().Format("Mon 2 Jan 15:04 MST"), t.Next.UTC().Format("Mon 2 Jan 15:04 MST"), views.Ago(s.Now(), t.LastUpdated))
+	}
 	for i := len(week.results) - 1; i >= 0 && len(m.Gaps) < 30; i-- {
 		r := week.results[i]
 		switch r.Status {
-		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping:
+		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping, jobs.SlotUnreported:
 			m.Gaps = append(m.Gaps, views.GapRow{At: r.At, Status: r.Status.String(), Tone: slotTone(r.Status)})
 		}
 	}
@@ -173,4 +182,28 @@ func heat(results []jobs.SlotResult, now time.Time) []views.HeatDay {
 		}
 	}
 	return days
+}
+
+// timerLast is when the host's timer status says job j's timer last fired;
+// zero when the job names no function of an app with host storage.
+func (s *Server) timerLast(ctx context.Context, j jobs.Job, now time.Time) time.Time {
+	if t, ok := s.timerOf(ctx, j, now); ok {
+		return t.Last
+	}
+	return time.Time{}
+}
+
+func (s *Server) timerOf(ctx context.Context, j jobs.Job, now time.Time) (hostinsight.Timer, bool) {
+	if s.HostInsight == nil || j.AppID == "" || j.Function == "" {
+		return hostinsight.Timer{}, false
+	}
+	app, err := s.AppStore.Get(ctx, j.AppID)
+	if err != nil {
+		return hostinsight.Timer{}, false
+	}
+	snap, ok := s.HostInsight.Snapshot(ctx, app, now)
+	if !ok {
+		return hostinsight.Timer{}, false
+	}
+	return hostinsight.TimerOf(snap, j.Function)
 }

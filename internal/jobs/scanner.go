@@ -32,10 +32,10 @@ type Scanner struct {
 	// says job j's timer last fired (zero: unknown), a second witness for
 	// slots with no reported run.
 	TimerLast func(ctx context.Context, j Job, now time.Time) time.Time
-	store    ScannerStore
-	clock    clock.Clock
-	log      *slog.Logger
-	lookback time.Duration
+	store     ScannerStore
+	clock     clock.Clock
+	log       *slog.Logger
+	lookback  time.Duration
 }
 
 // NewScanner judges each job over the last lookback

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/localhost"
 	"github.com/fusebox/fusebox/internal/storage"
 )
 
@@ -28,6 +30,8 @@ commands:
   migrate         apply storage migrations and exit
   seed-demo       write the demo app, circuits and jobs (-local-settings PATH [-receiver URL])
   demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
+  local-host      run a local function host and restart it when its Disabled settings change
+                  (-settings PATH/local.settings.json -- func start ...)
   hash-password   read a password on standard input, print its bcrypt hash
   app-key APP     make a new failure-reporting key for an app (the old one stops working)
   api-token NAME ROLE   make a token for the JSON API and print the FUSEBOX_API_TOKENS entry
@@ -46,6 +50,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return migrateCmd(ctx, lookup, stderr)
 	case "seed-demo":
 		return seedDemo(ctx, args, lookup, stdout, stderr)
+	case "local-host":
+		return localHost(ctx, args, stdout, stderr)
 	case "demo-receiver":
 		return demoReceiver(ctx, args, stderr)
 	case "hash-password":
@@ -238,4 +244,22 @@ func demoReceiver(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// localHost runs a function host under a localhost.Supervisor.
+func localHost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("local-host", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	settings := fs.String("settings", "local.settings.json", "the app's local.settings.json")
+	grace := fs.Duration("grace", 10*time.Second, "how long the host may take to stop before it is killed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	path, err := filepath.Abs(*settings)
+	if err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	s := &localhost.Supervisor{Settings: path, Command: fs.Args(), Grace: *grace, Stdout: stdout, Stderr: stderr, Logger: log}
+	return s.Run(ctx)
 }

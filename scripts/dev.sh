@@ -11,7 +11,7 @@ DEV="$ROOT/.dev"
 mkdir -p "$DEV"
 ensure_node_modules
 
-for port in 10000 10002 1025 1080 8025 "${FUSEBOX_PORT:-8080}"; do
+for port in 10000 10002 1025 1080 8025 7072 "${FUSEBOX_PORT:-8080}"; do
   if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
     log "port $port on 127.0.0.1 is in use: stop whatever listens there (an earlier make run?) and try again"
     exit 1
@@ -50,7 +50,15 @@ wait_port 8025 demo-receiver
 
 log "applying migrations and seeding the demo"
 mkdir -p "$DEV/orders-demo"
-bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 >/dev/null
+bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 -live-host >/dev/null
+
+# The demo app's host: consumes a simulated hub, checkpoints into Azurite,
+# reports failures; restarted by local-host when its Disabled key changes.
+log "starting the demo function host (under fusebox local-host)"
+bin/fusebox local-host -settings "$DEV/orders-demo/local.settings.json" -grace 5s -- \
+  bin/fusebox demo-host -settings "$DEV/orders-demo/local.settings.json" -addr 127.0.0.1:7072 \
+  -fusebox "http://$FUSEBOX_HTTP_ADDR" -state "$DEV" >"$DEV/demo-host.log" 2>&1 &
+PIDS+=($!)
 
 cat <<MSG
 
@@ -58,6 +66,7 @@ cat <<MSG
   Sign in      demo / $demo_password   (operator)    viewer / $demo_password   (viewer)
   Mail         http://127.0.0.1:1080   (maildev: every mail Fusebox sends lands here)
   Chat         http://127.0.0.1:8025   (demo receiver: what the demo Teams, Slack and webhook channels got)
+  Demo host    http://127.0.0.1:7072   (ProcessOrders consuming a simulated hub; take its downstream store offline here)
   Demo switch  .dev/orders-demo/local.settings.json
 
   Press Ctrl-C to stop Fusebox, Azurite and maildev.

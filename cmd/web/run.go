@@ -10,15 +10,20 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/fusebox/fusebox/client"
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/localhost"
 	"github.com/fusebox/fusebox/internal/storage"
 )
@@ -30,6 +35,7 @@ commands:
   migrate         apply storage migrations and exit
   seed-demo       write the demo app, circuits and jobs (-local-settings PATH [-receiver URL])
   demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
+  demo-host       the demo function app's stand-in host (-settings PATH -addr 127.0.0.1:7072)
   local-host      run a local function host and restart it when its Disabled settings change
                   (-settings PATH/local.settings.json -- func start ...)
   hash-password   read a password on standard input, print its bcrypt hash
@@ -50,6 +56,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return migrateCmd(ctx, lookup, stderr)
 	case "seed-demo":
 		return seedDemo(ctx, args, lookup, stdout, stderr)
+	case "demo-host":
+		return demoHostCmd(ctx, args, lookup, stderr)
 	case "local-host":
 		return localHost(ctx, args, stdout, stderr)
 	case "demo-receiver":
@@ -128,6 +136,7 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	fs.SetOutput(stderr)
 	localSettings := fs.String("local-settings", "", "path of the demo function app's local.settings.json (created if missing)")
 	receiver := fs.String("receiver", "", "base URL of a demo-receiver: adds Teams, Slack and webhook channels posting to it")
+	live := fs.Bool("live-host", false, "a demo-host writes the demo app's checkpoints: seed none")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -152,7 +161,7 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	// With a connection string that names a blob service (Azurite's), the
 	// demo app gets a still picture of what its host would keep there.
 	if cfg, err := config.LoadStorage(lookup); err == nil && strings.Contains(cfg.Storage.ConnectionString.Reveal(), "BlobEndpoint=") {
-		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now()); err != nil {
+		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now(), *live); err != nil {
 			return err
 		}
 	}
@@ -262,4 +271,61 @@ func localHost(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	s := &localhost.Supervisor{Settings: path, Command: fs.Args(), Grace: *grace, Stdout: stdout, Stderr: stderr, Logger: log}
 	return s.Run(ctx)
+}
+
+// demoHostCmd runs the demo function host (see demo.Host) until ctx ends.
+func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-host", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	settings := fs.String("settings", "", "the demo app's local.settings.json")
+	addr := fs.String("addr", "127.0.0.1:7072", "where its page listens")
+	fusebox := fs.String("fusebox", "http://127.0.0.1:8080", "Fusebox's URL, for failure reports")
+	state := fs.String("state", ".dev", "folder for the simulated hub's start time and the downstream switch")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return err
+	}
+	blob, err := azblob.NewClientFromConnectionString(cfg.Storage.ConnectionString.Reveal(), nil)
+	if err != nil {
+		return fmt.Errorf("demo-host: FUSEBOX_STORAGE_CONNECTION_STRING must name a blob service: %w", err)
+	}
+	// The hub's partitions began when the demo first ran: events keep their
+	// sequence numbers across restarts of the host.
+	epochFile := filepath.Join(*state, "demo-hub-epoch")
+	epoch := time.Now()
+	if b, err := os.ReadFile(epochFile); err == nil {
+		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b))); err == nil {
+			epoch = t
+		}
+	} else if err := os.WriteFile(epochFile, []byte(epoch.Format(time.RFC3339Nano)), 0o644); err != nil {
+		return err
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	rep, err := client.New(client.Options{URL: *fusebox, Key: demo.Key, OnError: func(err error) { log.Warn("failure report", "error", err) }})
+	if err != nil {
+		return err
+	}
+	go func() { _ = rep.Run(ctx) }()
+	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
+		Namespace: "orders-demo.servicebus.windows.net", EventHub: "orders", Group: "$default", Partitions: 4, Rate: 5, Epoch: epoch,
+		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
+	if err := h.Start(ctx); err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("demo host page", "error", err)
+		}
+	}()
+	return h.Run(ctx, 200*time.Millisecond)
 }

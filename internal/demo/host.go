@@ -17,9 +17,9 @@ import (
 // a Functions host keeps in its AzureWebJobsStorage — Event Hubs
 // checkpoints and ownership for the demo's orders hub, a learned-
 // concurrency snapshot, a timer's status and the host lock's blob — in the
-// formats the host uses, and points the demo app at it. It is a still
-// picture: no demo host consumes events yet.
-func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString string, now time.Time) error {
+// formats the host uses, and points the demo app at it. With live, a
+// demo Host writes the checkpoints itself, and none are seeded.
+func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString string, now time.Time, live bool) error {
 	c, err := azblob.NewClientFromConnectionString(connectionString, nil)
 	if err != nil {
 		return fmt.Errorf("demo: host storage: %w", err)
@@ -46,7 +46,11 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 		return nil
 	}
 	ns := "orders-demo.servicebus.windows.net"
-	for p, seq := range []int64{48211, 47930, 48502, 48117} {
+	still := []int64{48211, 47930, 48502, 48117}
+	if live {
+		still = nil
+	}
+	for p, seq := range still {
 		part := strconv.Itoa(p)
 		if err := put(hostinsight.EventHubContainer, ns+"/orders/$default/checkpoint/"+part, "",
 			map[string]string{"sequencenumber": strconv.FormatInt(seq, 10), "offset": strconv.FormatInt(seq*412, 10)}); err != nil {

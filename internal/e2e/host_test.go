@@ -32,7 +32,7 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := testenv.ConnectionString(t)
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now()); err != nil {
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
 	reportOverThreshold(t, srv.URL)

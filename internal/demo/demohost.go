@@ -1,0 +1,234 @@
+package demo
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"html/template"
+	"log/slog"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/fusebox/fusebox/client"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/localswitch"
+)
+
+// Host is a small stand-in for a function app with one Event Hubs
+// triggered function, for `make run` and tests. What it copies from the
+// real host (Microsoft.Azure.WebJobs.Extensions.EventHubs v5 and the
+// Functions host):
+//   - it reads AzureWebJobs.<name>.Disabled from local.settings.json once,
+//     at start, as Core Tools does (run it under `fusebox local-host`);
+//   - checkpoints are blobs {namespace}/{hub}/{consumer group}/checkpoint/
+//     {partition} in azure-webjobs-eventhub with metadata sequencenumber
+//     and offset, written after each batch;
+//   - a failing batch is retried from the same checkpoint, as the Event
+//     Hubs trigger does with a retry policy of unlimited fixed-delay
+//     retries (without one the real trigger checkpoints past failures:
+//     that loss is what the circuit stops);
+//   - the learned-concurrency snapshot is
+//     azure-webjobs-hosts/concurrency/{hostId}/concurrencyStatus.json.
+//
+// The event stream is simulated: partition p holds every sequence number
+// from 0 up to Rate × seconds since Epoch, so events keep arriving while
+// the host is stopped and wait for it, as in a hub.
+type Host struct {
+	Settings   string // local.settings.json
+	Function   string
+	Blob       *azblob.Client
+	HostID     string
+	Namespace  string // e.g. orders-demo.servicebus.windows.net
+	EventHub   string
+	Group      string // consumer group
+	Partitions int
+	Rate       float64   // events per second per partition
+	Epoch      time.Time // when the simulated hub's partitions began
+	Batch      int       // events per batch; default 50
+	// Offline is a file whose existence means the downstream store is
+	// offline: every batch fails. It survives restarts, as an outage does.
+	Offline   string
+	Processed func(partition int, seq int64) // told of each event handled
+	Reporter  *client.Reporter               // reports failures and successes to Fusebox
+	Logger    *slog.Logger
+
+	mu       sync.Mutex
+	disabled bool
+	cps      []int64 // last checkpointed sequence per partition, -1: none
+	failures int
+}
+
+// Head is the last sequence number in partition p at now.
+func (h *Host) Head(now time.Time) int64 {
+	return int64(now.Sub(h.Epoch).Seconds()*h.Rate) - 1
+}
+
+// Start reads the settings and the checkpoints. A disabled function does
+// not consume: its checkpoints stay where they are.
+func (h *Host) Start(ctx context.Context) error {
+	if h.Batch <= 0 {
+		h.Batch = 50
+	}
+	if h.Logger == nil {
+		h.Logger = slog.New(slog.DiscardHandler)
+	}
+	off, err := localswitch.DisabledFunctions(h.Settings)
+	if err != nil {
+		return err
+	}
+	h.disabled = off[h.Function]
+	for _, name := range []string{hostinsight.EventHubContainer, hostinsight.HostsContainer} {
+		if _, err := h.Blob.CreateContainer(ctx, name, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+			return err
+		}
+	}
+	r := hostinsight.NewReader(h.Blob, h.HostID)
+	cps, _, err := r.Checkpoints(ctx)
+	if err != nil {
+		return err
+	}
+	h.cps = make([]int64, h.Partitions)
+	for i := range h.cps {
+		h.cps[i] = -1
+	}
+	for _, c := range cps {
+		if c.Namespace != h.Namespace || c.Hub != h.EventHub || c.ConsumerGroup != h.Group || !c.HasSequence {
+			continue
+		}
+		if p, err := strconv.Atoi(c.Partition); err == nil && p >= 0 && p < h.Partitions {
+			h.cps[p] = c.Sequence
+		}
+	}
+	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":2,"FunctionSnapshots":{"Demo.Functions.%s":{"Concurrency":8}}}`, time.Now().UTC().Format(time.RFC3339), h.Function)
+	if _, err := h.Blob.UploadBuffer(ctx, hostinsight.HostsContainer, "concurrency/"+h.HostID+"/concurrencyStatus.json", []byte(snapshot), nil); err != nil {
+		return err
+	}
+	h.Logger.Info("demo host started", "function", h.Function, "disabled", h.disabled, "checkpoints", h.cps)
+	return nil
+}
+
+// Disabled reports whether the function was disabled when the host started.
+func (h *Host) Disabled() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.disabled }
+
+// Step processes one batch per partition that has events waiting.
+func (h *Host) Step(ctx context.Context, now time.Time) error {
+	if h.Disabled() {
+		return nil
+	}
+	head := h.Head(now)
+	_, err := os.Stat(h.Offline)
+	offline := h.Offline != "" && err == nil
+	var errs []error
+	for p := range h.Partitions {
+		h.mu.Lock()
+		from := h.cps[p] + 1
+		h.mu.Unlock()
+		if from > head {
+			continue
+		}
+		to := min(head, from+int64(h.Batch)-1)
+		n := int(to - from + 1)
+		if offline {
+			// The function throws; the retry policy tries the same batch
+			// again on the next step, and nothing is checkpointed.
+			h.mu.Lock()
+			h.failures += n
+			h.mu.Unlock()
+			if h.Reporter != nil {
+				h.Reporter.Failures(h.Function, n, now, "downstream store offline")
+			}
+			continue
+		}
+		for seq := from; seq <= to; seq++ {
+			if h.Processed != nil {
+				h.Processed(p, seq)
+			}
+		}
+		if err := h.checkpoint(ctx, p, to); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if h.Reporter != nil {
+			h.Reporter.Successes(h.Function, n, now)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (h *Host) checkpoint(ctx context.Context, p int, seq int64) error {
+	s, o := strconv.FormatInt(seq, 10), strconv.FormatInt(seq*256, 10)
+	name := fmt.Sprintf("%s/%s/%s/checkpoint/%d", h.Namespace, h.EventHub, h.Group, p)
+	if _, err := h.Blob.UploadBuffer(ctx, hostinsight.EventHubContainer, name, nil,
+		&azblob.UploadBufferOptions{Metadata: map[string]*string{"sequencenumber": &s, "offset": &o}}); err != nil {
+		return fmt.Errorf("demo host: checkpoint partition %d: %w", p, err)
+	}
+	h.mu.Lock()
+	h.cps[p] = seq
+	h.mu.Unlock()
+	return nil
+}
+
+// Run steps every interval until ctx ends.
+func (h *Host) Run(ctx context.Context, every time.Duration) error {
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-t.C:
+			if err := h.Step(ctx, now); err != nil {
+				h.Logger.Warn("demo host step", "error", err)
+			}
+		}
+	}
+}
+
+var hostPage = template.Must(template.New("h").Parse(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
+<title>Demo function host</title><style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;color:#1d2330}td,th{padding:.2rem .8rem;text-align:right}</style></head>
+<body><h1>Demo function host: {{.Function}}</h1>
+<p>Trigger {{if .Disabled}}<strong>disabled</strong> (read from local.settings.json at start): not consuming; checkpoints stay put{{else}}enabled: consuming{{end}}.
+Downstream store: <strong>{{if .Offline}}offline — every batch fails and is retried{{else}}online{{end}}</strong>.</p>
+<form method="post" action="/downstream"><button type="submit">{{if .Offline}}Bring the downstream store back{{else}}Take the downstream store offline{{end}}</button></form>
+<table><tr><th>Partition</th><th>Last event</th><th>Checkpoint</th><th>Waiting</th></tr>
+{{range .Rows}}<tr><td>{{.P}}</td><td>{{.Head}}</td><td>{{.CP}}</td><td>{{.Waiting}}</td></tr>{{end}}</table>
+<p>Failed attempts so far: {{.Failures}}.</p></body></html>`))
+
+// ServeHTTP shows the host's state and toggles the downstream outage.
+func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.URL.Path == "/downstream" {
+		// A local demo page: refuse cross-site posts all the same.
+		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
+			http.Error(w, "cross-site request refused", http.StatusForbidden)
+			return
+		}
+		if _, err := os.Stat(h.Offline); err == nil {
+			_ = os.Remove(h.Offline)
+		} else {
+			_ = os.WriteFile(h.Offline, []byte("offline\n"), 0o644)
+		}
+		http.Redirect(w, r, "/", http.StatusSeeOther)
+		return
+	}
+	type row struct{ P, Head, CP, Waiting int64 }
+	head := h.Head(time.Now())
+	h.mu.Lock()
+	var rows []row
+	for p, cp := range h.cps {
+		rows = append(rows, row{int64(p), head, cp, max(head-cp, 0)})
+	}
+	failures := h.failures
+	h.mu.Unlock()
+	_, err := os.Stat(h.Offline)
+	var buf bytes.Buffer
+	_ = hostPage.Execute(&buf, map[string]any{"Function": h.Function, "Disabled": h.Disabled(), "Offline": err == nil, "Rows": rows, "Failures": failures})
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(buf.Bytes())
+}

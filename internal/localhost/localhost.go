@@ -15,7 +15,6 @@ import (
 	"log/slog"
 	"maps"
 	"os/exec"
-	"path/filepath"
 	"syscall"
 	"time"
 
@@ -27,7 +26,7 @@ import (
 type Supervisor struct {
 	Settings string   // the app's local.settings.json
 	Command  []string // e.g. func start --port 7071
-	Dir      string   // the command's directory; default: the settings file's
+	Dir      string   // the command's directory; default: this process's
 	// Poll is how often the file is read; default 1s.
 	Poll time.Duration
 	// Grace is how long a stopping host may take before it is killed;
@@ -50,9 +49,6 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	}
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
-	}
-	if s.Dir == "" {
-		s.Dir = filepath.Dir(s.Settings)
 	}
 	last, err := localswitch.DisabledFunctions(s.Settings)
 	if err != nil {

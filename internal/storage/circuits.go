@@ -266,6 +266,10 @@ func (c *Circuits) Delete(ctx context.Context, appID, function, version string) 
 	c.mu.Lock()
 	delete(c.cache, appID+"/"+circuitKey(function))
 	c.mu.Unlock()
+	return c.deleteFlips(ctx, appID, function)
+}
+
+func (c *Circuits) deleteFlips(ctx context.Context, appID, function string) error {
 	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(appID), tablestore.RowKeyPrefix(flipPrefix+function+"|")), Select: []string{"PartitionKey", "RowKey"}}
 	for row, err := range tablestore.Rows[tablestore.Meta](ctx, c.table, q) {
 		if err != nil {
@@ -289,6 +293,15 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 		row.setState(ci)
 		err = c.table.Insert(ctx, &row)
 	case err == nil:
+		if ci.Episode < row.Episode {
+			// Put back to an earlier episode (a reseeded demo): the old
+			// flip log would collide with the episodes to come, and links
+			// mailed for it must not act on the new ones.
+			if err := c.deleteFlips(ctx, ci.AppID, ci.Function); err != nil {
+				return err
+			}
+			row.Incarnation = newIncarnation()
+		}
 		row.setSettings(ci)
 		row.setState(ci)
 		err = c.table.Update(ctx, &row)

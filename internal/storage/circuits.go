@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -270,16 +271,29 @@ func (c *Circuits) Delete(ctx context.Context, appID, function, version string) 
 }
 
 func (c *Circuits) deleteFlips(ctx context.Context, appID, function string) error {
+	_, err := c.deleteFlipsAfter(ctx, appID, function, -1)
+	return err
+}
+
+// deleteFlipsAfter deletes the flips of episodes after episode, and says
+// how many.
+func (c *Circuits) deleteFlipsAfter(ctx context.Context, appID, function string, episode int64) (int, error) {
+	n := 0
 	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(appID), tablestore.RowKeyPrefix(flipPrefix+function+"|")), Select: []string{"PartitionKey", "RowKey"}}
 	for row, err := range tablestore.Rows[tablestore.Meta](ctx, c.table, q) {
 		if err != nil {
-			return fmt.Errorf("storage: delete flip log of %s/%s: %w", appID, function, err)
+			return n, fmt.Errorf("storage: delete flip log of %s/%s: %w", appID, function, err)
+		}
+		inv, perr := strconv.ParseInt(row.RowKey[strings.LastIndexByte(row.RowKey, '|')+1:], 10, 64)
+		if perr == nil && math.MaxInt64-inv <= episode {
+			continue
 		}
 		if err := c.table.Delete(ctx, row.PartitionKey, row.RowKey, tablestore.AnyETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
-			return fmt.Errorf("storage: delete flip log of %s/%s: %w", appID, function, err)
+			return n, fmt.Errorf("storage: delete flip log of %s/%s: %w", appID, function, err)
 		}
+		n++
 	}
-	return nil
+	return n, nil
 }
 
 // Put creates a circuit, or replaces its settings and state if it exists
@@ -293,13 +307,14 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 		row.setState(ci)
 		err = c.table.Insert(ctx, &row)
 	case err == nil:
-		if ci.Episode < row.Episode {
-			// Put back to an earlier episode (a reseeded demo): the old
-			// flip log would collide with the episodes to come, and links
-			// mailed for it must not act on the new ones.
-			if err := c.deleteFlips(ctx, ci.AppID, ci.Function); err != nil {
-				return err
-			}
+		// Put back to an earlier episode (a reseeded demo): flips of later
+		// episodes would collide with the episodes to come, and links
+		// mailed for them must not act on the new ones.
+		dropped, err := c.deleteFlipsAfter(ctx, ci.AppID, ci.Function, ci.Episode)
+		if err != nil {
+			return err
+		}
+		if dropped > 0 || ci.Episode < row.Episode {
 			row.Incarnation = newIncarnation()
 		}
 		row.setSettings(ci)

@@ -42,6 +42,9 @@ func TestPutBackToAnEarlierEpisodeLetsItTransitionAgain(t *testing.T) {
 	if err := cs.Put(t.Context(), seed); err != nil { // reseeded: episode 0 again
 		t.Fatal(err)
 	}
+	if err := cs.Put(t.Context(), seed); err != nil { // and again, at the episode it now has
+		t.Fatal(err)
+	}
 	if err := trip(); err != nil {
 		t.Fatalf("the trip after a reseed failed: %v", err)
 	}

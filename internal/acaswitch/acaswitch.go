@@ -32,6 +32,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appcontainers/armappcontainers/v3"
 
 	"github.com/fusebox/fusebox/internal/armretry"
@@ -41,9 +42,7 @@ import (
 
 // Settings tune the switch. Zero values take the defaults.
 type Settings struct {
-	Attempts                  int           // of one Apply, each reading afresh; default 5
-	TryTimeout                time.Duration // of each request; default 15s
-	RetryDelay, MaxRetryDelay time.Duration // between attempts; defaults 1s and 20s
+	armretry.Policy
 	// PollEvery is how often the new revision's provisioning is checked;
 	// default 2s. The caller's context bounds the wait.
 	PollEvery time.Duration
@@ -65,27 +64,11 @@ var _ circuit.Switch = (*Switch)(nil)
 
 // New builds a switch that authenticates with cred.
 func New(cred azcore.TokenCredential, s Settings) *Switch {
-	if s.Attempts <= 0 {
-		s.Attempts = 5
-	}
-	if s.TryTimeout <= 0 {
-		s.TryTimeout = 15 * time.Second
-	}
-	if s.RetryDelay <= 0 {
-		s.RetryDelay = time.Second
-	}
-	if s.MaxRetryDelay <= 0 {
-		s.MaxRetryDelay = 20 * time.Second
-	}
+	s.Policy = s.Policy.WithDefaults()
 	if s.PollEvery <= 0 {
 		s.PollEvery = 2 * time.Second
 	}
-	opts := &arm.ClientOptions{ClientOptions: azcore.ClientOptions{
-		Retry: policy.RetryOptions{MaxRetries: 2, TryTimeout: s.TryTimeout, RetryDelay: s.RetryDelay, MaxRetryDelay: s.MaxRetryDelay},
-	}}
-	if s.Transport != nil {
-		opts.Transport = s.Transport
-	}
+	opts := s.ClientOptions(s.Transport, tracing.Provider{})
 	return &Switch{cred: cred, opts: opts, s: s, apps: map[string]*armappcontainers.ContainerAppsClient{},
 		revisions: map[string]*armappcontainers.ContainerAppsRevisionsClient{}}
 }
@@ -329,8 +312,7 @@ func (s *Switch) write(ctx context.Context, app circuit.App, ca armappcontainers
 		return err
 	}
 	patch := armappcontainers.ContainerApp{Location: ca.Location, Properties: &armappcontainers.ContainerAppProperties{Template: ca.Properties.Template}}
-	once := policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1, TryTimeout: s.s.TryTimeout})
-	poller, err := c.BeginUpdate(once, app.ResourceGroup, app.Site, patch, nil)
+	poller, err := c.BeginUpdate(s.s.Once(ctx), app.ResourceGroup, app.Site, patch, nil)
 	if err != nil {
 		return describe(app, "write the template of", err)
 	}

@@ -191,8 +191,7 @@ func (f *flaky) Do(req *http.Request) (*http.Response, error) {
 var app = circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000000000000", ResourceGroup: "rg-orders", Site: "orders", Switch: circuit.SwitchContainerApp}
 
 func newSwitch(t *testing.T, a *containerApp) *acaswitch.Switch {
-	return acaswitch.New(&azfake.TokenCredential{}, acaswitch.Settings{Transport: a.transport(t), RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond,
-		PollEvery: time.Millisecond, TryTimeout: 2 * time.Second})
+	return acaswitch.New(&azfake.TokenCredential{}, acaswitch.Settings{Policy: armretry.Policy{RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, TryTimeout: 2 * time.Second}, Transport: a.transport(t), PollEvery: time.Millisecond})
 }
 
 func TestApplySetsTheHostContainersVariableAndKeepsTheRest(t *testing.T) {

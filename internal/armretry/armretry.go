@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 
 	"github.com/fusebox/fusebox/internal/clock"
 )
@@ -42,3 +45,52 @@ func Pause(ctx context.Context, attempt int, first, most time.Duration) error {
 
 // ErrPermanent marks answers that retrying will not change.
 var ErrPermanent = errors.New("retrying will not help until this is fixed")
+
+// Policy is how a switch retries one Apply. Zero fields take the defaults.
+type Policy struct {
+	Attempts                  int           // of one Apply, each reading afresh; default 5
+	TryTimeout                time.Duration // of each request; default 15s
+	RetryDelay, MaxRetryDelay time.Duration // between attempts; defaults 1s and 20s
+}
+
+// WithDefaults fills the zero fields.
+func (p Policy) WithDefaults() Policy {
+	if p.Attempts <= 0 {
+		p.Attempts = 5
+	}
+	if p.TryTimeout <= 0 {
+		p.TryTimeout = 15 * time.Second
+	}
+	if p.RetryDelay <= 0 {
+		p.RetryDelay = time.Second
+	}
+	if p.MaxRetryDelay <= 0 {
+		p.MaxRetryDelay = 20 * time.Second
+	}
+	return p
+}
+
+// ClientOptions are the SDK options of a switch's clients: reads retried
+// by the SDK a little (writes never: see Once), the transport replaced in
+// tests.
+func (p Policy) ClientOptions(transport policy.Transporter, tracing tracing.Provider) *arm.ClientOptions {
+	opts := &arm.ClientOptions{ClientOptions: azcore.ClientOptions{
+		Retry: policy.RetryOptions{
+			MaxRetries: 2, TryTimeout: p.TryTimeout, RetryDelay: p.RetryDelay, MaxRetryDelay: p.MaxRetryDelay,
+			StatusCodes: []int{http.StatusTooManyRequests, http.StatusRequestTimeout,
+				http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
+		},
+		TracingProvider: tracing,
+	}}
+	if transport != nil {
+		opts.Transport = transport
+	}
+	return opts
+}
+
+// Once is a context in which the SDK makes one try of a request: a write
+// is retried by the switch, which reads and merges again, never by
+// replaying it.
+func (p Policy) Once(ctx context.Context) context.Context {
+	return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1, TryTimeout: p.TryTimeout})
+}

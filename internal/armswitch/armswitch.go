@@ -48,15 +48,11 @@ import (
 
 // Settings tune the switch. Zero values take the defaults.
 type Settings struct {
-	// Attempts of one Apply, each reading and merging afresh. Default 5.
-	Attempts int
-	// TryTimeout bounds each HTTP request. Default 15s. The caller's
-	// context bounds the whole call.
-	TryTimeout time.Duration
-	// RetryDelay is the first backoff between attempts; it doubles, with
-	// jitter, up to MaxRetryDelay. Defaults 1s and 20s. A Retry-After
-	// header is not honoured beyond MaxRetryDelay.
-	RetryDelay, MaxRetryDelay time.Duration
+	// Policy bounds one Apply: attempts, each reading and merging afresh,
+	// a time-out per request, and the backoff between attempts (a
+	// Retry-After header is not honoured beyond MaxRetryDelay). The
+	// caller's context bounds the whole call.
+	armretry.Policy
 	// Transport replaces the HTTP transport (the SDK's fake servers in tests).
 	Transport policy.Transporter
 	// Tracing, when set, makes every ARM call a span of the caller's trace.
@@ -81,30 +77,8 @@ var _ circuit.Switch = (*Switch)(nil)
 // New builds a switch that authenticates with cred
 // (azidentity.DefaultAzureCredential in production).
 func New(cred azcore.TokenCredential, s Settings) *Switch {
-	if s.Attempts <= 0 {
-		s.Attempts = 5
-	}
-	if s.TryTimeout <= 0 {
-		s.TryTimeout = 15 * time.Second
-	}
-	if s.RetryDelay <= 0 {
-		s.RetryDelay = time.Second
-	}
-	if s.MaxRetryDelay <= 0 {
-		s.MaxRetryDelay = 20 * time.Second
-	}
-	opts := &arm.ClientOptions{ClientOptions: azcore.ClientOptions{
-		// Reads are retried by the SDK; writes never are (see write).
-		Retry: policy.RetryOptions{
-			MaxRetries: 2, TryTimeout: s.TryTimeout, RetryDelay: s.RetryDelay, MaxRetryDelay: s.MaxRetryDelay,
-			StatusCodes: []int{http.StatusTooManyRequests, http.StatusRequestTimeout,
-				http.StatusInternalServerError, http.StatusBadGateway, http.StatusServiceUnavailable, http.StatusGatewayTimeout},
-		},
-	}}
-	if s.Transport != nil {
-		opts.Transport = s.Transport
-	}
-	opts.TracingProvider = s.Tracing
+	s.Policy = s.Policy.WithDefaults()
+	opts := s.ClientOptions(s.Transport, s.Tracing)
 	hc := s.HTTPClient
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
@@ -165,9 +139,7 @@ func (s *Switch) read(ctx context.Context, app circuit.App) (map[string]*string,
 
 // once is a context in which the SDK makes one try of a request: a write
 // is retried by Apply, which reads and merges again, never by replaying.
-func (s *Switch) once(ctx context.Context) context.Context {
-	return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1, TryTimeout: s.s.TryTimeout})
-}
+func (s *Switch) once(ctx context.Context) context.Context { return s.s.Once(ctx) }
 
 func (s *Switch) write(ctx context.Context, app circuit.App, props map[string]*string) error {
 	c, err := s.client(app)

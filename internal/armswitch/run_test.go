@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
+	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/armswitch"
 )
 
@@ -51,8 +52,7 @@ func TestRunCallsTheAdminAPIWithTheMasterKey(t *testing.T) {
 			return r, azfake.ErrorResponder{}
 		},
 	}
-	sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{RetryDelay: time.Millisecond,
-		Transport: fake.NewWebAppsServerTransport(srv), HTTPClient: host.Client()})
+	sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{Policy: armretry.Policy{RetryDelay: time.Millisecond}, Transport: fake.NewWebAppsServerTransport(srv), HTTPClient: host.Client()})
 	staging := app
 	staging.Slot = "staging"
 	if err := sw.Run(t.Context(), staging, "NightlySalesSummary"); err != nil {

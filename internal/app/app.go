@@ -83,6 +83,7 @@ type App struct {
 	scanner     *jobs.Scanner
 	sender      *alerts.Sender
 	verifier    *circuit.Verifier
+	hosts       *hostinsight.Source
 
 	loopsRegistered atomic.Bool
 }
@@ -254,7 +255,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions:  actions,
 			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
-			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource},
+			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
 			TestChannel: channelTester(cfg, smtp, poster, now)},
@@ -269,7 +270,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		OnTransition: traceTransition,
 	})
 	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
-	a := &App{verifier: verifier, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+	a := &App{verifier: verifier, hosts: hostSource, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
@@ -367,7 +368,8 @@ var (
 	loopSender    = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000005", Name: "Fusebox: alert sender", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopScanner   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000006", Name: "Fusebox: job scanner", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopVerifier  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000007", Name: "Fusebox: trigger verifier", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
-	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner, loopVerifier}
+	loopSampler   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000008", Name: "Fusebox: host sampler", Schedule: "0 */5 * * * *", Grace: 5 * time.Minute}
+	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner, loopVerifier, loopSampler}
 )
 
 // EvaluatorLoop is the name under which the evaluator's health is kept.
@@ -392,6 +394,8 @@ func (a *App) loops() []leasedLoop {
 		// The verifier reads what each host reports after a switch wrote,
 		// every 5 s, until it agrees.
 		{"circuits/verifier", loop.Loop{Name: "trigger_verifier", JobID: loopVerifier.ID, Every: 5 * time.Second, RecordEvery: time.Minute, Pass: a.verifier.Pass}},
+		// The sampler keeps each app's learned concurrency every 5 minutes.
+		{"host/sampler", loop.Loop{Name: "host_sampler", JobID: loopSampler.ID, Every: 5 * time.Minute, Pass: a.sampleHosts}},
 		{"jobs/scanner", loop.Loop{Name: "jobs_scanner", JobID: loopScanner.ID, Every: 30 * time.Second, Phase: 15 * time.Second, Pass: a.scanner.Pass}},
 		{"failures/pruner", loop.Loop{Name: "failures_pruner", JobID: loopPruner.ID, Every: 10 * time.Minute, Pass: func(ctx context.Context, _ lease.Fence) error {
 			n, err := a.Store.Prune(ctx, a.now())
@@ -505,4 +509,28 @@ func channelTester(cfg *config.Config, smtp mailer.SMTP, poster notify.Poster, n
 		return smtp.Send(ctx, alerts.Mail{To: ch.Addresses, Subject: "[Fusebox] " + n.Title, Text: n.Text + "\n\n" + n.LinkURL + "\n",
 			HTML: "<p>" + html.EscapeString(n.Text) + "</p>", MessageID: fmt.Sprintf("<test-%d@fusebox>", now().UnixNano())})
 	}
+}
+
+// sampleHosts records each app's learned concurrency, so circuit pages can
+// draw its day. Apps are read one after another: each within its
+// snapshot's time-out, off every other loop's path.
+func (a *App) sampleHosts(ctx context.Context, _ lease.Fence) error {
+	apps, err := a.Store.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	now := a.now()
+	var errs []error
+	for _, app := range apps {
+		snap, ok := a.hosts.Snapshot(ctx, app, now)
+		if !ok || snap.Concurrency == nil {
+			continue
+		}
+		for fn, n := range snap.Concurrency.Functions {
+			if err := a.Store.HostSamples.PutConcurrency(ctx, app.ID, fn, now, n); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	return errors.Join(errs...)
 }

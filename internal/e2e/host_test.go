@@ -35,6 +35,11 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), false); err != nil {
 		t.Fatal(err)
 	}
+	for i, n := range []int{4, 8, 16} { // what the host sampler would have kept over the last hour
+		if err := srv.App.Store.HostSamples.PutConcurrency(t.Context(), demo.AppID, "ProcessOrders", time.Now().Add(time.Duration(i-3)*20*time.Minute), n); err != nil {
+			t.Fatal(err)
+		}
+	}
 	reportOverThreshold(t, srv.URL)
 	m, ok := smtp.WaitFor(func(m mailtest.Message) bool {
 		return strings.Contains(m.Subject, "ProcessOrders is open") && resumeLink(m.Text) != ""
@@ -69,6 +74,13 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	}
 	if c := p.text(t, `[data-testid="concurrency"]`); !strings.Contains(c, "Learned concurrency of ProcessOrders: 16") {
 		t.Errorf("concurrency: %q", c)
+	}
+	bars, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="concurrency-day"] svg rect').length`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bars != 3 {
+		t.Errorf("the day's concurrency chart has %d bars, want the 3 samples drawn", bars)
 	}
 
 	// Something consumes partition 2 while the trigger is off.

@@ -48,7 +48,7 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 		`[data-testid="apps-count"]`:      "1",
 		`[data-testid="circuits-open"]`:   "1",
 		`[data-testid="circuits-closed"]`: "1",
-		`[data-testid="jobs-healthy"]`:    "9", // two demo jobs and Fusebox's own seven loops
+		`[data-testid="jobs-healthy"]`:    "10", // two demo jobs and Fusebox's own eight loops
 		`[data-testid="jobs-attention"]`:  "1",
 	}
 	for sel, want := range checks {

@@ -53,3 +53,27 @@ func TestPutBackToAnEarlierEpisodeLetsItTransitionAgain(t *testing.T) {
 		t.Errorf("after the reseed: episode %d, incarnation %q (was %q); want 1 and a new incarnation", after.Episode, after.Incarnation, before.Incarnation)
 	}
 }
+
+func TestConcurrencySamplesAreKeptPerFunction(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableHostSamples); err != nil {
+		t.Fatal(err)
+	}
+	hs := storage.New(svc).HostSamples
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for i, n := range []int{4, 8, 16} {
+		if err := hs.PutConcurrency(t.Context(), "orders", "Process", t0.Add(time.Duration(i)*5*time.Minute), n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := hs.PutConcurrency(t.Context(), "orders", "ProcessOrders", t0, 99); err != nil { // a name that begins the same
+		t.Fatal(err)
+	}
+	got, err := hs.Concurrency(t.Context(), "orders", "Process", t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Concurrency != 8 || got[1].Concurrency != 16 {
+		t.Errorf("samples since 09:01 = %+v, want 8 then 16, and none of ProcessOrders", got)
+	}
+}

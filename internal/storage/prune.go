@@ -78,5 +78,6 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (int, error) {
 	_, err3 := s.Runs.DeleteBefore(ctx, now.Add(-RunRetention))
 	_, err4 := s.Status.DeleteIdempotencyBefore(ctx, now.Add(-IdempotencyRetention))
 	_, err5 := s.Outbox.DeleteBefore(ctx, now.Add(-OutboxRetention))
-	return n, errors.Join(err, err2, err3, err4, err5)
+	_, err6 := s.HostSamples.DeleteBefore(ctx, now.Add(-HostSampleRetention))
+	return n, errors.Join(err, err2, err3, err4, err5, err6)
 }

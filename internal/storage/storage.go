@@ -17,18 +17,19 @@ import (
 
 // Logical table names; the configured prefix is put in front of each.
 const (
-	TableSchema   = "Schema"
-	TableSessions = "Sessions"
-	TableApps     = "Apps"
-	TableCircuits = "Circuits"
-	TableJobs     = "Jobs"
-	TableAudit    = "Audit"
-	TableFailures = "Failures"
-	TableStatus   = "Status"
-	TableRates    = "Rates"
-	TableOutbox   = "Outbox"
-	TableRuns     = "Runs"
-	TableChannels = "Channels"
+	TableSchema      = "Schema"
+	TableSessions    = "Sessions"
+	TableApps        = "Apps"
+	TableCircuits    = "Circuits"
+	TableJobs        = "Jobs"
+	TableAudit       = "Audit"
+	TableFailures    = "Failures"
+	TableStatus      = "Status"
+	TableRates       = "Rates"
+	TableOutbox      = "Outbox"
+	TableRuns        = "Runs"
+	TableChannels    = "Channels"
+	TableHostSamples = "HostSamples"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -49,6 +50,8 @@ type Store struct {
 	Outbox   *Outbox
 	Runs     *Runs
 	Channels *Channels
+	// HostSamples are the hosts' learned concurrency over time.
+	HostSamples *HostSamples
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 }
@@ -57,20 +60,21 @@ type Store struct {
 func New(svc *tablestore.Service) *Store {
 	faults := newFaults()
 	return &Store{
-		Faults:   faults,
-		Service:  svc,
-		Sessions: &Sessions{table: svc.Table(TableSessions)},
-		Apps:     &Apps{table: svc.Table(TableApps), faults: faults},
-		Circuits: &Circuits{table: svc.Table(TableCircuits), faults: faults},
-		Jobs:     &Jobs{table: svc.Table(TableJobs), faults: faults},
-		Audit:    &Audit{table: svc.Table(TableAudit)},
-		Leases:   &Leases{table: svc.Table(TableLeases)},
-		Failures: &Failures{table: svc.Table(TableFailures)},
-		Status:   &Status{table: svc.Table(TableStatus)},
-		Rates:    &Rates{table: svc.Table(TableRates)},
-		Outbox:   &Outbox{table: svc.Table(TableOutbox), faults: faults},
-		Runs:     &Runs{table: svc.Table(TableRuns), faults: faults},
-		Channels: &Channels{table: svc.Table(TableChannels), faults: faults},
+		Faults:      faults,
+		Service:     svc,
+		Sessions:    &Sessions{table: svc.Table(TableSessions)},
+		Apps:        &Apps{table: svc.Table(TableApps), faults: faults},
+		Circuits:    &Circuits{table: svc.Table(TableCircuits), faults: faults},
+		Jobs:        &Jobs{table: svc.Table(TableJobs), faults: faults},
+		Audit:       &Audit{table: svc.Table(TableAudit)},
+		Leases:      &Leases{table: svc.Table(TableLeases)},
+		Failures:    &Failures{table: svc.Table(TableFailures)},
+		Status:      &Status{table: svc.Table(TableStatus)},
+		Rates:       &Rates{table: svc.Table(TableRates)},
+		Outbox:      &Outbox{table: svc.Table(TableOutbox), faults: faults},
+		Runs:        &Runs{table: svc.Table(TableRuns), faults: faults},
+		Channels:    &Channels{table: svc.Table(TableChannels), faults: faults},
+		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
 	}
 }
 

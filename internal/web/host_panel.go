@@ -78,6 +78,7 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 	if c := snap.Concurrency; c != nil {
 		if n, ok := c.Functions[ci.Function]; ok {
 			m.Concurrency = fmt.Sprintf("Learned concurrency of %s: %d (%d cores; snapshot %s).", ci.Function, n, c.Cores, views.Ago(now, c.Timestamp))
+			m.ConcurrencyDay = s.concurrencyDay(ctx, ci, now)
 		}
 	}
 	if tm, ok := hostinsight.TimerOf(snap, ci.Function); ok {
@@ -89,4 +90,24 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)
 	}
 	return m
+}
+
+// concurrencyDay is the learned concurrency over the last 24 hours, the
+// highest sample in each quarter hour (0 where none was taken).
+func (s *Server) concurrencyDay(ctx context.Context, ci circuit.Circuit, now time.Time) []int {
+	if s.HostSamples == nil {
+		return nil
+	}
+	from := now.Add(-24 * time.Hour)
+	samples, err := s.HostSamples.Concurrency(ctx, ci.AppID, ci.Function, from)
+	if err != nil || len(samples) == 0 {
+		return nil
+	}
+	out := make([]int, 96)
+	for _, x := range samples {
+		if i := int(x.At.Sub(from) / (15 * time.Minute)); i >= 0 && i < len(out) {
+			out[i] = max(out[i], x.Concurrency)
+		}
+	}
+	return out
 }

@@ -59,6 +59,9 @@ type (
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
 		Break(ctx context.Context, app circuit.App, blob string) error
 	}
+	hostSampleReader interface {
+		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]storage.ConcurrencySample, error)
+	}
 	hostingDetector interface {
 		Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error)
 	}
@@ -194,6 +197,9 @@ type CircuitDeps struct {
 	// HostInsight reads apps' own storage for the circuit and resume
 	// pages; nil shows none.
 	HostInsight hostReader
+	// HostSamples hold the hosts' learned concurrency over time; nil
+	// draws no history.
+	HostSamples hostSampleReader
 }
 
 // JobDeps serve jobs, their runs and pings.

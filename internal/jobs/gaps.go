@@ -38,9 +38,11 @@ const (
 	// SlotUnreported: no run was reported, but the Functions host's own
 	// timer status says the timer fired in the slot: ran, not reported.
 	SlotUnreported
+	// SlotTooFast: the run ended sooner than the job's minimum duration.
+	SlotTooFast
 )
 
-var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping", "skipped", "ran, not reported"}
+var slotNames = [...]string{"pending", "ok", "late", "missed", "failed", "running", "overran", "overlapping", "skipped", "ran, not reported", "too fast"}
 
 func (s SlotStatus) String() string {
 	if s < 0 || int(s) >= len(slotNames) {
@@ -60,6 +62,7 @@ type SlotResult struct {
 type Expect struct {
 	Grace       time.Duration // how late a run may start and still be on time
 	MaxDuration time.Duration // how long a run may take; 0: no limit
+	MinDuration time.Duration // how short a run may be; 0: no limit
 }
 
 // Scan matches runs to slots and says what became of each slot, as of now.
@@ -135,6 +138,8 @@ func judge(run Run, at, now time.Time, e Expect) SlotStatus {
 		return SlotRunning
 	case e.MaxDuration > 0 && run.End.Sub(run.Start) > e.MaxDuration:
 		return SlotOverran
+	case e.MinDuration > 0 && run.End.Sub(run.Start) < e.MinDuration:
+		return SlotTooFast
 	case run.Start.After(at.Add(e.Grace)):
 		return SlotLate
 	}

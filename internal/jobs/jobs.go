@@ -58,19 +58,59 @@ type Job struct {
 	ID          string // the id used in ping URLs (a UUID)
 	Slug        string // optional: /ping/<ping key>/<slug>
 	Name        string
-	AppID       string // optional: the function app it runs in
-	Function    string // optional: the timer-triggered function
-	Schedule    string // cron (five fields), NCRONTAB (six) or "every 15m"
-	TimeZone    string // IANA or Windows zone id
-	Grace       time.Duration
-	MaxDuration time.Duration // 0: no limit
-	Recipients  []string
-	Channels    []string // alert channels; none: the app's
-	Paused      bool
-	CreatedAt   time.Time // anchors "every" schedules
-	Status      Status
-	LastRunAt   time.Time
-	Version     string
+	AppID       string        // optional: the function app it runs in
+	Function    string        // optional: the timer-triggered function
+	Schedule    string        // cron (five fields), NCRONTAB (six) or "every 15m"
+	TimeZone    string        // IANA or Windows zone id
+	Grace       time.Duration // how late a run may start
+	MaxDuration time.Duration // how long a run may take; 0: no limit
+	// MinDuration is how short a run may be: one that ends sooner (a job
+	// that quits at once) counts as failed. 0: no limit.
+	MinDuration time.Duration
+	// FailAfter is how many failed runs in a row make the job failing, and
+	// RecoverAfter how many good runs in a row make a failing job up
+	// again; 0 means 1.
+	FailAfter, RecoverAfter int
+	Recipients              []string
+	Channels                []string // alert channels; none: the app's
+	Paused                  bool
+	CreatedAt               time.Time // anchors "every" schedules
+	Status                  Status
+	LastRunAt               time.Time
+	Version                 string
+}
+
+// Rules says the job's alert rules in words, as the form previews them.
+func (j Job) Rules() string {
+	var parts []string
+	if n := max(j.FailAfter, 1); n > 1 {
+		parts = append(parts, fmt.Sprintf("alerts after %d failed runs in a row", n))
+	} else {
+		parts = append(parts, "alerts on the first failed run")
+	}
+	if n := max(j.RecoverAfter, 1); n > 1 {
+		parts = append(parts, fmt.Sprintf("recovers after %d good runs in a row", n))
+	}
+	parts = append(parts, fmt.Sprintf("a run starting more than %s late is late", shortDur(j.Grace)))
+	if j.MinDuration > 0 {
+		parts = append(parts, fmt.Sprintf("a run shorter than %s is an alert", shortDur(j.MinDuration)))
+	}
+	if j.MaxDuration > 0 {
+		parts = append(parts, fmt.Sprintf("a run longer than %s is an alert", shortDur(j.MaxDuration)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+// shortDur prints 30s, 5m or 1h30m rather than Go's 5m0s.
+func shortDur(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // ExpectedFrom is where a look back from "from" starts for this job: no

@@ -95,7 +95,7 @@ func Assess(j Job, runs []Run, ws []Window, from, now time.Time) ([]SlotResult, 
 	if err != nil {
 		return nil, err
 	}
-	results := Scan(sched.Slots(j.ExpectedFrom(from), now.Add(time.Second)), runs, now, Expect{Grace: j.Grace, MaxDuration: j.MaxDuration})
+	results := Scan(sched.Slots(j.ExpectedFrom(from), now.Add(time.Second)), runs, now, Expect{Grace: j.Grace, MaxDuration: j.MaxDuration, MinDuration: j.MinDuration})
 	Excuse(j, results, ws)
 	return results, nil
 }

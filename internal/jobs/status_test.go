@@ -59,3 +59,58 @@ func TestNoSlotIsExpectedAtTheInstantAJobIsCreated(t *testing.T) {
 		}
 	}
 }
+
+// Thresholds at their exact boundaries: FailAfter-1 failures in a row keep
+// the job up, FailAfter make it failing; RecoverAfter-1 good runs keep it
+// failing, RecoverAfter make it up; a too-short run is a failure.
+func TestConsecutiveThresholds(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	now := t0.Add(24 * time.Hour)
+	slots := func(states ...jobs.SlotStatus) []jobs.SlotResult {
+		out := make([]jobs.SlotResult, len(states))
+		for i, s := range states {
+			out[i] = jobs.SlotResult{At: t0.Add(time.Duration(i) * time.Hour), Status: s, Run: i}
+		}
+		return out
+	}
+	ok, failed, tooFast, overran, missed, running := jobs.SlotOK, jobs.SlotFailed, jobs.SlotTooFast, jobs.SlotOverran, jobs.SlotMissed, jobs.SlotRunning
+	for _, tc := range []struct {
+		name  string
+		was   jobs.Status
+		slots []jobs.SlotResult
+		want  jobs.Status
+	}{
+		{"two failures in a row: still up", jobs.Up, slots(ok, failed, failed), jobs.Up},
+		{"three failures in a row: failing", jobs.Up, slots(ok, failed, failed, failed), jobs.Failing},
+		{"three, counting a too-fast and an overrun", jobs.Up, slots(ok, tooFast, overran, failed), jobs.Failing},
+		{"failures not in a row", jobs.Up, slots(failed, failed, ok, failed), jobs.Up},
+		{"failing, one good run: still failing", jobs.Failing, slots(failed, failed, failed, ok), jobs.Failing},
+		{"failing, two good runs: up", jobs.Failing, slots(failed, failed, failed, ok, ok), jobs.Up},
+		{"failing, a failure after one good run: failing", jobs.Failing, slots(failed, ok, failed), jobs.Failing},
+		{"a miss is missing at once", jobs.Up, slots(ok, missed), jobs.Missing},
+		{"a run on its way after failures", jobs.Up, slots(failed, failed, running), jobs.Up},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := jobs.Job{FailAfter: 3, RecoverAfter: 2, Status: tc.was}
+			if got := jobs.StatusOf(j, tc.slots, true, now); got != tc.want {
+				t.Errorf("StatusOf = %s, want %s", got, tc.want)
+			}
+		})
+	}
+	// The default (0) is 1 and 1: today's behaviour.
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.Up}, slots(ok, failed), true, now); got != jobs.Failing {
+		t.Errorf("default thresholds: %s, want failing on the first failure", got)
+	}
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.Failing}, slots(failed, ok), true, now); got != jobs.Up {
+		t.Errorf("default thresholds: %s, want up on the first good run", got)
+	}
+	// Scan judges a run shorter than the minimum as too fast.
+	res := jobs.Scan([]time.Time{t0}, []jobs.Run{{Start: t0, End: t0.Add(2 * time.Second)}}, now, jobs.Expect{Grace: time.Minute, MinDuration: 30 * time.Second})
+	if res[0].Status != jobs.SlotTooFast {
+		t.Errorf("a 2 s run with a 30 s minimum is %s, want too fast", res[0].Status)
+	}
+	j := jobs.Job{FailAfter: 3, RecoverAfter: 2, Grace: 5 * time.Minute, MinDuration: 30 * time.Second, MaxDuration: 30 * time.Minute}
+	if got, want := j.Rules(), "alerts after 3 failed runs in a row; recovers after 2 good runs in a row; a run starting more than 5m late is late; a run shorter than 30s is an alert; a run longer than 30m is an alert"; got != want {
+		t.Errorf("Rules() = %q, want %q", got, want)
+	}
+}

@@ -54,6 +54,18 @@ func (j Job) Validate() error {
 	if j.MaxDuration < 0 {
 		add("max_duration", "cannot be negative (0 means no limit)")
 	}
+	switch {
+	case j.MinDuration < 0:
+		add("min_duration", "cannot be negative (0 means no limit)")
+	case j.MinDuration > 0 && j.MaxDuration > 0 && j.MinDuration >= j.MaxDuration:
+		add("min_duration", "must be shorter than the maximum duration (%s)", shortDur(j.MaxDuration))
+	}
+	if j.FailAfter < 0 || j.FailAfter > 100 {
+		add("fail_after", "must be 1 to 100 failed runs in a row")
+	}
+	if j.RecoverAfter < 0 || j.RecoverAfter > 100 {
+		add("recover_after", "must be 1 to 100 good runs in a row")
+	}
 	if j.Function != "" && !functionPattern.MatchString(j.Function) {
 		add("function", "must be a function name: a letter, then letters, digits, _ or -")
 	}

@@ -25,6 +25,10 @@ type jobJSON struct {
 	TimeZone           string     `json:"time_zone"`
 	GraceSeconds       int        `json:"grace_seconds"`
 	MaxDurationSeconds int        `json:"max_duration_seconds"`
+	MinDurationSeconds int        `json:"min_duration_seconds"`
+	FailAfter          int        `json:"fail_after"`
+	RecoverAfter       int        `json:"recover_after"`
+	Rules              string     `json:"rules"`
 	Recipients         []string   `json:"recipients"`
 	Channels           []string   `json:"channels"`
 	Paused             bool       `json:"paused"`
@@ -44,6 +48,7 @@ type gapJSON struct {
 func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels,
+		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
 		Paused: j.Paused, Status: j.Status.String(), PingURL: s.pingURL(c, j)}
 	if out.Channels == nil {
 		out.Channels = []string{}

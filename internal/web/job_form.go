@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,16 @@ func (s *Server) jobEdit(c echo.Context) error {
 	if j.MaxDuration > 0 {
 		m.MaxDuration = shortDuration(j.MaxDuration)
 	}
+	if j.MinDuration > 0 {
+		m.MinDuration = shortDuration(j.MinDuration)
+	}
+	if j.FailAfter > 1 {
+		m.FailAfter = strconv.Itoa(j.FailAfter)
+	}
+	if j.RecoverAfter > 1 {
+		m.RecoverAfter = strconv.Itoa(j.RecoverAfter)
+	}
+	m.Rules = j.Rules()
 	return s.renderJobForm(c, http.StatusOK, m, j.ID)
 }
 
@@ -46,9 +57,20 @@ func (s *Server) jobSave(c echo.Context) error {
 	}
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
-		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on"}
+		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on",
+		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after")}
 	in := jobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
-		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels)}
+		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels),
+		MinDuration: m.MinDuration}
+	for field, dst := range map[string]**int{"fail_after": &in.FailAfter, "recover_after": &in.RecoverAfter} {
+		if raw := v(field); raw != "" {
+			n, err := strconv.Atoi(raw)
+			if err != nil {
+				n = -1 // refused below with the field's message
+			}
+			*dst = &n
+		}
+	}
 	var ex *jobs.Job
 	if id != "" {
 		ex = &existing
@@ -59,6 +81,7 @@ func (s *Server) jobSave(c echo.Context) error {
 		return s.renderJobForm(c, http.StatusUnprocessableEntity, m, id)
 	}
 	if c.FormValue("do") == "preview" {
+		m.Rules = j.Rules()
 		m.Preview, _ = j.NextRuns(s.Now(), 5)
 		if loc, err := jobs.LoadZone(j.TimeZone); err == nil {
 			for i := range m.Preview {
@@ -87,17 +110,21 @@ func (s *Server) jobSave(c echo.Context) error {
 
 // jobInput is a job's settings as people and scripts send them.
 type jobInput struct {
-	Name        string   `json:"name"`
-	Slug        string   `json:"slug"`
-	App         string   `json:"app"`
-	Function    string   `json:"function"`
-	Schedule    string   `json:"schedule"`
-	TimeZone    string   `json:"time_zone"`
-	Grace       string   `json:"grace"`        // a duration such as "5m"
-	MaxDuration string   `json:"max_duration"` // "" for no limit
-	Recipients  []string `json:"recipients"`
-	Channels    []string `json:"channels"`
-	Paused      bool     `json:"paused"`
+	Name        string `json:"name"`
+	Slug        string `json:"slug"`
+	App         string `json:"app"`
+	Function    string `json:"function"`
+	Schedule    string `json:"schedule"`
+	TimeZone    string `json:"time_zone"`
+	Grace       string `json:"grace"`        // a duration such as "5m"
+	MaxDuration string `json:"max_duration"` // "" for no limit
+	MinDuration string `json:"min_duration"` // "" for no limit
+	// FailAfter and RecoverAfter are consecutive runs (absent: 1).
+	FailAfter    *int     `json:"fail_after"`
+	RecoverAfter *int     `json:"recover_after"`
+	Recipients   []string `json:"recipients"`
+	Channels     []string `json:"channels"`
+	Paused       bool     `json:"paused"`
 }
 
 // buildJob applies input to an existing job (or a new one) and checks it,
@@ -116,6 +143,22 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 	}
 	if j.MaxDuration, err = optionalDuration(in.MaxDuration); err != nil {
 		problems["max_duration"] = "must be a duration such as 30m, or empty"
+	}
+	if j.MinDuration, err = optionalDuration(in.MinDuration); err != nil {
+		problems["min_duration"] = "must be a duration such as 30s, or empty"
+	}
+	for field, p := range map[string]struct {
+		in  *int
+		out *int
+	}{"fail_after": {in.FailAfter, &j.FailAfter}, "recover_after": {in.RecoverAfter, &j.RecoverAfter}} {
+		if p.in == nil {
+			continue
+		}
+		if *p.in < 1 || *p.in > 100 {
+			problems[field] = "must be a whole number from 1 to 100"
+			continue
+		}
+		*p.out = *p.in
 	}
 	var ve jobs.ValidationError
 	if err := j.Validate(); errors.As(err, &ve) {

@@ -217,3 +217,45 @@ func heatmap(page string) string {
 	svg, _, _ := strings.Cut(after, "</svg>")
 	return svg
 }
+
+// The job's alert rules: each field refused with a message when it cannot
+// be, previewed in words, saved, and shown back on the edit form.
+func TestJobAlertRulesFromTheForm(t *testing.T) {
+	srv, _ := seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	form := func(v url.Values) url.Values {
+		v.Set("_csrf", b.csrf("/jobs/new"))
+		v.Set("name", "Export")
+		v.Set("schedule", "0 * * * *")
+		v.Set("time_zone", "UTC")
+		v.Set("grace", "5m")
+		return v
+	}
+	bad := b.post("/jobs/new", form(url.Values{"fail_after": {"0"}, "recover_after": {"many"}, "min_duration": {"2h"}, "max_duration": {"1h"}, "do": {"save"}}))
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	for _, want := range []string{"from 1 to 100", "shorter than the maximum duration (1h)"} {
+		if !strings.Contains(bad.body, want) {
+			t.Errorf("the form does not say %q", want)
+		}
+	}
+	if strings.Count(bad.body, "from 1 to 100") != 2 {
+		t.Error("both thresholds should be refused, each with its message")
+	}
+	preview := b.post("/jobs/new", form(url.Values{"fail_after": {"3"}, "recover_after": {"2"}, "min_duration": {"30s"}, "do": {"preview"}}))
+	wantStatus(t, preview, http.StatusOK)
+	if !strings.Contains(preview.body, "alerts after 3 failed runs in a row; recovers after 2 good runs in a row; a run starting more than 5m late is late; a run shorter than 30s is an alert") {
+		t.Errorf("the preview does not say the rules in words")
+	}
+	saved := b.post("/jobs/new", form(url.Values{"fail_after": {"3"}, "recover_after": {"2"}, "min_duration": {"30s"}, "do": {"save"}}))
+	wantStatus(t, saved, http.StatusSeeOther)
+	id := strings.TrimPrefix(saved.Header.Get("Location"), "/jobs/")
+	j, err := srv.App.Store.Jobs.Get(t.Context(), id)
+	if err != nil || j.FailAfter != 3 || j.RecoverAfter != 2 || j.MinDuration != 30*time.Second {
+		t.Fatalf("stored %+v (err %v)", j, err)
+	}
+	edit := b.get("/jobs/" + id + "/edit").body
+	if !strings.Contains(edit, `name="fail_after" inputmode="numeric" value="3"`) || !strings.Contains(edit, `value="30s"`) {
+		t.Error("the edit form does not show the rules back")
+	}
+}

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -46,25 +45,12 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	// Every other circuit still trips.
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	srv.Clock.Advance(time.Second)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.State == circuit.Open && !c.Pending() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ProcessOrders is %s (pending %v) 20 s after 101 failures beside bad rows", c.State, c.Pending())
-		}
-		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
-	}
+	waitOpen(t, srv, "ProcessOrders")
 
 	// The overview names each bad row and what is wrong with it.
 	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message"}
-	deadline = time.Now().Add(20 * time.Second)
+	deadline := time.Now().Add(20 * time.Second)
 	for {
 		body := b.get("/").body
 		missing := ""

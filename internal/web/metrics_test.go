@@ -57,6 +57,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	srv.Clock.Advance(time.Second)
+	waitOpen(t, srv, "ProcessOrders")
 	waitMetrics(t, other.URL, []string{`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`}, nil)
 	srv.Clock.Advance(time.Second) // the tick after the switch stores its count
 	body := waitMetrics(t, other.URL, []string{
@@ -92,6 +93,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	srv.Clock.Advance(30 * time.Second) // the scanner's next pass sees the demo's missing job
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	srv.Clock.Advance(time.Second)
+	waitOpen(t, srv, "ProcessOrders")
 	waitMetrics(t, srv.URL, []string{`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`}, nil)
 	srv.Clock.Advance(time.Second)
 	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_job_down{job="5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02",name="Reminder mails",status="missing"} 1`}, nil)

@@ -173,3 +173,40 @@ func Witness(results []SlotResult, lastFired time.Time) {
 		return
 	}
 }
+
+// Gap is a run of slots that went the same wrong way: consecutive missed
+// slots are one gap, as a person reads them ("06:35–08:05: 19 slots
+// missed"); any other wrong slot is a gap of its own.
+type Gap struct {
+	From, To time.Time // the first and last slot
+	Status   SlotStatus
+	Slots    int
+}
+
+// wrong reports whether a slot is worth listing.
+func wrong(s SlotStatus) bool {
+	switch s {
+	case SlotMissed, SlotFailed, SlotLate, SlotOverran, SlotOverlapping, SlotTooFast, SlotUnreported:
+		return true
+	}
+	return false
+}
+
+// Gaps groups the wrong slots of results (oldest first) into gaps, newest
+// first, at most limit of them.
+func Gaps(results []SlotResult, limit int) []Gap {
+	var out []Gap
+	for i := len(results) - 1; i >= 0 && len(out) < limit; i-- {
+		r := results[i]
+		if !wrong(r.Status) {
+			continue
+		}
+		if n := len(out); n > 0 && r.Status == SlotMissed && out[n-1].Status == SlotMissed && i+1 < len(results) && results[i+1].Status == SlotMissed {
+			out[n-1].From = r.At // the range grows back in time
+			out[n-1].Slots++
+			continue
+		}
+		out = append(out, Gap{From: r.At, To: r.At, Status: r.Status, Slots: 1})
+	}
+	return out
+}

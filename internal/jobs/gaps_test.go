@@ -1,6 +1,7 @@
 package jobs_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -119,5 +120,25 @@ func TestTheTimerStatusWitnessesAnUnreportedRun(t *testing.T) {
 	jobs.Witness(res, t0.Add(2*time.Hour+time.Second))
 	if st := jobs.StatusOf(jobs.Job{}, res, false, now); st != jobs.Up {
 		t.Errorf("status = %s, want up", st)
+	}
+}
+
+func TestConsecutiveMissedSlotsAreOneGap(t *testing.T) {
+	t0 := time.Date(2026, 11, 30, 6, 35, 0, 0, time.UTC)
+	var res []jobs.SlotResult
+	status := []jobs.SlotStatus{jobs.SlotOK, jobs.SlotMissed, jobs.SlotMissed, jobs.SlotMissed, jobs.SlotOK, jobs.SlotFailed, jobs.SlotMissed, jobs.SlotLate, jobs.SlotMissed, jobs.SlotMissed}
+	for i, s := range status {
+		res = append(res, jobs.SlotResult{At: t0.Add(time.Duration(i) * 5 * time.Minute), Status: s, Run: -1})
+	}
+	var got []string
+	for _, g := range jobs.Gaps(res, 10) {
+		got = append(got, g.From.Format("15:04")+"-"+g.To.Format("15:04")+" "+g.Status.String()+" x"+strconv.Itoa(g.Slots))
+	}
+	want := "07:15-07:20 missed x2 07:10-07:10 late x1 07:05-07:05 missed x1 07:00-07:00 failed x1 06:40-06:50 missed x3"
+	if strings.Join(got, " ") != want {
+		t.Errorf("gaps:\n got %s\nwant %s", strings.Join(got, " "), want)
+	}
+	if n := len(jobs.Gaps(res, 2)); n != 2 {
+		t.Errorf("limit 2 gave %d gaps", n)
 	}
 }

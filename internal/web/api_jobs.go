@@ -99,7 +99,7 @@ func (s *Server) apiJobShow(c echo.Context) error {
 	out.Gaps = []gapJSON{}
 	for _, r := range w.results {
 		switch r.Status {
-		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping:
+		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping, jobs.SlotTooFast, jobs.SlotUnreported:
 			out.Gaps = append(out.Gaps, gapJSON{At: r.At, Status: r.Status.String()})
 		}
 	}

@@ -134,12 +134,9 @@ func (s *Server) jobShow(c echo.Context) error {
 		m.Timer = fmt.Sprintf("The host's timer status: last fired %s, next %s (written %s). A slot it fired in without a ping shows as \"ran, not reported\".",
 			t.Last.UTC().Format("Mon 2 Jan 15:04 MST"), t.Next.UTC().Format("Mon 2 Jan 15:04 MST"), views.Ago(s.Now(), t.LastUpdated))
 	}
-	for i := len(week.results) - 1; i >= 0 && len(m.Gaps) < 30; i-- {
-		r := week.results[i]
-		switch r.Status {
-		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping, jobs.SlotUnreported:
-			m.Gaps = append(m.Gaps, views.GapRow{At: r.At, Status: r.Status.String(), Tone: slotTone(r.Status)})
-		}
+	loc, _ := jobs.LoadZone(j.TimeZone)
+	for _, g := range jobs.Gaps(week.results, 30) {
+		m.Gaps = append(m.Gaps, gapRow(g, loc))
 	}
 	for _, r := range runs {
 		row := views.RunRow{Start: r.Start, State: r.State, Log: r.Log}
@@ -206,4 +203,28 @@ func (s *Server) timerOf(ctx context.Context, j jobs.Job, now time.Time) (hostin
 		return hostinsight.Timer{}, false
 	}
 	return hostinsight.TimerOf(snap, j.Function)
+}
+
+// gapRow says a gap as a person reads it: "Mon 30 Nov 06:35–08:05 UTC: 19
+// slots missed", with the job's own zone beside UTC.
+func gapRow(g jobs.Gap, loc *time.Location) views.GapRow {
+	r := views.GapRow{At: g.To, Status: g.Status.String(), Tone: slotTone(g.Status), Slots: g.Slots}
+	span := func(l *time.Location) string {
+		from, to := g.From.In(l), g.To.In(l)
+		if g.Slots == 1 {
+			return from.Format("Mon 2 Jan 15:04 MST")
+		}
+		if from.YearDay() == to.YearDay() && from.Year() == to.Year() {
+			return from.Format("Mon 2 Jan 15:04") + "–" + to.Format("15:04 MST")
+		}
+		return from.Format("Mon 2 Jan 15:04") + " – " + to.Format("Mon 2 Jan 15:04 MST")
+	}
+	r.When = span(time.UTC)
+	if loc != nil && loc.String() != "UTC" {
+		r.Local = span(loc)
+	}
+	if g.Slots > 1 {
+		r.Status = fmt.Sprintf("%d slots %s", g.Slots, g.Status)
+	}
+	return r
 }

@@ -3,6 +3,7 @@ package web_test
 import (
 	"net/http"
 	"net/url"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -49,6 +50,12 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 	}
 	if strings.Count(page.body, `<span class="badge bad">missed</span>`) != 1 || strings.Count(page.body, `<span class="badge bad">failed</span>`) < 1 {
 		t.Errorf("the gaps list should show the one missed night and the failed one")
+	}
+	// Reminder mails stopped two days ago: its missed slots read as one
+	// range, in UTC and in its Tokyo time.
+	reminders := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02").body
+	if !regexp.MustCompile(`\d+ slots missed`).MatchString(reminders) || !strings.Contains(reminders, "JST") {
+		t.Errorf("the missed days are not one range with the job's zone beside UTC:\n%s", grepLines(reminders, "missed"))
 	}
 	many := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03")
 	if !strings.Contains(many.body, "Older runs") {

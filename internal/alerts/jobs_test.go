@@ -71,6 +71,21 @@ func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
 			t.Error("a job of an open circuit was mailed about")
 		}
 	}
+	// Each change is one row of the job's flip log, with why, newest first.
+	flips, err := r.store.Jobs.Flips(t.Context(), hourly.ID, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log []string
+	for _, f := range flips {
+		log = append(log, f.From.String()+"→"+f.To.String())
+	}
+	if strings.Join(log, " ") != "up→failing missing→up up→missing" {
+		t.Errorf("flip log %v, want the three changes once each, newest first", log)
+	}
+	if len(flips) == 3 && (!strings.Contains(flips[2].Why, "had no run") || !strings.Contains(flips[0].Why, ": failed")) {
+		t.Errorf("flip reasons: %q / %q", flips[2].Why, flips[0].Why)
+	}
 }
 
 // jobAlerts wires a job scanner to a real SMTP server through the outbox.

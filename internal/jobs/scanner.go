@@ -18,6 +18,16 @@ type ScannerStore interface {
 	Windows(ctx context.Context) ([]Window, error)
 	// PutTally stores the jobs' state for metrics.
 	PutTally(ctx context.Context, t Tally) error
+	// AddFlip records a change of a job's status; recording the same
+	// change twice keeps one.
+	AddFlip(ctx context.Context, jobID string, fl Flip) error
+}
+
+// Flip is one change of a job's status, and why.
+type Flip struct {
+	From, To Status
+	At       time.Time
+	Why      string
 }
 
 // Notifier is told when a job's status changes, to mail its recipients.
@@ -64,7 +74,7 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 	var errs []error
 	judged := make([]Job, 0, len(js))
 	for _, j := range js {
-		st, err := s.statusOf(ctx, j, ws, now)
+		st, why, err := s.statusOf(ctx, j, ws, now)
 		if err != nil {
 			errs = append(errs, err)
 			judged = append(judged, j)
@@ -78,6 +88,9 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 			if err := s.store.SetStatus(ctx, f, j.ID, st); err != nil {
 				errs = append(errs, err)
 				continue
+			}
+			if err := s.store.AddFlip(ctx, j.ID, Flip{From: j.Status, To: st, At: now, Why: why}); err != nil {
+				errs = append(errs, err) // the change stands; only its log line is missing
 			}
 			s.log.Info("job status changed", "job", j.Name, "from", j.Status.String(), "to", st.String())
 			if s.Notify != nil && !Silenced(j, ws, now) {
@@ -93,22 +106,23 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 	return errors.Join(errs...)
 }
 
-func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Time) (Status, error) {
+func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Time) (Status, string, error) {
 	if j.Paused {
-		return Paused, nil
+		return Paused, "paused by an operator", nil
 	}
 	from := now.Add(-s.lookback)
 	first, last := j.RunRange(from, now)
 	runs, err := s.store.Between(ctx, j.ID, first, last)
 	if err != nil {
-		return j.Status, err
+		return j.Status, "", err
 	}
 	results, err := Assess(j, runs, ws, from, now)
 	if err != nil {
-		return j.Status, err
+		return j.Status, "", err
 	}
 	if s.TimerLast != nil {
 		Witness(results, s.TimerLast(ctx, j, now))
 	}
-	return StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now), nil
+	st := StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now)
+	return st, Why(j, results, st), nil
 }

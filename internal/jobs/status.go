@@ -1,6 +1,9 @@
 package jobs
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // StatusOf sums up a job's slots, as Scan judged them, into its status now.
 // A missed slot makes it missing at once. Failed runs (failed, overran,
@@ -89,4 +92,56 @@ func SuccessRate(results []SlotResult) float64 {
 		return -1
 	}
 	return float64(good) / float64(due)
+}
+
+// Why says, for the flip log, what made a job's status: the latest slots
+// that decided it.
+func Why(j Job, results []SlotResult, st Status) string {
+	latest := func(match func(SlotStatus) bool) (SlotResult, int, bool) {
+		n := 0
+		var first SlotResult
+		for i := len(results) - 1; i >= 0; i-- {
+			r := results[i]
+			if r.Status == SlotPending || r.Status == SlotSkipped {
+				continue
+			}
+			if !match(r.Status) {
+				break
+			}
+			if n == 0 {
+				first = r
+			}
+			n++
+		}
+		return first, n, n > 0
+	}
+	at := func(t time.Time) string { return t.UTC().Format("Mon 2 Jan 15:04 MST") }
+	switch st {
+	case Missing:
+		if r, n, ok := latest(func(s SlotStatus) bool { return s == SlotMissed }); ok {
+			if n > 1 {
+				return fmt.Sprintf("%d slots in a row had no run, the latest %s (grace %s)", n, at(r.At), shortDur(j.Grace))
+			}
+			return fmt.Sprintf("the slot of %s had no run within its grace of %s", at(r.At), shortDur(j.Grace))
+		}
+	case Failing:
+		if r, n, ok := latest(func(s SlotStatus) bool { return s == SlotFailed || s == SlotOverran || s == SlotTooFast }); ok {
+			if n == 1 {
+				return fmt.Sprintf("the run of %s: %s", at(r.At), r.Status)
+			}
+			return fmt.Sprintf("%d failed runs in a row, the latest of %s: %s (it alerts after %d)", n, at(r.At), r.Status, max(j.FailAfter, 1))
+		}
+	case Up:
+		if r, n, ok := latest(func(s SlotStatus) bool {
+			return s == SlotOK || s == SlotLate || s == SlotOverlapping || s == SlotUnreported || s == SlotRunning
+		}); ok {
+			if n > 1 {
+				return fmt.Sprintf("%d good runs in a row, the latest %s", n, at(r.At))
+			}
+			return fmt.Sprintf("the slot of %s ran (%s)", at(r.At), r.Status)
+		}
+	case Late:
+		return "the latest slot is due and within its grace"
+	}
+	return "as its slots stand"
 }

@@ -82,6 +82,9 @@ func (s ScannerStore) List(ctx context.Context) ([]jobs.Job, error) { return s.J
 func (s ScannerStore) Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error) {
 	return s.Runs.Between(ctx, jobID, from, to)
 }
+func (s ScannerStore) AddFlip(ctx context.Context, jobID string, fl jobs.Flip) error {
+	return s.Jobs.AddFlip(ctx, jobID, fl)
+}
 func (s ScannerStore) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.Status) error {
 	return s.Jobs.SetStatus(ctx, f, id, st)
 }

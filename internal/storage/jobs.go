@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -163,4 +164,51 @@ func (j *Jobs) Touch(ctx context.Context, id string, at time.Time) error {
 		return nil
 	}
 	return fmt.Errorf("storage: touch job %s: it kept changing", id)
+}
+
+// Job flips share the Jobs table, one partition per job: "jflip|<id>",
+// newest first.
+const jobFlipPrefix = "jflip|"
+
+type jobFlipRow struct {
+	tablestore.Meta // PartitionKey: "jflip|<job id>"; RowKey: inverted Unix ns of At, "|", To
+	From, To        string
+	At              time.Time
+	Why             string
+}
+
+// AddFlip records a change of a job's status. The key is derived from the
+// change, so recording it again (a pass retried) keeps one row.
+func (j *Jobs) AddFlip(ctx context.Context, jobID string, fl jobs.Flip) error {
+	row := &jobFlipRow{Meta: tablestore.Meta{PartitionKey: jobFlipPrefix + jobID,
+		RowKey: fmt.Sprintf("%019d|%s", math.MaxInt64-fl.At.UnixNano(), fl.To)}, From: fl.From.String(), To: fl.To.String(), At: fl.At, Why: truncate(fl.Why, 1000)}
+	if err := j.table.Insert(ctx, row); err != nil && !errors.Is(err, tablestore.ErrExists) {
+		return fmt.Errorf("storage: job %s flip: %w", jobID, err)
+	}
+	return nil
+}
+
+// Flips returns a job's latest changes, newest first; rows that do not
+// read are skipped.
+func (j *Jobs) Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error) {
+	var out []jobs.Flip
+	for row, err := range tablestore.Rows[jobFlipRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(jobFlipPrefix + jobID), Top: int32(limit)}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: flips of job %s: %w", jobID, err)
+		}
+		from, err1 := jobs.ParseStatus(row.From)
+		to, err2 := jobs.ParseStatus(row.To)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		out = append(out, jobs.Flip{From: from, To: to, At: row.At, Why: row.Why})
+		if len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
 }

@@ -202,3 +202,26 @@ func (s *Server) pingURL(c echo.Context, j jobs.Job) string {
 	}
 	return s.Config.BaseURL.String() + "/ping/" + j.ID
 }
+
+// apiJobFlips lists a job's changes of status, newest first.
+func (s *Server) apiJobFlips(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	flips, err := s.JobStore.Flips(c.Request().Context(), j.ID, 100)
+	if err != nil {
+		return err
+	}
+	type flipJSON struct {
+		From string    `json:"from"`
+		To   string    `json:"to"`
+		At   time.Time `json:"at"`
+		Why  string    `json:"why"`
+	}
+	out := make([]flipJSON, 0, len(flips))
+	for _, f := range flips {
+		out = append(out, flipJSON{From: f.From.String(), To: f.To.String(), At: f.At, Why: f.Why})
+	}
+	return c.JSON(http.StatusOK, map[string]any{"flips": out})
+}

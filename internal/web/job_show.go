@@ -129,6 +129,13 @@ func (s *Server) jobShow(c echo.Context) error {
 	if j.Slug != "" && s.Config.PingKey != "" {
 		m.SlugURL = base + "/ping/<ping key>/" + j.Slug
 	}
+	flips, err := s.JobStore.Flips(ctx, j.ID, 20)
+	if err != nil {
+		return err
+	}
+	for _, f := range flips {
+		m.Flips = append(m.Flips, views.JobFlipRow{At: f.At, From: f.From.String(), To: f.To.String(), ToTone: statusTone(f.To), Why: f.Why})
+	}
 	m.Heat = heat(week.results, s.Now())
 	if t, ok := s.timerOf(ctx, j, s.Now()); ok {
 		m.Timer = fmt.Sprintf("The host's timer status: last fired %s, next %s (written %s). A slot it fired in without a ping shows as \"ran, not reported\".",

@@ -67,6 +67,7 @@ func (s *Server) routes() {
 	api.GET("/jobs/:id", s.apiJobShow)
 	api.PUT("/jobs/:id", s.apiJobSave, apiOperator)
 	api.GET("/jobs/:id/runs", s.apiJobRuns)
+	api.GET("/jobs/:id/flips", s.apiJobFlips)
 	api.POST("/jobs/:id/run", s.jobRun, apiOperator)
 	api.GET("/channels", s.apiChannelList)
 	api.POST("/channels", s.apiChannelSave, apiOperator)

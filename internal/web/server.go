@@ -83,6 +83,7 @@ type (
 		Windows(ctx context.Context) ([]jobs.Window, error)
 		PutWindow(ctx context.Context, w jobs.Window) error
 		EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error)
+		Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error)
 	}
 	runStore interface {
 		Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error

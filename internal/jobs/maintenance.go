@@ -14,6 +14,43 @@ type Window struct {
 	Until     time.Time
 	Reason    string
 	CreatedBy string
+	// Recurs makes the window recurring: it opens at each slot of this
+	// cron or NCRONTAB expression in TimeZone and lasts Duration, between
+	// From and Until. Empty: one window, From to Until.
+	Recurs   string
+	TimeZone string
+	Duration time.Duration
+}
+
+// Recurring reports whether the window repeats.
+func (w Window) Recurring() bool { return w.Recurs != "" }
+
+func (w Window) schedule() (Schedule, error) {
+	return Job{Schedule: w.Recurs, TimeZone: w.TimeZone}.ParseSchedule()
+}
+
+// Next lists up to n openings of a recurring window from now on (one that
+// is open now first), within its period.
+func (w Window) Next(now time.Time, n int) []time.Time {
+	if !w.Recurring() {
+		return nil
+	}
+	s, err := w.schedule()
+	if err != nil {
+		return nil
+	}
+	var out []time.Time
+	from := now.Add(-w.Duration + time.Nanosecond)
+	for _, at := range s.Slots(from, now.Add(366*24*time.Hour)) {
+		if at.Before(w.From) || !at.Before(w.Until) {
+			continue
+		}
+		out = append(out, at)
+		if len(out) == n {
+			break
+		}
+	}
+	return out
 }
 
 // MaxWindow bounds a window: a longer silence is a paused job.
@@ -21,17 +58,38 @@ const MaxWindow = 7 * 24 * time.Hour
 
 // Covers reports whether the window silences job j at t.
 func (w Window) Covers(j Job, t time.Time) bool {
-	return (w.AppID == "" || w.AppID == j.AppID) && !t.Before(w.From) && t.Before(w.Until)
+	return (w.AppID == "" || w.AppID == j.AppID) && w.open(t)
+}
+
+// open reports whether the window is open at t: within its period, and for
+// a recurring one within Duration after one of its openings.
+func (w Window) open(t time.Time) bool {
+	if t.Before(w.From) || !t.Before(w.Until) {
+		return false
+	}
+	if !w.Recurring() {
+		return true
+	}
+	s, err := w.schedule()
+	if err != nil {
+		return false
+	}
+	// An opening in (t − Duration, t] covers t.
+	return len(s.Slots(t.Add(-w.Duration+time.Nanosecond), t.Add(time.Nanosecond))) > 0
 }
 
 // State says where now stands against the window: upcoming, active or
 // ended.
 func (w Window) State(now time.Time) string {
 	switch {
+	case !now.Before(w.Until):
+		return "ended"
+	case w.open(now):
+		return "active"
+	case w.Recurring():
+		return "recurring"
 	case now.Before(w.From):
 		return "upcoming"
-	case now.Before(w.Until):
-		return "active"
 	}
 	return "ended"
 }
@@ -46,8 +104,19 @@ func (w Window) Validate() map[string]string {
 		errs["until"] = "Give the end of the window."
 	case !w.Until.After(w.From):
 		errs["until"] = "The end must come after the start."
-	case w.Until.Sub(w.From) > MaxWindow:
+	case !w.Recurring() && w.Until.Sub(w.From) > MaxWindow:
 		errs["until"] = "A window lasts at most 7 days; pause the job for longer."
+	}
+	if w.Recurring() {
+		s, err := w.schedule()
+		switch {
+		case err != nil:
+			errs["recurs"] = strings.TrimPrefix(err.Error(), "jobs: ")
+		case w.Duration < time.Minute || w.Duration > MaxWindow:
+			errs["duration"] = "Each opening lasts from 1 minute to 7 days, such as 2h."
+		case len(s.Slots(w.From, w.From.Add(366*24*time.Hour))) == 0:
+			errs["recurs"] = "This expression never fires within a year: check the day and month fields."
+		}
 	}
 	if strings.TrimSpace(w.Reason) == "" {
 		errs["reason"] = "Say why, for whoever wonders about the silence."

@@ -25,6 +25,9 @@ type windowRow struct {
 	Until           time.Time
 	Reason          string
 	CreatedBy       string
+	Recurs          string // optional: cron or NCRONTAB of the openings
+	TimeZone        string // of Recurs
+	DurationSeconds int32  // of each opening
 }
 
 // Windows returns every maintenance window, latest start first.
@@ -34,7 +37,14 @@ func (j *Jobs) Windows(ctx context.Context) ([]jobs.Window, error) {
 			if r.From.IsZero() || r.Until.IsZero() {
 				return jobs.Window{}, errors.New("From and Until must both be date-times")
 			}
-			return jobs.Window{ID: r.RowKey, AppID: r.AppID, From: r.From, Until: r.Until, Reason: r.Reason, CreatedBy: r.CreatedBy}, nil
+			w := jobs.Window{ID: r.RowKey, AppID: r.AppID, From: r.From, Until: r.Until, Reason: r.Reason, CreatedBy: r.CreatedBy,
+				Recurs: r.Recurs, TimeZone: r.TimeZone, Duration: time.Duration(r.DurationSeconds) * time.Second}
+			if w.Recurring() {
+				if errs := w.Validate(); errs["recurs"] != "" || errs["duration"] != "" {
+					return jobs.Window{}, fmt.Errorf("the recurrence does not read: %s%s", errs["recurs"], errs["duration"])
+				}
+			}
+			return w, nil
 		})
 	if err != nil {
 		return nil, fmt.Errorf("storage: list maintenance windows: %w", err)
@@ -47,7 +57,8 @@ func (j *Jobs) Windows(ctx context.Context) ([]jobs.Window, error) {
 // PutWindow creates or replaces a maintenance window.
 func (j *Jobs) PutWindow(ctx context.Context, w jobs.Window) error {
 	row := &windowRow{Meta: tablestore.Meta{PartitionKey: windowsPartition, RowKey: w.ID},
-		AppID: w.AppID, From: w.From, Until: w.Until, Reason: w.Reason, CreatedBy: w.CreatedBy}
+		AppID: w.AppID, From: w.From, Until: w.Until, Reason: w.Reason, CreatedBy: w.CreatedBy,
+		Recurs: w.Recurs, TimeZone: w.TimeZone, DurationSeconds: int32(w.Duration / time.Second)}
 	if err := j.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put maintenance window %s: %w", w.ID, err)
 	}

@@ -18,10 +18,41 @@ type windowJSON struct {
 	Reason    string    `json:"reason"`
 	CreatedBy string    `json:"created_by"`
 	State     string    `json:"state"`
+	// A recurring window opens at each slot of Recurs in TimeZone for
+	// DurationSeconds; Next are its coming openings.
+	Recurs          string      `json:"recurs,omitempty"`
+	TimeZone        string      `json:"time_zone,omitempty"`
+	DurationSeconds int         `json:"duration_seconds,omitempty"`
+	Next            []time.Time `json:"next,omitempty"`
 }
 
 func (s *Server) toWindowJSON(w jobs.Window) windowJSON {
-	return windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
+	out := windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
+	if w.Recurring() {
+		out.Recurs, out.TimeZone, out.DurationSeconds, out.Next = w.Recurs, w.TimeZone, int(w.Duration/time.Second), w.Next(s.Now(), 5)
+	}
+	return out
+}
+
+// recurrence makes w recurring when recurs is given: each opening lasts
+// duration; with no end given it recurs for ten years.
+func recurrence(w *jobs.Window, recurs, zone, duration string) map[string]string {
+	if recurs == "" {
+		return nil
+	}
+	w.Recurs, w.TimeZone = recurs, zone
+	if w.TimeZone == "" {
+		w.TimeZone = "UTC"
+	}
+	d, err := time.ParseDuration(duration)
+	if err != nil || d <= 0 {
+		return map[string]string{"duration": `Give how long each opening lasts, such as "2h".`}
+	}
+	w.Duration = d
+	if w.Until.IsZero() {
+		w.Until = w.From.AddDate(10, 0, 0)
+	}
+	return nil
 }
 
 // apiMaintenanceList lists the maintenance windows, latest start first.
@@ -47,6 +78,8 @@ func (s *Server) apiMaintenanceCreate(c echo.Context) error {
 		Until    time.Time `json:"until"`
 		Duration string    `json:"duration"`
 		Reason   string    `json:"reason"`
+		Recurs   string    `json:"recurs"`
+		TimeZone string    `json:"time_zone"`
 	}
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"app": "orders", "duration": "30m", "reason": "deploy 1.4.2"}; times are RFC 3339.`)
@@ -56,8 +89,11 @@ func (s *Server) apiMaintenanceCreate(c echo.Context) error {
 	if w.From.IsZero() {
 		w.From = s.Now()
 	}
-	problems := map[string]string{}
-	if in.Duration != "" {
+	problems := recurrence(&w, strings.TrimSpace(in.Recurs), strings.TrimSpace(in.TimeZone), in.Duration)
+	if problems == nil {
+		problems = map[string]string{}
+	}
+	if in.Duration != "" && !w.Recurring() {
 		d, err := time.ParseDuration(in.Duration)
 		switch {
 		case err != nil || d <= 0:

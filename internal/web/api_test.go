@@ -223,3 +223,36 @@ func TestAPIMaintenanceWindows(t *testing.T) {
 	}
 	wantStatus(t, op.call(http.MethodPost, "/api/v1/maintenance/no-such-window/end", ""), http.StatusNotFound)
 }
+
+// A recurring window through the API: its coming openings in the answer,
+// an expression that never fires refused by field, and the job page
+// listing it.
+func TestAPIRecurringMaintenance(t *testing.T) {
+	srv, op, _ := apiServer(t)
+	bad := op.call(http.MethodPost, "/api/v1/maintenance", `{"recurs": "0 2 30 2 *", "duration": "2h", "reason": "never"}`)
+	if bad.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(bad.body, `"recurs"`) {
+		t.Errorf("a window that never fires: %d %s", bad.StatusCode, bad.body)
+	}
+	noLength := op.call(http.MethodPost, "/api/v1/maintenance", `{"recurs": "0 2 * * 0", "reason": "backups"}`)
+	if noLength.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(noLength.body, `"duration"`) {
+		t.Errorf("a recurring window without a duration: %d %s", noLength.StatusCode, noLength.body)
+	}
+	ok := op.call(http.MethodPost, "/api/v1/maintenance", `{"app": "orders-demo", "recurs": "0 2 * * 0", "time_zone": "Europe/Berlin", "duration": "2h", "reason": "weekly backups"}`)
+	wantStatus(t, ok, http.StatusCreated)
+	var w struct {
+		State string
+		Next  []time.Time
+	}
+	if err := json.Unmarshal([]byte(ok.body), &w); err != nil || len(w.Next) != 5 || w.Next[0].Weekday() != time.Sunday {
+		t.Fatalf("created %s (err %v): want five coming Sunday openings", ok.body, err)
+	}
+	if w.Next[0].UTC().Hour() != 1 { // 02:00 in Berlin in winter is 01:00 UTC
+		t.Errorf("first opening %s, want 02:00 Europe/Berlin", w.Next[0])
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01").body
+	if !strings.Contains(page, "every 0 2 * * 0 (Europe/Berlin) for 2h: weekly backups; next Sun") {
+		t.Errorf("the job page does not list the recurring window:\n%s", grepLines(page, "every"))
+	}
+}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -55,8 +56,13 @@ func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowFo
 	now := s.Now()
 	for _, w := range ws {
 		st := w.State(now)
-		m.Rows = append(m.Rows, views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until,
-			State: st, Tone: windowTones[st]})
+		row := views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until,
+			State: st, Tone: windowTones[st]}
+		if w.Recurring() {
+			row.Recurs = fmt.Sprintf("%s (%s) for %s", w.Recurs, w.TimeZone, shortDuration(w.Duration))
+			row.Next = w.Next(now, 3)
+		}
+		m.Rows = append(m.Rows, row)
 	}
 	return render(c, code, views.MaintenancePage(m))
 }
@@ -64,7 +70,8 @@ func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowFo
 // maintenanceCreate adds a window.
 func (s *Server) maintenanceCreate(c echo.Context) error {
 	form := views.WindowForm{App: strings.TrimSpace(c.FormValue("app")), From: strings.TrimSpace(c.FormValue("from")),
-		Until: strings.TrimSpace(c.FormValue("until")), Reason: strings.TrimSpace(c.FormValue("reason"))}
+		Until: strings.TrimSpace(c.FormValue("until")), Reason: strings.TrimSpace(c.FormValue("reason")),
+		Recurs: strings.TrimSpace(c.FormValue("recurs")), TimeZone: strings.TrimSpace(c.FormValue("time_zone")), Duration: strings.TrimSpace(c.FormValue("duration"))}
 	p, _ := principal(c)
 	w := jobs.Window{ID: jobs.NewID(), AppID: form.App, Reason: form.Reason, CreatedBy: p.Name}
 	errs := map[string]string{}
@@ -74,6 +81,9 @@ func (s *Server) maintenanceCreate(c echo.Context) error {
 	}
 	if w.Until, ok = parseLocal(form.Until); !ok && form.Until != "" {
 		errs["until"] = "Give a date and time such as 2026-11-30T23:30."
+	}
+	for k, v := range recurrence(&w, form.Recurs, form.TimeZone, form.Duration) {
+		errs[k] = v
 	}
 	if len(errs) == 0 {
 		problems, err := s.checkWindow(c, w)
@@ -102,7 +112,7 @@ func (s *Server) maintenanceEnd(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/jobs/maintenance")
 }
 
-var windowTones = map[string]string{"upcoming": "warn", "active": "ok", "ended": "muted"}
+var windowTones = map[string]string{"upcoming": "warn", "active": "ok", "ended": "muted", "recurring": "info"}
 
 func windowScope(w jobs.Window) string {
 	if w.AppID == "" {

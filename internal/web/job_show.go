@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -128,6 +129,25 @@ func (s *Server) jobShow(c echo.Context) error {
 	}
 	if j.Slug != "" && s.Config.PingKey != "" {
 		m.SlugURL = base + "/ping/<ping key>/" + j.Slug
+	}
+	ws, err := s.JobStore.Windows(ctx)
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	for _, w := range ws {
+		if (w.AppID != "" && w.AppID != j.AppID) || !w.Until.After(now) {
+			continue
+		}
+		line := fmt.Sprintf("%s – %s: %s", w.From.UTC().Format("Mon 2 Jan 15:04"), w.Until.UTC().Format("Mon 2 Jan 15:04 MST"), w.Reason)
+		if w.Recurring() {
+			var next []string
+			for _, t := range w.Next(now, 3) {
+				next = append(next, t.In(time.UTC).Format("Mon 2 Jan 15:04 MST"))
+			}
+			line = fmt.Sprintf("every %s (%s) for %s: %s; next %s", w.Recurs, w.TimeZone, shortDuration(w.Duration), w.Reason, strings.Join(next, ", "))
+		}
+		m.Maintenance = append(m.Maintenance, line)
 	}
 	flips, err := s.JobStore.Flips(ctx, j.ID, 20)
 	if err != nil {

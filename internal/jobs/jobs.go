@@ -73,11 +73,41 @@ type Job struct {
 	FailAfter, RecoverAfter int
 	Recipients              []string
 	Channels                []string // alert channels; none: the app's
+	Tags                    []string // lower-case words for filters and badges
 	Paused                  bool
 	CreatedAt               time.Time // anchors "every" schedules
 	Status                  Status
 	LastRunAt               time.Time
 	Version                 string
+}
+
+// HasTag reports whether the job carries tag.
+func (j Job) HasTag(tag string) bool {
+	for _, t := range j.Tags {
+		if t == tag {
+			return true
+		}
+	}
+	return false
+}
+
+// Badge is what a status badge says of a set of jobs: "down" if any is
+// missing or failing, "late" if any is late, "up" otherwise (paused and
+// new jobs do not count), and "no jobs" for an empty set.
+func Badge(js []Job) string {
+	if len(js) == 0 {
+		return "no jobs"
+	}
+	worst := "up"
+	for _, j := range js {
+		switch j.Status {
+		case Missing, Failing:
+			return "down"
+		case Late:
+			worst = "late"
+		}
+	}
+	return worst
 }
 
 // Rules says the job's alert rules in words, as the form previews them.

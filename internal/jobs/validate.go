@@ -26,6 +26,7 @@ func (v ValidationError) Error() string {
 var (
 	slugPattern     = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
 	functionPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+	tagPattern      = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,28}[a-z0-9])?$`)
 )
 
 // Validate checks a job's settings, one message per field.
@@ -59,6 +60,15 @@ func (j Job) Validate() error {
 		add("min_duration", "cannot be negative (0 means no limit)")
 	case j.MinDuration > 0 && j.MaxDuration > 0 && j.MinDuration >= j.MaxDuration:
 		add("min_duration", "must be shorter than the maximum duration (%s)", shortDur(j.MaxDuration))
+	}
+	if len(j.Tags) > 10 {
+		add("tags", "at most 10 tags")
+	}
+	for _, t := range j.Tags {
+		if !tagPattern.MatchString(t) {
+			add("tags", "%q is not a tag: 1 to 30 lower-case letters, digits or dashes", t)
+			break
+		}
 	}
 	if j.FailAfter < 0 || j.FailAfter > 100 {
 		add("fail_after", "must be 1 to 100 failed runs in a row")

@@ -39,6 +39,7 @@ type jobRow struct {
 	RecoverAfter       int32 // optional: good runs in a row before up again (0: 1)
 	Recipients         string
 	Channels           string // comma-separated channel ids
+	Tags               string // comma-separated tags
 	Paused             bool
 	CreatedAt          time.Time
 	Status             string
@@ -57,7 +58,7 @@ func (r jobRow) job() (jobs.Job, error) {
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
 		MinDuration: time.Duration(r.MinDurationSeconds) * time.Second, FailAfter: int(r.FailAfter), RecoverAfter: int(r.RecoverAfter),
-		Recipients: recipients, Channels: commaList(r.Channels), Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
+		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
 	}, nil
 }
 
@@ -65,7 +66,7 @@ func (r *jobRow) set(j jobs.Job) {
 	r.Name, r.Slug, r.AppID, r.Function, r.Schedule, r.TimeZone = j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone
 	r.GraceSeconds, r.MaxDurationSeconds = int32(j.Grace/time.Second), int32(j.MaxDuration/time.Second)
 	r.MinDurationSeconds, r.FailAfter, r.RecoverAfter = int32(j.MinDuration/time.Second), int32(j.FailAfter), int32(j.RecoverAfter)
-	r.Channels = strings.Join(j.Channels, ",")
+	r.Channels, r.Tags = strings.Join(j.Channels, ","), strings.Join(j.Tags, ",")
 	r.Recipients, r.Paused, r.CreatedAt, r.Status, r.LastRunAt = strings.Join(j.Recipients, ","), j.Paused, j.CreatedAt, j.Status.String(), j.LastRunAt
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -31,6 +32,7 @@ type jobJSON struct {
 	Rules              string     `json:"rules"`
 	Recipients         []string   `json:"recipients"`
 	Channels           []string   `json:"channels"`
+	Tags               []string   `json:"tags"`
 	Paused             bool       `json:"paused"`
 	Status             string     `json:"status"`
 	LastRunAt          *time.Time `json:"last_run_at,omitempty"`
@@ -47,11 +49,14 @@ type gapJSON struct {
 
 func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
-		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels,
+		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags,
 		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
 		Paused: j.Paused, Status: j.Status.String(), PingURL: s.pingURL(c, j)}
 	if out.Channels == nil {
 		out.Channels = []string{}
+	}
+	if out.Tags == nil {
+		out.Tags = []string{}
 	}
 	if out.Recipients == nil {
 		out.Recipients = []string{}
@@ -70,9 +75,17 @@ func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 
 // apiJobList lists every job with its status, next slot and 7-day success.
 func (s *Server) apiJobList(c echo.Context) error {
-	js, err := s.Jobs.List(c.Request().Context())
+	all, err := s.Jobs.List(c.Request().Context())
 	if err != nil {
 		return err
+	}
+	js, problem := filterJobs(all, c.QueryParam("tag"), c.QueryParam("status"))
+	if problem != "" {
+		field := "tag"
+		if strings.Contains(problem, "status") {
+			field = "status"
+		}
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": problem, "fields": map[string]string{field: problem}})
 	}
 	weeks, err := s.jobWeeks(c, js)
 	if err != nil {

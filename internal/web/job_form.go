@@ -27,7 +27,7 @@ func (s *Server) jobEdit(c echo.Context) error {
 		return err
 	}
 	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
-		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Paused: j.Paused}
+		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Paused: j.Paused}
 	if j.MaxDuration > 0 {
 		m.MaxDuration = shortDuration(j.MaxDuration)
 	}
@@ -58,10 +58,10 @@ func (s *Server) jobSave(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
 		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on",
-		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after")}
+		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after"), Tags: v("tags")}
 	in := jobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
 		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels),
-		MinDuration: m.MinDuration}
+		MinDuration: m.MinDuration, Tags: splitComma(strings.ToLower(m.Tags))}
 	for field, dst := range map[string]**int{"fail_after": &in.FailAfter, "recover_after": &in.RecoverAfter} {
 		if raw := v(field); raw != "" {
 			n, err := strconv.Atoi(raw)
@@ -124,6 +124,7 @@ type jobInput struct {
 	RecoverAfter *int     `json:"recover_after"`
 	Recipients   []string `json:"recipients"`
 	Channels     []string `json:"channels"`
+	Tags         []string `json:"tags"`
 	Paused       bool     `json:"paused"`
 }
 
@@ -135,7 +136,7 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 		j = *existing
 	}
 	j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone, j.Paused = in.Name, in.Slug, in.App, in.Function, in.Schedule, in.TimeZone, in.Paused
-	j.Recipients, j.Channels = in.Recipients, in.Channels
+	j.Recipients, j.Channels, j.Tags = in.Recipients, in.Channels, in.Tags
 	problems := map[string]string{}
 	var err error
 	if j.Grace, err = optionalDuration(in.Grace); err != nil {

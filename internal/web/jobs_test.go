@@ -266,3 +266,59 @@ func TestJobAlertRulesFromTheForm(t *testing.T) {
 		t.Error("the edit form does not show the rules back")
 	}
 }
+
+// Tags filter the jobs list and the API, and each tag has a status badge
+// behind an unguessable key.
+func TestJobTagsFiltersAndBadges(t *testing.T) {
+	srv, _, viewer := apiServer(t)
+	for id, tags := range map[string][]string{
+		"5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01": {"sales", "nightly"},
+		"5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02": {"mail"}, // missing in the demo
+	} {
+		j, err := srv.App.Store.Jobs.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		j.Tags = tags
+		if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list := viewer.call(http.MethodGet, "/api/v1/jobs?tag=nightly", "")
+	wantStatus(t, list, http.StatusOK)
+	if strings.Count(list.body, `"id":`) != 1 || !strings.Contains(list.body, "Nightly sales summary") {
+		t.Errorf("?tag=nightly: %s", list.body)
+	}
+	if r := viewer.call(http.MethodGet, "/api/v1/jobs?tag=nope", ""); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, `"tag"`) {
+		t.Errorf("an unknown tag: %d %s", r.StatusCode, r.body)
+	}
+	if r := viewer.call(http.MethodGet, "/api/v1/jobs?status=missing", ""); !strings.Contains(r.body, "Reminder mails") || strings.Contains(r.body, "Nightly") {
+		t.Errorf("?status=missing: %s", r.body)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/jobs?tag=sales").body
+	if !strings.Contains(page, "Nightly sales summary") || strings.Contains(page, "Reminder mails") {
+		t.Error("the jobs page does not filter by tag")
+	}
+	m := regexp.MustCompile(`(http://[^<\s]+/badge/[A-Za-z0-9_-]+/)mail\.svg`).FindStringSubmatch(page)
+	if m == nil {
+		t.Fatal("an operator is not shown the badge URLs")
+	}
+	u, _ := url.Parse(m[1])
+	badge := b.get(u.Path + "mail.svg")
+	wantStatus(t, badge, http.StatusOK)
+	if badge.Header.Get("Content-Type") != "image/svg+xml" || !strings.Contains(badge.body, "mail: down") {
+		t.Errorf("the mail badge: %s %s", badge.Header.Get("Content-Type"), badge.body)
+	}
+	shields := b.get(u.Path + "sales.json")
+	if !strings.Contains(shields.body, `"schemaVersion":1`) || !strings.Contains(shields.body, `"message":"up"`) {
+		t.Errorf("the Shields endpoint: %s", shields.body)
+	}
+	wantStatus(t, b.get("/badge/guessed-key/mail.svg"), http.StatusNotFound)
+	v := newBrowser(t, srv.URL)
+	v.signIn("victor")
+	if strings.Contains(v.get("/jobs").body, "/badge/") {
+		t.Error("a viewer is shown the badge key")
+	}
+}

@@ -52,6 +52,9 @@ func (s *Server) routes() {
 		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping, pingLimit)
 	}
 
+	// Status badges: public behind an unguessable key.
+	e.GET("/badge/:key/:file", s.badge, pingLimit)
+
 	// The JSON API: an API token, or a session with CSRF for changes.
 	api := e.Group("/api/v1", s.apiAuth, s.require(auth.RoleViewer))
 	apiOperator := s.require(auth.RoleOperator)

@@ -27,6 +27,7 @@ import (
 	"github.com/fusebox/fusebox/internal/acaswitch"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/armswitch"
+	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
@@ -283,6 +284,33 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			return time.Time{}
 		}
 		return hostSource.LastFired(ctx, app, j.Function, now)
+	}
+	a.scanner.CatchUp = func(ctx context.Context, j jobs.Job, slot, now time.Time) (bool, error) {
+		// Never while the job's circuit holds its trigger off: Fusebox
+		// stopped it on purpose. The slot stays owed for later.
+		if c, err := store.Circuits.Get(ctx, j.AppID, j.Function); err == nil && c.State.TriggerOff() {
+			return false, nil
+		}
+		claimed, err := store.Jobs.ClaimCatchUp(ctx, j.ID, slot, now)
+		if err != nil || !claimed {
+			return false, err
+		}
+		app, err := store.Apps.Get(ctx, j.AppID)
+		if err != nil {
+			return false, err
+		}
+		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		detail := "slot " + slot.UTC().Format(time.RFC3339) + " (" + j.Misfire + ")"
+		if err := router.Run(runCtx, app, j.Function); err != nil {
+			_ = store.Audit.Append(ctx, audit.Entry{At: now, Actor: "scanner", Action: "catch-up failed", Target: j.Name, Detail: detail + ": " + err.Error()})
+			return false, err
+		}
+		note := []byte("catch-up run of the slot of " + slot.UTC().Format("Mon 2 Jan 15:04 MST") + ", started by Fusebox (misfire policy " + j.Misfire + ")")
+		if err := store.Runs.Record(ctx, j.ID, "", jobs.EventLog, 0, now, note); err != nil {
+			o.Logger.Warn("catch-up run not recorded", "job", j.Name, "error", err)
+		}
+		return true, store.Audit.Append(ctx, audit.Entry{At: now, Actor: "scanner", Action: "caught up job", Target: j.Name, Detail: detail})
 	}
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
 	reminders := cfg.Mail.MaxReminders

@@ -74,11 +74,50 @@ type Job struct {
 	Recipients              []string
 	Channels                []string // alert channels; none: the app's
 	Tags                    []string // lower-case words for filters and badges
-	Paused                  bool
-	CreatedAt               time.Time // anchors "every" schedules
-	Status                  Status
-	LastRunAt               time.Time
-	Version                 string
+	// Misfire says what the scanner does about missed slots of a job that
+	// names its function: MisfireOff (nothing), MisfireOnce (run the
+	// function once for any number of them) or MisfireEach (once per
+	// missed slot, oldest first, at most MaxCatchUp a pass).
+	Misfire   string
+	Paused    bool
+	CreatedAt time.Time // anchors "every" schedules
+	Status    Status
+	LastRunAt time.Time
+	Version   string
+}
+
+// Misfire policies.
+const (
+	MisfireOff  = ""
+	MisfireOnce = "once"
+	MisfireEach = "each"
+)
+
+// MaxCatchUp bounds the catch-up runs of one job in one scanner pass.
+const MaxCatchUp = 5
+
+// CatchUp lists the missed slots, oldest first, that job j's misfire
+// policy makes up for: with "once" the latest missed slot stands for all,
+// with "each" every missed slot (the scanner starts at most MaxCatchUp a
+// pass, and a slot made up once is never made up again). Skipped slots
+// (in a maintenance window) are not missed.
+func CatchUp(j Job, results []SlotResult) []time.Time {
+	if j.Misfire == MisfireOff || j.AppID == "" || j.Function == "" || j.Paused {
+		return nil
+	}
+	var missed []time.Time
+	for _, r := range results {
+		if r.Status == SlotMissed {
+			missed = append(missed, r.At)
+		}
+	}
+	if len(missed) == 0 {
+		return nil
+	}
+	if j.Misfire == MisfireOnce {
+		return missed[len(missed)-1:]
+	}
+	return missed
 }
 
 // HasTag reports whether the job carries tag.

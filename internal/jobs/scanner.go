@@ -42,10 +42,14 @@ type Scanner struct {
 	// says job j's timer last fired (zero: unknown), a second witness for
 	// slots with no reported run.
 	TimerLast func(ctx context.Context, j Job, now time.Time) time.Time
-	store     ScannerStore
-	clock     clock.Clock
-	log       *slog.Logger
-	lookback  time.Duration
+	// CatchUp, when set, carries out misfire policies: it claims the slot
+	// (once across instances), checks nothing holds the job's function off,
+	// and runs it. It reports whether it ran.
+	CatchUp  func(ctx context.Context, j Job, slot, now time.Time) (bool, error)
+	store    ScannerStore
+	clock    clock.Clock
+	log      *slog.Logger
+	lookback time.Duration
 }
 
 // NewScanner judges each job over the last lookback
@@ -122,6 +126,23 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Tim
 	}
 	if s.TimerLast != nil {
 		Witness(results, s.TimerLast(ctx, j, now))
+	}
+	if s.CatchUp != nil {
+		started := 0
+		for _, slot := range CatchUp(j, results) {
+			if started == MaxCatchUp {
+				break // the next pass goes on
+			}
+			ran, err := s.CatchUp(ctx, j, slot, now)
+			if err != nil {
+				s.log.Warn("catch-up run failed", "job", j.Name, "slot", slot, "error", err)
+				break
+			}
+			if ran {
+				started++
+				s.log.Info("catch-up run started", "job", j.Name, "slot", slot)
+			}
+		}
 	}
 	st := StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now)
 	return st, Why(j, results, st), nil

@@ -61,6 +61,14 @@ func (j Job) Validate() error {
 	case j.MinDuration > 0 && j.MaxDuration > 0 && j.MinDuration >= j.MaxDuration:
 		add("min_duration", "must be shorter than the maximum duration (%s)", shortDur(j.MaxDuration))
 	}
+	switch j.Misfire {
+	case MisfireOff, MisfireOnce, MisfireEach:
+	default:
+		add("misfire", "must be off, once or each")
+	}
+	if j.Misfire != MisfireOff && (j.AppID == "" || j.Function == "") {
+		add("misfire", "catching up runs the job's function: name its app and function")
+	}
 	if len(j.Tags) > 10 {
 		add("tags", "at most 10 tags")
 	}

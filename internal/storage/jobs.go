@@ -40,6 +40,7 @@ type jobRow struct {
 	Recipients         string
 	Channels           string // comma-separated channel ids
 	Tags               string // comma-separated tags
+	Misfire            string // "", once or each
 	Paused             bool
 	CreatedAt          time.Time
 	Status             string
@@ -58,7 +59,7 @@ func (r jobRow) job() (jobs.Job, error) {
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
 		MinDuration: time.Duration(r.MinDurationSeconds) * time.Second, FailAfter: int(r.FailAfter), RecoverAfter: int(r.RecoverAfter),
-		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
+		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
 	}, nil
 }
 
@@ -66,7 +67,7 @@ func (r *jobRow) set(j jobs.Job) {
 	r.Name, r.Slug, r.AppID, r.Function, r.Schedule, r.TimeZone = j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone
 	r.GraceSeconds, r.MaxDurationSeconds = int32(j.Grace/time.Second), int32(j.MaxDuration/time.Second)
 	r.MinDurationSeconds, r.FailAfter, r.RecoverAfter = int32(j.MinDuration/time.Second), int32(j.FailAfter), int32(j.RecoverAfter)
-	r.Channels, r.Tags = strings.Join(j.Channels, ","), strings.Join(j.Tags, ",")
+	r.Channels, r.Tags, r.Misfire = strings.Join(j.Channels, ","), strings.Join(j.Tags, ","), j.Misfire
 	r.Recipients, r.Paused, r.CreatedAt, r.Status, r.LastRunAt = strings.Join(j.Recipients, ","), j.Paused, j.CreatedAt, j.Status.String(), j.LastRunAt
 }
 
@@ -212,4 +213,26 @@ func (j *Jobs) Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip,
 		}
 	}
 	return out, nil
+}
+
+// Catch-up claims share the Jobs table: "catchup|<job id>", one row per
+// slot made up.
+type catchUpRow struct {
+	tablestore.Meta // PartitionKey: "catchup|<job id>"; RowKey: slot as Unix seconds, 19 digits
+	Slot            time.Time
+	ClaimedAt       time.Time
+}
+
+// ClaimCatchUp claims the catch-up run of a job's slot: true the first
+// time, on whichever instance, false ever after.
+func (j *Jobs) ClaimCatchUp(ctx context.Context, jobID string, slot, now time.Time) (bool, error) {
+	row := &catchUpRow{Meta: tablestore.Meta{PartitionKey: "catchup|" + jobID, RowKey: fmt.Sprintf("%019d", slot.Unix())}, Slot: slot, ClaimedAt: now}
+	err := j.table.Insert(ctx, row)
+	if errors.Is(err, tablestore.ErrExists) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("storage: catch-up claim of job %s: %w", jobID, err)
+	}
+	return true, nil
 }

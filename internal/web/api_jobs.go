@@ -33,6 +33,7 @@ type jobJSON struct {
 	Recipients         []string   `json:"recipients"`
 	Channels           []string   `json:"channels"`
 	Tags               []string   `json:"tags"`
+	Misfire            string     `json:"misfire,omitempty"`
 	Paused             bool       `json:"paused"`
 	Status             string     `json:"status"`
 	LastRunAt          *time.Time `json:"last_run_at,omitempty"`
@@ -49,7 +50,7 @@ type gapJSON struct {
 
 func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
-		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags,
+		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags, Misfire: j.Misfire,
 		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
 		Paused: j.Paused, Status: j.Status.String(), PingURL: s.pingURL(c, j)}
 	if out.Channels == nil {

@@ -27,7 +27,7 @@ func (s *Server) jobEdit(c echo.Context) error {
 		return err
 	}
 	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
-		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Paused: j.Paused}
+		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused}
 	if j.MaxDuration > 0 {
 		m.MaxDuration = shortDuration(j.MaxDuration)
 	}
@@ -58,10 +58,10 @@ func (s *Server) jobSave(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
 		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on",
-		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after"), Tags: v("tags")}
+		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after"), Tags: v("tags"), Misfire: v("misfire")}
 	in := jobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
 		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels),
-		MinDuration: m.MinDuration, Tags: splitComma(strings.ToLower(m.Tags))}
+		MinDuration: m.MinDuration, Tags: splitComma(strings.ToLower(m.Tags)), Misfire: m.Misfire}
 	for field, dst := range map[string]**int{"fail_after": &in.FailAfter, "recover_after": &in.RecoverAfter} {
 		if raw := v(field); raw != "" {
 			n, err := strconv.Atoi(raw)
@@ -125,6 +125,7 @@ type jobInput struct {
 	Recipients   []string `json:"recipients"`
 	Channels     []string `json:"channels"`
 	Tags         []string `json:"tags"`
+	Misfire      string   `json:"misfire"` // "", once or each
 	Paused       bool     `json:"paused"`
 }
 
@@ -136,7 +137,7 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 		j = *existing
 	}
 	j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone, j.Paused = in.Name, in.Slug, in.App, in.Function, in.Schedule, in.TimeZone, in.Paused
-	j.Recipients, j.Channels, j.Tags = in.Recipients, in.Channels, in.Tags
+	j.Recipients, j.Channels, j.Tags, j.Misfire = in.Recipients, in.Channels, in.Tags, in.Misfire
 	problems := map[string]string{}
 	var err error
 	if j.Grace, err = optionalDuration(in.Grace); err != nil {

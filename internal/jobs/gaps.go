@@ -181,6 +181,7 @@ type Gap struct {
 	From, To time.Time // the first and last slot
 	Status   SlotStatus
 	Slots    int
+	Each     []time.Time // every slot of the gap, oldest first
 }
 
 // wrong reports whether a slot is worth listing.
@@ -204,9 +205,10 @@ func Gaps(results []SlotResult, limit int) []Gap {
 		if n := len(out); n > 0 && r.Status == SlotMissed && out[n-1].Status == SlotMissed && i+1 < len(results) && results[i+1].Status == SlotMissed {
 			out[n-1].From = r.At // the range grows back in time
 			out[n-1].Slots++
+			out[n-1].Each = append([]time.Time{r.At}, out[n-1].Each...)
 			continue
 		}
-		out = append(out, Gap{From: r.At, To: r.At, Status: r.Status, Slots: 1})
+		out = append(out, Gap{From: r.At, To: r.At, Status: r.Status, Slots: 1, Each: []time.Time{r.At}})
 	}
 	return out
 }

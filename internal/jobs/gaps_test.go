@@ -138,6 +138,9 @@ func TestConsecutiveMissedSlotsAreOneGap(t *testing.T) {
 	if strings.Join(got, " ") != want {
 		t.Errorf("gaps:\n got %s\nwant %s", strings.Join(got, " "), want)
 	}
+	if g := jobs.Gaps(res, 10)[4]; len(g.Each) != 3 || !g.Each[0].Equal(g.From) || !g.Each[2].Equal(g.To) {
+		t.Errorf("the oldest range's slots = %v, want its three, oldest first", g.Each)
+	}
 	if n := len(jobs.Gaps(res, 2)); n != 2 {
 		t.Errorf("limit 2 gave %d gaps", n)
 	}

@@ -236,6 +236,9 @@ func (s *Server) timerOf(ctx context.Context, j jobs.Job, now time.Time) (hostin
 // slots missed", with the job's own zone beside UTC.
 func gapRow(g jobs.Gap, loc *time.Location) views.GapRow {
 	r := views.GapRow{At: g.To, Status: g.Status.String(), Tone: slotTone(g.Status), Slots: g.Slots}
+	if g.Slots > 1 {
+		r.Each = g.Each
+	}
 	span := func(l *time.Location) string {
 		from, to := g.From.In(l), g.To.In(l)
 		if g.Slots == 1 {

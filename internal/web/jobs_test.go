@@ -57,6 +57,9 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 	if !regexp.MustCompile(`\d+ slots missed`).MatchString(reminders) || !strings.Contains(reminders, "JST") {
 		t.Errorf("the missed days are not one range with the job's zone beside UTC:\n%s", grepLines(reminders, "missed"))
 	}
+	if !strings.Contains(op.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02").body, `data-testid="run-slots"`) {
+		t.Error("an operator cannot run one slot of a missed range")
+	}
 	many := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03")
 	if !strings.Contains(many.body, "Older runs") {
 		t.Error("a job with many runs offers no older page")

@@ -564,7 +564,7 @@ func JobFormPage(m JobForm) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 57, "> Paused: no status, no alerts, pings refused</label><div class=\"actions\"><button type=\"submit\" name=\"do\" value=\"preview\" class=\"secondary\" data-testid=\"preview-button\">Preview the next runs</button> <button type=\"submit\" name=\"do\" value=\"save\" data-testid=\"save\">Save</button> <a href=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 57, "> Paused: no status, no alerts (pings are still recorded)</label><div class=\"actions\"><button type=\"submit\" name=\"do\" value=\"preview\" class=\"secondary\" data-testid=\"preview-button\">Preview the next runs</button> <button type=\"submit\" name=\"do\" value=\"save\" data-testid=\"save\">Save</button> <a href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -81,9 +81,10 @@ func (s *Server) recordPing(c echo.Context, job jobs.Job, action string) error {
 		return errAnswered
 	}
 	var err error
-	if job.Paused {
-		return answer(http.StatusConflict, "this job is paused in Fusebox; unpause it to record runs")
-	}
+	// A paused job still records its runs (never lose a ping) and answers
+	// OK, as Healthchecks does for a check that ignores pings while paused,
+	// so a crontab line with curl -f does not start failing; it stays
+	// paused, with no status and no alerts, until an operator unpauses it.
 
 	ev, exit := jobs.EventSuccess, -1
 	switch action {

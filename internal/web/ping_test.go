@@ -107,11 +107,6 @@ func TestPingsWorkLikeHealthchecks(t *testing.T) {
 
 func TestPingsThatStoreNothing(t *testing.T) {
 	srv := pingServer(t)
-	paused, _ := srv.App.Store.Jobs.Get(t.Context(), nightly)
-	paused.Paused = true
-	if err := srv.App.Store.Jobs.Put(t.Context(), paused); err != nil {
-		t.Fatal(err)
-	}
 	tests := []struct {
 		name   string
 		method string
@@ -125,7 +120,6 @@ func TestPingsThatStoreNothing(t *testing.T) {
 		{"wrong ping key", http.MethodGet, "/ping/wrong-key-0123456789/reminder-mails", "", http.StatusNotFound, "not found"},
 		{"unknown slug", http.MethodGet, "/ping/ping-key-0123456789/nope", "", http.StatusNotFound, "not found"},
 		{"exit status out of range", http.MethodGet, "/ping/" + other + "/256", "", http.StatusBadRequest, "invalid url format"},
-		{"paused job", http.MethodGet, "/ping/" + nightly, "", http.StatusConflict, "paused"},
 		{"rid that is not a uuid", http.MethodGet, "/ping/" + other + "/start?rid=not-a-uuid", "", http.StatusBadRequest, "invalid uuid format"},
 		{"rid with a space", http.MethodGet, "/ping/" + other + "/start?rid=a%20b", "", http.StatusBadRequest, "invalid uuid format"},
 		{"one of Fusebox's own loops", http.MethodPost, "/ping/f0c5b0c5-0000-4000-8000-000000000001/fail", "fake alert", http.StatusNotFound, "not found"},
@@ -144,6 +138,29 @@ func TestPingsThatStoreNothing(t *testing.T) {
 		if rs := runs(t, srv, id); len(rs) != 0 {
 			t.Errorf("%s has %d runs after refused pings", id, len(rs))
 		}
+	}
+}
+
+// A paused job's ping is recorded and answered OK, as Healthchecks answers
+// a check that ignores pings while paused: a crontab line with curl -f
+// keeps working, and the job stays paused.
+func TestAPausedJobsPingIsKeptAndTheJobStaysPaused(t *testing.T) {
+	srv := pingServer(t)
+	paused, _ := srv.App.Store.Jobs.Get(t.Context(), nightly)
+	paused.Paused = true
+	if err := srv.App.Store.Jobs.Put(t.Context(), paused); err != nil {
+		t.Fatal(err)
+	}
+	r := curl(t, http.MethodGet, srv.URL+"/ping/"+nightly, "")
+	wantStatus(t, r, http.StatusOK)
+	if r.body != "OK" {
+		t.Errorf("body %q, want OK", r.body)
+	}
+	if rs := runs(t, srv, nightly); len(rs) != 1 || rs[0].State != "ok" {
+		t.Errorf("runs after the ping: %+v, want it kept", rs)
+	}
+	if j, _ := srv.App.Store.Jobs.Get(t.Context(), nightly); !j.Paused {
+		t.Error("the ping unpaused the job")
 	}
 }
 

@@ -102,7 +102,7 @@ const MaxCatchUp = 5
 // pass, and a slot made up once is never made up again). Skipped slots
 // (in a maintenance window) are not missed.
 func CatchUp(j Job, results []SlotResult) []time.Time {
-	if j.Misfire == MisfireOff || j.AppID == "" || j.Function == "" || j.Paused {
+	if (j.Misfire != MisfireOnce && j.Misfire != MisfireEach) || j.AppID == "" || j.Function == "" || j.Paused {
 		return nil
 	}
 	var missed []time.Time

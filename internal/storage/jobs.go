@@ -54,6 +54,16 @@ func (r jobRow) job() (jobs.Job, error) {
 	if err != nil {
 		return jobs.Job{}, fmt.Errorf("storage: job %s: %w", r.RowKey, err)
 	}
+	// A misfire policy runs functions: a value this version does not know
+	// must not be read as one it does.
+	switch r.Misfire {
+	case jobs.MisfireOff, jobs.MisfireOnce, jobs.MisfireEach:
+	default:
+		return jobs.Job{}, fmt.Errorf("storage: job %s: unknown Misfire %q (want empty, once or each)", r.RowKey, r.Misfire)
+	}
+	if r.FailAfter < 0 || r.RecoverAfter < 0 || r.MinDurationSeconds < 0 {
+		return jobs.Job{}, fmt.Errorf("storage: job %s: FailAfter, RecoverAfter and MinDurationSeconds must not be negative", r.RowKey)
+	}
 	recipients := commaList(r.Recipients)
 	return jobs.Job{
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,

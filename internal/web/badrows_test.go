@@ -48,7 +48,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	waitOpen(t, srv, "ProcessOrders")
 
 	// The overview names each bad row and what is wrong with it.
-	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", job + "/0000000000000000000~x",
+	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", "job/bad-misfire", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message"}
 	deadline := time.Now().Add(20 * time.Second)
 	for {

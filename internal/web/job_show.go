@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -29,7 +30,24 @@ func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
 	if err != nil {
 		return jobWeek{}, err
 	}
-	return s.assessWeek(c, j, ws)
+	apps, err := s.appsByID(c)
+	if err != nil {
+		return jobWeek{}, err
+	}
+	return s.assessWeek(c, j, ws, apps)
+}
+
+// appsByID reads the apps once for pages that assess many jobs.
+func (s *Server) appsByID(c echo.Context) (map[string]circuit.App, error) {
+	list, err := s.Apps.List(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]circuit.App, len(list))
+	for _, a := range list {
+		out[a.ID] = a
+	}
+	return out, nil
 }
 
 // jobWeeks assesses many jobs, reading the maintenance windows once.
@@ -38,16 +56,20 @@ func (s *Server) jobWeeks(c echo.Context, js []jobs.Job) (map[string]jobWeek, er
 	if err != nil {
 		return nil, err
 	}
+	apps, err := s.appsByID(c)
+	if err != nil {
+		return nil, err
+	}
 	out := make(map[string]jobWeek, len(js))
 	for _, j := range js {
-		if out[j.ID], err = s.assessWeek(c, j, ws); err != nil {
+		if out[j.ID], err = s.assessWeek(c, j, ws, apps); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window) (jobWeek, error) {
+func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window, apps map[string]circuit.App) (jobWeek, error) {
 	now := s.Now()
 	sched, err := j.ParseSchedule()
 	if err != nil {
@@ -64,7 +86,9 @@ func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window) (jobWe
 	if w.results, err = jobs.Assess(j, runs, ws, from, now); err != nil {
 		return jobWeek{}, err
 	}
-	jobs.Witness(w.results, s.timerLast(ctx, j, now))
+	if t, ok := s.timerOf(ctx, apps[j.AppID], j, now); ok {
+		jobs.Witness(w.results, t.Last)
+	}
 	w.success = jobs.SuccessRate(w.results)
 	if next := sched.Slots(now.Add(time.Second), now.Add(7*24*time.Hour)); len(next) > 0 {
 		w.next = next[0]
@@ -157,7 +181,7 @@ func (s *Server) jobShow(c echo.Context) error {
 		m.Flips = append(m.Flips, views.JobFlipRow{At: f.At, From: f.From.String(), To: f.To.String(), ToTone: statusTone(f.To), Why: f.Why})
 	}
 	m.Heat = heat(week.results, s.Now())
-	if t, ok := s.timerOf(ctx, j, s.Now()); ok {
+	if t, ok := s.timerOf(ctx, appOf(apps, j.AppID), j, s.Now()); ok {
 		m.Timer = fmt.Sprintf("The host's timer status: last fired %s, next %s (written %s). A slot it fired in without a ping shows as \"ran, not reported\".",
 			t.Last.UTC().Format("Mon 2 Jan 15:04 MST"), t.Next.UTC().Format("Mon 2 Jan 15:04 MST"), views.Ago(s.Now(), t.LastUpdated))
 	}
@@ -208,21 +232,10 @@ func heat(results []jobs.SlotResult, now time.Time) []views.HeatDay {
 	return days
 }
 
-// timerLast is when the host's timer status says job j's timer last fired;
-// zero when the job names no function of an app with host storage.
-func (s *Server) timerLast(ctx context.Context, j jobs.Job, now time.Time) time.Time {
-	if t, ok := s.timerOf(ctx, j, now); ok {
-		return t.Last
-	}
-	return time.Time{}
-}
-
-func (s *Server) timerOf(ctx context.Context, j jobs.Job, now time.Time) (hostinsight.Timer, bool) {
-	if s.HostInsight == nil || j.AppID == "" || j.Function == "" {
-		return hostinsight.Timer{}, false
-	}
-	app, err := s.AppStore.Get(ctx, j.AppID)
-	if err != nil {
+// timerOf is what the host's timer status says of job j's timer, when the
+// job names a function of app and the app has host storage.
+func (s *Server) timerOf(ctx context.Context, app circuit.App, j jobs.Job, now time.Time) (hostinsight.Timer, bool) {
+	if s.HostInsight == nil || j.Function == "" || app.ID == "" || app.ID != j.AppID {
 		return hostinsight.Timer{}, false
 	}
 	snap, ok := s.HostInsight.Snapshot(ctx, app, now)

@@ -137,6 +137,16 @@ func jobCounts(js []jobs.Job) []views.Count {
 	}
 }
 
+// appOf finds an app by id; the zero App when there is none.
+func appOf(apps []circuit.App, id string) circuit.App {
+	for _, a := range apps {
+		if a.ID == id {
+			return a
+		}
+	}
+	return circuit.App{}
+}
+
 func appName(apps []circuit.App, id string) string {
 	for _, a := range apps {
 		if a.ID == id && a.DisplayName != "" {

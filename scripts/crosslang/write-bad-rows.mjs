@@ -24,6 +24,10 @@ const rows = {
   Jobs: [
     { partitionKey: "job", rowKey: "not-a-job", Name: "Broken", Schedule: "whenever", GraceSeconds: "soon", CreatedAt: "monday" },
     { partitionKey: "window", rowKey: "bad-window", From: "tomorrow", Until: 7 },
+    // Readable, but with a misfire policy this version does not know: it
+    // must not be taken for one that runs functions.
+    { partitionKey: "job", rowKey: "bad-misfire", Name: "Odd", Schedule: "0 * * * *", TimeZone: "UTC", Status: "up", Misfire: "always",
+      AppID: "orders-demo", Function: "ProcessOrders" },
   ],
   Runs: [{ partitionKey: JOB, rowKey: "0000000000000000000~x", Start: "yesterday", State: "ok" }],
   Channels: [

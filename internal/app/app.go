@@ -303,14 +303,18 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		defer cancel()
 		detail := "slot " + slot.UTC().Format(time.RFC3339) + " (" + j.Misfire + ")"
 		if err := router.Run(runCtx, app, j.Function); err != nil {
-			_ = store.Audit.Append(ctx, audit.Entry{At: now, Actor: "scanner", Action: "catch-up failed", Target: j.Name, Detail: detail + ": " + err.Error()})
+			_ = store.Audit.Append(context.WithoutCancel(ctx), audit.Entry{At: now, Actor: "scanner", Action: "catch-up failed", Target: j.Name, Detail: detail + ": " + err.Error()})
 			return false, err
 		}
+		// The function runs now: record it even if the pass is ending (its
+		// lease lost), or the run would happen without a trace.
+		recordCtx, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancelRecord()
 		note := []byte("catch-up run of the slot of " + slot.UTC().Format("Mon 2 Jan 15:04 MST") + ", started by Fusebox (misfire policy " + j.Misfire + ")")
-		if err := store.Runs.Record(ctx, j.ID, "", jobs.EventLog, 0, now, note); err != nil {
+		if err := store.Runs.Record(recordCtx, j.ID, "", jobs.EventLog, 0, now, note); err != nil {
 			o.Logger.Warn("catch-up run not recorded", "job", j.Name, "error", err)
 		}
-		return true, store.Audit.Append(ctx, audit.Entry{At: now, Actor: "scanner", Action: "caught up job", Target: j.Name, Detail: detail})
+		return true, store.Audit.Append(recordCtx, audit.Entry{At: now, Actor: "scanner", Action: "caught up job", Target: j.Name, Detail: detail})
 	}
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
 	reminders := cfg.Mail.MaxReminders

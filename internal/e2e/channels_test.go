@@ -81,13 +81,8 @@ func TestRealClockChannelsJourney(t *testing.T) {
 
 	// The operator makes the Teams channel and sends a test.
 	p := newPage(t)
+	p.signIn(t, srv.URL, "olivia")
 	p.do(t,
-		chromedp.Navigate(srv.URL+"/login"),
-		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "olivia"),
-		chromedp.SendKeys(chromedp.CSS("#password"), apptest.Password),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signed-in-as"]`)),
 		chromedp.Navigate(srv.URL+"/channels/new"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="channel-form"]`)),
 		chromedp.SendKeys(chromedp.CSS("#id"), "ops-teams"),

@@ -22,15 +22,21 @@ func signedIn(t *testing.T, user string) (*apptest.Server, *page, string) {
 		t.Fatal(err)
 	}
 	p := newPage(t)
+	p.signIn(t, srv.URL, user)
+	return srv, p, settings
+}
+
+// signIn signs the page in as user through the sign-in form.
+func (p *page) signIn(t *testing.T, base, user string) {
+	t.Helper()
 	p.do(t,
-		chromedp.Navigate(srv.URL+"/login"),
+		chromedp.Navigate(base+"/login"),
 		chromedp.WaitVisible(chromedp.CSS("#username")),
 		chromedp.SendKeys(chromedp.CSS("#username"), user),
 		chromedp.SendKeys(chromedp.CSS("#password"), apptest.Password),
 		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signed-in-as"]`)),
 	)
-	return srv, p, settings
 }
 
 // settle lets the evaluator take one tick and waits until storage shows

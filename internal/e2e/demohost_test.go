@@ -166,13 +166,8 @@ func TestNothingIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := newPage(t)
+	p.signIn(t, srv.URL, "olivia")
 	p.do(t,
-		chromedp.Navigate(srv.URL+"/login"),
-		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "olivia"),
-		chromedp.SendKeys(chromedp.CSS("#password"), apptest.Password),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signed-in-as"]`)),
 		chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="resume-summary"]`)),
 	)

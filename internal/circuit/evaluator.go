@@ -417,6 +417,9 @@ func (e *Evaluator) dispatch(ctx context.Context, f lease.Fence, appID string, a
 		if drift {
 			if err := e.checkDrift(ctx, f, app, all); err != nil && ctx.Err() == nil {
 				e.s.Logger.Warn("drift check failed", "app", appID, "error", err)
+				e.mu.Lock()
+				delete(e.drifted, appID) // check again on the next tick, not a whole DriftEvery later
+				e.mu.Unlock()
 			}
 		}
 	}()

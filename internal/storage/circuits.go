@@ -427,7 +427,24 @@ func (c *Circuits) Reapply(ctx context.Context, appID, function string) error {
 	})
 }
 
+// update reads the row, applies change and writes it back if nobody wrote
+// in between. A lost race is retried on the fresh row a few times: every
+// change re-checks what it depends on (episode, fence), so applying it to a
+// newer row is safe, and a small patch such as a drift note must not be
+// dropped because the verifier or a tick wrote the row a moment earlier.
 func (c *Circuits) update(ctx context.Context, f lease.Fence, appID, function string, change func(*circuitRow) error) error {
+	const attempts = 3
+	var err error
+	for range attempts {
+		err = c.updateOnce(ctx, f, appID, function, change)
+		if !errors.Is(err, tablestore.ErrConflict) {
+			return err
+		}
+	}
+	return err
+}
+
+func (c *Circuits) updateOnce(ctx context.Context, f lease.Fence, appID, function string, change func(*circuitRow) error) error {
 	row, err := c.row(ctx, appID, function)
 	if err != nil {
 		return err

@@ -85,12 +85,14 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	return j
 }
 
-// apiCircuitList lists every circuit with its failures in the window now.
+// apiCircuitList lists the circuits, optionally of one app or state, with
+// their failures in the window now.
 func (s *Server) apiCircuitList(c echo.Context) error {
-	cs, err := s.Circuits.List(c.Request().Context())
+	all, err := s.Circuits.List(c.Request().Context())
 	if err != nil {
 		return err
 	}
+	cs := filterCircuits(all, c.QueryParam("app"), c.QueryParam("state"))
 	counts, err := s.Actions.Counts(c.Request().Context(), cs)
 	if err != nil {
 		return err

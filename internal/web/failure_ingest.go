@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -111,17 +112,9 @@ func (s *Server) failureIngest(c echo.Context) error {
 		return unavailable(err)
 	}
 
-	var req ingestRequest
-	dec := json.NewDecoder(c.Request().Body)
-	if err := dec.Decode(&req); err != nil {
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("The body is larger than %d bytes; send smaller batches.", IngestMaxBytes))
-		}
-		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"failures": [{"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}]}.`)
-	}
-	if len(req.Failures) > ingestMaxItems {
-		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("At most %d items per request.", ingestMaxItems))
+	req, err := decodeIngest(c.Request().Body)
+	if err != nil {
+		return err
 	}
 
 	// The instance is for people (which instance fails?), never a key.
@@ -147,26 +140,10 @@ func (s *Server) failureIngest(c echo.Context) error {
 		}
 		now, writer = first, "idem."+hash
 	}
-	resp := ingestResponse{Rejected: []itemError{}}
-	var reports []storage.Report
-	for i, it := range req.Failures {
-		problem := ""
-		var r storage.Report
-		if it.notObj {
-			problem = `must be an object such as {"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}`
-		} else {
-			r, problem = validItem(it, app.ID, now)
-		}
-		if problem != "" {
-			resp.Rejected = append(resp.Rejected, itemError{Index: i, Error: problem})
-			continue
-		}
-		r.TraceParent = telemetry.TraceParent(c.Request().Context())
-		r.Instance = instance
-		reports = append(reports, r)
-		resp.Accepted++
-		resp.Failures += r.Count
-		resp.Successes += r.Successes
+	reports, resp := validItems(req, app.ID, now)
+	for i := range reports {
+		reports[i].TraceParent = telemetry.TraceParent(c.Request().Context())
+		reports[i].Instance = instance
 	}
 	if len(reports) == 0 {
 		return c.JSON(http.StatusBadRequest, resp)
@@ -176,6 +153,48 @@ func (s *Server) failureIngest(c echo.Context) error {
 	}
 	s.Metrics.ObserveIngest(resp.Failures, len(resp.Rejected))
 	return c.JSON(http.StatusAccepted, resp)
+}
+
+// decodeIngest reads a report's body; what it refuses, it refuses whole,
+// with an *echo.HTTPError that says how to send it.
+func decodeIngest(body io.Reader) (ingestRequest, error) {
+	var req ingestRequest
+	if err := json.NewDecoder(body).Decode(&req); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return req, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("The body is larger than %d bytes; send smaller batches.", IngestMaxBytes))
+		}
+		return req, echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"failures": [{"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}]}.`)
+	}
+	if len(req.Failures) > ingestMaxItems {
+		return req, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("At most %d items per request.", ingestMaxItems))
+	}
+	return req, nil
+}
+
+// validItems checks each item on its own: the reports to keep, and the
+// answer, which names every refused item by index.
+func validItems(req ingestRequest, appID string, now time.Time) ([]storage.Report, ingestResponse) {
+	resp := ingestResponse{Rejected: []itemError{}}
+	var reports []storage.Report
+	for i, it := range req.Failures {
+		problem := ""
+		var r storage.Report
+		if it.notObj {
+			problem = `must be an object such as {"function": "Name", "at": "2026-11-30T09:00:00Z", "count": 1}`
+		} else {
+			r, problem = validItem(it, appID, now)
+		}
+		if problem != "" {
+			resp.Rejected = append(resp.Rejected, itemError{Index: i, Error: problem})
+			continue
+		}
+		reports = append(reports, r)
+		resp.Accepted++
+		resp.Failures += r.Count
+		resp.Successes += r.Successes
+	}
+	return reports, resp
 }
 
 func validItem(it ingestItem, appID string, now time.Time) (storage.Report, string) {

@@ -266,3 +266,6 @@ func randomID() string {
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
 }
+
+// Routes lists the routes served, for tests that must cover every one.
+func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }

@@ -115,7 +115,7 @@ func migrateCmd(ctx context.Context, lookup func(string) (string, bool), stderr 
 	if err != nil {
 		return err
 	}
-	locker, err := app.NewLocker(ctx, svc, nil, clock.Real{}, log)
+	locker, err := app.NewLocker(ctx, svc, cfg.Leases, nil, clock.Real{}, log)
 	if err != nil {
 		return err
 	}

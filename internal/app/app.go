@@ -102,11 +102,11 @@ func OpenStorage(cfg *config.Config, m *metrics.Metrics) (*tablestore.Service, e
 }
 
 // NewLocker prepares the leases table and a Locker for this process.
-func NewLocker(ctx context.Context, svc *tablestore.Service, m *metrics.Metrics, clk clock.Clock, log *slog.Logger) (*lease.Locker, error) {
+func NewLocker(ctx context.Context, svc *tablestore.Service, timing config.LeaseTiming, m *metrics.Metrics, clk clock.Clock, log *slog.Logger) (*lease.Locker, error) {
 	if err := svc.CreateTable(ctx, storage.TableLeases); err != nil {
 		return nil, fmt.Errorf("prepare the leases table: %w", err)
 	}
-	s := lease.Settings{Logger: log, Clock: clk}
+	s := lease.Settings{Logger: log, Clock: clk, Duration: timing.Duration, RenewDeadline: timing.RenewDeadline, RetryPeriod: timing.RetryPeriod}
 	if m != nil {
 		s.Observer = m.Leases()
 	}
@@ -146,7 +146,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err := svc.Ping(pingCtx); err != nil {
 		return nil, fmt.Errorf("cannot reach Table Storage (check FUSEBOX_STORAGE_CONNECTION_STRING or FUSEBOX_STORAGE_ACCOUNT_URL, and that the account is reachable): %w", err)
 	}
-	locker, err := NewLocker(ctx, svc, m, o.Clock, o.Logger)
+	locker, err := NewLocker(ctx, svc, cfg.Leases, m, o.Clock, o.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -65,6 +65,10 @@ type Config struct {
 	// LocalSwitchRoot is the directory below which, outside development,
 	// apps may use the local switch; empty: nowhere.
 	LocalSwitchRoot string
+	// Leases time the leases under which background work runs once across
+	// instances: how long before a silent holder is replaced, how long a
+	// holder acts without renewing, how often it renews.
+	Leases LeaseTiming
 	// EvaluatorInterval is the time between evaluator ticks.
 	EvaluatorInterval time.Duration
 	// EvaluatorDeadline is how long one tick may run before the instance
@@ -187,6 +191,11 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		LocalSwitchRoot:     r.str("FUSEBOX_LOCAL_SWITCH_ROOT", ""),
+		Leases: LeaseTiming{
+			Duration:      r.duration("FUSEBOX_LEASE_DURATION", 15*time.Second),
+			RenewDeadline: r.duration("FUSEBOX_LEASE_RENEW_DEADLINE", 10*time.Second),
+			RetryPeriod:   r.duration("FUSEBOX_LEASE_RETRY_PERIOD", 2*time.Second),
+		},
 		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
 		EvaluatorDeadline:   r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
 		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
@@ -231,6 +240,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.PingKey != "" && (len(c.PingKey) < 16 || strings.ContainsAny(c.PingKey.Reveal(), "/?#")) {
 		r.fail("FUSEBOX_PING_KEY", "must be at least 16 characters without / ? or #, when set")
+	}
+	if l := c.Leases; l.RetryPeriod < 100*time.Millisecond || l.RenewDeadline <= l.RetryPeriod || l.Duration <= l.RenewDeadline || l.Duration > 5*time.Minute {
+		r.fail("FUSEBOX_LEASE_DURATION", "leases need FUSEBOX_LEASE_DURATION > FUSEBOX_LEASE_RENEW_DEADLINE > FUSEBOX_LEASE_RETRY_PERIOD >= 100ms, and a duration of at most 5m; got %s > %s > %s", l.Duration, l.RenewDeadline, l.RetryPeriod)
 	}
 	if c.HostLockBreakAfter < 0 {
 		r.fail("FUSEBOX_HOST_LOCK_BREAK_AFTER", "must not be negative")
@@ -598,3 +610,10 @@ func (r *reader) oidc() *OIDC {
 // AllowLoopbackChannels reports whether alert channels may post over plain
 // http to loopback receivers: on a developer's machine only.
 func (c *Config) AllowLoopbackChannels() bool { return c.Env == Development }
+
+// LeaseTiming is what an operator may tune of the leases: a shorter
+// Duration means quicker takeover after an instance dies, for more
+// renewals per second per lease.
+type LeaseTiming struct {
+	Duration, RenewDeadline, RetryPeriod time.Duration
+}

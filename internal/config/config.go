@@ -196,10 +196,10 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 			RenewDeadline: r.duration("FUSEBOX_LEASE_RENEW_DEADLINE", 10*time.Second),
 			RetryPeriod:   r.duration("FUSEBOX_LEASE_RETRY_PERIOD", 2*time.Second),
 		},
-		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
-		EvaluatorDeadline:   r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
-		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
-		HostLockBreakAfter:  r.duration("FUSEBOX_HOST_LOCK_BREAK_AFTER", 10*time.Minute),
+		EvaluatorInterval:  r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
+		EvaluatorDeadline:  r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
+		DriftCheckInterval: r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
+		HostLockBreakAfter: r.duration("FUSEBOX_HOST_LOCK_BREAK_AFTER", 10*time.Minute),
 	}
 
 	switch c.Env {

@@ -40,7 +40,10 @@ type rig struct {
 	token    string // an operator's API token
 }
 
-func newRig(t *testing.T) *rig {
+func newRig(t *testing.T) *rig { return newRigOn(t, testenv.ConnectionString(t)) }
+
+// newRigOn seeds the demo into the storage account conn names.
+func newRigOn(t *testing.T, conn string) *rig {
 	t.Helper()
 	prefix := testenv.Prefix(t)
 	hashed, err := auth.HashPassword("correct horse battery")
@@ -52,7 +55,7 @@ func newRig(t *testing.T) *rig {
 	r := &rig{t: t, smtp: smtp, token: token, settings: filepath.Join(t.TempDir(), "local.settings.json")}
 	r.env = map[string]string{
 		"FUSEBOX_ENV":                       "development",
-		"FUSEBOX_STORAGE_CONNECTION_STRING": testenv.ConnectionString(t),
+		"FUSEBOX_STORAGE_CONNECTION_STRING": conn,
 		"FUSEBOX_TABLE_PREFIX":              prefix,
 		"FUSEBOX_SESSION_KEY":               "fleet-session-key-0123456789abcdef",
 		"FUSEBOX_LOCAL_USERS":               "olivia:operator:" + hashed,
@@ -65,7 +68,7 @@ func newRig(t *testing.T) *rig {
 		"FUSEBOX_SHUTDOWN_GRACE":       "2s",
 	}
 	fleet.Run(t, r.env, "seed-demo", "-local-settings", r.settings)
-	svc, err := tablestore.NewFromConnectionString(testenv.ConnectionString(t), tablestore.Options{Prefix: prefix})
+	svc, err := tablestore.NewFromConnectionString(conn, tablestore.Options{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -16,7 +18,7 @@ import (
 
 // Failures holds failure counts as functions report them: one row per
 // (app, function, second, writer), partitioned by the UTC minute of that
-// second. Many writers never touch the same row, and a reader of the last
+// second and, within it, by the writer's shard (FailureShardPartition). Many writers never touch the same row, and a reader of the last
 // W seconds reads only the partitions of those minutes and only rows that
 // exist: healthy circuits cost nothing.
 //
@@ -84,8 +86,43 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	return out, fresh, nil
 }
 
-// FailurePartition is the partition key of a second: its UTC minute.
+// FailurePartition is the UTC minute of a second, "yyyyMMddHHmm": the
+// partition key of rows in the first layout, which writers outside
+// Fusebox may still use, and the prefix of every partition of that minute.
 func FailurePartition(t time.Time) string { return t.UTC().Format("200601021504") }
+
+// FailureShards is how many partitions Fusebox spreads one minute of
+// failure rows over. An Azure table partition serves about 2,000 entities
+// a second; one row per writer, function and second in a single partition
+// per minute would cap a fleet at 2,000 rows/s (say 50 instances with 40
+// functions failing). Sixteen partitions a minute allow 32,000, above the
+// account's 20,000 (docs/benchmarks.md, P6).
+const FailureShards = 16
+
+// FailureShardPartition is the partition of writer's rows for the minute of
+// t: "yyyyMMddHHmm-nn", nn being the writer's shard. A writer keeps to one
+// partition, so each flush is still one batch; writers spread over all.
+func FailureShardPartition(t time.Time, writer string) string {
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(writer))
+	return fmt.Sprintf("%s-%02d", FailurePartition(t), h.Sum32()%FailureShards)
+}
+
+// failureMinuteOf is the minute a failure partition key names, in either
+// layout, or "" for a key that is neither.
+func failureMinuteOf(pk string) string {
+	minute, shard, sharded := strings.Cut(pk, "-")
+	if len(minute) != len("200601021504") {
+		return ""
+	}
+	if sharded {
+		n, err := strconv.Atoi(shard)
+		if err != nil || len(shard) != 2 || n < 0 || n >= FailureShards {
+			return ""
+		}
+	}
+	return minute
+}
 
 // FailureRowKey is "<app>|<function>|<ss>|<writer>".
 func FailureRowKey(app, function string, second time.Time, writer string) string {
@@ -139,7 +176,7 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		k := key{r.App, r.Function, sec.Unix()}
 		row, ok := sums[k]
 		if !ok {
-			row = &failureRow{Meta: tablestore.Meta{PartitionKey: FailurePartition(sec), RowKey: FailureRowKey(r.App, r.Function, sec, writer)},
+			row = &failureRow{Meta: tablestore.Meta{PartitionKey: FailureShardPartition(sec, writer), RowKey: FailureRowKey(r.App, r.Function, sec, writer)},
 				App: r.App, Function: r.Function, Second: sec}
 			sums[k] = row
 		}
@@ -192,9 +229,11 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // do not parse. When changedSince is not zero, only rows the service has
 // modified since then are read (an incremental read).
 func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	// Every partition of the minutes from..to, in both layouts: "…1246"
+	// and "…1246-07" sort at or after the minute and before the next one.
 	filter := tablestore.And(
 		tablestore.Ge("PartitionKey", FailurePartition(from)),
-		tablestore.Le("PartitionKey", FailurePartition(to)),
+		tablestore.Lt("PartitionKey", FailurePartition(to.Add(time.Minute))),
 	)
 	if !changedSince.IsZero() {
 		filter = tablestore.And(filter, tablestore.Ge("Timestamp", changedSince))
@@ -242,7 +281,9 @@ func checkFailureRow(r failureRow) string {
 		return "App is not a valid app id"
 	case r.Second.IsZero():
 		return "Second is missing or not a date-time"
-	case FailurePartition(r.Second) != r.PartitionKey:
+	case failureMinuteOf(r.PartitionKey) == "":
+		return fmt.Sprintf("PartitionKey must be the UTC minute, yyyyMMddHHmm, optionally followed by -00 to -%02d", FailureShards-1)
+	case FailurePartition(r.Second) != failureMinuteOf(r.PartitionKey):
 		return "Second is not in the minute the PartitionKey names"
 	case fmt.Sprintf("%02d", r.Second.UTC().Second()) != parts[2]:
 		return "Second does not match the seconds in the RowKey"

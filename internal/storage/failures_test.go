@@ -1,10 +1,13 @@
 package storage_test
 
 import (
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -54,5 +57,67 @@ func TestARowAheadOfTheClockIsKeptUntilItsSecondComes(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the skewed writer's 7 failures were lost: %d rows returned when their second came", len(rows))
+	}
+}
+
+// Fusebox spreads a minute over FailureShards partitions, one per writer's
+// shard; rows in the first layout (the bare minute), as older writers in
+// other languages make them, are read beside them, keys of neither layout
+// are refused with the reason, and pruning takes whole minutes of both.
+func TestBothPartitionLayoutsAreReadAndPruned(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	minute := time.Now().UTC().Truncate(time.Minute)
+	last := minute.Add(59 * time.Second) // the minute's last second, where a range ends
+	partitions := map[string]bool{}
+	for w := range 40 {
+		writer := "instance-" + strconv.Itoa(w)
+		partitions[storage.FailureShardPartition(last, writer)] = true
+		if err := st.Failures.Record(t.Context(), writer, []storage.Report{{App: "orders", Function: "Process", Second: last, Count: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(partitions) < storage.FailureShards/2 {
+		t.Errorf("40 writers used %d of %d partitions", len(partitions), storage.FailureShards)
+	}
+	type row struct {
+		tablestore.Meta
+		App, Function string
+		Second        time.Time
+		Count         int32
+	}
+	rk := func(w string) string { return storage.FailureRowKey("orders", "Process", last, w) }
+	for _, r := range []*row{
+		{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(last), RowKey: rk("csharp")}, Count: 5},
+		{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(last) + "-16", RowKey: rk("bad-shard")}, Count: 100},
+		{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(last) + "-x", RowKey: rk("bad-suffix")}, Count: 100},
+	} {
+		r.App, r.Function, r.Second = "orders", "Process", last
+		if err := svc.Table(storage.TableFailures).Insert(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, rejected, err := st.Failures.ReadFailures(t.Context(), minute, last, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := 0
+	for _, r := range rows {
+		sum += r.Count
+	}
+	if sum != 45 || len(rows) != 41 {
+		t.Errorf("read %d rows counting %d, want 41 rows counting 45 (40 writers and the first layout's row)", len(rows), sum)
+	}
+	if len(rejected) != 2 || !strings.Contains(rejected[0].Reason, "PartitionKey must be the UTC minute") {
+		t.Errorf("rejected %+v, want the two rows of neither layout", rejected)
+	}
+	if n, err := st.Failures.DeleteBefore(t.Context(), minute); err != nil || n != 0 {
+		t.Errorf("pruning before the minute removed %d (%v), want 0", n, err)
+	}
+	if n, err := st.Failures.DeleteBefore(t.Context(), minute.Add(time.Minute)); err != nil || n != 43 {
+		t.Errorf("pruning the whole minute removed %d (%v), want all 43", n, err)
 	}
 }

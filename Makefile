@@ -1,11 +1,14 @@
 # The two commands a newcomer needs are `make run` and `make test`.
-.PHONY: run test build generate vendor clean
+.PHONY: run test bench build generate vendor clean
 
 run: ## run Fusebox locally with Azurite, maildev and demo data
 	@scripts/dev.sh
 
 test: ## install what the tests need and run every check and test
 	@scripts/test.sh
+
+bench: ## measure P1–P6 against fresh Azurites, three runs each (docs/benchmarks.md)
+	@scripts/bench.sh
 
 build: ## build bin/fusebox
 	go build -o bin/fusebox ./cmd/web

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -9,7 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // signIn returns an HTTP client signed in to srv as the operator olivia.
@@ -37,4 +41,20 @@ func signIn(b testing.TB, srv *apptest.Server) *http.Client {
 		b.Fatalf("sign-in ended with %d", resp.StatusCode)
 	}
 	return c
+}
+
+// rawTable is a fresh table reached with plain aztables, for the raw-store
+// side of a ratio; it is deleted when the benchmark ends.
+func rawTable(b *testing.B) *aztables.Client {
+	b.Helper()
+	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	name := testenv.Prefix(b) + "Raw"
+	if _, err := svc.CreateTable(context.Background(), name, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _, _ = svc.DeleteTable(context.Background(), name, nil) })
+	return svc.NewClient(name)
 }

@@ -156,9 +156,10 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	if !full {
 		filter = tablestore.And(filter, tablestore.Ge("Timestamp", since))
 	}
-	rows, faults, err := readRows[circuitRow](ctx, c.table, tablestore.Query{Filter: filter}, TableCircuits,
+	rows, faults, err := readRows[circuitRow](ctx, c.table, tablestore.Query{Filter: filter, Served: c.inc.served}, TableCircuits,
 		func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
 	if err != nil {
+		c.inc.reading = time.Time{}
 		return nil, fmt.Errorf("storage: list circuits: %w", err)
 	}
 	if full {

@@ -55,8 +55,9 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	if from.Before(f.from) {
 		full, since = true, time.Time{}
 	}
-	rows, rejected, err := f.ReadFailures(ctx, from, to.Add(MaxSkew), since)
+	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served)
 	if err != nil {
+		f.inc.reading = time.Time{}
 		return nil, nil, err
 	}
 	if full {
@@ -229,6 +230,10 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // do not parse. When changedSince is not zero, only rows the service has
 // modified since then are read (an incremental read).
 func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	return f.readFailures(ctx, from, to, changedSince, nil)
+}
+
+func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time.Time, served func(time.Time)) ([]circuit.FailureRow, []circuit.Rejection, error) {
 	// Every partition of the minutes from..to, in both layouts: "…1246"
 	// and "…1246-07" sort at or after the minute and before the next one.
 	filter := tablestore.And(
@@ -240,7 +245,7 @@ func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time
 	}
 	var out []circuit.FailureRow
 	var rejected []circuit.Rejection
-	for row, err := range tablestore.Rows[failureRow](ctx, f.table, tablestore.Query{Filter: filter}) {
+	for row, err := range tablestore.Rows[failureRow](ctx, f.table, tablestore.Query{Filter: filter, Served: served}) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
 			rejected = append(rejected, circuit.Rejection{ID: rowErr.PartitionKey + "/" + rowErr.RowKey, Reason: rowErr.Err.Error()})

@@ -1,8 +1,10 @@
 package storage_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -119,5 +121,55 @@ func TestBothPartitionLayoutsAreReadAndPruned(t *testing.T) {
 	}
 	if n, err := st.Failures.DeleteBefore(t.Context(), minute.Add(time.Minute)); err != nil || n != 43 {
 		t.Errorf("pruning the whole minute removed %d (%v), want all 43", n, err)
+	}
+}
+
+// After a burst of writes and a quiet second, an incremental read asks
+// only for what changed since the service last answered, and reads
+// nothing: it does not fetch the burst again on every tick because the
+// newest row it has seen is part of it.
+func TestAQuietSecondAfterABurstReadsNothing(t *testing.T) {
+	var rowsRead atomic.Int64
+	svc, err := tablestore.NewFromConnectionString(testenv.ConnectionString(t), tablestore.Options{Prefix: testenv.Prefix(t),
+		ObserveRows: func(_ string, n int) { rowsRead.Add(int64(n)) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = svc.DeleteTable(context.Background(), storage.TableFailures) })
+	st := storage.New(svc)
+	storage.SetIncrementalMargin(st.Failures, 50*time.Millisecond)
+	now := time.Now().UTC().Truncate(time.Second)
+	var burst []storage.Report
+	for i := range 200 {
+		burst = append(burst, storage.Report{App: "orders", Function: "F" + strconv.Itoa(i), Second: now, Count: 1})
+	}
+	if err := st.Failures.Record(t.Context(), "burst", burst); err != nil {
+		t.Fatal(err)
+	}
+	from := now.Add(-30 * time.Second)
+	if rows, _, err := st.Failures.Window(t.Context(), from, now); err != nil || len(rows) != 200 {
+		t.Fatalf("full read: %d rows, %v", len(rows), err)
+	}
+	// The service's clock has whole seconds: once it has moved on from the
+	// burst's second, a read answered then covers the burst.
+	deadline := time.Now().Add(5 * time.Second)
+	var last int64
+	for {
+		before := rowsRead.Load()
+		rows, _, err := st.Failures.Window(t.Context(), from, now)
+		if err != nil || len(rows) != 200 {
+			t.Fatalf("incremental read: %d rows kept, %v", len(rows), err)
+		}
+		last = rowsRead.Load() - before
+		if last == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("5 s after the burst each incremental read still fetches %d rows", last)
+		}
+		time.Sleep(100 * time.Millisecond) // the next tick, bounded by the deadline
 	}
 }

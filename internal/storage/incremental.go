@@ -3,9 +3,10 @@ package storage
 import "time"
 
 // incremental is how Circuits and Failures read only what changed. It
-// remembers the newest Timestamp seen, by the service's own clock (never
-// compared with this machine's), and asks for rows modified since then
-// less a margin that covers writes committing out of order. Every resync
+// remembers the newest Timestamp seen and when the service last answered,
+// both by the service's own clock (never compared with this machine's),
+// and asks for rows modified since the later of them less a margin that
+// covers writes committing out of order. Every resync
 // period it reads in full, which also drops deleted rows and catches a row
 // that committed later than the margin allows.
 //
@@ -16,6 +17,8 @@ type incremental struct {
 	margin, resync time.Duration
 
 	newest   time.Time // newest Timestamp seen (service clock)
+	servedAt time.Time // the service's clock when the last read was answered
+	reading  time.Time // the earliest such time of the read under way
 	lastFull time.Time // this machine's clock, when the last full read started
 	primed   bool
 }
@@ -46,13 +49,33 @@ func (in *incremental) next(start time.Time) (full bool, since time.Time) {
 	if !in.primed || start.Sub(in.lastFull) >= in.resync {
 		return true, time.Time{}
 	}
-	return false, in.newest.Add(-in.margin)
+	// Every row that committed before the last read was answered, less the
+	// margin, was in it. The newest row seen may be much older than that
+	// (after a burst of writes nothing else changes), and reading from it
+	// would return the whole burst again on every tick.
+	base := in.newest
+	if in.servedAt.After(base) {
+		base = in.servedAt
+	}
+	return false, base.Add(-in.margin)
+}
+
+// served records the service's clock as it answered a page of the read
+// under way; the earliest counts, since the read saw every row committed
+// before it.
+func (in *incremental) served(at time.Time) {
+	if in.reading.IsZero() || at.Before(in.reading) {
+		in.reading = at
+	}
 }
 
 // done records a read that started at start.
 func (in *incremental) done(full bool, start time.Time) {
 	if full {
 		in.primed, in.lastFull = true, start
+	}
+	if !in.reading.IsZero() {
+		in.servedAt, in.reading = in.reading, time.Time{}
 	}
 }
 

@@ -26,6 +26,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -51,6 +52,9 @@ type Options struct {
 	Prefix string
 	// Observe, when set, is called after every call to the service.
 	Observe Observer
+	// ObserveRows, when set, is told how many rows each page of a query
+	// returned: a query's cost is its rows as much as its pages.
+	ObserveRows func(table string, rows int)
 	// Transport replaces the HTTP transport (tests, proxies).
 	Transport policy.Transporter
 	// Tracing, when set, makes every call a span of the caller's trace.
@@ -63,9 +67,10 @@ type Options struct {
 
 // Service is a connection to one storage account's table endpoint.
 type Service struct {
-	client  *aztables.ServiceClient
-	prefix  string
-	observe Observer
+	client      *aztables.ServiceClient
+	prefix      string
+	observe     Observer
+	observeRows func(table string, rows int)
 }
 
 // NewFromConnectionString connects with a connection string (shared key or
@@ -114,7 +119,11 @@ func newService(c *aztables.ServiceClient, opts Options) *Service {
 	if obs == nil {
 		obs = func(string, string, time.Duration, error) {}
 	}
-	return &Service{client: c, prefix: opts.Prefix, observe: obs}
+	rows := opts.ObserveRows
+	if rows == nil {
+		rows = func(string, int) {}
+	}
+	return &Service{client: c, prefix: opts.Prefix, observe: obs, observeRows: rows}
 }
 
 // TableName is the full name of a logical table, prefix included.
@@ -123,7 +132,7 @@ func (s *Service) TableName(name string) string { return s.prefix + name }
 // Table returns a handle on a table; it does not create it.
 func (s *Service) Table(name string) *Table {
 	full := s.TableName(name)
-	return &Table{client: s.client.NewClient(full), name: full, observe: s.observe}
+	return &Table{client: s.client.NewClient(full), name: full, observe: s.observe, observeRows: s.observeRows}
 }
 
 // CreateTable creates a table if it does not exist yet.
@@ -165,9 +174,10 @@ func (s *Service) Ping(ctx context.Context) error {
 
 // Table is one table of the account.
 type Table struct {
-	client  *aztables.Client
-	name    string
-	observe Observer
+	client      *aztables.Client
+	name        string
+	observe     Observer
+	observeRows func(table string, rows int)
 }
 
 // Name is the table's full name.
@@ -257,6 +267,10 @@ type Query struct {
 	Filter Filter
 	Select []string // property names; empty reads all
 	Top    int32    // rows per page, at most 1000; 0 lets the service choose
+	// Served, when set, is told the service's own clock (its Date header,
+	// whole seconds) as each page is answered, for readers that ask next
+	// time for rows changed since.
+	Served func(time.Time)
 }
 
 // Rows iterates over every row the query matches, page after page. A row
@@ -384,12 +398,22 @@ func readPage[T any, PT interface {
 		opts.NextPartitionKey = &from.NextPartitionKey
 		opts.NextRowKey = &from.NextRowKey
 	}
+	var raw *http.Response
+	if q.Served != nil {
+		ctx = runtime.WithCaptureResponse(ctx, &raw)
+	}
 	start := time.Now()
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)
 	t.observe("query", t.name, time.Since(start), err)
 	if err != nil {
 		return nil, nil, Continuation{}, wrap("query", t.name, "", err)
 	}
+	if raw != nil {
+		if at, err := http.ParseTime(raw.Header.Get("Date")); err == nil {
+			q.Served(at)
+		}
+	}
+	t.observeRows(t.name, len(resp.Entities))
 	rows := make([]T, 0, len(resp.Entities))
 	var bad []*RowError
 	for _, raw := range resp.Entities {

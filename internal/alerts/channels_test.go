@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -350,5 +351,62 @@ func TestAJobAlertsItsAppsChannels(t *testing.T) {
 		}
 	default:
 		t.Fatal("the app's channel got nothing when its job went missing")
+	}
+}
+
+// A webhook receiver that is down (connection refused) when the circuit
+// opens, then comes up: after the backoff the alert arrives, once, and
+// later passes send nothing more.
+func TestAWebhookReceiverDownThenUpGetsEachAlertOnce(t *testing.T) {
+	r := newRig(t)
+	addr, _ := mailtest.FreeAddr(t)
+	if err := r.store.Channels.Create(t.Context(), alerts.Channel{ID: "hook", Name: "On-call hook", Kind: alerts.ChannelWebhook,
+		URL: "http://" + addr + "/hook", Secret: alerts.NewWebhookSecret()}); err != nil {
+		t.Fatal(err)
+	}
+	setChannels(t, r, "hook")
+	smtp := mailtest.Start(t)
+	s := r.channelSender(smtp.Port, "")
+	pass := func() {
+		t.Helper()
+		if err := s.Pass(t.Context(), fence); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pass()
+	failing := s.Failing()
+	if len(failing) != 1 || !strings.Contains(failing[0].LastError, "refused") {
+		t.Fatalf("failing destinations = %+v, want the webhook, refused", failing)
+	}
+
+	var mu sync.Mutex
+	var ids []string
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	up := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		mu.Lock()
+		ids = append(ids, req.Header.Get("webhook-id"))
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	up.Listener.Close()
+	up.Listener = l
+	up.Start()
+	t.Cleanup(up.Close)
+
+	r.clock.Advance(13 * time.Second) // past the first backoff, 10 s + 20 % jitter
+	pass()
+	r.clock.Advance(time.Hour)
+	pass()
+	pass()
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 1 || ids[0] == "" {
+		t.Errorf("the receiver got %d deliveries (ids %v), want exactly 1", len(ids), ids)
+	}
+	if f := s.Failing(); len(f) != 0 {
+		t.Errorf("still failing after the delivery: %+v", f)
 	}
 }

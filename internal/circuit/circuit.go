@@ -176,9 +176,16 @@ func (p Policy) CooldownFor(streak int, jitter float64) time.Duration {
 // (failures and successes) in the window, once at least MinCalls calls
 // happened there: a count means different things at 10 calls a second and
 // at 5,000.
+//
+// NoSuccess adds a rule to either: trip when calls fail and none succeeds
+// for a whole window. It catches a function that fails every call at a
+// rate too low for the count or the ratio's minimum (a timer, a trickle of
+// messages). It needs writers that report successes: without them every
+// failure looks like a window without a success.
 type Rule struct {
-	Ratio    float64 // in (0, 1]; 0 for the count rule
-	MinCalls int     // at least 1 when Ratio is set
+	Ratio     float64 // in (0, 1]; 0 for the count rule
+	MinCalls  int     // at least 1 when Ratio is set
+	NoSuccess bool
 }
 
 // Circuit guards one function.
@@ -340,10 +347,14 @@ func (c Circuit) SwitchedAt() time.Time {
 
 // RuleText says the circuit's trip rule in words, as the form previews it.
 func (c Circuit) RuleText() string {
+	text := fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window))
 	if c.Rule.Ratio > 0 {
-		return fmt.Sprintf("%s of calls fail within %s, once %d calls happened in it", percent(c.Rule.Ratio), shortDuration(c.Window), c.Rule.MinCalls)
+		text = fmt.Sprintf("%s of calls fail within %s, once %d calls happened in it", percent(c.Rule.Ratio), shortDuration(c.Window), c.Rule.MinCalls)
 	}
-	return fmt.Sprintf("more than %d failures in %s", c.Threshold, shortDuration(c.Window))
+	if c.Rule.NoSuccess {
+		text += fmt.Sprintf(", or when calls fail and none succeeds for a whole %s", shortDuration(c.Window))
+	}
+	return text
 }
 
 // percent prints 0.5 as "50 %" and 0.1256 as "12.5 %": to a tenth of a

@@ -453,7 +453,7 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 	for _, c := range circuits {
 		since := c.CountsFrom(now)
 		spans[c.ID()] = span{now.Add(-c.Window), since}
-		counts[c.ID()] = Counts{Since: since}
+		counts[c.ID()] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
 	}
 	for _, r := range rows {
 		sp, ok := spans[r.Circuit]

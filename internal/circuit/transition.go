@@ -19,6 +19,9 @@ type Counts struct {
 	// the calls a ratio rule weighs. Zero for writers that report none.
 	Successes int
 	Since     time.Time
+	// Whole says that (Since, now] is the whole window: the circuit has
+	// not changed within it.
+	Whole bool
 	// TraceParent is that of the newest counted failure row that has one:
 	// the report a trip is traced back to.
 	TraceParent string
@@ -119,6 +122,9 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 // rule never trips below its minimum of calls: with three calls, one
 // failure is a third of them and means nothing.
 func Trips(c Circuit, n Counts) bool {
+	if starved(c, n) {
+		return true
+	}
 	if c.Rule.Ratio > 0 {
 		calls := n.Counted + n.Successes
 		return calls >= c.Rule.MinCalls && calls > 0 && float64(n.Counted) >= c.Rule.Ratio*float64(calls)
@@ -126,9 +132,25 @@ func Trips(c Circuit, n Counts) bool {
 	return n.Counted > c.Threshold
 }
 
+// tripsOnItsMainRule is Trips without the NoSuccess rule.
+func tripsOnItsMainRule(c Circuit, n Counts) bool {
+	c.Rule.NoSuccess = false
+	return Trips(c, n)
+}
+
+// starved reports whether the NoSuccess rule fires: calls failed and none
+// succeeded over a whole window. A part of a window (just after a resume)
+// proves nothing yet.
+func starved(c Circuit, n Counts) bool {
+	return c.Rule.NoSuccess && n.Whole && n.Counted > 0 && n.Successes == 0
+}
+
 // tripReason says what a trip counted, and from when when the count did not
 // cover the whole window.
 func tripReason(c Circuit, n Counts, now time.Time) string {
+	if starved(c, n) && !tripsOnItsMainRule(c, n) {
+		return fmt.Sprintf("%d failures and no successful call in %s (rule: no success for a whole window)", n.Counted, shortDuration(c.Window))
+	}
 	if c.Rule.Ratio > 0 {
 		calls := n.Counted + n.Successes
 		span := "in " + shortDuration(c.Window)

@@ -364,3 +364,64 @@ func TestARatioTrialNeedsItsCalls(t *testing.T) {
 		t.Errorf("a few failures under the rule ended a ratio trial: %q", f.Reason)
 	}
 }
+
+// The NoSuccess rule trips a circuit whose calls all fail, however few:
+// three failures and no success in a whole window, where the count rule
+// (more than 100) never would. Part of a window proves nothing, and one
+// success anywhere in it means the function can still work.
+func TestTheNoSuccessRule(t *testing.T) {
+	now := t0.Add(time.Hour)
+	closedFor := func(d time.Duration, noSuccess bool) circuit.Circuit {
+		c := base(circuit.Closed)
+		c.ChangedAt, c.Rule.NoSuccess = now.Add(-d), noSuccess
+		return c
+	}
+	row := func(id string, c circuit.Circuit, ago time.Duration, failures, successes int) circuit.FailureRow {
+		return circuit.FailureRow{ID: id, Circuit: c.ID(), Second: now.Add(-ago), Count: failures, Successes: successes}
+	}
+	tests := []struct {
+		name  string
+		c     circuit.Circuit
+		rows  func(circuit.Circuit) []circuit.FailureRow
+		trips bool
+	}{
+		{"three failures, no success, a whole window", closedFor(time.Hour, true),
+			func(c circuit.Circuit) []circuit.FailureRow {
+				return []circuit.FailureRow{row("a", c, 25*time.Second, 1, 0), row("b", c, 5*time.Second, 2, 0)}
+			}, true},
+		{"the same without the rule", closedFor(time.Hour, false),
+			func(c circuit.Circuit) []circuit.FailureRow {
+				return []circuit.FailureRow{row("a", c, 25*time.Second, 1, 0), row("b", c, 5*time.Second, 2, 0)}
+			}, false},
+		{"one success in the window", closedFor(time.Hour, true),
+			func(c circuit.Circuit) []circuit.FailureRow {
+				return []circuit.FailureRow{row("a", c, 25*time.Second, 3, 0), row("b", c, 29*time.Second, 0, 1)}
+			}, false},
+		{"resumed 10 s ago: not yet a whole window", closedFor(10*time.Second, true),
+			func(c circuit.Circuit) []circuit.FailureRow {
+				return []circuit.FailureRow{row("a", c, 5*time.Second, 3, 0)}
+			}, false},
+		{"no failure at all", closedFor(time.Hour, true),
+			func(circuit.Circuit) []circuit.FailureRow { return nil }, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rows := map[string]circuit.FailureRow{}
+			for _, r := range tt.rows(tt.c) {
+				rows[r.ID] = r
+			}
+			n := circuit.CountWindows(rows, []circuit.Circuit{tt.c}, now)[tt.c.ID()]
+			_, f := circuit.Evaluate(tt.c, n, now)
+			if (f != nil) != tt.trips {
+				t.Fatalf("tripped %v, want %v (counts %+v)", f != nil, tt.trips, n)
+			}
+			if f != nil && f.Reason != "3 failures and no successful call in 30s (rule: no success for a whole window)" {
+				t.Errorf("reason %q", f.Reason)
+			}
+		})
+	}
+	c := closedFor(time.Hour, true)
+	if got, want := c.RuleText(), "more than 100 failures in 30s, or when calls fail and none succeeds for a whole 30s"; got != want {
+		t.Errorf("RuleText = %q, want %q", got, want)
+	}
+}

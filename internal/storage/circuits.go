@@ -56,6 +56,7 @@ type circuitRow struct {
 	WindowSeconds      int32   // length of the rolling window
 	FailureRatio       float64 // optional: trip on this share of failed calls instead of a count
 	MinCalls           int32   // with FailureRatio: calls in the window before it is weighed
+	NoSuccess          bool    // optional: also trip when calls fail and none succeeds for a whole window
 	Recipients         string  // comma-separated addresses
 	Channels           string  // comma-separated channel ids
 	EventHub           string  // optional: hub[/consumer group] the function consumes
@@ -113,7 +114,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub,
 		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
-		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls)},
+		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
@@ -136,7 +137,7 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Function = c.Function
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
-	r.FailureRatio, r.MinCalls = c.Rule.Ratio, int32(c.Rule.MinCalls)
+	r.FailureRatio, r.MinCalls, r.NoSuccess = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess
 	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)

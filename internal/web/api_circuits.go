@@ -24,6 +24,7 @@ type circuitJSON struct {
 	WindowSeconds   int        `json:"window_seconds"`
 	FailureRatio    float64    `json:"failure_ratio,omitempty"`
 	MinCalls        int        `json:"min_calls,omitempty"`
+	NoSuccess       bool       `json:"no_success"`
 	Successes       int        `json:"successes"`
 	Rule            string     `json:"rule"`
 	Recipients      []string   `json:"recipients"`
@@ -61,7 +62,7 @@ type flipJSON struct {
 
 func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
-		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, Successes: n.Successes, Rule: c.RuleText(),
+		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
@@ -138,6 +139,7 @@ type settingsJSON struct {
 	WindowSeconds   int      `json:"window_seconds"`
 	FailureRatio    float64  `json:"failure_ratio"`
 	MinCalls        int      `json:"min_calls"`
+	NoSuccess       bool     `json:"no_success"`
 	Recipients      []string `json:"recipients"`
 	Channels        []string `json:"channels"`
 	EventHub        string   `json:"event_hub"`
@@ -149,7 +151,7 @@ type settingsJSON struct {
 
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub,
-		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls}, Shadow: j.Shadow,
+		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
 

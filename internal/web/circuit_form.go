@@ -50,7 +50,7 @@ func (s *Server) circuitEdit(c echo.Context) error {
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
 		Window: shortDuration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
-		Rule: "count", Ratio: "50", MinCalls: "100", Preview: ci.RuleText(), Shadow: ci.Shadow}
+		Rule: "count", Ratio: "50", MinCalls: "100", NoSuccess: ci.Rule.NoSuccess, Preview: ci.RuleText(), Shadow: ci.Shadow}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -140,7 +140,7 @@ func formValues(c echo.Context) views.CircuitForm {
 	return views.CircuitForm{
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
-		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")),
+		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")), NoSuccess: c.FormValue("no_success") == "on",
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 	}
@@ -175,6 +175,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 			problems["ratio"] = "must be more than 0 %"
 		}
 	}
+	set.Rule.NoSuccess = m.NoSuccess
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
 	set.Policy.AutoResume, set.Shadow = m.AutoResume, m.Shadow
 	if m.AutoResume {

@@ -131,3 +131,27 @@ func TestARatioCircuitFromTheForm(t *testing.T) {
 		t.Errorf("the edit form does not show the ratio rule:\n%s", edit.body)
 	}
 }
+
+// The no-success rule is a box on the form beside either rule; it is
+// stored, previewed in words, shown again on the edit form and in the API.
+func TestTheNoSuccessRuleFromTheFormAndTheAPI(t *testing.T) {
+	srv, _ := seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	ok := b.post("/circuits/new", url.Values{"_csrf": {b.csrf("/circuits/new")}, "app": {demo.AppID}, "function": {"NightlyExport"},
+		"threshold": {"100"}, "window": {"10m"}, "rule": {"count"}, "no_success": {"on"}})
+	wantStatus(t, ok, http.StatusSeeOther)
+	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "NightlyExport")
+	if err != nil || !c.Rule.NoSuccess {
+		t.Fatalf("stored rule %+v (err %v), want the no-success rule", c.Rule, err)
+	}
+	edit := b.get("/circuits/orders-demo/NightlyExport/edit")
+	if !strings.Contains(edit.body, "or when calls fail and none succeeds for a whole 10m.") || !strings.Contains(edit.body, `name="no_success" value="on" checked`) {
+		t.Errorf("the edit form does not show the no-success rule:\n%s", edit.body)
+	}
+	req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/circuits/orders-demo/NightlyExport", nil)
+	req.Header.Set("Accept", "application/json")
+	if got := b.do(req); !strings.Contains(got.body, `"no_success":true`) {
+		t.Errorf("the API does not show the rule: %s", got.body)
+	}
+}

@@ -27,14 +27,16 @@ type incremental struct {
 // docs/storage.md says the same.
 //
 // A failure row commits with the Timestamp the service gives it and is
-// visible at once, so out-of-order commits are milliseconds apart; the
-// margin is short because under load every second of margin is reread on
-// every tick (a second's worth of rows: about 1,000 in the P1 load).
+// visible at once, so out-of-order commits are milliseconds apart, and the
+// Date a read is measured from is truncated to the second, which adds up
+// to a second more; the margin is short because under load every second of
+// it is reread on every tick (about 1,000 rows in the P1 load). 3 s cost
+// P1's worst trip 0.1–0.2 s against 2 s (docs/benchmarks.md).
 // Circuits change rarely, so their margin costs nothing and is generous.
 // A row whose second lies ahead of Fusebox's clock is not a late commit:
 // Failures.Window keeps it until its second comes (see MaxSkew).
 const (
-	failureMargin     = 3 * time.Second
+	failureMargin     = 2 * time.Second
 	circuitMargin     = 10 * time.Second
 	incrementalResync = time.Minute
 )

@@ -160,7 +160,6 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	rows, faults, err := readRows[circuitRow](ctx, c.table, tablestore.Query{Filter: filter, Served: c.inc.served}, TableCircuits,
 		func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
 	if err != nil {
-		c.inc.reading = time.Time{}
 		return nil, fmt.Errorf("storage: list circuits: %w", err)
 	}
 	if full {

@@ -57,7 +57,6 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	}
 	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served)
 	if err != nil {
-		f.inc.reading = time.Time{}
 		return nil, nil, err
 	}
 	if full {
@@ -104,9 +103,14 @@ const FailureShards = 16
 // t: "yyyyMMddHHmm-nn", nn being the writer's shard. A writer keeps to one
 // partition, so each flush is still one batch; writers spread over all.
 func FailureShardPartition(t time.Time, writer string) string {
+	return FailurePartition(t) + failureShard(writer)
+}
+
+// failureShard is the suffix of writer's partitions, "-nn".
+func failureShard(writer string) string {
 	h := fnv.New32a()
 	_, _ = h.Write([]byte(writer))
-	return fmt.Sprintf("%s-%02d", FailurePartition(t), h.Sum32()%FailureShards)
+	return fmt.Sprintf("-%02d", h.Sum32()%FailureShards)
 }
 
 // failureMinuteOf is the minute a failure partition key names, in either
@@ -172,12 +176,13 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		second        int64
 	}
 	sums := map[key]*failureRow{}
+	shard := failureShard(writer)
 	for _, r := range reports {
 		sec := r.Second.UTC().Truncate(time.Second)
 		k := key{r.App, r.Function, sec.Unix()}
 		row, ok := sums[k]
 		if !ok {
-			row = &failureRow{Meta: tablestore.Meta{PartitionKey: FailureShardPartition(sec, writer), RowKey: FailureRowKey(r.App, r.Function, sec, writer)},
+			row = &failureRow{Meta: tablestore.Meta{PartitionKey: FailurePartition(sec) + shard, RowKey: FailureRowKey(r.App, r.Function, sec, writer)},
 				App: r.App, Function: r.Function, Second: sec}
 			sums[k] = row
 		}

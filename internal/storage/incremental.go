@@ -64,7 +64,8 @@ func (in *incremental) next(start time.Time) (full bool, since time.Time) {
 
 // served records the service's clock as it answered a page of the read
 // under way; the earliest counts, since the read saw every row committed
-// before it.
+// before it. A page of a read that then failed leaves an earlier time
+// behind, which only makes the next read ask from earlier: safe.
 func (in *incremental) served(at time.Time) {
 	if in.reading.IsZero() || at.Before(in.reading) {
 		in.reading = at

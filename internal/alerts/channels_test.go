@@ -135,12 +135,7 @@ func TestWebhookReceiverAskingToWaitIsHonoured(t *testing.T) {
 	setChannels(t, r, "hook")
 	smtp := mailtest.Start(t)
 	s := r.channelSender(smtp.Port, "")
-	pass := func() {
-		t.Helper()
-		if err := s.Pass(t.Context(), fence); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pass := passer(t, s)
 	pass()
 	if hook.count() != 1 {
 		t.Fatalf("%d webhook requests after the first pass, want 1", hook.count())
@@ -168,6 +163,17 @@ func TestWebhookReceiverAskingToWaitIsHonoured(t *testing.T) {
 	}
 	if n := len(smtp.Messages()); n != 2 {
 		t.Errorf("%d mails, want 2: the circuit's addresses still get theirs beside the channel", n)
+	}
+}
+
+// passer runs one pass of the sender under the test's fence, failing the
+// test on an error of the pass itself.
+func passer(t *testing.T, s *alerts.Sender) func() {
+	return func() {
+		t.Helper()
+		if err := s.Pass(t.Context(), fence); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -367,12 +373,7 @@ func TestAWebhookReceiverDownThenUpGetsEachAlertOnce(t *testing.T) {
 	setChannels(t, r, "hook")
 	smtp := mailtest.Start(t)
 	s := r.channelSender(smtp.Port, "")
-	pass := func() {
-		t.Helper()
-		if err := s.Pass(t.Context(), fence); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pass := passer(t, s)
 	pass()
 	failing := s.Failing()
 	if len(failing) != 1 || !strings.Contains(failing[0].LastError, "refused") {

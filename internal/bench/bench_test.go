@@ -223,7 +223,7 @@ func tripLatency(b *testing.B, ratio bool) {
 		b.Fatal(err)
 	}
 	stopLoad := backgroundLoad(ctx, b, w.store, nCircuits, background)
-	time.Sleep(3 * time.Second) // let the load and the evaluator reach a steady state
+	waitTicks(ctx, b, w.store, 3) // the load and the evaluator in a steady state
 
 	before := w.calls.snapshot()
 	tickStart := time.Now()
@@ -397,7 +397,7 @@ func BenchmarkTripLatencyFailover(b *testing.B) {
 	}
 	start("bench/b")
 	stopLoad := backgroundLoad(ctx, b, w.store, nCircuits, background)
-	time.Sleep(3 * time.Second)
+	waitTicks(ctx, b, w.store, 3)
 
 	var latencies []time.Duration
 	var cut time.Time
@@ -445,6 +445,23 @@ func waitHolder(ctx context.Context, st *storage.Store, holder string) (time.Tim
 			return time.Time{}, false
 		}
 		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+	}
+}
+
+// waitTicks waits until the evaluator has reported n more ticks (it writes
+// its status on every tick), so measuring starts with the background load
+// flowing through it.
+func waitTicks(ctx context.Context, b *testing.B, st *storage.Store, n int) {
+	seen, last := 0, time.Time{}
+	deadline := time.Now().Add(time.Minute)
+	for seen <= n {
+		if status, err := st.Status.Evaluator(ctx); err == nil && status.LastTickAt.After(last) {
+			seen, last = seen+1, status.LastTickAt
+		}
+		if time.Now().After(deadline) {
+			b.Fatalf("the evaluator reported %d ticks in a minute, want %d", seen, n)
+		}
+		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
 	}
 }
 

@@ -50,7 +50,14 @@ wait_port 8025 demo-receiver
 
 log "applying migrations and seeding the demo"
 mkdir -p "$DEV/orders-demo"
-bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 -live-host >/dev/null
+bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 -live-host -hub 127.0.0.1:7073 >/dev/null
+
+# The demo's Event Hubs namespace: answers the partition reads that tell
+# how many events wait behind the checkpoints, over AMQP.
+log "starting the demo hub (stands in for an Event Hubs namespace)"
+bin/fusebox demo-hub -addr 127.0.0.1:7073 -state "$DEV" >"$DEV/demo-hub.log" 2>&1 &
+PIDS+=($!)
+wait_port 7073 demo-hub
 
 # The demo app's host: consumes a simulated hub, checkpoints into Azurite,
 # reports failures; restarted by local-host when its Disabled key changes.

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -18,6 +17,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 
 	"github.com/fusebox/fusebox/client"
+	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/clock"
@@ -36,6 +36,7 @@ commands:
   seed-demo       write the demo app, circuits and jobs (-local-settings PATH [-receiver URL])
   demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
   demo-host       the demo function app's stand-in host (-settings PATH -addr 127.0.0.1:7072)
+  demo-hub        the demo's Event Hubs namespace: answers partition reads over AMQP (-addr 127.0.0.1:7073)
   local-host      run a local function host and restart it when its Disabled settings change
                   (-settings PATH/local.settings.json -- func start ...)
   hash-password   read a password on standard input, print its bcrypt hash
@@ -58,6 +59,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return seedDemo(ctx, args, lookup, stdout, stderr)
 	case "demo-host":
 		return demoHostCmd(ctx, args, lookup, stderr)
+	case "demo-hub":
+		return demoHub(ctx, args, stderr)
 	case "local-host":
 		return localHost(ctx, args, stdout, stderr)
 	case "demo-receiver":
@@ -137,6 +140,7 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	localSettings := fs.String("local-settings", "", "path of the demo function app's local.settings.json (created if missing)")
 	receiver := fs.String("receiver", "", "base URL of a demo-receiver: adds Teams, Slack and webhook channels posting to it")
 	live := fs.Bool("live-host", false, "a demo-host writes the demo app's checkpoints: seed none")
+	hub := fs.String("hub", "", "address of a demo-hub: the demo app counts the events waiting through it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -161,7 +165,7 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	// With a connection string that names a blob service (Azurite's), the
 	// demo app gets a still picture of what its host would keep there.
 	if cfg, err := config.LoadStorage(lookup); err == nil && strings.Contains(cfg.Storage.ConnectionString.Reveal(), "BlobEndpoint=") {
-		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now(), *live); err != nil {
+		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now(), demo.HostSeed{Live: *live, HubAddr: *hub}); err != nil {
 			return err
 		}
 	}
@@ -294,15 +298,11 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	}
 	// The hub's partitions began when the demo first ran: events keep their
 	// sequence numbers across restarts of the host.
-	epochFile := filepath.Join(*state, "demo-hub-epoch")
-	epoch := time.Now()
-	if b, err := os.ReadFile(epochFile); err == nil {
-		if t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b))); err == nil {
-			epoch = t
-		}
-	} else if err := os.WriteFile(epochFile, []byte(epoch.Format(time.RFC3339Nano)), 0o644); err != nil {
+	epoch, err := demo.StreamEpoch(*state, time.Now())
+	if err != nil {
 		return err
 	}
+	stream := demo.OrdersStream(epoch)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	rep, err := client.New(client.Options{URL: *fusebox, Key: demo.Key, OnError: func(err error) { log.Warn("failure report", "error", err) }})
 	if err != nil {
@@ -310,7 +310,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	}
 	go func() { _ = rep.Run(ctx) }()
 	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
-		Namespace: "orders-demo.servicebus.windows.net", EventHub: "orders", Group: "$default", Partitions: 4, Rate: 5, Epoch: epoch,
+		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch,
 		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
 	if err := h.Start(ctx); err != nil {
 		return err
@@ -328,4 +328,28 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 		}
 	}()
 	return h.Run(ctx, 200*time.Millisecond)
+}
+
+// demoHub serves the demo's orders hub as an Event Hubs namespace would
+// answer reads of its partitions (see amqphub), until ctx ends.
+func demoHub(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-hub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", demo.HubAddr, "where it listens for AMQP")
+	state := fs.String("state", ".dev", "folder for the simulated hub's start time, shared with demo-host")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	epoch, err := demo.StreamEpoch(*state, time.Now())
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, func() { l.Close() })
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log.Info("demo hub listening", "addr", l.Addr().String(), "hub", "orders")
+	return (&amqphub.Server{Hub: demo.OrdersStream(epoch).Served(), Logger: log}).Serve(l)
 }

@@ -32,6 +32,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
@@ -85,6 +86,7 @@ type App struct {
 	sender      *alerts.Sender
 	verifier    *circuit.Verifier
 	hosts       *hostinsight.Source
+	hubs        *eventhub.Reader
 
 	loopsRegistered atomic.Bool
 }
@@ -242,7 +244,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	hostSource := &hostinsight.Source{Credential: azureCred, TTL: o.HostInsightTTL}
+	hubs := &eventhub.Reader{Credential: azureCred}
+	hostSource := &hostinsight.Source{Credential: azureCred, TTL: o.HostInsightTTL, Hubs: hubs}
 	composer := mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
 	smtp := mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
 	poster := notify.Poster{Now: now}
@@ -271,7 +274,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		OnTransition: traceTransition,
 	})
 	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
-	a := &App{verifier: verifier, hosts: hostSource, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+	a := &App{verifier: verifier, hosts: hostSource, hubs: hubs, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
@@ -376,6 +379,13 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.cfg.ShutdownGracePeriod)
 		defer cancel()
 		return hs.Shutdown(shutdownCtx)
+	})
+	g.Go(func() error {
+		<-ctx.Done()
+		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		a.hubs.Close(closing)
+		return nil
 	})
 	g.Go(func() error {
 		<-ctx.Done()

@@ -13,6 +13,7 @@ import (
 	"hash/fnv"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -87,6 +88,11 @@ type App struct {
 	// connection string or a blob account URL read with Fusebox's managed
 	// identity; empty: no host insight. A secret: never shown again.
 	HostStorage string
+	// EventHubs reaches the namespace of the hubs the app consumes, to
+	// tell how many events wait behind its checkpoints: a connection
+	// string with Listen rights, or the namespace's host name read with
+	// Fusebox's managed identity; empty: no lag is shown. A secret.
+	EventHubs string
 	// HostID overrides the host id derived from the site name
 	// (AzureFunctionsWebHost__hostid, when the app sets one).
 	HostID string
@@ -198,9 +204,10 @@ type Circuit struct {
 	Recipients []string      // who is mailed when it opens
 	// Channels names the channels its alerts go to; none: the app's.
 	Channels []string
-	// EventHub is the hub (and, after a '/', the consumer group) the
-	// function's trigger consumes, so its page shows its own checkpoints;
-	// empty: every checkpoint in the app's storage, unattributed.
+	// EventHub is the hub the function's trigger consumes — hub,
+	// hub/consumer group or namespace/hub/consumer group (see Consumes) —
+	// so its page shows its own checkpoints; empty: every checkpoint in the
+	// app's storage, unattributed.
 	EventHub string
 	Policy   Policy
 	// Shadow disarms the switch: the circuit counts, changes state, logs
@@ -362,4 +369,29 @@ func (c Circuit) RuleText() string {
 // 0.55 × 1000 = 550.0000000000001).
 func percent(r float64) string {
 	return strconv.FormatFloat(math.Floor(r*1000+1e-6)/10, 'f', -1, 64) + " %"
+}
+
+// HubRef names the event hub a function consumes; an empty Namespace or
+// Group matches any.
+type HubRef struct{ Namespace, Hub, Group string }
+
+// Consumes parses EventHub: "orders", "orders/$default", or, where one
+// storage account holds checkpoints of hubs of the same name in several
+// namespaces, "orders-prod.servicebus.windows.net/orders/$default".
+func (c Circuit) Consumes() HubRef {
+	parts := strings.Split(c.EventHub, "/")
+	switch len(parts) {
+	case 3:
+		return HubRef{parts[0], parts[1], parts[2]}
+	case 2:
+		return HubRef{Hub: parts[0], Group: parts[1]}
+	}
+	return HubRef{Hub: c.EventHub}
+}
+
+// Matches reports whether a checkpoint of namespace/hub/group is this
+// hub's; names compare without case, as the host lower-cases them.
+func (r HubRef) Matches(namespace, hub, group string) bool {
+	return strings.EqualFold(r.Hub, hub) && (r.Group == "" || strings.EqualFold(r.Group, group)) &&
+		(r.Namespace == "" || strings.EqualFold(r.Namespace, namespace))
 }

@@ -100,8 +100,8 @@ func (c Circuit) Validate(app *App) error {
 			break
 		}
 	}
-	if len(c.EventHub) > 300 || strings.Count(c.EventHub, "/") > 1 {
-		add("event_hub", "must be a hub name, or hub/consumer group")
+	if len(c.EventHub) > 300 || strings.Count(c.EventHub, "/") > 2 || strings.Contains(c.EventHub, "//") {
+		add("event_hub", "must be a hub name, hub/consumer group, or namespace/hub/consumer group")
 	}
 	for _, ch := range c.Channels {
 		if !ValidAppID(ch) {

@@ -37,8 +37,7 @@ import (
 //   - the learned-concurrency snapshot is
 //     azure-webjobs-hosts/concurrency/{hostId}/concurrencyStatus.json.
 //
-// The event stream is simulated: partition p holds every sequence number
-// from 0 up to Rate × seconds since Epoch, so events keep arriving while
+// The event stream is simulated (see Stream): events keep arriving while
 // the host is stopped and wait for it, as in a hub.
 type Host struct {
 	Settings   string // local.settings.json
@@ -65,10 +64,13 @@ type Host struct {
 	failures int
 }
 
-// Head is the last sequence number in partition p at now.
-func (h *Host) Head(now time.Time) int64 {
-	return int64(now.Sub(h.Epoch).Seconds()*h.Rate) - 1
+// Stream is the simulated hub the host consumes.
+func (h *Host) Stream() Stream {
+	return Stream{Name: h.EventHub, Partitions: h.Partitions, Rate: h.Rate, Epoch: h.Epoch}
 }
+
+// Head is the last sequence number of each partition at now.
+func (h *Host) Head(now time.Time) int64 { return h.Stream().Head(now) }
 
 // Start reads the settings and the checkpoints. A disabled function does
 // not consume: its checkpoints stay where they are.

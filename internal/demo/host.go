@@ -9,17 +9,29 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
+	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/storage"
 )
+
+// HostSeed says what SeedHostStorage writes.
+type HostSeed struct {
+	// Live: a demo Host writes the checkpoints itself, and none are seeded.
+	Live bool
+	// HubAddr is a demo hub's address: the demo app reads its partitions'
+	// heads from there. Empty: no Event Hubs connection.
+	HubAddr string
+	// Namespace of the seeded checkpoints; default
+	// orders-demo.servicebus.windows.net.
+	Namespace string
+}
 
 // SeedHostStorage writes, into the blob service of connectionString, what
 // a Functions host keeps in its AzureWebJobsStorage — Event Hubs
 // checkpoints and ownership for the demo's orders hub, a learned-
 // concurrency snapshot, a timer's status and the host lock's blob — in the
-// formats the host uses, and points the demo app at it. With live, a
-// demo Host writes the checkpoints itself, and none are seeded.
-func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString string, now time.Time, live bool) error {
+// formats the host uses, and points the demo app at it.
+func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString string, now time.Time, o HostSeed) error {
 	c, err := azblob.NewClientFromConnectionString(connectionString, nil)
 	if err != nil {
 		return fmt.Errorf("demo: host storage: %w", err)
@@ -45,9 +57,12 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 		}
 		return nil
 	}
-	ns := "orders-demo.servicebus.windows.net"
+	ns := o.Namespace
+	if ns == "" {
+		ns = "orders-demo.servicebus.windows.net"
+	}
 	still := []int64{48211, 47930, 48502, 48117}
-	if live {
+	if o.Live {
 		still = nil
 	}
 	for p, seq := range still {
@@ -76,6 +91,9 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 		return err
 	}
 	app.HostStorage = connectionString
+	if o.HubAddr != "" {
+		app.EventHubs = amqphub.ConnectionString(o.HubAddr)
+	}
 	if err := st.Apps.Put(ctx, app); err != nil {
 		return err
 	}
@@ -85,6 +103,6 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 	if err != nil {
 		return err
 	}
-	ci.EventHub = "orders/$default"
+	ci.EventHub = ns + "/orders/$default"
 	return st.Circuits.UpdateSettings(ctx, ci)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fusebox/fusebox/client"
+	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -28,7 +30,7 @@ import (
 // the store comes back, an operator resumes, the host catches up — and
 // every sequence number of every partition up to the end was processed.
 func TestNothingIsLost(t *testing.T) {
-	srv := apptest.StartRealClock(t, nil)
+	srv := apptest.StartWith(t, nil, apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})
 	dir := t.TempDir()
 	settings := filepath.Join(dir, "local.settings.json")
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, time.Now()); err != nil {
@@ -45,7 +47,12 @@ func TestNothingIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app.HostStorage, app.HostID = conn, "demo-"+tag
+	// The hub the host consumes, served as an Event Hubs namespace would
+	// answer reads of its partitions, which Fusebox makes through
+	// azeventhubs to count the events waiting.
+	epoch := time.Now()
+	stream := demo.Stream{Name: hub, Partitions: 2, Rate: 20, Epoch: epoch}
+	app.HostStorage, app.HostID, app.EventHubs = conn, "demo-"+tag, amqphub.ConnectionString(serveHub(t, stream.Served()))
 	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,7 @@ func TestNothingIsLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ci.EventHub = hub + "/$default"
+	ci.EventHub = tag + ".servicebus.windows.net/" + hub + "/$default"
 	if err := srv.App.Store.Circuits.UpdateSettings(t.Context(), ci); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +76,6 @@ func TestNothingIsLost(t *testing.T) {
 	var mu sync.Mutex
 	seen := map[int]map[int64]bool{}
 	offline := filepath.Join(dir, "downstream-offline")
-	epoch := time.Now()
 	newHost := func() *demo.Host {
 		return &demo.Host{Settings: settings, Function: "ProcessOrders", Blob: bc, HostID: app.HostID, Namespace: tag + ".servicebus.windows.net",
 			EventHub: hub, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Batch: 50, Offline: offline, Reporter: rep,
@@ -167,12 +173,24 @@ func TestNothingIsLost(t *testing.T) {
 	}
 	p := newPage(t)
 	p.signIn(t, srv.URL, "olivia")
+	before := time.Now()
 	p.do(t,
 		chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="resume-summary"]`)),
 	)
-	if s := p.text(t, `[data-testid="resume-summary"]`); !strings.Contains(s, "unmoved since the trip") {
-		t.Errorf("the circuit page says %q", s)
+	shown := p.text(t, `[data-testid="resume-summary"]`)
+	if !strings.Contains(shown, "unmoved since the trip") {
+		t.Errorf("the circuit page says %q", shown)
+	}
+	// The page counts what the hub held when it was read, behind the
+	// frozen checkpoints: between what it held just before and just after.
+	waitedOff := int64(-1)
+	if _, after, ok := strings.Cut(shown, "About "); ok {
+		waitedOff, _ = strconv.ParseInt(strings.Fields(after)[0], 10, 64)
+	}
+	lo := 2*stream.Head(before) - frozen["0"] - frozen["1"]
+	if hi := 2*stream.Head(time.Now()) - frozen["0"] - frozen["1"]; waitedOff < lo || waitedOff > hi {
+		t.Errorf("the circuit page says %q: want about %d to %d events waiting", shown, lo, hi)
 	}
 	p.do(t, chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm"]`)),
 		chromedp.Click(chromedp.CSS(`[data-testid="confirm"]`)), chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)))
@@ -186,7 +204,22 @@ func TestNothingIsLost(t *testing.T) {
 		cps := checkpoints()
 		return cps["0"] >= target && cps["1"] >= target
 	})
-	t.Logf("caught up %s after the resume (%d events waited per partition); %d host starts", time.Since(resumed).Round(time.Millisecond), target-frozen["0"], restarts)
+	caughtUp := time.Since(resumed)
+	// Now the page shows fewer waiting than while the trigger was off.
+	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))
+	var waitingOn int64
+	for _, w := range strings.Fields(waitingCells(t, p)) {
+		n, err := strconv.ParseInt(w, 10, 64)
+		if err != nil {
+			t.Fatalf("a waiting cell says %q", w)
+		}
+		waitingOn += n
+	}
+	if waitingOn >= waitedOff {
+		t.Errorf("after catching up the page shows %d events waiting, no fewer than the %d while the trigger was off", waitingOn, waitedOff)
+	}
+	t.Logf("caught up %s after the resume (%d events waited per partition; the page said %d in all while off, %d after); %d host starts",
+		caughtUp.Round(time.Millisecond), target-frozen["0"], waitedOff, waitingOn, restarts)
 	cancel()
 	mu.Lock()
 	defer mu.Unlock()

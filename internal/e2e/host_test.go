@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/chromedp/chromedp"
 
+	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -17,11 +19,41 @@ import (
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
+// ordersHub answers for the orders hub over AMQP as Event Hubs would, with
+// fixed heads: partition 3's first retained event is past its checkpoint.
+type ordersHub struct{}
+
+var ordersHeads = map[string]amqphub.Partition{
+	"0": {First: 0, Last: 48311}, "1": {First: 0, Last: 47930}, "2": {First: 0, Last: 48752}, "3": {First: 48200, Last: 48299},
+}
+
+func (ordersHub) Partitions(hub string) ([]string, bool) {
+	return []string{"0", "1", "2", "3"}, hub == "orders"
+}
+
+func (ordersHub) Partition(_ context.Context, hub, id string) (amqphub.Partition, bool) {
+	p, ok := ordersHeads[id]
+	return p, ok && hub == "orders"
+}
+
+// serveHub serves hub as an Event Hubs namespace on a local port.
+func serveHub(t *testing.T, hub amqphub.Hub) string {
+	t.Helper()
+	addr, stop, err := (&amqphub.Server{Hub: hub}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
+}
+
 // TestResumePageShowsCheckpoints walks the resume page as the recipient
 // sees it, on the real clock: the demo app's storage holds its host's
 // checkpoints of the orders hub; ProcessOrders trips; the mailed link's
-// page says where it resumes and that nothing moved since the trip; a
-// checkpoint then written while the trigger is off shows as a warning.
+// page says where it resumes, how many events wait (read from the hub
+// through azeventhubs), which expired, and that nothing moved since the
+// trip; a checkpoint then written while the trigger is off shows as a
+// warning, and fewer events wait.
 func TestResumePageShowsCheckpoints(t *testing.T) {
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, map[string]string{
@@ -32,7 +64,9 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := testenv.ConnectionString(t)
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), false); err != nil {
+	// Checkpoints of a namespace of its own: other tests seed the demo's.
+	ns := strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", "")) + ".servicebus.windows.net"
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), demo.HostSeed{HubAddr: serveHub(t, ordersHub{}), Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range []int{4, 8, 16} { // what the host sampler would have kept over the last hour
@@ -72,6 +106,17 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	if table := p.text(t, `[data-testid="checkpoints"]`); !strings.Contains(table, "demo-instance-1") {
 		t.Errorf("the checkpoints lack their owners: %q", table)
 	}
+	// 48311−48211, 47930−47930, 48752−48502, and 48299−48199 on partition
+	// 3, where 48118…48199 expired.
+	if !strings.Contains(summary, "About 450 events waiting.") {
+		t.Errorf("the resume page does not say 450 events wait: %q", summary)
+	}
+	if w := waitingCells(t, p); w != "100 0 250 100" {
+		t.Errorf("waiting per partition = %q, want 100 0 250 100", w)
+	}
+	if e := p.text(t, `[data-testid="events-expired"]`); !strings.Contains(e, "82 on orders/3") {
+		t.Errorf("the expired events: %q", e)
+	}
 	if c := p.text(t, `[data-testid="concurrency"]`); !strings.Contains(c, "Learned concurrency of ProcessOrders: 16") {
 		t.Errorf("concurrency: %q", c)
 	}
@@ -89,7 +134,7 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	seq, off := "48600", "1"
-	if _, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, "orders-demo.servicebus.windows.net/orders/$default/checkpoint/2", nil,
+	if _, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, ns+"/orders/$default/checkpoint/2", nil,
 		&azblob.UploadBufferOptions{Metadata: map[string]*string{"sequencenumber": &seq, "offset": &off}}); err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +142,20 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	if w := p.text(t, `[data-testid="checkpoint-moved"]`); !strings.Contains(w, "orders/2") {
 		t.Errorf("warning: %q", w)
 	}
+	if w := waitingCells(t, p); w != "100 0 152 100" {
+		t.Errorf("after partition 2 moved to 48600, waiting = %q, want 100 0 152 100", w)
+	}
 	if errs := p.errors(); len(errs) > 0 {
 		t.Errorf("pages logged errors: %v", errs)
 	}
+}
+
+// waitingCells is the Waiting column of the checkpoints table, in order.
+func waitingCells(t *testing.T, p *page) string {
+	t.Helper()
+	cells, err := chromedp.Run(p.ctx, chromedp.Evaluate[[]string](`[...document.querySelectorAll('[data-testid="checkpoints"] [data-testid="waiting"]')].map(c => c.textContent.trim())`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.Join(cells, " ")
 }

@@ -424,7 +424,10 @@ type Snapshot struct {
 	Concurrency *Concurrency
 	Timers      []Timer
 	Locks       []Lock
-	Problems    []Problem
+	// Heads are the partitions' heads by Checkpoint.Key, read from Event
+	// Hubs when the app names a connection to it.
+	Heads    map[string]Head
+	Problems []Problem
 }
 
 // Snapshot reads every part within timeout.
@@ -482,6 +485,9 @@ type Source struct {
 	// Credential reads accounts given as https URLs (a managed identity);
 	// nil allows connection strings only.
 	Credential azcore.TokenCredential
+	// Hubs reads partitions' heads for apps with an Event Hubs
+	// connection; nil: no lag is shown.
+	Hubs HeadReader
 
 	mu    sync.Mutex
 	cache map[string]cached
@@ -508,19 +514,27 @@ func (s *Source) Snapshot(ctx context.Context, app circuit.App, now time.Time) (
 		timeout = 5 * time.Second
 	}
 	hostID := HostID(app.HostID, app.Site, app.Slot)
-	key := app.HostStorage + "|" + hostID
+	key := app.HostStorage + "|" + hostID + "|" + app.EventHubs
 	s.mu.Lock()
 	if c, ok := s.cache[app.ID]; ok && c.key == key && now.Sub(c.at) < ttl {
 		s.mu.Unlock()
 		return c.snap, true
 	}
 	s.mu.Unlock()
+	// One deadline for the blobs and the hub together: a page waits for
+	// the slower of them at most timeout.
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	r, err := s.reader(app.HostStorage, hostID)
 	var snap Snapshot
 	if err != nil {
 		snap = Snapshot{ReadAt: now, Problems: []Problem{{Blob: "(connection)", Reason: err.Error()}}}
 	} else {
 		snap = r.Snapshot(ctx, now, timeout)
+	}
+	if app.EventHubs != "" && s.Hubs != nil && len(snap.Checkpoints) > 0 {
+		heads, problems := readHeads(ctx, s.Hubs, app.EventHubs, snap.Checkpoints)
+		snap.Heads, snap.Problems = heads, append(snap.Problems, problems...)
 	}
 	s.mu.Lock()
 	if s.cache == nil {

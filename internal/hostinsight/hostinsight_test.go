@@ -184,3 +184,30 @@ func TestResumeFromNamesCheckpointsThatMovedWhileOff(t *testing.T) {
 		t.Errorf("moved since the trip = %+v, want partition 1", r.MovedSince)
 	}
 }
+
+func TestBehindCountsTheEventsAfterTheCheckpoint(t *testing.T) {
+	cp := func(seq int64) hostinsight.Checkpoint {
+		return hostinsight.Checkpoint{Sequence: seq, HasSequence: true}
+	}
+	for _, tc := range []struct {
+		name             string
+		cp               hostinsight.Checkpoint
+		head             hostinsight.Head
+		waiting, expired int64
+		ok               bool
+	}{
+		{"caught up", cp(999), hostinsight.Head{First: 0, Last: 999}, 0, 0, true},
+		{"behind", cp(900), hostinsight.Head{First: 0, Last: 999}, 99, 0, true},
+		// A checkpoint read before the hub's numbers (another hub recreated
+		// under the same name) never counts as negative.
+		{"ahead of the hub", cp(2000), hostinsight.Head{First: 0, Last: 999}, 0, 0, true},
+		{"retention passed it", cp(99), hostinsight.Head{First: 500, Last: 999}, 500, 400, true},
+		{"empty partition", cp(99), hostinsight.Head{First: 0, Last: 99, Empty: true}, 0, 0, true},
+		{"never checkpointed", hostinsight.Checkpoint{}, hostinsight.Head{Last: 999}, 0, 0, false},
+	} {
+		w, e, ok := hostinsight.Behind(tc.cp, tc.head)
+		if w != tc.waiting || e != tc.expired || ok != tc.ok {
+			t.Errorf("%s: Behind = %d waiting, %d expired, %v; want %d, %d, %v", tc.name, w, e, ok, tc.waiting, tc.expired, tc.ok)
+		}
+	}
+}

@@ -38,6 +38,7 @@ type appRow struct {
 	RollingUpdates bool    // Flex: settings changes roll out instance by instance
 	HostStorage    string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
 	HostID         string  // optional override of the derived host id
+	EventHubs      string  // Event Hubs connection string or namespace host, for lag (a secret)
 }
 
 func (r appRow) toApp() (circuit.App, error) {
@@ -53,7 +54,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
 		Channels:    commaList(r.Channels),
-		HostStorage: r.HostStorage, HostID: r.HostID,
+		HostStorage: r.HostStorage, HostID: r.HostID, EventHubs: r.EventHubs,
 		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
@@ -95,7 +96,7 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
 		Channels:    strings.Join(app.Channels, ","),
-		HostStorage: app.HostStorage, HostID: app.HostID,
+		HostStorage: app.HostStorage, HostID: app.HostID, EventHubs: app.EventHubs,
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	if err := a.table.Upsert(ctx, row); err != nil {

@@ -28,7 +28,7 @@ type CircuitForm struct {
 	Preview     string // the rule in words, as it stands
 	Recipients  string
 	Channels    string // comma-separated channel ids
-	EventHub    string // hub[/consumer group] for its checkpoints
+	EventHub    string // [namespace/]hub[/consumer group] for its checkpoints
 	AutoResume  bool
 	Shadow      bool
 	Cooldown    string
@@ -447,7 +447,7 @@ func CircuitFormPage(m CircuitForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<label for=\"event_hub\">Event hub it consumes, as hub or hub/consumer group (optional: its page then shows its own checkpoints)</label> <input id=\"event_hub\" name=\"event_hub\" value=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 46, "<label for=\"event_hub\">Event hub it consumes, as hub, hub/consumer group, or namespace/hub/consumer group where the app's storage holds hubs of that name from several namespaces (optional: its page then shows its own checkpoints)</label> <input id=\"event_hub\" name=\"event_hub\" value=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

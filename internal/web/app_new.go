@@ -13,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -30,10 +31,10 @@ func (s *Server) appCreate(c echo.Context) error {
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
 		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
 		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%"), Channels: v("channels"),
-		HostStorage: v("host_storage"), HostID: v("host_id")}
+		HostStorage: v("host_storage"), HostID: v("host_id"), EventHubs: v("event_hubs")}
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
 		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels),
-		HostStorage: m.HostStorage, HostID: m.HostID}
+		HostStorage: m.HostStorage, HostID: m.HostID, EventHubs: m.EventHubs}
 	var parseErrs circuit.ValidationError
 	if m.GuardrailMax != "" {
 		n, perr := strconv.Atoi(m.GuardrailMax)
@@ -59,6 +60,8 @@ func (s *Server) appCreate(c echo.Context) error {
 	if err == nil {
 		if herr := hostinsight.CheckHostStorage(app.HostStorage); herr != nil {
 			err = circuit.ValidationError{{Field: "host_storage", Message: herr.Error()}}
+		} else if eerr := eventhub.Check(app.EventHubs); eerr != nil {
+			err = circuit.ValidationError{{Field: "event_hubs", Message: eerr.Error()}}
 		}
 	}
 	note := ""

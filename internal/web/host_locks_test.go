@@ -25,7 +25,7 @@ func TestAStuckHostLockIsShownAndBroken(t *testing.T) {
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, srv.Clock.Now(), false); err != nil {
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, srv.Clock.Now(), demo.HostSeed{}); err != nil {
 		t.Fatal(err)
 	}
 	bc, err := azblob.NewClientFromConnectionString(conn, nil)

@@ -35,10 +35,10 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 	cps := snap.Checkpoints
 	own := ci.EventHub != ""
 	if own {
-		hub, group, _ := strings.Cut(ci.EventHub, "/")
+		ref := ci.Consumes()
 		var mine []hostinsight.Checkpoint
 		for _, c := range cps {
-			if strings.EqualFold(c.Hub, hub) && (group == "" || strings.EqualFold(c.ConsumerGroup, group)) {
+			if ref.Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
 				mine = append(mine, c)
 			}
 		}
@@ -52,21 +52,40 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 	for _, c := range res.MovedSince {
 		moved[c.Key()] = true
 	}
-	var from []string
+	var from, lost []string
+	var waiting int64
+	counted := 0
 	for _, c := range cps {
 		seq := "none yet"
 		if c.HasSequence {
 			seq = strconv.FormatInt(c.Sequence, 10)
 			from = append(from, fmt.Sprintf("%s on partition %s", seq, c.Partition))
 		}
-		m.Checkpoints = append(m.Checkpoints, views.CheckpointRow{Hub: c.Hub, Group: c.ConsumerGroup, Partition: c.Partition, Sequence: seq,
-			Offset: c.Offset, Moved: views.Ago(now, c.Moved), Owner: c.Owner, MovedWhileOff: moved[c.Key()]})
+		row := views.CheckpointRow{Hub: c.Hub, Group: c.ConsumerGroup, Partition: c.Partition, Sequence: seq,
+			Offset: c.Offset, Moved: views.Ago(now, c.Moved), Owner: c.Owner, MovedWhileOff: moved[c.Key()]}
+		if h, ok := snap.Heads[c.Key()]; ok {
+			if w, expired, ok := hostinsight.Behind(c, h); ok {
+				row.Waiting = strconv.FormatInt(w, 10)
+				waiting += w
+				counted++
+				if expired > 0 {
+					lost = append(lost, fmt.Sprintf("%d on %s/%s", expired, c.Hub, c.Partition))
+				}
+			}
+		}
+		m.Checkpoints = append(m.Checkpoints, row)
 	}
 	if own && len(from) > 0 && ci.State.TriggerOff() {
 		m.Summary = "Resumes from sequence " + strings.Join(from, ", ") + "."
+		if counted > 0 {
+			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, len(cps)))
+		}
 		if len(res.MovedSince) == 0 && !off.IsZero() {
 			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."
 		}
+	}
+	if len(lost) > 0 {
+		m.Expired = "Events passed the hub's retention before the function read them (" + strings.Join(lost, ", ") + "): they are gone from the hub, and resuming cannot bring them back."
 	}
 	if len(res.MovedSince) > 0 {
 		var parts []string
@@ -90,6 +109,15 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)
 	}
 	return m
+}
+
+// partly says, after a count of waiting events, when it covers only some
+// partitions.
+func partly(counted, of int) string {
+	if counted == of {
+		return ""
+	}
+	return fmt.Sprintf(" on the %d of %d partitions Event Hubs answered for", counted, of)
 }
 
 // concurrencyDay is the learned concurrency over the last 24 hours, the

@@ -1,0 +1,143 @@
+package amqphub_test
+
+import (
+	"context"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
+
+	"github.com/fusebox/fusebox/internal/amqphub"
+)
+
+type hub struct{ parts map[string]amqphub.Partition }
+
+func (h hub) Partitions(name string) ([]string, bool) {
+	if name != "orders" {
+		return nil, false
+	}
+	return []string{"0", "1"}, true
+}
+
+func (h hub) Partition(_ context.Context, name, id string) (amqphub.Partition, bool) {
+	p, ok := h.parts[id]
+	return p, ok && name == "orders"
+}
+
+func serve(t *testing.T, h amqphub.Hub) string {
+	t.Helper()
+	addr, stop, err := (&amqphub.Server{Hub: h}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return amqphub.ConnectionString(addr)
+}
+
+// The real azeventhubs client reads what the hub says, over AMQP.
+func TestTheEventHubsClientReadsPartitionsAndTheHub(t *testing.T) {
+	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	conn := serve(t, hub{parts: map[string]amqphub.Partition{
+		"0": {First: 100, Last: 4711, LastOffset: "9000", LastEnqueued: at},
+		"1": {First: 0, Last: -1, Empty: true},
+	}})
+	c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, "orders", azeventhubs.DefaultConsumerGroup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	props, err := c.GetEventHubProperties(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if props.Name != "orders" || strings.Join(props.PartitionIDs, ",") != "0,1" {
+		t.Fatalf("hub properties = %+v", props)
+	}
+	p0, err := c.GetPartitionProperties(ctx, "0", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p0.LastEnqueuedSequenceNumber != 4711 || p0.BeginningSequenceNumber != 100 || p0.IsEmpty || p0.LastEnqueuedOffset != "9000" || !p0.LastEnqueuedOn.Equal(at) || p0.PartitionID != "0" {
+		t.Fatalf("partition 0 = %+v", p0)
+	}
+	// A second read on the same connection, of the other partition.
+	p1, err := c.GetPartitionProperties(ctx, "1", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !p1.IsEmpty || p1.LastEnqueuedSequenceNumber != -1 {
+		t.Fatalf("partition 1 = %+v", p1)
+	}
+}
+
+func TestAnUnknownHubOrPartitionIsAnError(t *testing.T) {
+	conn := serve(t, hub{parts: map[string]amqphub.Partition{}})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, name := range []string{"orders", "payments"} {
+		c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, name, azeventhubs.DefaultConsumerGroup,
+			&azeventhubs.ConsumerClientOptions{RetryOptions: azeventhubs.RetryOptions{MaxRetries: -1}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.GetPartitionProperties(ctx, "7", nil)
+		_ = c.Close(ctx)
+		if err == nil || !strings.Contains(err.Error(), "could not be found") {
+			t.Fatalf("%s partition 7: err = %v, want one that says it could not be found", name, err)
+		}
+	}
+}
+
+// A peer that sends nonsense loses its own connection, and no one else's.
+func TestAPeerSpeakingNonsenseIsDisconnected(t *testing.T) {
+	addr, stop, err := (&amqphub.Server{Hub: hub{parts: map[string]amqphub.Partition{"0": {Last: 5}}}}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	conn := amqphub.ConnectionString(addr)
+	for _, junk := range [][]byte{
+		[]byte("GET / HTTP/1.1\r\n\r\n"),
+		append([]byte("AMQP\x00\x01\x00\x00"), 0xff, 0xff, 0xff, 0xff, 2, 0, 0, 0),              // a 4 GiB frame
+		append([]byte("AMQP\x00\x01\x00\x00"), 0, 0, 0, 12, 2, 0, 0, 0, 0x00, 0x53, 0x99, 0x45), // an unknown performative
+	} {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		if _, err := c.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+		// The server answers with its header, at most, and hangs up.
+		buf := make([]byte, 64)
+		n := 0
+		for err == nil {
+			var k int
+			k, err = c.Read(buf[n:])
+			n += k
+		}
+		c.Close()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Fatalf("after %q the server kept the connection open", junk)
+		}
+		if n > 8 {
+			t.Errorf("after %q the server sent %q", junk, buf[:n])
+		}
+	}
+	c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, "orders", azeventhubs.DefaultConsumerGroup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if p, err := c.GetPartitionProperties(ctx, "0", nil); err != nil || p.LastEnqueuedSequenceNumber != 5 {
+		t.Fatalf("a client after the nonsense: %+v, %v", p, err)
+	}
+}

@@ -1,0 +1,102 @@
+package demo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/amqphub"
+)
+
+// Stream is the demo's simulated event hub: partition p holds every
+// sequence number from 0 up to Rate × seconds since Epoch, so events keep
+// arriving whether anyone consumes them or not, as in a hub. Retention
+// keeps everything.
+type Stream struct {
+	Name       string // the event hub's name
+	Partitions int
+	Rate       float64 // events per second per partition
+	Epoch      time.Time
+}
+
+// Head is the last sequence number of each partition at now; -1: none yet.
+func (s Stream) Head(now time.Time) int64 {
+	return int64(now.Sub(s.Epoch).Seconds()*s.Rate) - 1
+}
+
+// Served is the stream as an Event Hubs namespace describes it, for an
+// amqphub.Server.
+func (s Stream) Served() amqphub.Hub { return served{s} }
+
+type served struct{ s Stream }
+
+func (h served) Partitions(hub string) ([]string, bool) {
+	if !strings.EqualFold(hub, h.s.Name) {
+		return nil, false
+	}
+	ids := make([]string, h.s.Partitions)
+	for i := range ids {
+		ids[i] = strconv.Itoa(i)
+	}
+	return ids, true
+}
+
+func (h served) Partition(_ context.Context, hub, id string) (amqphub.Partition, bool) {
+	p, err := strconv.Atoi(id)
+	if !strings.EqualFold(hub, h.s.Name) || err != nil || p < 0 || p >= h.s.Partitions || strconv.Itoa(p) != id {
+		return amqphub.Partition{}, false
+	}
+	last := h.s.Head(time.Now())
+	if last < 0 {
+		return amqphub.Partition{First: 0, Last: -1, Empty: true}, true
+	}
+	at := h.s.Epoch.Add(time.Duration(float64(last+1) / h.s.Rate * float64(time.Second)))
+	return amqphub.Partition{First: 0, Last: last, LastOffset: strconv.FormatInt(last*256, 10), LastEnqueued: at}, true
+}
+
+// OrdersStream is the hub the demo app's ProcessOrders consumes under
+// `make run`, begun at epoch.
+func OrdersStream(epoch time.Time) Stream {
+	return Stream{Name: "orders", Partitions: 4, Rate: 5, Epoch: epoch}
+}
+
+// HubAddr is where `make run` serves the demo's Event Hubs namespace.
+const HubAddr = "127.0.0.1:7073"
+
+// StreamEpoch is when the demo's hub began, kept in dir so that events
+// keep their sequence numbers across restarts; the first caller sets it.
+func StreamEpoch(dir string, now time.Time) (time.Time, error) {
+	name := filepath.Join(dir, "demo-hub-epoch")
+	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err == nil {
+		_, werr := f.WriteString(now.UTC().Format(time.RFC3339Nano))
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		return now, werr
+	}
+	if !errors.Is(err, fs.ErrExist) {
+		return time.Time{}, err
+	}
+	// Another process may have just created it: its time is written
+	// right after, so read until it parses, briefly.
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		b, err := os.ReadFile(name)
+		if err == nil {
+			if t, perr := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b))); perr == nil {
+				return t, nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return time.Time{}, fmt.Errorf("demo: %s holds no time; remove it to start the demo hub afresh", name)
+		}
+		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+	}
+}

@@ -1,0 +1,160 @@
+// Package eventhub reads, through azeventhubs, the newest sequence number
+// of each partition of an event hub, so that the events waiting behind a
+// function's checkpoints can be counted. It only reads.
+package eventhub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
+
+	"github.com/fusebox/fusebox/internal/hostinsight"
+)
+
+// Reader reads partition heads, keeping one client per connection and
+// hub.
+type Reader struct {
+	// Credential reads namespaces given by host name (a managed identity
+	// with Azure Event Hubs Data Receiver); nil: connection strings only.
+	Credential azcore.TokenCredential
+
+	mu      sync.Mutex
+	clients map[string]*azeventhubs.ConsumerClient
+}
+
+// Check says what is wrong with an app's Event Hubs setting, or nil.
+func Check(conn string) error {
+	if conn == "" {
+		return nil
+	}
+	if !strings.Contains(conn, "=") {
+		if strings.ContainsAny(conn, "/ ") {
+			return errors.New("must be an Event Hubs connection string (Endpoint=sb://…) or the namespace's host name, such as orders.servicebus.windows.net")
+		}
+		return nil
+	}
+	if _, err := azeventhubs.ParseConnectionString(conn); err != nil {
+		return fmt.Errorf("must be an Event Hubs connection string with Listen rights (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…): %v", err)
+	}
+	return nil
+}
+
+// Heads reads partitions of hub in namespace. A connection string for
+// another namespace or hub gives hostinsight.ErrOtherHub; the emulator's
+// (UseDevelopmentEmulator=true) serves any namespace.
+func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partitions []string) (map[string]hostinsight.Head, error) {
+	key := conn + "|" + namespace + "|" + hub
+	c, err := r.client(key, conn, namespace, hub)
+	if err != nil {
+		return nil, err
+	}
+	type result struct {
+		id   string
+		head hostinsight.Head
+		err  error
+	}
+	// azeventhubs sends the partition read itself without the caller's
+	// context, so a namespace that never answers would hold the call
+	// forever: each read runs on its own and is abandoned at ctx's end.
+	results := make(chan result, len(partitions))
+	for _, id := range partitions {
+		go func() {
+			p, err := c.GetPartitionProperties(ctx, id, nil)
+			results <- result{id, hostinsight.Head{First: p.BeginningSequenceNumber, Last: p.LastEnqueuedSequenceNumber, Empty: p.IsEmpty, Enqueued: p.LastEnqueuedOn}, err}
+		}()
+	}
+	heads := map[string]hostinsight.Head{}
+	var errs []error
+	for range partitions {
+		select {
+		case res := <-results:
+			if res.err != nil {
+				errs = append(errs, fmt.Errorf("partition %s: %w", res.id, res.err))
+				continue
+			}
+			heads[res.id] = res.head
+		case <-ctx.Done():
+			// Closing the client ends the reads still waiting; the next
+			// call opens a new one.
+			r.drop(key, c)
+			return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
+		}
+	}
+	if len(heads) == 0 && len(errs) > 0 {
+		// Nothing answered: start over with a new connection next time. A
+		// partition the hub does not have is an answer, and keeps it.
+		r.drop(key, c)
+	}
+	return heads, errors.Join(errs...)
+}
+
+func (r *Reader) client(key, conn, namespace, hub string) (*azeventhubs.ConsumerClient, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if c, ok := r.clients[key]; ok {
+		return c, nil
+	}
+	// The reads are bounded by the caller's context; retries inside it
+	// would only hide a namespace that does not answer.
+	opts := &azeventhubs.ConsumerClientOptions{RetryOptions: azeventhubs.RetryOptions{MaxRetries: -1}}
+	var c *azeventhubs.ConsumerClient
+	if strings.Contains(conn, "=") {
+		props, err := azeventhubs.ParseConnectionString(conn)
+		if err != nil {
+			return nil, fmt.Errorf("eventhub: the connection string does not parse: %w", err)
+		}
+		if !props.Emulator && !strings.EqualFold(props.FullyQualifiedNamespace, namespace) {
+			return nil, hostinsight.ErrOtherHub
+		}
+		name := hub
+		if props.EntityPath != nil {
+			if !strings.EqualFold(*props.EntityPath, hub) {
+				return nil, hostinsight.ErrOtherHub
+			}
+			name = ""
+		}
+		if c, err = azeventhubs.NewConsumerClientFromConnectionString(conn, name, azeventhubs.DefaultConsumerGroup, opts); err != nil {
+			return nil, fmt.Errorf("eventhub: %w", err)
+		}
+	} else {
+		if !strings.EqualFold(conn, namespace) {
+			return nil, hostinsight.ErrOtherHub
+		}
+		if r.Credential == nil {
+			return nil, errors.New("eventhub: a namespace host name needs a managed identity, and this Fusebox has no Azure credential")
+		}
+		var err error
+		if c, err = azeventhubs.NewConsumerClient(conn, hub, azeventhubs.DefaultConsumerGroup, r.Credential, opts); err != nil {
+			return nil, fmt.Errorf("eventhub: %w", err)
+		}
+	}
+	if r.clients == nil {
+		r.clients = map[string]*azeventhubs.ConsumerClient{}
+	}
+	r.clients[key] = c
+	return c, nil
+}
+
+func (r *Reader) drop(key string, c *azeventhubs.ConsumerClient) {
+	r.mu.Lock()
+	if r.clients[key] == c {
+		delete(r.clients, key)
+	}
+	r.mu.Unlock()
+	go func() { _ = c.Close(context.Background()) }()
+}
+
+// Close closes every client.
+func (r *Reader) Close(ctx context.Context) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for k, c := range r.clients {
+		_ = c.Close(ctx)
+		delete(r.clients, k)
+	}
+}

@@ -503,6 +503,12 @@ type cached struct {
 // Snapshot returns the app's host snapshot, and false when the app has no
 // host storage configured.
 func (s *Source) Snapshot(ctx context.Context, app circuit.App, now time.Time) (Snapshot, bool) {
+	return s.SnapshotAfter(ctx, app, now, time.Time{})
+}
+
+// SnapshotAfter is Snapshot read no earlier than after: a page about a
+// trigger switched at after must not show what the host did before it.
+func (s *Source) SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (Snapshot, bool) {
 	if app.HostStorage == "" {
 		return Snapshot{}, false
 	}
@@ -516,7 +522,7 @@ func (s *Source) Snapshot(ctx context.Context, app circuit.App, now time.Time) (
 	hostID := HostID(app.HostID, app.Site, app.Slot)
 	key := app.HostStorage + "|" + hostID + "|" + app.EventHubs
 	s.mu.Lock()
-	if c, ok := s.cache[app.ID]; ok && c.key == key && now.Sub(c.at) < ttl {
+	if c, ok := s.cache[app.ID]; ok && c.key == key && now.Sub(c.at) < ttl && !c.at.Before(after) {
 		s.mu.Unlock()
 		return c.snap, true
 	}

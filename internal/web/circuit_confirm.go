@@ -28,9 +28,13 @@ func (s *Server) circuitConfirm(action string) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		return render(c, http.StatusOK, views.ConfirmPage(views.Confirm{
+		m := views.Confirm{
 			Page: s.page(c, action+" "+ci.Function, "circuits"), Action: action, App: appName(apps, ci.AppID), Function: ci.Function,
 			Base: circuitHref(ci), State: ci.State.String(), Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
-		}))
+		}
+		if action == "resume" {
+			m.Host = s.hostPanel(c.Request().Context(), ci)
+		}
+		return render(c, http.StatusOK, views.ConfirmPage(m))
 	}
 }

@@ -23,7 +23,9 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		return nil
 	}
 	now := s.Now()
-	snap, ok := s.HostInsight.Snapshot(ctx, app, now)
+	// A snapshot kept from before the last switch would show checkpoints
+	// of a trigger that has since stopped or started.
+	snap, ok := s.HostInsight.SnapshotAfter(ctx, app, now, ci.SwitchedAt())
 	if !ok {
 		return nil
 	}

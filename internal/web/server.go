@@ -57,6 +57,7 @@ type (
 	}
 	hostReader interface {
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
+		SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (hostinsight.Snapshot, bool)
 		Break(ctx context.Context, app circuit.App, blob string) error
 	}
 	hostSampleReader interface {

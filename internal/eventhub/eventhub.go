@@ -85,6 +85,11 @@ func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partiti
 			return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
 		}
 	}
+	if len(errs) > 0 && ctx.Err() != nil {
+		// The SDK gave up at the same deadline, in its own words.
+		r.drop(key, c)
+		return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
+	}
 	if len(heads) == 0 && len(errs) > 0 {
 		// Nothing answered: start over with a new connection next time. A
 		// partition the hub does not have is an answer, and keeps it.

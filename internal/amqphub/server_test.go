@@ -12,20 +12,6 @@ import (
 	"github.com/fusebox/fusebox/internal/amqphub"
 )
 
-type hub struct{ parts map[string]amqphub.Partition }
-
-func (h hub) Partitions(name string) ([]string, bool) {
-	if name != "orders" {
-		return nil, false
-	}
-	return []string{"0", "1"}, true
-}
-
-func (h hub) Partition(_ context.Context, name, id string) (amqphub.Partition, bool) {
-	p, ok := h.parts[id]
-	return p, ok && name == "orders"
-}
-
 func serve(t *testing.T, h amqphub.Hub) string {
 	t.Helper()
 	addr, stop, err := (&amqphub.Server{Hub: h}).Start("127.0.0.1:0")
@@ -39,7 +25,7 @@ func serve(t *testing.T, h amqphub.Hub) string {
 // The real azeventhubs client reads what the hub says, over AMQP.
 func TestTheEventHubsClientReadsPartitionsAndTheHub(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	conn := serve(t, hub{parts: map[string]amqphub.Partition{
+	conn := serve(t, amqphub.Fixed{"orders": {
 		"0": {First: 100, Last: 4711, LastOffset: "9000", LastEnqueued: at},
 		"1": {First: 0, Last: -1, Empty: true},
 	}})
@@ -76,7 +62,7 @@ func TestTheEventHubsClientReadsPartitionsAndTheHub(t *testing.T) {
 }
 
 func TestAnUnknownHubOrPartitionIsAnError(t *testing.T) {
-	conn := serve(t, hub{parts: map[string]amqphub.Partition{}})
+	conn := serve(t, amqphub.Fixed{"orders": {}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, name := range []string{"orders", "payments"} {
@@ -95,7 +81,7 @@ func TestAnUnknownHubOrPartitionIsAnError(t *testing.T) {
 
 // A peer that sends nonsense loses its own connection, and no one else's.
 func TestAPeerSpeakingNonsenseIsDisconnected(t *testing.T) {
-	addr, stop, err := (&amqphub.Server{Hub: hub{parts: map[string]amqphub.Partition{"0": {Last: 5}}}}).Start("127.0.0.1:0")
+	addr, stop, err := (&amqphub.Server{Hub: amqphub.Fixed{"orders": {"0": {Last: 5}}}}).Start("127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}

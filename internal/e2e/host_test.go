@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"context"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,22 +18,11 @@ import (
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
-// ordersHub answers for the orders hub over AMQP as Event Hubs would, with
-// fixed heads: partition 3's first retained event is past its checkpoint.
-type ordersHub struct{}
-
-var ordersHeads = map[string]amqphub.Partition{
+// ordersHub answers for the orders hub as Event Hubs would, with fixed
+// heads: partition 3's first retained event is past its checkpoint.
+var ordersHub = amqphub.Fixed{"orders": {
 	"0": {First: 0, Last: 48311}, "1": {First: 0, Last: 47930}, "2": {First: 0, Last: 48752}, "3": {First: 48200, Last: 48299},
-}
-
-func (ordersHub) Partitions(hub string) ([]string, bool) {
-	return []string{"0", "1", "2", "3"}, hub == "orders"
-}
-
-func (ordersHub) Partition(_ context.Context, hub, id string) (amqphub.Partition, bool) {
-	p, ok := ordersHeads[id]
-	return p, ok && hub == "orders"
-}
+}}
 
 // serveHub serves hub as an Event Hubs namespace on a local port.
 func serveHub(t *testing.T, hub amqphub.Hub) string {
@@ -66,7 +54,7 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	conn := testenv.ConnectionString(t)
 	// Checkpoints of a namespace of its own: other tests seed the demo's.
 	ns := strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", "")) + ".servicebus.windows.net"
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), demo.HostSeed{HubAddr: serveHub(t, ordersHub{}), Namespace: ns}); err != nil {
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), demo.HostSeed{HubAddr: serveHub(t, ordersHub), Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range []int{4, 8, 16} { // what the host sampler would have kept over the last hour

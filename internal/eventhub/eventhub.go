@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 
@@ -85,7 +86,7 @@ func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partiti
 			return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
 		}
 	}
-	if len(errs) > 0 && ctx.Err() != nil {
+	if len(errs) > 0 && (ctx.Err() != nil || timedOut(errs)) {
 		// The SDK gave up at the same deadline, in its own words.
 		r.drop(key, c)
 		return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
@@ -96,6 +97,19 @@ func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partiti
 		r.drop(key, c)
 	}
 	return heads, errors.Join(errs...)
+}
+
+// timedOut reports whether a read ended on a network time-out: the SDK
+// sets its connection's deadline from the caller's and may report it a
+// moment before the caller's context ends.
+func timedOut(errs []error) bool {
+	for _, err := range errs {
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *Reader) client(key, conn, namespace, hub string) (*azeventhubs.ConsumerClient, error) {

@@ -457,24 +457,39 @@ func (r *Reader) Snapshot(ctx context.Context, now time.Time, timeout time.Durat
 	return s
 }
 
-// Resume says, for the resume page, where a stopped function picks up:
-// the sequence per partition, and whether any checkpoint moved after the
-// trigger was switched off (it should not have: something else consumed
-// with the same consumer group, or the host had not stopped yet).
-type Resume struct {
-	Partitions []Checkpoint
-	MovedSince []Checkpoint // checkpoints written after off
+// Position is where one partition of a function's hub stands.
+type Position struct {
+	Checkpoint
+	// Waiting and Expired are Behind's, when Counted: the snapshot held
+	// the partition's head.
+	Waiting, Expired int64
+	Counted          bool
+	// MovedWhileOff: the checkpoint was written after the trigger was
+	// switched off. It should not have been: something else consumes with
+	// the same consumer group, or the host had not stopped yet.
+	MovedWhileOff bool
 }
 
-// ResumeFrom summarises checkpoints for a trigger switched off at off.
-func ResumeFrom(cps []Checkpoint, off time.Time) Resume {
-	r := Resume{Partitions: cps}
-	for _, c := range cps {
-		if !off.IsZero() && c.Moved.After(off) {
-			r.MovedSince = append(r.MovedSince, c)
-		}
+// Positions are the checkpoints of the hub ref names, each with what waits
+// behind it and whether it moved after off (zero: the trigger is on). When
+// ref names no hub, every checkpoint is returned, own is false, and none
+// is judged against off: they may be other functions'.
+func Positions(snap Snapshot, ref circuit.HubRef, off time.Time) (ps []Position, own bool) {
+	own = ref.Hub != ""
+	if !own {
+		off = time.Time{}
 	}
-	return r
+	for _, c := range snap.Checkpoints {
+		if own && !ref.Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
+			continue
+		}
+		p := Position{Checkpoint: c, MovedWhileOff: !off.IsZero() && c.Moved.After(off)}
+		if h, ok := snap.Heads[c.Key()]; ok {
+			p.Waiting, p.Expired, p.Counted = Behind(c, h)
+		}
+		ps = append(ps, p)
+	}
+	return ps, own
 }
 
 // Source reads apps' host storage on demand, keeping each app's snapshot

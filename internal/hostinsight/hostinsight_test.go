@@ -11,6 +11,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -175,13 +176,28 @@ func TestConcurrencyTimersAndLocks(t *testing.T) {
 	}
 }
 
-// A trip at off: checkpoints written after it are named.
-func TestResumeFromNamesCheckpointsThatMovedWhileOff(t *testing.T) {
+// A trip at off: checkpoints of the function's hub written after it are
+// named; other hubs' are left out, and with no hub named none is judged.
+func TestPositionsNameCheckpointsThatMovedWhileOff(t *testing.T) {
 	off := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	cps := []hostinsight.Checkpoint{{Partition: "0", Moved: off.Add(-time.Minute)}, {Partition: "1", Moved: off.Add(time.Minute)}}
-	r := hostinsight.ResumeFrom(cps, off)
-	if len(r.MovedSince) != 1 || r.MovedSince[0].Partition != "1" {
-		t.Errorf("moved since the trip = %+v, want partition 1", r.MovedSince)
+	snap := hostinsight.Snapshot{
+		Checkpoints: []hostinsight.Checkpoint{
+			{Namespace: "a", Hub: "orders", ConsumerGroup: "$default", Partition: "0", Moved: off.Add(-time.Minute), Sequence: 10, HasSequence: true},
+			{Namespace: "a", Hub: "orders", ConsumerGroup: "$default", Partition: "1", Moved: off.Add(time.Minute), Sequence: 20, HasSequence: true},
+			{Namespace: "a", Hub: "refunds", ConsumerGroup: "$default", Partition: "0", Moved: off.Add(time.Minute)},
+		},
+		Heads: map[string]hostinsight.Head{"a/orders/$default/0": {Last: 15}},
+	}
+	ps, own := hostinsight.Positions(snap, circuit.HubRef{Hub: "orders"}, off)
+	if !own || len(ps) != 2 || ps[0].MovedWhileOff || !ps[1].MovedWhileOff {
+		t.Fatalf("positions = %+v", ps)
+	}
+	if !ps[0].Counted || ps[0].Waiting != 5 || ps[1].Counted {
+		t.Errorf("waiting: partition 0 %d (counted %v), partition 1 counted %v; want 5, true, false", ps[0].Waiting, ps[0].Counted, ps[1].Counted)
+	}
+	all, own := hostinsight.Positions(snap, circuit.HubRef{}, off)
+	if own || len(all) != 3 || all[1].MovedWhileOff || all[2].MovedWhileOff {
+		t.Errorf("with no hub named: own %v, positions %+v", own, all)
 	}
 }
 

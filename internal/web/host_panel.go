@@ -30,71 +30,48 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		return nil
 	}
 	m := &views.HostPanel{ReadAt: views.Ago(now, snap.ReadAt)}
-	var off = ci.SwitchedAt()
-	if !ci.State.TriggerOff() || ci.Pending() {
-		off = time.Time{}
-	}
-	cps := snap.Checkpoints
-	own := ci.EventHub != ""
-	if own {
-		ref := ci.Consumes()
-		var mine []hostinsight.Checkpoint
-		for _, c := range cps {
-			if ref.Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
-				mine = append(mine, c)
-			}
-		}
-		cps = mine
-	} else if len(cps) > 0 {
+	ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
+	if !own && len(ps) > 0 {
 		m.Note = "These are every checkpoint in the app's storage. Name the event hub " + ci.Function + " consumes in its settings to see which are its own, where it resumes, and whether they moved while it was off."
-		off = time.Time{}
 	}
-	res := hostinsight.ResumeFrom(cps, off)
-	moved := map[string]bool{}
-	for _, c := range res.MovedSince {
-		moved[c.Key()] = true
-	}
-	var from, lost []string
+	var from, lost, moved []string
 	var waiting int64
 	counted := 0
-	for _, c := range cps {
+	for _, p := range ps {
 		seq := "none yet"
-		if c.HasSequence {
-			seq = strconv.FormatInt(c.Sequence, 10)
-			from = append(from, fmt.Sprintf("%s on partition %s", seq, c.Partition))
+		if p.HasSequence {
+			seq = strconv.FormatInt(p.Sequence, 10)
+			from = append(from, fmt.Sprintf("%s on partition %s", seq, p.Partition))
 		}
-		row := views.CheckpointRow{Hub: c.Hub, Group: c.ConsumerGroup, Partition: c.Partition, Sequence: seq,
-			Offset: c.Offset, Moved: views.Ago(now, c.Moved), Owner: c.Owner, MovedWhileOff: moved[c.Key()]}
-		if h, ok := snap.Heads[c.Key()]; ok {
-			if w, expired, ok := hostinsight.Behind(c, h); ok {
-				row.Waiting = strconv.FormatInt(w, 10)
-				waiting += w
-				counted++
-				if expired > 0 {
-					lost = append(lost, fmt.Sprintf("%d on %s/%s", expired, c.Hub, c.Partition))
-				}
-			}
+		row := views.CheckpointRow{Hub: p.Hub, Group: p.ConsumerGroup, Partition: p.Partition, Sequence: seq,
+			Offset: p.Offset, Moved: views.Ago(now, p.Moved), Owner: p.Owner, MovedWhileOff: p.MovedWhileOff}
+		if p.Counted {
+			row.Waiting = strconv.FormatInt(p.Waiting, 10)
+			waiting += p.Waiting
+			counted++
+		}
+		if p.Expired > 0 {
+			lost = append(lost, fmt.Sprintf("%d on %s/%s", p.Expired, p.Hub, p.Partition))
+		}
+		if p.MovedWhileOff {
+			moved = append(moved, p.Hub+"/"+p.Partition)
 		}
 		m.Checkpoints = append(m.Checkpoints, row)
 	}
 	if own && len(from) > 0 && ci.State.TriggerOff() {
 		m.Summary = "Resumes from sequence " + strings.Join(from, ", ") + "."
 		if counted > 0 {
-			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, len(cps)))
+			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, len(ps)))
 		}
-		if len(res.MovedSince) == 0 && !off.IsZero() {
+		if len(moved) == 0 && !offSince(ci).IsZero() {
 			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."
 		}
 	}
 	if len(lost) > 0 {
 		m.Expired = "Events passed the hub's retention before the function read them (" + strings.Join(lost, ", ") + "): they are gone from the hub, and resuming cannot bring them back."
 	}
-	if len(res.MovedSince) > 0 {
-		var parts []string
-		for _, c := range res.MovedSince {
-			parts = append(parts, c.Hub+"/"+c.Partition)
-		}
-		m.Warning = fmt.Sprintf("%d checkpoints moved after the trigger was switched off (%s): another consumer uses this consumer group, or the host had not stopped yet.", len(parts), strings.Join(parts, ", "))
+	if len(moved) > 0 {
+		m.Warning = fmt.Sprintf("%d checkpoints moved after the trigger was switched off (%s): another consumer uses this consumer group, or the host had not stopped yet.", len(moved), strings.Join(moved, ", "))
 	}
 	if c := snap.Concurrency; c != nil {
 		if n, ok := c.Functions[ci.Function]; ok {
@@ -111,6 +88,15 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)
 	}
 	return m
+}
+
+// offSince is when the circuit's trigger was switched off; zero while it
+// is on or the switch is still being applied.
+func offSince(ci circuit.Circuit) time.Time {
+	if !ci.State.TriggerOff() || ci.Pending() {
+		return time.Time{}
+	}
+	return ci.SwitchedAt()
 }
 
 // partly says, after a count of waiting events, when it covers only some

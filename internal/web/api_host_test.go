@@ -1,0 +1,77 @@
+package web_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// The API says what the circuit page says: where each partition of the
+// function's hub stands, how many events wait behind it, read from the
+// hub, and the learned concurrency; a partition the hub does not answer
+// for has no count, and says so in problems.
+func TestAPIShowsWhereAFunctionResumes(t *testing.T) {
+	srv, _, viewer := apiServer(t)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	addr, stop, err := (&amqphub.Server{Hub: amqphub.Fixed{"orders": {
+		"0": {Last: 48300}, "1": {Last: 47930}, "2": {Last: 48600}, // no partition 3
+	}}}).Start("127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	ns := strings.ToLower(testenv.Prefix(t)) + ".servicebus.windows.net"
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(), demo.HostSeed{HubAddr: addr, Namespace: ns}); err != nil {
+		t.Fatal(err)
+	}
+	res := viewer.call(http.MethodGet, "/api/v1/circuits/"+demo.AppID+"/ProcessOrders/host", "")
+	wantStatus(t, res, http.StatusOK)
+	var got struct {
+		Own       bool
+		Positions []struct {
+			Partition string
+			Sequence  *int64
+			Waiting   *int64
+		}
+		Waiting     *int64
+		Concurrency *int `json:"learned_concurrency"`
+		Problems    []struct{ Blob, Reason string }
+	}
+	if err := json.Unmarshal([]byte(res.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	var seen []string
+	for _, p := range got.Positions {
+		s := p.Partition + ":" + orNull(p.Sequence) + "+" + orNull(p.Waiting)
+		seen = append(seen, s)
+	}
+	if !got.Own || strings.Join(seen, " ") != "0:48211+89 1:47930+0 2:48502+98 3:48117+null" {
+		t.Errorf("own %v, positions %v; want 0:48211+89 1:47930+0 2:48502+98 3:48117+null", got.Own, seen)
+	}
+	if got.Waiting == nil || *got.Waiting != 187 || got.Concurrency == nil || *got.Concurrency != 16 {
+		t.Errorf("waiting %v, learned concurrency %v; want 187 and 16", orNull(got.Waiting), got.Concurrency)
+	}
+	named := false
+	for _, p := range got.Problems {
+		named = named || (strings.Contains(p.Blob, ns+"/orders") && strings.Contains(p.Reason, "partition 3"))
+	}
+	if !named {
+		t.Errorf("problems %+v do not name partition 3 of %s/orders", got.Problems, ns)
+	}
+}
+
+// orNull prints a JSON number that may be null.
+func orNull(p *int64) string {
+	if p == nil {
+		return "null"
+	}
+	return strconv.FormatInt(*p, 10)
+}

@@ -28,7 +28,7 @@ func (s *Server) appList(c echo.Context) error {
 	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
 	for _, a := range apps {
 		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
-			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting)})
+			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a)})
 	}
 	return render(c, http.StatusOK, views.AppsPage(m))
 }
@@ -42,4 +42,15 @@ func target(a circuit.App) string {
 		t += " (slot " + a.Slot + ")"
 	}
 	return t
+}
+
+// insightText says what Fusebox reads of the app's own storage and hub.
+func insightText(a circuit.App) string {
+	switch {
+	case a.HostStorage != "" && a.EventHubs != "":
+		return "host insight: its storage and its Event Hubs"
+	case a.HostStorage != "":
+		return "host insight: its storage"
+	}
+	return ""
 }

@@ -109,10 +109,7 @@ func (s *Server) appCreate(c echo.Context) error {
 
 // appKey replaces an app's failure-reporting key.
 func (s *Server) appKey(c echo.Context) error {
-	app, err := s.AppStore.Get(c.Request().Context(), c.Param("app"))
-	if errors.Is(err, storage.ErrNoApp) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
-	}
+	app, err := s.appOf(c)
 	if err != nil {
 		return err
 	}

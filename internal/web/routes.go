@@ -144,6 +144,8 @@ func (s *Server) routes() {
 	viewer.GET("/apps/new", s.appNew, s.require(auth.RoleOperator))
 	viewer.POST("/apps/new", s.appCreate, s.require(auth.RoleOperator))
 	viewer.POST("/apps/:app/key", s.appKey, s.require(auth.RoleOperator))
+	viewer.GET("/apps/:app/host/edit", s.appHost, s.require(auth.RoleOperator))
+	viewer.POST("/apps/:app/host/edit", s.appHostSave, s.require(auth.RoleOperator))
 
 	// Operator routes carry the check per route: a group with middleware
 	// would also answer every unknown path with 403.

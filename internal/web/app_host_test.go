@@ -1,0 +1,69 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"strings"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+// An operator points a registered app at its Event Hubs, later replaces
+// its host storage and then stops reading it; the secrets are never shown
+// back nor written to the audit log, which says what changed.
+func TestAnOperatorChangesWhatIsReadOfAnAppsHost(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	wantStatus(t, viewer.get("/apps/"+demo.AppID+"/host/edit"), http.StatusForbidden)
+
+	op := newBrowser(t, srv.URL)
+	op.signIn("olivia")
+	form := "/apps/" + demo.AppID + "/host/edit"
+	hubs := "Endpoint=sb://orders.servicebus.windows.net/;SharedAccessKeyName=listen;SharedAccessKey=c2VjcmV0LWh1Yi1rZXk="
+	post := func(v url.Values) response {
+		t.Helper()
+		v.Set("_csrf", op.csrf(form))
+		return op.post(form, v)
+	}
+	bad := post(url.Values{"event_hubs": {"Endpoint=sb://orders.servicebus.windows.net/;SharedAccessKeyName=listen"}})
+	wantStatus(t, bad, http.StatusUnprocessableEntity)
+	if !strings.Contains(bad.body, "Listen rights") {
+		t.Errorf("a connection string without a key is refused without saying why")
+	}
+	wantStatus(t, post(url.Values{"event_hubs": {hubs}, "host_id": {"orders-host"}}), http.StatusSeeOther)
+	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.EventHubs != hubs || app.HostID != "orders-host" {
+		t.Fatalf("after saving: event hubs %q, host id %q", app.EventHubs, app.HostID)
+	}
+	page := op.get(form).body
+	if strings.Contains(page, "c2VjcmV0LWh1Yi1rZXk=") || !strings.Contains(page, "now set") {
+		t.Error("the form shows the Event Hubs secret, or does not say it is set")
+	}
+	// An empty field keeps the secret; the checkbox clears it.
+	wantStatus(t, post(url.Values{"host_id": {"orders-host"}, "host_storage": {"DefaultEndpointsProtocol=https;AccountName=ordersfn;AccountKey=c3RvcmFnZS1rZXk=;EndpointSuffix=core.windows.net"}}), http.StatusSeeOther)
+	wantStatus(t, post(url.Values{"host_id": {"orders-host"}, "clear_host_storage": {"on"}}), http.StatusSeeOther)
+	if app, err = srv.App.Store.Apps.Get(t.Context(), demo.AppID); err != nil {
+		t.Fatal(err)
+	}
+	if app.EventHubs != hubs || app.HostStorage != "" {
+		t.Errorf("event hubs kept %v, host storage cleared %v", app.EventHubs == hubs, app.HostStorage == "")
+	}
+	log := op.get("/audit").body
+	for _, want := range []string{"Event Hubs replaced", `host id &#34;orders-host&#34;`, "host storage replaced", "host storage cleared"} {
+		if !strings.Contains(log, want) {
+			t.Errorf("the audit log lacks %q", want)
+		}
+	}
+	if strings.Contains(log, "c2VjcmV0LWh1Yi1rZXk=") || strings.Contains(log, "c3RvcmFnZS1rZXk=") {
+		t.Error("the audit log holds a secret")
+	}
+}

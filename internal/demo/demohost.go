@@ -29,7 +29,8 @@ import (
 //     at start, as Core Tools does (run it under `fusebox local-host`);
 //   - checkpoints are blobs {namespace}/{hub}/{consumer group}/checkpoint/
 //     {partition} in azure-webjobs-eventhub with metadata sequencenumber
-//     and offset, written after each batch;
+//     and offset, written after each batch; an enabled host claims every
+//     partition at start in …/ownership/{partition} (metadata ownerid);
 //   - a failing batch is retried from the same checkpoint, as the Event
 //     Hubs trigger does with a retry policy of unlimited fixed-delay
 //     retries (without one the real trigger checkpoints past failures:
@@ -106,6 +107,18 @@ func (h *Host) Start(ctx context.Context) error {
 		}
 		if p, err := strconv.Atoi(c.Partition); err == nil && p >= 0 && p < h.Partitions {
 			h.cps[p] = c.Sequence
+		}
+	}
+	if !h.disabled {
+		// The processor claims each partition by writing its id into the
+		// ownership blob, as the Event Hubs processor does on start.
+		owner := fmt.Sprintf("demo-host-%d", os.Getpid())
+		for p := range h.Partitions {
+			name := fmt.Sprintf("%s/%s/%s/ownership/%d", h.Namespace, h.EventHub, h.Group, p)
+			if _, err := h.Blob.UploadBuffer(ctx, hostinsight.EventHubContainer, name, nil,
+				&azblob.UploadBufferOptions{Metadata: map[string]*string{"ownerid": &owner}}); err != nil {
+				return fmt.Errorf("demo host: claim partition %d: %w", p, err)
+			}
 		}
 	}
 	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":2,"FunctionSnapshots":{"Demo.Functions.%s":{"Concurrency":8}}}`, time.Now().UTC().Format(time.RFC3339), h.Function)

@@ -211,6 +211,9 @@ func TestNothingIsLost(t *testing.T) {
 	caughtUp := time.Since(resumed)
 	// Now the page shows fewer waiting than while the trigger was off.
 	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))
+	if table := p.text(t, `[data-testid="checkpoints"]`); !strings.Contains(table, "demo-host-") {
+		t.Errorf("the checkpoints do not name the host that owns their partitions: %q", table)
+	}
 	var waitingOn int64
 	for _, w := range strings.Fields(waitingCells(t, p)) {
 		n, err := strconv.ParseInt(w, 10, 64)

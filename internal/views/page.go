@@ -61,8 +61,10 @@ func ago(now, t time.Time) string {
 	switch {
 	case d < 0:
 		return "in the future"
-	case d < time.Minute:
+	case d < 10*time.Second:
 		return "just now"
+	case d < time.Minute:
+		return fmt.Sprintf("%d s ago", int(d.Seconds()))
 	case d < time.Hour:
 		return fmt.Sprintf("%d min ago", int(d.Minutes()))
 	case d < 48*time.Hour:

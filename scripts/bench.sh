@@ -44,6 +44,7 @@ bench "P5 gap scan, a year of minutes"     ./internal/jobs  '^BenchmarkScanYearO
 bench "P6 partitions and ceilings"         ./internal/bench '^BenchmarkPartitionSpread$'     200x
 bench "alerts: trip to delivery"           ./internal/bench '^BenchmarkTripToDelivery$'      1x
 bench "lease takeover"                     ./internal/lease '^BenchmarkTakeover$'            3x
+bench "host insight: one page's snapshot"  ./internal/bench '^BenchmarkHostSnapshot$'        100x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

@@ -122,7 +122,13 @@ type link struct {
 	address string // the node: $cbs or $management
 	reply   string // for the peer's receivers: the address replies go to
 	payload []byte // a message split over several transfers
+	// deliveries counts the peer's deliveries on a link it sends on, from
+	// its initial delivery-count: credit is topped up as they arrive.
+	deliveries uint32
 }
+
+// credit is what the peer may send on a link before it hears again.
+const credit = 1000
 
 var (
 	headerSASL = []byte("AMQP\x03\x01\x00\x00")
@@ -350,7 +356,7 @@ func (cn *conn) attach(ch uint16, f list) error {
 	receiver, _ := field(f, 2).(bool) // the peer's role: true is receiver
 	src, tgt := address(field(f, 5)), address(field(f, 6))
 	cn.smu.Lock()
-	l := &link{ours: s.nextHandle, sender: !receiver}
+	l := &link{ours: s.nextHandle, sender: !receiver, deliveries: fieldUint(f, 9)}
 	s.nextHandle++
 	if l.sender {
 		l.address = tgt
@@ -366,7 +372,7 @@ func (cn *conn) attach(ch uint16, f list) error {
 			return err
 		}
 		// Credit for the peer's requests.
-		return cn.send(0, ch, described{descFlow, list{incoming, uint32(65535), outgoing, uint32(65535), l.ours, fieldUint(f, 9), uint32(1000)}}, nil)
+		return cn.send(0, ch, described{descFlow, list{incoming, uint32(65535), outgoing, uint32(65535), l.ours, l.deliveries, uint32(credit)}}, nil)
 	}
 	return cn.send(0, ch, described{descAttach, list{field(f, 0), l.ours, false, field(f, 3), field(f, 4), source, target, nil, false, uint32(0)}}, nil)
 }
@@ -392,6 +398,18 @@ func (cn *conn) transfer(ctx context.Context, ch uint16, f list, payload []byte)
 	}
 	msg := l.payload
 	l.payload = nil
+	cn.smu.Lock()
+	l.deliveries++
+	topUp := l.deliveries%(credit/2) == 0
+	incoming, outgoing, count := s.nextIncoming, s.nextOutgoing, l.deliveries
+	cn.smu.Unlock()
+	if topUp {
+		// Before the peer runs out of link credit or session window: both
+		// are granted again in full.
+		if err := cn.send(0, ch, described{descFlow, list{incoming, uint32(65535), outgoing, uint32(65535), l.ours, count, uint32(credit)}}, nil); err != nil {
+			return err
+		}
+	}
 	if settled, _ := field(f, 4).(bool); !settled {
 		if err := cn.send(0, ch, described{descDisposition, list{true, fieldUint(f, 1), nil, true, described{descAccepted, list{}}}}, nil); err != nil {
 			return err

@@ -127,3 +127,21 @@ func TestAPeerSpeakingNonsenseIsDisconnected(t *testing.T) {
 		t.Fatalf("a client after the nonsense: %+v, %v", p, err)
 	}
 }
+
+// A client that keeps asking is never starved of credit: thousands of
+// reads on one connection, more than one grant of link credit.
+func TestManyReadsOnOneConnection(t *testing.T) {
+	conn := serve(t, amqphub.Fixed{"orders": {"0": {Last: 7}}})
+	c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, "orders", azeventhubs.DefaultConsumerGroup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range 2500 {
+		if p, err := c.GetPartitionProperties(ctx, "0", nil); err != nil || p.LastEnqueuedSequenceNumber != 7 {
+			t.Fatalf("read %d: %+v, %v", i, p, err)
+		}
+	}
+}

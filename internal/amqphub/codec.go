@@ -196,7 +196,13 @@ func (d *decoder) typed(code byte) (any, error) {
 		}
 		return time.UnixMilli(int64(binary.BigEndian.Uint64(b))).UTC(), nil
 	case 0x74, 0x84, 0x94, 0x98: // decimal32/64/128, uuid: kept raw
-		n := map[byte]int{0x74: 4, 0x84: 8, 0x94: 16, 0x98: 16}[code]
+		n := 16
+		switch code {
+		case 0x74:
+			n = 4
+		case 0x84:
+			n = 8
+		}
 		b, err := fixed(n)
 		if err != nil {
 			return nil, err

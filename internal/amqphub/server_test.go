@@ -10,16 +10,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
 
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 )
 
 func serve(t *testing.T, h amqphub.Hub) string {
 	t.Helper()
-	addr, stop, err := (&amqphub.Server{Hub: h}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return amqphub.ConnectionString(addr)
+	return amqphub.ConnectionString(amqphubtest.Serve(t, h))
 }
 
 // The real azeventhubs client reads what the hub says, over AMQP.
@@ -81,11 +77,7 @@ func TestAnUnknownHubOrPartitionIsAnError(t *testing.T) {
 
 // A peer that sends nonsense loses its own connection, and no one else's.
 func TestAPeerSpeakingNonsenseIsDisconnected(t *testing.T) {
-	addr, stop, err := (&amqphub.Server{Hub: amqphub.Fixed{"orders": {"0": {Last: 5}}}}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	addr := amqphubtest.Serve(t, amqphub.Fixed{"orders": {"0": {Last: 5}}})
 	conn := amqphub.ConnectionString(addr)
 	for _, junk := range [][]byte{
 		[]byte("GET / HTTP/1.1\r\n\r\n"),

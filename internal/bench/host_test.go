@@ -16,6 +16,7 @@ import (
 	bloblease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
@@ -75,12 +76,7 @@ func BenchmarkHostSnapshot(b *testing.B) {
 		zero := int32(0)
 		defer lc.BreakLease(ctx, &bloblease.BlobBreakOptions{BreakPeriod: &zero}) // the next run writes the blob again
 	}
-	addr, stop, err := (&amqphub.Server{Hub: amqphub.Fixed{"orders": heads}}).Start("127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer stop()
-	hub := amqphub.ConnectionString(addr)
+	hub := amqphub.ConnectionString(amqphubtest.Serve(b, amqphub.Fixed{"orders": heads}))
 	ids := make([]string, partitions)
 	for i := range ids {
 		ids[i] = strconv.Itoa(i)

@@ -130,6 +130,9 @@ func (c Circuit) Validate(app *App) error {
 }
 
 // Validate checks an app registration.
+// hostIDPattern is what the Functions host accepts as a host id.
+var hostIDPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
+
 func (a App) Validate() error {
 	var v ValidationError
 	add := func(field, format string, args ...any) {
@@ -143,6 +146,11 @@ func (a App) Validate() error {
 	}
 	if a.Guardrail.MaxShare < 0 || a.Guardrail.MaxShare > 1 {
 		add("guardrail_share", "must be between 0 %% (no limit) and 100 %% of the app's circuits")
+	}
+	if a.HostID != "" && !hostIDPattern.MatchString(a.HostID) {
+		// It names folders of the app's storage: a slash would read
+		// another host's blobs.
+		add("host_id", "must be the app's host id: 1 to 32 lower-case letters, digits or dashes, not starting or ending with a dash")
 	}
 	switch a.Switch {
 	case SwitchARM:

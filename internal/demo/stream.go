@@ -71,32 +71,35 @@ const HubAddr = "127.0.0.1:7073"
 
 // StreamEpoch is when the demo's hub began, kept in dir so that events
 // keep their sequence numbers across restarts; the first caller sets it.
+// The demo host and the demo hub start side by side: the time is written
+// whole to a file of its own and linked into place, so whoever loses the
+// race reads the winner's, never a half-written one.
 func StreamEpoch(dir string, now time.Time) (time.Time, error) {
 	name := filepath.Join(dir, "demo-hub-epoch")
-	f, err := os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err == nil {
-		_, werr := f.WriteString(now.UTC().Format(time.RFC3339Nano))
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		return now, werr
-	}
-	if !errors.Is(err, fs.ErrExist) {
+	tmp, err := os.CreateTemp(dir, "demo-hub-epoch-*")
+	if err != nil {
 		return time.Time{}, err
 	}
-	// Another process may have just created it: its time is written
-	// right after, so read until it parses, briefly.
-	deadline := time.Now().Add(2 * time.Second)
-	for {
-		b, err := os.ReadFile(name)
-		if err == nil {
-			if t, perr := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b))); perr == nil {
-				return t, nil
-			}
-		}
-		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("demo: %s holds no time; remove it to start the demo hub afresh", name)
-		}
-		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+	defer os.Remove(tmp.Name())
+	_, err = tmp.WriteString(now.UTC().Format(time.RFC3339Nano))
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
 	}
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := os.Link(tmp.Name(), name); err == nil {
+		return now, nil
+	} else if !errors.Is(err, fs.ErrExist) {
+		return time.Time{}, err
+	}
+	b, err := os.ReadFile(name)
+	if err != nil {
+		return time.Time{}, err
+	}
+	t, err := time.Parse(time.RFC3339Nano, strings.TrimSpace(string(b)))
+	if err != nil {
+		return time.Time{}, fmt.Errorf("demo: %s does not hold a time (%v); remove it to start the demo hub afresh", name, err)
+	}
+	return t, nil
 }

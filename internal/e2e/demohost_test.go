@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusebox/fusebox/client"
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -52,7 +53,7 @@ func TestNothingIsLost(t *testing.T) {
 	// azeventhubs to count the events waiting.
 	epoch := time.Now()
 	stream := demo.Stream{Name: hub, Partitions: 2, Rate: 20, Epoch: epoch}
-	app.HostStorage, app.HostID, app.EventHubs = conn, "demo-"+tag, amqphub.ConnectionString(serveHub(t, stream.Served()))
+	app.HostStorage, app.HostID, app.EventHubs = conn, "demo-"+tag, amqphub.ConnectionString(amqphubtest.Serve(t, stream.Served()))
 	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -23,17 +24,6 @@ import (
 var ordersHub = amqphub.Fixed{"orders": {
 	"0": {First: 0, Last: 48311}, "1": {First: 0, Last: 47930}, "2": {First: 0, Last: 48752}, "3": {First: 48200, Last: 48299},
 }}
-
-// serveHub serves hub as an Event Hubs namespace on a local port.
-func serveHub(t *testing.T, hub amqphub.Hub) string {
-	t.Helper()
-	addr, stop, err := (&amqphub.Server{Hub: hub}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return addr
-}
 
 // TestResumePageShowsCheckpoints walks the resume page as the recipient
 // sees it, on the real clock: the demo app's storage holds its host's
@@ -54,7 +44,7 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	conn := testenv.ConnectionString(t)
 	// Checkpoints of a namespace of its own: other tests seed the demo's.
 	ns := strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", "")) + ".servicebus.windows.net"
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), demo.HostSeed{HubAddr: serveHub(t, ordersHub), Namespace: ns}); err != nil {
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), demo.HostSeed{HubAddr: amqphubtest.Serve(t, ordersHub), Namespace: ns}); err != nil {
 		t.Fatal(err)
 	}
 	for i, n := range []int{4, 8, 16} { // what the host sampler would have kept over the last hour

@@ -13,6 +13,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
@@ -44,12 +45,7 @@ func (h *hub) Partition(ctx context.Context, name, id string) (amqphub.Partition
 
 func serve(t *testing.T, h amqphub.Hub) string {
 	t.Helper()
-	addr, stop, err := (&amqphub.Server{Hub: h}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-	return amqphub.ConnectionString(addr)
+	return amqphub.ConnectionString(amqphubtest.Serve(t, h))
 }
 
 func TestHeadsAreReadForEachPartition(t *testing.T) {

@@ -45,16 +45,9 @@ func (s *Server) apiCircuitHost(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if s.HostInsight == nil {
-		return echo.NewHTTPError(http.StatusNotFound, "Host insight is off in this Fusebox.")
-	}
-	app, err := s.AppStore.Get(c.Request().Context(), ci.AppID)
-	if err != nil {
-		return err
-	}
-	snap, ok := s.HostInsight.SnapshotAfter(c.Request().Context(), app, s.Now(), ci.SwitchedAt())
+	snap, ok := s.hostSnapshot(c.Request().Context(), ci)
 	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "The app has no host storage configured.")
+		return echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
 	}
 	ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
 	j := hostJSON{ReadAt: snap.ReadAt, Own: own, Positions: []positionJSON{}, Problems: []problemJSON{}}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -21,13 +22,9 @@ func TestAPIShowsWhereAFunctionResumes(t *testing.T) {
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	addr, stop, err := (&amqphub.Server{Hub: amqphub.Fixed{"orders": {
+	addr := amqphubtest.Serve(t, amqphub.Fixed{"orders": {
 		"0": {Last: 48300}, "1": {Last: 47930}, "2": {Last: 48600}, // no partition 3
-	}}}).Start("127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
+	}})
 	ns := strings.ToLower(testenv.Prefix(t)) + ".servicebus.windows.net"
 	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(), demo.HostSeed{HubAddr: addr, Namespace: ns}); err != nil {
 		t.Fatal(err)

@@ -51,20 +51,25 @@ func (s *Server) appHostSave(c echo.Context) error {
 	if err := eventhub.Check(m.EventHubs); err != nil {
 		m.Errors["event_hubs"] = err.Error()
 	}
-	if len(m.HostID) > 64 || strings.ContainsAny(m.HostID, "/\\ ") {
-		m.Errors["host_id"] = "must be the app's AzureFunctionsWebHost__hostid: at most 64 characters, no slashes or spaces"
+	var changed []string
+	next := app
+	next.HostStorage, changed = replaceSecret(app.HostStorage, m.HostStorage, m.ClearHost, "host storage", changed)
+	next.EventHubs, changed = replaceSecret(app.EventHubs, m.EventHubs, m.ClearHubs, "Event Hubs", changed)
+	if m.HostID != app.HostID {
+		changed = append(changed, "host id "+quoteOrNone(m.HostID))
+		next.HostID = m.HostID
+	}
+	var ve circuit.ValidationError
+	if errors.As(next.Validate(), &ve) {
+		for _, f := range ve {
+			m.Errors[f.Field] = f.Message
+		}
 	}
 	if len(m.Errors) > 0 {
 		m.Page = s.page(c, "Host insight of "+app.ID, "apps")
 		return render(c, http.StatusUnprocessableEntity, views.AppHostFormPage(m))
 	}
-	var changed []string
-	app.HostStorage, changed = replaceSecret(app.HostStorage, m.HostStorage, m.ClearHost, "host storage", changed)
-	app.EventHubs, changed = replaceSecret(app.EventHubs, m.EventHubs, m.ClearHubs, "Event Hubs", changed)
-	if m.HostID != app.HostID {
-		changed = append(changed, "host id "+quoteOrNone(m.HostID))
-		app.HostID = m.HostID
-	}
+	app = next
 	if len(changed) == 0 {
 		return c.Redirect(http.StatusSeeOther, "/apps")
 	}

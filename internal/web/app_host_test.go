@@ -36,6 +36,11 @@ func TestAnOperatorChangesWhatIsReadOfAnAppsHost(t *testing.T) {
 	if !strings.Contains(bad.body, "Listen rights") {
 		t.Errorf("a connection string without a key is refused without saying why")
 	}
+	// A host id names folders of the app's storage: one with a slash would
+	// read another host's blobs.
+	if r := post(url.Values{"host_id": {"orders/other"}}); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, "lower-case letters, digits or dashes") {
+		t.Errorf("host id orders/other: status %d, want 422 saying what a host id is", r.StatusCode)
+	}
 	wantStatus(t, post(url.Values{"event_hubs": {hubs}, "host_id": {"orders-host"}}), http.StatusSeeOther)
 	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
 	if err != nil {

@@ -15,20 +15,11 @@ import (
 // hostPanel builds what the circuit and resume pages show of the app's own
 // storage; nil when the app has none configured or nobody can read it.
 func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
-	if s.HostInsight == nil {
-		return nil
-	}
-	app, err := s.AppStore.Get(ctx, ci.AppID)
-	if err != nil {
-		return nil
-	}
-	now := s.Now()
-	// A snapshot kept from before the last switch would show checkpoints
-	// of a trigger that has since stopped or started.
-	snap, ok := s.HostInsight.SnapshotAfter(ctx, app, now, ci.SwitchedAt())
+	snap, ok := s.hostSnapshot(ctx, ci)
 	if !ok {
 		return nil
 	}
+	now := s.Now()
 	m := &views.HostPanel{ReadAt: views.Ago(now, snap.ReadAt)}
 	ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
 	if !own && len(ps) > 0 {
@@ -88,6 +79,21 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)
 	}
 	return m
+}
+
+// hostSnapshot is what the app's own storage and hub say of ci's app;
+// false when Fusebox reads neither.
+func (s *Server) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, bool) {
+	if s.HostInsight == nil {
+		return hostinsight.Snapshot{}, false
+	}
+	app, err := s.AppStore.Get(ctx, ci.AppID)
+	if err != nil {
+		return hostinsight.Snapshot{}, false
+	}
+	// A snapshot kept from before the last switch would show checkpoints
+	// of a trigger that has since stopped or started.
+	return s.HostInsight.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
 }
 
 // offSince is when the circuit's trigger was switched off; zero while it

@@ -80,8 +80,9 @@ func (c *callCounter) snapshot() map[string]int {
 
 // recordingSwitch notes when each function's trigger was switched off.
 type recordingSwitch struct {
-	mu  sync.Mutex
-	off map[string]time.Time
+	mu      sync.Mutex
+	off     map[string]time.Time
+	waiters map[string]chan struct{} // closed when the function is switched off
 }
 
 func (s *recordingSwitch) Disabled(context.Context, circuit.App) (map[string]bool, error) {
@@ -104,6 +105,10 @@ func (s *recordingSwitch) Apply(ctx context.Context, app circuit.App, off map[st
 	for function, disabled := range off {
 		if _, ok := s.off[function]; disabled && !ok {
 			s.off[function] = time.Now()
+			if w, ok := s.waiters[function]; ok {
+				close(w)
+				delete(s.waiters, function)
+			}
 		}
 	}
 	return nil
@@ -113,11 +118,31 @@ func (s *recordingSwitch) Apply(ctx context.Context, app circuit.App, off map[st
 // while one of its circuits waits on it.
 const hangingApp = "hanging"
 
-func (s *recordingSwitch) at(function string) (time.Time, bool) {
+// waitOff waits until function is switched off, up to timeout, and says
+// when that was.
+func (s *recordingSwitch) waitOff(function string, timeout time.Duration) (time.Time, bool) {
+	s.mu.Lock()
+	if t, ok := s.off[function]; ok {
+		s.mu.Unlock()
+		return t, true
+	}
+	if s.waiters == nil {
+		s.waiters = map[string]chan struct{}{}
+	}
+	w, ok := s.waiters[function]
+	if !ok {
+		w = make(chan struct{})
+		s.waiters[function] = w
+	}
+	s.mu.Unlock()
+	select {
+	case <-w:
+	case <-time.After(timeout):
+		return time.Time{}, false
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	t, ok := s.off[function]
-	return t, ok
+	return s.off[function], true
 }
 
 func newWorld(b *testing.B, nCircuits, threshold int) *world {
@@ -328,17 +353,12 @@ func runProbes(ctx context.Context, b *testing.B, w *world, probes int, probe st
 				return
 			}
 			written := time.Now()
-			for {
-				if at, ok := w.switchd.at(fn); ok {
-					latencies[p] = at.Sub(written)
-					return
-				}
-				if time.Since(written) > time.Minute {
-					errs <- fmt.Errorf("%s not tripped a minute after its crossing failure", fn)
-					return
-				}
-				time.Sleep(5 * time.Millisecond) // poll, bounded by the minute
+			at, ok := w.switchd.waitOff(fn, time.Minute)
+			if !ok {
+				errs <- fmt.Errorf("%s not tripped a minute after its crossing failure", fn)
+				return
 			}
+			latencies[p] = at.Sub(written)
 		})
 	}
 	wg.Wait()

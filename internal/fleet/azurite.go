@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"os"
@@ -17,8 +18,13 @@ import (
 // freeze and thaw without disturbing the tests that share `make test`'s.
 type Azurite struct {
 	ConnectionString string
-	procs            []*exec.Cmd
+	procs            []proc
 	t                testing.TB
+}
+
+type proc struct {
+	cmd   *exec.Cmd
+	ended chan struct{} // closed when it has exited
 }
 
 // StartAzurite runs the project's pinned Azurite on free ports.
@@ -31,36 +37,41 @@ func StartAzurite(t testing.TB) *Azurite {
 		"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"+
 		"TableEndpoint=http://127.0.0.1:%d/devstoreaccount1;BlobEndpoint=http://127.0.0.1:%d/devstoreaccount1;", tport, bport)}
 	common := []string{"--silent", "--disableTelemetry", "--skipApiVersionCheck", "--inMemoryPersistence"}
+	var started []func() bool
 	for _, c := range [][]string{
 		append([]string{filepath.Join(bin, "azurite-table"), "--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(tport)}, common...),
 		append([]string{filepath.Join(bin, "azurite-blob"), "--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(bport), "--extentMemoryLimit", "64"}, common...),
 	} {
 		cmd := exec.Command(c[0], c[1:]...)
 		cmd.Env = os.Environ()
+		out := &syncBuffer{}
+		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
 			t.Fatalf("start %s (run `make test` or npm ci first): %v", c[0], err)
 		}
-		a.procs = append(a.procs, cmd)
+		ended := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(ended) }()
+		a.procs = append(a.procs, proc{cmd, ended})
+		// Azurite says so once it listens ("… service successfully started on"
+		// for tables, "… successfully listens on" for blobs).
+		started = append(started, func() bool {
+			if out.waitFor(context.Background(), 0, " service successfully ", ended, 30*time.Second) {
+				return true
+			}
+			t.Errorf("%s did not start in 30 s:\n%s", filepath.Base(c[0]), out.String())
+			return false
+		})
 	}
 	t.Cleanup(func() {
 		for _, p := range a.procs {
-			_ = p.Process.Signal(syscall.SIGCONT)
-			_ = p.Process.Kill()
-			_ = p.Wait()
+			_ = p.cmd.Process.Signal(syscall.SIGCONT)
+			_ = p.cmd.Process.Kill()
+			<-p.ended
 		}
 	})
-	for _, port := range []int{tport, bport} {
-		deadline := time.Now().Add(30 * time.Second)
-		for {
-			c, err := net.Dial("tcp", "127.0.0.1:"+strconv.Itoa(port))
-			if err == nil {
-				c.Close()
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("Azurite did not listen on %d in 30 s", port)
-			}
-			time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
+	for _, ok := range started {
+		if !ok() {
+			t.FailNow()
 		}
 	}
 	return a
@@ -75,7 +86,7 @@ func (a *Azurite) Thaw() { a.signal(syscall.SIGCONT) }
 
 func (a *Azurite) signal(s syscall.Signal) {
 	for _, p := range a.procs {
-		if err := p.Process.Signal(s); err != nil {
+		if err := p.cmd.Process.Signal(s); err != nil {
 			a.t.Fatal(err)
 		}
 	}

@@ -99,25 +99,24 @@ func Start(t testing.TB, name string, env map[string]string) *Instance {
 			t.Logf("%s's log:\n%s", name, in.log.String())
 		}
 	})
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		resp, err := http.Get(in.URL + "/readyz")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return in
-			}
-		}
+	// It logs this once it listens, after storage answered at start.
+	if !in.WaitLog(context.Background(), 0, "fusebox is serving", 30*time.Second) {
 		select {
 		case <-in.exited:
 			t.Fatalf("%s ended before it was ready:\n%s", name, in.log.String())
 		default:
+			t.Fatalf("%s did not start serving in 30 s:\n%s", name, in.log.String())
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not become ready in 30 s:\n%s", name, in.log.String())
-		}
-		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
 	}
+	resp, err := http.Get(in.URL + "/readyz")
+	if err != nil {
+		t.Fatalf("%s: /readyz: %v", name, err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%s serves but /readyz answers %d:\n%s", name, resp.StatusCode, in.log.String())
+	}
+	return in
 }
 
 // PID is the process id, which the lease holder's identity contains.
@@ -150,18 +149,9 @@ func (in *Instance) Thaw() {
 func (in *Instance) Log() string { return in.log.String() }
 
 // WaitLog waits until the process's log contains s after the first from
-// bytes (see LogLen), up to timeout.
+// bytes (see LogLen), up to timeout, or the process ends without it.
 func (in *Instance) WaitLog(ctx context.Context, from int, s string, timeout time.Duration) bool {
-	deadline := time.Now().Add(timeout)
-	for {
-		if strings.Contains(in.log.from(from), s) {
-			return true
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return false
-		}
-		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-	}
+	return in.log.waitFor(ctx, from, s, in.exited, timeout)
 }
 
 // LogLen is the log's length now, to wait for what comes after.
@@ -175,15 +165,54 @@ func environ(vars map[string]string) []string {
 	return env
 }
 
+// syncBuffer is a process's output, which waiters are told of as it grows.
 type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	grew chan struct{} // closed at the next write
 }
 
 func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if b.grew != nil {
+		close(b.grew)
+		b.grew = nil
+	}
 	return b.buf.Write(p)
+}
+
+// waitFor waits until the output after the first from bytes contains s,
+// up to timeout, or until ended is closed without it.
+func (b *syncBuffer) waitFor(ctx context.Context, from int, s string, ended <-chan struct{}, timeout time.Duration) bool {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		text, grew := b.fromAndNext(from)
+		if strings.Contains(text, s) {
+			return true
+		}
+		select {
+		case <-grew:
+		case <-ended:
+			return strings.Contains(b.from(from), s)
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// fromAndNext is the output after the first n bytes, and a channel closed
+// when more is written.
+func (b *syncBuffer) fromAndNext(n int) (string, <-chan struct{}) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.grew == nil {
+		b.grew = make(chan struct{})
+	}
+	return b.buf.String()[min(n, b.buf.Len()):], b.grew
 }
 
 func (b *syncBuffer) String() string {

@@ -265,6 +265,9 @@ func (r *Reader) legacy(ctx context.Context, b blob, parts []string) (Checkpoint
 		cp.Offset = *body.Offset
 	}
 	if body.SequenceNumber != nil {
+		if *body.SequenceNumber < -1 {
+			return Checkpoint{}, fmt.Errorf("SequenceNumber %d is not a sequence number", *body.SequenceNumber)
+		}
 		cp.Sequence, cp.HasSequence = *body.SequenceNumber, true
 	}
 	return cp, nil

@@ -74,6 +74,7 @@ func TestCheckpointsInEveryLayout(t *testing.T) {
 	a.put(hostinsight.EventHubContainer, ns+"/orders/$default/ownership/0", "", map[string]string{"ownerid": "instance-a"})
 	a.put(hostinsight.EventHubContainer, ns+"/legacy/$default/3", `{"PartitionId":"3","Owner":"instance-b","Token":"t","Epoch":2,"Offset":"123","SequenceNumber":55}`, nil)
 	a.put(hostinsight.EventHubContainer, ns+"/legacy/$default/4", `{"PartitionId":`, nil)
+	a.put(hostinsight.EventHubContainer, ns+"/legacy/$default/5", `{"PartitionId":"5","SequenceNumber":-7}`, nil)
 
 	r := hostinsight.NewReader(a.c, "func-orders")
 	cps, problems, err := r.Checkpoints(t.Context())
@@ -107,8 +108,10 @@ func TestCheckpointsInEveryLayout(t *testing.T) {
 			bad = append(bad, p.Blob[strings.LastIndex(p.Blob, ns)+len(ns):]+": "+p.Reason)
 		}
 	}
-	if len(bad) != 2 || !strings.Contains(strings.Join(bad, "\n"), `sequencenumber "lots"`) || !strings.Contains(strings.Join(bad, "\n"), "/legacy/$default/4: not a checkpoint") {
-		t.Errorf("problems = %v, want the bad sequence number and the broken JSON", bad)
+	all := strings.Join(bad, "\n")
+	if len(bad) != 3 || !strings.Contains(all, `sequencenumber "lots"`) || !strings.Contains(all, "/legacy/$default/4: not a checkpoint") ||
+		!strings.Contains(all, "/legacy/$default/5: SequenceNumber -7 is not a sequence number") {
+		t.Errorf("problems = %v, want the bad sequence numbers in both layouts and the broken JSON", bad)
 	}
 }
 

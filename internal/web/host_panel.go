@@ -52,7 +52,7 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 	if own && len(from) > 0 && ci.State.TriggerOff() {
 		m.Summary = "Resumes from sequence " + strings.Join(from, ", ") + "."
 		if counted > 0 {
-			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, len(ps)))
+			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, len(from)))
 		}
 		if len(moved) == 0 && !offSince(ci).IsZero() {
 			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."
@@ -106,7 +106,7 @@ func offSince(ci circuit.Circuit) time.Time {
 }
 
 // partly says, after a count of waiting events, when it covers only some
-// partitions.
+// of the checkpointed partitions (one never checkpointed has no count).
 func partly(counted, of int) string {
 	if counted == of {
 		return ""

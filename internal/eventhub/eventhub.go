@@ -71,6 +71,7 @@ func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partiti
 	}
 	heads := map[string]hostinsight.Head{}
 	var errs []error
+wait:
 	for range partitions {
 		select {
 		case res := <-results:
@@ -80,18 +81,17 @@ func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partiti
 			}
 			heads[res.id] = res.head
 		case <-ctx.Done():
-			// Closing the client ends the reads still waiting; the next
-			// call opens a new one.
-			r.drop(key, c)
-			return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
+			break wait
 		}
 	}
-	if len(errs) > 0 && (ctx.Err() != nil || timedOut(errs)) {
-		// The SDK gave up at the same deadline, in its own words.
+	switch {
+	case len(heads) < len(partitions) && (ctx.Err() != nil || timedOut(errs)):
+		// Closing the client ends the reads still waiting (the SDK may also
+		// have given up at the deadline, in its own words); the next call
+		// opens a new one.
 		r.drop(key, c)
-		return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, ctx.Err())
-	}
-	if len(heads) == 0 && len(errs) > 0 {
+		return heads, fmt.Errorf("eventhub: %s did not answer in time: %w", hub, context.DeadlineExceeded)
+	case len(heads) == 0 && len(errs) > 0:
 		// Nothing answered: start over with a new connection next time. A
 		// partition the hub does not have is an answer, and keeps it.
 		r.drop(key, c)

@@ -5,17 +5,17 @@ package apptest
 
 import (
 	"context"
-
 	"errors"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"log/slog"
 	"net"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
@@ -35,6 +35,61 @@ type Server struct {
 	App    *app.App
 	Config *config.Config
 	Clock  *clock.Fake // nil for StartRealClock
+}
+
+// Nudge advances the fake clock a second each half second of real time
+// until stop is called. A loop that was mid-pass when the test advanced
+// the clock sleeps to the next boundary after it, which a fake clock never
+// reaches by itself, though a real one would. Wrap a wait for what a
+// loop's next pass does in it, where a few more seconds passing change
+// nothing the test asserts.
+func (s *Server) Nudge() (stop func()) {
+	quit, finished := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(finished)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-tick.C:
+				s.Clock.Advance(time.Second)
+			}
+		}
+	}()
+	return func() { close(quit); <-finished }
+}
+
+// NextTick advances the clock a second and returns once the evaluator has
+// stored a tick that began then or later, so whatever happened before the
+// call (a switch call counted, an operator's resume) is in that tick. A
+// tick already under way when the clock moved sleeps to the next second
+// after it, so the clock moves on again each half second no tick comes;
+// the whole wait is bounded by 20 s.
+func (s *Server) NextTick(t testing.TB) {
+	t.Helper()
+	s.Clock.Advance(time.Second)
+	after := s.Clock.Now()
+	deadline := time.Now().Add(20 * time.Second)
+	nudge := time.Now().Add(500 * time.Millisecond)
+	for {
+		st, err := s.App.Store.Status.Evaluator(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !st.LastTickAt.Before(after) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no evaluator tick stored since %s after 20 s; the last began at %s", after.Format(time.TimeOnly), st.LastTickAt.Format(time.TimeOnly))
+		}
+		if time.Now().After(nudge) {
+			s.Clock.Advance(time.Second)
+			nudge = time.Now().Add(500 * time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond) // polls a row, bounded by the deadline
+	}
 }
 
 // Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*

@@ -77,36 +77,13 @@ func TestRatioCircuitTrips(t *testing.T) {
 	}
 }
 
-// afterTick advances the clock a second and returns the circuit once the
-// evaluator has finished a tick at that time or later. A tick that was
-// still running when the clock moved sleeps to the next second, so the
-// clock is moved on again when no tick comes within a second; the whole is
-// bounded by a deadline.
+// afterTick returns the circuit as the evaluator's next tick left it.
 func afterTick(t *testing.T, srv *apptest.Server, function string) circuit.Circuit {
 	t.Helper()
-	srv.Clock.Advance(time.Second)
-	at := srv.Clock.Now()
-	deadline := time.Now().Add(20 * time.Second)
-	nudge := time.Now().Add(time.Second)
-	for {
-		st, err := srv.App.Store.Status.Evaluator(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.LastTickAt.Before(at) {
-			c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no evaluator tick at %s within 20 s", at)
-		}
-		if time.Now().After(nudge) {
-			srv.Clock.Advance(time.Second)
-			nudge = time.Now().Add(time.Second)
-		}
-		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
+	srv.NextTick(t)
+	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
+	if err != nil {
+		t.Fatal(err)
 	}
+	return c
 }

@@ -39,36 +39,6 @@ func waitMetrics(t *testing.T, url string, want, gone []string) string {
 	}
 }
 
-// tickAfterNow returns once the evaluator has stored a tick that began
-// after this call, so what happened before it (a switch call counted, an
-// operator's resume) is in the stored status. One Advance is not enough: a
-// tick already under way when the clock moves sleeps to the next second
-// boundary after it, which the fake clock never reaches unless nudged.
-func tickAfterNow(t *testing.T, srv *apptest.Server) {
-	t.Helper()
-	srv.Clock.Advance(time.Second)
-	after := srv.Clock.Now()
-	deadline := time.Now().Add(20 * time.Second)
-	nudge := time.Now().Add(500 * time.Millisecond)
-	for {
-		st, err := srv.App.Store.Status.Evaluator(t.Context())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !st.LastTickAt.Before(after) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no evaluator tick stored since %s after 20 s; the last began at %s", after.Format(time.TimeOnly), st.LastTickAt.Format(time.TimeOnly))
-		}
-		if time.Now().After(nudge) {
-			srv.Clock.Advance(time.Second)
-			nudge = time.Now().Add(500 * time.Millisecond)
-		}
-		time.Sleep(10 * time.Millisecond) // poll a row, bounded by the deadline
-	}
-}
-
 // A second instance, which holds no lease, answers a scrape with the state
 // the evaluator and the scanner stored: circuits by state, the open ones,
 // trips and resumes by who made them, jobs by status.
@@ -89,7 +59,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 	srv.Clock.Advance(time.Second)
 	waitOpen(t, srv, "ProcessOrders")
 	waitMetrics(t, other.URL, []string{`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`}, nil)
-	tickAfterNow(t, srv) // waitOpen saw the switch recorded, so its count is in this tick
+	srv.NextTick(t) // waitOpen saw the switch recorded, so its count is in this tick
 	body := waitMetrics(t, other.URL, []string{
 		`fusebox_circuits{app="orders-demo",state="open"} 2`,
 		`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`,
@@ -107,7 +77,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 	b.signIn("olivia")
 	path := "/circuits/" + demo.AppID + "/ProcessOrders/resume"
 	wantStatus(t, b.post(path, url.Values{"_csrf": {b.csrf(path)}, "reason": {"fixed the inventory timeout"}}), http.StatusSeeOther)
-	tickAfterNow(t, srv)
+	srv.NextTick(t)
 	waitMetrics(t, other.URL, []string{
 		`fusebox_circuits{app="orders-demo",state="open"} 1`,
 		`fusebox_circuit_resumes_total{actor="operator",app="orders-demo"} 1`,
@@ -124,7 +94,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	srv.Clock.Advance(time.Second)
 	waitOpen(t, srv, "ProcessOrders")
-	tickAfterNow(t, srv)
+	srv.NextTick(t)
 	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_job_down{job="5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02",name="Reminder mails",status="missing"} 1`}, nil)
 	exported := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^# (?:HELP|TYPE) (fusebox_[a-z_]+)`).FindAllStringSubmatch(scrape, -1) {

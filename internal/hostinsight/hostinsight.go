@@ -495,6 +495,22 @@ func Positions(snap Snapshot, ref circuit.HubRef, off time.Time) (ps []Position,
 	return ps, own
 }
 
+// Waiting adds up the events waiting behind ps, and says how many of the
+// checkpointed partitions (those with a sequence number) the sum covers:
+// Event Hubs may not have answered for every one.
+func Waiting(ps []Position) (events int64, counted, checkpointed int) {
+	for _, p := range ps {
+		if p.HasSequence {
+			checkpointed++
+		}
+		if p.Counted {
+			events += p.Waiting
+			counted++
+		}
+	}
+	return events, counted, checkpointed
+}
+
 // Source reads apps' host storage on demand, keeping each app's snapshot
 // for TTL so pages that refresh do not each read the account.
 type Source struct {

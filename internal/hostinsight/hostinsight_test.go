@@ -204,6 +204,21 @@ func TestPositionsNameCheckpointsThatMovedWhileOff(t *testing.T) {
 	}
 }
 
+// The sum covers the partitions Event Hubs answered for, and is said to be
+// of the checkpointed ones: a partition never checkpointed resumes from
+// the trigger's initial offset, so it is neither counted nor missing.
+func TestWaitingCoversOnlyCheckpointedPartitions(t *testing.T) {
+	ps := []hostinsight.Position{
+		{Checkpoint: hostinsight.Checkpoint{Partition: "0", Sequence: 10, HasSequence: true}, Waiting: 5, Counted: true},
+		{Checkpoint: hostinsight.Checkpoint{Partition: "1", Sequence: 20, HasSequence: true}, Waiting: 7, Counted: true},
+		{Checkpoint: hostinsight.Checkpoint{Partition: "2", Sequence: 30, HasSequence: true}}, // the hub did not answer
+		{Checkpoint: hostinsight.Checkpoint{Partition: "3"}},                                  // never checkpointed
+	}
+	if events, counted, of := hostinsight.Waiting(ps); events != 12 || counted != 2 || of != 3 {
+		t.Errorf("Waiting = %d events on %d of %d partitions; want 12 on 2 of 3", events, counted, of)
+	}
+}
+
 func TestBehindCountsTheEventsAfterTheCheckpoint(t *testing.T) {
 	cp := func(seq int64) hostinsight.Checkpoint {
 		return hostinsight.Checkpoint{Sequence: seq, HasSequence: true}

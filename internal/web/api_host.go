@@ -59,12 +59,11 @@ func (s *Server) apiCircuitHost(c echo.Context) error {
 		}
 		if p.Counted {
 			pj.Waiting = &p.Waiting
-			if j.Waiting == nil {
-				j.Waiting = new(int64)
-			}
-			*j.Waiting += p.Waiting
 		}
 		j.Positions = append(j.Positions, pj)
+	}
+	if waiting, counted, _ := hostinsight.Waiting(ps); counted > 0 {
+		j.Waiting = &waiting
 	}
 	if snap.Concurrency != nil {
 		if n, ok := snap.Concurrency.Functions[ci.Function]; ok {

@@ -26,8 +26,6 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		m.Note = "These are every checkpoint in the app's storage. Name the event hub " + ci.Function + " consumes in its settings to see which are its own, where it resumes, and whether they moved while it was off."
 	}
 	var from, lost, moved []string
-	var waiting int64
-	counted := 0
 	for _, p := range ps {
 		seq := "none yet"
 		if p.HasSequence {
@@ -38,8 +36,6 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 			Offset: p.Offset, Moved: views.Ago(now, p.Moved), Owner: p.Owner, MovedWhileOff: p.MovedWhileOff}
 		if p.Counted {
 			row.Waiting = strconv.FormatInt(p.Waiting, 10)
-			waiting += p.Waiting
-			counted++
 		}
 		if p.Expired > 0 {
 			lost = append(lost, fmt.Sprintf("%d on %s/%s", p.Expired, p.Hub, p.Partition))
@@ -51,8 +47,8 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 	}
 	if own && len(from) > 0 && ci.State.TriggerOff() {
 		m.Summary = "Resumes from sequence " + strings.Join(from, ", ") + "."
-		if counted > 0 {
-			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, len(from)))
+		if waiting, counted, of := hostinsight.Waiting(ps); counted > 0 {
+			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, of))
 		}
 		if len(moved) == 0 && !offSince(ci).IsZero() {
 			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."

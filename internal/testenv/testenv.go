@@ -14,6 +14,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -65,4 +69,30 @@ func Storage(t testing.TB) (*tablestore.Service, string) {
 		}
 	})
 	return svc, prefix
+}
+
+// StuckLock leaves a blob in container leased for ever, as function code
+// that took a per-key lock and died would: a fresh blob named
+// locks-by-code/{a fresh prefix}/key, so tests never share one. Its
+// lease is broken when the test ends.
+func StuckLock(t testing.TB, container, key string) (string, *blob.Client) {
+	t.Helper()
+	bc, err := azblob.NewClientFromConnectionString(ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := "locks-by-code/" + Prefix(t) + "/" + key
+	if _, err := bc.UploadBuffer(t.Context(), container, name, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	b := bc.ServiceClient().NewContainerClient(container).NewBlobClient(name)
+	lc, err := lease.NewBlobClient(b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AcquireLease(t.Context(), -1, nil); err != nil { // infinite: nobody renews or releases it
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _, _ = lc.BreakLease(context.Background(), nil) })
+	return name, b
 }

@@ -1,13 +1,11 @@
 package web_test
 
 import (
-	"context"
 	"net/http"
 	"net/url"
 	"strings"
 	"testing"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/fusebox/fusebox/internal/apptest"
@@ -28,23 +26,7 @@ func TestAStuckHostLockIsShownAndBroken(t *testing.T) {
 	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, srv.Clock.Now(), demo.HostSeed{}); err != nil {
 		t.Fatal(err)
 	}
-	bc, err := azblob.NewClientFromConnectionString(conn, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := "locks-by-code/" + strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", "")) + "/order-42"
-	if _, err := bc.UploadBuffer(t.Context(), hostinsight.HostsContainer, name, nil, nil); err != nil {
-		t.Fatal(err)
-	}
-	blob := bc.ServiceClient().NewContainerClient(hostinsight.HostsContainer).NewBlobClient(name)
-	lc, err := lease.NewBlobClient(blob, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := lc.AcquireLease(t.Context(), -1, nil); err != nil { // infinite: nobody will ever renew or release it
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = lc.BreakLease(context.Background(), nil) })
+	name, blob := testenv.StuckLock(t, hostinsight.HostsContainer, "order-42")
 
 	viewer := newBrowser(t, srv.URL)
 	viewer.signIn("victor")

@@ -67,6 +67,9 @@ func (s *Server) lockList(c echo.Context) error {
 			}
 		}
 	}
+	if c.Request().Header.Get("HX-Request") == "true" {
+		return render(c, http.StatusOK, views.LocksBody(m))
+	}
 	return render(c, http.StatusOK, views.LocksPage(m))
 }
 

@@ -31,7 +31,7 @@ var ordersHub = amqphub.Fixed{"orders": {
 // page says where it resumes, how many events wait (read from the hub
 // through azeventhubs), which expired, and that nothing moved since the
 // trip; a checkpoint then written while the trigger is off shows as a
-// warning, and fewer events wait.
+// warning, and fewer events wait, on the overview too.
 func TestResumePageShowsCheckpoints(t *testing.T) {
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, map[string]string{
@@ -122,6 +122,13 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	}
 	if w := waitingCells(t, p); w != "100 0 152 100" {
 		t.Errorf("after partition 2 moved to 48600, waiting = %q, want 100 0 152 100", w)
+	}
+	// The overview lists the open circuit with the same count, filled in
+	// after the page has loaded.
+	p.signIn(t, srv.URL, "victor")
+	p.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-circuit="`+demo.AppID+`/ProcessOrders"] [data-testid="waiting-count"]`)))
+	if n := p.text(t, `[data-circuit="`+demo.AppID+`/ProcessOrders"] [data-testid="waiting-count"]`); n != "352" {
+		t.Errorf("the overview says %q events wait behind ProcessOrders, want 352", n)
 	}
 	if errs := p.errors(); len(errs) > 0 {
 		t.Errorf("pages logged errors: %v", errs)

@@ -3,9 +3,12 @@ package web
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
@@ -75,6 +78,25 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)
 	}
 	return m
+}
+
+// circuitWaiting is the count of events waiting behind a circuit's
+// checkpoints, alone, for the lists' Waiting cells: they ask for it after
+// the page has loaded, so a slow host account never holds up a list.
+func (s *Server) circuitWaiting(c echo.Context) error {
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	m := views.Waiting{Href: circuitHref(ci)}
+	if snap, ok := s.hostSnapshot(c.Request().Context(), ci); ok {
+		ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
+		if waiting, counted, of := hostinsight.Waiting(ps); own && counted > 0 {
+			m.Count = strconv.FormatInt(waiting, 10)
+			m.Title = fmt.Sprintf("About %d events waiting%s, read %s", waiting, partly(counted, of), views.Ago(s.Now(), snap.ReadAt))
+		}
+	}
+	return render(c, http.StatusOK, views.WaitingCount(m))
 }
 
 // hostSnapshot is what the app's own storage and hub say of ci's app;

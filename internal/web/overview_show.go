@@ -156,6 +156,17 @@ func appName(apps []circuit.App, id string) string {
 	return id
 }
 
+// readsHub reports whether Fusebox reads the app's checkpoints and hub, so
+// a count of the events waiting can be shown.
+func readsHub(apps []circuit.App, id string) bool {
+	for _, a := range apps {
+		if a.ID == id {
+			return a.HostStorage != "" && a.EventHubs != ""
+		}
+	}
+	return false
+}
+
 func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]circuit.Counts, spark map[string][]int) []views.CircuitRow {
 	rows := make([]views.CircuitRow, len(cs))
 	for i, c := range cs {
@@ -165,7 +176,8 @@ func circuitRows(apps []circuit.App, cs []circuit.Circuit, counts map[string]cir
 			Rule:  c.RuleText(),
 			Count: counts[c.ID()].Counted, Threshold: c.Threshold,
 			ChangedAt: c.ChangedAt, Reason: c.Reason, Drift: c.Drift != "", Pending: c.Pending(),
-			Spark: spark[c.ID()],
+			Spark:   spark[c.ID()],
+			Waiting: c.State.TriggerOff() && c.Consumes().Hub != "" && readsHub(apps, c.AppID),
 		}
 		if rows[i].Spark == nil {
 			rows[i].Spark = make([]int, 60)

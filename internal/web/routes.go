@@ -116,6 +116,7 @@ func (s *Server) routes() {
 	viewer.GET("/circuits/new", s.circuitNew, s.require(auth.RoleOperator))
 	viewer.POST("/circuits/new", s.circuitCreate, s.require(auth.RoleOperator))
 	viewer.GET("/circuits/:app/:function", s.circuitShow)
+	viewer.GET("/circuits/:app/:function/waiting", s.circuitWaiting)
 	viewer.GET("/jobs", s.jobList)
 	viewer.GET("/jobs/new", s.jobNew, s.require(auth.RoleOperator))
 	viewer.POST("/jobs/new", s.jobSave, s.require(auth.RoleOperator))

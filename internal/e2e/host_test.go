@@ -126,8 +126,8 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	// The overview lists the open circuit with the same count, filled in
 	// after the page has loaded.
 	p.signIn(t, srv.URL, "victor")
-	p.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-circuit="`+demo.AppID+`/ProcessOrders"] [data-testid="waiting-count"]`)))
-	if n := p.text(t, `[data-circuit="`+demo.AppID+`/ProcessOrders"] [data-testid="waiting-count"]`); n != "352" {
+	p.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`[data-circuit="`+demo.AppID+`/ProcessOrders"] [data-testid="waiting-cell"] [data-testid="waiting-count"]`)))
+	if n := p.text(t, `[data-circuit="`+demo.AppID+`/ProcessOrders"] [data-testid="waiting-cell"] [data-testid="waiting-count"]`); n != "352" {
 		t.Errorf("the overview says %q events wait behind ProcessOrders, want 352", n)
 	}
 	if errs := p.errors(); len(errs) > 0 {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -136,7 +137,10 @@ func silentPort(t *testing.T) string {
 // A hub that does not answer leaves a page its deadline and the rest of
 // what the app's storage holds: checkpoints and concurrency are there,
 // the hub is named as a problem, and no count is made up.
-func TestASilentHubLeavesTheRestOfTheSnapshot(t *testing.T) {
+// hostStorage writes one checkpoint of the hub, partition 0 at 41, in a
+// namespace of the test's own, and returns the namespace's tag.
+func hostStorage(t *testing.T, hub string) (*azblob.Client, string) {
+	t.Helper()
 	bc, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -146,12 +150,69 @@ func TestASilentHubLeavesTheRestOfTheSnapshot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	tag := strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", ""))
+	tag := testenv.Prefix(t)
 	seq := "41"
-	if _, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, tag+".servicebus.windows.net/orders/$default/checkpoint/0", nil,
+	if _, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, tag+".servicebus.windows.net/"+hub+"/$default/checkpoint/0", nil,
 		&azblob.UploadBufferOptions{Metadata: map[string]*string{"sequencenumber": &seq}}); err != nil {
 		t.Fatal(err)
 	}
+	return bc, tag
+}
+
+// countedHub counts the reads of one hub's partitions.
+type countedHub struct {
+	amqphub.Fixed
+	name  string
+	reads atomic.Int64
+}
+
+func (c *countedHub) Partition(ctx context.Context, hub, id string) (amqphub.Partition, bool) {
+	if hub == c.name {
+		c.reads.Add(1)
+	}
+	return c.Fixed.Partition(ctx, hub, id)
+}
+
+// Pages that ask at once for an app's snapshot the cache does not hold
+// (a list's Waiting cells, one per open circuit) share one read of its
+// storage and hub. (The hub's name is the test's own: the test Azurite
+// holds other tests' checkpoints, which the emulator-style connection
+// reads too.)
+func TestCallersAtOnceShareOneRead(t *testing.T) {
+	name := "hub-" + testenv.Prefix(t)
+	_, tag := hostStorage(t, name)
+	h := &countedHub{Fixed: amqphub.Fixed{name: {"0": {Last: 1200}}}, name: name}
+	hubs := &eventhub.Reader{}
+	defer hubs.Close(context.Background())
+	src := &hostinsight.Source{Hubs: hubs}
+	app := circuit.App{ID: "orders-" + tag, HostStorage: testenv.ConnectionString(t), HostID: tag, EventHubs: serve(t, h)}
+	const callers = 20
+	snaps := make(chan hostinsight.Snapshot, callers)
+	var start, done sync.WaitGroup
+	start.Add(1)
+	for range callers {
+		done.Go(func() {
+			start.Wait()
+			snap, _ := src.Snapshot(t.Context(), app, time.Now())
+			snaps <- snap
+		})
+	}
+	start.Done()
+	done.Wait()
+	close(snaps)
+	for snap := range snaps {
+		ps, _ := hostinsight.Positions(snap, circuit.HubRef{Hub: name}, time.Time{})
+		if w, counted, _ := hostinsight.Waiting(ps); counted != 1 || w != 1200-41 {
+			t.Errorf("a caller saw %d waiting on %d partitions, want %d on 1", w, counted, 1200-41)
+		}
+	}
+	if n := h.reads.Load(); n != 1 {
+		t.Errorf("%d callers at once read the partition %d times, want once", callers, n)
+	}
+}
+
+func TestASilentHubLeavesTheRestOfTheSnapshot(t *testing.T) {
+	bc, tag := hostStorage(t, "orders")
 	if _, err := bc.UploadBuffer(t.Context(), hostinsight.HostsContainer, "concurrency/"+tag+"/concurrencyStatus.json",
 		[]byte(`{"Timestamp":"2026-12-01T10:00:00Z","NumberOfCores":2,"FunctionSnapshots":{"F.ProcessOrders":{"Concurrency":4}}}`), nil); err != nil {
 		t.Fatal(err)

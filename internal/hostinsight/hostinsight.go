@@ -29,6 +29,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 )
@@ -523,6 +524,10 @@ type Source struct {
 	// connection; nil: no lag is shown.
 	Hubs HeadReader
 
+	// flight joins callers that miss the cache at once (a list's Waiting
+	// cells, one per open circuit of an app) to a single read.
+	flight singleflight.Group
+
 	mu    sync.Mutex
 	cache map[string]cached
 	held  map[string]time.Time // app|blob -> when first seen leased
@@ -555,12 +560,41 @@ func (s *Source) SnapshotAfter(ctx context.Context, app circuit.App, now, after 
 	}
 	hostID := HostID(app.HostID, app.Site, app.Slot)
 	key := app.HostStorage + "|" + hostID + "|" + app.EventHubs
-	s.mu.Lock()
-	if c, ok := s.cache[app.ID]; ok && c.key == key && now.Sub(c.at) < ttl && !c.at.Before(after) {
-		s.mu.Unlock()
-		return c.snap, true
+	if snap, ok := s.cached(app.ID, key, now, ttl, after); ok {
+		return snap, true
 	}
-	s.mu.Unlock()
+	// The read is shared, so no one caller's cancellation may cut it short;
+	// the timeout bounds it. It looks at the cache again, which a read that
+	// ended since the look above has filled. A read that began before after
+	// is no answer for this caller: it reads again.
+	v, _, _ := s.flight.Do(app.ID+"|"+key, func() (any, error) {
+		if snap, ok := s.cached(app.ID, key, now, ttl, after); ok {
+			return snap, nil
+		}
+		return s.read(context.WithoutCancel(ctx), app, key, hostID, now, timeout), nil
+	})
+	snap := v.(Snapshot)
+	if snap.ReadAt.Before(after) {
+		snap = s.read(ctx, app, key, hostID, now, timeout)
+	}
+	return snap, true
+}
+
+// cached is the app's kept snapshot, if it was read with key, less than
+// ttl before now, and not before after.
+func (s *Source) cached(appID, key string, now time.Time, ttl time.Duration, after time.Time) (Snapshot, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c, ok := s.cache[appID]
+	if !ok || c.key != key || now.Sub(c.at) >= ttl || c.at.Before(after) {
+		return Snapshot{}, false
+	}
+	return c.snap, true
+}
+
+// read reads the app's snapshot afresh, notes how long each lock has been
+// seen held, and keeps the snapshot for the next callers.
+func (s *Source) read(ctx context.Context, app circuit.App, key, hostID string, now time.Time, timeout time.Duration) Snapshot {
 	// One deadline for the blobs and the hub together: a page waits for
 	// the slower of them at most timeout.
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -600,7 +634,7 @@ func (s *Source) SnapshotAfter(ctx context.Context, app circuit.App, now, after 
 	}
 	s.cache[app.ID] = cached{key: key, at: now, snap: snap}
 	s.mu.Unlock()
-	return snap, true
+	return snap
 }
 
 // Break breaks a lock of the app's host, and forgets the cached snapshot.

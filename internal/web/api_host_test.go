@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -71,4 +72,44 @@ func orNull(p *int64) string {
 		return "null"
 	}
 	return strconv.FormatInt(*p, 10)
+}
+
+// A list's Waiting cell, asked for after the list has loaded, gives the
+// count with what it covers, or a question mark when Event Hubs did not
+// answer for the function's hub.
+func TestAListsWaitingCellSaysHowManyOrWhyNot(t *testing.T) {
+	for name, tc := range map[string]struct {
+		hub  amqphub.Fixed
+		want []string
+	}{
+		"three of four partitions answered": {
+			hub:  amqphub.Fixed{"orders": {"0": {Last: 48300}, "1": {Last: 47930}, "2": {Last: 48600}}},
+			want: []string{`data-testid="waiting-count">187<`, `About 187 events waiting on the 3 of 4 partitions Event Hubs answered for`},
+		},
+		"no such hub": {
+			hub:  amqphub.Fixed{},
+			want: []string{`>?<`, `Event Hubs did not say how many wait`},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			srv := apptest.Start(t, nil)
+			if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+				t.Fatal(err)
+			}
+			ns := testenv.Prefix(t) + ".servicebus.windows.net"
+			if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(),
+				demo.HostSeed{HubAddr: amqphubtest.Serve(t, tc.hub), Namespace: ns}); err != nil {
+				t.Fatal(err)
+			}
+			b := newBrowser(t, srv.URL)
+			b.signIn("victor")
+			cell := b.get("/circuits/" + demo.AppID + "/ProcessOrders/waiting")
+			wantStatus(t, cell, http.StatusOK)
+			for _, w := range tc.want {
+				if !strings.Contains(cell.body, w) {
+					t.Errorf("the cell lacks %q:\n%s", w, cell.body)
+				}
+			}
+		})
+	}
 }

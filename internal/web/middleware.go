@@ -51,27 +51,34 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if route == "" {
 			route = "unmatched"
 		}
+		status := res.Status
+		if status >= 500 && errors.Is(req.Context().Err(), context.Canceled) {
+			// The client went away before the answer (a function host that
+			// restarts mid-report): nothing failed here, and no one reads the
+			// 5xx. Logged and counted as nginx's 499, "client closed request".
+			status = statusClientClosed
+		}
 		span.SetName(req.Method + " " + route)
-		span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", route), attribute.Int("http.response.status_code", res.Status))
-		if res.Status >= 500 {
-			span.SetStatus(codes.Error, http.StatusText(res.Status))
+		span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+		if status >= 500 {
+			span.SetStatus(codes.Error, http.StatusText(status))
 		}
 		elapsed := time.Since(start)
-		s.Metrics.ObserveHTTP(route, c.Request().Method, res.Status, elapsed)
+		s.Metrics.ObserveHTTP(route, c.Request().Method, status, elapsed)
 		level := slog.LevelInfo
-		if res.Status >= 500 {
+		if status >= 500 {
 			level = slog.LevelError
 		}
 		attrs := []slog.Attr{
 			slog.String("request_id", res.Header().Get(echo.HeaderXRequestID)),
 			slog.String("method", c.Request().Method),
 			slog.String("route", route),
-			slog.Int("status", res.Status),
+			slog.Int("status", status),
 			slog.Int64("bytes", res.Size),
 			slog.Duration("duration", elapsed),
 			slog.String("remote_ip", c.RealIP()),
 		}
-		if cause := logCause(err, res.Status); cause != "" {
+		if cause := logCause(err, status); cause != "" {
 			attrs = append(attrs, slog.String("error", cause))
 		}
 		s.Logger.LogAttrs(c.Request().Context(), level, "http request", attrs...)
@@ -93,6 +100,10 @@ func logCause(err error, status int) string {
 	}
 	return ""
 }
+
+// statusClientClosed is what requests whose client left before the answer
+// are logged and counted as (nginx's convention; no standard code says it).
+const statusClientClosed = 499
 
 // recoverPanics turns a panic into a 500, keeping the stack for the log.
 func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {

@@ -310,7 +310,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	}
 	go func() { _ = rep.Run(ctx) }()
 	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
-		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch,
+		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch, Retention: stream.Retention,
 		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
 	if err := h.Start(ctx); err != nil {
 		return err

@@ -49,9 +49,10 @@ type Host struct {
 	EventHub   string
 	Group      string // consumer group
 	Partitions int
-	Rate       float64   // events per second per partition
-	Epoch      time.Time // when the simulated hub's partitions began
-	Batch      int       // events per batch; default 50
+	Rate       float64       // events per second per partition
+	Epoch      time.Time     // when the simulated hub's partitions began
+	Retention  time.Duration // the simulated hub's; zero keeps every event
+	Batch      int           // events per batch; default 50
 	// Offline is a file whose existence means the downstream store is
 	// offline: every batch fails. It survives restarts, as an outage does.
 	Offline   string
@@ -67,7 +68,7 @@ type Host struct {
 
 // Stream is the simulated hub the host consumes.
 func (h *Host) Stream() Stream {
-	return Stream{Name: h.EventHub, Partitions: h.Partitions, Rate: h.Rate, Epoch: h.Epoch}
+	return Stream{Name: h.EventHub, Partitions: h.Partitions, Rate: h.Rate, Epoch: h.Epoch, Retention: h.Retention}
 }
 
 // Head is the last sequence number of each partition at now.
@@ -137,13 +138,16 @@ func (h *Host) Step(ctx context.Context, now time.Time) error {
 	if h.Disabled() {
 		return nil
 	}
-	head := h.Head(now)
+	head, first := h.Head(now), h.Stream().First(now)
 	_, err := os.Stat(h.Offline)
 	offline := h.Offline != "" && err == nil
 	var errs []error
 	for p := range h.Partitions {
 		h.mu.Lock()
-		from := h.cps[p] + 1
+		// A checkpoint older than the hub's retention resumes at the first
+		// event still held: the receiver asks for events after the
+		// checkpoint's sequence number, and the expired ones are gone.
+		from := max(h.cps[p]+1, first)
 		h.mu.Unlock()
 		if from > head {
 			continue
@@ -233,11 +237,12 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	type row struct{ P, Head, CP, Waiting int64 }
-	head := h.Head(time.Now())
+	now := time.Now()
+	head, first := h.Head(now), h.Stream().First(now)
 	h.mu.Lock()
 	var rows []row
 	for p, cp := range h.cps {
-		rows = append(rows, row{int64(p), head, cp, max(head-cp, 0)})
+		rows = append(rows, row{int64(p), head, cp, max(head-max(cp, first-1), 0)})
 	}
 	failures := h.failures
 	h.mu.Unlock()

@@ -16,18 +16,28 @@ import (
 
 // Stream is the demo's simulated event hub: partition p holds every
 // sequence number from 0 up to Rate × seconds since Epoch, so events keep
-// arriving whether anyone consumes them or not, as in a hub. Retention
-// keeps everything.
+// arriving whether anyone consumes them or not, as in a hub. Events older
+// than Retention are gone, as a hub's are; zero keeps everything.
 type Stream struct {
 	Name       string // the event hub's name
 	Partitions int
 	Rate       float64 // events per second per partition
 	Epoch      time.Time
+	Retention  time.Duration
 }
 
 // Head is the last sequence number of each partition at now; -1: none yet.
 func (s Stream) Head(now time.Time) int64 {
 	return int64(now.Sub(s.Epoch).Seconds()*s.Rate) - 1
+}
+
+// First is the first sequence number each partition still holds at now:
+// those enqueued more than Retention ago have expired.
+func (s Stream) First(now time.Time) int64 {
+	if s.Retention <= 0 {
+		return 0
+	}
+	return max(s.Head(now.Add(-s.Retention))+1, 0)
 }
 
 // Served is the stream as an Event Hubs namespace describes it, for an
@@ -57,13 +67,15 @@ func (h served) Partition(_ context.Context, hub, id string) (amqphub.Partition,
 		return amqphub.Partition{First: 0, Last: -1, Empty: true}, true
 	}
 	at := h.s.Epoch.Add(time.Duration(float64(last+1) / h.s.Rate * float64(time.Second)))
-	return amqphub.Partition{First: 0, Last: last, LastOffset: strconv.FormatInt(last*256, 10), LastEnqueued: at}, true
+	return amqphub.Partition{First: min(h.s.First(time.Now()), last), Last: last, LastOffset: strconv.FormatInt(last*256, 10), LastEnqueued: at}, true
 }
 
 // OrdersStream is the hub the demo app's ProcessOrders consumes under
-// `make run`, begun at epoch.
+// `make run`, begun at epoch. It keeps an hour of events, so a demo left
+// stopped for longer resumes past expired events, and its pages say how
+// many.
 func OrdersStream(epoch time.Time) Stream {
-	return Stream{Name: "orders", Partitions: 4, Rate: 5, Epoch: epoch}
+	return Stream{Name: "orders", Partitions: 4, Rate: 5, Epoch: epoch, Retention: time.Hour}
 }
 
 // HubAddr is where `make run` serves the demo's Event Hubs namespace.

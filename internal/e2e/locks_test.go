@@ -20,7 +20,7 @@ import (
 // age, when the page, refreshing itself, shows it. The operator confirms,
 // the lease is broken in the app's storage, and the audit log says who.
 func TestAnOperatorBreaksAStuckLock(t *testing.T) {
-	const breakAfter = 2 * time.Second
+	const breakAfter = 3 * time.Second
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_HOST_LOCK_BREAK_AFTER": breakAfter.String()},
 		apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})
 	conn := testenv.ConnectionString(t)
@@ -30,34 +30,44 @@ func TestAnOperatorBreaksAStuckLock(t *testing.T) {
 	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, time.Now(), demo.HostSeed{}); err != nil {
 		t.Fatal(err)
 	}
-	name, blob := testenv.StuckLock(t, hostinsight.HostsContainer, "order-7")
-
 	p := newPage(t)
 	p.signIn(t, srv.URL, "olivia")
-	opened := time.Now()
+
+	// The lock is taken just before the operator looks. Fusebox can have
+	// seen it no earlier than that (its host sampler reads the app's
+	// storage too), so Break may not appear before taken + breakAfter.
+	taken := time.Now()
+	name, blob := testenv.StuckLock(t, hostinsight.HostsContainer, "order-7")
 	p.do(t, chromedp.Navigate(srv.URL+"/locks"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="host-locks"]`)))
+	looked := time.Since(taken)
 	first := p.text(t, `[data-testid="host-locks"]`)
 	if !strings.Contains(first, name) {
 		t.Fatalf("the stuck lock is not listed:\n%s", first)
 	}
-	breaks, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`document.querySelectorAll('[data-testid="break"]').length`))
+	// Other locks in the demo app's storage may be breakable already: the
+	// host sampler has been seeing them since the server started.
+	row := `[data-testid="host-locks"] tr[data-lock="` + demo.AppID + "/" + name + `"]`
+	breaks, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`document.querySelectorAll('`+row+` [data-testid="break"]').length`))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := breaks; n != 0 {
-		t.Errorf("Break is offered at first sight (%d links), before the lock was seen held for %s", n, breakAfter)
+	switch {
+	case looked >= breakAfter:
+		t.Logf("the page took %s to open: too long to check that Break is held back at first", looked.Round(time.Millisecond))
+	case breaks != 0:
+		t.Errorf("Break is offered %s after the lock was taken, before it can have been seen held for %s", looked.Round(time.Millisecond), breakAfter)
 	}
-	// The page refreshes itself every 5 s; the next refresh after 2 s of
-	// holding offers Break.
-	p.do(t, chromedp.WaitVisible(chromedp.CSS(`[data-testid="break"]`)))
-	if offered := time.Since(opened); offered < breakAfter {
-		t.Errorf("Break was offered %s after the lock was first seen, before %s", offered.Round(time.Millisecond), breakAfter)
+	// The page refreshes itself every 5 s; the first refresh after the lock
+	// has been seen held for breakAfter offers Break.
+	p.do(t, chromedp.WaitVisible(chromedp.CSS(row+` [data-testid="break"]`)))
+	if offered := time.Since(taken); offered < breakAfter {
+		t.Errorf("Break was offered %s after the lock was taken, before %s", offered.Round(time.Millisecond), breakAfter)
 	}
-	if held := p.text(t, `[data-testid="host-locks"]`); !strings.Contains(held, "at least ") {
+	if held := p.text(t, row); !strings.Contains(held, "at least ") {
 		t.Errorf("the page does not say how long the lock was seen held:\n%s", held)
 	}
 	p.do(t,
-		chromedp.Click(chromedp.CSS(`[data-testid="break"]`)),
+		chromedp.Click(chromedp.CSS(row+` [data-testid="break"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm-break"]`)),
 	)
 	if confirm := p.text(t, "main"); !contains(confirm, name, "two instances may then do the same work") {

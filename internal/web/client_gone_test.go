@@ -13,8 +13,8 @@ import (
 
 // A function host that restarts while its report waits on storage leaves
 // before the answer. Nothing failed in Fusebox: the request is counted and
-// logged as 499 (client closed request), never as a 5xx that would page
-// someone through the alert rules.
+// logged as 499 (client closed request), never as a 5xx ERROR that an
+// alert on server errors would count.
 func TestAClientThatLeavesIsNotAServerError(t *testing.T) {
 	az := fleet.StartAzurite(t)
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": az.ConnectionString})

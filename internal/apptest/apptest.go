@@ -65,14 +65,14 @@ func (s *Server) Nudge() (stop func()) {
 // stored a tick that began then or later, so whatever happened before the
 // call (a switch call counted, an operator's resume) is in that tick. A
 // tick already under way when the clock moved sleeps to the next second
-// after it, so the clock moves on again each half second no tick comes;
-// the whole wait is bounded by 20 s.
+// after it, so the wait runs inside Nudge; it is bounded by 20 s.
 func (s *Server) NextTick(t testing.TB) {
 	t.Helper()
 	s.Clock.Advance(time.Second)
 	after := s.Clock.Now()
+	stop := s.Nudge()
+	defer stop()
 	deadline := time.Now().Add(20 * time.Second)
-	nudge := time.Now().Add(500 * time.Millisecond)
 	for {
 		st, err := s.App.Store.Status.Evaluator(t.Context())
 		if err != nil {
@@ -83,10 +83,6 @@ func (s *Server) NextTick(t testing.TB) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no evaluator tick stored since %s after 20 s; the last began at %s", after.Format(time.TimeOnly), st.LastTickAt.Format(time.TimeOnly))
-		}
-		if time.Now().After(nudge) {
-			s.Clock.Advance(time.Second)
-			nudge = time.Now().Add(500 * time.Millisecond)
 		}
 		time.Sleep(10 * time.Millisecond) // polls a row, bounded by the deadline
 	}

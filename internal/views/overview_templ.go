@@ -569,7 +569,7 @@ func CircuitTable(p Page, rows []CircuitRow) templ.Component {
 					}
 				}
 				if r.Drift {
-					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "<span class=\"badge warn\" title=\"the trigger was moved outside Fusebox\">drift</span>")
+					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 39, "<span class=\"badge warn\" title=\"the trigger was moved outside Fusebox\" data-testid=\"drift-badge\">drift</span>")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

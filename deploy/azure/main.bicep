@@ -22,8 +22,8 @@ param sessionKey string
 param linkKeys string = ''
 @secure()
 param localUsers string = ''
-@description('App Service only: trust App Service Authentication')
-param easyAuth bool = false
+@description('App Service only: the client id of a Microsoft Entra app registration; turns on App Service Authentication with sign-in required and FUSEBOX_EASYAUTH_ENABLED. Empty: Fusebox\'s own sign-in.')
+param easyAuthClientId string = ''
 param smtpHost string = ''
 param smtpUsername string = ''
 @secure()
@@ -41,6 +41,9 @@ var websiteContributor = 'de139f84-1756-47ae-9be6-808fbbe84772'
 var containerAppsContributor = '358470bc-b998-42bd-ab17-a7e34c199c0f'
 var guardRole = guardedHosting == 'containerapp' ? containerAppsContributor : websiteContributor
 var appName = '${name}-app'
+// Routes with authentication of their own (keys, tokens, signed links) or
+// none by design (probes, assets): App Service Authentication lets them by.
+var openPaths = ['/healthz', '/readyz', '/metrics', '/static/*', '/api/v1/*', '/ping/*', '/badge/*', '/resume/*']
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: storageName
@@ -134,13 +137,43 @@ resource site 'Microsoft.Web/sites@2023-12-01' = if (hosting == 'appservice') {
         { name: 'FUSEBOX_SESSION_KEY', value: sessionKey }
         { name: 'FUSEBOX_LINK_KEYS', value: linkKeys }
         { name: 'FUSEBOX_LOCAL_USERS', value: localUsers }
-        { name: 'FUSEBOX_EASYAUTH_ENABLED', value: string(easyAuth) }
+        { name: 'FUSEBOX_EASYAUTH_ENABLED', value: string(!empty(easyAuthClientId)) }
         { name: 'FUSEBOX_SMTP_HOST', value: smtpHost }
         { name: 'FUSEBOX_SMTP_USERNAME', value: smtpUsername }
         { name: 'FUSEBOX_SMTP_PASSWORD', value: smtpPassword }
         { name: 'FUSEBOX_MAIL_FROM', value: mailFrom }
       ]
     }
+  }
+}
+
+// With a client id, App Service Authentication is on before Fusebox takes
+// a request: sign-in required, and the X-MS-CLIENT-PRINCIPAL header set by
+// the platform alone (Fusebox refuses Easy Auth where WEBSITE_AUTH_ENABLED
+// is not True).
+resource siteAuth 'Microsoft.Web/sites/config@2023-12-01' = if (hosting == 'appservice' && !empty(easyAuthClientId)) {
+  parent: site
+  name: 'authsettingsV2'
+  properties: {
+    platform: { enabled: true }
+    globalValidation: {
+      requireAuthentication: true
+      unauthenticatedClientAction: 'RedirectToLoginPage'
+      redirectToProvider: 'azureactivedirectory'
+      excludedPaths: openPaths
+    }
+    identityProviders: {
+      azureActiveDirectory: {
+        enabled: true
+        registration: {
+          clientId: easyAuthClientId
+          openIdIssuer: '${environment().authentication.loginEndpoint}${subscription().tenantId}/v2.0'
+        }
+        validation: { allowedAudiences: [ 'api://${easyAuthClientId}', easyAuthClientId ] }
+      }
+    }
+    login: { tokenStore: { enabled: false } }
+    httpSettings: { requireHttps: true }
   }
 }
 

@@ -32,6 +32,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -177,11 +178,11 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}, now)
 
 	key := []byte(cfg.Session.Key.Reveal())
-	sessions, err := auth.NewSessions(store.Sessions, key, cfg.Session.TTL, now)
+	sessions, err := auth.NewSessions(store.Sessions, auth.DeriveKey(key, auth.PurposeSessions), cfg.Session.TTL, now)
 	if err != nil {
 		return nil, err
 	}
-	csrf, err := auth.NewCSRF(key)
+	csrf, err := auth.NewCSRF(auth.DeriveKey(key, auth.PurposeCSRF))
 	if err != nil {
 		return nil, err
 	}
@@ -207,7 +208,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		oidc, err = auth.NewOIDC(ctx, auth.OIDCSettings{
 			Issuer: cfg.OIDC.Issuer, ClientID: cfg.OIDC.ClientID, ClientSecret: cfg.OIDC.ClientSecret.Reveal(),
 			RedirectURL: cfg.BaseURL.JoinPath("/auth/oidc/callback").String(), Scopes: cfg.OIDC.Scopes,
-			Roles: roles, HTTPClient: o.OIDCClient, StateKey: key, Now: now,
+			Roles: roles, HTTPClient: o.OIDCClient, StateKey: auth.DeriveKey(key, auth.PurposeOIDCState), Now: now,
 		})
 		if err != nil {
 			return nil, err
@@ -224,14 +225,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	router := switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
 	armSettings := armswitch.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
 	acaSettings := acaswitch.Settings{Transport: o.ARMTransport}
-	azureCred := o.ARMCredential
-	if azureCred == nil {
-		if cred, err := azidentity.NewDefaultAzureCredential(nil); err == nil {
-			azureCred = cred
-		} else {
-			o.Logger.Warn("no Azure credential: apps registered with the ARM or Container Apps switch cannot be switched", "error", err)
-		}
-	}
+	azureCred, insightCred := azureCredentials(cfg, o)
 	if azureCred != nil {
 		router.ARM = armswitch.New(azureCred, armSettings)
 		router.ContainerApp = acaswitch.New(azureCred, acaSettings)
@@ -244,16 +238,22 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	hubs := &eventhub.Reader{Credential: azureCred}
-	hostSource := &hostinsight.Source{Credential: azureCred, TTL: o.HostInsightTTL, Hubs: hubs}
+	// Host insight and chat channels reach endpoints an operator typed:
+	// only through the guarded dialer, and host insight only with a
+	// credential that cannot be asked for anything but Storage and Event
+	// Hubs tokens, whatever a server's challenge says.
+	outbound := egress.Policy{AllowLoopback: cfg.Env == config.Development, AllowPrefixes: cfg.EgressAllow}
+	endpoints := egress.Endpoints{Cloud: egress.Clouds[cfg.AzureCloud], Development: cfg.Env == config.Development}
+	hubs := &eventhub.Reader{Credential: insightCred, Endpoints: endpoints, Policy: outbound}
+	hostSource := &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs}
 	composer := mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
 	smtp := mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
-	poster := notify.Poster{Now: now}
+	poster := notify.Poster{Now: now, Client: outbound.Client(5 * time.Second)}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
 	actions.TraceOf = telemetry.TraceParent
 	actions.Functions = router
 	srv, err := web.New(web.Deps{
-		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: now},
+		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: now, Endpoints: endpoints},
 		Identity: web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 			Tokens: auth.NewAPITokens(tokens)},
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
@@ -340,6 +340,33 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
 	}
 	return a, nil
+}
+
+// azureCredentials are the credential of trigger switches (ARM tokens only)
+// and that of host insight (Storage and Event Hubs tokens only; a separate
+// user-assigned identity when FUSEBOX_HOST_INSIGHT_CLIENT_ID names one).
+// Either is nil when no Azure identity is to be had.
+func azureCredentials(cfg *config.Config, o Options) (arm, insight azcore.TokenCredential) {
+	base := o.ARMCredential
+	if base == nil {
+		cred, err := azidentity.NewDefaultAzureCredential(nil)
+		if err != nil {
+			o.Logger.Warn("no Azure credential: apps registered with the ARM or Container Apps switch cannot be switched, and host insight reads connection strings only")
+			return nil, nil
+		}
+		base = cred
+	}
+	arm = egress.Scope(base, egress.ScopesARM...)
+	insightBase := base
+	if cfg.HostInsightClientID != "" && o.ARMCredential == nil {
+		cred, err := azidentity.NewManagedIdentityCredential(&azidentity.ManagedIdentityCredentialOptions{ID: azidentity.ClientID(cfg.HostInsightClientID)})
+		if err != nil {
+			o.Logger.Warn("the host-insight identity is not to be had: host insight reads connection strings only", "client_id", cfg.HostInsightClientID)
+			return arm, nil
+		}
+		insightBase = cred
+	}
+	return arm, egress.ForStorageAndEventHubs(insightBase)
 }
 
 func ready(ctx context.Context, svc *tablestore.Service, runner *migrate.Runner) error {

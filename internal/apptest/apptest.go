@@ -4,8 +4,10 @@
 package apptest
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -111,6 +113,9 @@ type Options struct {
 	ARMTransport policy.Transporter
 	// HostInsightTTL is how long host snapshots are reused (app.Options).
 	HostInsightTTL time.Duration
+	// Log, when set, gets every log line at INFO and above, besides the
+	// test log's warnings.
+	Log io.Writer
 }
 
 // StartWith is Start with options.
@@ -129,14 +134,14 @@ func StartWith(t testing.TB, env map[string]string, o Options) *Server {
 	if o.ARMTransport != nil {
 		transport = shielded{o.ARMTransport}
 	}
-	s := start(t, env, clk, cred, transport, o.HostInsightTTL)
+	s := start(t, env, clk, cred, transport, o.HostInsightTTL, o.Log)
 	if !o.RealClock {
 		s.Clock = fake
 	}
 	return s
 }
 
-func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter, hostTTL time.Duration) *Server {
+func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter, hostTTL time.Duration, logTo io.Writer) *Server {
 	t.Helper()
 	if hashed == "" {
 		h, err := auth.HashPassword(Password)
@@ -170,6 +175,9 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if logTo != nil {
+		log = slog.New(slog.NewTextHandler(io.MultiWriter(logTo, warnings{testWriter{t}}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	}
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
 		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: hostTTL})
 	if err != nil {
@@ -185,6 +193,16 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		}
 	})
 	return &Server{URL: url, App: a, Config: cfg}
+}
+
+// warnings passes on the lines of level WARN and above.
+type warnings struct{ w io.Writer }
+
+func (w warnings) Write(p []byte) (int, error) {
+	if bytes.Contains(p, []byte("level=WARN")) || bytes.Contains(p, []byte("level=ERROR")) {
+		return w.w.Write(p)
+	}
+	return len(p), nil
 }
 
 // testWriter sends the server's warnings to the test log.

@@ -49,6 +49,18 @@ func (l *LocalUsers) Authenticate(name, password string) (Principal, error) {
 	return Principal{Subject: "local:" + u.Name, Name: u.Name, Role: u.Role, Provider: "local"}, nil
 }
 
+// Current is a local principal as configuration has it now: its role may
+// have changed, or the user been removed (false), since the session began.
+// Sessions keep a role for their life otherwise.
+func (l *LocalUsers) Current(p Principal) (Principal, bool) {
+	u, ok := l.users[strings.ToLower(strings.TrimPrefix(p.Subject, "local:"))]
+	if !ok || p.Provider != "local" {
+		return Principal{}, false
+	}
+	p.Role = u.Role
+	return p, true
+}
+
 // HashPassword makes the bcrypt hash that FUSEBOX_LOCAL_USERS expects.
 func HashPassword(password string) (string, error) {
 	h, err := bcrypt.GenerateFromPassword([]byte(password), bcrypt.DefaultCost)

@@ -26,6 +26,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/loop"
 	"github.com/fusebox/fusebox/internal/mailer"
@@ -797,7 +798,7 @@ func BenchmarkTripToDelivery(b *testing.B) {
 	comp := mailer.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now}
 	sender := alerts.NewSender(w.store.Outbox, storage.EvaluatorStore{Store: w.store},
 		mailer.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"}, comp,
-		alerts.SenderSettings{Channels: w.store.Channels, Poster: notify.Poster{}, Notices: benchNotices{comp}})
+		alerts.SenderSettings{Channels: w.store.Channels, Poster: notify.Poster{Egress: egress.Policy{AllowLoopback: true}}, Notices: benchNotices{comp}})
 	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{ApplyTimeout: time.Hour})
 	runner := &loop.Runner{}
 	go runner.Work(loop.Loop{Name: "evaluator", Every: time.Second, Begin: eval.Begin, End: eval.Wait, Pass: eval.Tick})(ctx, lease.Fence{Lease: "evaluator", Generation: 1})

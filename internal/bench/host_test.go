@@ -18,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -98,9 +99,9 @@ func BenchmarkHostSnapshot(b *testing.B) {
 		b.ReportMetric(0, "ns/op")
 	}
 	b.Run("fusebox", func(b *testing.B) {
-		hubs := &eventhub.Reader{}
+		hubs := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 		defer hubs.Close(ctx)
-		src := &hostinsight.Source{Hubs: hubs, TTL: time.Nanosecond}
+		src := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), Hubs: hubs, TTL: time.Nanosecond}
 		app := circuit.App{ID: "bench", HostStorage: conn, HostID: hostID, EventHubs: hub}
 		measure(b, func() error {
 			snap, _ := src.Snapshot(ctx, app, time.Now())

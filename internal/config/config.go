@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"net/mail"
+	"net/netip"
 	"net/url"
 	"path/filepath"
 	"regexp"
@@ -47,7 +48,7 @@ type Config struct {
 	LocalUsers     []LocalUser
 	APITokens      []APIToken // for scripts calling /api/v1
 	OIDC           *OIDC      // nil when OpenID Connect is off
-	EasyAuth       bool       // trust App Service's X-MS-CLIENT-PRINCIPAL header
+	EasyAuth       bool       // trust App Service's X-MS-CLIENT-PRINCIPAL header (only where App Service says authentication is on)
 	RoleClaim      string
 	OperatorClaims []string // claim values that grant the operator role
 	ViewerClaims   []string // claim values that grant the viewer role
@@ -58,7 +59,18 @@ type Config struct {
 	PingRateLimit   float64
 	IngestRateLimit float64
 	MetricsToken    Secret // when set, /metrics needs "Authorization: Bearer <token>"
-	PingKey         Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
+	// AzureCloud names the Azure cloud whose storage and Event Hubs
+	// endpoints host insight may read: public, usgov or china.
+	AzureCloud string
+	// EgressAllow are private address ranges outbound calls may reach
+	// (the private endpoints of guarded apps' storage); every other
+	// private, loopback and link-local address is refused.
+	EgressAllow []netip.Prefix
+	// HostInsightClientID is the client id of a user-assigned managed
+	// identity for host insight's reads, kept apart from the identity that
+	// switches triggers; empty: the same identity.
+	HostInsightClientID string
+	PingKey             Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
 	// HostLockBreakAfter is how long a function app's lock must have been
 	// seen held before an operator may break it.
 	HostLockBreakAfter time.Duration
@@ -196,10 +208,28 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 			RenewDeadline: r.duration("FUSEBOX_LEASE_RENEW_DEADLINE", 10*time.Second),
 			RetryPeriod:   r.duration("FUSEBOX_LEASE_RETRY_PERIOD", 2*time.Second),
 		},
-		EvaluatorInterval:  r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
-		EvaluatorDeadline:  r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
-		DriftCheckInterval: r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
-		HostLockBreakAfter: r.duration("FUSEBOX_HOST_LOCK_BREAK_AFTER", 10*time.Minute),
+		EvaluatorInterval:   r.duration("FUSEBOX_EVALUATOR_INTERVAL", time.Second),
+		EvaluatorDeadline:   r.duration("FUSEBOX_EVALUATOR_DEADLINE", 30*time.Second),
+		DriftCheckInterval:  r.duration("FUSEBOX_DRIFT_CHECK_INTERVAL", 30*time.Second),
+		HostLockBreakAfter:  r.duration("FUSEBOX_HOST_LOCK_BREAK_AFTER", 10*time.Minute),
+		AzureCloud:          strings.ToLower(r.str("FUSEBOX_AZURE_CLOUD", "public")),
+		HostInsightClientID: r.str("FUSEBOX_HOST_INSIGHT_CLIENT_ID", ""),
+	}
+	switch c.AzureCloud {
+	case "public", "usgov", "china":
+	default:
+		r.fail("FUSEBOX_AZURE_CLOUD", "must be public, usgov or china, got %q", c.AzureCloud)
+	}
+	for _, v := range r.list("FUSEBOX_EGRESS_ALLOW_CIDRS") {
+		p, err := netip.ParsePrefix(v)
+		if err != nil {
+			r.fail("FUSEBOX_EGRESS_ALLOW_CIDRS", "must be address ranges such as 10.20.0.0/24, got %q", v)
+			continue
+		}
+		c.EgressAllow = append(c.EgressAllow, p.Masked())
+	}
+	if c.EasyAuth {
+		r.easyAuthPlatform()
 	}
 
 	switch c.Env {
@@ -505,12 +535,27 @@ func (r *reader) localUsers() []LocalUser {
 	return users
 }
 
+// easyAuthPlatform refuses Easy Auth's headers where the platform does not
+// say it authenticates every request: anyone could send them otherwise.
+// App Service sets WEBSITE_AUTH_ENABLED=True when its authentication is on;
+// Container Apps sets no such variable, so there Fusebox signs in with
+// OpenID Connect itself.
+func (r *reader) easyAuthPlatform() {
+	if v, _ := r.lookup("CONTAINER_APP_NAME"); v != "" {
+		r.fail("FUSEBOX_EASYAUTH_ENABLED", "Container Apps does not tell a container that its authentication is on, so Fusebox would believe anyone's X-MS-CLIENT-PRINCIPAL header: sign in with FUSEBOX_OIDC_ISSUER and FUSEBOX_OIDC_CLIENT_ID instead")
+		return
+	}
+	if v, _ := r.lookup("WEBSITE_AUTH_ENABLED"); !strings.EqualFold(v, "true") {
+		r.fail("FUSEBOX_EASYAUTH_ENABLED", "App Service authentication is off (WEBSITE_AUTH_ENABLED is not True), so anyone could send the X-MS-CLIENT-PRINCIPAL header: turn on authentication with 'Require authentication' for the app first (deploy/azure does), or sign in with FUSEBOX_OIDC_ISSUER")
+	}
+}
+
 func (r *reader) mail(sessionKey Secret) Mail {
 	m := Mail{
 		Host: r.str("FUSEBOX_SMTP_HOST", ""), Port: int(r.bytes("FUSEBOX_SMTP_PORT", 587)),
 		Username: r.str("FUSEBOX_SMTP_USERNAME", ""), Password: Secret(r.str("FUSEBOX_SMTP_PASSWORD", "")),
 		TLS: strings.ToLower(r.str("FUSEBOX_SMTP_TLS", "mandatory")), From: r.str("FUSEBOX_MAIL_FROM", ""),
-		LinkTTL: r.duration("FUSEBOX_LINK_TTL", 72*time.Hour), ResumeSignIn: r.bool("FUSEBOX_RESUME_REQUIRES_SIGNIN", false),
+		LinkTTL: r.duration("FUSEBOX_LINK_TTL", 24*time.Hour), ResumeSignIn: r.bool("FUSEBOX_RESUME_REQUIRES_SIGNIN", false),
 		RemindEvery: r.duration("FUSEBOX_REMINDER_INTERVAL", 4*time.Hour), MaxReminders: int(r.bytes("FUSEBOX_REMINDER_MAX", 3)),
 	}
 	switch m.TLS {
@@ -526,8 +571,8 @@ func (r *reader) mail(sessionKey Secret) Mail {
 			r.fail("FUSEBOX_MAIL_FROM", "must be the sender's address, such as fusebox@example.com, when FUSEBOX_SMTP_HOST is set")
 		}
 	}
-	if m.LinkTTL < time.Minute || m.LinkTTL > 30*24*time.Hour {
-		r.fail("FUSEBOX_LINK_TTL", "must be between 1m and 720h, got %s", m.LinkTTL)
+	if m.LinkTTL < time.Minute || m.LinkTTL > 7*24*time.Hour {
+		r.fail("FUSEBOX_LINK_TTL", "must be between 1m and 168h, got %s: a mailed link acts without sign-in for that long", m.LinkTTL)
 	}
 	if m.MaxReminders < 0 || m.MaxReminders > 20 {
 		r.fail("FUSEBOX_REMINDER_MAX", "must be between 0 and 20")

@@ -82,7 +82,18 @@ func TestEveryProblemIsNamed(t *testing.T) {
 		{"OIDC half configured", map[string]string{"FUSEBOX_OIDC_ISSUER": "https://login.example.com"},
 			[]string{"FUSEBOX_OIDC_CLIENT_ID: is required", "FUSEBOX_OIDC_CLIENT_SECRET: is required", "FUSEBOX_OPERATOR_CLAIM_VALUES"}},
 		{"OIDC secret without issuer", map[string]string{"FUSEBOX_OIDC_CLIENT_SECRET": "x"}, []string{"FUSEBOX_OIDC_ISSUER: is required"}},
-		{"Easy Auth without role values", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true"}, []string{"FUSEBOX_OPERATOR_CLAIM_VALUES"}},
+		{"Easy Auth without role values", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "True"}, []string{"FUSEBOX_OPERATOR_CLAIM_VALUES"}},
+		// A forged X-MS-CLIENT-PRINCIPAL is believed only behind a platform
+		// that strips and sets it: without one, Fusebox does not start.
+		{"Easy Auth where App Service authentication is off", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"},
+			[]string{"FUSEBOX_EASYAUTH_ENABLED: App Service authentication is off (WEBSITE_AUTH_ENABLED is not True)"}},
+		{"Easy Auth with authentication said off", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "False", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"},
+			[]string{"WEBSITE_AUTH_ENABLED is not True"}},
+		{"Easy Auth on Container Apps", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "True", "CONTAINER_APP_NAME": "fusebox", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"},
+			[]string{"FUSEBOX_EASYAUTH_ENABLED: Container Apps does not tell"}},
+		{"bad cloud", map[string]string{"FUSEBOX_AZURE_CLOUD": "germany"}, []string{"FUSEBOX_AZURE_CLOUD: must be public, usgov or china"}},
+		{"bad egress range", map[string]string{"FUSEBOX_EGRESS_ALLOW_CIDRS": "10.0.0.0/8,private"}, []string{"FUSEBOX_EGRESS_ALLOW_CIDRS: must be address ranges"}},
+		{"link lifetime over a week", map[string]string{"FUSEBOX_LINK_TTL": "200h"}, []string{"FUSEBOX_LINK_TTL: must be between 1m and 168h"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -99,3 +99,62 @@ func TestTemplateMatchesCodeAndDocs(t *testing.T) {
 		}
 	}
 }
+
+// A deployment with Easy Auth is never open: the template turns App
+// Service Authentication on with sign-in required in the same deployment,
+// lets by only the routes that authenticate on their own, and trusts the
+// header only with that resource. (Without Easy Auth, Fusebox's own
+// sign-in guards every page: TestEveryRouteRefusesStrangersAndViewersWhereItShould.)
+func TestEasyAuthDeploymentsRequireSignIn(t *testing.T) {
+	var tpl struct {
+		Variables map[string]json.RawMessage `json:"variables"`
+		Resources []struct {
+			Type       string `json:"type"`
+			Condition  string `json:"condition"`
+			Properties struct {
+				Platform         struct{ Enabled bool } `json:"platform"`
+				GlobalValidation struct {
+					RequireAuthentication       bool   `json:"requireAuthentication"`
+					UnauthenticatedClientAction string `json:"unauthenticatedClientAction"`
+					ExcludedPaths               string `json:"excludedPaths"`
+				} `json:"globalValidation"`
+			} `json:"properties"`
+		} `json:"resources"`
+	}
+	raw := read(t, "deploy/azure/main.json")
+	if err := json.Unmarshal([]byte(raw), &tpl); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, r := range tpl.Resources {
+		if r.Type != "Microsoft.Web/sites/config" {
+			continue
+		}
+		found = true
+		g := r.Properties.GlobalValidation
+		if !r.Properties.Platform.Enabled || !g.RequireAuthentication || g.UnauthenticatedClientAction == "AllowAnonymous" {
+			t.Errorf("authsettingsV2 does not require sign-in: %+v", r.Properties)
+		}
+		if !regexp.MustCompile(`easyAuthClientId`).MatchString(r.Condition) {
+			t.Errorf("authsettingsV2 is not deployed with the client id: condition %q", r.Condition)
+		}
+	}
+	if !found {
+		t.Fatal("main.json configures no App Service Authentication")
+	}
+	var open []string
+	if err := json.Unmarshal(tpl.Variables["openPaths"], &open); err != nil {
+		t.Fatal(err)
+	}
+	// Pages for people must never be let by.
+	for _, p := range open {
+		for _, page := range []string{"/", "/circuits", "/apps", "/channels", "/jobs", "/locks", "/audit", "/login"} {
+			if p == page || p == page+"/*" {
+				t.Errorf("App Service Authentication lets %s by", p)
+			}
+		}
+	}
+	if !regexp.MustCompile(`string\(not\(empty\(parameters\('easyAuthClientId'\)\)\)\)`).MatchString(raw) {
+		t.Error("FUSEBOX_EASYAUTH_ENABLED is not tied to the client id")
+	}
+}

@@ -142,7 +142,9 @@ func TestRealClockChannelsJourney(t *testing.T) {
 		t.Errorf("the webhook does not verify with its secret: %v", err)
 	}
 
-	// The Teams card's only action opens the review page.
+	// The Teams card's only action opens the circuit's page, behind
+	// sign-in: everyone in a channel reads the card, so it carries no link
+	// that acts without signing in.
 	var msg struct {
 		Attachments []struct {
 			Content struct {
@@ -154,20 +156,30 @@ func TestRealClockChannelsJourney(t *testing.T) {
 		t.Fatalf("card %s (err %v)", card.body, err)
 	}
 	action := msg.Attachments[0].Content.Actions[0]
-	if action.Type != "Action.OpenUrl" || !strings.Contains(action.URL, "/resume/") {
-		t.Fatalf("the card's action is %+v, want Action.OpenUrl to a review page", action)
+	if action.Type != "Action.OpenUrl" || !strings.HasSuffix(action.URL, "/circuits/"+demo.AppID+"/ProcessOrders") {
+		t.Fatalf("the card's action is %+v, want Action.OpenUrl to the circuit's page", action)
 	}
-	// Opening it changes nothing: a link preview that follows it resumes
-	// nothing.
+	for name, body := range map[string][]byte{"teams": card.body, "webhook": h.body} {
+		if strings.Contains(string(body), "/resume/") {
+			t.Errorf("the %s notice carries a resume link: %s", name, body)
+		}
+	}
+	// A channel member who is not signed in is asked to sign in, and
+	// nothing changes.
+	review := newPage(t)
+	review.do(t, chromedp.Navigate(action.URL), chromedp.WaitVisible(chromedp.CSS("#username")))
 	if got, _ := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders"); got.State != circuit.Open {
 		t.Fatalf("circuit %s before anyone pressed Resume", got.State)
 	}
-	review := newPage(t) // signed out, as a Teams user is
-	review.do(t, chromedp.Navigate(action.URL), chromedp.WaitVisible(chromedp.CSS(`[data-testid="resume"]`)))
-	if got := review.text(t, `[data-testid="state"]`); got != "open" {
-		t.Fatalf("the review page says %q", got)
-	}
-	review.do(t, chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="resumed"]`)))
+	review.signIn(t, srv.URL, "olivia")
+	review.do(t,
+		chromedp.Navigate(action.URL),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="resume"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="confirm"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="confirm"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)),
+	)
 	for name, r := range map[string]*chatReceiver{"teams": teams, "slack": slack} {
 		r.next(t, name+" resumed", "ProcessOrders resumed")
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
 
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 )
 
@@ -22,14 +23,21 @@ import (
 type Reader struct {
 	// Credential reads namespaces given by host name (a managed identity
 	// with Azure Event Hubs Data Receiver); nil: connection strings only.
+	// Give it egress.Scope'd to Event Hubs.
 	Credential azcore.TokenCredential
+	// Endpoints are the namespaces that may be read.
+	Endpoints egress.Endpoints
+	// Policy is checked against the namespace's addresses before a client
+	// connects (azeventhubs takes no dialer for AMQP over TCP).
+	Policy egress.Policy
 
 	mu      sync.Mutex
 	clients map[string]*azeventhubs.ConsumerClient
 }
 
-// Check says what is wrong with an app's Event Hubs setting, or nil.
-func Check(conn string) error {
+// Check says what is wrong with an app's Event Hubs setting, or nil: a
+// connection string or a namespace's host name, of a namespace eps allows.
+func Check(eps egress.Endpoints, conn string) error {
 	if conn == "" {
 		return nil
 	}
@@ -37,10 +45,21 @@ func Check(conn string) error {
 		if strings.ContainsAny(conn, "/ ") {
 			return errors.New("must be an Event Hubs connection string (Endpoint=sb://…) or the namespace's host name, such as orders.servicebus.windows.net")
 		}
-		return nil
+		return checkNamespace(eps, conn)
 	}
-	if _, err := azeventhubs.ParseConnectionString(conn); err != nil {
-		return fmt.Errorf("must be an Event Hubs connection string with Listen rights (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…): %v", err)
+	props, err := azeventhubs.ParseConnectionString(conn)
+	if err != nil {
+		return errors.New("must be an Event Hubs connection string with Listen rights (Endpoint=sb://…;SharedAccessKeyName=…;SharedAccessKey=…)")
+	}
+	if props.Emulator && !eps.Development {
+		return errors.New("the Event Hubs emulator (UseDevelopmentEmulator=true) is read only with FUSEBOX_ENV=development")
+	}
+	return checkNamespace(eps, props.FullyQualifiedNamespace)
+}
+
+func checkNamespace(eps egress.Endpoints, host string) error {
+	if err := eps.CheckNamespace(host); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), egress.ErrEndpoint.Error()+": "))
 	}
 	return nil
 }
@@ -50,6 +69,14 @@ func Check(conn string) error {
 // (UseDevelopmentEmulator=true) serves any namespace.
 func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partitions []string) (map[string]hostinsight.Head, error) {
 	key := conn + "|" + namespace + "|" + hub
+	if !r.connected(key) {
+		if err := serves(conn, namespace, hub); err != nil {
+			return nil, err
+		}
+		if err := r.checkAddress(ctx, conn); err != nil {
+			return nil, err
+		}
+	}
 	c, err := r.client(key, conn, namespace, hub)
 	if err != nil {
 		return nil, err
@@ -76,7 +103,7 @@ wait:
 		select {
 		case res := <-results:
 			if res.err != nil {
-				errs = append(errs, fmt.Errorf("partition %s: %w", res.id, res.err))
+				errs = append(errs, &readError{msg: "partition " + res.id + ": " + class(res.err), err: res.err})
 				continue
 			}
 			heads[res.id] = res.head
@@ -112,44 +139,99 @@ func timedOut(errs []error) bool {
 	return false
 }
 
+// serves says whether conn reads hub in namespace: hostinsight.ErrOtherHub
+// when it is another's.
+func serves(conn, namespace, hub string) error {
+	if !strings.Contains(conn, "=") {
+		if !strings.EqualFold(conn, namespace) {
+			return hostinsight.ErrOtherHub
+		}
+		return nil
+	}
+	props, err := azeventhubs.ParseConnectionString(conn)
+	if err != nil {
+		return errors.New("eventhub: the connection string does not parse")
+	}
+	if !props.Emulator && !strings.EqualFold(props.FullyQualifiedNamespace, namespace) {
+		return hostinsight.ErrOtherHub
+	}
+	if props.EntityPath != nil && !strings.EqualFold(*props.EntityPath, hub) {
+		return hostinsight.ErrOtherHub
+	}
+	return nil
+}
+
+func (r *Reader) connected(key string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	_, ok := r.clients[key]
+	return ok
+}
+
+// checkAddress refuses a namespace whose name resolves to an address the
+// policy does not allow, before a client is made for it. The SDK resolves
+// again when it connects: the suffix rule of Endpoints is what keeps that
+// name in Azure's hands.
+func (r *Reader) checkAddress(ctx context.Context, conn string) error {
+	host := conn
+	if strings.Contains(conn, "=") {
+		props, err := azeventhubs.ParseConnectionString(conn)
+		if err != nil {
+			return errors.New("eventhub: the connection string does not parse")
+		}
+		host = props.FullyQualifiedNamespace
+	}
+	if err := Check(r.Endpoints, conn); err != nil {
+		return fmt.Errorf("eventhub: %w", err)
+	}
+	if host == conn && r.Credential == nil {
+		return errors.New("eventhub: a namespace host name needs a managed identity, and this Fusebox has no Azure credential")
+	}
+	if err := r.Policy.CheckResolved(ctx, host); err != nil {
+		return &readError{msg: "eventhub: " + egress.Describe(host, err), err: err}
+	}
+	return nil
+}
+
 func (r *Reader) client(key, conn, namespace, hub string) (*azeventhubs.ConsumerClient, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if c, ok := r.clients[key]; ok {
 		return c, nil
 	}
+	// A row written before the rule, or by hand, is bad input too.
+	if err := Check(r.Endpoints, conn); err != nil {
+		return nil, fmt.Errorf("eventhub: %w", err)
+	}
 	// The reads are bounded by the caller's context; retries inside it
 	// would only hide a namespace that does not answer.
-	opts := &azeventhubs.ConsumerClientOptions{RetryOptions: azeventhubs.RetryOptions{MaxRetries: -1}}
+	opts := &azeventhubs.ConsumerClientOptions{RetryOptions: azeventhubs.RetryOptions{MaxRetries: -1}, TLSConfig: r.Policy.TLSConfig()}
 	var c *azeventhubs.ConsumerClient
 	if strings.Contains(conn, "=") {
 		props, err := azeventhubs.ParseConnectionString(conn)
 		if err != nil {
-			return nil, fmt.Errorf("eventhub: the connection string does not parse: %w", err)
+			return nil, errors.New("eventhub: the connection string does not parse")
 		}
-		if !props.Emulator && !strings.EqualFold(props.FullyQualifiedNamespace, namespace) {
-			return nil, hostinsight.ErrOtherHub
+		if err := serves(conn, namespace, hub); err != nil {
+			return nil, err
 		}
 		name := hub
 		if props.EntityPath != nil {
-			if !strings.EqualFold(*props.EntityPath, hub) {
-				return nil, hostinsight.ErrOtherHub
-			}
 			name = ""
 		}
 		if c, err = azeventhubs.NewConsumerClientFromConnectionString(conn, name, azeventhubs.DefaultConsumerGroup, opts); err != nil {
-			return nil, fmt.Errorf("eventhub: %w", err)
+			return nil, errors.New("eventhub: the connection string does not make a client")
 		}
 	} else {
-		if !strings.EqualFold(conn, namespace) {
-			return nil, hostinsight.ErrOtherHub
+		if err := serves(conn, namespace, hub); err != nil {
+			return nil, err
 		}
 		if r.Credential == nil {
 			return nil, errors.New("eventhub: a namespace host name needs a managed identity, and this Fusebox has no Azure credential")
 		}
 		var err error
 		if c, err = azeventhubs.NewConsumerClient(conn, hub, azeventhubs.DefaultConsumerGroup, r.Credential, opts); err != nil {
-			return nil, fmt.Errorf("eventhub: %w", err)
+			return nil, errors.New("eventhub: the namespace does not make a client")
 		}
 	}
 	if r.clients == nil {
@@ -176,4 +258,23 @@ func (r *Reader) Close(ctx context.Context) {
 		_ = c.Close(ctx)
 		delete(r.clients, k)
 	}
+}
+
+// readError is a failed read whose text is safe to show: the SDK's own
+// text carries what the namespace answered.
+type readError struct {
+	msg string
+	err error
+}
+
+func (e *readError) Error() string { return e.msg }
+func (e *readError) Unwrap() error { return e.err }
+
+// class is the kind of failure err is, in Fusebox's words.
+func class(err error) string {
+	var ee *azeventhubs.Error
+	if errors.As(err, &ee) && ee.Code == azeventhubs.ErrorCodeUnauthorizedAccess {
+		return "access denied: give Fusebox's host-insight identity Azure Event Hubs Data Receiver on the namespace"
+	}
+	return egress.Class(err)
 }

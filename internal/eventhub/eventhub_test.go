@@ -16,6 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -51,7 +52,7 @@ func serve(t *testing.T, h amqphub.Hub) string {
 
 func TestHeadsAreReadForEachPartition(t *testing.T) {
 	conn := serve(t, &hub{})
-	r := &eventhub.Reader{}
+	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer r.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -74,7 +75,7 @@ func TestHeadsAreReadForEachPartition(t *testing.T) {
 func TestANamespaceThatDoesNotAnswerIsLeftAtTheDeadline(t *testing.T) {
 	h := &hub{release: make(chan struct{})}
 	conn := serve(t, h)
-	r := &eventhub.Reader{}
+	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer r.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -103,7 +104,7 @@ func TestANamespaceThatDoesNotAnswerIsLeftAtTheDeadline(t *testing.T) {
 
 // A port that accepts and never speaks AMQP is the same: the deadline.
 func TestASilentPortIsLeftAtTheDeadline(t *testing.T) {
-	r := &eventhub.Reader{}
+	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer r.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()
@@ -182,9 +183,9 @@ func TestCallersAtOnceShareOneRead(t *testing.T) {
 	name := "hub-" + testenv.Prefix(t)
 	_, tag := hostStorage(t, name)
 	h := &countedHub{Fixed: amqphub.Fixed{name: {"0": {Last: 1200}}}, name: name}
-	hubs := &eventhub.Reader{}
+	hubs := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer hubs.Close(context.Background())
-	src := &hostinsight.Source{Hubs: hubs}
+	src := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), Hubs: hubs}
 	app := circuit.App{ID: "orders-" + tag, HostStorage: testenv.ConnectionString(t), HostID: tag, EventHubs: serve(t, h)}
 	const callers = 20
 	snaps := make(chan hostinsight.Snapshot, callers)
@@ -217,9 +218,9 @@ func TestASilentHubLeavesTheRestOfTheSnapshot(t *testing.T) {
 		[]byte(`{"Timestamp":"2026-12-01T10:00:00Z","NumberOfCores":2,"FunctionSnapshots":{"F.ProcessOrders":{"Concurrency":4}}}`), nil); err != nil {
 		t.Fatal(err)
 	}
-	hubs := &eventhub.Reader{}
+	hubs := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer hubs.Close(context.Background())
-	src := &hostinsight.Source{Hubs: hubs, Timeout: time.Second}
+	src := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), Hubs: hubs, Timeout: time.Second}
 	app := circuit.App{ID: "orders-" + tag, HostStorage: testenv.ConnectionString(t), HostID: tag, EventHubs: silentPort(t)}
 	start := time.Now()
 	snap, _ := src.Snapshot(t.Context(), app, time.Now())
@@ -244,7 +245,7 @@ func TestASilentHubLeavesTheRestOfTheSnapshot(t *testing.T) {
 }
 
 func TestAConnectionForAnotherNamespaceOrHubIsNotUsed(t *testing.T) {
-	r := &eventhub.Reader{}
+	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	ctx := context.Background()
 	for _, conn := range []string{
 		"Endpoint=sb://payments.servicebus.windows.net/;SharedAccessKeyName=listen;SharedAccessKey=a2V5",
@@ -268,7 +269,7 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 		"Endpoint=sb://orders.servicebus.windows.net/;SharedAccessKeyName=l":                      false,
 		"https://orders.servicebus.windows.net/x":                                                 false,
 	} {
-		if err := eventhub.Check(conn); (err == nil) != ok {
+		if err := eventhub.Check(egress.Endpoints{Cloud: egress.Clouds["public"]}, conn); (err == nil) != ok {
 			t.Errorf("Check(%q) = %v", conn, err)
 		}
 	}

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/container"
@@ -32,6 +33,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
 )
 
 // Containers the host writes.
@@ -70,13 +72,25 @@ func NewReader(client *azblob.Client, hostID string) *Reader {
 }
 
 // Open connects with a connection string (an account URL with a managed
-// identity goes through NewReader with azblob.NewClient).
-func Open(connectionString, hostID string) (*Reader, error) {
-	c, err := azblob.NewClientFromConnectionString(connectionString, nil)
+// identity goes through NewReader with azblob.NewClient), through
+// transport (nil: the SDK's own).
+func Open(connectionString, hostID string, transport policy.Transporter) (*Reader, error) {
+	c, err := azblob.NewClientFromConnectionString(connectionString, clientOptions(transport))
 	if err != nil {
-		return nil, fmt.Errorf("hostinsight: the host storage connection string does not parse: %w", err)
+		return nil, errors.New("hostinsight: the host storage connection string does not parse")
 	}
 	return NewReader(c, hostID), nil
+}
+
+func clientOptions(transport policy.Transporter) *azblob.ClientOptions {
+	o := &azblob.ClientOptions{}
+	if transport != nil {
+		o.Transport = transport
+	}
+	// The page's own deadline bounds a read; retries inside it would only
+	// hide an account that does not answer.
+	o.Retry.MaxRetries = -1
+	return o
 }
 
 // Problem is a blob that could not be read or understood.
@@ -164,7 +178,7 @@ func (r *Reader) read(ctx context.Context, containerName, name string) ([]byte, 
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, maxBlob+1))
 	if err != nil {
-		return nil, fmt.Errorf("hostinsight: read %s/%s: %w", containerName, name, err)
+		return nil, describe(containerName+"/"+name, err)
 	}
 	if len(data) > maxBlob {
 		return nil, fmt.Errorf("hostinsight: %s/%s is larger than %d KiB", containerName, name, maxBlob>>10)
@@ -175,16 +189,30 @@ func (r *Reader) read(ctx context.Context, containerName, name string) ([]byte, 
 // ErrNotFound is a blob the host has not written.
 var ErrNotFound = errors.New("hostinsight: not written by the host (yet)")
 
+// describe words a failed read for pages and logs: what was read and the
+// class of failure, never the SDK's text, which carries the server's
+// answer and, for a SAS connection string, the signed URL. The cause stays
+// reachable through errors.Is and errors.As.
 func describe(what string, err error) error {
 	if bloberror.HasCode(err, bloberror.BlobNotFound, bloberror.ContainerNotFound) {
 		return fmt.Errorf("%w: %s", ErrNotFound, what)
 	}
+	msg := "hostinsight: " + what + ": " + egress.Class(err)
 	var re *azcore.ResponseError
 	if errors.As(err, &re) && re.StatusCode == 403 {
-		return fmt.Errorf("hostinsight: Fusebox may not read %s (403 %s): give its identity Storage Blob Data Reader on the app's storage account", what, re.ErrorCode)
+		msg += ": give Fusebox's host-insight identity Storage Blob Data Reader on the app's storage account"
 	}
-	return fmt.Errorf("hostinsight: %s: %w", what, err)
+	return &ReadError{msg: msg, err: err}
 }
+
+// ReadError is a failed read whose text is safe to show.
+type ReadError struct {
+	msg string
+	err error
+}
+
+func (e *ReadError) Error() string { return e.msg }
+func (e *ReadError) Unwrap() error { return e.err }
 
 // Checkpoints lists every partition's checkpoint in both layouts, with its
 // owner.
@@ -518,8 +546,15 @@ type Source struct {
 	TTL     time.Duration // default 15s
 	Timeout time.Duration // of one snapshot; default 5s
 	// Credential reads accounts given as https URLs (a managed identity);
-	// nil allows connection strings only.
+	// nil allows connection strings only. Give it egress.Scope'd to
+	// Storage: a server's challenge then cannot obtain another token.
 	Credential azcore.TokenCredential
+	// Endpoints are the accounts that may be read; an app whose host
+	// storage lies elsewhere is refused before anything is sent.
+	Endpoints egress.Endpoints
+	// Transport carries every read (egress.Policy's, so that no read
+	// reaches a private or metadata address); nil: the SDK's own.
+	Transport policy.Transporter
 	// Hubs reads partitions' heads for apps with an Event Hubs
 	// connection; nil: no lag is shown.
 	Hubs HeadReader
@@ -659,26 +694,38 @@ func (s *Source) Break(ctx context.Context, app circuit.App, blob string) error 
 }
 
 func (s *Source) reader(conn, hostID string) (*Reader, error) {
-	if strings.HasPrefix(conn, "https://") {
+	// Checked on every read, not only when saved: a row written before
+	// the rule, or by hand, is bad input too.
+	if err := s.Endpoints.CheckStorage(conn); err != nil {
+		return nil, fmt.Errorf("hostinsight: %w", err)
+	}
+	if strings.HasPrefix(conn, "https://") || strings.HasPrefix(conn, "http://") {
 		if s.Credential == nil {
 			return nil, errors.New("hostinsight: an account URL needs a managed identity, and this Fusebox has no Azure credential")
 		}
-		c, err := azblob.NewClient(conn, s.Credential, nil)
+		c, err := azblob.NewClient(conn, s.Credential, clientOptions(s.Transport))
 		if err != nil {
-			return nil, fmt.Errorf("hostinsight: %w", err)
+			return nil, errors.New("hostinsight: the account URL does not make a client")
 		}
 		return NewReader(c, hostID), nil
 	}
-	return Open(conn, hostID)
+	return Open(conn, hostID, s.Transport)
 }
 
-// CheckHostStorage says what is wrong with a host-storage setting, or nil.
-func CheckHostStorage(conn string) error {
-	if conn == "" || strings.HasPrefix(conn, "https://") {
+// CheckHostStorage says what is wrong with a host-storage setting, or nil:
+// a connection string that parses, or a blob account URL, either of an
+// endpoint eps allows.
+func CheckHostStorage(eps egress.Endpoints, conn string) error {
+	if conn == "" {
 		return nil
 	}
-	if _, err := azblob.NewClientFromConnectionString(conn, nil); err != nil {
-		return fmt.Errorf("must be the app's AzureWebJobsStorage connection string or its blob account URL (https://<account>.blob.core.windows.net): %v", err)
+	if !strings.HasPrefix(conn, "https://") && !strings.HasPrefix(conn, "http://") {
+		if _, err := azblob.NewClientFromConnectionString(conn, nil); err != nil {
+			return errors.New("must be the app's AzureWebJobsStorage connection string or its blob account URL (https://<account>.blob.core.windows.net)")
+		}
+	}
+	if err := eps.CheckStorage(conn); err != nil {
+		return errors.New(strings.TrimPrefix(err.Error(), egress.ErrEndpoint.Error()+": ") + "; Fusebox reads only Azure Storage endpoints over https")
 	}
 	return nil
 }

@@ -134,11 +134,9 @@ func (c Composer) Notice(m alerts.Message, ci circuit.Circuit, app circuit.App) 
 		LinkURL: w.model.CircuitURL, LinkText: "Open the circuit in Fusebox",
 		Data: map[string]any{"app": ci.AppID, "function": ci.Function, "state": ci.State.String(), "episode": ci.Episode,
 			"reason": ci.Reason, "rule": w.model.Rule, "changed_at": ci.ChangedAt.UTC(), "circuit_url": w.model.CircuitURL, "kind": m.Kind}}
-	if w.model.ResumeURL != "" {
-		n.LinkURL, n.LinkText = w.model.ResumeURL, "Review and resume"
-		n.Data["review_url"] = w.model.ResumeURL
-		n.Facts = append(n.Facts, alerts.Fact{Name: "Link works until", Value: w.model.Expires})
-	}
+	// A channel is read by everyone in it, and a webhook by whoever runs
+	// the receiver: the bearer resume link stays in mail, addressed to one
+	// recipient. Channels link to the circuit's page, behind sign-in.
 	return n, nil
 }
 

@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -31,6 +32,7 @@ type Metrics struct {
 	leaseRenew    *prometheus.HistogramVec
 	leaseFailed   *prometheus.CounterVec
 	ingested      *prometheus.CounterVec
+	unverified    *prometheus.CounterVec
 }
 
 // New registers every collector, with the Go runtime's and the process's.
@@ -79,6 +81,12 @@ func New() *Metrics {
 		ingested: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_failures_ingested_total", Help: "Failures reported over HTTP, by outcome (accepted counts failures, rejected counts items).",
 		}, []string{"outcome"}),
+		unverified: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_ingest_unverified_total", Help: "Failure reports refused before they counted for any app, by reason: malformed (no app key), unknown (a key that does not verify), limited (too many unverified keys from one client).",
+		}, []string{"reason"}),
+	}
+	for _, reason := range []string{"malformed", "unknown", "limited"} {
+		m.unverified.WithLabelValues(reason)
 	}
 	// Every kind and outcome starts at zero, so that rate() and alert rules
 	// see a series before the first delivery.
@@ -87,7 +95,7 @@ func New() *Metrics {
 			m.notifications.WithLabelValues(kind, outcome)
 		}
 	}
-	m.Registry.MustRegister(m.notifications, m.ingested, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
+	m.Registry.MustRegister(m.notifications, m.ingested, m.unverified, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -100,8 +108,21 @@ func (m *Metrics) ObserveNotification(kind, outcome string) {
 
 // ObserveHTTP records one served request.
 func (m *Metrics) ObserveHTTP(route, method string, code int, elapsed time.Duration) {
+	method = Method(method)
 	m.httpRequests.WithLabelValues(route, method, strconv.Itoa(code)).Inc()
 	m.httpDuration.WithLabelValues(route, method).Observe(elapsed.Seconds())
+}
+
+// Method is the label of an HTTP method: one of the standard ones, or
+// OTHER. A request names its method freely, and every distinct label value
+// is a series kept for the life of the process.
+func Method(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+		http.MethodDelete, http.MethodOptions, http.MethodConnect, http.MethodTrace:
+		return m
+	}
+	return "OTHER"
 }
 
 // ObserveStorage is a tablestore.Observer. The table is left out of the
@@ -123,6 +144,12 @@ func outcome(err error) string {
 		return "exists"
 	}
 	return "error"
+}
+
+// ObserveUnverified records a failure report refused before its key
+// verified: reason is malformed, unknown or limited.
+func (m *Metrics) ObserveUnverified(reason string) {
+	m.unverified.WithLabelValues(reason).Inc()
 }
 
 // ObserveIngest records one failure report request.

@@ -4,7 +4,8 @@
 // adapters behind alerts.Poster.
 //
 // Channel URLs are secrets: no error, log line or span carries one. A
-// receiver gets 5 seconds and at most 64 KiB of its answer is read. 2xx is
+// receiver gets 5 seconds and at most 64 KiB of its answer is read, and
+// none of it is kept: errors say the status, never the body. 2xx is
 // delivered; 408, 429, 5xx and connection trouble are worth another try
 // (429 and 503 with Retry-After say when); any other answer refuses this
 // message for good.
@@ -27,12 +28,18 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/egress"
 )
 
 // Poster posts to channels over HTTP.
 type Poster struct {
-	// Client makes the requests; nil uses one with Timeout and no redirects.
+	// Client makes the requests; nil: Egress's client with Timeout. Give
+	// it an egress.Policy's Client, which follows no redirect and refuses
+	// addresses inside the network.
 	Client *http.Client
+	// Egress is the policy of a client made per request when Client is nil;
+	// its zero value refuses every address inside the network.
+	Egress egress.Policy
 	// Timeout bounds one request; default 5s.
 	Timeout time.Duration
 	// Now is the clock of webhook timestamps; nil: time.Now.
@@ -49,12 +56,7 @@ func (p Poster) client() *http.Client {
 	if p.Client != nil {
 		return p.Client
 	}
-	return &http.Client{
-		Timeout: p.timeout(),
-		// A redirect would take the alert (and for Slack and Teams the
-		// secret path) somewhere the operator did not name.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
-	}
+	return p.Egress.Client(p.timeout())
 }
 
 func (p Poster) timeout() time.Duration {
@@ -116,14 +118,21 @@ func (p Poster) send(ctx context.Context, ch alerts.Channel, hdr http.Header, bo
 		if ctx.Err() != nil {
 			return fmt.Errorf("notify: %s: no answer within %s", ch.MaskedURL(), p.timeout())
 		}
-		return fmt.Errorf("notify: %s: %v", ch.MaskedURL(), err)
+		if errors.Is(err, egress.ErrRefused) {
+			// An address inside Fusebox's network will not change by
+			// trying again.
+			return fmt.Errorf("%w: notify: %s: %s", alerts.ErrPermanent, ch.MaskedURL(), egress.Class(err))
+		}
+		return fmt.Errorf("notify: %s: %s", ch.MaskedURL(), egress.Class(err))
 	}
 	defer resp.Body.Close()
-	answer, _ := io.ReadAll(io.LimitReader(resp.Body, MaxAnswer))
+	// The answer is read (so the connection can be reused) and dropped:
+	// what a receiver says is no one's business on Fusebox's pages.
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, MaxAnswer))
 	if resp.StatusCode >= 200 && resp.StatusCode < 300 {
 		return nil
 	}
-	msg := fmt.Errorf("notify: %s answered %s: %s", ch.MaskedURL(), resp.Status, snippet(answer))
+	msg := fmt.Errorf("notify: %s answered HTTP %d", ch.MaskedURL(), resp.StatusCode)
 	switch {
 	case resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable:
 		if d, ok := parseRetryAfter(resp.Header.Get("Retry-After"), p.now()); ok {
@@ -134,18 +143,6 @@ func (p Poster) send(ctx context.Context, ch alerts.Channel, hdr http.Header, bo
 		return msg
 	}
 	return fmt.Errorf("%w: %v", alerts.ErrPermanent, msg)
-}
-
-// snippet is the start of an answer, on one line, for the error.
-func snippet(b []byte) string {
-	s := strings.Join(strings.Fields(string(b)), " ")
-	if len(s) > 200 {
-		s = s[:200] + "…"
-	}
-	if s == "" {
-		s = "(no body)"
-	}
-	return s
 }
 
 // parseRetryAfter reads seconds or an HTTP date, capped at MaxRetryAfter.

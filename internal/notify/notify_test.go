@@ -14,6 +14,7 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/notify"
 )
 
@@ -55,6 +56,8 @@ func (r *receiver) last(t *testing.T) ([]byte, http.Header) {
 	return r.bodies[len(r.bodies)-1], r.heads[len(r.heads)-1]
 }
 
+var loopback = egress.Policy{AllowLoopback: true}
+
 var notice = alerts.Notice{Type: "circuit.opened", Title: "Orders / Process is open: trigger off", Text: "Fusebox switched off the trigger of Process <because> 101 failures & more.",
 	Facts:   []alerts.Fact{{Name: "Function", Value: "Process"}, {Name: "App", Value: "Orders"}, {Name: "State", Value: "open"}, {Name: "Why", Value: "101 failures in 30s"}, {Name: "Rule", Value: "more than 100 failures in 30s"}, {Name: "When", Value: "Mon 30 Nov 2026 09:00:00 UTC"}},
 	LinkURL: "https://fusebox.example/resume/abc.def", LinkText: "Review and resume", At: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC),
@@ -63,7 +66,7 @@ var notice = alerts.Notice{Type: "circuit.opened", Title: "Orders / Process is o
 func TestTeamsGetsAnAdaptiveCard(t *testing.T) {
 	r := newReceiver(t, nil)
 	ch := alerts.Channel{ID: "ops", Name: "Ops", Kind: alerts.ChannelTeams, URL: r.URL + "/workflows/secret-path"}
-	if err := (notify.Poster{}).Post(t.Context(), ch, "m1", notice); err != nil {
+	if err := (notify.Poster{Egress: loopback}).Post(t.Context(), ch, "m1", notice); err != nil {
 		t.Fatal(err)
 	}
 	body, hdr := r.last(t)
@@ -123,7 +126,7 @@ func TestTeamsGetsAnAdaptiveCard(t *testing.T) {
 func TestSlackGetsBlockKitWithAFallback(t *testing.T) {
 	r := newReceiver(t, func(w http.ResponseWriter, _ int) { _, _ = io.WriteString(w, "ok") })
 	ch := alerts.Channel{ID: "ops", Name: "Ops", Kind: alerts.ChannelSlack, URL: r.URL + "/services/T/B/x"}
-	if err := (notify.Poster{}).Post(t.Context(), ch, "m1", notice); err != nil {
+	if err := (notify.Poster{Egress: loopback}).Post(t.Context(), ch, "m1", notice); err != nil {
 		t.Fatal(err)
 	}
 	body, _ := r.last(t)
@@ -176,7 +179,7 @@ func TestWebhookIsSignedPerStandardWebhooks(t *testing.T) {
 	old, cur := alerts.NewWebhookSecret(), alerts.NewWebhookSecret()
 	now := time.Now()
 	ch := alerts.Channel{ID: "hook", Name: "Hook", Kind: alerts.ChannelWebhook, URL: r.URL, Secret: cur, OldSecret: old, OldUntil: now.Add(time.Hour)}
-	if err := (notify.Poster{}).Post(t.Context(), ch, "orders/Process|0000000000000000003|opened|channel:hook", notice); err != nil {
+	if err := (notify.Poster{Egress: loopback}).Post(t.Context(), ch, "orders/Process|0000000000000000003|opened|channel:hook", notice); err != nil {
 		t.Fatal(err)
 	}
 	body, hdr := r.last(t)
@@ -212,7 +215,7 @@ func TestWebhookIsSignedPerStandardWebhooks(t *testing.T) {
 	}
 	// Past the overlap only the new secret signs.
 	ch.OldUntil = now.Add(-time.Second)
-	if err := (notify.Poster{}).Post(t.Context(), ch, "m2", notice); err != nil {
+	if err := (notify.Poster{Egress: loopback}).Post(t.Context(), ch, "m2", notice); err != nil {
 		t.Fatal(err)
 	}
 	_, hdr = r.last(t)
@@ -268,7 +271,7 @@ func TestReceiverAnswersAreClassified(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newReceiver(t, tc.answer)
 			ch := alerts.Channel{ID: "ops", Name: "Ops", Kind: alerts.ChannelSlack, URL: r.URL + "/services/SECRETPATH"}
-			err := (notify.Poster{}).Post(t.Context(), ch, "m1", notice)
+			err := (notify.Poster{Egress: loopback}).Post(t.Context(), ch, "m1", notice)
 			if err == nil {
 				t.Fatal("no error")
 			}
@@ -297,7 +300,7 @@ func TestSlowReceiverTimesOut(t *testing.T) {
 	defer close(release)
 	ch := alerts.Channel{ID: "ops", Name: "Ops", Kind: alerts.ChannelTeams, URL: r.URL + "/SECRETPATH"}
 	start := time.Now()
-	err := (notify.Poster{Timeout: 300 * time.Millisecond}).Post(t.Context(), ch, "m1", notice)
+	err := (notify.Poster{Egress: loopback, Timeout: 300 * time.Millisecond}).Post(t.Context(), ch, "m1", notice)
 	took := time.Since(start)
 	if err == nil || errors.Is(err, alerts.ErrPermanent) || strings.Contains(err.Error(), "SECRETPATH") {
 		t.Fatalf("err = %v, want a retryable timeout without the URL", err)

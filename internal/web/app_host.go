@@ -45,10 +45,10 @@ func (s *Server) appHostSave(c echo.Context) error {
 		HostID: strings.TrimSpace(c.FormValue("host_id")), HostStorage: strings.TrimSpace(c.FormValue("host_storage")),
 		EventHubs: strings.TrimSpace(c.FormValue("event_hubs")), ClearHost: c.FormValue("clear_host_storage") == "on",
 		ClearHubs: c.FormValue("clear_event_hubs") == "on", Errors: map[string]string{}}
-	if err := hostinsight.CheckHostStorage(m.HostStorage); err != nil {
+	if err := hostinsight.CheckHostStorage(s.Endpoints, m.HostStorage); err != nil {
 		m.Errors["host_storage"] = err.Error()
 	}
-	if err := eventhub.Check(m.EventHubs); err != nil {
+	if err := eventhub.Check(s.Endpoints, m.EventHubs); err != nil {
 		m.Errors["event_hubs"] = err.Error()
 	}
 	var changed []string

@@ -58,9 +58,9 @@ func (s *Server) appCreate(c echo.Context) error {
 		err = s.checkChannels(c.Request().Context(), app.Channels)
 	}
 	if err == nil {
-		if herr := hostinsight.CheckHostStorage(app.HostStorage); herr != nil {
+		if herr := hostinsight.CheckHostStorage(s.Endpoints, app.HostStorage); herr != nil {
 			err = circuit.ValidationError{{Field: "host_storage", Message: herr.Error()}}
-		} else if eerr := eventhub.Check(app.EventHubs); eerr != nil {
+		} else if eerr := eventhub.Check(s.Endpoints, app.EventHubs); eerr != nil {
 			err = circuit.ValidationError{{Field: "event_hubs", Message: eerr.Error()}}
 		}
 	}
@@ -122,6 +122,7 @@ func (s *Server) issueKey(c echo.Context, app circuit.App, action, note string) 
 	if err := s.AppStore.Put(c.Request().Context(), app); err != nil {
 		return err
 	}
+	s.keys.forget(app.ID) // the old key stops here now, elsewhere within keyTTL
 	p, _ := principal(c)
 	ctx, cancel := detached(c)
 	defer cancel()

@@ -14,7 +14,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/telemetry"
 	"github.com/fusebox/fusebox/internal/trigger"
@@ -96,22 +95,10 @@ var idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
 // checked on its own, so valid items are kept while invalid ones are
 // reported by index. It answers 202 only once the valid items are stored.
 func (s *Server) failureIngest(c echo.Context) error {
-	key := strings.TrimSpace(strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer "))
-	if key == "" {
-		key = c.Request().Header.Get("X-Fusebox-Key")
-	}
-	appID := auth.AppOfKey(key)
+	appID, _ := c.Get(ctxApp).(string) // ingestGate verified its key
 	if appID == "" {
-		return echo.NewHTTPError(http.StatusUnauthorized, "Send the app's key as Authorization: Bearer fbx_<app>_<secret>.")
-	}
-	app, err := s.AppStore.Get(c.Request().Context(), appID)
-	if errors.Is(err, storage.ErrNoApp) || (err == nil && !auth.AppKeyMatches(key, app.APIKeyHash)) {
 		return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")
 	}
-	if err != nil {
-		return unavailable(err)
-	}
-
 	req, err := decodeIngest(c.Request().Body)
 	if err != nil {
 		return err
@@ -132,7 +119,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 		if !idempotencyKey.MatchString(key) {
 			return echo.NewHTTPError(http.StatusBadRequest, "Idempotency-Key must be 1 to 255 printable ASCII characters, such as a UUID.")
 		}
-		sum := sha256.Sum256([]byte(app.ID + "\x00" + key))
+		sum := sha256.Sum256([]byte(appID + "\x00" + key))
 		hash := hex.EncodeToString(sum[:16])
 		first, err := s.Idempotency.ClaimIdempotency(c.Request().Context(), hash, now)
 		if err != nil {
@@ -140,7 +127,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 		}
 		now, writer = first, "idem."+hash
 	}
-	reports, resp := validItems(req, app.ID, now)
+	reports, resp := validItems(req, appID, now)
 	for i := range reports {
 		reports[i].TraceParent = telemetry.TraceParent(c.Request().Context())
 		reports[i].Instance = instance

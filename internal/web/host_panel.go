@@ -80,6 +80,18 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 	return m
 }
 
+// withoutProblems is a panel for a page anyone with the link may open
+// (the mailed resume page): it says how many parts could not be read, and
+// which and why only to those who sign in.
+func withoutProblems(m *views.HostPanel) *views.HostPanel {
+	if m == nil || len(m.Problems) == 0 {
+		return m
+	}
+	n := len(m.Problems)
+	m.Problems = []string{fmt.Sprintf("%d parts of the host's storage could not be read: sign in and open the circuit to see which and why.", n)}
+	return m
+}
+
 // circuitWaiting is the count of events waiting behind a circuit's
 // checkpoints, alone, for the lists' Waiting cells: they ask for it after
 // the page has loaded, so a slow host account never holds up a list.

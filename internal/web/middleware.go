@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/telemetry"
 )
 
@@ -58,8 +59,9 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			// 5xx. Logged and counted as nginx's 499, "client closed request".
 			status = statusClientClosed
 		}
-		span.SetName(req.Method + " " + route)
-		span.SetAttributes(attribute.String("http.request.method", req.Method), attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
+		method := metrics.Method(req.Method)
+		span.SetName(method + " " + route)
+		span.SetAttributes(attribute.String("http.request.method", method), attribute.String("http.route", route), attribute.Int("http.response.status_code", status))
 		if status >= 500 {
 			span.SetStatus(codes.Error, http.StatusText(status))
 		}
@@ -69,14 +71,27 @@ func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if status >= 500 {
 			level = slog.LevelError
 		}
+		// A refusal is logged at most once a minute per client, route and
+		// status, with how many were held back: a flood of forged keys or
+		// made-up paths must not flood the log too.
+		var held int
+		if status >= 400 && status < 500 {
+			var ok bool
+			if ok, held = s.refusals.allow(c.RealIP() + " " + route + " " + strconv.Itoa(status)); !ok {
+				return nil
+			}
+		}
 		attrs := []slog.Attr{
 			slog.String("request_id", res.Header().Get(echo.HeaderXRequestID)),
-			slog.String("method", c.Request().Method),
+			slog.String("method", method),
 			slog.String("route", route),
 			slog.Int("status", status),
 			slog.Int64("bytes", res.Size),
 			slog.Duration("duration", elapsed),
 			slog.String("remote_ip", c.RealIP()),
+		}
+		if held > 0 {
+			attrs = append(attrs, slog.Int("suppressed", held))
 		}
 		if cause := logCause(err, status); cause != "" {
 			attrs = append(attrs, slog.String("error", cause))
@@ -235,6 +250,16 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 				s.setCookie(c, "fusebox_session", "", 0)
 			case err != nil:
 				return fmt.Errorf("web: %w", err)
+			case sess.Provider == "local":
+				// A local user's role is configuration's, read at each
+				// request: a role taken away applies at once.
+				p, ok := s.Local.Current(sess.Principal)
+				if !ok {
+					s.setCookie(c, "fusebox_session", "", 0)
+					break
+				}
+				c.Set(keyPrincipal, p)
+				c.Set(keySession, v)
 			default:
 				c.Set(keyPrincipal, sess.Principal)
 				c.Set(keySession, v)

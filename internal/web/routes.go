@@ -38,15 +38,14 @@ func (s *Server) routes() {
 
 	// Machine APIs with keys of their own: no session, no CSRF.
 	// Both are rate limited, generously: pings per client address, failure
-	// reports per app (a fleet behind one NAT address is one app's many
-	// instances). A flood answers 429 with Retry-After and touches nothing.
-	ingestLimit := machineLimit(s.Config.IngestRateLimit, func(c echo.Context) (string, error) {
-		return auth.AppOfKey(strings.TrimSpace(strings.TrimPrefix(c.Request().Header.Get("Authorization"), "Bearer "))), nil
-	}, "too many failure reports for this app; retry after a second")
-	e.POST("/api/v1/failures", s.failureIngest, ingestLimit, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+	// reports per app once their key verified (a fleet behind one NAT
+	// address is one app's many instances), and keys not yet verified per
+	// client address (ingest_gate.go). A flood answers 429 with
+	// Retry-After and touches nothing.
+	e.POST("/api/v1/failures", s.failureIngest, s.ingestGate(), middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
 
 	// Pings from jobs, as Healthchecks.io takes them.
-	pingLimit := machineLimit(s.Config.PingRateLimit, func(c echo.Context) (string, error) { return c.RealIP(), nil },
+	pingLimit := machineLimit(s.Config.PingRateLimit, func(c echo.Context) string { return c.RealIP() },
 		"too many pings from your address; retry after a second")
 	for _, p := range []string{"/ping/:a", "/ping/:a/:b", "/ping/:a/:b/:c"} {
 		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping, pingLimit)
@@ -164,20 +163,3 @@ func (s *Server) routes() {
 }
 
 func isPing(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/ping/") }
-
-// machineLimit is a per-key token bucket for machine APIs: rate per second,
-// bursts of ten times that, 429 in plain text with Retry-After when empty.
-func machineLimit(perSecond float64, key middleware.Extractor, message string) echo.MiddlewareFunc {
-	deny := func(c echo.Context, _ string, _ error) error {
-		c.Response().Header().Set("Retry-After", "1")
-		return c.String(http.StatusTooManyRequests, message)
-	}
-	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(perSecond), Burst: max(int(perSecond*10), 1), ExpiresIn: 5 * time.Minute,
-		}),
-		IdentifierExtractor: key,
-		ErrorHandler:        func(c echo.Context, err error) error { return deny(c, "", err) },
-		DenyHandler:         deny,
-	})
-}

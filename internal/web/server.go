@@ -8,6 +8,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"github.com/fusebox/fusebox/internal/egress"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -162,6 +163,9 @@ type Base struct {
 	Metrics *metrics.Metrics
 	Assets  *static.Assets
 	Now     func() time.Time
+	// Endpoints are the storage and Event Hubs endpoints an app's host
+	// insight may name.
+	Endpoints egress.Endpoints
 }
 
 // Identity is who may sign in and how: sessions, CSRF, local users, OpenID
@@ -237,6 +241,10 @@ type Server struct {
 	// unknownPings are ping ids found not to exist lately (a new job's id
 	// is forgotten here when the job is created).
 	unknownPings *ttlSet
+	// keys are app keys verified lately (ingest_gate.go).
+	keys verifiedKeys
+	// refusals samples the log lines of refused requests.
+	refusals *logSampler
 }
 
 // New builds the server and its routes.
@@ -247,7 +255,7 @@ func New(d Deps) (*Server, error) {
 		d.Channels == nil, d.TestChannel == nil, d.Delivery == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}
-	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID(), unknownPings: newTTLSet(30*time.Second, 10_000)}
+	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID(), unknownPings: newTTLSet(30*time.Second, 10_000), refusals: newLogSampler(time.Minute)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	if d.Config.TrustProxyHeaders {

@@ -350,7 +350,9 @@ func TestEasyAuthHeaderIsIgnoredUnlessEnabled(t *testing.T) {
 	r := newBrowser(t, off.URL).get("/", "X-MS-CLIENT-PRINCIPAL", easyAuthHeader("Fusebox.Operator"))
 	wantStatus(t, r, http.StatusSeeOther)
 
-	on := apptest.Start(t, map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"})
+	// WEBSITE_AUTH_ENABLED is what App Service sets when its authentication
+	// is on; without it Fusebox refuses to start (config's tests).
+	on := apptest.Start(t, map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "True", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"})
 	b := newBrowser(t, on.URL)
 	ok := b.get("/", "X-MS-CLIENT-PRINCIPAL", easyAuthHeader("Fusebox.Operator"))
 	wantStatus(t, ok, http.StatusOK)

@@ -1,0 +1,174 @@
+package egress
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"strings"
+)
+
+// Cloud names the Azure service suffixes endpoints must sit under.
+type Cloud struct {
+	Name      string
+	Storage   string // blob endpoints: <account>.blob.<Storage>
+	EventHubs string // namespaces: <namespace>.<EventHubs>
+}
+
+// Clouds are the Azure clouds Fusebox knows, by FUSEBOX_AZURE_CLOUD's value.
+var Clouds = map[string]Cloud{
+	"public": {Name: "public", Storage: "core.windows.net", EventHubs: "servicebus.windows.net"},
+	"usgov":  {Name: "usgov", Storage: "core.usgovcloudapi.net", EventHubs: "servicebus.usgovcloudapi.net"},
+	"china":  {Name: "china", Storage: "core.chinacloudapi.cn", EventHubs: "servicebus.chinacloudapi.cn"},
+}
+
+// Endpoints decides which storage and Event Hubs endpoints of guarded apps
+// Fusebox may read. An endpoint an operator typed is bad input until it
+// passes here: a foreign host would receive a token or be probed with
+// Fusebox's network position.
+type Endpoints struct {
+	Cloud Cloud // zero: Azure's public cloud
+	// Development admits loopback endpoints over plain HTTP or AMQP
+	// (Azurite, the Event Hubs emulator, the demo hub).
+	Development bool
+}
+
+// ErrEndpoint is an endpoint outside the allowed suffixes.
+var ErrEndpoint = errors.New("egress: endpoint not allowed")
+
+func (e Endpoints) cloud() Cloud {
+	if e.Cloud.Storage == "" {
+		return Clouds["public"]
+	}
+	return e.Cloud
+}
+
+func (e Endpoints) loopback(host string) bool {
+	if !e.Development {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(host)
+	return err == nil && a.IsLoopback()
+}
+
+// under reports whether host is a single label below suffix.
+func under(host, suffix string) bool {
+	host, suffix = strings.ToLower(host), "."+strings.ToLower(suffix)
+	label, ok := strings.CutSuffix(host, suffix)
+	return ok && label != "" && !strings.ContainsAny(label, ".:[]")
+}
+
+// CheckBlobURL checks an account's blob endpoint, such as
+// https://orders.blob.core.windows.net/.
+func (e Endpoints) CheckBlobURL(raw string) error {
+	u, err := url.Parse(raw)
+	if err != nil || u.Host == "" || u.User != nil {
+		return fmt.Errorf("%w: the blob endpoint is not a URL such as https://<account>.blob.%s", ErrEndpoint, e.cloud().Storage)
+	}
+	host := u.Hostname()
+	if e.loopback(host) {
+		return nil
+	}
+	if u.Scheme != "https" {
+		return fmt.Errorf("%w: the blob endpoint must use https", ErrEndpoint)
+	}
+	if p := u.Port(); p != "" && p != "443" {
+		return fmt.Errorf("%w: the blob endpoint must use port 443", ErrEndpoint)
+	}
+	if strings.Contains(host, ".blob.") && under(strings.Replace(host, ".blob.", ".", 1), e.cloud().Storage) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is not a blob endpoint of Azure (%s cloud: <account>.blob.%s)", ErrEndpoint, host, e.cloud().Name, e.cloud().Storage)
+}
+
+// BlobEndpoint is where a storage connection string's blobs are: its
+// BlobEndpoint, or the one its account name and suffix make.
+func BlobEndpoint(conn string) (string, error) {
+	kv := map[string]string{}
+	for part := range strings.SplitSeq(conn, ";") {
+		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
+		if ok {
+			kv[strings.ToLower(k)] = v
+		}
+	}
+	if strings.EqualFold(kv["usedevelopmentstorage"], "true") {
+		return "http://127.0.0.1:10000/devstoreaccount1", nil
+	}
+	if ep := kv["blobendpoint"]; ep != "" {
+		return ep, nil
+	}
+	account := kv["accountname"]
+	if account == "" {
+		return "", errors.New("the connection string names no AccountName or BlobEndpoint")
+	}
+	proto, suffix := kv["defaultendpointsprotocol"], kv["endpointsuffix"]
+	if proto == "" {
+		proto = "https"
+	}
+	if suffix == "" {
+		suffix = "core.windows.net"
+	}
+	return proto + "://" + account + ".blob." + suffix, nil
+}
+
+// CheckStorage checks a host-storage setting: a blob account URL or a
+// connection string.
+func (e Endpoints) CheckStorage(setting string) error {
+	if setting == "" {
+		return nil
+	}
+	if strings.HasPrefix(setting, "https://") || strings.HasPrefix(setting, "http://") {
+		return e.CheckBlobURL(setting)
+	}
+	ep, err := BlobEndpoint(setting)
+	if err != nil {
+		return fmt.Errorf("%w: %v", ErrEndpoint, err)
+	}
+	return e.CheckBlobURL(ep)
+}
+
+// CheckNamespace checks an Event Hubs namespace's host name (or
+// host:port, for loopback in development).
+func (e Endpoints) CheckNamespace(host string) error {
+	h := host
+	if hh, port, err := net.SplitHostPort(host); err == nil {
+		if e.loopback(hh) {
+			return nil
+		}
+		if port != "5671" && port != "443" {
+			return fmt.Errorf("%w: the Event Hubs namespace must use port 5671 or 443", ErrEndpoint)
+		}
+		h = hh
+	}
+	if e.loopback(h) || under(h, e.cloud().EventHubs) {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is not an Event Hubs namespace of Azure (%s cloud: <namespace>.%s)", ErrEndpoint, h, e.cloud().Name, e.cloud().EventHubs)
+}
+
+// CheckResolved resolves host and checks every address against the
+// policy: for clients (AMQP) whose dialer cannot be replaced, a check just
+// before they connect.
+func (p Policy) CheckResolved(ctx context.Context, host string) error {
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return p.Allowed(a)
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return err
+	}
+	for _, a := range addrs {
+		if err := p.Allowed(a); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,162 @@
+package web_test
+
+import (
+	"bytes"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+// The tests of docs/reliability.md's threat model that drive a running
+// Fusebox from outside, as a stranger would.
+
+// lockedBuffer is a log the server writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A stranger floods the ingest endpoint with keys that name the demo app
+// but are not its key. Before, the app's rate budget was spent by the
+// name in the key, so the real reports answered 429 while the flood
+// lasted. Now only verified keys spend it: every real report is taken,
+// the forged ones are refused and, past a few a second from the
+// stranger's address, refused without a storage read; the log says so
+// once, not per request.
+func TestAForgedKeyFloodLeavesTheRealKeysReportsAccepted(t *testing.T) {
+	log := &lockedBuffer{}
+	srv := apptest.StartWith(t, nil, apptest.Options{Log: log})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	const workers, each = 8, 250 // 2,000 forged requests: twice the app's burst
+	var mu sync.Mutex
+	forged := map[int]int{}
+	var wg sync.WaitGroup
+	client := &http.Client{}
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(`{"failures":[{"function":"ProcessOrders","count":1}]}`))
+				req.Header.Set("Authorization", fmt.Sprintf("Bearer fbx_%s_forged-%d-%d", demo.AppID, w, i))
+				resp, err := client.Do(req)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				forged[resp.StatusCode]++
+				mu.Unlock()
+			}
+		})
+	}
+	real := map[int]int{}
+	for range 30 {
+		r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "SyncInventory", "count": 1}]}`)
+		real[r.StatusCode]++
+	}
+	wg.Wait()
+	if real[http.StatusAccepted] != 30 {
+		t.Errorf("the real key's reports during the flood: %v, want all 30 answered 202", real)
+	}
+	if forged[http.StatusAccepted] != 0 || forged[http.StatusUnauthorized]+forged[http.StatusTooManyRequests] != workers*each {
+		t.Errorf("forged requests answered %v, want only 401 and 429", forged)
+	}
+	if forged[http.StatusTooManyRequests] == 0 {
+		t.Errorf("forged requests answered %v: none was limited per client", forged)
+	}
+	lines := grepLines(log.String(), "route=/api/v1/failures status=4")
+	if n := strings.Count(lines, "\n") + 1; lines == "" || n > 4 {
+		t.Errorf("%d log lines for the flood's refusals, want one or two per status:\n%s", n, lines)
+	}
+	metrics := newBrowser(t, srv.URL).get("/metrics").body
+	for _, reason := range []string{"unknown", "limited"} {
+		if regexp.MustCompile(`fusebox_ingest_unverified_total\{reason="` + reason + `"\} 0\n`).MatchString(metrics) {
+			t.Errorf("no refusal counted as %s:\n%s", reason, grepLines(metrics, "fusebox_ingest_unverified"))
+		}
+	}
+}
+
+// The method label of the HTTP metrics is from a fixed set: made-up
+// methods, which any client may send without signing in, are OTHER, not a
+// new series each, kept for the life of the process.
+func TestMadeUpMethodsAddNoSeries(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	client := &http.Client{}
+	for i := range 200 {
+		req, _ := http.NewRequest(fmt.Sprintf("MADEUP%d", i), srv.URL+"/healthz", nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	body := newBrowser(t, srv.URL).get("/metrics").body
+	methods := map[string]bool{}
+	for _, m := range regexp.MustCompile(`fusebox_http_requests_total\{[^}]*method="([^"]*)"`).FindAllStringSubmatch(body, -1) {
+		methods[m[1]] = true
+	}
+	if !methods["OTHER"] {
+		t.Errorf("no OTHER series: %v", methods)
+	}
+	for m := range methods {
+		switch m {
+		case "GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS", "OTHER":
+		default:
+			t.Errorf("a series for method %q", m)
+		}
+	}
+}
+
+// A local user's role is configuration's at each request: when an
+// operator is made a viewer (Fusebox restarted with the new users), the
+// session they hold is a viewer's from the next request, not for the
+// rest of its 12 hours; a user removed is signed out.
+func TestALocalRoleTakenAwayAppliesAtTheNextRequest(t *testing.T) {
+	before := apptest.Start(t, nil)
+	b := newBrowser(t, before.URL)
+	b.signIn("olivia")
+	wantStatus(t, b.get("/apps/new"), http.StatusOK)
+
+	hash, err := auth.HashPassword(apptest.Password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := map[string]string{"FUSEBOX_TABLE_PREFIX": before.Config.Storage.TablePrefix}
+	demoted := apptest.Start(t, with(shared, "FUSEBOX_LOCAL_USERS", "olivia:viewer:"+hash))
+	same := &browser{t: t, base: demoted.URL, client: b.client} // the same cookies
+	wantStatus(t, same.get("/"), http.StatusOK)
+	wantStatus(t, same.get("/apps/new"), http.StatusForbidden)
+
+	removed := apptest.Start(t, with(shared, "FUSEBOX_LOCAL_USERS", "victor:viewer:"+hash))
+	gone := &browser{t: t, base: removed.URL, client: b.client}
+	wantStatus(t, gone.get("/"), http.StatusSeeOther)
+}
+
+func with(env map[string]string, k, v string) map[string]string {
+	out := map[string]string{k: v}
+	for ek, ev := range env {
+		out[ek] = ev
+	}
+	return out
+}

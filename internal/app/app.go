@@ -35,6 +35,7 @@ import (
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/localswitch"
@@ -258,7 +259,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Tokens: auth.NewAPITokens(tokens)},
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions:  actions,
-			Failures: store.Failures, Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
+			Failures: store.Failures, Ingest: ingest.New(store.Circuits, store.Rates, ingest.Settings{}), Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,

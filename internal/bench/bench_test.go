@@ -620,6 +620,13 @@ func BenchmarkIngest(b *testing.B) {
 		if err := srv.App.Store.Apps.Put(context.Background(), circuit.App{ID: "bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", APIKeyHash: hash}); err != nil {
 			b.Fatal(err)
 		}
+		// Each function has a circuit, so every item becomes a failure row
+		// as the raw side writes (those of functions without one are tallied).
+		for i := range perRequest {
+			if err := srv.App.Store.Circuits.Put(context.Background(), circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+				b.Fatal(err)
+			}
+		}
 		client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
 		at := srv.Clock.Now().Format(time.RFC3339)
 		var items []map[string]any

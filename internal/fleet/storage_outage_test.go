@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,6 +21,13 @@ import (
 func TestAStorageOutageLosesNoAcceptedReport(t *testing.T) {
 	az := fleet.StartAzurite(t)
 	r := newRigOn(t, az.ConnectionString)
+	// Circuits that never trip, so the reports are failure rows the
+	// evaluator counts (those of functions without one are only tallied).
+	for _, f := range []string{"RawReports", "ClientReports"} {
+		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: f, Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	in := r.start(1)[0]
 	start := time.Now()
 

@@ -118,3 +118,37 @@ func (r *Rates) RollupRecent(ctx context.Context, f *Failures, now time.Time) er
 	}
 	return errors.Join(errs...)
 }
+
+// Add adds n failures to a function's minute, for reports of functions
+// that have no circuit: they are kept as a tally per minute, not as rows
+// the evaluator reads each tick. It retries a lost race a few times.
+func (r *Rates) Add(ctx context.Context, appID, function string, minute time.Time, n int) error {
+	minute = minute.UTC().Truncate(time.Minute)
+	key := function + "|" + FailurePartition(minute)
+	for range 5 {
+		var row rateRow
+		err := r.table.Get(ctx, appID, key, &row)
+		switch {
+		case errors.Is(err, tablestore.ErrNotFound):
+			row = rateRow{Meta: tablestore.Meta{PartitionKey: appID, RowKey: key}, Function: function, Minute: minute, Count: int64(n)}
+			err = r.table.Insert(ctx, &row)
+		case err == nil:
+			row.Count += int64(n)
+			err = r.table.Update(ctx, &row)
+		}
+		if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrExists) {
+			continue // another request added first: read its count again
+		}
+		if err != nil {
+			return fmt.Errorf("storage: add to the failures of %s/%s: %w", appID, function, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("storage: add to the failures of %s/%s: %w", appID, function, tablestore.ErrConflict)
+}
+
+// OfApp returns an app's minutes with failures from from on, every
+// function's, circuit or not.
+func (r *Rates) OfApp(ctx context.Context, appID string, from time.Time) ([]MinuteCount, error) {
+	return r.query(ctx, tablestore.And(tablestore.PartitionIs(appID), tablestore.Ge("Minute", from.UTC().Truncate(time.Minute))))
+}

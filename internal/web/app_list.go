@@ -3,10 +3,14 @@ package web
 import (
 	"net/http"
 	"path"
+	"sort"
+	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -22,15 +26,47 @@ func (s *Server) appList(c echo.Context) error {
 		return err
 	}
 	perApp := map[string]int{}
+	has := map[string]bool{}
 	for _, ci := range cs {
 		perApp[ci.AppID]++
+		has[ci.AppID+"/"+ci.Function] = true
 	}
+	rates, err := s.Rates.Since(ctx, s.Now().Add(-time.Hour))
+	if err != nil {
+		return err
+	}
+	noCircuit := functionsWithoutCircuit(rates, has)
 	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
 	for _, a := range apps {
 		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
-			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a)})
+			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a), NoCircuit: noCircuit[a.ID]})
 	}
 	return render(c, http.StatusOK, views.AppsPage(m))
+}
+
+// functionsWithoutCircuit are, per app, the functions that failed in the
+// minutes of rates and have no circuit, most failures first.
+func functionsWithoutCircuit(rates []storage.MinuteCount, has map[string]bool) map[string][]views.FunctionFailures {
+	sums := map[string]int{}
+	for _, r := range rates {
+		if !has[r.Circuit] {
+			sums[r.Circuit] += r.Count
+		}
+	}
+	out := map[string][]views.FunctionFailures{}
+	for id, n := range sums {
+		app, function, _ := strings.Cut(id, "/")
+		out[app] = append(out[app], views.FunctionFailures{Function: function, Failures: n})
+	}
+	for _, fs := range out {
+		sort.Slice(fs, func(i, j int) bool {
+			if fs[i].Failures != fs[j].Failures {
+				return fs[i].Failures > fs[j].Failures
+			}
+			return fs[i].Function < fs[j].Function
+		})
+	}
+	return out
 }
 
 func target(a circuit.App) string {

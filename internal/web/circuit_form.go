@@ -17,7 +17,7 @@ import (
 // circuitNew shows the form for a new circuit. With ?app=, it offers that
 // app's functions as ARM lists them.
 func (s *Server) circuitNew(c echo.Context) error {
-	m := views.CircuitForm{Threshold: "100", Window: "30s", Rule: "count", Ratio: "50", MinCalls: "100", Cooldown: "5m", App: c.QueryParam("app")}
+	m := views.CircuitForm{Threshold: "100", Window: "30s", Rule: "count", Ratio: "50", MinCalls: "100", Cooldown: "5m", App: c.QueryParam("app"), Function: c.QueryParam("function")}
 	return s.renderCircuitForm(c, http.StatusOK, m)
 }
 

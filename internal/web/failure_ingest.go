@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -85,6 +86,10 @@ type ingestResponse struct {
 	Failures  int         `json:"failures"`  // failures they count
 	Successes int         `json:"successes"` // successes they count
 	Rejected  []itemError `json:"rejected"`
+	// NoCircuit counts the accepted items of functions without a circuit:
+	// kept as failures per minute, shown on the Apps page, not counted by
+	// any circuit.
+	NoCircuit int `json:"no_circuit"`
 }
 
 // idempotencyKey is what a client may send so that a retried request is
@@ -115,6 +120,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 	// from the key, and items without a time take the first request's, so
 	// a retry writes the very same rows again.
 	writer := s.requestWriter()
+	retry := false
 	if key := c.Request().Header.Get("Idempotency-Key"); key != "" {
 		if !idempotencyKey.MatchString(key) {
 			return echo.NewHTTPError(http.StatusBadRequest, "Idempotency-Key must be 1 to 255 printable ASCII characters, such as a UUID.")
@@ -125,18 +131,38 @@ func (s *Server) failureIngest(c echo.Context) error {
 		if err != nil {
 			return unavailable(err)
 		}
+		retry = first.Before(now)
 		now, writer = first, "idem."+hash
 	}
-	reports, resp := validItems(req, appID, now)
+	reports, index, resp := validItems(req, appID, now)
 	for i := range reports {
 		reports[i].TraceParent = telemetry.TraceParent(c.Request().Context())
 		reports[i].Instance = instance
 	}
-	if len(reports) == 0 {
+	routed, err := s.Ingest.Route(c.Request().Context(), appID, reports, now)
+	if err != nil {
+		return unavailable(err)
+	}
+	for i, why := range routed.Refused {
+		resp.Rejected = append(resp.Rejected, itemError{Index: index[i], Error: why})
+		resp.Accepted--
+		resp.Failures -= reports[i].Count
+		resp.Successes -= reports[i].Successes
+	}
+	sort.Slice(resp.Rejected, func(a, b int) bool { return resp.Rejected[a].Index < resp.Rejected[b].Index })
+	resp.NoCircuit = len(routed.Tallied)
+	if resp.Accepted == 0 {
 		return c.JSON(http.StatusBadRequest, resp)
 	}
-	if err := s.Failures.Record(c.Request().Context(), writer, reports); err != nil {
-		return unavailable(err)
+	if len(routed.Counted) > 0 {
+		if err := s.Failures.Record(c.Request().Context(), writer, routed.Counted); err != nil {
+			return unavailable(err)
+		}
+	}
+	if !retry {
+		if err := s.Ingest.Keep(c.Request().Context(), appID, routed.Tallies); err != nil {
+			return unavailable(err)
+		}
 	}
 	s.Metrics.ObserveIngest(resp.Failures, len(resp.Rejected))
 	return c.JSON(http.StatusAccepted, resp)
@@ -161,9 +187,10 @@ func decodeIngest(body io.Reader) (ingestRequest, error) {
 
 // validItems checks each item on its own: the reports to keep, and the
 // answer, which names every refused item by index.
-func validItems(req ingestRequest, appID string, now time.Time) ([]storage.Report, ingestResponse) {
+func validItems(req ingestRequest, appID string, now time.Time) ([]storage.Report, []int, ingestResponse) {
 	resp := ingestResponse{Rejected: []itemError{}}
 	var reports []storage.Report
+	var index []int // of each report's item
 	for i, it := range req.Failures {
 		problem := ""
 		var r storage.Report
@@ -177,11 +204,12 @@ func validItems(req ingestRequest, appID string, now time.Time) ([]storage.Repor
 			continue
 		}
 		reports = append(reports, r)
+		index = append(index, i)
 		resp.Accepted++
 		resp.Failures += r.Count
 		resp.Successes += r.Successes
 	}
-	return reports, resp
+	return reports, index, resp
 }
 
 func validItem(it ingestItem, appID string, now time.Time) (storage.Report, string) {

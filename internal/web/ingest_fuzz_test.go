@@ -29,7 +29,10 @@ func FuzzIngestDecoder(f *testing.F) {
 		if err != nil {
 			return
 		}
-		reports, resp := validItems(req, "orders-demo", now)
+		reports, index, resp := validItems(req, "orders-demo", now)
+		if len(index) != len(reports) {
+			t.Fatalf("%d reports, %d indexes", len(reports), len(index))
+		}
 		if resp.Accepted != len(reports) || resp.Accepted+len(resp.Rejected) != len(req.Failures) {
 			t.Fatalf("%d items: %d kept, %d refused", len(req.Failures), resp.Accepted, len(resp.Rejected))
 		}

@@ -9,6 +9,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/ingest"
 	"log/slog"
 	"net/http"
 	"sync/atomic"
@@ -114,6 +115,10 @@ type (
 		Get(ctx context.Context, id string) (circuit.App, error)
 		Put(ctx context.Context, app circuit.App) error
 	}
+	reportRouter interface {
+		Route(ctx context.Context, appID string, reports []storage.Report, now time.Time) (ingest.Routed, error)
+		Keep(ctx context.Context, appID string, tallies []ingest.Tally) error
+	}
 	failureRecorder interface {
 		Record(ctx context.Context, writer string, reports []storage.Report) error
 	}
@@ -186,6 +191,8 @@ type CircuitDeps struct {
 	Circuits circuitLister
 	Actions  circuitActions
 	Failures failureRecorder
+	// Ingest routes reports of functions without a circuit to tallies.
+	Ingest reportRouter
 	// Idempotency remembers Idempotency-Keys of failure reports.
 	Idempotency idempotencyStore
 	Window      windowReader
@@ -251,7 +258,7 @@ type Server struct {
 func New(d Deps) (*Server, error) {
 	switch {
 	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil,
+		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Ingest == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil,
 		d.Channels == nil, d.TestChannel == nil, d.Delivery == nil:
 		return nil, errors.New("web: a required dependency is missing")
 	}

@@ -2,12 +2,14 @@ package web_test
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
@@ -159,4 +161,77 @@ func with(env map[string]string, k, v string) map[string]string {
 		out[ek] = ev
 	}
 	return out
+}
+
+// One app key sends 10,000 items naming 60 functions that have no circuit.
+// Before, each became failure rows the evaluator read every tick. Now they
+// are kept as one tally row per function and minute, for at most 50 such
+// names an app an hour (the rest are refused item by item), the evaluator
+// reads none of them, and the Apps page lists them with Create circuit….
+func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
+	srv, _ := seeded(t)
+	items := make([]string, 0, 10_000)
+	refusedWant := 0
+	for i := range 10_000 {
+		if i%60 >= 50 {
+			refusedWant++
+		}
+		items = append(items, fmt.Sprintf(`{"function": "Made%02d", "count": 1}`, i%60))
+	}
+	r := postJSON(t, srv.URL, demo.Key, `{"failures": [`+strings.Join(items, ",")+`]}`)
+	wantStatus(t, r, http.StatusAccepted)
+	var got struct {
+		Accepted  int `json:"accepted"`
+		NoCircuit int `json:"no_circuit"`
+		Rejected  []struct {
+			Index int
+			Error string
+		} `json:"rejected"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Rejected) != refusedWant || got.NoCircuit != 10_000-refusedWant || got.Accepted != got.NoCircuit {
+		t.Fatalf("accepted %d, no circuit %d, rejected %d; want %d tallied and %d refused", got.Accepted, got.NoCircuit, len(got.Rejected), 10_000-refusedWant, refusedWant)
+	}
+	if !strings.Contains(got.Rejected[0].Error, "has no circuit") || got.Rejected[0].Index != 50 {
+		t.Errorf("first refusal: %+v", got.Rejected[0])
+	}
+	if n := storedFailures(t, srv); n != 0 {
+		t.Errorf("%d failures stored as rows the evaluator reads", n)
+	}
+	tallies, err := srv.App.Store.Rates.OfApp(t.Context(), demo.AppID, srv.Clock.Now().Add(-time.Hour))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perFunction := map[string]int{}
+	for _, m := range tallies {
+		perFunction[m.Circuit] += m.Count
+	}
+	if len(tallies) != 50 || len(perFunction) != 50 {
+		t.Errorf("%d tally rows for %d functions, want one row for each of 50", len(tallies), len(perFunction))
+	}
+	if n := perFunction[demo.AppID+"/Made00"]; n != 167 { // 0, 60, …, 9960
+		t.Errorf("Made00 tallied %d failures, want 167", n)
+	}
+
+	// Functions with a circuit are counted as before, beside them.
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 3}, {"function": "Made00", "count": 2}]}`), http.StatusAccepted)
+	if n := storedFailures(t, srv); n != 3 {
+		t.Errorf("%d failures stored, want ProcessOrders' 3", n)
+	}
+
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/apps").body
+	if !strings.Contains(page, "Reporting, no circuit") || !strings.Contains(page, "Made00 (169 failures in the last hour)") {
+		t.Errorf("the Apps page does not list the functions without a circuit:\n%s", grepLines(page, "Made0"))
+	}
+	link := "/circuits/new?app=" + demo.AppID + "&amp;function=Made00"
+	if !strings.Contains(page, link) {
+		t.Errorf("no Create circuit… link %s", link)
+	}
+	if form := b.get("/circuits/new?app=" + demo.AppID + "&function=Made00").body; !strings.Contains(form, `value="Made00"`) {
+		t.Error("the new circuit form does not name the function")
+	}
 }

@@ -21,6 +21,8 @@ param sessionKey string
 @secure()
 param linkKeys string = ''
 @secure()
+param secretsKeys string = ''
+@secure()
 param localUsers string = ''
 @description('App Service only: the client id of a Microsoft Entra app registration; turns on App Service Authentication with sign-in required and FUSEBOX_EASYAUTH_ENABLED. Empty: Fusebox\'s own sign-in.')
 param easyAuthClientId string = ''
@@ -70,6 +72,7 @@ resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 
       secrets: [
         { name: 'session-key', value: sessionKey }
         { name: 'link-keys', value: linkKeys }
+        { name: 'secrets-keys', value: secretsKeys }
         { name: 'local-users', value: localUsers }
         { name: 'smtp-password', value: smtpPassword }
       ]
@@ -88,6 +91,7 @@ resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 
           { name: 'FUSEBOX_BASE_URL', value: baseUrl }
           { name: 'FUSEBOX_SESSION_KEY', secretRef: 'session-key' }
           { name: 'FUSEBOX_LINK_KEYS', secretRef: 'link-keys' }
+          { name: 'FUSEBOX_SECRETS_KEYS', secretRef: 'secrets-keys' }
           { name: 'FUSEBOX_LOCAL_USERS', secretRef: 'local-users' }
           { name: 'FUSEBOX_SMTP_HOST', value: smtpHost }
           { name: 'FUSEBOX_SMTP_USERNAME', value: smtpUsername }
@@ -136,6 +140,7 @@ resource site 'Microsoft.Web/sites@2023-12-01' = if (hosting == 'appservice') {
         { name: 'FUSEBOX_BASE_URL', value: empty(baseUrl) ? 'https://${appName}.azurewebsites.net' : baseUrl }
         { name: 'FUSEBOX_SESSION_KEY', value: sessionKey }
         { name: 'FUSEBOX_LINK_KEYS', value: linkKeys }
+        { name: 'FUSEBOX_SECRETS_KEYS', value: secretsKeys }
         { name: 'FUSEBOX_LOCAL_USERS', value: localUsers }
         { name: 'FUSEBOX_EASYAUTH_ENABLED', value: string(!empty(easyAuthClientId)) }
         { name: 'FUSEBOX_SMTP_HOST', value: smtpHost }

@@ -44,6 +44,7 @@ import (
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/notify"
+	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -168,6 +169,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		}
 	}
 	store := storage.New(svc)
+	if err := useSecrets(ctx, cfg, store, o.Logger); err != nil {
+		return nil, err
+	}
 	m.WatchUnreadableRows(store.Faults.Counts)
 	m.WatchState(func(ctx context.Context) (metrics.State, error) {
 		ev, err := store.Status.Evaluator(ctx)
@@ -341,6 +345,34 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
 	}
 	return a, nil
+}
+
+// useSecrets seals apps' and channels' secrets from now on, and seals
+// those written before (plaintext, or under a key no longer first).
+func useSecrets(ctx context.Context, cfg *config.Config, store *storage.Store, log *slog.Logger) error {
+	keys := make([]sealed.Key, 0, len(cfg.SecretsKeys))
+	for _, k := range cfg.SecretsKeys {
+		keys = append(keys, sealed.Key{ID: k.ID, Secret: []byte(k.Key.Reveal())})
+	}
+	box, err := sealed.New(keys...)
+	if err != nil {
+		return fmt.Errorf("FUSEBOX_SECRETS_KEYS: %w", err)
+	}
+	store.UseSecrets(box)
+	resealCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	apps, err := store.Apps.Reseal(resealCtx)
+	if err != nil {
+		log.Warn("could not seal the apps' secrets yet; the next start tries again", "sealed", apps)
+	}
+	channels, err := store.Channels.Reseal(resealCtx)
+	if err != nil {
+		log.Warn("could not seal the channels' secrets yet; the next start tries again", "sealed", channels)
+	}
+	if apps+channels > 0 {
+		log.Info("sealed secrets kept in plain text or under an older key", "apps", apps, "channels", channels)
+	}
+	return nil
 }
 
 // azureCredentials are the credential of trigger switches (ARM tokens only)

@@ -70,7 +70,11 @@ type Config struct {
 	// identity for host insight's reads, kept apart from the identity that
 	// switches triggers; empty: the same identity.
 	HostInsightClientID string
-	PingKey             Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
+	// SecretsKeys seal the secrets kept in Table Storage (apps' host
+	// storage and Event Hubs, channels' URLs and secrets); the first seals,
+	// all open. Without FUSEBOX_SECRETS_KEYS, one key "s" is the session key.
+	SecretsKeys []LinkKey
+	PingKey     Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
 	// HostLockBreakAfter is how long a function app's lock must have been
 	// seen held before an operator may break it.
 	HostLockBreakAfter time.Duration
@@ -296,6 +300,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 
 	c.Mail = r.mail(c.Session.Key)
+	c.SecretsKeys = r.secretsKeys(c.Session.Key)
 	c.LocalUsers = r.localUsers()
 	c.APITokens = r.apiTokens()
 	c.OIDC = r.oidc()
@@ -533,6 +538,28 @@ func (r *reader) localUsers() []LocalUser {
 		}
 	}
 	return users
+}
+
+// secretsKeys reads FUSEBOX_SECRETS_KEYS ("id:key,..."), or falls back to
+// the session key under the id "s": rotating the session key then needs
+// the old one listed as "s:<old key>" after the new first key.
+func (r *reader) secretsKeys(sessionKey Secret) []LinkKey {
+	var keys []LinkKey
+	for i, entry := range r.list("FUSEBOX_SECRETS_KEYS") {
+		id, key, ok := strings.Cut(entry, ":")
+		switch {
+		case !ok || id == "" || strings.ContainsAny(id, ":."):
+			r.fail("FUSEBOX_SECRETS_KEYS", "entry %d must be id:key, the id without dots or colons", i+1)
+		case len(key) < 32:
+			r.fail("FUSEBOX_SECRETS_KEYS", "entry %d (%s): the key must be at least 32 characters; generate one with: openssl rand -base64 48", i+1, id)
+		default:
+			keys = append(keys, LinkKey{ID: id, Key: Secret(key)})
+		}
+	}
+	if len(keys) == 0 && len(sessionKey) >= 32 {
+		keys = []LinkKey{{ID: "s", Key: sessionKey}}
+	}
+	return keys
 }
 
 // easyAuthPlatform refuses Easy Auth's headers where the platform does not

@@ -91,6 +91,7 @@ func TestEveryProblemIsNamed(t *testing.T) {
 			[]string{"WEBSITE_AUTH_ENABLED is not True"}},
 		{"Easy Auth on Container Apps", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "True", "CONTAINER_APP_NAME": "fusebox", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"},
 			[]string{"FUSEBOX_EASYAUTH_ENABLED: Container Apps does not tell"}},
+		{"short secrets key", map[string]string{"FUSEBOX_SECRETS_KEYS": "k1:short"}, []string{"FUSEBOX_SECRETS_KEYS: entry 1 (k1): the key must be at least 32 characters"}},
 		{"bad cloud", map[string]string{"FUSEBOX_AZURE_CLOUD": "germany"}, []string{"FUSEBOX_AZURE_CLOUD: must be public, usgov or china"}},
 		{"bad egress range", map[string]string{"FUSEBOX_EGRESS_ALLOW_CIDRS": "10.0.0.0/8,private"}, []string{"FUSEBOX_EGRESS_ALLOW_CIDRS: must be address ranges"}},
 		{"link lifetime over a week", map[string]string{"FUSEBOX_LINK_TTL": "200h"}, []string{"FUSEBOX_LINK_TTL: must be between 1m and 168h"}},

@@ -9,16 +9,72 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
 // Channels holds the alert channels, all in one partition: there are few.
-// Their URLs and secrets are stored as given (the storage account is the
-// boundary), and leave this package only towards the sender and the
-// page that shows them once.
+// Their URLs and secrets are sealed (internal/sealed) when a key is set,
+// and leave this package only towards the sender and the page that shows
+// them once.
 type Channels struct {
 	table  *tablestore.Table
 	faults *Faults
+	box    *sealed.Box // seals URL, Secret and OldSecret; nil: as given
+}
+
+// where is what a sealed field of a channel's row is bound to.
+func (r channelRow) where(field string) string { return TableChannels + "/" + r.RowKey + "/" + field }
+
+// open opens the row's sealed fields.
+func (c *Channels) open(r channelRow) (alerts.Channel, error) {
+	for field, v := range map[string]*string{"URL": &r.URL, "Secret": &r.Secret, "OldSecret": &r.OldSecret} {
+		pt, _, err := c.box.Open(*v, r.where(field))
+		if err != nil {
+			return alerts.Channel{}, fmt.Errorf("storage: channel %s: %s: %w", r.RowKey, field, err)
+		}
+		*v = pt
+	}
+	return r.channel()
+}
+
+// rowOf is ch's row, its secrets sealed.
+func (c *Channels) rowOf(ch alerts.Channel) *channelRow {
+	r := channelRowOf(ch)
+	r.URL, r.Secret, r.OldSecret = c.box.Seal(r.URL, r.where("URL")), c.box.Seal(r.Secret, r.where("Secret")), c.box.Seal(r.OldSecret, r.where("OldSecret"))
+	return r
+}
+
+// Reseal seals the secrets of rows written before sealing, as Apps.Reseal.
+func (c *Channels) Reseal(ctx context.Context) (int, error) {
+	if c.box == nil {
+		return 0, nil
+	}
+	n := 0
+	for row, err := range tablestore.Rows[channelRow](ctx, c.table, tablestore.Query{Filter: tablestore.PartitionIs(channelsPartition)}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue
+		}
+		if err != nil {
+			return n, fmt.Errorf("storage: reseal channels: %w", err)
+		}
+		if !c.box.Stale(row.URL) && !c.box.Stale(row.Secret) && !c.box.Stale(row.OldSecret) {
+			continue
+		}
+		ch, err := c.open(row)
+		if err != nil {
+			continue // a bad row stays as it is, shown where it is read
+		}
+		sealedRow := c.rowOf(ch)
+		sealedRow.ETag = row.ETag
+		if err := c.table.Update(ctx, sealedRow); err == nil {
+			n++
+		} else if !errors.Is(err, tablestore.ErrConflict) {
+			return n, fmt.Errorf("storage: reseal channel %s: %w", row.RowKey, err)
+		}
+	}
+	return n, nil
 }
 
 const channelsPartition = "channel"
@@ -54,7 +110,7 @@ func channelRowOf(ch alerts.Channel) *channelRow {
 
 // ListChannels returns every readable channel, ordered by id.
 func (c *Channels) ListChannels(ctx context.Context) ([]alerts.Channel, error) {
-	chs, faults, err := readRows[channelRow](ctx, c.table, tablestore.Query{Filter: tablestore.PartitionIs(channelsPartition)}, TableChannels, channelRow.channel)
+	chs, faults, err := readRows[channelRow](ctx, c.table, tablestore.Query{Filter: tablestore.PartitionIs(channelsPartition)}, TableChannels, c.open)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list channels: %w", err)
 	}
@@ -74,12 +130,12 @@ func (c *Channels) Get(ctx context.Context, id string) (alerts.Channel, error) {
 		}
 		return alerts.Channel{}, fmt.Errorf("storage: get channel %s: %w", id, err)
 	}
-	return row.channel()
+	return c.open(row)
 }
 
 // Create adds a channel; an existing id is tablestore.ErrExists.
 func (c *Channels) Create(ctx context.Context, ch alerts.Channel) error {
-	row := channelRowOf(ch)
+	row := c.rowOf(ch)
 	row.ETag = ""
 	if err := c.table.Insert(ctx, row); err != nil {
 		return fmt.Errorf("storage: create channel %s: %w", ch.ID, err)
@@ -89,7 +145,7 @@ func (c *Channels) Create(ctx context.Context, ch alerts.Channel) error {
 
 // Update replaces a channel on condition that it is still at ch.Version.
 func (c *Channels) Update(ctx context.Context, ch alerts.Channel) error {
-	if err := c.table.Update(ctx, channelRowOf(ch)); err != nil {
+	if err := c.table.Update(ctx, c.rowOf(ch)); err != nil {
 		return fmt.Errorf("storage: update channel %s: %w", ch.ID, conflictAsCircuit(err))
 	}
 	return nil

@@ -8,6 +8,7 @@ package storage
 
 import (
 	"fmt"
+	"github.com/fusebox/fusebox/internal/sealed"
 	"strconv"
 	"strings"
 	"time"
@@ -76,6 +77,13 @@ func New(svc *tablestore.Service) *Store {
 		Channels:    &Channels{table: svc.Table(TableChannels), faults: faults},
 		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
 	}
+}
+
+// UseSecrets seals the secrets of apps and channels with box from now on
+// (nil: stores them as given). Rows written before are opened as they are;
+// Reseal them.
+func (s *Store) UseSecrets(box *sealed.Box) {
+	s.Apps.box, s.Channels.box = box, box
 }
 
 // commaList splits a comma-separated list, dropping empty items.

@@ -160,6 +160,7 @@ const (
 	keyPrincipal = "fusebox.principal"
 	keyCSRF      = "fusebox.csrf"
 	keySession   = "fusebox.session" // the session cookie value, when signed in by session
+	keyStaleRole = "fusebox.stale"   // a single sign-on session whose role must be read again
 )
 
 func (s *Server) cookieName(base string) string {
@@ -260,6 +261,11 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 				c.Set(keyPrincipal, p)
 				c.Set(keySession, v)
+			case sess.Provider == "oidc" && s.Now().Sub(sess.CreatedAt) > oidcRoleMaxAge:
+				// The provider's role claims are read again: require sends
+				// the browser through the provider, which signs a user who is
+				// still signed in there back in at once.
+				c.Set(keyStaleRole, true)
 			default:
 				c.Set(keyPrincipal, sess.Principal)
 				c.Set(keySession, v)
@@ -290,10 +296,20 @@ func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
 
 // require lets the request through only for a principal holding role.
 // Browsers without one are sent to sign in; API clients get a 401.
+// oidcRoleMaxAge is how long a single sign-on session keeps the role its
+// provider's claims gave it: a role taken away there applies here within it.
+const oidcRoleMaxAge = 5 * time.Minute
+
 func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p, ok := principal(c)
+			if !ok && c.Get(keyStaleRole) == true && s.OIDC != nil {
+				if isAPI(c) || c.Request().Method != http.MethodGet {
+					return echo.NewHTTPError(http.StatusUnauthorized, "Your role is read again from your identity provider every 5 minutes: reload the page, then send again.")
+				}
+				return c.Redirect(http.StatusSeeOther, "/auth/oidc/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
+			}
 			if !ok {
 				if isAPI(c) || c.Request().Method != http.MethodGet {
 					return echo.NewHTTPError(http.StatusUnauthorized, "Sign in first.")

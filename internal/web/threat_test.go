@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"regexp"
 	"strings"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/auth/oidctest"
 	"github.com/fusebox/fusebox/internal/demo"
 )
 
@@ -233,5 +235,52 @@ func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
 	}
 	if form := b.get("/circuits/new?app=" + demo.AppID + "&function=Made00").body; !strings.Contains(form, `value="Made00"`) {
 		t.Error("the new circuit form does not name the function")
+	}
+}
+
+// A single sign-on user's role is the provider's, read again at least
+// every 5 minutes: an operator made a viewer at the provider is a viewer
+// here within 5 minutes, not for the rest of a 12-hour session. Pages go
+// through the provider, which signs a user still signed in there back in
+// at once; a change sent with an old role is refused with what to do.
+func TestASingleSignOnRoleIsReadAgainWithinFiveMinutes(t *testing.T) {
+	var srv *apptest.Server
+	provider := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
+	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-operators"}}})
+	srv = apptest.Start(t, map[string]string{
+		"FUSEBOX_OIDC_ISSUER": provider.URL, "FUSEBOX_OIDC_CLIENT_ID": provider.ClientID,
+		"FUSEBOX_OIDC_CLIENT_SECRET": provider.ClientSecret, "FUSEBOX_ROLE_CLAIM": "groups",
+		"FUSEBOX_OPERATOR_CLAIM_VALUES": "g-operators", "FUSEBOX_VIEWER_CLAIM_VALUES": "g-viewers",
+	})
+	provider.SetRedirectURI(srv.URL + "/auth/oidc/callback")
+	b := newBrowser(t, srv.URL)
+	ssoTo := func(next string) response {
+		t.Helper()
+		hop := b.get("/auth/oidc/login?next=" + next)
+		wantStatus(t, hop, http.StatusFound)
+		atProvider := b.do(mustRequest(t, hop.Header.Get("Location")))
+		wantStatus(t, atProvider, http.StatusFound)
+		return b.do(mustRequest(t, atProvider.Header.Get("Location")))
+	}
+	wantStatus(t, ssoTo("/apps/new"), http.StatusSeeOther)
+	wantStatus(t, b.get("/apps/new"), http.StatusOK)
+
+	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-viewers"}}})
+	srv.Clock.Advance(4 * time.Minute)
+	wantStatus(t, b.get("/apps/new"), http.StatusOK) // within 5 minutes the session's role holds
+	srv.Clock.Advance(2 * time.Minute)
+	path := "/apps/new"
+	if r := b.post(path, url.Values{"_csrf": {b.csrf("/login")}, "id": {"x"}}); r.StatusCode != http.StatusUnauthorized || !strings.Contains(r.body, "every 5 minutes") {
+		t.Errorf("a change sent with a role 6 minutes old: %d\n%s", r.StatusCode, r.body)
+	}
+	again := b.get(path)
+	wantStatus(t, again, http.StatusSeeOther)
+	if loc := again.Header.Get("Location"); loc != "/auth/oidc/login?next=%2Fapps%2Fnew" {
+		t.Fatalf("sent to %q, want through the provider", loc)
+	}
+	wantStatus(t, ssoTo("/apps/new"), http.StatusSeeOther)
+	wantStatus(t, b.get("/apps/new"), http.StatusForbidden)
+	if !strings.Contains(b.get("/").body, "Ada (viewer)") {
+		t.Error("Ada is not shown as a viewer after the provider's change")
 	}
 }

@@ -738,7 +738,6 @@ func BenchmarkOverviewPage(b *testing.B) {
 				}
 				times = append(times, time.Since(start))
 			}
-			ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 			b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
 			b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
 			b.ReportMetric(ms(slices.Max(times)), "max-ms")

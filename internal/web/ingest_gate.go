@@ -31,40 +31,69 @@ const (
 	keyTTL = time.Minute
 )
 
-// verifiedKeys remembers, per app, the hash of the last key that verified
-// and until when. Only verified keys enter it, so it is as large as the
-// number of apps that report.
-type verifiedKeys struct {
+// appKeys remembers, per app id a report named, the hash of the app's key
+// as storage last had it (empty: no such app) and until when it is
+// believed. A key that matches a fresh entry verifies without a read, and
+// one that does not is refused without a read unless the address it came
+// from may spend one (the key may have been replaced on another instance).
+// Entries are kept past their time, so the holder of the last known key
+// refreshes it without spending its address's budget. It holds at most
+// maxLimiterKeys ids.
+type appKeys struct {
 	mu   sync.Mutex
-	apps map[string]verifiedKey
+	apps map[string]appKey
 }
 
-type verifiedKey struct {
-	hash  string
+type appKey struct {
+	hash  string // "" for an id that names no app
 	until time.Time
 }
 
-func (v *verifiedKeys) verified(appID, key string, now time.Time) bool {
-	v.mu.Lock()
-	k, ok := v.apps[appID]
-	v.mu.Unlock()
-	return ok && now.Before(k.until) && subtle.ConstantTimeCompare([]byte(auth.HashAppKey(key)), []byte(k.hash)) == 1
+// lookup says whether key matches what is known of appID, and whether that
+// knowledge is fresh; known is false when nothing is known of it.
+func (k *appKeys) lookup(appID, key string, now time.Time) (match, fresh, known bool) {
+	k.mu.Lock()
+	e, ok := k.apps[appID]
+	k.mu.Unlock()
+	if !ok {
+		return false, false, false
+	}
+	match = e.hash != "" && subtle.ConstantTimeCompare([]byte(auth.HashAppKey(key)), []byte(e.hash)) == 1
+	return match, now.Before(e.until), true
 }
 
-func (v *verifiedKeys) remember(appID, hash string, now time.Time) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	if v.apps == nil {
-		v.apps = map[string]verifiedKey{}
+func (k *appKeys) remember(appID, hash string, now time.Time) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.apps == nil {
+		k.apps = map[string]appKey{}
 	}
-	v.apps[appID] = verifiedKey{hash: hash, until: now.Add(keyTTL)}
+	if _, ok := k.apps[appID]; !ok && len(k.apps) >= maxLimiterKeys {
+		for id, e := range k.apps {
+			if now.After(e.until) {
+				delete(k.apps, id)
+			}
+		}
+		if len(k.apps) >= maxLimiterKeys {
+			return
+		}
+	}
+	k.apps[appID] = appKey{hash: hash, until: now.Add(keyTTL)}
+}
+
+// absent reports whether storage said appID names no app.
+func (k *appKeys) absent(appID string) bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.apps[appID]
+	return ok && e.hash == ""
 }
 
 // forget drops an app's key, when it is replaced on this instance.
-func (v *verifiedKeys) forget(appID string) {
-	v.mu.Lock()
-	defer v.mu.Unlock()
-	delete(v.apps, appID)
+func (k *appKeys) forget(appID string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.apps, appID)
 }
 
 // ingestKey is the key a report presents.
@@ -92,20 +121,35 @@ func (s *Server) ingestGate() echo.MiddlewareFunc {
 				return echo.NewHTTPError(http.StatusUnauthorized, "Send the app's key as Authorization: Bearer fbx_<app>_<secret>.")
 			}
 			now := time.Now()
-			if !s.keys.verified(appID, key, now) {
-				if !unverified.allow(c.RealIP()) {
-					s.Metrics.ObserveUnverified("limited")
-					return tooMany(c, "too many reports with keys not yet verified from your address; retry after a second")
-				}
+			match, fresh, known := s.keys.lookup(appID, key, now)
+			switch {
+			case match && fresh:
+				// verified without a read
+			case known && fresh && s.keys.absent(appID):
+				s.Metrics.ObserveUnverified("unknown")
+				return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")
+			case !match && !unverified.allow(c.RealIP()):
+				// Not the key storage had lately, or nothing known: forged,
+				// most likely, and each costs a read.
+				s.Metrics.ObserveUnverified("limited")
+				return tooMany(c, "too many reports with keys that do not verify from your address; retry after a second")
+			default:
+				// Read: the holder of the last known key refreshes it
+				// without spending its address's budget; anyone else spent
+				// one of its reads above (the key may have been replaced).
 				app, err := s.AppStore.Get(c.Request().Context(), appID)
 				switch {
-				case errors.Is(err, storage.ErrNoApp), err == nil && !auth.AppKeyMatches(key, app.APIKeyHash):
-					s.Metrics.ObserveUnverified("unknown")
-					return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")
+				case errors.Is(err, storage.ErrNoApp):
+					s.keys.remember(appID, "", now)
 				case err != nil:
 					return unavailable(err)
+				default:
+					s.keys.remember(appID, app.APIKeyHash, now)
 				}
-				s.keys.remember(app.ID, app.APIKeyHash, now)
+				if err != nil || !auth.AppKeyMatches(key, app.APIKeyHash) {
+					s.Metrics.ObserveUnverified("unknown")
+					return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")
+				}
 			}
 			if !perApp.allow(appID) {
 				return tooMany(c, "too many failure reports for this app; retry after a second")

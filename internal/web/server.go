@@ -248,8 +248,9 @@ type Server struct {
 	// unknownPings are ping ids found not to exist lately (a new job's id
 	// is forgotten here when the job is created).
 	unknownPings *ttlSet
-	// keys are app keys verified lately (ingest_gate.go).
-	keys verifiedKeys
+	// keys are what storage last said of the app keys reports name
+	// (ingest_gate.go).
+	keys appKeys
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
 }

@@ -295,9 +295,14 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	a.scanner.CatchUp = func(ctx context.Context, j jobs.Job, slot, now time.Time) (bool, error) {
 		// Never while the job's circuit holds its trigger off: Fusebox
-		// stopped it on purpose. The slot stays owed for later.
-		if c, err := store.Circuits.Get(ctx, j.AppID, j.Function); err == nil && c.State.TriggerOff() {
+		// stopped it on purpose. The slot stays owed for later, and so it
+		// does when the circuit cannot be read: the guard fails closed.
+		c, err := store.Circuits.Get(ctx, j.AppID, j.Function)
+		switch {
+		case err == nil && c.State.TriggerOff():
 			return false, nil
+		case err != nil && !errors.Is(err, circuit.ErrNotFound):
+			return false, fmt.Errorf("catch-up of %s: read its circuit: %w", j.Name, err)
 		}
 		claimed, err := store.Jobs.ClaimCatchUp(ctx, j.ID, slot, now)
 		if err != nil || !claimed {

@@ -72,10 +72,21 @@ func TestMissedSlotsAreMadeUp(t *testing.T) {
 		// SyncInventory's circuit is open in the demo: its job waits.
 		{ID: "11111111-2222-4333-8444-0000000000e3", Name: "Held", AppID: demo.AppID, Function: "SyncInventory", Schedule: "0 * * * *", TimeZone: "UTC",
 			Grace: 5 * time.Minute, CreatedAt: created, Status: jobs.Up, Misfire: jobs.MisfireEach},
+		// Garbled's circuit row does not read: whether its trigger is held
+		// off is unknown, so its job waits too (the guard fails closed).
+		{ID: "11111111-2222-4333-8444-0000000000e4", Name: "Unknown", AppID: demo.AppID, Function: "Garbled", Schedule: "0 * * * *", TimeZone: "UTC",
+			Grace: 5 * time.Minute, CreatedAt: created, Status: jobs.Up, Misfire: jobs.MisfireEach},
 	} {
 		if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
 			t.Fatal(err)
 		}
+	}
+	// A threshold of 0 is a row another program wrote badly: it does not read.
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "Garbled", Threshold: 0, Window: 30 * time.Second, State: circuit.Open}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "Garbled"); err == nil {
+		t.Fatal("the garbled circuit row reads")
 	}
 	if c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory"); err != nil || c.State != circuit.Open {
 		t.Fatalf("the demo's SyncInventory should be open: %+v %v", c, err)
@@ -124,6 +135,9 @@ func TestMissedSlotsAreMadeUp(t *testing.T) {
 	}
 	if n := count("SyncInventory"); n != 0 {
 		t.Errorf("a job whose circuit holds its trigger off was run %d times", n)
+	}
+	if n := count("Garbled"); n != 0 {
+		t.Errorf("a job whose circuit could not be read was run %d times", n)
 	}
 	// Each run is audited once: "caught up job", or "catch-up failed" with
 	// the reason when the outcome is not known (the test's 30 s jumps can

@@ -73,7 +73,7 @@ type Config struct {
 	// SecretsKeys seal the secrets kept in Table Storage (apps' host
 	// storage and Event Hubs, channels' URLs and secrets); the first seals,
 	// all open. Without FUSEBOX_SECRETS_KEYS, one key "s" is the session key.
-	SecretsKeys []LinkKey
+	SecretsKeys []KeyEntry
 	PingKey     Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
 	// HostLockBreakAfter is how long a function app's lock must have been
 	// seen held before an operator may break it.
@@ -127,15 +127,16 @@ type Mail struct {
 	TLS      string // mandatory, opportunistic or none
 	From     string
 	// LinkKeys sign resume links; the first signs new links, all verify.
-	LinkKeys     []LinkKey
+	LinkKeys     []KeyEntry
 	LinkTTL      time.Duration
 	ResumeSignIn bool // resume links also need a signed-in operator
 	RemindEvery  time.Duration
 	MaxReminders int
 }
 
-// LinkKey is one key for signing resume links.
-type LinkKey struct {
+// KeyEntry is one key of a rotating list (FUSEBOX_LINK_KEYS,
+// FUSEBOX_SECRETS_KEYS): the first is used, all are accepted.
+type KeyEntry struct {
 	ID  string
 	Key Secret
 }
@@ -540,24 +541,31 @@ func (r *reader) localUsers() []LocalUser {
 	return users
 }
 
+// keyEntries reads a list of id:key entries, each key of 32 characters or
+// more.
+func (r *reader) keyEntries(name string) []KeyEntry {
+	var keys []KeyEntry
+	for i, entry := range r.list(name) {
+		id, key, ok := strings.Cut(entry, ":")
+		switch {
+		case !ok || id == "" || strings.ContainsAny(id, "."):
+			r.fail(name, "entry %d must be id:key, the id without dots", i+1)
+		case len(key) < 32:
+			r.fail(name, "entry %d (%s): the key must be at least 32 characters; generate one with: openssl rand -base64 48", i+1, id)
+		default:
+			keys = append(keys, KeyEntry{ID: id, Key: Secret(key)})
+		}
+	}
+	return keys
+}
+
 // secretsKeys reads FUSEBOX_SECRETS_KEYS ("id:key,..."), or falls back to
 // the session key under the id "s": rotating the session key then needs
 // the old one listed as "s:<old key>" after the new first key.
-func (r *reader) secretsKeys(sessionKey Secret) []LinkKey {
-	var keys []LinkKey
-	for i, entry := range r.list("FUSEBOX_SECRETS_KEYS") {
-		id, key, ok := strings.Cut(entry, ":")
-		switch {
-		case !ok || id == "" || strings.ContainsAny(id, ":."):
-			r.fail("FUSEBOX_SECRETS_KEYS", "entry %d must be id:key, the id without dots or colons", i+1)
-		case len(key) < 32:
-			r.fail("FUSEBOX_SECRETS_KEYS", "entry %d (%s): the key must be at least 32 characters; generate one with: openssl rand -base64 48", i+1, id)
-		default:
-			keys = append(keys, LinkKey{ID: id, Key: Secret(key)})
-		}
-	}
+func (r *reader) secretsKeys(sessionKey Secret) []KeyEntry {
+	keys := r.keyEntries("FUSEBOX_SECRETS_KEYS")
 	if len(keys) == 0 && len(sessionKey) >= 32 {
-		keys = []LinkKey{{ID: "s", Key: sessionKey}}
+		keys = []KeyEntry{{ID: "s", Key: sessionKey}}
 	}
 	return keys
 }
@@ -607,23 +615,13 @@ func (r *reader) mail(sessionKey Secret) Mail {
 	if m.RemindEvery < time.Minute {
 		r.fail("FUSEBOX_REMINDER_INTERVAL", "must be at least 1m, got %s", m.RemindEvery)
 	}
-	for i, entry := range r.list("FUSEBOX_LINK_KEYS") {
-		id, key, ok := strings.Cut(entry, ":")
-		switch {
-		case !ok || id == "" || strings.ContainsAny(id, "."):
-			r.fail("FUSEBOX_LINK_KEYS", "entry %d must be id:key, the id without dots", i+1)
-		case len(key) < 32:
-			r.fail("FUSEBOX_LINK_KEYS", "entry %d (%s): the key must be at least 32 characters; generate one with: openssl rand -base64 48", i+1, id)
-		default:
-			m.LinkKeys = append(m.LinkKeys, LinkKey{ID: id, Key: Secret(key)})
-		}
-	}
+	m.LinkKeys = r.keyEntries("FUSEBOX_LINK_KEYS")
 	if len(m.LinkKeys) == 0 && len(sessionKey) >= 32 {
 		// Without keys of their own, links are signed with a key derived
 		// from the session key: rotating that key then also ends old links.
 		h := hmac.New(sha256.New, []byte(sessionKey))
 		h.Write([]byte("fusebox-resume-links"))
-		m.LinkKeys = []LinkKey{{ID: "s", Key: Secret(h.Sum(nil))}}
+		m.LinkKeys = []KeyEntry{{ID: "s", Key: Secret(h.Sum(nil))}}
 	}
 	return m
 }

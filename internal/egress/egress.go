@@ -7,7 +7,7 @@
 // never carry a token for a scope the call does not need.
 //
 // It promises:
-//   - Policy.DialContext refuses loopback, private, link-local (IMDS's
+//   - Policy.Dialer refuses loopback, private, link-local (IMDS's
 //     169.254.169.254 among them), CGNAT, multicast and unspecified
 //     addresses at connect time, on the address actually dialled, so a
 //     name that resolves to one (DNS rebinding included) is refused too;
@@ -24,7 +24,6 @@
 package egress
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
@@ -103,14 +102,9 @@ func (e *RefusedError) Error() string {
 // Is makes errors.Is(err, ErrRefused) true.
 func (e *RefusedError) Is(target error) bool { return target == ErrRefused }
 
-// DialContext dials as net.Dialer does, checking each address it is about
-// to connect to.
-func (p Policy) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	d := p.dialer()
-	return d.DialContext(ctx, network, address)
-}
-
-func (p Policy) dialer() *net.Dialer {
+// Dialer dials as net.Dialer does, checking each address it is about to
+// connect to.
+func (p Policy) Dialer() *net.Dialer {
 	timeout := p.DialTimeout
 	if timeout <= 0 {
 		timeout = 5 * time.Second
@@ -133,7 +127,7 @@ func (p Policy) dialer() *net.Dialer {
 func (p Policy) Transport() *http.Transport {
 	return &http.Transport{
 		Proxy:                 nil,
-		DialContext:           p.DialContext,
+		DialContext:           p.Dialer().DialContext,
 		TLSClientConfig:       p.TLSConfig(),
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          100,
@@ -160,14 +154,14 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 	}
 }
 
-// Do lets the policy serve as an azcore policy.Transporter (azblob's
-// Transport option); redirects are not followed, as in Client.
+// Transporter carries SDK requests (azblob's Transport option) through a
+// policy; redirects are not followed, as in Client.
+type Transporter struct{ client *http.Client }
+
+// Do implements azcore's policy.Transporter.
 func (t *Transporter) Do(req *http.Request) (*http.Response, error) {
 	return t.client.Do(req)
 }
-
-// Transporter carries SDK requests through a policy.
-type Transporter struct{ client *http.Client }
 
 // Transporter is the policy as an SDK transport; the SDK's own deadlines
 // and the caller's context bound each call.

@@ -38,6 +38,19 @@ type Endpoints struct {
 // ErrEndpoint is an endpoint outside the allowed suffixes.
 var ErrEndpoint = errors.New("egress: endpoint not allowed")
 
+// EndpointError is an endpoint refused, with why, in words for the form
+// that named it.
+type EndpointError struct{ Reason string }
+
+func (e *EndpointError) Error() string { return ErrEndpoint.Error() + ": " + e.Reason }
+
+// Is makes errors.Is(err, ErrEndpoint) true.
+func (e *EndpointError) Is(target error) bool { return target == ErrEndpoint }
+
+func refuse(format string, args ...any) error {
+	return &EndpointError{Reason: fmt.Sprintf(format, args...)}
+}
+
 func (e Endpoints) cloud() Cloud {
 	if e.Cloud.Storage == "" {
 		return Clouds["public"]
@@ -64,72 +77,27 @@ func under(host, suffix string) bool {
 }
 
 // CheckBlobURL checks an account's blob endpoint, such as
-// https://orders.blob.core.windows.net/.
+// https://orders.blob.core.windows.net/ (for a connection string, the
+// endpoint its azblob client calls).
 func (e Endpoints) CheckBlobURL(raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil {
-		return fmt.Errorf("%w: the blob endpoint is not a URL such as https://<account>.blob.%s", ErrEndpoint, e.cloud().Storage)
+		return refuse("the blob endpoint is not a URL such as https://<account>.blob.%s", e.cloud().Storage)
 	}
 	host := u.Hostname()
 	if e.loopback(host) {
 		return nil
 	}
 	if u.Scheme != "https" {
-		return fmt.Errorf("%w: the blob endpoint must use https", ErrEndpoint)
+		return refuse("the blob endpoint must use https")
 	}
 	if p := u.Port(); p != "" && p != "443" {
-		return fmt.Errorf("%w: the blob endpoint must use port 443", ErrEndpoint)
+		return refuse("the blob endpoint must use port 443")
 	}
-	if strings.Contains(host, ".blob.") && under(strings.Replace(host, ".blob.", ".", 1), e.cloud().Storage) {
+	if under(host, "blob."+e.cloud().Storage) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is not a blob endpoint of Azure (%s cloud: <account>.blob.%s)", ErrEndpoint, host, e.cloud().Name, e.cloud().Storage)
-}
-
-// BlobEndpoint is where a storage connection string's blobs are: its
-// BlobEndpoint, or the one its account name and suffix make.
-func BlobEndpoint(conn string) (string, error) {
-	kv := map[string]string{}
-	for part := range strings.SplitSeq(conn, ";") {
-		k, v, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if ok {
-			kv[strings.ToLower(k)] = v
-		}
-	}
-	if strings.EqualFold(kv["usedevelopmentstorage"], "true") {
-		return "http://127.0.0.1:10000/devstoreaccount1", nil
-	}
-	if ep := kv["blobendpoint"]; ep != "" {
-		return ep, nil
-	}
-	account := kv["accountname"]
-	if account == "" {
-		return "", errors.New("the connection string names no AccountName or BlobEndpoint")
-	}
-	proto, suffix := kv["defaultendpointsprotocol"], kv["endpointsuffix"]
-	if proto == "" {
-		proto = "https"
-	}
-	if suffix == "" {
-		suffix = "core.windows.net"
-	}
-	return proto + "://" + account + ".blob." + suffix, nil
-}
-
-// CheckStorage checks a host-storage setting: a blob account URL or a
-// connection string.
-func (e Endpoints) CheckStorage(setting string) error {
-	if setting == "" {
-		return nil
-	}
-	if strings.HasPrefix(setting, "https://") || strings.HasPrefix(setting, "http://") {
-		return e.CheckBlobURL(setting)
-	}
-	ep, err := BlobEndpoint(setting)
-	if err != nil {
-		return fmt.Errorf("%w: %v", ErrEndpoint, err)
-	}
-	return e.CheckBlobURL(ep)
+	return refuse("%s is not a blob endpoint of Azure (%s cloud: <account>.blob.%s)", host, e.cloud().Name, e.cloud().Storage)
 }
 
 // CheckNamespace checks an Event Hubs namespace's host name (or
@@ -141,14 +109,14 @@ func (e Endpoints) CheckNamespace(host string) error {
 			return nil
 		}
 		if port != "5671" && port != "443" {
-			return fmt.Errorf("%w: the Event Hubs namespace must use port 5671 or 443", ErrEndpoint)
+			return refuse("the Event Hubs namespace must use port 5671 or 443")
 		}
 		h = hh
 	}
 	if e.loopback(h) || under(h, e.cloud().EventHubs) {
 		return nil
 	}
-	return fmt.Errorf("%w: %s is not an Event Hubs namespace of Azure (%s cloud: <namespace>.%s)", ErrEndpoint, h, e.cloud().Name, e.cloud().EventHubs)
+	return refuse("%s is not an Event Hubs namespace of Azure (%s cloud: <namespace>.%s)", h, e.cloud().Name, e.cloud().EventHubs)
 }
 
 // CheckResolved resolves host and checks every address against the

@@ -58,8 +58,9 @@ func Check(eps egress.Endpoints, conn string) error {
 }
 
 func checkNamespace(eps egress.Endpoints, host string) error {
-	if err := eps.CheckNamespace(host); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), egress.ErrEndpoint.Error()+": "))
+	var refused *egress.EndpointError
+	if err := eps.CheckNamespace(host); errors.As(err, &refused) {
+		return errors.New(refused.Reason)
 	}
 	return nil
 }
@@ -69,15 +70,7 @@ func checkNamespace(eps egress.Endpoints, host string) error {
 // (UseDevelopmentEmulator=true) serves any namespace.
 func (r *Reader) Heads(ctx context.Context, conn, namespace, hub string, partitions []string) (map[string]hostinsight.Head, error) {
 	key := conn + "|" + namespace + "|" + hub
-	if !r.connected(key) {
-		if err := serves(conn, namespace, hub); err != nil {
-			return nil, err
-		}
-		if err := r.checkAddress(ctx, conn); err != nil {
-			return nil, err
-		}
-	}
-	c, err := r.client(key, conn, namespace, hub)
+	c, err := r.client(ctx, key, conn, namespace, hub)
 	if err != nil {
 		return nil, err
 	}
@@ -139,100 +132,69 @@ func timedOut(errs []error) bool {
 	return false
 }
 
-// serves says whether conn reads hub in namespace: hostinsight.ErrOtherHub
-// when it is another's.
-func serves(conn, namespace, hub string) error {
-	if !strings.Contains(conn, "=") {
-		if !strings.EqualFold(conn, namespace) {
-			return hostinsight.ErrOtherHub
-		}
-		return nil
-	}
-	props, err := azeventhubs.ParseConnectionString(conn)
-	if err != nil {
-		return errors.New("eventhub: the connection string does not parse")
-	}
-	if !props.Emulator && !strings.EqualFold(props.FullyQualifiedNamespace, namespace) {
-		return hostinsight.ErrOtherHub
-	}
-	if props.EntityPath != nil && !strings.EqualFold(*props.EntityPath, hub) {
-		return hostinsight.ErrOtherHub
-	}
-	return nil
-}
-
-func (r *Reader) connected(key string) bool {
+// client is the open client for key, or a new one once conn is checked:
+// it must serve hub in namespace (hostinsight.ErrOtherHub if not), name a
+// namespace Endpoints allows (a row written before the rule, or by hand,
+// is bad input too), and resolve to addresses Policy allows. The SDK
+// resolves again when it connects: the suffix rule is what keeps that name
+// in Azure's hands. The check and the connect run outside the lock, so a
+// slow name or namespace holds up no other app's reads.
+func (r *Reader) client(ctx context.Context, key, conn, namespace, hub string) (*azeventhubs.ConsumerClient, error) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	_, ok := r.clients[key]
-	return ok
-}
-
-// checkAddress refuses a namespace whose name resolves to an address the
-// policy does not allow, before a client is made for it. The SDK resolves
-// again when it connects: the suffix rule of Endpoints is what keeps that
-// name in Azure's hands.
-func (r *Reader) checkAddress(ctx context.Context, conn string) error {
-	host := conn
-	if strings.Contains(conn, "=") {
-		props, err := azeventhubs.ParseConnectionString(conn)
-		if err != nil {
-			return errors.New("eventhub: the connection string does not parse")
-		}
-		host = props.FullyQualifiedNamespace
-	}
-	if err := Check(r.Endpoints, conn); err != nil {
-		return fmt.Errorf("eventhub: %w", err)
-	}
-	if host == conn && r.Credential == nil {
-		return errors.New("eventhub: a namespace host name needs a managed identity, and this Fusebox has no Azure credential")
-	}
-	if err := r.Policy.CheckResolved(ctx, host); err != nil {
-		return &readError{msg: "eventhub: " + egress.Describe(host, err), err: err}
-	}
-	return nil
-}
-
-func (r *Reader) client(key, conn, namespace, hub string) (*azeventhubs.ConsumerClient, error) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if c, ok := r.clients[key]; ok {
+	c, ok := r.clients[key]
+	r.mu.Unlock()
+	if ok {
 		return c, nil
 	}
-	// A row written before the rule, or by hand, is bad input too.
 	if err := Check(r.Endpoints, conn); err != nil {
 		return nil, fmt.Errorf("eventhub: %w", err)
 	}
 	// The reads are bounded by the caller's context; retries inside it
 	// would only hide a namespace that does not answer.
 	opts := &azeventhubs.ConsumerClientOptions{RetryOptions: azeventhubs.RetryOptions{MaxRetries: -1}, TLSConfig: r.Policy.TLSConfig()}
-	var c *azeventhubs.ConsumerClient
-	if strings.Contains(conn, "=") {
+	host, name := conn, hub
+	byName := !strings.Contains(conn, "=") // a managed identity reads it
+	if !byName {
 		props, err := azeventhubs.ParseConnectionString(conn)
 		if err != nil {
 			return nil, errors.New("eventhub: the connection string does not parse")
 		}
-		if err := serves(conn, namespace, hub); err != nil {
-			return nil, err
+		host = props.FullyQualifiedNamespace
+		if !props.Emulator && !strings.EqualFold(host, namespace) {
+			return nil, hostinsight.ErrOtherHub
 		}
-		name := hub
 		if props.EntityPath != nil {
+			if !strings.EqualFold(*props.EntityPath, hub) {
+				return nil, hostinsight.ErrOtherHub
+			}
 			name = ""
 		}
-		if c, err = azeventhubs.NewConsumerClientFromConnectionString(conn, name, azeventhubs.DefaultConsumerGroup, opts); err != nil {
-			return nil, errors.New("eventhub: the connection string does not make a client")
-		}
 	} else {
-		if err := serves(conn, namespace, hub); err != nil {
-			return nil, err
+		if !strings.EqualFold(conn, namespace) {
+			return nil, hostinsight.ErrOtherHub
 		}
 		if r.Credential == nil {
 			return nil, errors.New("eventhub: a namespace host name needs a managed identity, and this Fusebox has no Azure credential")
 		}
-		var err error
-		if c, err = azeventhubs.NewConsumerClient(conn, hub, azeventhubs.DefaultConsumerGroup, r.Credential, opts); err != nil {
-			return nil, errors.New("eventhub: the namespace does not make a client")
-		}
+	}
+	if err := r.Policy.CheckResolved(ctx, host); err != nil {
+		return nil, &readError{msg: "eventhub: " + egress.Describe(host, err), err: err}
+	}
+	var err error
+	if byName {
+		c, err = azeventhubs.NewConsumerClient(conn, hub, azeventhubs.DefaultConsumerGroup, r.Credential, opts)
+	} else {
+		c, err = azeventhubs.NewConsumerClientFromConnectionString(conn, name, azeventhubs.DefaultConsumerGroup, opts)
+	}
+	if err != nil {
+		return nil, errors.New("eventhub: the connection settings do not make a client")
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if open, ok := r.clients[key]; ok {
+		// Another caller opened one meanwhile: keep theirs.
+		go func() { _ = c.Close(context.Background()) }()
+		return open, nil
 	}
 	if r.clients == nil {
 		r.clients = map[string]*azeventhubs.ConsumerClient{}

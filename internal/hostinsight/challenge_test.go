@@ -112,3 +112,32 @@ func TestHostStorageOutsideAzureIsNeverCalled(t *testing.T) {
 		t.Error("the form accepts https://evil.example/")
 	}
 }
+
+// A connection string is judged by the endpoint azblob would call with it,
+// so what the form accepts is what host insight reads.
+func TestConnectionStringsAreJudgedByTheirBlobEndpoint(t *testing.T) {
+	prod := egress.Endpoints{Cloud: egress.Clouds["public"]}
+	dev := egress.Endpoints{Cloud: egress.Clouds["public"], Development: true}
+	for _, tc := range []struct {
+		setting   string
+		prod, dev bool
+	}{
+		{"DefaultEndpointsProtocol=https;AccountName=orders;AccountKey=a2V5;EndpointSuffix=core.windows.net", true, true},
+		{"AccountName=orders;AccountKey=a2V5", true, true},
+		{"DefaultEndpointsProtocol=https;AccountName=orders;AccountKey=a2V5;EndpointSuffix=evil.example", false, false},
+		{"AccountName=x;AccountKey=a2V5;BlobEndpoint=http://10.0.0.5/x", false, false},
+		{"AccountName=x;AccountKey=a2V5;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1", false, true},
+		// azblob does not take the shorthand (it never read here); the
+		// form says so in both modes.
+		{"UseDevelopmentStorage=true", false, false},
+		{"https://orders.blob.core.windows.net/", true, true},
+		{"https://evil.example/", false, false},
+	} {
+		if err := hostinsight.CheckHostStorage(prod, tc.setting); (err == nil) != tc.prod {
+			t.Errorf("production CheckHostStorage(%q) = %v, want allowed %v", tc.setting, err, tc.prod)
+		}
+		if err := hostinsight.CheckHostStorage(dev, tc.setting); (err == nil) != tc.dev {
+			t.Errorf("development CheckHostStorage(%q) = %v, want allowed %v", tc.setting, err, tc.dev)
+		}
+	}
+}

@@ -71,15 +71,29 @@ func NewReader(client *azblob.Client, hostID string) *Reader {
 	return &Reader{client: client, hostID: hostID}
 }
 
-// Open connects with a connection string (an account URL with a managed
-// identity goes through NewReader with azblob.NewClient), through
-// transport (nil: the SDK's own).
-func Open(connectionString, hostID string, transport policy.Transporter) (*Reader, error) {
-	c, err := azblob.NewClientFromConnectionString(connectionString, clientOptions(transport))
-	if err != nil {
-		return nil, errors.New("hostinsight: the host storage connection string does not parse")
+// blobClient is the client a host-storage setting names: an account URL
+// read with cred, or a connection string, through transport (nil: the
+// SDK's own). Nothing is sent yet.
+func blobClient(setting string, cred azcore.TokenCredential, transport policy.Transporter) (*azblob.Client, error) {
+	if !isAccountURL(setting) {
+		c, err := azblob.NewClientFromConnectionString(setting, clientOptions(transport))
+		if err != nil {
+			return nil, errors.New("must be the app's AzureWebJobsStorage connection string or its blob account URL (https://<account>.blob.core.windows.net)")
+		}
+		return c, nil
 	}
-	return NewReader(c, hostID), nil
+	if cred == nil {
+		return nil, errors.New("an account URL needs a managed identity, and this Fusebox has no Azure credential")
+	}
+	c, err := azblob.NewClient(setting, cred, clientOptions(transport))
+	if err != nil {
+		return nil, errors.New("the account URL does not make a client")
+	}
+	return c, nil
+}
+
+func isAccountURL(setting string) bool {
+	return strings.HasPrefix(setting, "https://") || strings.HasPrefix(setting, "http://")
 }
 
 func clientOptions(transport policy.Transporter) *azblob.ClientOptions {
@@ -694,38 +708,37 @@ func (s *Source) Break(ctx context.Context, app circuit.App, blob string) error 
 }
 
 func (s *Source) reader(conn, hostID string) (*Reader, error) {
-	// Checked on every read, not only when saved: a row written before
-	// the rule, or by hand, is bad input too.
-	if err := s.Endpoints.CheckStorage(conn); err != nil {
+	c, err := blobClient(conn, s.Credential, s.Transport)
+	if err != nil {
 		return nil, fmt.Errorf("hostinsight: %w", err)
 	}
-	if strings.HasPrefix(conn, "https://") || strings.HasPrefix(conn, "http://") {
-		if s.Credential == nil {
-			return nil, errors.New("hostinsight: an account URL needs a managed identity, and this Fusebox has no Azure credential")
-		}
-		c, err := azblob.NewClient(conn, s.Credential, clientOptions(s.Transport))
-		if err != nil {
-			return nil, errors.New("hostinsight: the account URL does not make a client")
-		}
-		return NewReader(c, hostID), nil
+	// Checked on every read, not only when saved (a row written before the
+	// rule, or by hand, is bad input too), and on the endpoint the client
+	// will call, as azblob read the setting.
+	if err := s.Endpoints.CheckBlobURL(c.URL()); err != nil {
+		return nil, fmt.Errorf("hostinsight: %w", err)
 	}
-	return Open(conn, hostID, s.Transport)
+	return NewReader(c, hostID), nil
 }
 
 // CheckHostStorage says what is wrong with a host-storage setting, or nil:
 // a connection string that parses, or a blob account URL, either of an
 // endpoint eps allows.
-func CheckHostStorage(eps egress.Endpoints, conn string) error {
-	if conn == "" {
+func CheckHostStorage(eps egress.Endpoints, setting string) error {
+	if setting == "" {
 		return nil
 	}
-	if !strings.HasPrefix(conn, "https://") && !strings.HasPrefix(conn, "http://") {
-		if _, err := azblob.NewClientFromConnectionString(conn, nil); err != nil {
-			return errors.New("must be the app's AzureWebJobsStorage connection string or its blob account URL (https://<account>.blob.core.windows.net)")
+	endpoint := setting
+	if !isAccountURL(setting) {
+		c, err := blobClient(setting, nil, nil)
+		if err != nil {
+			return err
 		}
+		endpoint = c.URL()
 	}
-	if err := eps.CheckStorage(conn); err != nil {
-		return errors.New(strings.TrimPrefix(err.Error(), egress.ErrEndpoint.Error()+": ") + "; Fusebox reads only Azure Storage endpoints over https")
+	var refused *egress.EndpointError
+	if err := eps.CheckBlobURL(endpoint); errors.As(err, &refused) {
+		return errors.New(refused.Reason + "; Fusebox reads only Azure Storage endpoints over https")
 	}
 	return nil
 }

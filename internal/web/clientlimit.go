@@ -44,14 +44,7 @@ func (l *keyedLimiter) allow(key string) bool {
 	l.mu.Lock()
 	b, ok := l.buckets[key]
 	if !ok {
-		if len(l.buckets) >= l.max {
-			for k, old := range l.buckets {
-				if now.Sub(old.seen) > l.idle {
-					delete(l.buckets, k)
-				}
-			}
-		}
-		if len(l.buckets) >= l.max {
+		if !makeRoom(l.buckets, l.max, func(old *bucket) bool { return now.Sub(old.seen) > l.idle }) {
 			l.mu.Unlock()
 			return l.overflow.AllowN(now, 1)
 		}
@@ -61,12 +54,6 @@ func (l *keyedLimiter) allow(key string) bool {
 	b.seen = now
 	l.mu.Unlock()
 	return b.lim.AllowN(now, 1)
-}
-
-func (l *keyedLimiter) size() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.buckets)
 }
 
 // tooMany answers 429 in plain text with Retry-After.
@@ -121,15 +108,8 @@ func (s *logSampler) allow(key string) (bool, int) {
 		return false, 0
 	}
 	if !ok {
-		if len(s.seen) >= s.max {
-			for k, old := range s.seen {
-				if now.After(old.next) {
-					delete(s.seen, k)
-				}
-			}
-			if len(s.seen) >= s.max {
-				return false, 0 // full of live keys: hold this one back too
-			}
+		if !makeRoom(s.seen, s.max, func(old *sampled) bool { return now.After(old.next) }) {
+			return false, 0 // full of live keys: hold this one back too
 		}
 		e = &sampled{}
 		s.seen[key] = e

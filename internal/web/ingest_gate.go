@@ -49,17 +49,17 @@ type appKey struct {
 	until time.Time
 }
 
-// lookup says whether key matches what is known of appID, and whether that
-// knowledge is fresh; known is false when nothing is known of it.
-func (k *appKeys) lookup(appID, key string, now time.Time) (match, fresh, known bool) {
+// get is what is known of appID's key.
+func (k *appKeys) get(appID string) (appKey, bool) {
 	k.mu.Lock()
+	defer k.mu.Unlock()
 	e, ok := k.apps[appID]
-	k.mu.Unlock()
-	if !ok {
-		return false, false, false
-	}
-	match = e.hash != "" && subtle.ConstantTimeCompare([]byte(auth.HashAppKey(key)), []byte(e.hash)) == 1
-	return match, now.Before(e.until), true
+	return e, ok
+}
+
+// matches compares a presented key with the known hash in constant time.
+func (e appKey) matches(key string) bool {
+	return e.hash != "" && subtle.ConstantTimeCompare([]byte(auth.HashAppKey(key)), []byte(e.hash)) == 1
 }
 
 func (k *appKeys) remember(appID, hash string, now time.Time) {
@@ -68,25 +68,10 @@ func (k *appKeys) remember(appID, hash string, now time.Time) {
 	if k.apps == nil {
 		k.apps = map[string]appKey{}
 	}
-	if _, ok := k.apps[appID]; !ok && len(k.apps) >= maxLimiterKeys {
-		for id, e := range k.apps {
-			if now.After(e.until) {
-				delete(k.apps, id)
-			}
-		}
-		if len(k.apps) >= maxLimiterKeys {
-			return
-		}
+	if _, ok := k.apps[appID]; !ok && !makeRoom(k.apps, maxLimiterKeys, func(e appKey) bool { return now.After(e.until) }) {
+		return
 	}
 	k.apps[appID] = appKey{hash: hash, until: now.Add(keyTTL)}
-}
-
-// absent reports whether storage said appID names no app.
-func (k *appKeys) absent(appID string) bool {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	e, ok := k.apps[appID]
-	return ok && e.hash == ""
 }
 
 // forget drops an app's key, when it is replaced on this instance.
@@ -121,11 +106,12 @@ func (s *Server) ingestGate() echo.MiddlewareFunc {
 				return echo.NewHTTPError(http.StatusUnauthorized, "Send the app's key as Authorization: Bearer fbx_<app>_<secret>.")
 			}
 			now := time.Now()
-			match, fresh, known := s.keys.lookup(appID, key, now)
+			known, ok := s.keys.get(appID)
+			fresh, match := ok && now.Before(known.until), ok && known.matches(key)
 			switch {
 			case match && fresh:
 				// verified without a read
-			case known && fresh && s.keys.absent(appID):
+			case fresh && known.hash == "": // storage said: no such app
 				s.Metrics.ObserveUnverified("unknown")
 				return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")
 			case !match && !unverified.allow(c.RealIP()):

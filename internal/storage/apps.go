@@ -43,17 +43,14 @@ type appRow struct {
 	EventHubs      string  // Event Hubs connection string or namespace host, for lag (a secret)
 }
 
-// where is what a sealed field of an app's row is bound to.
-func (r appRow) where(field string) string { return TableApps + "/" + r.RowKey + "/" + field }
+func (r *appRow) secrets() map[string]*string {
+	return map[string]*string{"HostStorage": &r.HostStorage, "EventHubs": &r.EventHubs}
+}
 
 // open opens the row's sealed fields.
 func (a *Apps) open(r appRow) (circuit.App, error) {
-	var err error
-	if r.HostStorage, _, err = a.box.Open(r.HostStorage, r.where("HostStorage")); err != nil {
-		return circuit.App{}, fmt.Errorf("storage: app %s: HostStorage: %w", r.RowKey, err)
-	}
-	if r.EventHubs, _, err = a.box.Open(r.EventHubs, r.where("EventHubs")); err != nil {
-		return circuit.App{}, fmt.Errorf("storage: app %s: EventHubs: %w", r.RowKey, err)
+	if err := openSecrets(a.box, TableApps, &r); err != nil {
+		return circuit.App{}, fmt.Errorf("storage: app %s: %w", r.RowKey, err)
 	}
 	return r.toApp()
 }
@@ -116,44 +113,15 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		HostStorage: app.HostStorage, HostID: app.HostID, EventHubs: app.EventHubs,
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
-	row.HostStorage, row.EventHubs = a.box.Seal(row.HostStorage, row.where("HostStorage")), a.box.Seal(row.EventHubs, row.where("EventHubs"))
+	sealSecrets(a.box, TableApps, row)
 	if err := a.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put app %s: %w", app.ID, err)
 	}
 	return nil
 }
 
-// Reseal seals the secrets of rows written before sealing (or with a key
-// no longer first), each with a conditional update: a row changed since it
-// was read is left for the next start. It returns how many it sealed.
+// Reseal seals the secrets of rows kept in plain text or under an older
+// key, and returns how many it sealed.
 func (a *Apps) Reseal(ctx context.Context) (int, error) {
-	if a.box == nil {
-		return 0, nil
-	}
-	n := 0
-	for row, err := range tablestore.Rows[appRow](ctx, a.table, tablestore.Query{Filter: tablestore.PartitionIs(appsPartition)}) {
-		var rowErr *tablestore.RowError
-		if errors.As(err, &rowErr) {
-			continue // shown as a bad row where it is read
-		}
-		if err != nil {
-			return n, fmt.Errorf("storage: reseal apps: %w", err)
-		}
-		if !a.box.Stale(row.HostStorage) && !a.box.Stale(row.EventHubs) {
-			continue
-		}
-		if row.HostStorage, _, err = a.box.Open(row.HostStorage, row.where("HostStorage")); err != nil {
-			continue
-		}
-		if row.EventHubs, _, err = a.box.Open(row.EventHubs, row.where("EventHubs")); err != nil {
-			continue
-		}
-		row.HostStorage, row.EventHubs = a.box.Seal(row.HostStorage, row.where("HostStorage")), a.box.Seal(row.EventHubs, row.where("EventHubs"))
-		if err := a.table.Update(ctx, &row); err == nil {
-			n++
-		} else if !errors.Is(err, tablestore.ErrConflict) {
-			return n, fmt.Errorf("storage: reseal app %s: %w", row.RowKey, err)
-		}
-	}
-	return n, nil
+	return reseal[appRow](ctx, a.box, a.table, tablestore.Query{Filter: tablestore.PartitionIs(appsPartition)}, TableApps)
 }

@@ -23,17 +23,16 @@ type Channels struct {
 	box    *sealed.Box // seals URL, Secret and OldSecret; nil: as given
 }
 
-// where is what a sealed field of a channel's row is bound to.
-func (r channelRow) where(field string) string { return TableChannels + "/" + r.RowKey + "/" + field }
+const channelsPartition = "channel"
+
+func (r *channelRow) secrets() map[string]*string {
+	return map[string]*string{"URL": &r.URL, "Secret": &r.Secret, "OldSecret": &r.OldSecret}
+}
 
 // open opens the row's sealed fields.
 func (c *Channels) open(r channelRow) (alerts.Channel, error) {
-	for field, v := range map[string]*string{"URL": &r.URL, "Secret": &r.Secret, "OldSecret": &r.OldSecret} {
-		pt, _, err := c.box.Open(*v, r.where(field))
-		if err != nil {
-			return alerts.Channel{}, fmt.Errorf("storage: channel %s: %s: %w", r.RowKey, field, err)
-		}
-		*v = pt
+	if err := openSecrets(c.box, TableChannels, &r); err != nil {
+		return alerts.Channel{}, fmt.Errorf("storage: channel %s: %w", r.RowKey, err)
 	}
 	return r.channel()
 }
@@ -41,43 +40,15 @@ func (c *Channels) open(r channelRow) (alerts.Channel, error) {
 // rowOf is ch's row, its secrets sealed.
 func (c *Channels) rowOf(ch alerts.Channel) *channelRow {
 	r := channelRowOf(ch)
-	r.URL, r.Secret, r.OldSecret = c.box.Seal(r.URL, r.where("URL")), c.box.Seal(r.Secret, r.where("Secret")), c.box.Seal(r.OldSecret, r.where("OldSecret"))
+	sealSecrets(c.box, TableChannels, r)
 	return r
 }
 
-// Reseal seals the secrets of rows written before sealing, as Apps.Reseal.
+// Reseal seals the secrets of rows kept in plain text or under an older
+// key, and returns how many it sealed.
 func (c *Channels) Reseal(ctx context.Context) (int, error) {
-	if c.box == nil {
-		return 0, nil
-	}
-	n := 0
-	for row, err := range tablestore.Rows[channelRow](ctx, c.table, tablestore.Query{Filter: tablestore.PartitionIs(channelsPartition)}) {
-		var rowErr *tablestore.RowError
-		if errors.As(err, &rowErr) {
-			continue
-		}
-		if err != nil {
-			return n, fmt.Errorf("storage: reseal channels: %w", err)
-		}
-		if !c.box.Stale(row.URL) && !c.box.Stale(row.Secret) && !c.box.Stale(row.OldSecret) {
-			continue
-		}
-		ch, err := c.open(row)
-		if err != nil {
-			continue // a bad row stays as it is, shown where it is read
-		}
-		sealedRow := c.rowOf(ch)
-		sealedRow.ETag = row.ETag
-		if err := c.table.Update(ctx, sealedRow); err == nil {
-			n++
-		} else if !errors.Is(err, tablestore.ErrConflict) {
-			return n, fmt.Errorf("storage: reseal channel %s: %w", row.RowKey, err)
-		}
-	}
-	return n, nil
+	return reseal[channelRow](ctx, c.box, c.table, tablestore.Query{Filter: tablestore.PartitionIs(channelsPartition)}, TableChannels)
 }
-
-const channelsPartition = "channel"
 
 type channelRow struct {
 	tablestore.Meta // PartitionKey: "channel"; RowKey: channel id

@@ -69,9 +69,8 @@ func New(circuits CircuitLister, tallies Tallies, s Settings) *Router {
 // Routed is what became of an app's reports.
 type Routed struct {
 	Counted []storage.Report // for the failure rows
-	// Tallied are the indexes of reports for Tallies.
-	Tallied []int
-	// Tallies are their failures per function and minute, for Keep.
+	// Tallies are the failures of functions without a circuit per function
+	// and minute, for Keep.
 	Tallies []Tally
 	// Refused are the indexes of reports refused, with why.
 	Refused map[int]string
@@ -82,6 +81,16 @@ type Tally struct {
 	Function string
 	Minute   time.Time
 	Failures int
+	Items    []int // the indexes of the reports it adds up
+}
+
+// Tallied is how many reports the tallies add up.
+func (r Routed) Tallied() int {
+	n := 0
+	for _, t := range r.Tallies {
+		n += len(t.Items)
+	}
+	return n
 }
 
 // Route splits reports (all of appID): the caller records Counted, and
@@ -97,8 +106,7 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 		function string
 		minute   time.Time
 	}
-	sums := map[minuteKey]int{}
-	var order []minuteKey
+	at := map[minuteKey]int{} // index in out.Tallies
 	for i, rep := range reports {
 		if known[appID+"/"+rep.Function] {
 			out.Counted = append(out.Counted, rep)
@@ -109,28 +117,31 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 			continue
 		}
 		k := minuteKey{rep.Function, rep.Second.UTC().Truncate(time.Minute)}
-		if _, ok := sums[k]; !ok {
-			order = append(order, k)
+		j, ok := at[k]
+		if !ok {
+			j = len(out.Tallies)
+			at[k] = j
+			out.Tallies = append(out.Tallies, Tally{Function: k.function, Minute: k.minute})
 		}
-		sums[k] += rep.Count
-		out.Tallied = append(out.Tallied, i)
-	}
-	for _, k := range order {
-		if sums[k] > 0 { // successes alone: nothing to tally
-			out.Tallies = append(out.Tallies, Tally{Function: k.function, Minute: k.minute, Failures: sums[k]})
-		}
+		out.Tallies[j].Failures += rep.Count
+		out.Tallies[j].Items = append(out.Tallies[j].Items, i)
 	}
 	return out, nil
 }
 
-// Keep adds tallies to the app's failures per function and minute.
-func (r *Router) Keep(ctx context.Context, appID string, tallies []Tally) error {
+// Keep adds tallies to the app's failures per function and minute, and
+// returns those it could not keep: one function's tally row that does not
+// read, or a store that does not answer, costs only its own reports.
+func (r *Router) Keep(ctx context.Context, appID string, tallies []Tally) (failed []Tally) {
 	for _, t := range tallies {
+		if t.Failures == 0 {
+			continue // successes alone: nothing to tally
+		}
 		if err := r.tallies.Add(ctx, appID, t.Function, t.Minute, t.Failures); err != nil {
-			return fmt.Errorf("ingest: %w", err)
+			failed = append(failed, t)
 		}
 	}
-	return nil
+	return failed
 }
 
 // circuitsOf is the set of circuits, listed at most every Refresh.

@@ -34,11 +34,11 @@ func TestNamesWithoutACircuitAreCappedPerAppAndHour(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Counted) != 1 || fmt.Sprint(got.Tallied) != "[1 2 4]" || len(got.Refused) != 1 || got.Refused[3] == "" {
-		t.Fatalf("counted %d, tallied %v, refused %v", len(got.Counted), got.Tallied, got.Refused)
+	if len(got.Counted) != 1 || got.Tallied() != 3 || len(got.Refused) != 1 || got.Refused[3] == "" {
+		t.Fatalf("counted %d, tallied %d, refused %v", len(got.Counted), got.Tallied(), got.Refused)
 	}
-	if len(got.Tallies) != 2 || got.Tallies[0].Function != "A" || got.Tallies[0].Failures != 2 {
-		t.Errorf("tallies %+v, want A with 2 and B with 1", got.Tallies)
+	if len(got.Tallies) != 2 || got.Tallies[0].Function != "A" || got.Tallies[0].Failures != 2 || fmt.Sprint(got.Tallies[0].Items, got.Tallies[1].Items) != "[1 4] [2]" {
+		t.Errorf("tallies %+v, want A with 2 (items 1 and 4) and B with 1 (item 2)", got.Tallies)
 	}
 	other, _ := r.Route(t.Context(), "payments", reports("payments", "C"), at)
 	if len(other.Refused) != 0 {

@@ -143,15 +143,18 @@ func (s *Server) failureIngest(c echo.Context) error {
 	if err != nil {
 		return unavailable(err)
 	}
-	for i, why := range routed.Refused {
+	refuse := func(i int, why string) {
 		resp.Rejected = append(resp.Rejected, itemError{Index: index[i], Error: why})
 		resp.Accepted--
 		resp.Failures -= reports[i].Count
 		resp.Successes -= reports[i].Successes
 	}
-	sort.Slice(resp.Rejected, func(a, b int) bool { return resp.Rejected[a].Index < resp.Rejected[b].Index })
-	resp.NoCircuit = len(routed.Tallied)
+	for i, why := range routed.Refused {
+		refuse(i, why)
+	}
+	resp.NoCircuit = routed.Tallied()
 	if resp.Accepted == 0 {
+		sortRejected(resp.Rejected)
 		return c.JSON(http.StatusBadRequest, resp)
 	}
 	if len(routed.Counted) > 0 {
@@ -160,12 +163,25 @@ func (s *Server) failureIngest(c echo.Context) error {
 		}
 	}
 	if !retry {
-		if err := s.Ingest.Keep(c.Request().Context(), appID, routed.Tallies); err != nil {
-			return unavailable(err)
+		// The counted reports are stored: a tally that cannot be kept now
+		// refuses its own items, for the client to send again, and no more.
+		for _, t := range s.Ingest.Keep(c.Request().Context(), appID, routed.Tallies) {
+			for _, i := range t.Items {
+				refuse(i, t.Function+" has no circuit, and its failures per minute could not be kept now: send this item again")
+			}
+			resp.NoCircuit -= len(t.Items)
+		}
+		if resp.Accepted == 0 {
+			return unavailable(errors.New("ingest: no tally could be kept"))
 		}
 	}
+	sortRejected(resp.Rejected)
 	s.Metrics.ObserveIngest(resp.Failures, len(resp.Rejected))
 	return c.JSON(http.StatusAccepted, resp)
+}
+
+func sortRejected(r []itemError) {
+	sort.Slice(r, func(a, b int) bool { return r[a].Index < r[b].Index })
 }
 
 // decodeIngest reads a report's body; what it refuses, it refuses whole,

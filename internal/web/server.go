@@ -117,7 +117,7 @@ type (
 	}
 	reportRouter interface {
 		Route(ctx context.Context, appID string, reports []storage.Report, now time.Time) (ingest.Routed, error)
-		Keep(ctx context.Context, appID string, tallies []ingest.Tally) error
+		Keep(ctx context.Context, appID string, tallies []ingest.Tally) (failed []ingest.Tally)
 	}
 	failureRecorder interface {
 		Record(ctx context.Context, writer string, reports []storage.Report) error

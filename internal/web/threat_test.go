@@ -12,10 +12,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/auth/oidctest"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // The tests of docs/reliability.md's threat model that drive a running
@@ -282,5 +286,48 @@ func TestASingleSignOnRoleIsReadAgainWithinFiveMinutes(t *testing.T) {
 	wantStatus(t, b.get("/apps/new"), http.StatusForbidden)
 	if !strings.Contains(b.get("/").body, "Ada (viewer)") {
 		t.Error("Ada is not shown as a viewer after the provider's change")
+	}
+}
+
+// A tally row another program wrote badly costs only the reports it would
+// add up: they come back refused, to be sent again; the function with a
+// circuit beside them is counted, and another function's tally is kept.
+func TestABadTallyRowRefusesOnlyItsOwnItems(t *testing.T) {
+	srv, _ := seeded(t)
+	minute := srv.Clock.Now().UTC().Truncate(time.Minute)
+	sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad, _ := json.Marshal(map[string]any{"PartitionKey": demo.AppID, "RowKey": "Made00|" + storage.FailurePartition(minute),
+		"Function": "Made00", "Minute": minute.Format(time.RFC3339), "Count": "lots"})
+	if _, err := sc.NewClient(srv.App.Store.Service.TableName(storage.TableRates)).AddEntity(t.Context(), bad, nil); err != nil {
+		t.Fatal(err)
+	}
+	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "Made00", "count": 2}, {"function": "ProcessOrders", "count": 3}, {"function": "Made01", "count": 1}]}`)
+	wantStatus(t, r, http.StatusAccepted)
+	var got struct {
+		Accepted  int `json:"accepted"`
+		NoCircuit int `json:"no_circuit"`
+		Rejected  []struct {
+			Index int
+			Error string
+		} `json:"rejected"`
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Accepted != 2 || got.NoCircuit != 1 || len(got.Rejected) != 1 || got.Rejected[0].Index != 0 || !strings.Contains(got.Rejected[0].Error, "send this item again") {
+		t.Errorf("answer %s, want Made00 refused to be sent again, the other two accepted", r.body)
+	}
+	if n := storedFailures(t, srv); n != 3 {
+		t.Errorf("%d failures stored, want ProcessOrders' 3", n)
+	}
+	tallies, err := srv.App.Store.Rates.OfApp(t.Context(), demo.AppID, minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tallies) != 1 || tallies[0].Circuit != demo.AppID+"/Made01" || tallies[0].Count != 1 {
+		t.Errorf("tallies %+v, want Made01's 1 (the bad row is skipped)", tallies)
 	}
 }

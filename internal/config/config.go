@@ -156,6 +156,9 @@ type OIDC struct {
 	ClientSecret Secret
 	Scopes       []string
 	DisplayName  string
+	// RoleMaxAge is how long a session keeps the role the provider's
+	// claims gave it before they are read again; default 5m.
+	RoleMaxAge time.Duration
 }
 
 // Secret is a string that never prints itself.
@@ -655,6 +658,7 @@ func (r *reader) oidc() *OIDC {
 		ClientSecret: Secret(r.str("FUSEBOX_OIDC_CLIENT_SECRET", "")),
 		Scopes:       r.list("FUSEBOX_OIDC_SCOPES"),
 		DisplayName:  r.str("FUSEBOX_OIDC_DISPLAY_NAME", "single sign-on"),
+		RoleMaxAge:   r.duration("FUSEBOX_OIDC_ROLE_MAX_AGE", 5*time.Minute),
 	}
 	if o.Issuer == "" {
 		if o.ClientID != "" || o.ClientSecret != "" {
@@ -673,6 +677,9 @@ func (r *reader) oidc() *OIDC {
 	}
 	if len(o.Scopes) == 0 {
 		o.Scopes = []string{"openid", "profile", "email"}
+	}
+	if o.RoleMaxAge < time.Second || o.RoleMaxAge > time.Hour {
+		r.fail("FUSEBOX_OIDC_ROLE_MAX_AGE", "must be between 1s and 1h, got %s: a role taken away at the provider holds here that long", o.RoleMaxAge)
 	}
 	return o
 }

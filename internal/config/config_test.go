@@ -91,6 +91,8 @@ func TestEveryProblemIsNamed(t *testing.T) {
 			[]string{"WEBSITE_AUTH_ENABLED is not True"}},
 		{"Easy Auth on Container Apps", map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "True", "CONTAINER_APP_NAME": "fusebox", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"},
 			[]string{"FUSEBOX_EASYAUTH_ENABLED: Container Apps does not tell"}},
+		{"OIDC role kept too long", map[string]string{"FUSEBOX_OIDC_ISSUER": "https://login.example.com", "FUSEBOX_OIDC_CLIENT_ID": "c", "FUSEBOX_OIDC_CLIENT_SECRET": "s",
+			"FUSEBOX_OPERATOR_CLAIM_VALUES": "ops", "FUSEBOX_OIDC_ROLE_MAX_AGE": "12h"}, []string{"FUSEBOX_OIDC_ROLE_MAX_AGE: must be between 1s and 1h"}},
 		{"short secrets key", map[string]string{"FUSEBOX_SECRETS_KEYS": "k1:short"}, []string{"FUSEBOX_SECRETS_KEYS: entry 1 (k1): the key must be at least 32 characters"}},
 		{"bad cloud", map[string]string{"FUSEBOX_AZURE_CLOUD": "germany"}, []string{"FUSEBOX_AZURE_CLOUD: must be public, usgov or china"}},
 		{"bad egress range", map[string]string{"FUSEBOX_EGRESS_ALLOW_CIDRS": "10.0.0.0/8,private"}, []string{"FUSEBOX_EGRESS_ALLOW_CIDRS: must be address ranges"}},

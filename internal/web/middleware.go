@@ -261,7 +261,7 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 				}
 				c.Set(keyPrincipal, p)
 				c.Set(keySession, v)
-			case sess.Provider == "oidc" && s.Now().Sub(sess.CreatedAt) > oidcRoleMaxAge:
+			case sess.Provider == "oidc" && s.Config.OIDC != nil && s.Now().Sub(sess.CreatedAt) > s.Config.OIDC.RoleMaxAge:
 				// The provider's role claims are read again: require sends
 				// the browser through the provider, which signs a user who is
 				// still signed in there back in at once.
@@ -296,17 +296,13 @@ func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
 
 // require lets the request through only for a principal holding role.
 // Browsers without one are sent to sign in; API clients get a 401.
-// oidcRoleMaxAge is how long a single sign-on session keeps the role its
-// provider's claims gave it: a role taken away there applies here within it.
-const oidcRoleMaxAge = 5 * time.Minute
-
 func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			p, ok := principal(c)
 			if !ok && c.Get(keyStaleRole) == true && s.OIDC != nil {
 				if isAPI(c) || c.Request().Method != http.MethodGet {
-					return echo.NewHTTPError(http.StatusUnauthorized, "Your role is read again from your identity provider every 5 minutes: reload the page, then send again.")
+					return echo.NewHTTPError(http.StatusUnauthorized, "Your role is read again from your identity provider every "+everyText(s.Config.OIDC.RoleMaxAge)+": reload the page, then send again.")
 				}
 				return c.Redirect(http.StatusSeeOther, "/auth/oidc/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
@@ -322,6 +318,17 @@ func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// everyText says a period as people do: "5 minutes", "30s".
+func everyText(d time.Duration) string {
+	if d >= time.Minute && d%time.Minute == 0 {
+		if d == time.Minute {
+			return "minute"
+		}
+		return strconv.Itoa(int(d/time.Minute)) + " minutes"
+	}
+	return d.String()
 }
 
 func principal(c echo.Context) (auth.Principal, bool) {

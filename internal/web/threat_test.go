@@ -331,3 +331,68 @@ func TestABadTallyRowRefusesOnlyItsOwnItems(t *testing.T) {
 		t.Errorf("tallies %+v, want Made01's 1 (the bad row is skipped)", tallies)
 	}
 }
+
+// The same journey on the real clock, with a role kept 3 s: nothing jumps
+// past the window. Right after sign-in the operator acts as one; once the
+// provider makes them a viewer, the next page after the window passes
+// through the provider and they are a viewer, no later than the window
+// (plus the time a loaded machine takes) after the change.
+func TestASingleSignOnRoleIsReadAgainOnTheRealClock(t *testing.T) {
+	const maxAge = 3 * time.Second
+	provider := oidctest.Start(t, "", time.Now)
+	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-operators"}}})
+	srv := apptest.StartRealClock(t, map[string]string{
+		"FUSEBOX_OIDC_ISSUER": provider.URL, "FUSEBOX_OIDC_CLIENT_ID": provider.ClientID,
+		"FUSEBOX_OIDC_CLIENT_SECRET": provider.ClientSecret, "FUSEBOX_ROLE_CLAIM": "groups",
+		"FUSEBOX_OPERATOR_CLAIM_VALUES": "g-operators", "FUSEBOX_VIEWER_CLAIM_VALUES": "g-viewers",
+		"FUSEBOX_OIDC_ROLE_MAX_AGE": maxAge.String(),
+	})
+	provider.SetRedirectURI(srv.URL + "/auth/oidc/callback")
+	b := newBrowser(t, srv.URL)
+	// open follows the page's redirects, through the provider and back,
+	// as a browser does, and returns where it ended.
+	open := func(path string) response {
+		t.Helper()
+		r := b.get(path)
+		for hops := 0; r.StatusCode == http.StatusFound || r.StatusCode == http.StatusSeeOther; hops++ {
+			if hops == 5 {
+				t.Fatalf("more than 5 redirects from %s", path)
+			}
+			r = b.do(mustRequest(t, resolve(srv.URL, r.Header.Get("Location"))))
+		}
+		return r
+	}
+	signedIn := time.Now()
+	wantStatus(t, open("/auth/oidc/login?next=/apps/new"), http.StatusOK)
+	if time.Since(signedIn) < maxAge {
+		wantStatus(t, b.get("/apps/new"), http.StatusOK) // no trip through the provider within the window
+	}
+
+	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-viewers"}}})
+	changed := time.Now()
+	deadline := changed.Add(maxAge + 10*time.Second)
+	for {
+		r := open("/apps/new")
+		if r.StatusCode == http.StatusForbidden {
+			break
+		}
+		wantStatus(t, r, http.StatusOK)
+		if time.Now().After(deadline) {
+			t.Fatalf("Ada is still an operator %s after the provider's change", time.Since(changed).Round(time.Millisecond))
+		}
+		time.Sleep(200 * time.Millisecond) // a person reloading the page, bounded by the deadline
+	}
+	took := time.Since(changed)
+	t.Logf("demoted %s after the provider's change (role kept %s)", took.Round(time.Millisecond), maxAge)
+	if !strings.Contains(b.get("/").body, "Ada (viewer)") {
+		t.Error("Ada is not shown as a viewer")
+	}
+}
+
+// resolve makes a Location absolute against base.
+func resolve(base, location string) string {
+	if strings.HasPrefix(location, "/") {
+		return base + location
+	}
+	return location
+}

@@ -133,6 +133,17 @@ func TestScopedCredentialAsksOnlyForItsScopes(t *testing.T) {
 	if len(inner.asked) != 3 {
 		t.Errorf("the identity was asked %d times (%v), want only the 3 allowed", len(inner.asked), inner.asked)
 	}
+	// The switches' credential gives ARM tokens (the fake-server ARM tests
+	// run through it) and nothing a host-storage challenge could ask for.
+	arm := egress.Scope(&recorder{}, egress.ScopesARM...)
+	if _, err := arm.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{egress.ScopesARM[0]}}); err != nil {
+		t.Errorf("ARM scope: %v", err)
+	}
+	for _, sc := range []string{egress.ScopeStorage, egress.ScopeEventHubs} {
+		if _, err := arm.GetToken(t.Context(), policy.TokenRequestOptions{Scopes: []string{sc}}); !errors.Is(err, egress.ErrScope) {
+			t.Errorf("the ARM credential gives a %s token: %v", sc, err)
+		}
+	}
 }
 
 func TestEndpointsAdmitOnlyAzureServices(t *testing.T) {

@@ -240,7 +240,7 @@ func TestSignMatchesTheSpecVector(t *testing.T) {
 }
 
 func TestReceiverAnswersAreClassified(t *testing.T) {
-	big := strings.Repeat("x", 10<<20)
+	big := "RECEIVER-SAYS " + strings.Repeat("x", 10<<20)
 	cases := []struct {
 		name      string
 		answer    func(w http.ResponseWriter, n int)
@@ -287,6 +287,9 @@ func TestReceiverAnswersAreClassified(t *testing.T) {
 			}
 			if len(err.Error()) > 1000 {
 				t.Errorf("the error is %d bytes long: the answer was not cut", len(err.Error()))
+			}
+			if strings.Contains(err.Error(), "RECEIVER-SAYS") {
+				t.Errorf("the error carries what the receiver answered: %.100s", err)
 			}
 		})
 	}

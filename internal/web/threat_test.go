@@ -403,3 +403,54 @@ func resolve(base, location string) string {
 	}
 	return location
 }
+
+// On the real clock: a function that fails without a circuit shows on the
+// Apps page; the operator follows Create circuit… and saves; within the
+// 2 s the circuit list is reused, its reports are counted by the circuit
+// instead of tallied, and the circuit's page shows them.
+func TestAFunctionReportingWithoutACircuitGetsOneOnTheRealClock(t *testing.T) {
+	srv := apptest.StartRealClock(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	report := func() (noCircuit int) {
+		t.Helper()
+		r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ShipParcels", "count": 1}]}`)
+		wantStatus(t, r, http.StatusAccepted)
+		var got struct {
+			NoCircuit int `json:"no_circuit"`
+		}
+		if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+			t.Fatal(err)
+		}
+		return got.NoCircuit
+	}
+	if report() != 1 {
+		t.Fatal("a function without a circuit was not tallied")
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/apps").body
+	link := "/circuits/new?app=" + demo.AppID + "&amp;function=ShipParcels"
+	if !strings.Contains(page, "ShipParcels (1 failures in the last hour)") || !strings.Contains(page, link) {
+		t.Fatalf("the Apps page does not offer a circuit for ShipParcels:\n%s", grepLines(page, "ShipParcels"))
+	}
+	form := "/circuits/new?app=" + demo.AppID + "&function=ShipParcels"
+	wantStatus(t, b.post("/circuits/new", url.Values{"_csrf": {b.csrf(form)}, "app": {demo.AppID}, "function": {"ShipParcels"},
+		"threshold": {"1000"}, "window": {"1m"}}), http.StatusSeeOther)
+	created := time.Now()
+	for report() != 0 {
+		if time.Since(created) > 2*time.Second+5*time.Second {
+			t.Fatalf("reports still tallied %s after the circuit was created", time.Since(created).Round(time.Millisecond))
+		}
+		time.Sleep(100 * time.Millisecond) // a function reporting again, bounded by the deadline
+	}
+	t.Logf("counted by the new circuit %s after it was created", time.Since(created).Round(time.Millisecond))
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), time.Now().Add(-time.Minute), time.Now(), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) == 0 || rows[0].Circuit != demo.AppID+"/ShipParcels" {
+		t.Errorf("failure rows %+v, want the new circuit's", rows)
+	}
+}

@@ -157,14 +157,11 @@ func (s *Server) failureIngest(c echo.Context) error {
 		sortRejected(resp.Rejected)
 		return c.JSON(http.StatusBadRequest, resp)
 	}
-	if len(routed.Counted) > 0 {
-		if err := s.Failures.Record(c.Request().Context(), writer, routed.Counted); err != nil {
-			return unavailable(err)
-		}
-	}
 	if !retry {
-		// The counted reports are stored: a tally that cannot be kept now
-		// refuses its own items, for the client to send again, and no more.
+		// Tallies first: a retry of this request (same Idempotency-Key)
+		// adds none, so they must be kept before anything can fail. One
+		// that cannot be kept now refuses its own items, for the client to
+		// send again, and no more.
 		for _, t := range s.Ingest.Keep(c.Request().Context(), appID, routed.Tallies) {
 			for _, i := range t.Items {
 				refuse(i, t.Function+" has no circuit, and its failures per minute could not be kept now: send this item again")
@@ -173,6 +170,11 @@ func (s *Server) failureIngest(c echo.Context) error {
 		}
 		if resp.Accepted == 0 {
 			return unavailable(errors.New("ingest: no tally could be kept"))
+		}
+	}
+	if len(routed.Counted) > 0 {
+		if err := s.Failures.Record(c.Request().Context(), writer, routed.Counted); err != nil {
+			return unavailable(err)
 		}
 	}
 	sortRejected(resp.Rejected)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: installs what the tests need (node tools, Debian's Chromium),
 # starts a private in-memory Azurite on free ports, then runs every check:
-# gofmt, go vet, the templ and htmx staleness checks, and all Go tests with
+# gofmt, go vet, staticcheck, the templ and htmx staleness checks, and all Go tests with
 # the race detector, integration and browser tests included. It stops what
 # it started, whatever happens.
 source "$(dirname "$0")/lib.sh"
@@ -29,6 +29,8 @@ if [[ -n $unformatted ]]; then
 fi
 log "go vet"
 go vet ./...
+log "staticcheck"
+go tool staticcheck ./...
 log "templ output is up to date"
 scripts/check-generated.sh
 log "go test -race"

@@ -418,7 +418,7 @@ func (s *Switch) Detect(ctx context.Context, app circuit.App) (circuit.Hosting, 
 		return circuit.Hosting{}, err
 	}
 	var raw *http.Response
-	resp, err := c.Get(runtime.WithCaptureResponse(ctx, &raw), app.ResourceGroup, app.Site, nil)
+	resp, err := c.Get(policy.WithCaptureResponse(ctx, &raw), app.ResourceGroup, app.Site, nil)
 	if err != nil {
 		return circuit.Hosting{}, describe(app, "read", err)
 	}

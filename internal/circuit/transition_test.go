@@ -317,7 +317,7 @@ func TestCooldownsGrowWithEachTripInARow(t *testing.T) {
 	// A circuit's own jitter is fixed, and within the bounds.
 	c := base(circuit.Open)
 	c.Policy, c.Streak = p, 3
-	if c.Cooldown() != c.Cooldown() || c.Cooldown() < 216*time.Second || c.Cooldown() > 264*time.Second {
+	if first, again := c.Cooldown(), c.Cooldown(); first != again || first < 216*time.Second || first > 264*time.Second {
 		t.Errorf("circuit cooldown %s, want a fixed value in [3m36s, 4m24s]", c.Cooldown())
 	}
 	if _, f := circuit.Evaluate(c, circuit.Counts{}, c.SwitchedAt().Add(216*time.Second-time.Nanosecond)); f != nil {

@@ -197,7 +197,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		Env:                 Environment(strings.ToLower(r.str("FUSEBOX_ENV", string(Production)))),
 		LogLevel:            strings.ToLower(r.str("FUSEBOX_LOG_LEVEL", "info")),
 		HTTPAddr:            r.str("FUSEBOX_HTTP_ADDR", "127.0.0.1:8080"),
-		MaxBodyBytes:        r.bytes("FUSEBOX_MAX_BODY_BYTES", 1<<20),
+		MaxBodyBytes:        r.whole("FUSEBOX_MAX_BODY_BYTES", 1<<20, "a whole number of bytes, such as 1048576"),
 		TrustProxyHeaders:   r.bool("FUSEBOX_TRUST_PROXY_HEADERS", false),
 		ShutdownGracePeriod: r.duration("FUSEBOX_SHUTDOWN_GRACE", 15*time.Second),
 		MigrateOnStart:      r.bool("FUSEBOX_MIGRATE_ON_START", true),
@@ -410,14 +410,16 @@ func (r *reader) float(name string, def float64) float64 {
 	return f
 }
 
-func (r *reader) bytes(name string, def int64) int64 {
+// whole reads a whole number; want says what it must be in the error,
+// such as "a whole number of bytes, such as 1048576".
+func (r *reader) whole(name string, def int64, want string) int64 {
 	v := r.str(name, "")
 	if v == "" {
 		return def
 	}
 	n, err := strconv.ParseInt(v, 10, 64)
 	if err != nil {
-		r.fail(name, "must be a whole number of bytes, such as 1048576, got %q", v)
+		r.fail(name, "must be %s, got %q", want, v)
 		return def
 	}
 	return n
@@ -590,11 +592,11 @@ func (r *reader) easyAuthPlatform() {
 
 func (r *reader) mail(sessionKey Secret) Mail {
 	m := Mail{
-		Host: r.str("FUSEBOX_SMTP_HOST", ""), Port: int(r.bytes("FUSEBOX_SMTP_PORT", 587)),
+		Host: r.str("FUSEBOX_SMTP_HOST", ""), Port: int(r.whole("FUSEBOX_SMTP_PORT", 587, "a port number, such as 587")),
 		Username: r.str("FUSEBOX_SMTP_USERNAME", ""), Password: Secret(r.str("FUSEBOX_SMTP_PASSWORD", "")),
 		TLS: strings.ToLower(r.str("FUSEBOX_SMTP_TLS", "mandatory")), From: r.str("FUSEBOX_MAIL_FROM", ""),
 		LinkTTL: r.duration("FUSEBOX_LINK_TTL", 24*time.Hour), ResumeSignIn: r.bool("FUSEBOX_RESUME_REQUIRES_SIGNIN", false),
-		RemindEvery: r.duration("FUSEBOX_REMINDER_INTERVAL", 4*time.Hour), MaxReminders: int(r.bytes("FUSEBOX_REMINDER_MAX", 3)),
+		RemindEvery: r.duration("FUSEBOX_REMINDER_INTERVAL", 4*time.Hour), MaxReminders: int(r.whole("FUSEBOX_REMINDER_MAX", 3, "a whole number of reminders, such as 3")),
 	}
 	switch m.TLS {
 	case "mandatory", "opportunistic", "none":

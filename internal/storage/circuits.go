@@ -311,9 +311,9 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 		// Put back to an earlier episode (a reseeded demo): flips of later
 		// episodes would collide with the episodes to come, and links
 		// mailed for them must not act on the new ones.
-		dropped, err := c.deleteFlipsAfter(ctx, ci.AppID, ci.Function, ci.Episode)
-		if err != nil {
-			return err
+		dropped, derr := c.deleteFlipsAfter(ctx, ci.AppID, ci.Function, ci.Episode)
+		if derr != nil {
+			return derr
 		}
 		if dropped > 0 || ci.Episode < row.Episode {
 			row.Incarnation = newIncarnation()

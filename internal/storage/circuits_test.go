@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -75,5 +76,31 @@ func TestConcurrencySamplesAreKeptPerFunction(t *testing.T) {
 	}
 	if len(got) != 2 || got[0].Concurrency != 8 || got[1].Concurrency != 16 {
 		t.Errorf("samples since 09:01 = %+v, want 8 then 16, and none of ProcessOrders", got)
+	}
+}
+
+// Put on an existing circuit reports a refused update; it used to lose the
+// error to a shadowed variable and say the settings were saved.
+func TestPutReportsARefusedUpdate(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
+		t.Fatal(err)
+	}
+	cs := storage.New(svc).Circuits
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: time.Now()}
+	if err := cs.Put(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	// A string property over Table storage's 64 KiB limit is refused.
+	c.Recipients = []string{strings.Repeat("r", 70_000) + "@example.com"}
+	if err := cs.Put(t.Context(), c); err == nil {
+		t.Fatal("Put of an oversized circuit over an existing one answered nil")
+	}
+	got, err := cs.Get(t.Context(), "orders", "Process")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Recipients) != 0 {
+		t.Errorf("the refused settings were stored: %d recipients", len(got.Recipients))
 	}
 }

@@ -35,7 +35,7 @@ func (j *Jobs) Windows(ctx context.Context) ([]jobs.Window, error) {
 	out, faults, err := readRows[windowRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(windowsPartition)}, TableJobs+" (maintenance windows)",
 		func(r windowRow) (jobs.Window, error) {
 			if r.From.IsZero() || r.Until.IsZero() {
-				return jobs.Window{}, errors.New("From and Until must both be date-times")
+				return jobs.Window{}, errors.New("from and until must both be date-times")
 			}
 			w := jobs.Window{ID: r.RowKey, AppID: r.AppID, From: r.From, Until: r.Until, Reason: r.Reason, CreatedBy: r.CreatedBy,
 				Recurs: r.Recurs, TimeZone: r.TimeZone, Duration: time.Duration(r.DurationSeconds) * time.Second}

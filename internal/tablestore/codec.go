@@ -64,7 +64,6 @@ var (
 	codecCache sync.Map // reflect.Type -> []fieldCodec
 	timeType   = reflect.TypeFor[time.Time]()
 	bytesType  = reflect.TypeFor[[]byte]()
-	metaType   = reflect.TypeFor[Meta]()
 )
 
 func fieldsOf(t reflect.Type) ([]fieldCodec, error) {

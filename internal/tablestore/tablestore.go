@@ -26,7 +26,6 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -400,7 +399,7 @@ func readPage[T any, PT interface {
 	}
 	var raw *http.Response
 	if q.Served != nil {
-		ctx = runtime.WithCaptureResponse(ctx, &raw)
+		ctx = policy.WithCaptureResponse(ctx, &raw)
 	}
 	start := time.Now()
 	resp, err := t.client.NewListEntitiesPager(opts).NextPage(ctx)

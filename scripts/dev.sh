@@ -18,8 +18,9 @@ for port in 10000 10002 1025 1080 8025 7072 "${FUSEBOX_PORT:-8080}"; do
   fi
 done
 
-log "building fusebox"
+log "building fusebox and fusebox-dev (the demo's parts, never shipped)"
 go build -o bin/fusebox ./cmd/web
+go build -o bin/fusebox-dev ./cmd/fusebox-dev
 
 trap stop_started EXIT
 log "starting Azurite (data in .dev/azurite)"
@@ -44,18 +45,18 @@ export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
 export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost
 
 log "starting the demo receiver (stands in for Teams, Slack and a webhook receiver)"
-bin/fusebox demo-receiver -addr 127.0.0.1:8025 >"$DEV/receiver.log" 2>&1 &
+bin/fusebox-dev demo-receiver -addr 127.0.0.1:8025 >"$DEV/receiver.log" 2>&1 &
 PIDS+=($!)
 wait_port 8025 demo-receiver
 
 log "applying migrations and seeding the demo"
 mkdir -p "$DEV/orders-demo"
-bin/fusebox seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 -live-host -hub 127.0.0.1:7073 >/dev/null
+bin/fusebox-dev seed-demo -local-settings "$DEV/orders-demo/local.settings.json" -receiver http://127.0.0.1:8025 -live-host -hub 127.0.0.1:7073 >/dev/null
 
 # The demo's Event Hubs namespace: answers the partition reads that tell
 # how many events wait behind the checkpoints, over AMQP.
 log "starting the demo hub (stands in for an Event Hubs namespace)"
-bin/fusebox demo-hub -addr 127.0.0.1:7073 -state "$DEV" >"$DEV/demo-hub.log" 2>&1 &
+bin/fusebox-dev demo-hub -addr 127.0.0.1:7073 -state "$DEV" >"$DEV/demo-hub.log" 2>&1 &
 PIDS+=($!)
 wait_port 7073 demo-hub
 
@@ -63,7 +64,7 @@ wait_port 7073 demo-hub
 # reports failures; restarted by local-host when its Disabled key changes.
 log "starting the demo function host (under fusebox local-host)"
 bin/fusebox local-host -settings "$DEV/orders-demo/local.settings.json" -grace 5s -- \
-  bin/fusebox demo-host -settings "$DEV/orders-demo/local.settings.json" -addr 127.0.0.1:7072 \
+  bin/fusebox-dev demo-host -settings "$DEV/orders-demo/local.settings.json" -addr 127.0.0.1:7072 \
   -fusebox "http://$FUSEBOX_HTTP_ADDR" -state "$DEV" >"$DEV/demo-host.log" 2>&1 &
 PIDS+=($!)
 

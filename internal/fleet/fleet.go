@@ -22,31 +22,40 @@ import (
 )
 
 var (
-	buildOnce sync.Once
-	binary    string
-	buildErr  error
+	product = &build{pkg: "github.com/fusebox/fusebox/cmd/web", name: "fusebox"}
+	devTool = &build{pkg: "github.com/fusebox/fusebox/cmd/fusebox-dev", name: "fusebox-dev"}
 )
 
-// Binary builds cmd/web once per test binary and returns its path.
-func Binary(t testing.TB) string {
+// build is one command, built once per test binary.
+type build struct {
+	pkg, name string
+	once      sync.Once
+	path      string
+	err       error
+}
+
+func (b *build) binary(t testing.TB) string {
 	t.Helper()
-	buildOnce.Do(func() {
+	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "fusebox-fleet-")
 		if err != nil {
-			buildErr = err
+			b.err = err
 			return
 		}
-		binary = filepath.Join(dir, "fusebox")
-		out, err := exec.Command("go", "build", "-o", binary, "github.com/fusebox/fusebox/cmd/web").CombinedOutput()
+		b.path = filepath.Join(dir, b.name)
+		out, err := exec.Command("go", "build", "-o", b.path, b.pkg).CombinedOutput()
 		if err != nil {
-			buildErr = fmt.Errorf("go build: %v\n%s", err, out)
+			b.err = fmt.Errorf("go build %s: %v\n%s", b.pkg, err, out)
 		}
 	})
-	if buildErr != nil {
-		t.Fatal(buildErr)
+	if b.err != nil {
+		t.Fatal(b.err)
 	}
-	return binary
+	return b.path
 }
+
+// Binary builds cmd/web once per test binary and returns its path.
+func Binary(t testing.TB) string { t.Helper(); return product.binary(t) }
 
 // Instance is one running `fusebox serve`.
 type Instance struct {
@@ -58,14 +67,14 @@ type Instance struct {
 	exited chan struct{} // closed when the process has ended
 }
 
-// Run runs `fusebox args...` to its end with env, for one-off commands
-// such as seed-demo.
-func Run(t testing.TB, env map[string]string, args ...string) {
+// RunDev runs `fusebox-dev args...` to its end with env, for one-off
+// commands such as seed-demo.
+func RunDev(t testing.TB, env map[string]string, args ...string) {
 	t.Helper()
-	cmd := exec.Command(Binary(t), args...)
+	cmd := exec.Command(devTool.binary(t), args...)
 	cmd.Env = environ(env)
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("fusebox %s: %v\n%s", strings.Join(args, " "), err, out)
+		t.Fatalf("fusebox-dev %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 }
 

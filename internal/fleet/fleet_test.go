@@ -67,7 +67,7 @@ func newRigOn(t *testing.T, conn string) *rig {
 		"FUSEBOX_LEASE_RETRY_PERIOD":   retryPeriod.String(),
 		"FUSEBOX_SHUTDOWN_GRACE":       "2s",
 	}
-	fleet.Run(t, r.env, "seed-demo", "-local-settings", r.settings)
+	fleet.RunDev(t, r.env, "seed-demo", "-local-settings", r.settings)
 	svc, err := tablestore.NewFromConnectionString(conn, tablestore.Options{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)

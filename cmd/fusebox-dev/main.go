@@ -1,0 +1,216 @@
+// Command fusebox-dev runs what `make run` needs beside Fusebox and what
+// Fusebox itself must never ship: the demo's seeding, its function host,
+// its Event Hubs namespace and a receiver standing in for Teams, Slack and
+// webhooks. The product binary (cmd/web) links none of it.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+
+	"github.com/fusebox/fusebox/client"
+	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/app"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+)
+
+const usage = `usage: fusebox-dev command
+
+commands:
+  seed-demo       migrate, then write the demo app, circuits and jobs (-local-settings PATH [-receiver URL])
+  demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
+  demo-host       the demo function app's stand-in host (-settings PATH -addr 127.0.0.1:7072)
+  demo-hub        the demo's Event Hubs namespace: answers partition reads over AMQP (-addr 127.0.0.1:7073)
+
+Storage comes from FUSEBOX_STORAGE_CONNECTION_STRING, as for fusebox.`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.LookupEnv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "fusebox-dev:", err)
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	cmd := "help"
+	if len(args) > 0 {
+		cmd, args = args[0], args[1:]
+	}
+	switch cmd {
+	case "seed-demo":
+		return seedDemo(ctx, args, lookup, stdout, stderr)
+	case "demo-host":
+		return demoHostCmd(ctx, args, lookup, stderr)
+	case "demo-hub":
+		return demoHub(ctx, args, stderr)
+	case "demo-receiver":
+		return demoReceiver(ctx, args, stderr)
+	case "help", "-h", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	}
+	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+}
+
+func seedDemo(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("seed-demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	localSettings := fs.String("local-settings", "", "path of the demo function app's local.settings.json (created if missing)")
+	receiver := fs.String("receiver", "", "base URL of a demo-receiver: adds Teams, Slack and webhook channels posting to it")
+	live := fs.Bool("live-host", false, "a demo-host writes the demo app's checkpoints: seed none")
+	hub := fs.String("hub", "", "address of a demo-hub: the demo app counts the events waiting through it")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *localSettings == "" {
+		return errors.New("seed-demo: -local-settings is required")
+	}
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return err
+	}
+	if err := app.Migrate(ctx, cfg, app.NewLogger(cfg, stderr)); err != nil {
+		return err
+	}
+	st, err := app.OpenStore(cfg)
+	if err != nil {
+		return err
+	}
+	if err := demo.Seed(ctx, st, *localSettings, time.Now()); err != nil {
+		return err
+	}
+	if *receiver != "" {
+		if err := demo.SeedChannels(ctx, st, *receiver, time.Now()); err != nil {
+			return err
+		}
+	}
+	// With a connection string that names a blob service (Azurite's), the
+	// demo app gets a still picture of what its host would keep there.
+	if strings.Contains(cfg.Storage.ConnectionString.Reveal(), "BlobEndpoint=") {
+		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now(), demo.HostSeed{Live: *live, HubAddr: *hub}); err != nil {
+			return err
+		}
+	}
+	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
+	return nil
+}
+
+// demoReceiver serves demo.Receiver until ctx ends.
+func demoReceiver(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-receiver", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", "127.0.0.1:8025", "where to listen")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	rec, err := demo.NewReceiver(demo.WebhookSecret)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *addr, Handler: rec, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// demoHostCmd runs the demo function host (see demo.Host) until ctx ends.
+func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string, bool), stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-host", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	settings := fs.String("settings", "", "the demo app's local.settings.json")
+	addr := fs.String("addr", "127.0.0.1:7072", "where its page listens")
+	fusebox := fs.String("fusebox", "http://127.0.0.1:8080", "Fusebox's URL, for failure reports")
+	state := fs.String("state", ".dev", "folder for the simulated hub's start time and the downstream switch")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.LoadStorage(lookup)
+	if err != nil {
+		return err
+	}
+	blob, err := azblob.NewClientFromConnectionString(cfg.Storage.ConnectionString.Reveal(), nil)
+	if err != nil {
+		return fmt.Errorf("demo-host: FUSEBOX_STORAGE_CONNECTION_STRING must name a blob service: %w", err)
+	}
+	// The hub's partitions began when the demo first ran: events keep their
+	// sequence numbers across restarts of the host.
+	epoch, err := demo.StreamEpoch(*state, time.Now())
+	if err != nil {
+		return err
+	}
+	stream := demo.OrdersStream(epoch)
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	rep, err := client.New(client.Options{URL: *fusebox, Key: demo.Key, OnError: func(err error) { log.Warn("failure report", "error", err) }})
+	if err != nil {
+		return err
+	}
+	go func() { _ = rep.Run(ctx) }()
+	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
+		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch, Retention: stream.Retention,
+		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
+	if err := h.Start(ctx); err != nil {
+		return err
+	}
+	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	go func() {
+		if err := srv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("demo host page", "error", err)
+		}
+	}()
+	return h.Run(ctx, 200*time.Millisecond)
+}
+
+// demoHub serves the demo's orders hub as an Event Hubs namespace would
+// answer reads of its partitions (see amqphub), until ctx ends.
+func demoHub(ctx context.Context, args []string, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-hub", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	addr := fs.String("addr", demo.HubAddr, "where it listens for AMQP")
+	state := fs.String("state", ".dev", "folder for the simulated hub's start time, shared with demo-host")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	epoch, err := demo.StreamEpoch(*state, time.Now())
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, func() { l.Close() })
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	log.Info("demo hub listening", "addr", l.Addr().String(), "hub", "orders")
+	return (&amqphub.Server{Hub: demo.OrdersStream(epoch).Served(), Logger: log}).Serve(l)
+}

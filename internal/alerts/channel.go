@@ -4,7 +4,6 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
-	"fmt"
 	"net"
 	"net/mail"
 	"net/url"
@@ -100,9 +99,7 @@ func SecretKey(secret string) ([]byte, error) {
 // loopback hosts, for development and tests; anything else must be https.
 func (ch Channel) Validate(allowLoopback bool) error {
 	var v circuit.ValidationError
-	add := func(field, format string, args ...any) {
-		v = append(v, circuit.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
-	}
+	add := v.Add
 	if !circuit.ValidAppID(ch.ID) { // channel ids follow the same slug rule as app ids
 		add("id", "must be 1 to 40 lower-case letters, digits or dashes, such as oncall-teams")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"log/slog"
 	"math/rand/v2"
 	"sort"
@@ -483,7 +484,7 @@ func (s *Sender) deliver(ctx context.Context, f lease.Fence, m Message, key stri
 		s.s.Logger.Warn("alert refused for good", "subject", m.Circuit, "kind", m.Kind, "channel_kind", d.kind, "error", err)
 	case at.Sub(claimed.CreatedAt) >= s.s.GiveUpAfter:
 		claimed.State = Failed
-		claimed.LastError = fmt.Sprintf("gave up after %s of failed tries: %v", circuit.ShortDuration(s.s.GiveUpAfter), err)
+		claimed.LastError = fmt.Sprintf("gave up after %s of failed tries: %v", words.Duration(s.s.GiveUpAfter), err)
 		s.failing(key, d.kind, channelName(m.To, channels), err, 0, at)
 		s.s.Observe(d.kind, OutcomeFailed)
 	default:

@@ -24,9 +24,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/fusebox/fusebox/internal/acaswitch"
 	"github.com/fusebox/fusebox/internal/alerts"
-	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -38,7 +36,6 @@ import (
 	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/loop"
 	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
@@ -47,6 +44,9 @@ import (
 	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
+	"github.com/fusebox/fusebox/internal/switches/containerapps"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/telemetry"
 	"github.com/fusebox/fusebox/internal/web"
@@ -227,13 +227,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	router := switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
-	armSettings := armswitch.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
-	acaSettings := acaswitch.Settings{Transport: o.ARMTransport}
+	router := switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
+	armSettings := appservice.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
+	acaSettings := containerapps.Settings{Transport: o.ARMTransport}
 	azureCred, insightCred := azureCredentials(cfg, o)
 	if azureCred != nil {
-		router.ARM = armswitch.New(azureCred, armSettings)
-		router.ContainerApp = acaswitch.New(azureCred, acaSettings)
+		router.ARM = appservice.New(azureCred, armSettings)
+		router.ContainerApp = containerapps.New(azureCred, acaSettings)
 	}
 	linkKeys := map[string][]byte{}
 	for _, k := range cfg.Mail.LinkKeys {

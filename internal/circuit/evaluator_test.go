@@ -13,9 +13,9 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/lease"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -51,7 +51,7 @@ func newRig(t *testing.T) *rig {
 }
 
 func (r *rig) evaluator() *circuit.Evaluator {
-	return circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}},
+	return circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
 		circuit.EvaluatorSettings{Clock: r.clock, DriftEvery: 10 * time.Second})
 }
 
@@ -83,7 +83,7 @@ func (r *rig) circuit() circuit.Circuit {
 
 func (r *rig) disabled() bool {
 	r.t.Helper()
-	off, err := localswitch.Disabled(r.settings, "Process")
+	off, err := localsettings.Disabled(r.settings, "Process")
 	if err != nil {
 		r.t.Fatal(err)
 	}
@@ -181,7 +181,7 @@ func TestDriftIsRecordedAndClearedByOverride(t *testing.T) {
 		t.Fatal("not tripped")
 	}
 	// Someone switches the function back on by hand.
-	if err := localswitch.SetDisabled(r.settings, "Process", false); err != nil {
+	if err := localsettings.SetDisabled(r.settings, "Process", false); err != nil {
 		t.Fatal(err)
 	}
 	r.clock.Advance(10 * time.Second)
@@ -369,7 +369,7 @@ func TestAHangingAppDoesNotDelayAnother(t *testing.T) {
 	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "slow", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock, ApplyTimeout: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer func() { cancel(); r.eval.Wait() }()
@@ -414,7 +414,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock})
 	var reports []storage.Report
 	for _, f := range []string{"Process", "Import", "Export"} {
@@ -428,7 +428,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 		t.Fatalf("switch calls = %v, want one with three functions", sw.calls)
 	}
 	for _, f := range []string{"Process", "Import", "Export"} {
-		if off, _ := localswitch.Disabled(r.settings, f); !off {
+		if off, _ := localsettings.Disabled(r.settings, f); !off {
 			t.Errorf("%s is on", f)
 		}
 	}
@@ -438,7 +438,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 // wait, not every tick, and says why on the circuit.
 func TestAFailingSwitchBacksOffAndSaysWhy(t *testing.T) {
 	r := newRig(t)
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}, fail: errors.New("403: give Fusebox the Website Contributor role")}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, fail: errors.New("403: give Fusebox the Website Contributor role")}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock, RetryFirst: 2 * time.Second, RetryMax: 8 * time.Second})
 	r.fail("instance-a", 101, 0)
 	r.tick()
@@ -478,7 +478,7 @@ func TestAStuckCircuitCanBeDeleted(t *testing.T) {
 	if err := svc.Delete(t.Context(), "orders", "Process", "olivia"); !errors.Is(err, circuit.ErrStillOpen) {
 		t.Errorf("deleting an open circuit whose trigger is off: %v, want ErrStillOpen", err)
 	}
-	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localswitch.Where{Anywhere: true}}}, fail: errors.New("404: func-orders was not found: was the app deleted or renamed?")}
+	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, fail: errors.New("404: func-orders was not found: was the app deleted or renamed?")}
 	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Clock: r.clock})
 	r.clock.Advance(time.Second)
 	r.resume() // the trigger must go back on, and cannot
@@ -609,7 +609,7 @@ func TestTheGuardrailHoldsTheTripBeyondItsLimit(t *testing.T) {
 	if imp.State != circuit.Closed || !imp.Held || !strings.HasPrefix(imp.Reason, "held by guardrail (1 of the app's circuits already off, at most 1): would have tripped: 150 failures") {
 		t.Fatalf("the second trip: %s held %v %q", imp.State, imp.Held, imp.Reason)
 	}
-	if off, _ := localswitch.Disabled(r.settings, "Import"); off {
+	if off, _ := localsettings.Disabled(r.settings, "Import"); off {
 		t.Error("the held circuit's trigger was switched off")
 	}
 	episode := imp.Episode

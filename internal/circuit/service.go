@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"strings"
 	"time"
 
@@ -327,7 +328,7 @@ func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 func describe(c Circuit) string {
 	d := "trips when " + c.RuleText()
 	if c.Policy.AutoResume {
-		d += fmt.Sprintf("; tries again after %s", shortDuration(c.Policy.Cooldown))
+		d += fmt.Sprintf("; tries again after %s", words.Duration(c.Policy.Cooldown))
 	}
 	if len(c.Recipients) > 0 {
 		d += "; mails " + strings.Join(c.Recipients, ", ")

@@ -3,6 +3,7 @@ package circuit
 import (
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"strconv"
 	"strings"
 	"time"
@@ -77,9 +78,9 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		}
 	case Open:
 		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) {
-			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", shortDuration(c.Cooldown().Round(time.Second)))
+			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", words.Duration(c.Cooldown().Round(time.Second)))
 			if c.Streak > 1 {
-				reason = fmt.Sprintf("cooldown of %s over (trip %d in a row): trigger on for a trial", shortDuration(c.Cooldown().Round(time.Second)), c.Streak)
+				reason = fmt.Sprintf("cooldown of %s over (trip %d in a row): trigger on for a trial", words.Duration(c.Cooldown().Round(time.Second)), c.Streak)
 			}
 			return flip(c, HalfOpen, EvaluatorActor, n, now, reason)
 		}
@@ -100,7 +101,7 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 				return next, f
 			case trialOver && calls >= c.Rule.MinCalls:
 				return flip(c, Closed, EvaluatorActor, n, now,
-					fmt.Sprintf("%d of %d calls failed in a whole window (%s) after the trigger went on, under the rule: recovered", n.Counted, calls, shortDuration(c.Window)))
+					fmt.Sprintf("%d of %d calls failed in a whole window (%s) after the trigger went on, under the rule: recovered", n.Counted, calls, words.Duration(c.Window)))
 			}
 			break
 		}
@@ -112,7 +113,7 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		}
 		if trialOver {
 			return flip(c, Closed, EvaluatorActor, n, now,
-				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", shortDuration(c.Window)))
+				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", words.Duration(c.Window)))
 		}
 	}
 	return c, nil
@@ -149,11 +150,11 @@ func starved(c Circuit, n Counts) bool {
 // cover the whole window.
 func tripReason(c Circuit, n Counts, now time.Time) string {
 	if starved(c, n) && !tripsOnItsMainRule(c, n) {
-		return fmt.Sprintf("%d failures and no successful call in %s (rule: no success for a whole window)", n.Counted, shortDuration(c.Window))
+		return fmt.Sprintf("%d failures and no successful call in %s (rule: no success for a whole window)", n.Counted, words.Duration(c.Window))
 	}
 	if c.Rule.Ratio > 0 {
 		calls := n.Counted + n.Successes
-		span := "in " + shortDuration(c.Window)
+		span := "in " + words.Duration(c.Window)
 		if n.Since.After(now.Add(-c.Window)) {
 			span = "since " + clockTime(n.Since)
 		}
@@ -161,9 +162,9 @@ func tripReason(c Circuit, n Counts, now time.Time) string {
 			thousands(calls), span, percent(c.Rule.Ratio), thousands(c.Rule.MinCalls))
 	}
 	if n.Since.After(now.Add(-c.Window)) {
-		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), shortDuration(c.Window), c.Threshold)
+		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), words.Duration(c.Window), c.Threshold)
 	}
-	return fmt.Sprintf("%d failures in %s (threshold %d)", n.Counted, shortDuration(c.Window), c.Threshold)
+	return fmt.Sprintf("%d failures in %s (threshold %d)", n.Counted, words.Duration(c.Window), c.Threshold)
 }
 
 func clockTime(t time.Time) string { return t.UTC().Format("15:04:05 MST") }
@@ -233,18 +234,3 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.RecentChanges = append(c.RecentChanges[max(0, len(c.RecentChanges)-keptChanges+1):len(c.RecentChanges):len(c.RecentChanges)], now)
 	return c, f
 }
-
-// shortDuration prints 30s, 5m or 1h30m rather than Go's 5m0s.
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-// ShortDuration is shortDuration for other packages' messages.
-func ShortDuration(d time.Duration) string { return shortDuration(d) }

@@ -2,6 +2,7 @@ package circuit_test
 
 import (
 	"errors"
+	"github.com/fusebox/fusebox/internal/words"
 	"strings"
 	"testing"
 	"time"
@@ -217,7 +218,7 @@ func TestShortDuration(t *testing.T) {
 		time.Hour: "1h", 90 * time.Minute: "1h30m", 2*time.Hour + 5*time.Second: "2h0m5s", 1500 * time.Millisecond: "1.5s",
 	}
 	for d, want := range tests {
-		if got := circuit.ShortDuration(d); got != want {
+		if got := words.Duration(d); got != want {
 			t.Errorf("ShortDuration(%v) = %q, want %q", d, got, want)
 		}
 	}

@@ -1,45 +1,23 @@
 package circuit
 
 import (
-	"fmt"
+	"github.com/fusebox/fusebox/internal/trigger"
+	"github.com/fusebox/fusebox/internal/validation"
+	"github.com/fusebox/fusebox/internal/words"
 	"net/mail"
 	"regexp"
 	"strings"
 	"time"
 )
 
-// FieldError is one problem with one field, in words for the person who
-// typed it.
-type FieldError struct {
-	Field   string
-	Message string
-}
-
-// ValidationError lists every problem found, one per field at most.
-type ValidationError []FieldError
-
-func (v ValidationError) Error() string {
-	parts := make([]string, len(v))
-	for i, f := range v {
-		parts[i] = f.Field + ": " + f.Message
-	}
-	return "circuit: " + strings.Join(parts, "; ")
-}
-
-// For returns the message for a field, or "".
-func (v ValidationError) For(field string) string {
-	for _, f := range v {
-		if f.Field == field {
-			return f.Message
-		}
-	}
-	return ""
-}
-
-var (
-	appIDPattern    = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$`)
-	functionPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
+// FieldError and ValidationError are validation's, so circuits, jobs and
+// channels answer the same way.
+type (
+	FieldError      = validation.FieldError
+	ValidationError = validation.Error
 )
+
+var appIDPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // Limits on what a circuit may say.
 const (
@@ -56,18 +34,18 @@ func ValidAppID(id string) bool { return appIDPattern.MatchString(id) }
 // when the app is unknown, which is itself a problem.
 func (c Circuit) Validate(app *App) error {
 	var v ValidationError
-	add := func(field, format string, args ...any) {
-		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
-	}
+	add := v.Add
 	switch {
 	case app == nil:
 		add("app", "there is no registered function app %q", c.AppID)
 	}
 	switch {
-	case !functionPattern.MatchString(c.Function):
-		add("function", "must be a function name: a letter, then letters, digits, _ or -, at most 128")
-	case app != nil && app.Linux && strings.Contains(c.Function, "-"):
-		add("function", "%q contains '-', and Linux plans reject app setting names with '-', so AzureWebJobs.%s.Disabled cannot be set; rename the function", c.Function, c.Function)
+	case !trigger.ValidName(c.Function):
+		add("function", "must be a function name: %s", trigger.NameRule)
+	case app != nil:
+		if err := trigger.CheckSettable(c.Function, app.Linux); err != nil {
+			add("function", "%s", err)
+		}
 	}
 	switch {
 	case c.Threshold < 1:
@@ -90,7 +68,7 @@ func (c Circuit) Validate(app *App) error {
 	case c.Window <= 0:
 		add("window", "must be longer than zero, such as 30s or 5m")
 	case c.Window > MaxWindow:
-		add("window", "must be at most %s", shortDuration(MaxWindow))
+		add("window", "must be at most %s", words.Duration(MaxWindow))
 	case c.Window%time.Second != 0:
 		add("window", "must be whole seconds")
 	}
@@ -114,13 +92,13 @@ func (c Circuit) Validate(app *App) error {
 		case c.Policy.Cooldown < time.Second:
 			add("cooldown", "must be at least 1s when automatic resume is on")
 		case c.Policy.Cooldown > MaxCooldown:
-			add("cooldown", "must be at most %s", shortDuration(MaxCooldown))
+			add("cooldown", "must be at most %s", words.Duration(MaxCooldown))
 		}
 		switch {
 		case c.Policy.MaxCooldown != 0 && c.Policy.MaxCooldown < c.Policy.Cooldown:
-			add("max_cooldown", "must be at least the cooldown (%s): the cooldown doubles with each trip in a row up to this cap", shortDuration(c.Policy.Cooldown))
+			add("max_cooldown", "must be at least the cooldown (%s): the cooldown doubles with each trip in a row up to this cap", words.Duration(c.Policy.Cooldown))
 		case c.Policy.MaxCooldown > MaxCooldown:
-			add("max_cooldown", "must be at most %s", shortDuration(MaxCooldown))
+			add("max_cooldown", "must be at most %s", words.Duration(MaxCooldown))
 		}
 	}
 	if len(v) > 0 {
@@ -135,9 +113,7 @@ var hostIDPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
 
 func (a App) Validate() error {
 	var v ValidationError
-	add := func(field, format string, args ...any) {
-		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
-	}
+	add := v.Add
 	if !ValidAppID(a.ID) {
 		add("id", "must be 1 to 40 lower-case letters, digits or dashes, such as orders-prod")
 	}

@@ -12,8 +12,8 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // AppID is the demo function app's id.
@@ -46,7 +46,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		if err := st.Circuits.Put(ctx, c); err != nil {
 			return err
 		}
-		if err := localswitch.SetDisabled(localSettings, c.Function, c.State.TriggerOff()); err != nil {
+		if err := localsettings.SetDisabled(localSettings, c.Function, c.State.TriggerOff()); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
 	}

@@ -18,7 +18,7 @@ import (
 
 	"github.com/fusebox/fusebox/client"
 	"github.com/fusebox/fusebox/internal/hostinsight"
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // Host is a small stand-in for a function app with one Event Hubs
@@ -83,7 +83,7 @@ func (h *Host) Start(ctx context.Context) error {
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
 	}
-	off, err := localswitch.DisabledFunctions(h.Settings)
+	off, err := localsettings.DisabledFunctions(h.Settings)
 	if err != nil {
 		return err
 	}

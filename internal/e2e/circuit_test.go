@@ -10,7 +10,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // signedIn starts Fusebox with the demo and a browser signed in as user.
@@ -79,7 +79,7 @@ func TestOperatorTripsAndResumesACircuit(t *testing.T) {
 		t.Errorf("after trip the page says %q", got)
 	}
 	c := settle(t, srv, "ProcessOrders")
-	if off, _ := localswitch.Disabled(settings, "ProcessOrders"); !off || c.State != circuit.ForcedOpen {
+	if off, _ := localsettings.Disabled(settings, "ProcessOrders"); !off || c.State != circuit.ForcedOpen {
 		t.Fatalf("after trip: state %s, trigger off %v", c.State, off)
 	}
 
@@ -92,7 +92,7 @@ func TestOperatorTripsAndResumesACircuit(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)),
 	)
 	c = settle(t, srv, "ProcessOrders")
-	if off, _ := localswitch.Disabled(settings, "ProcessOrders"); off || c.State != circuit.Closed {
+	if off, _ := localsettings.Disabled(settings, "ProcessOrders"); off || c.State != circuit.Closed {
 		t.Fatalf("after resume: state %s, trigger off %v", c.State, off)
 	}
 	p.do(t, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`[data-testid="flips"]`)))
@@ -141,7 +141,7 @@ func TestDriftIsShownAndOverridden(t *testing.T) {
 	// by hand.
 	row := `[data-circuit="` + demo.AppID + `/SyncInventory"]`
 	p.do(t, chromedp.Navigate(srv.URL+"/circuits"), chromedp.WaitVisible(chromedp.CSS(row)))
-	if err := localswitch.SetDisabled(settings, "SyncInventory", false); err != nil {
+	if err := localsettings.SetDisabled(settings, "SyncInventory", false); err != nil {
 		t.Fatal(err)
 	}
 	switched := time.Now()
@@ -159,7 +159,7 @@ func TestDriftIsShownAndOverridden(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`[role="status"]`)),
 	)
 	settle(t, srv, "SyncInventory")
-	if off, _ := localswitch.Disabled(settings, "SyncInventory"); !off {
+	if off, _ := localsettings.Disabled(settings, "SyncInventory"); !off {
 		t.Error("override did not switch the trigger off again")
 	}
 }

@@ -20,7 +20,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/hostinsight"
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -102,7 +102,7 @@ func TestNothingIsLost(t *testing.T) {
 		last := map[string]bool{}
 		first := true
 		for ctx.Err() == nil {
-			off, err := localswitch.DisabledFunctions(settings)
+			off, err := localsettings.DisabledFunctions(settings)
 			if err == nil && (first || off["ProcessOrders"] != last["ProcessOrders"]) {
 				first, last = false, off
 				if stop != nil {

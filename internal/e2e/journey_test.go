@@ -13,8 +13,8 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // TestRealClockJourney walks the README's path as
@@ -72,7 +72,7 @@ func TestRealClockJourney(t *testing.T) {
 	report()
 	opened := waitFor("open and switched off", func(c circuit.Circuit) bool { return c.State == circuit.Open && !c.Pending() })
 	t.Logf("open and switched off %s after the report", time.Since(start).Round(time.Millisecond))
-	if off, _ := localswitch.Disabled(settings, "ProcessOrders"); !off {
+	if off, _ := localsettings.Disabled(settings, "ProcessOrders"); !off {
 		t.Fatal("the trigger is on while the circuit is open")
 	}
 	mail := mailAbout(opened.Episode)
@@ -97,7 +97,7 @@ func TestRealClockJourney(t *testing.T) {
 		if c := get(); c.State != circuit.Closed || c.Episode != resumed.Episode {
 			t.Fatalf("%s after the resume the circuit is %s, episode %d: %q", time.Since(watchUntil.Add(-10*time.Second)).Round(time.Millisecond), c.State, c.Episode, c.Reason)
 		}
-		if off, _ := localswitch.Disabled(settings, "ProcessOrders"); off {
+		if off, _ := localsettings.Disabled(settings, "ProcessOrders"); off {
 			t.Fatal("the trigger went off again after the resume")
 		}
 		time.Sleep(100 * time.Millisecond) // sample the state, bounded by the 10 s

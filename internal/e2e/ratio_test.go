@@ -12,7 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // An operator creates a circuit that trips on a failure ratio, the Go
@@ -62,7 +62,7 @@ func TestRatioCircuitTrips(t *testing.T) {
 	if c.State != circuit.Open {
 		t.Fatalf("55 %% of 400 calls did not trip: %s %q", c.State, c.Reason)
 	}
-	if off, _ := localswitch.Disabled(settings, "ShipParcels"); !off {
+	if off, _ := localsettings.Disabled(settings, "ShipParcels"); !off {
 		t.Error("the trigger is still on")
 	}
 	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ShipParcels"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="flips"]`)))

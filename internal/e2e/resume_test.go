@@ -12,8 +12,8 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // TestResumeFromTheMailedLink follows the whole path: the open demo circuit
@@ -63,7 +63,7 @@ func TestResumeFromTheMailedLink(t *testing.T) {
 	if c.State != circuit.Closed {
 		t.Fatalf("after the click the circuit is %s", c.State)
 	}
-	if off, _ := localswitch.Disabled(settings, "SyncInventory"); off {
+	if off, _ := localsettings.Disabled(settings, "SyncInventory"); off {
 		t.Error("the trigger is still off")
 	}
 	flips, err := srv.App.Store.Circuits.Flips(t.Context(), demo.AppID, "SyncInventory", 1)

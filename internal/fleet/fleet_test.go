@@ -15,9 +15,9 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/fleet"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -185,7 +185,7 @@ func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
 	takeover := time.Since(frozenAt)
 	r.waitState("ProcessOrders", circuit.Open, 3*leaseDuration)
 	tripped := time.Since(frozenAt)
-	if off, _ := localswitch.Disabled(r.settings, "ProcessOrders"); !off {
+	if off, _ := localsettings.Disabled(r.settings, "ProcessOrders"); !off {
 		t.Error("the circuit is open but the trigger is on")
 	}
 	if nextGen <= gen {

@@ -9,6 +9,7 @@ package jobs
 
 import (
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"strings"
 	"time"
 )
@@ -160,26 +161,14 @@ func (j Job) Rules() string {
 	if n := max(j.RecoverAfter, 1); n > 1 {
 		parts = append(parts, fmt.Sprintf("recovers after %d good runs in a row", n))
 	}
-	parts = append(parts, fmt.Sprintf("a run starting more than %s late is late", shortDur(j.Grace)))
+	parts = append(parts, fmt.Sprintf("a run starting more than %s late is late", words.Duration(j.Grace)))
 	if j.MinDuration > 0 {
-		parts = append(parts, fmt.Sprintf("a run shorter than %s is an alert", shortDur(j.MinDuration)))
+		parts = append(parts, fmt.Sprintf("a run shorter than %s is an alert", words.Duration(j.MinDuration)))
 	}
 	if j.MaxDuration > 0 {
-		parts = append(parts, fmt.Sprintf("a run longer than %s is an alert", shortDur(j.MaxDuration)))
+		parts = append(parts, fmt.Sprintf("a run longer than %s is an alert", words.Duration(j.MaxDuration)))
 	}
 	return strings.Join(parts, "; ")
-}
-
-// shortDur prints 30s, 5m or 1h30m rather than Go's 5m0s.
-func shortDur(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
 }
 
 // ExpectedFrom is where a look back from "from" starts for this job: no

@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"time"
 )
 
@@ -120,9 +121,9 @@ func Why(j Job, results []SlotResult, st Status) string {
 	case Missing:
 		if r, n, ok := latest(func(s SlotStatus) bool { return s == SlotMissed }); ok {
 			if n > 1 {
-				return fmt.Sprintf("%d slots in a row had no run, the latest %s (grace %s)", n, at(r.At), shortDur(j.Grace))
+				return fmt.Sprintf("%d slots in a row had no run, the latest %s (grace %s)", n, at(r.At), words.Duration(j.Grace))
 			}
-			return fmt.Sprintf("the slot of %s had no run within its grace of %s", at(r.At), shortDur(j.Grace))
+			return fmt.Sprintf("the slot of %s had no run within its grace of %s", at(r.At), words.Duration(j.Grace))
 		}
 	case Failing:
 		if r, n, ok := latest(func(s SlotStatus) bool { return s == SlotFailed || s == SlotOverran || s == SlotTooFast }); ok {

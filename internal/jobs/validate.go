@@ -3,38 +3,32 @@ package jobs
 import (
 	"crypto/rand"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"net/mail"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/trigger"
+	"github.com/fusebox/fusebox/internal/validation"
 )
 
-// FieldError is one problem with one field of a job.
-type FieldError struct{ Field, Message string }
-
-// ValidationError lists the problems, one per field at most.
-type ValidationError []FieldError
-
-func (v ValidationError) Error() string {
-	parts := make([]string, len(v))
-	for i, f := range v {
-		parts[i] = f.Field + ": " + f.Message
-	}
-	return "jobs: " + strings.Join(parts, "; ")
-}
+// FieldError and ValidationError are validation's, so jobs answer as
+// circuits do.
+type (
+	FieldError      = validation.FieldError
+	ValidationError = validation.Error
+)
 
 var (
-	slugPattern     = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
-	functionPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
-	tagPattern      = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,28}[a-z0-9])?$`)
+	slugPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$`)
+	tagPattern  = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,28}[a-z0-9])?$`)
 )
 
 // Validate checks a job's settings, one message per field.
 func (j Job) Validate() error {
 	var v ValidationError
-	add := func(field, format string, args ...any) {
-		v = append(v, FieldError{field, fmt.Sprintf(format, args...)})
-	}
+	add := v.Add
 	if n := strings.TrimSpace(j.Name); n == "" || len(n) > 100 {
 		add("name", "give the job a name of 1 to 100 characters")
 	}
@@ -59,7 +53,7 @@ func (j Job) Validate() error {
 	case j.MinDuration < 0:
 		add("min_duration", "cannot be negative (0 means no limit)")
 	case j.MinDuration > 0 && j.MaxDuration > 0 && j.MinDuration >= j.MaxDuration:
-		add("min_duration", "must be shorter than the maximum duration (%s)", shortDur(j.MaxDuration))
+		add("min_duration", "must be shorter than the maximum duration (%s)", words.Duration(j.MaxDuration))
 	}
 	switch j.Misfire {
 	case MisfireOff, MisfireOnce, MisfireEach:
@@ -84,8 +78,8 @@ func (j Job) Validate() error {
 	if j.RecoverAfter < 0 || j.RecoverAfter > 100 {
 		add("recover_after", "must be 1 to 100 good runs in a row")
 	}
-	if j.Function != "" && !functionPattern.MatchString(j.Function) {
-		add("function", "must be a function name: a letter, then letters, digits, _ or -")
+	if j.Function != "" && !trigger.ValidName(j.Function) {
+		add("function", "must be a function name: "+trigger.NameRule)
 	}
 	if j.Function != "" && j.AppID == "" {
 		add("app", "choose the function app the function runs in")

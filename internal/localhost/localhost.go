@@ -18,7 +18,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // Supervisor runs Command and restarts it when the Disabled keys of
@@ -50,7 +50,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	last, err := localswitch.DisabledFunctions(s.Settings)
+	last, err := localsettings.DisabledFunctions(s.Settings)
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func (s *Supervisor) watch(ctx context.Context, last map[string]bool, exited cha
 			exited <- err // for stop
 			return nil, fmt.Errorf("localhost: the host exited by itself: %v", err)
 		case <-tick.C:
-			now, err := localswitch.DisabledFunctions(s.Settings)
+			now, err := localsettings.DisabledFunctions(s.Settings)
 			if err != nil {
 				s.Logger.Warn("local.settings.json does not read; the host keeps running", "error", err)
 				continue

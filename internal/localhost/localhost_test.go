@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/localhost"
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // TestMain lets the test binary play the host: with FUSEBOX_FAKE_HOST set
@@ -20,7 +20,7 @@ import (
 // saw to a log, and runs until interrupted.
 func TestMain(m *testing.M) {
 	if log := os.Getenv("FUSEBOX_FAKE_HOST"); log != "" {
-		off, _ := localswitch.DisabledFunctions(os.Getenv("FUSEBOX_FAKE_SETTINGS"))
+		off, _ := localsettings.DisabledFunctions(os.Getenv("FUSEBOX_FAKE_SETTINGS"))
 		var names []string
 		for f, d := range off {
 			if d {
@@ -78,7 +78,7 @@ func TestTheHostRestartsWhenADisabledKeyChanges(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 
 	waitLog(t, log, 1)
-	if err := localswitch.SetDisabled(settings, "ProcessOrders", true); err != nil {
+	if err := localsettings.SetDisabled(settings, "ProcessOrders", true); err != nil {
 		t.Fatal(err)
 	}
 	got := waitLog(t, log, 3)
@@ -90,7 +90,7 @@ func TestTheHostRestartsWhenADisabledKeyChanges(t *testing.T) {
 	if err := os.WriteFile(settings, []byte(strings.Replace(string(raw), "dotnet-isolated", "node", 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := localswitch.SetDisabled(settings, "ProcessOrders", false); err != nil {
+	if err := localsettings.SetDisabled(settings, "ProcessOrders", false); err != nil {
 		t.Fatal(err)
 	}
 	got = waitLog(t, log, 5)
@@ -121,7 +121,7 @@ func TestAStubbornHostIsKilledAfterTheGrace(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
 	waitLog(t, log, 1)
-	if err := localswitch.SetDisabled(settings, "Sync", true); err != nil {
+	if err := localsettings.SetDisabled(settings, "Sync", true); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()

@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 // Router sends each app to the switch it is registered with. A nil ARM
@@ -165,7 +165,7 @@ func (r Router) Run(ctx context.Context, app circuit.App, function string) error
 
 // Local edits each app's local.settings.json, where Where allows.
 type Local struct {
-	Where      localswitch.Where
+	Where      localsettings.Where
 	HTTPClient *http.Client // for Run; nil: http.DefaultClient
 }
 
@@ -174,7 +174,7 @@ func (l Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, er
 	if err != nil {
 		return nil, err
 	}
-	return localswitch.DisabledFunctions(path)
+	return localsettings.DisabledFunctions(path)
 }
 
 func (l Local) Apply(_ context.Context, app circuit.App, off map[string]bool) error {
@@ -182,7 +182,7 @@ func (l Local) Apply(_ context.Context, app circuit.App, off map[string]bool) er
 	if err != nil {
 		return err
 	}
-	return localswitch.Apply(path, off)
+	return localsettings.Apply(path, off)
 }
 
 // Run calls Core Tools' admin API on this machine, at the port the app's
@@ -192,9 +192,9 @@ func (l Local) Run(ctx context.Context, app circuit.App, function string) error 
 	if err != nil {
 		return err
 	}
-	port, err := localswitch.HostPort(path)
+	port, err := localsettings.HostPort(path)
 	if err != nil {
 		return err
 	}
-	return armswitch.PostAdmin(ctx, l.HTTPClient, fmt.Sprintf("http://127.0.0.1:%d", port), function, "")
+	return appservice.PostAdmin(ctx, l.HTTPClient, fmt.Sprintf("http://127.0.0.1:%d", port), function, "")
 }

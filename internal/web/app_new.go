@@ -8,15 +8,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -68,7 +68,7 @@ func (s *Server) appCreate(c echo.Context) error {
 	if err == nil && app.Switch == circuit.SwitchARM && s.Hosting != nil {
 		h, derr := s.Hosting.Detect(c.Request().Context(), app)
 		switch {
-		case errors.Is(derr, armretry.ErrPermanent):
+		case errors.Is(derr, armwrite.ErrPermanent):
 			err = circuit.ValidationError{{Field: "site", Message: derr.Error()}}
 		case derr != nil:
 			// ARM could not be asked now: register anyway; the switch
@@ -80,7 +80,7 @@ func (s *Server) appCreate(c echo.Context) error {
 		}
 	}
 	if err == nil && app.Switch == circuit.SwitchLocal {
-		where := localswitch.Where{Anywhere: s.Config.Env == config.Development, Root: s.Config.LocalSwitchRoot}
+		where := localsettings.Where{Anywhere: s.Config.Env == config.Development, Root: s.Config.LocalSwitchRoot}
 		if _, werr := where.Check(app.LocalSettings); werr != nil {
 			err = circuit.ValidationError{{Field: "local_settings", Message: werr.Error()}}
 		}

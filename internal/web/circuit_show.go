@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"net/url"
 	"strings"
@@ -56,20 +57,20 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Acked: ackedText(ci),
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
-		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: shortDuration(ci.Window), DayBars: dayBars(day, now),
+		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: words.Duration(ci.Window), DayBars: dayBars(day, now),
 	}
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
 	}
 	if ci.Policy.AutoResume {
 		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
-			shortDuration(ci.Policy.Cooldown), shortDuration(ci.Policy.CooldownFor(64, 0)))
+			words.Duration(ci.Policy.Cooldown), words.Duration(ci.Policy.CooldownFor(64, 0)))
 		if ci.Rule.Ratio > 0 {
 			m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; the trial passes after a whole window of at least %d calls under the rule",
-				shortDuration(ci.Policy.Cooldown), shortDuration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
+				words.Duration(ci.Policy.Cooldown), words.Duration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
 		}
 		if at := ci.TrialAt(); !at.IsZero() {
-			m.Policy += fmt.Sprintf(". Next trial: %s (trip %d in a row, cooldown %s)", at.UTC().Format("Mon 2 Jan 15:04:05 MST"), max(ci.Streak, 1), shortDuration(ci.Cooldown().Round(time.Second)))
+			m.Policy += fmt.Sprintf(". Next trial: %s (trip %d in a row, cooldown %s)", at.UTC().Format("Mon 2 Jan 15:04:05 MST"), max(ci.Streak, 1), words.Duration(ci.Cooldown().Round(time.Second)))
 		}
 	}
 	for _, f := range flips {
@@ -95,9 +96,9 @@ func countSpanOf(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
 	case ci.State == circuit.HalfOpen:
 		return "since the trigger went back on at " + n.Since.UTC().Format("15:04:05 MST")
 	case n.Since.After(now.Add(-ci.Window)):
-		return "since the last change at " + n.Since.UTC().Format("15:04:05 MST") + " (within the " + shortDuration(ci.Window) + " window)"
+		return "since the last change at " + n.Since.UTC().Format("15:04:05 MST") + " (within the " + words.Duration(ci.Window) + " window)"
 	}
-	return "in the last " + shortDuration(ci.Window)
+	return "in the last " + words.Duration(ci.Window)
 }
 
 // flipCount says what a flip-log entry counted: "101 / 100 in 30s", or
@@ -109,7 +110,7 @@ func flipCount(f circuit.Flip) string {
 	if !f.Since.IsZero() && f.Since.After(f.At.Add(-f.Window)) {
 		return fmt.Sprintf("%d / %d since %s", f.Count, f.Threshold, f.Since.UTC().Format("15:04:05 MST"))
 	}
-	return fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, shortDuration(f.Window))
+	return fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, words.Duration(f.Window))
 }
 
 // circuitOf loads the circuit the path names; a missing one is a 404.

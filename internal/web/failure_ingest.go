@@ -260,7 +260,7 @@ func validItem(it ingestItem, appID string, now time.Time) (storage.Report, stri
 	case it.App.v != "" && it.App.v != appID:
 		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App.v, appID)
 	case !trigger.ValidName(it.Function.v):
-		return storage.Report{}, "function must be a function name: a letter, then letters, digits, _ or -"
+		return storage.Report{}, "function must be a function name: " + trigger.NameRule
 	case count < 0 || count > 100_000 || (count == 0 && !it.Successes.set):
 		return storage.Report{}, "count must be between 1 and 100000 (or 0 with successes)"
 	case successes < 0 || successes > 1_000_000:

@@ -12,8 +12,8 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/localswitch"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 func postJSON(t *testing.T, url, key, body string) response {
@@ -137,7 +137,7 @@ func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
 	if c, _ := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders"); !strings.HasPrefix(c.Reason, "101 failures in 30s") {
 		t.Errorf("reason %q", c.Reason)
 	}
-	if off, err := localswitch.Disabled(settings, "ProcessOrders"); err != nil || !off {
+	if off, err := localsettings.Disabled(settings, "ProcessOrders"); err != nil || !off {
 		t.Errorf("local.settings.json: ProcessOrders disabled = %v (err %v), want true", off, err)
 	}
 }

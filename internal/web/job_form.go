@@ -2,6 +2,7 @@ package web
 
 import (
 	"errors"
+	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"strconv"
 	"strings"
@@ -27,12 +28,12 @@ func (s *Server) jobEdit(c echo.Context) error {
 		return err
 	}
 	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
-		TimeZone: j.TimeZone, Grace: shortDuration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused}
+		TimeZone: j.TimeZone, Grace: words.Duration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused}
 	if j.MaxDuration > 0 {
-		m.MaxDuration = shortDuration(j.MaxDuration)
+		m.MaxDuration = words.Duration(j.MaxDuration)
 	}
 	if j.MinDuration > 0 {
-		m.MinDuration = shortDuration(j.MinDuration)
+		m.MinDuration = words.Duration(j.MinDuration)
 	}
 	if j.FailAfter > 1 {
 		m.FailAfter = strconv.Itoa(j.FailAfter)

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"slices"
 	"strings"
@@ -59,7 +60,7 @@ func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowFo
 		row := views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until,
 			State: st, Tone: windowTones[st]}
 		if w.Recurring() {
-			row.Recurs = fmt.Sprintf("%s (%s) for %s", w.Recurs, w.TimeZone, shortDuration(w.Duration))
+			row.Recurs = fmt.Sprintf("%s (%s) for %s", w.Recurs, w.TimeZone, words.Duration(w.Duration))
 			row.Next = w.Next(now, 3)
 		}
 		m.Rows = append(m.Rows, row)

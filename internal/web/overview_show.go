@@ -2,6 +2,7 @@ package web
 
 import (
 	"fmt"
+	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"time"
 
@@ -212,8 +213,6 @@ func auditRows(es []audit.Entry) []views.AuditRow {
 	return rows
 }
 
-func shortDuration(d time.Duration) string { return circuit.ShortDuration(d) }
-
 // evaluatorStale says, for people, that the evaluator has stalled, or "".
 func (s *Server) evaluatorStale(st circuit.Status) string {
 	now := s.Now()
@@ -228,7 +227,7 @@ func (s *Server) evaluatorStale(st circuit.Status) string {
 		who = " on " + st.Leader
 	}
 	return fmt.Sprintf("The evaluator last finished a tick %s ago%s (it ticks every %s): circuits are not counted or tripped meanwhile. A stuck holder gives up its lease after %s and another instance takes over; if none does, check the instances' logs.",
-		now.Sub(st.LastTickAt.Add(st.TickDuration)).Round(time.Second), who, shortDuration(s.Config.EvaluatorInterval), shortDuration(s.Config.EvaluatorDeadline))
+		now.Sub(st.LastTickAt.Add(st.TickDuration)).Round(time.Second), who, words.Duration(s.Config.EvaluatorInterval), words.Duration(s.Config.EvaluatorDeadline))
 }
 
 func faultRows(fs []storage.Fault) []views.FaultRow {

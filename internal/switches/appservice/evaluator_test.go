@@ -1,4 +1,4 @@
-package armswitch_test
+package appservice_test
 
 import (
 	"context"
@@ -12,12 +12,12 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
-	"github.com/fusebox/fusebox/internal/armretry"
-	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -87,7 +87,7 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 	st := storage.New(svc)
 	f := farm{sites: map[string]*site{"func-slow": newSite(map[string]string{"A": "1"}), "func-fast": newSite(map[string]string{"B": "2"})},
 		hang: map[string]bool{"func-slow": true}, release: make(chan struct{}), written: make(chan string, 10)}
-	sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{Policy: armretry.Policy{TryTimeout: 20 * time.Second}, Transport: hanging{farm: f, next: fake.NewWebAppsServerTransport(f.server())}})
+	sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{TryTimeout: 20 * time.Second}, Transport: hanging{farm: f, next: fake.NewWebAppsServerTransport(f.server())}})
 	for _, a := range []string{"slow", "fast"} {
 		app := circuit.App{ID: a, SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Site: "func-" + a, Switch: circuit.SwitchARM}
 		if err := st.Apps.Put(t.Context(), app); err != nil {

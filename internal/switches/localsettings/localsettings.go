@@ -1,4 +1,4 @@
-// Package localswitch turns Azure Functions on and off on a developer's
+// Package localsettings turns Azure Functions on and off on a developer's
 // machine by editing the local.settings.json that Azure Functions Core
 // Tools reads, the same way the ARM switch edits app settings in Azure:
 // through AzureWebJobs.<FunctionName>.Disabled.
@@ -7,7 +7,7 @@
 // over the original, so a crash never leaves a half-written file, and
 // every setting it does not own is kept. Core Tools reads the file at
 // start-up, so a running `func start` must be restarted to notice.
-package localswitch
+package localsettings
 
 import (
 	"encoding/json"
@@ -69,19 +69,19 @@ func Apply(path string, off map[string]bool) error {
 	}
 	raw, err := json.Marshal(values)
 	if err != nil {
-		return fmt.Errorf("localswitch: %w", err)
+		return fmt.Errorf("localsettings: %w", err)
 	}
 	doc["Values"] = raw
 	out, err := json.MarshalIndent(doc, "", "  ")
 	if err != nil {
-		return fmt.Errorf("localswitch: %w", err)
+		return fmt.Errorf("localsettings: %w", err)
 	}
 	return writeAtomic(path, append(out, '\n'))
 }
 
 func checkName(function string) error {
 	if !trigger.ValidName(function) {
-		return fmt.Errorf("localswitch: %q is not a function name (letters, digits, _ and -, starting with a letter)", function)
+		return fmt.Errorf("localsettings: %q is not a function name (%s)", function, trigger.NameRule)
 	}
 	return nil
 }
@@ -95,14 +95,14 @@ func read(path string) (map[string]json.RawMessage, map[string]any, error) {
 		return doc, values, nil
 	}
 	if err != nil {
-		return nil, nil, fmt.Errorf("localswitch: %w", err)
+		return nil, nil, fmt.Errorf("localsettings: %w", err)
 	}
 	if err := json.Unmarshal(data, &doc); err != nil {
-		return nil, nil, fmt.Errorf("localswitch: %s is not valid JSON: %w", path, err)
+		return nil, nil, fmt.Errorf("localsettings: %s is not valid JSON: %w", path, err)
 	}
 	if raw, ok := doc["Values"]; ok {
 		if err := json.Unmarshal(raw, &values); err != nil {
-			return nil, nil, fmt.Errorf("localswitch: %s: Values must be an object: %w", path, err)
+			return nil, nil, fmt.Errorf("localsettings: %s: Values must be an object: %w", path, err)
 		}
 	}
 	return doc, values, nil
@@ -115,25 +115,25 @@ func writeAtomic(path string, data []byte) error {
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(path), ".local.settings-*.json")
 	if err != nil {
-		return fmt.Errorf("localswitch: %w", err)
+		return fmt.Errorf("localsettings: %w", err)
 	}
 	defer os.Remove(tmp.Name()) // a no-op once renamed
 	if _, err := tmp.Write(data); err != nil {
 		tmp.Close()
-		return fmt.Errorf("localswitch: write %s: %w", tmp.Name(), err)
+		return fmt.Errorf("localsettings: write %s: %w", tmp.Name(), err)
 	}
 	if err := tmp.Sync(); err != nil {
 		tmp.Close()
-		return fmt.Errorf("localswitch: sync: %w", err)
+		return fmt.Errorf("localsettings: sync: %w", err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("localswitch: %w", err)
+		return fmt.Errorf("localsettings: %w", err)
 	}
 	if err := os.Chmod(tmp.Name(), mode); err != nil {
-		return fmt.Errorf("localswitch: %w", err)
+		return fmt.Errorf("localsettings: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("localswitch: replace %s: %w", path, err)
+		return fmt.Errorf("localsettings: replace %s: %w", path, err)
 	}
 	return nil
 }
@@ -168,7 +168,7 @@ func HostPort(path string) (int, error) {
 	var host struct{ LocalHttpPort int }
 	if raw, ok := doc["Host"]; ok {
 		if err := json.Unmarshal(raw, &host); err != nil {
-			return 0, fmt.Errorf("localswitch: %s: Host must be an object: %w", path, err)
+			return 0, fmt.Errorf("localsettings: %s: Host must be an object: %w", path, err)
 		}
 	}
 	if host.LocalHttpPort == 0 {
@@ -186,13 +186,13 @@ type Where struct {
 }
 
 // ErrNotHere is a local.settings.json the local switch may not edit.
-var ErrNotHere = errors.New("localswitch: the local switch edits local.settings.json files only in development (FUSEBOX_ENV=development) or below FUSEBOX_LOCAL_SWITCH_ROOT")
+var ErrNotHere = errors.New("localsettings: the local switch edits local.settings.json files only in development (FUSEBOX_ENV=development) or below FUSEBOX_LOCAL_SWITCH_ROOT")
 
 // Check resolves path (following links) and says whether the switch may
 // edit it, returning the resolved path.
 func (w Where) Check(path string) (string, error) {
 	if path == "" || !filepath.IsAbs(path) || filepath.Base(path) != "local.settings.json" {
-		return "", fmt.Errorf("localswitch: %q must be an absolute path to a local.settings.json", path)
+		return "", fmt.Errorf("localsettings: %q must be an absolute path to a local.settings.json", path)
 	}
 	if w.Anywhere {
 		return path, nil
@@ -202,17 +202,17 @@ func (w Where) Check(path string) (string, error) {
 	}
 	root, err := filepath.EvalSymlinks(w.Root)
 	if err != nil {
-		return "", fmt.Errorf("localswitch: FUSEBOX_LOCAL_SWITCH_ROOT %s: %w", w.Root, err)
+		return "", fmt.Errorf("localsettings: FUSEBOX_LOCAL_SWITCH_ROOT %s: %w", w.Root, err)
 	}
 	// The file may not exist yet: resolve its directory.
 	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {
-		return "", fmt.Errorf("localswitch: %s: %w", filepath.Dir(path), err)
+		return "", fmt.Errorf("localsettings: %s: %w", filepath.Dir(path), err)
 	}
 	resolved := filepath.Join(dir, filepath.Base(path))
 	if fi, err := os.Lstat(resolved); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 		if resolved, err = filepath.EvalSymlinks(resolved); err != nil {
-			return "", fmt.Errorf("localswitch: %s: %w", path, err)
+			return "", fmt.Errorf("localsettings: %s: %w", path, err)
 		}
 	}
 	rel, err := filepath.Rel(root, resolved)

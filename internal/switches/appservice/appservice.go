@@ -1,4 +1,4 @@
-// Package armswitch turns Azure Functions triggers off and on through Azure
+// Package appservice turns Azure Functions triggers off and on through Azure
 // Resource Manager, by setting AzureWebJobs.<FunctionName>.Disabled in the
 // function app's application settings (or a slot's).
 //
@@ -19,7 +19,7 @@
 //
 // It is kept in its own package because the armappservice module is large:
 // only what wires it in pays for compiling it.
-package armswitch
+package appservice
 
 import (
 	"context"
@@ -31,7 +31,6 @@ import (
 	"slices"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -41,8 +40,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 
-	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -52,7 +51,7 @@ type Settings struct {
 	// a time-out per request, and the backoff between attempts (a
 	// Retry-After header is not honoured beyond MaxRetryDelay). The
 	// caller's context bounds the whole call.
-	armretry.Policy
+	armwrite.Policy
 	// Transport replaces the HTTP transport (the SDK's fake servers in tests).
 	Transport policy.Transporter
 	// Tracing, when set, makes every ARM call a span of the caller's trace.
@@ -68,8 +67,7 @@ type Switch struct {
 	http *http.Client
 	s    Settings
 
-	mu      sync.Mutex
-	clients map[string]*armappservice.WebAppsClient // by subscription
+	clients armwrite.Clients[armappservice.WebAppsClient]
 }
 
 var _ circuit.Switch = (*Switch)(nil)
@@ -83,23 +81,21 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 	if hc == nil {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
-	return &Switch{cred: cred, opts: opts, http: hc, s: s, clients: map[string]*armappservice.WebAppsClient{}}
+	sw := &Switch{cred: cred, opts: opts, http: hc, s: s}
+	sw.clients.New = func(sub string) (*armappservice.WebAppsClient, error) {
+		return armappservice.NewWebAppsClient(sub, cred, opts)
+	}
+	return sw
 }
 
 func (s *Switch) client(app circuit.App) (*armappservice.WebAppsClient, error) {
 	if app.SubscriptionID == "" || app.ResourceGroup == "" || app.Site == "" {
-		return nil, fmt.Errorf("armswitch: app %s needs a subscription, resource group and site", app.ID)
+		return nil, fmt.Errorf("appservice: app %s needs a subscription, resource group and site", app.ID)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.clients[app.SubscriptionID]; ok {
-		return c, nil
-	}
-	c, err := armappservice.NewWebAppsClient(app.SubscriptionID, s.cred, s.opts)
+	c, err := s.clients.Get(app.SubscriptionID)
 	if err != nil {
-		return nil, fmt.Errorf("armswitch: %w", err)
+		return nil, fmt.Errorf("appservice: %w", err)
 	}
-	s.clients[app.SubscriptionID] = c
 	return c, nil
 }
 
@@ -137,10 +133,6 @@ func (s *Switch) read(ctx context.Context, app circuit.App) (map[string]*string,
 	return props, nil
 }
 
-// once is a context in which the SDK makes one try of a request: a write
-// is retried by Apply, which reads and merges again, never by replaying.
-func (s *Switch) once(ctx context.Context) context.Context { return s.s.Once(ctx) }
-
 func (s *Switch) write(ctx context.Context, app circuit.App, props map[string]*string) error {
 	c, err := s.client(app)
 	if err != nil {
@@ -148,9 +140,9 @@ func (s *Switch) write(ctx context.Context, app circuit.App, props map[string]*s
 	}
 	dict := armappservice.StringDictionary{Properties: props}
 	if app.Slot == "" {
-		_, err = c.UpdateApplicationSettings(s.once(ctx), app.ResourceGroup, app.Site, dict, nil)
+		_, err = c.UpdateApplicationSettings(s.s.Once(ctx), app.ResourceGroup, app.Site, dict, nil)
 	} else {
-		_, err = c.UpdateApplicationSettingsSlot(s.once(ctx), app.ResourceGroup, app.Site, app.Slot, dict, nil)
+		_, err = c.UpdateApplicationSettingsSlot(s.s.Once(ctx), app.ResourceGroup, app.Site, app.Slot, dict, nil)
 	}
 	if err != nil {
 		return describe(app, "write the settings of", err)
@@ -210,7 +202,7 @@ func holds(props map[string]*string, off map[string]bool) bool {
 func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
 	for f := range off {
 		if err := trigger.CheckSettable(f, app.Linux); err != nil {
-			return fmt.Errorf("armswitch: %w", err)
+			return fmt.Errorf("appservice: %w", err)
 		}
 	}
 	if app.Slot != "" {
@@ -218,46 +210,16 @@ func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool
 			return err
 		}
 	}
-	var last error
-	for attempt := range s.s.Attempts {
-		if attempt > 0 {
-			if err := s.pause(ctx, attempt); err != nil {
-				return fmt.Errorf("%w (after: %w)", err, last)
-			}
-		}
-		props, err := s.read(ctx, app)
-		if err != nil {
-			if !retriable(err) {
-				return err
-			}
-			last = err
-			continue
-		}
-		next, changed := merge(props, off)
-		if !changed {
-			return nil
-		}
-		if err := s.write(ctx, app, next); err != nil {
-			if !retriable(err) {
-				return err
-			}
-			last = err
-			continue
-		}
-		// Read back: another writer may have replaced the set with a copy
-		// it read before this write.
-		after, err := s.read(ctx, app)
-		if err != nil {
-			last = err
-			continue // the next attempt reads again and finds it done, or not
-		}
-		if !holds(after, off) {
-			last = fmt.Errorf("armswitch: the settings of %s were replaced by another writer right after Fusebox wrote them", siteName(app))
-			continue
-		}
-		return nil
-	}
-	return last
+	return armwrite.Apply(ctx, s.s.Policy, armwrite.Change[map[string]*string]{
+		Read: func(ctx context.Context) (map[string]*string, error) { return s.read(ctx, app) },
+		Merge: func(props map[string]*string) (map[string]*string, bool, error) {
+			next, changed := merge(props, off)
+			return next, changed, nil
+		},
+		Write:    func(ctx context.Context, next map[string]*string) error { return s.write(ctx, app, next) },
+		Holds:    func(after map[string]*string) (bool, error) { return holds(after, off), nil },
+		Replaced: fmt.Errorf("appservice: the settings of %s were replaced by another writer right after Fusebox wrote them", siteName(app)),
+	})
 }
 
 // makeSticky adds the functions' Disabled settings to the site's slot
@@ -295,39 +257,23 @@ func (s *Switch) makeSticky(ctx context.Context, app circuit.App, off map[string
 		res.Properties.AppSettingNames = append(res.Properties.AppSettingNames, &n)
 	}
 	names := armappservice.SlotConfigNamesResource{Properties: res.Properties}
-	if _, err := c.UpdateSlotConfigurationNames(s.once(ctx), app.ResourceGroup, app.Site, names, nil); err != nil {
+	if _, err := c.UpdateSlotConfigurationNames(s.s.Once(ctx), app.ResourceGroup, app.Site, names, nil); err != nil {
 		return describe(app, "make the Disabled settings slot-sticky on", err)
 	}
 	return nil
 }
 
-func (s *Switch) pause(ctx context.Context, attempt int) error {
-	return armretry.Pause(ctx, attempt, s.s.RetryDelay, s.s.MaxRetryDelay)
-}
-
-func retriable(err error) bool { return armretry.Retriable(err) }
-
-// describe turns ARM's answers into what a person should do about them.
+// describe words ARM's answers as what a person should do about them.
 func describe(app circuit.App, doing string, err error) error {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return fmt.Errorf("armswitch: %s %s: %w", doing, siteName(app), err)
-	}
-	scope := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Web/sites/%s", app.SubscriptionID, app.ResourceGroup, app.Site)
-	switch re.StatusCode {
-	case http.StatusForbidden:
-		return fmt.Errorf("armswitch: Fusebox's identity may not %s %s (403 %s): give it the Website Contributor role on %s, which includes Microsoft.Web/sites/config/list/action and Microsoft.Web/sites/config/write: %w",
-			doing, siteName(app), re.ErrorCode, scope, errPermanent)
-	case http.StatusUnauthorized:
-		return fmt.Errorf("armswitch: Azure did not accept Fusebox's credential to %s %s (401 %s): check the managed identity or AZURE_* settings: %w", doing, siteName(app), re.ErrorCode, errPermanent)
-	case http.StatusNotFound:
-		return fmt.Errorf("armswitch: %s was not found at %s (404 %s): was the app deleted or renamed? Register it again, or delete its circuits: %w", siteName(app), scope, re.ErrorCode, errPermanent)
-	}
-	return fmt.Errorf("armswitch: %s %s: %w", doing, siteName(app), err)
+	return armwrite.Target{
+		Package: "appservice",
+		Name:    siteName(app),
+		Scope:   fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Web/sites/%s", app.SubscriptionID, app.ResourceGroup, app.Site),
+		Grant:   "the Website Contributor role",
+		Needs:   "Microsoft.Web/sites/config/list/action and Microsoft.Web/sites/config/write",
+		Gone:    "was the app deleted or renamed? Register it again, or delete its circuits",
+	}.Describe(doing, err)
 }
-
-// errPermanent marks answers that retrying will not change.
-var errPermanent = armretry.ErrPermanent
 
 // Functions lists the app's functions by name, so circuits pick real ones.
 func (s *Switch) Functions(ctx context.Context, app circuit.App) ([]string, error) {
@@ -354,7 +300,7 @@ func (s *Switch) Functions(ctx context.Context, app circuit.App) ([]string, erro
 		for p.More() {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("armswitch: list functions of %s: %w", app.Site, err)
+				return nil, describe(app, "list the functions of", err)
 			}
 			add(page.Value)
 		}
@@ -363,7 +309,7 @@ func (s *Switch) Functions(ctx context.Context, app circuit.App) ([]string, erro
 		for p.More() {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return nil, fmt.Errorf("armswitch: list functions of %s/%s: %w", app.Site, app.Slot, err)
+				return nil, describe(app, "list the functions of", err)
 			}
 			add(page.Value)
 		}
@@ -429,7 +375,7 @@ func (s *Switch) Detect(ctx context.Context, app circuit.App) (circuit.Hosting, 
 	kind := strings.ToLower(h.Kind)
 	h.Linux = strings.Contains(kind, "linux")
 	if !strings.Contains(kind, "functionapp") {
-		return h, fmt.Errorf("armswitch: %s is a %q site, not a function app: %w", app.Site, h.Kind, errPermanent)
+		return h, fmt.Errorf("appservice: %s is a %q site, not a function app: %w", app.Site, h.Kind, armwrite.ErrPermanent)
 	}
 	p := resp.Properties
 	switch {

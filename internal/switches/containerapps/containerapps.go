@@ -1,4 +1,4 @@
-// Package acaswitch turns Azure Functions triggers off and on for function
+// Package containerapps turns Azure Functions triggers off and on for function
 // apps that run as Azure Container Apps (Microsoft.App/containerApps), by
 // setting the environment variable AzureWebJobs_<FunctionName>_Disabled on
 // the containers that run the Functions host. Dots are not allowed in
@@ -16,16 +16,14 @@
 // a writer that replaced the template meanwhile.
 //
 // The package keeps the armappcontainers module out of the rest of the tree.
-package acaswitch
+package containerapps
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -35,14 +33,14 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appcontainers/armappcontainers/v3"
 
-	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
 // Settings tune the switch. Zero values take the defaults.
 type Settings struct {
-	armretry.Policy
+	armwrite.Policy
 	// PollEvery is how often the new revision's provisioning is checked;
 	// default 2s. The caller's context bounds the wait.
 	PollEvery time.Duration
@@ -55,9 +53,8 @@ type Switch struct {
 	opts *arm.ClientOptions
 	s    Settings
 
-	mu        sync.Mutex
-	apps      map[string]*armappcontainers.ContainerAppsClient
-	revisions map[string]*armappcontainers.ContainerAppsRevisionsClient
+	apps      armwrite.Clients[armappcontainers.ContainerAppsClient]
+	revisions armwrite.Clients[armappcontainers.ContainerAppsRevisionsClient]
 }
 
 var _ circuit.Switch = (*Switch)(nil)
@@ -69,38 +66,32 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 		s.PollEvery = 2 * time.Second
 	}
 	opts := s.ClientOptions(s.Transport, tracing.Provider{})
-	return &Switch{cred: cred, opts: opts, s: s, apps: map[string]*armappcontainers.ContainerAppsClient{},
-		revisions: map[string]*armappcontainers.ContainerAppsRevisionsClient{}}
+	sw := &Switch{cred: cred, opts: opts, s: s}
+	sw.apps.New = func(sub string) (*armappcontainers.ContainerAppsClient, error) {
+		return armappcontainers.NewContainerAppsClient(sub, cred, opts)
+	}
+	sw.revisions.New = func(sub string) (*armappcontainers.ContainerAppsRevisionsClient, error) {
+		return armappcontainers.NewContainerAppsRevisionsClient(sub, cred, opts)
+	}
+	return sw
 }
 
 func (s *Switch) client(app circuit.App) (*armappcontainers.ContainerAppsClient, error) {
 	if app.SubscriptionID == "" || app.ResourceGroup == "" || app.Site == "" {
-		return nil, fmt.Errorf("acaswitch: app %s needs a subscription, resource group and container app name", app.ID)
+		return nil, fmt.Errorf("containerapps: app %s needs a subscription, resource group and container app name", app.ID)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.apps[app.SubscriptionID]; ok {
-		return c, nil
-	}
-	c, err := armappcontainers.NewContainerAppsClient(app.SubscriptionID, s.cred, s.opts)
+	c, err := s.apps.Get(app.SubscriptionID)
 	if err != nil {
-		return nil, fmt.Errorf("acaswitch: %w", err)
+		return nil, fmt.Errorf("containerapps: %w", err)
 	}
-	s.apps[app.SubscriptionID] = c
 	return c, nil
 }
 
 func (s *Switch) revisionsClient(app circuit.App) (*armappcontainers.ContainerAppsRevisionsClient, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if c, ok := s.revisions[app.SubscriptionID]; ok {
-		return c, nil
-	}
-	c, err := armappcontainers.NewContainerAppsRevisionsClient(app.SubscriptionID, s.cred, s.opts)
+	c, err := s.revisions.Get(app.SubscriptionID)
 	if err != nil {
-		return nil, fmt.Errorf("acaswitch: %w", err)
+		return nil, fmt.Errorf("containerapps: %w", err)
 	}
-	s.revisions[app.SubscriptionID] = c
 	return c, nil
 }
 
@@ -139,12 +130,12 @@ func isHost(c *armappcontainers.Container) bool {
 }
 
 // ErrNoHost is a container app none of whose containers runs the Functions host.
-var ErrNoHost = errors.New("acaswitch: no container of this app runs the Functions host (none uses a mcr.microsoft.com/azure-functions image or sets FUNCTIONS_WORKER_RUNTIME or AzureWebJobsStorage)")
+var ErrNoHost = errors.New("containerapps: no container of this app runs the Functions host (none uses a mcr.microsoft.com/azure-functions image or sets FUNCTIONS_WORKER_RUNTIME or AzureWebJobsStorage)")
 
 // hosts returns the host containers of the app's template.
 func hosts(app circuit.App, ca armappcontainers.ContainerApp) ([]*armappcontainers.Container, error) {
 	if ca.Properties == nil || ca.Properties.Template == nil {
-		return nil, fmt.Errorf("acaswitch: %s has no template", app.Site)
+		return nil, fmt.Errorf("containerapps: %s has no template", app.Site)
 	}
 	var out []*armappcontainers.Container
 	var names []string
@@ -157,7 +148,7 @@ func hosts(app circuit.App, ca armappcontainers.ContainerApp) ([]*armappcontaine
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("%w: %s has %s: %w", ErrNoHost, app.Site, strings.Join(names, ", "), armretry.ErrPermanent)
+		return nil, fmt.Errorf("%w: %s has %s: %w", ErrNoHost, app.Site, strings.Join(names, ", "), armwrite.ErrPermanent)
 	}
 	return out, nil
 }
@@ -254,54 +245,22 @@ func holds(app circuit.App, ca armappcontainers.ContainerApp, off map[string]boo
 func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
 	for f := range off {
 		if err := trigger.CheckSettable(f, true); err != nil { // Container Apps run Linux
-			return fmt.Errorf("acaswitch: %w", err)
+			return fmt.Errorf("containerapps: %w", err)
 		}
 	}
-	var last error
-	for attempt := range s.s.Attempts {
-		if attempt > 0 {
-			if err := armretry.Pause(ctx, attempt, s.s.RetryDelay, s.s.MaxRetryDelay); err != nil {
-				return fmt.Errorf("%w (after: %w)", err, last)
+	return armwrite.Apply(ctx, s.s.Policy, armwrite.Change[armappcontainers.ContainerApp]{
+		Read: func(ctx context.Context) (armappcontainers.ContainerApp, error) { return s.get(ctx, app) },
+		Merge: func(ca armappcontainers.ContainerApp) (armappcontainers.ContainerApp, bool, error) {
+			hs, err := hosts(app, ca)
+			if err != nil {
+				return ca, false, err
 			}
-		}
-		ca, err := s.get(ctx, app)
-		if err != nil {
-			if !armretry.Retriable(err) {
-				return err
-			}
-			last = err
-			continue
-		}
-		hs, err := hosts(app, ca)
-		if err != nil {
-			return err
-		}
-		if !merge(hs, off) {
-			return nil
-		}
-		if err := s.write(ctx, app, ca); err != nil {
-			if !armretry.Retriable(err) {
-				return err
-			}
-			last = err
-			continue
-		}
-		after, err := s.get(ctx, app)
-		if err != nil {
-			last = err
-			continue
-		}
-		ok, err := holds(app, after, off)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			last = fmt.Errorf("acaswitch: the template of %s was replaced by another writer right after Fusebox wrote it", app.Site)
-			continue
-		}
-		return nil
-	}
-	return last
+			return ca, merge(hs, off), nil // merge edits ca's host containers in place
+		},
+		Write:    func(ctx context.Context, ca armappcontainers.ContainerApp) error { return s.write(ctx, app, ca) },
+		Holds:    func(ca armappcontainers.ContainerApp) (bool, error) { return holds(app, ca, off) },
+		Replaced: fmt.Errorf("containerapps: the template of %s was replaced by another writer right after Fusebox wrote it", app.Site),
+	})
 }
 
 // write PATCHes the template (merge patch replaces the containers list
@@ -321,7 +280,7 @@ func (s *Switch) write(ctx context.Context, app circuit.App, ca armappcontainers
 		return describe(app, "wait for the new revision of", err)
 	}
 	if p := resp.Properties; p != nil && p.ProvisioningState != nil && *p.ProvisioningState != armappcontainers.ContainerAppProvisioningStateSucceeded {
-		return fmt.Errorf("acaswitch: the new revision of %s ended %s", app.Site, *p.ProvisioningState)
+		return fmt.Errorf("containerapps: the new revision of %s ended %s", app.Site, *p.ProvisioningState)
 	}
 	return nil
 }
@@ -336,7 +295,7 @@ func (s *Switch) Effective(ctx context.Context, app circuit.App, functions []str
 		return nil, err
 	}
 	if ca.Properties == nil || ca.Properties.LatestReadyRevisionName == nil {
-		return nil, fmt.Errorf("acaswitch: %s has no ready revision", app.Site)
+		return nil, fmt.Errorf("containerapps: %s has no ready revision", app.Site)
 	}
 	rc, err := s.revisionsClient(app)
 	if err != nil {
@@ -347,7 +306,7 @@ func (s *Switch) Effective(ctx context.Context, app circuit.App, functions []str
 		return nil, describe(app, "read the running revision of", err)
 	}
 	if rev.Properties == nil || rev.Properties.Template == nil {
-		return nil, fmt.Errorf("acaswitch: the revision %s of %s has no template", *ca.Properties.LatestReadyRevisionName, app.Site)
+		return nil, fmt.Errorf("containerapps: the revision %s of %s has no template", *ca.Properties.LatestReadyRevisionName, app.Site)
 	}
 	d, err := disabledTemplate(app, armappcontainers.ContainerApp{Properties: &armappcontainers.ContainerAppProperties{Template: rev.Properties.Template}})
 	if err != nil {
@@ -360,19 +319,14 @@ func (s *Switch) Effective(ctx context.Context, app circuit.App, functions []str
 	return out, nil
 }
 
-// describe turns ARM's answers into what a person should do about them.
+// describe words ARM's answers as what a person should do about them.
 func describe(app circuit.App, doing string, err error) error {
-	var re *azcore.ResponseError
-	if !errors.As(err, &re) {
-		return fmt.Errorf("acaswitch: %s %s: %w", doing, app.Site, err)
-	}
-	scope := fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.App/containerApps/%s", app.SubscriptionID, app.ResourceGroup, app.Site)
-	switch re.StatusCode {
-	case http.StatusForbidden:
-		return fmt.Errorf("acaswitch: Fusebox's identity may not %s %s (403 %s): give it the Container Apps Contributor role on %s (Microsoft.App/containerApps/read and write): %w",
-			doing, app.Site, re.ErrorCode, scope, armretry.ErrPermanent)
-	case http.StatusNotFound:
-		return fmt.Errorf("acaswitch: %s was not found at %s (404 %s): was the container app deleted or renamed? %w", app.Site, scope, re.ErrorCode, armretry.ErrPermanent)
-	}
-	return fmt.Errorf("acaswitch: %s %s: %w", doing, app.Site, err)
+	return armwrite.Target{
+		Package: "containerapps",
+		Name:    app.Site,
+		Scope:   fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.App/containerApps/%s", app.SubscriptionID, app.ResourceGroup, app.Site),
+		Grant:   "the Container Apps Contributor role",
+		Needs:   "Microsoft.App/containerApps/read and write",
+		Gone:    "was the container app deleted or renamed?",
+	}.Describe(doing, err)
 }

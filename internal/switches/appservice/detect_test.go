@@ -1,4 +1,4 @@
-package armswitch_test
+package appservice_test
 
 import (
 	"bytes"
@@ -12,8 +12,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
-	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
 )
 
 // rolling adds what this SDK version does not model to the site's answer:
@@ -67,7 +67,7 @@ func TestDetectTellsTheHostingKind(t *testing.T) {
 			if tc.rolling {
 				tr = rolling{next: tr}
 			}
-			sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{Transport: tr})
+			sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Transport: tr})
 			got, err := sw.Detect(t.Context(), app)
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("err = %v, want error %v", err, tc.wantErr)

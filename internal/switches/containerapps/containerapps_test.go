@@ -1,4 +1,4 @@
-package acaswitch_test
+package containerapps_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appcontainers/armappcontainers/v3"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appcontainers/armappcontainers/v3/fake"
 
-	"github.com/fusebox/fusebox/internal/acaswitch"
-	"github.com/fusebox/fusebox/internal/armretry"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
+	"github.com/fusebox/fusebox/internal/switches/containerapps"
 )
 
 // containerApp is a container app as the SDK's fake server keeps it: the
@@ -190,8 +190,8 @@ func (f *flaky) Do(req *http.Request) (*http.Response, error) {
 
 var app = circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000000000000", ResourceGroup: "rg-orders", Site: "orders", Switch: circuit.SwitchContainerApp}
 
-func newSwitch(t *testing.T, a *containerApp) *acaswitch.Switch {
-	return acaswitch.New(&azfake.TokenCredential{}, acaswitch.Settings{Policy: armretry.Policy{RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, TryTimeout: 2 * time.Second}, Transport: a.transport(t), PollEvery: time.Millisecond})
+func newSwitch(t *testing.T, a *containerApp) *containerapps.Switch {
+	return containerapps.New(&azfake.TokenCredential{}, containerapps.Settings{Policy: armwrite.Policy{RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, TryTimeout: 2 * time.Second}, Transport: a.transport(t), PollEvery: time.Millisecond})
 }
 
 func TestApplySetsTheHostContainersVariableAndKeepsTheRest(t *testing.T) {
@@ -282,7 +282,7 @@ func TestNoHostContainerIsAClearPermanentError(t *testing.T) {
 	a := newApp()
 	a.template.Containers = a.template.Containers[1:] // the sidecar only
 	err := newSwitch(t, a).Apply(t.Context(), app, map[string]bool{"ProcessOrders": true})
-	if !errors.Is(err, acaswitch.ErrNoHost) || !errors.Is(err, armretry.ErrPermanent) || !strings.Contains(err.Error(), "otel-sidecar") {
+	if !errors.Is(err, containerapps.ErrNoHost) || !errors.Is(err, armwrite.ErrPermanent) || !strings.Contains(err.Error(), "otel-sidecar") {
 		t.Errorf("err = %v, want ErrNoHost naming the containers, permanent", err)
 	}
 }
@@ -292,7 +292,7 @@ func TestADeletedAppIsPermanent(t *testing.T) {
 	gone := app
 	gone.Site = "gone"
 	err := newSwitch(t, a).Apply(t.Context(), gone, map[string]bool{"ProcessOrders": true})
-	if !errors.Is(err, armretry.ErrPermanent) || !strings.Contains(err.Error(), "404") {
+	if !errors.Is(err, armwrite.ErrPermanent) || !strings.Contains(err.Error(), "404") {
 		t.Errorf("err = %v, want a permanent 404 message", err)
 	}
 }

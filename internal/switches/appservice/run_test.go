@@ -1,4 +1,4 @@
-package armswitch_test
+package appservice_test
 
 import (
 	"context"
@@ -15,8 +15,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
-	"github.com/fusebox/fusebox/internal/armretry"
-	"github.com/fusebox/fusebox/internal/armswitch"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
 )
 
 // TestRunCallsTheAdminAPIWithTheMasterKey runs a function the way "Run
@@ -52,7 +52,7 @@ func TestRunCallsTheAdminAPIWithTheMasterKey(t *testing.T) {
 			return r, azfake.ErrorResponder{}
 		},
 	}
-	sw := armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{Policy: armretry.Policy{RetryDelay: time.Millisecond}, Transport: fake.NewWebAppsServerTransport(srv), HTTPClient: host.Client()})
+	sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{RetryDelay: time.Millisecond}, Transport: fake.NewWebAppsServerTransport(srv), HTTPClient: host.Client()})
 	staging := app
 	staging.Slot = "staging"
 	if err := sw.Run(t.Context(), staging, "NightlySalesSummary"); err != nil {

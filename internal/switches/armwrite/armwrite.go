@@ -1,8 +1,8 @@
-// Package armretry holds what the ARM switches share about retrying a
+// Package armwrite holds what the ARM switches share about retrying a
 // read-merge-write against Azure Resource Manager: which answers are worth
 // another try, and how long to wait before it. It imports no resource
 // provider's SDK, so each switch pays only for its own.
-package armretry
+package armwrite
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package armswitch_test
+package appservice_test
 
 import (
 	"context"
@@ -16,9 +16,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
-	"github.com/fusebox/fusebox/internal/armretry"
-	"github.com/fusebox/fusebox/internal/armswitch"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -232,8 +232,8 @@ func (s *site) server(t *testing.T) *fake.WebAppsServer {
 	}
 }
 
-func newSwitch(t *testing.T, s *site) *armswitch.Switch {
-	return armswitch.New(&azfake.TokenCredential{}, armswitch.Settings{Policy: armretry.Policy{RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, TryTimeout: 2 * time.Second}, Transport: &flaky{site: s, next: fake.NewWebAppsServerTransport(s.server(t))}})
+func newSwitch(t *testing.T, s *site) *appservice.Switch {
+	return appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{RetryDelay: time.Millisecond, MaxRetryDelay: 5 * time.Millisecond, TryTimeout: 2 * time.Second}, Transport: &flaky{site: s, next: fake.NewWebAppsServerTransport(s.server(t))}})
 }
 
 var app = circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}

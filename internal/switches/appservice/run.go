@@ -1,4 +1,4 @@
-package armswitch
+package appservice
 
 import (
 	"bytes"
@@ -9,6 +9,7 @@ import (
 	"net/url"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
 )
 
 // Run starts a function once, now, through the Functions host's admin API
@@ -25,14 +26,14 @@ func (s *Switch) Run(ctx context.Context, app circuit.App, function string) erro
 	if app.Slot == "" {
 		site, err := c.Get(ctx, app.ResourceGroup, app.Site, nil)
 		if err != nil {
-			return fmt.Errorf("armswitch: read site %s: %w", app.Site, err)
+			return describe(app, "read", err)
 		}
 		if site.Properties != nil && site.Properties.DefaultHostName != nil {
 			host = *site.Properties.DefaultHostName
 		}
 		keys, err := c.ListHostKeys(ctx, app.ResourceGroup, app.Site, nil)
 		if err != nil {
-			return fmt.Errorf("armswitch: read host keys of %s: %w", app.Site, err)
+			return describe(app, "read the host keys of", err)
 		}
 		if keys.MasterKey != nil {
 			key = *keys.MasterKey
@@ -40,21 +41,21 @@ func (s *Switch) Run(ctx context.Context, app circuit.App, function string) erro
 	} else {
 		site, err := c.GetSlot(ctx, app.ResourceGroup, app.Site, app.Slot, nil)
 		if err != nil {
-			return fmt.Errorf("armswitch: read site %s/%s: %w", app.Site, app.Slot, err)
+			return describe(app, "read", err)
 		}
 		if site.Properties != nil && site.Properties.DefaultHostName != nil {
 			host = *site.Properties.DefaultHostName
 		}
 		keys, err := c.ListHostKeysSlot(ctx, app.ResourceGroup, app.Site, app.Slot, nil)
 		if err != nil {
-			return fmt.Errorf("armswitch: read host keys of %s/%s: %w", app.Site, app.Slot, err)
+			return describe(app, "read the host keys of", err)
 		}
 		if keys.MasterKey != nil {
 			key = *keys.MasterKey
 		}
 	}
 	if host == "" || key == "" {
-		return fmt.Errorf("armswitch: %s has no host name or master key to run functions with", app.Site)
+		return fmt.Errorf("appservice: %s has no host name or master key to run functions with", app.Site)
 	}
 	return PostAdmin(ctx, s.http, "https://"+host, function, key)
 }
@@ -75,12 +76,13 @@ func PostAdmin(ctx context.Context, client *http.Client, base, function, key str
 	}
 	resp, err := client.Do(req)
 	if err != nil {
-		return fmt.Errorf("armswitch: run %s: %w", function, err)
+		return fmt.Errorf("appservice: run %s: %s", function, egress.Class(err))
 	}
 	defer resp.Body.Close()
-	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1024))
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1024))
+	// What the host said is not repeated: it can carry anything.
 	if resp.StatusCode != http.StatusAccepted {
-		return fmt.Errorf("armswitch: run %s: the host answered %d %s", function, resp.StatusCode, bytes.TrimSpace(body))
+		return fmt.Errorf("appservice: run %s: the host answered %d", function, resp.StatusCode)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package armswitch_test
+package appservice_test
 
 import (
 	"strings"

@@ -1,4 +1,4 @@
-package localswitch_test
+package localsettings_test
 
 import (
 	"encoding/json"
@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/fusebox/fusebox/internal/localswitch"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
 func TestSetDisabledKeepsEverythingElse(t *testing.T) {
@@ -16,13 +16,13 @@ func TestSetDisabledKeepsEverythingElse(t *testing.T) {
 	if err := os.WriteFile(path, []byte(original), 0o640); err != nil {
 		t.Fatal(err)
 	}
-	if off, err := localswitch.Disabled(path, "Orders"); err != nil || !off {
+	if off, err := localsettings.Disabled(path, "Orders"); err != nil || !off {
 		t.Fatalf("underscore form: Disabled = %v (err %v), want true", off, err)
 	}
-	if err := localswitch.SetDisabled(path, "Receipts", true); err != nil {
+	if err := localsettings.SetDisabled(path, "Receipts", true); err != nil {
 		t.Fatal(err)
 	}
-	if err := localswitch.SetDisabled(path, "Orders", false); err != nil {
+	if err := localsettings.SetDisabled(path, "Orders", false); err != nil {
 		t.Fatal(err)
 	}
 
@@ -55,11 +55,11 @@ func TestSetDisabledKeepsEverythingElse(t *testing.T) {
 		t.Errorf("mode = %v, want 0640", st.Mode().Perm())
 	}
 	for fn, wantOff := range map[string]bool{"Orders": false, "Receipts": true} {
-		if off, err := localswitch.Disabled(path, fn); err != nil || off != wantOff {
+		if off, err := localsettings.Disabled(path, fn); err != nil || off != wantOff {
 			t.Errorf("Disabled(%s) = %v (err %v), want %v", fn, off, err, wantOff)
 		}
 	}
-	all, err := localswitch.DisabledFunctions(path)
+	all, err := localsettings.DisabledFunctions(path)
 	if err != nil || len(all) != 1 || !all["Receipts"] {
 		t.Errorf("DisabledFunctions = %v (err %v), want only Receipts", all, err)
 	}
@@ -73,13 +73,13 @@ func TestSetDisabledRefusesBadInput(t *testing.T) {
 	dir := t.TempDir()
 	bad := filepath.Join(dir, "bad.json")
 	os.WriteFile(bad, []byte(`{"Values": [1, 2]}`), 0o600)
-	if err := localswitch.SetDisabled(bad, "Orders", true); err == nil {
+	if err := localsettings.SetDisabled(bad, "Orders", true); err == nil {
 		t.Error("a file whose Values is not an object was overwritten")
 	}
 	if data, _ := os.ReadFile(bad); string(data) != `{"Values": [1, 2]}` {
 		t.Errorf("the unreadable file was changed to %s", data)
 	}
-	if err := localswitch.SetDisabled(filepath.Join(dir, "x.json"), "../etc", true); err == nil {
+	if err := localsettings.SetDisabled(filepath.Join(dir, "x.json"), "../etc", true); err == nil {
 		t.Error("a function name with a path in it was accepted")
 	}
 }
@@ -94,7 +94,7 @@ func TestWhereKeepsTheSwitchInItsDirectory(t *testing.T) {
 	if err := os.Symlink(outside, filepath.Join(root, "escape")); err != nil {
 		t.Fatal(err)
 	}
-	w := localswitch.Where{Root: root}
+	w := localsettings.Where{Root: root}
 	for _, tc := range []struct {
 		path string
 		ok   bool
@@ -111,10 +111,10 @@ func TestWhereKeepsTheSwitchInItsDirectory(t *testing.T) {
 			t.Errorf("Check(%s) = %v, want ok %v", tc.path, err, tc.ok)
 		}
 	}
-	if _, err := (localswitch.Where{}).Check(filepath.Join(root, "app", "local.settings.json")); !errors.Is(err, localswitch.ErrNotHere) {
+	if _, err := (localsettings.Where{}).Check(filepath.Join(root, "app", "local.settings.json")); !errors.Is(err, localsettings.ErrNotHere) {
 		t.Errorf("no root, not development: %v, want ErrNotHere", err)
 	}
-	if _, err := (localswitch.Where{Anywhere: true}).Check(filepath.Join(outside, "local.settings.json")); err != nil {
+	if _, err := (localsettings.Where{Anywhere: true}).Check(filepath.Join(outside, "local.settings.json")); err != nil {
 		t.Errorf("development: %v", err)
 	}
 }

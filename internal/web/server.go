@@ -7,11 +7,10 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
-	"github.com/fusebox/fusebox/internal/egress"
-	"github.com/fusebox/fusebox/internal/ingest"
+	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -22,7 +21,9 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
@@ -257,11 +258,8 @@ type Server struct {
 
 // New builds the server and its routes.
 func New(d Deps) (*Server, error) {
-	switch {
-	case d.Config == nil, d.Logger == nil, d.Metrics == nil, d.Assets == nil, d.Sessions == nil, d.CSRF == nil,
-		d.Local == nil, d.Apps == nil, d.Circuits == nil, d.Jobs == nil, d.Audit == nil, d.Leases == nil, d.AppStore == nil, d.Failures == nil, d.Ingest == nil, d.Actions == nil, d.Status == nil, d.Tokens == nil, d.Rates == nil, d.Window == nil, d.Outbox == nil, d.JobStore == nil, d.Runs == nil, d.RunReader == nil, d.Ready == nil, d.Now == nil, d.Faults == nil, d.Idempotency == nil,
-		d.Channels == nil, d.TestChannel == nil, d.Delivery == nil:
-		return nil, errors.New("web: a required dependency is missing")
+	if missing := d.missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("web: required dependencies are missing: %s", strings.Join(missing, ", "))
 	}
 	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID(), unknownPings: newTTLSet(30*time.Second, 10_000), refusals: newLogSampler(time.Minute)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
@@ -273,6 +271,30 @@ func New(d Deps) (*Server, error) {
 	}
 	s.routes()
 	return s, nil
+}
+
+// missing names the required dependencies d lacks, as Group.Field.
+func (d Deps) missing() []string {
+	required := []struct {
+		name string
+		nil  bool
+	}{
+		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil},
+		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil},
+		{"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
+		{"CircuitDeps.Failures", d.Failures == nil}, {"CircuitDeps.Ingest", d.Ingest == nil}, {"CircuitDeps.Idempotency", d.Idempotency == nil}, {"CircuitDeps.Window", d.Window == nil},
+		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
+		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Runs", d.Runs == nil}, {"JobDeps.RunReader", d.RunReader == nil},
+		{"NotifyDeps.Channels", d.Channels == nil}, {"NotifyDeps.TestChannel", d.TestChannel == nil}, {"NotifyDeps.Delivery", d.Delivery == nil},
+		{"Ops.Audit", d.Audit == nil}, {"Ops.Leases", d.Leases == nil}, {"Ops.Faults", d.Faults == nil}, {"Ops.Ready", d.Ready == nil},
+	}
+	var out []string
+	for _, r := range required {
+		if r.nil {
+			out = append(out, r.name)
+		}
+	}
+	return out
 }
 
 // Handler returns the HTTP handler, for http.Server and tests.

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make test`: installs what the tests need (node tools, Debian's Chromium),
 # starts a private in-memory Azurite on free ports, then runs every check:
-# gofmt, go vet, staticcheck, the templ and htmx staleness checks, and all Go tests with
+# gofmt, go vet, staticcheck, Redocly's lint of docs/openapi.yaml, the templ and htmx staleness checks, and all Go tests with
 # the race detector, integration and browser tests included. It stops what
 # it started, whatever happens.
 source "$(dirname "$0")/lib.sh"
@@ -31,6 +31,8 @@ log "go vet"
 go vet ./...
 log "staticcheck"
 go tool staticcheck ./...
+log "OpenAPI document (Redocly lint, no errors)"
+"$BIN/redocly" lint docs/openapi.yaml --format=stylish
 log "templ output is up to date"
 scripts/check-generated.sh
 log "go test -race"

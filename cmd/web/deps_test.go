@@ -25,7 +25,7 @@ func TestTheProductLinksNoDevelopmentCode(t *testing.T) {
 		"github.com/fusebox/fusebox/internal/testenv",
 		"github.com/fusebox/fusebox/internal/mailtest",
 		"github.com/fusebox/fusebox/internal/apptest",
-		"github.com/fusebox/fusebox/internal/fleet",
+		"github.com/fusebox/fusebox/internal/faulttest",
 		"github.com/chromedp/chromedp",
 		"testing",
 	}

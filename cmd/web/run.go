@@ -16,7 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/config"
-	"github.com/fusebox/fusebox/internal/localhost"
+	"github.com/fusebox/fusebox/internal/hostsupervisor"
 	"github.com/fusebox/fusebox/internal/storage"
 )
 
@@ -144,7 +144,7 @@ func hashPassword(stdin io.Reader, stdout io.Writer) error {
 	return nil
 }
 
-// localHost runs a function host under a localhost.Supervisor.
+// localHost runs a function host under a hostsupervisor.Supervisor.
 func localHost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("local-host", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -158,6 +158,6 @@ func localHost(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	s := &localhost.Supervisor{Settings: path, Command: fs.Args(), Grace: *grace, Stdout: stdout, Stderr: stderr, Logger: log}
+	s := &hostsupervisor.Supervisor{Settings: path, Command: fs.Args(), Grace: *grace, Stdout: stdout, Stderr: stderr, Logger: log}
 	return s.Run(ctx)
 }

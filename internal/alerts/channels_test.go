@@ -19,27 +19,27 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/wording"
 )
 
 // channelSender is a sender with channels, whose SMTP client signs in
 // with password.
 func (r *rig) channelSender(smtpPort int, password string) *alerts.Sender {
 	base, _ := url.Parse("http://fusebox.test")
-	comp := mailer.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now}
-	jobWords := mailer.JobComposer{Jobs: r.store.Jobs, BaseURL: base}
+	comp := wording.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now}
+	jobWords := wording.JobComposer{Jobs: r.store.Jobs, BaseURL: base}
 	return alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
-		mailer.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Username: "fusebox", Password: password, Timeout: 5 * time.Second},
+		notify.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Username: "fusebox", Password: password, Timeout: 5 * time.Second},
 		comp, alerts.SenderSettings{Clock: r.clock, FirstBackoff: 10 * time.Second, Channels: r.store.Channels,
 			Poster: notify.Poster{Now: r.clock.Now, Egress: egress.Policy{AllowLoopback: true}}, Notices: notices{comp, jobWords}, Health: r.store.Status})
 }
 
 type notices struct {
-	mailer.Composer
-	jobs mailer.JobComposer
+	wording.Composer
+	jobs wording.JobComposer
 }
 
 func (n notices) JobNotice(ctx context.Context, m alerts.Message) (alerts.Notice, error) {

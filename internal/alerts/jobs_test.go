@@ -8,9 +8,10 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/wording"
 )
 
 func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
@@ -42,7 +43,7 @@ func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
 	}
 	// The job runs again: one recovery mail.
 	r.clock.Advance(time.Minute)
-	if err := r.store.Runs.Record(t.Context(), hourly.ID, "", jobs.EventSuccess, 0, r.clock.Now(), nil); err != nil {
+	if err := r.store.Runs.Add(t.Context(), hourly.ID, jobs.Entry{RunID: "ok", Start: r.clock.Now(), End: r.clock.Now(), State: jobs.StateOK, ExitStatus: 0}); err != nil {
 		t.Fatal(err)
 	}
 	pass()
@@ -54,7 +55,7 @@ func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
 	// A failure reported the way the ping API does: the run, then the job's
 	// last-run time. The scanner still sees the change and mails once.
 	r.clock.Advance(time.Hour) // 10:01, the run of the 10:00 slot
-	if err := r.store.Runs.Record(t.Context(), hourly.ID, "", jobs.EventFailure, 1, r.clock.Now(), nil); err != nil {
+	if err := r.store.Runs.Add(t.Context(), hourly.ID, jobs.Entry{RunID: "failed", Start: r.clock.Now(), End: r.clock.Now(), State: jobs.StateFailed, ExitStatus: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.store.Jobs.Touch(t.Context(), hourly.ID, r.clock.Now()); err != nil {
@@ -97,9 +98,9 @@ func (r *rig) jobAlerts(t *testing.T) (pass func(), mails func() []mailtest.Mess
 	scanner.Notify = alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})
 	base, _ := url.Parse("http://fusebox.test")
 	sender := alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
-		mailer.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"},
-		mailer.Composer{Signer: r.sign, BaseURL: base, LinkTTL: time.Hour, Now: r.clock.Now},
-		alerts.SenderSettings{Clock: r.clock, Jobs: mailer.JobComposer{Jobs: r.store.Jobs, BaseURL: base}})
+		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"},
+		wording.Composer{Signer: r.sign, BaseURL: base, LinkTTL: time.Hour, Now: r.clock.Now},
+		alerts.SenderSettings{Clock: r.clock, Jobs: wording.JobComposer{Jobs: r.store.Jobs, BaseURL: base}})
 	pass = func() {
 		t.Helper()
 		if err := scanner.Pass(t.Context(), fence); err != nil {

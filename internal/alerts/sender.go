@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"log/slog"
 	"math/rand/v2"
 	"sort"
@@ -15,6 +14,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // Message states.

@@ -12,10 +12,11 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/lease"
-	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/testenv"
+	"github.com/fusebox/fusebox/internal/wording"
 )
 
 type rig struct {
@@ -49,8 +50,8 @@ func newRig(t *testing.T) *rig {
 func (r *rig) sender(smtpPort int) *alerts.Sender {
 	base, _ := url.Parse("http://fusebox.test")
 	return alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
-		mailer.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Timeout: 5 * time.Second},
-		mailer.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now},
+		notify.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Timeout: 5 * time.Second},
+		wording.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now},
 		alerts.SenderSettings{Clock: r.clock, FirstBackoff: 10 * time.Second})
 }
 

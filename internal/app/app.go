@@ -25,7 +25,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fusebox/fusebox/internal/alerts"
-	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
@@ -37,7 +36,6 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/loop"
-	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/notify"
@@ -50,6 +48,7 @@ import (
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/telemetry"
 	"github.com/fusebox/fusebox/internal/web"
+	"github.com/fusebox/fusebox/internal/wording"
 	"github.com/fusebox/fusebox/migrations"
 	"github.com/fusebox/fusebox/static"
 )
@@ -69,6 +68,9 @@ type Options struct {
 	ARMTransport  policy.Transporter
 	// HostInsightTTL is how long an app's host snapshot is reused; default 15s.
 	HostInsightTTL time.Duration
+	// WrapHandler, when set, wraps the web handler: tests check every API
+	// answer against docs/openapi.yaml with it.
+	WrapHandler func(http.Handler) http.Handler
 }
 
 // App is a wired Fusebox instance.
@@ -92,6 +94,7 @@ type App struct {
 	hubs        *eventhub.Reader
 
 	loopsRegistered atomic.Bool
+	wrap            func(http.Handler) http.Handler
 }
 
 // OpenStorage connects to Table Storage as configured.
@@ -251,8 +254,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	endpoints := egress.Endpoints{Cloud: egress.Clouds[cfg.AzureCloud], Development: cfg.Env == config.Development}
 	hubs := &eventhub.Reader{Credential: insightCred, Endpoints: endpoints, Policy: outbound}
 	hostSource := &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs}
-	composer := mailer.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
-	smtp := mailer.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
+	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
+	smtp := notify.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
 	poster := notify.Poster{Now: now, Client: outbound.Client(5 * time.Second)}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
 	actions.TraceOf = telemetry.TraceParent
@@ -265,7 +268,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Actions:  actions,
 			Failures: store.Failures, Ingest: ingest.New(store.Circuits, store.Rates, ingest.Settings{}), Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples},
-		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Runs: store.Runs, RunReader: store.Runs, FunctionRunner: router},
+		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
 			TestChannel: channelTester(cfg, smtp, poster, now)},
 		Ops: web.Ops{Audit: store.Audit, Leases: locker, Faults: store.Faults,
@@ -281,6 +284,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
 	a := &App{verifier: verifier, hosts: hostSource, hubs: hubs, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
+	a.wrap = o.WrapHandler
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
 	a.scanner.TimerLast = func(ctx context.Context, j jobs.Job, now time.Time) time.Time {
@@ -293,42 +297,26 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		}
 		return hostSource.LastFired(ctx, app, j.Function, now)
 	}
-	a.scanner.CatchUp = func(ctx context.Context, j jobs.Job, slot, now time.Time) (bool, error) {
-		// Never while the job's circuit holds its trigger off: Fusebox
-		// stopped it on purpose. The slot stays owed for later, and so it
-		// does when the circuit cannot be read: the guard fails closed.
-		c, err := store.Circuits.Get(ctx, j.AppID, j.Function)
-		switch {
-		case err == nil && c.State.TriggerOff():
-			return false, nil
-		case err != nil && !errors.Is(err, circuit.ErrNotFound):
-			return false, fmt.Errorf("catch-up of %s: read its circuit: %w", j.Name, err)
-		}
-		claimed, err := store.Jobs.ClaimCatchUp(ctx, j.ID, slot, now)
-		if err != nil || !claimed {
-			return false, err
-		}
-		app, err := store.Apps.Get(ctx, j.AppID)
-		if err != nil {
-			return false, err
-		}
-		runCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		detail := "slot " + slot.UTC().Format(time.RFC3339) + " (" + j.Misfire + ")"
-		if err := router.Run(runCtx, app, j.Function); err != nil {
-			_ = store.Audit.Append(context.WithoutCancel(ctx), audit.Entry{At: now, Actor: "scanner", Action: "catch-up failed", Target: j.Name, Detail: detail + ": " + err.Error()})
-			return false, err
-		}
-		// The function runs now: record it even if the pass is ending (its
-		// lease lost), or the run would happen without a trace.
-		recordCtx, cancelRecord := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancelRecord()
-		note := []byte("catch-up run of the slot of " + slot.UTC().Format("Mon 2 Jan 15:04 MST") + ", started by Fusebox (misfire policy " + j.Misfire + ")")
-		if err := store.Runs.Record(recordCtx, j.ID, "", jobs.EventLog, 0, now, note); err != nil {
-			o.Logger.Warn("catch-up run not recorded", "job", j.Name, "error", err)
-		}
-		return true, store.Audit.Append(recordCtx, audit.Entry{At: now, Actor: "scanner", Action: "caught up job", Target: j.Name, Detail: detail})
-	}
+	a.scanner.CatchUp = jobs.CatchUps{
+		TriggerHeld: func(ctx context.Context, appID, function string) (bool, error) {
+			c, err := store.Circuits.Get(ctx, appID, function)
+			if errors.Is(err, circuit.ErrNotFound) {
+				return false, nil
+			}
+			return err == nil && c.State.TriggerOff(), err
+		},
+		Claim: store.Jobs.ClaimCatchUp,
+		Run: func(ctx context.Context, appID, function string) error {
+			app, err := store.Apps.Get(ctx, appID)
+			if err != nil {
+				return err
+			}
+			return router.Run(ctx, app, function)
+		},
+		Pings: pings(store),
+		Audit: store.Audit.Append,
+		Warn:  o.Logger.Warn,
+	}.Do
 	a.scanner.Notify = alerts.JobNotifier(store.Outbox, storage.EvaluatorStore{Store: store})
 	reminders := cfg.Mail.MaxReminders
 	if reminders == 0 {
@@ -340,7 +328,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	} else {
 		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open; channels still get alerts")
 	}
-	jobWords := mailer.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
+	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
 	a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
 			Jobs: jobWords, Channels: store.Channels, Poster: poster, Notices: noticeComposer{composer, jobWords},
@@ -425,7 +413,7 @@ func ready(ctx context.Context, svc *tablestore.Service, runner *migrate.Runner)
 // shuts down gracefully: in-flight requests get the grace period to finish.
 func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	hs := &http.Server{
-		Handler:           a.Web.Handler(),
+		Handler:           a.handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      60 * time.Second,
@@ -568,6 +556,13 @@ func (a *App) ensureLoopJobs(ctx context.Context) error {
 	return nil
 }
 
+func (a *App) handler() http.Handler {
+	if a.wrap != nil {
+		return a.wrap(a.Web.Handler())
+	}
+	return a.Web.Handler()
+}
+
 // loopRecorder records loop passes as runs of their jobs.
 type loopRecorder struct{ a *App }
 
@@ -580,16 +575,18 @@ func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time
 	if passErr != nil {
 		ev, log = jobs.EventFailure, []byte(passErr.Error())
 	}
-	if err := r.a.Store.Runs.Record(ctx, jobID, "", ev, -1, at, log); err != nil {
-		return err
-	}
-	return r.a.Store.Jobs.Touch(ctx, jobID, at)
+	return pings(r.a.Store).Record(ctx, jobs.Job{ID: jobID}, jobs.Ping{Event: ev, Exit: -1, At: at, Body: log})
+}
+
+// pings records pings, from the ping API and from Fusebox's own loops.
+func pings(store *storage.Store) jobs.Recorder {
+	return jobs.Recorder{Runs: store.Runs, Jobs: store.Jobs, NewRunID: storage.NewRunID}
 }
 
 // noticeComposer writes notices about circuits and jobs for channels.
 type noticeComposer struct {
-	circuits mailer.Composer
-	jobs     mailer.JobComposer
+	circuits wording.Composer
+	jobs     wording.JobComposer
 }
 
 func (n noticeComposer) Notice(m alerts.Message, c circuit.Circuit, app circuit.App) (alerts.Notice, error) {
@@ -602,7 +599,7 @@ func (n noticeComposer) JobNotice(ctx context.Context, m alerts.Message) (alerts
 
 // channelTester sends "send a test" messages: mail through the SMTP
 // server, the others through the poster.
-func channelTester(cfg *config.Config, smtp mailer.SMTP, poster notify.Poster, now func() time.Time) func(context.Context, alerts.Channel) error {
+func channelTester(cfg *config.Config, smtp notify.SMTP, poster notify.Poster, now func() time.Time) func(context.Context, alerts.Channel) error {
 	return func(ctx context.Context, ch alerts.Channel) error {
 		n := alerts.TestNotice(ch, cfg.BaseURL.String(), now())
 		ctx, cancel := context.WithTimeout(ctx, 15*time.Second)

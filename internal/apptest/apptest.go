@@ -179,7 +179,7 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		log = slog.New(slog.NewTextHandler(io.MultiWriter(logTo, warnings{testWriter{t}}), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
-		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: hostTTL})
+		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: hostTTL, WrapHandler: newContract(t).wrap})
 	if err != nil {
 		t.Fatal(err)
 	}

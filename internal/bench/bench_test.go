@@ -29,13 +29,13 @@ import (
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/loop"
-	"github.com/fusebox/fusebox/internal/mailer"
 	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
+	"github.com/fusebox/fusebox/internal/wording"
 	"github.com/fusebox/fusebox/migrations"
 )
 
@@ -801,9 +801,9 @@ func BenchmarkTripToDelivery(b *testing.B) {
 	smtp := mailtest.Start(b)
 	signer, _ := alerts.NewSigner("k", map[string][]byte{"k": []byte(strings.Repeat("k", 32))})
 	base, _ := url.Parse("http://fusebox.test")
-	comp := mailer.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now}
+	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now}
 	sender := alerts.NewSender(w.store.Outbox, storage.EvaluatorStore{Store: w.store},
-		mailer.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"}, comp,
+		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"}, comp,
 		alerts.SenderSettings{Channels: w.store.Channels, Poster: notify.Poster{Egress: egress.Policy{AllowLoopback: true}}, Notices: benchNotices{comp}})
 	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{ApplyTimeout: time.Hour})
 	runner := &loop.Runner{}
@@ -860,7 +860,7 @@ type arrival struct {
 }
 
 // benchNotices writes notices about circuits only: the benchmark has no jobs.
-type benchNotices struct{ mailer.Composer }
+type benchNotices struct{ wording.Composer }
 
 func (benchNotices) JobNotice(context.Context, alerts.Message) (alerts.Notice, error) {
 	return alerts.Notice{}, errors.New("bench: no jobs")

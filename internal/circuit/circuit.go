@@ -10,12 +10,13 @@ package circuit
 
 import (
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"hash/fnv"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // State is where a circuit stands.

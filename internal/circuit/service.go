@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // ServiceStore is what operator actions need of storage.

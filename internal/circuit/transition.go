@@ -3,10 +3,11 @@ package circuit
 import (
 	"errors"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // Counts are the failures the evaluator saw for one circuit.

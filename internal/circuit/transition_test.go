@@ -2,12 +2,12 @@ package circuit_test
 
 import (
 	"errors"
-	"github.com/fusebox/fusebox/internal/words"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)

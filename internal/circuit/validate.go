@@ -1,13 +1,14 @@
 package circuit
 
 import (
-	"github.com/fusebox/fusebox/internal/trigger"
-	"github.com/fusebox/fusebox/internal/validation"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/mail"
 	"regexp"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/trigger"
+	"github.com/fusebox/fusebox/internal/validation"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // FieldError and ValidationError are validation's, so circuits, jobs and

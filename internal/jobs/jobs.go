@@ -9,9 +9,10 @@ package jobs
 
 import (
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // Status is a job's health as last computed by the scanner.

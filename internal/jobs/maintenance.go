@@ -57,8 +57,21 @@ func (w Window) Next(now time.Time, n int) []time.Time {
 const MaxWindow = 7 * 24 * time.Hour
 
 // Covers reports whether the window silences job j at t.
-func (w Window) Covers(j Job, t time.Time) bool {
-	return (w.AppID == "" || w.AppID == j.AppID) && w.open(t)
+func (w Window) Covers(j Job, t time.Time) bool { return w.AppliesTo(j) && w.open(t) }
+
+// AppliesTo reports whether the window is for j: for every job, or for
+// the jobs of j's app.
+func (w Window) AppliesTo(j Job) bool { return w.AppID == "" || w.AppID == j.AppID }
+
+// Upcoming returns the windows that apply to j and have not ended by now.
+func Upcoming(j Job, ws []Window, now time.Time) []Window {
+	var out []Window
+	for _, w := range ws {
+		if w.AppliesTo(j) && w.Until.After(now) {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // open reports whether the window is open at t: within its period, and for

@@ -2,8 +2,9 @@ package jobs
 
 import (
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // StatusOf sums up a job's slots, as Scan judged them, into its status now.

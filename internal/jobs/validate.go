@@ -3,7 +3,6 @@ package jobs
 import (
 	"crypto/rand"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/trigger"
 	"github.com/fusebox/fusebox/internal/validation"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // FieldError and ValidationError are validation's, so jobs answer as

@@ -22,7 +22,7 @@ type Jobs struct {
 const jobsPartition = "job"
 
 // ErrNoJob is a job that does not exist.
-var ErrNoJob = errors.New("storage: no such job")
+var ErrNoJob = jobs.ErrNoJob
 
 type jobRow struct {
 	tablestore.Meta    // PartitionKey: "job"; RowKey: job id
@@ -74,11 +74,18 @@ func (r jobRow) job() (jobs.Job, error) {
 }
 
 func (r *jobRow) set(j jobs.Job) {
+	r.setSettings(j)
+	r.CreatedAt, r.Status, r.LastRunAt = j.CreatedAt, j.Status.String(), j.LastRunAt
+}
+
+// setSettings writes what people set, and nothing that runs and the
+// scanner write.
+func (r *jobRow) setSettings(j jobs.Job) {
 	r.Name, r.Slug, r.AppID, r.Function, r.Schedule, r.TimeZone = j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone
 	r.GraceSeconds, r.MaxDurationSeconds = int32(j.Grace/time.Second), int32(j.MaxDuration/time.Second)
 	r.MinDurationSeconds, r.FailAfter, r.RecoverAfter = int32(j.MinDuration/time.Second), int32(j.FailAfter), int32(j.RecoverAfter)
 	r.Channels, r.Tags, r.Misfire = strings.Join(j.Channels, ","), strings.Join(j.Tags, ","), j.Misfire
-	r.Recipients, r.Paused, r.CreatedAt, r.Status, r.LastRunAt = strings.Join(j.Recipients, ","), j.Paused, j.CreatedAt, j.Status.String(), j.LastRunAt
+	r.Recipients, r.Paused = strings.Join(j.Recipients, ","), j.Paused
 }
 
 // List returns every job, ordered by id.
@@ -118,7 +125,45 @@ func (j *Jobs) BySlug(ctx context.Context, slug string) (jobs.Job, error) {
 	return rows[0].job()
 }
 
-// Put creates or replaces a job.
+// Create stores a new job; jobs.ErrConflict when its id exists.
+func (j *Jobs) Create(ctx context.Context, job jobs.Job) error {
+	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
+	row.set(job)
+	err := j.table.Insert(ctx, row)
+	if errors.Is(err, tablestore.ErrExists) {
+		return fmt.Errorf("storage: create job %s: %w", job.ID, jobs.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: create job %s: %w", job.ID, err)
+	}
+	return nil
+}
+
+// UpdateSettings replaces a job's settings on the row as it is now, so
+// the status and last run written since the job was read are kept.
+func (j *Jobs) UpdateSettings(ctx context.Context, job jobs.Job) error {
+	for range 3 {
+		var row jobRow
+		if err := j.table.Get(ctx, jobsPartition, job.ID, &row); err != nil {
+			if errors.Is(err, tablestore.ErrNotFound) {
+				return fmt.Errorf("%w: %s", ErrNoJob, job.ID)
+			}
+			return fmt.Errorf("storage: update job %s: %w", job.ID, err)
+		}
+		row.setSettings(job)
+		err := j.table.Update(ctx, &row)
+		if errors.Is(err, tablestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: update job %s: %w", job.ID, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("storage: update job %s: %w", job.ID, jobs.ErrConflict)
+}
+
+// Put creates or replaces a job whole (seeding, Fusebox's own loops).
 func (j *Jobs) Put(ctx context.Context, job jobs.Job) error {
 	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
 	row.set(job)

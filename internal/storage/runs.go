@@ -21,7 +21,7 @@ type Runs struct {
 }
 
 // MaxLog is how much of a ping's body is kept as the run's log excerpt.
-const MaxLog = 100_000
+const MaxLog = jobs.MaxLog
 
 type runRow struct {
 	tablestore.Meta           // PartitionKey: job id; RowKey: (MaxInt64 - start nanos, 19 digits)-runID
@@ -70,85 +70,61 @@ func (r runRow) stored() StoredRun {
 		State: r.State, ExitStatus: int(r.ExitStatus), Log: string(r.Log1) + string(r.Log2)}
 }
 
-// Record applies one ping to a job's runs: a start opens a run (keyed by
-// rid when given); a success or failure closes the run it pairs with (the
-// rid's, else the latest still running) or, when there is none, records a
-// run that started and ended at once; a log ping is kept as its own entry.
-func (rs *Runs) Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error {
-	if ev == jobs.EventStart || ev == jobs.EventLog {
-		if rid == "" {
-			rid = newRunID()
-		}
-		state := "running"
-		if ev == jobs.EventLog {
-			state = "log"
-		}
-		row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(at, rid)}, RunID: rid, Start: at, State: state, ExitStatus: -1}
-		if ev == jobs.EventLog {
-			row.End = at
-		}
-		setLog(row, log)
-		if err := rs.table.Insert(ctx, row); err != nil && !errors.Is(err, tablestore.ErrExists) {
-			return fmt.Errorf("storage: record run of %s: %w", jobID, err)
-		}
-		return nil
+// Add stores a new entry; one with the same start and run id is kept.
+func (rs *Runs) Add(ctx context.Context, jobID string, e jobs.Entry) error {
+	row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(e.Start, e.RunID)}}
+	row.setEntry(e)
+	if err := rs.table.Insert(ctx, row); err != nil && !errors.Is(err, tablestore.ErrExists) {
+		return fmt.Errorf("storage: record run of %s: %w", jobID, err)
 	}
-	state := "ok"
-	if ev == jobs.EventFailure {
-		state = "failed"
-	}
-	for range 3 {
-		open, err := rs.openRun(ctx, jobID, rid, at)
-		if err != nil {
-			return err
-		}
-		if open == nil {
-			if rid == "" {
-				rid = newRunID()
-			}
-			row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(at, rid)}, RunID: rid, Start: at, End: at, State: state, ExitStatus: int32(exit)}
-			setLog(row, log)
-			if err := rs.table.Insert(ctx, row); err != nil && !errors.Is(err, tablestore.ErrExists) {
-				return fmt.Errorf("storage: record run of %s: %w", jobID, err)
-			}
-			return nil
-		}
-		open.End, open.State, open.ExitStatus = at, state, int32(exit)
-		if len(log) > 0 {
-			setLog(open, append(append(open.Log1, open.Log2...), log...))
-		}
-		err = rs.table.Update(ctx, open)
-		if errors.Is(err, tablestore.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("storage: finish run of %s: %w", jobID, err)
-		}
-		return nil
-	}
-	return fmt.Errorf("storage: finish run of %s: the run kept changing", jobID)
+	return nil
 }
 
-// openRun finds the run a finishing ping closes: the one with rid, or the
-// latest running one that started in the last day.
-func (rs *Runs) openRun(ctx context.Context, jobID, rid string, at time.Time) (*runRow, error) {
+// Finish replaces a run on condition it is still at e.Version, else
+// jobs.ErrConflict.
+func (rs *Runs) Finish(ctx context.Context, jobID string, e jobs.Entry) error {
+	row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(e.Start, e.RunID), ETag: tablestore.ETag(e.Version)}}
+	row.setEntry(e)
+	err := rs.table.Update(ctx, row)
+	if errors.Is(err, tablestore.ErrConflict) {
+		return fmt.Errorf("storage: finish run of %s: %w", jobID, jobs.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: finish run of %s: %w", jobID, err)
+	}
+	return nil
+}
+
+func (r *runRow) setEntry(e jobs.Entry) {
+	r.RunID, r.Start, r.End, r.State, r.ExitStatus = e.RunID, e.Start, e.End, e.State, int32(e.ExitStatus)
+	setLog(r, e.Log)
+}
+
+// Running finds the run a closing ping closes: the one with runID, or the
+// latest running one that started in the day before at.
+func (rs *Runs) Running(ctx context.Context, jobID, runID string, at time.Time) (jobs.Entry, bool, error) {
 	f := tablestore.And(tablestore.PartitionIs(jobID), tablestore.Ge("RowKey", fmt.Sprintf("%019d", math.MaxInt64-at.Add(time.Minute).UnixNano())),
 		tablestore.Lt("RowKey", fmt.Sprintf("%019d", math.MaxInt64-at.Add(-24*time.Hour).UnixNano())))
-	if rid != "" {
-		f = tablestore.And(f, tablestore.Eq("RunID", rid))
+	if runID != "" {
+		f = tablestore.And(f, tablestore.Eq("RunID", runID))
 	} else {
-		f = tablestore.And(f, tablestore.Eq("State", "running"))
+		f = tablestore.And(f, tablestore.Eq("State", jobs.StateRunning))
 	}
 	rows, bad, _, err := tablestore.PageSkipping[runRow](ctx, rs.table, tablestore.Query{Filter: f, Top: 1}, tablestore.Continuation{})
 	rs.report(bad)
 	if err != nil {
-		return nil, fmt.Errorf("storage: runs of %s: %w", jobID, err)
+		return jobs.Entry{}, false, fmt.Errorf("storage: runs of %s: %w", jobID, err)
 	}
-	if len(rows) == 0 || (rid != "" && rows[0].State != "running") {
-		return nil, nil
+	if len(rows) == 0 || rows[0].State != jobs.StateRunning {
+		return jobs.Entry{}, false, nil
 	}
-	return &rows[0], nil
+	r := rows[0]
+	return jobs.Entry{RunID: r.RunID, Start: r.Start, End: r.End, State: r.State, ExitStatus: int(r.ExitStatus),
+		Log: append(append([]byte(nil), r.Log1...), r.Log2...), Version: string(r.ETag)}, true, nil
 }
+
+// NewRunID makes a run id for pings that give none.
+func NewRunID() string { return newRunID() }
 
 // Between returns the runs (not log entries) that started in [from, to),
 // oldest first, for gap detection.

@@ -1,10 +1,13 @@
 package storage_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -16,9 +19,10 @@ func TestRunsBetweenAreOldestFirstAndSkipLogs(t *testing.T) {
 	}
 	rs := storage.New(svc).Runs
 	t0 := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	pings := jobs.Recorder{Runs: rs, Jobs: noLastRuns{}, NewRunID: storage.NewRunID}
 	rec := func(ev jobs.RunEvent, at time.Time, rid string) {
 		t.Helper()
-		if err := rs.Record(t.Context(), "job-1", rid, ev, 0, at, nil); err != nil {
+		if err := pings.Record(t.Context(), jobs.Job{ID: "job-1"}, jobs.Ping{Event: ev, Exit: -1, RunID: rid, At: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -47,7 +51,8 @@ func TestRunsDeleteBeforeKeepsNewerRunsOfEveryJob(t *testing.T) {
 	t0 := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
 	for _, job := range []string{"job-1", "job-2"} {
 		for i := range 3 {
-			if err := rs.Record(t.Context(), job, "", jobs.EventSuccess, 0, t0.Add(time.Duration(i)*time.Hour), nil); err != nil {
+			at := t0.Add(time.Duration(i) * time.Hour)
+			if err := rs.Add(t.Context(), job, jobs.Entry{RunID: storage.NewRunID(), Start: at, End: at, State: jobs.StateOK}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -63,5 +68,50 @@ func TestRunsDeleteBeforeKeepsNewerRunsOfEveryJob(t *testing.T) {
 		if len(got) != 1 || !got[0].Start.Equal(t0.Add(2*time.Hour)) {
 			t.Errorf("%s keeps %+v, want only its 03:00 run", job, got)
 		}
+	}
+}
+
+// noLastRuns stands in for the jobs table where only runs are tested.
+type noLastRuns struct{}
+
+func (noLastRuns) Touch(context.Context, string, time.Time) error { return nil }
+
+// Saving a job's settings from a copy read before a ping arrived keeps the
+// ping's last-run time and the scanner's status: the form never writes
+// back what it did not set.
+func TestUpdateSettingsKeepsWhatPingsAndTheScannerWrote(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableJobs); err != nil {
+		t.Fatal(err)
+	}
+	js := storage.New(svc).Jobs
+	t0 := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
+	j := jobs.Job{ID: jobs.NewID(), Name: "Nightly", Schedule: "0 1 * * *", TimeZone: "UTC", Grace: time.Minute, CreatedAt: t0, Status: jobs.New}
+	if err := js.Create(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	if err := js.Create(t.Context(), j); !errors.Is(err, jobs.ErrConflict) {
+		t.Errorf("a second Create of the same id: %v, want jobs.ErrConflict", err)
+	}
+	stale, err := js.Get(t.Context(), j.ID) // the form opens
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := js.Touch(t.Context(), j.ID, t0.Add(time.Hour)); err != nil { // a ping arrives
+		t.Fatal(err)
+	}
+	if err := js.SetStatus(t.Context(), lease.Fence{}, j.ID, jobs.Up); err != nil { // the scanner passes
+		t.Fatal(err)
+	}
+	stale.Name = "Nightly export"
+	if err := (jobs.Catalog{Store: js}).Update(t.Context(), stale); err != nil { // the form is saved
+		t.Fatal(err)
+	}
+	got, err := js.Get(t.Context(), j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Name != "Nightly export" || !got.LastRunAt.Equal(t0.Add(time.Hour)) || got.Status != jobs.Up {
+		t.Errorf("after saving a stale copy: name %q, last run %s, status %s; want the new name, 02:00 and up", got.Name, got.LastRunAt, got.Status)
 	}
 }

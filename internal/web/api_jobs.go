@@ -190,8 +190,10 @@ func (s *Server) apiJobSave(c echo.Context) error {
 		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the job's settings are not valid", "fields": problems})
 	}
 	s.unknownPings.clear() // its id or slug may have been pinged before it existed
-	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
+	if problems, err := s.saveJob(c, j, existing == nil); err != nil {
 		return err
+	} else if len(problems) > 0 {
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the job's settings are not valid", "fields": problems})
 	}
 	p, _ := principal(c)
 	action := "created job"

@@ -176,6 +176,12 @@ func TestAPIJobs(t *testing.T) {
 	if job.ID == "" || !strings.HasSuffix(job.PingURL, "/ping/"+job.ID) {
 		t.Errorf("created: %s", created.body)
 	}
+	// A slug names one job: a ping by slug must not feed two.
+	clash := op.call(http.MethodPost, "/api/v1/jobs", `{"name": "Copy", "slug": "nightly-sales-summary", "schedule": "0 * * * *", "time_zone": "UTC", "grace": "5m"}`)
+	wantStatus(t, clash, http.StatusUnprocessableEntity)
+	if !strings.Contains(clash.body, `"slug":"the job \"Nightly sales summary\" already answers to this slug"`) {
+		t.Errorf("a second job with a taken slug: %s", clash.body)
+	}
 	upd := op.call(http.MethodPut, "/api/v1/jobs/"+job.ID, `{"name": "Hourly export", "schedule": "30 * * * *", "time_zone": "UTC", "grace": "2m", "paused": true}`)
 	wantStatus(t, upd, http.StatusOK)
 	if !strings.Contains(upd.body, `"paused":true`) || !strings.Contains(upd.body, `"schedule":"30 * * * *"`) {

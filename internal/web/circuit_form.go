@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"errors"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // circuitNew shows the form for a new circuit. With ?app=, it offers that

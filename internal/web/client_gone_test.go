@@ -8,7 +8,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/fleet"
+	"github.com/fusebox/fusebox/internal/faulttest"
 )
 
 // A function host that restarts while its report waits on storage leaves
@@ -16,7 +16,7 @@ import (
 // logged as 499 (client closed request), never as a 5xx ERROR that an
 // alert on server errors would count.
 func TestAClientThatLeavesIsNotAServerError(t *testing.T) {
-	az := fleet.StartAzurite(t)
+	az := faulttest.StartAzurite(t)
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": az.ConnectionString})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // jobNew shows the form for a new job.
@@ -92,8 +92,11 @@ func (s *Server) jobSave(c echo.Context) error {
 		return s.renderJobForm(c, http.StatusOK, m, id)
 	}
 	s.unknownPings.clear() // its id or slug may have been pinged before it existed
-	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
+	if problems, err := s.saveJob(c, j, id == ""); err != nil {
 		return err
+	} else if len(problems) > 0 {
+		m.Errors = problems
+		return s.renderJobForm(c, http.StatusUnprocessableEntity, m, id)
 	}
 	p, _ := principal(c)
 	action := "created job"
@@ -177,6 +180,25 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 		}
 	}
 	return j, s.withChannelProblems(c, j.Channels, problems)
+}
+
+// saveJob saves j through the catalog, which keeps the jobs' rules (one
+// job per slug); what breaks them comes back as problems per field.
+func (s *Server) saveJob(c echo.Context, j jobs.Job, create bool) (map[string]string, error) {
+	save := s.Catalog.Update
+	if create {
+		save = s.Catalog.Create
+	}
+	err := save(c.Request().Context(), j)
+	var ve jobs.ValidationError
+	if errors.As(err, &ve) {
+		problems := map[string]string{}
+		for _, f := range ve {
+			problems[f.Field] = f.Message
+		}
+		return problems, nil
+	}
+	return nil, err
 }
 
 func optionalDuration(s string) (time.Duration, error) {

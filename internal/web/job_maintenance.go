@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // The form's datetime-local inputs send minutes, or seconds when a browser

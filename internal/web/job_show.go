@@ -3,7 +3,6 @@ package web
 import (
 	"context"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"net/url"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // jobWeek is a job's last seven days: its slots judged against its runs.
@@ -174,10 +174,7 @@ func (s *Server) jobShow(c echo.Context) error {
 		return err
 	}
 	now := s.Now()
-	for _, w := range ws {
-		if (w.AppID != "" && w.AppID != j.AppID) || !w.Until.After(now) {
-			continue
-		}
+	for _, w := range jobs.Upcoming(j, ws, now) {
 		line := fmt.Sprintf("%s – %s: %s", w.From.UTC().Format("Mon 2 Jan 15:04"), w.Until.UTC().Format("Mon 2 Jan 15:04 MST"), w.Reason)
 		if w.Recurring() {
 			var next []string

@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"slices"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // lockList shows every lease: who holds it, its generation, when it was

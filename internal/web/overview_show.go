@@ -2,7 +2,6 @@ package web
 
 import (
 	"fmt"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // overviewShow renders the home page from storage. htmx's periodic refresh

@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -34,7 +33,7 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 const pingDrainMax = 16 << 20
 
 func (s *Server) ping(c echo.Context) error {
-	c.Response().Header().Set("Ping-Body-Limit", strconv.Itoa(storage.MaxLog))
+	c.Response().Header().Set("Ping-Body-Limit", strconv.Itoa(jobs.MaxLog))
 	a, b, cc := c.Param("a"), c.Param("b"), c.Param("c")
 	var job jobs.Job
 	var err error
@@ -73,41 +72,20 @@ func (s *Server) ping(c echo.Context) error {
 	return c.String(http.StatusOK, "OK")
 }
 
-// recordPing records one ping of job; it answers the request itself when
-// the ping is refused (and then returns errAnswered).
+// recordPing binds one ping of job and has jobs.Recorder record it; it
+// answers the request itself when the ping is refused (and then returns
+// errAnswered).
 func (s *Server) recordPing(c echo.Context, job jobs.Job, action string) error {
 	answer := func(code int, text string) error {
 		_ = c.String(code, text)
 		return errAnswered
 	}
-	var err error
-	// A paused job still records its runs (never lose a ping) and answers
-	// OK, as Healthchecks does for a check that ignores pings while paused,
-	// so a crontab line with curl -f does not start failing; it stays
-	// paused, with no status and no alerts, until an operator unpauses it.
-
-	ev, exit := jobs.EventSuccess, -1
-	switch action {
-	case "":
-		exit = 0
-	case "start":
-		ev = jobs.EventStart
-	case "fail":
-		ev = jobs.EventFailure
-	case "log":
-		ev = jobs.EventLog
-	default:
-		n, err := strconv.Atoi(action)
-		if err != nil || n < 0 {
-			return answer(http.StatusNotFound, "not found")
-		}
-		if n > 255 {
-			return answer(http.StatusBadRequest, "invalid url format")
-		}
-		exit = n
-		if n != 0 {
-			ev = jobs.EventFailure
-		}
+	ev, exit, err := jobs.ParseAction(action)
+	switch {
+	case errors.Is(err, jobs.ErrExitStatus):
+		return answer(http.StatusBadRequest, "invalid url format")
+	case err != nil:
+		return answer(http.StatusNotFound, "not found")
 	}
 	rid := c.QueryParam("rid")
 	if rid != "" && !uuidPattern.MatchString(rid) {
@@ -115,25 +93,22 @@ func (s *Server) recordPing(c echo.Context, job jobs.Job, action string) error {
 	}
 	var body []byte
 	if c.Request().Method == http.MethodPost {
-		body, err = io.ReadAll(io.LimitReader(c.Request().Body, storage.MaxLog+1))
+		body, err = io.ReadAll(io.LimitReader(c.Request().Body, jobs.MaxLog+1))
 		if err != nil {
 			return answer(http.StatusBadRequest, "could not read the body")
 		}
-		if len(body) > storage.MaxLog {
-			body = body[:storage.MaxLog] // the first 100 kB, as Healthchecks keeps
+		if len(body) > jobs.MaxLog {
+			// The ping still counts; the rest is drained so curl, still
+			// sending, gets its answer on a healthy connection.
 			_, _ = io.Copy(io.Discard, io.LimitReader(c.Request().Body, pingDrainMax))
 		}
 	}
-	now := s.Now()
-	if err := s.Runs.Record(c.Request().Context(), job.ID, rid, ev, exit, now, body); err != nil {
+	err = s.Pings.Record(c.Request().Context(), job, jobs.Ping{Event: ev, Exit: exit, RunID: rid, At: s.Now(), Body: body})
+	switch {
+	case errors.Is(err, jobs.ErrLastRunNotSaved):
+		return answer(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
+	case err != nil:
 		return answer(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
-	}
-	// The status is the scanner's to change, on its next pass: it alone
-	// sees the change of status, and mails about it.
-	if ev != jobs.EventLog {
-		if err := s.JobStore.Touch(c.Request().Context(), job.ID, now); err != nil {
-			return answer(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
-		}
 	}
 	return nil
 }
@@ -148,24 +123,16 @@ func ignoreAnswered(err error) error {
 	return err
 }
 
-// Jobs made by a first ping with ?create=1 start with Healthchecks' own
-// defaults for auto-provisioned checks: a run a day, an hour of grace. An
-// operator sets the real schedule later; until then the job says so.
-const (
-	autoSchedule = "every 24h"
-	autoGrace    = time.Hour
-)
-
-// pingCreate makes the job a slug names on its first ping, then records
-// the ping as usual, answering 201 as Healthchecks does.
+// pingCreate makes the job a slug names on its first ping (with
+// Healthchecks' defaults for auto-provisioned checks: jobs.Provisioned),
+// then records the ping as usual, answering 201 as Healthchecks does.
 func (s *Server) pingCreate(c echo.Context, slug, action string) error {
-	j := jobs.Job{ID: jobs.NewID(), Slug: slug, Name: slug, Schedule: autoSchedule, TimeZone: "UTC", Grace: autoGrace,
-		CreatedAt: s.Now(), Status: jobs.New}
+	j := jobs.Provisioned(slug, s.Now())
 	if err := j.Validate(); err != nil {
 		return c.String(http.StatusBadRequest, "invalid slug: use lower-case letters, digits and dashes")
 	}
 	s.unknownPings.clear()
-	if err := s.JobStore.Put(c.Request().Context(), j); err != nil {
+	if err := s.Catalog.Create(c.Request().Context(), j); err != nil {
 		return c.String(http.StatusServiceUnavailable, "storage is not answering; nothing was stored, retry")
 	}
 	if err := s.recordPing(c, j, action); err != nil {

@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"github.com/fusebox/fusebox/internal/words"
 	"net/http"
 	"net/url"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // Resume links come from e-mail. Mail scanners open every link they see,

@@ -82,15 +82,17 @@ type (
 	jobStore interface {
 		Get(ctx context.Context, id string) (jobs.Job, error)
 		BySlug(ctx context.Context, slug string) (jobs.Job, error)
-		Touch(ctx context.Context, id string, at time.Time) error
-		Put(ctx context.Context, j jobs.Job) error
 		Windows(ctx context.Context) ([]jobs.Window, error)
 		PutWindow(ctx context.Context, w jobs.Window) error
 		EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error)
 		Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error)
 	}
-	runStore interface {
-		Record(ctx context.Context, jobID, rid string, ev jobs.RunEvent, exit int, at time.Time, log []byte) error
+	pingRecorder interface {
+		Record(ctx context.Context, job jobs.Job, p jobs.Ping) error
+	}
+	jobCatalog interface {
+		Create(ctx context.Context, j jobs.Job) error
+		Update(ctx context.Context, j jobs.Job) error
 	}
 	runReader interface {
 		Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error)
@@ -220,7 +222,8 @@ type CircuitDeps struct {
 type JobDeps struct {
 	Jobs      jobLister
 	JobStore  jobStore
-	Runs      runStore
+	Pings     pingRecorder // where a ping becomes a run (jobs.Recorder)
+	Catalog   jobCatalog   // saves jobs by the jobs' rules (jobs.Catalog)
 	RunReader runReader
 	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
 	FunctionRunner functionRunner
@@ -284,7 +287,7 @@ func (d Deps) missing() []string {
 		{"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
 		{"CircuitDeps.Failures", d.Failures == nil}, {"CircuitDeps.Ingest", d.Ingest == nil}, {"CircuitDeps.Idempotency", d.Idempotency == nil}, {"CircuitDeps.Window", d.Window == nil},
 		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
-		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Runs", d.Runs == nil}, {"JobDeps.RunReader", d.RunReader == nil},
+		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},
 		{"NotifyDeps.Channels", d.Channels == nil}, {"NotifyDeps.TestChannel", d.TestChannel == nil}, {"NotifyDeps.Delivery", d.Delivery == nil},
 		{"Ops.Audit", d.Audit == nil}, {"Ops.Leases", d.Leases == nil}, {"Ops.Faults", d.Faults == nil}, {"Ops.Ready", d.Ready == nil},
 	}

@@ -1,4 +1,4 @@
-package mailer_test
+package wording_test
 
 import (
 	"net/url"
@@ -8,7 +8,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/mailer"
+	"github.com/fusebox/fusebox/internal/wording"
 )
 
 // A circuit the evaluator opened is mailed with a link to resume it; one an
@@ -21,7 +21,7 @@ func TestOnlyCircuitsTheEvaluatorOpenedCarryAResumeLink(t *testing.T) {
 	}
 	base, _ := url.Parse("https://fusebox.example.com")
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	comp := mailer.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: func() time.Time { return now }}
+	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: func() time.Time { return now }}
 	app := circuit.App{ID: "orders", DisplayName: "Orders"}
 	for _, tc := range []struct {
 		state    circuit.State

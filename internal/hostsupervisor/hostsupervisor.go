@@ -1,11 +1,11 @@
-// Package localhost makes the local switch stop a local function for real.
+// Package hostsupervisor makes the local switch stop a local function for real.
 // Azure Functions Core Tools reads local.settings.json only when `func
 // start` starts, so writing AzureWebJobs.<name>.Disabled into the file
 // changes nothing in a running host. A Supervisor runs the host command
 // and restarts it whenever the set of disabled functions in the file
 // changes: first gracefully (an interrupt, as Ctrl-C would send), then by
 // force after a grace period. Changes to other settings do not restart it.
-package localhost
+package hostsupervisor
 
 import (
 	"context"
@@ -39,7 +39,7 @@ type Supervisor struct {
 // Run supervises until ctx ends, then stops the host.
 func (s *Supervisor) Run(ctx context.Context) error {
 	if len(s.Command) == 0 {
-		return errors.New("localhost: no command to run (fusebox local-host -settings FILE -- func start)")
+		return errors.New("hostsupervisor: no command to run (fusebox local-host -settings FILE -- func start)")
 	}
 	if s.Poll <= 0 {
 		s.Poll = time.Second
@@ -82,7 +82,7 @@ func (s *Supervisor) start() (*exec.Cmd, chan error, error) {
 	// Its own process group: the host's worker processes get the signal too.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
-		return nil, nil, fmt.Errorf("localhost: start %s: %w", s.Command[0], err)
+		return nil, nil, fmt.Errorf("hostsupervisor: start %s: %w", s.Command[0], err)
 	}
 	exited := make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
@@ -101,7 +101,7 @@ func (s *Supervisor) watch(ctx context.Context, last map[string]bool, exited cha
 			return nil, nil
 		case err := <-exited:
 			exited <- err // for stop
-			return nil, fmt.Errorf("localhost: the host exited by itself: %v", err)
+			return nil, fmt.Errorf("hostsupervisor: the host exited by itself: %v", err)
 		case <-tick.C:
 			now, err := localsettings.DisabledFunctions(s.Settings)
 			if err != nil {

@@ -1,4 +1,4 @@
-package fleet_test
+package faulttest_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/fleet"
+	"github.com/fusebox/fusebox/internal/faulttest"
 	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
@@ -67,7 +67,7 @@ func newRigOn(t *testing.T, conn string) *rig {
 		"FUSEBOX_LEASE_RETRY_PERIOD":   retryPeriod.String(),
 		"FUSEBOX_SHUTDOWN_GRACE":       "2s",
 	}
-	fleet.RunDev(t, r.env, "seed-demo", "-local-settings", r.settings)
+	faulttest.RunDev(t, r.env, "seed-demo", "-local-settings", r.settings)
 	svc, err := tablestore.NewFromConnectionString(conn, tablestore.Options{Prefix: prefix})
 	if err != nil {
 		t.Fatal(err)
@@ -76,17 +76,17 @@ func newRigOn(t *testing.T, conn string) *rig {
 	return r
 }
 
-func (r *rig) start(n int) []*fleet.Instance {
-	var out []*fleet.Instance
+func (r *rig) start(n int) []*faulttest.Instance {
+	var out []*faulttest.Instance
 	for i := range n {
-		out = append(out, fleet.Start(r.t, "instance-"+strconv.Itoa(i+1), r.env))
+		out = append(out, faulttest.Start(r.t, "instance-"+strconv.Itoa(i+1), r.env))
 	}
 	return out
 }
 
 // holder finds the instance holding a lease, waiting up to the timeout for
 // one that is among want.
-func (r *rig) holder(name string, want []*fleet.Instance, timeout time.Duration) (*fleet.Instance, int64) {
+func (r *rig) holder(name string, want []*faulttest.Instance, timeout time.Duration) (*faulttest.Instance, int64) {
 	r.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -105,7 +105,7 @@ func (r *rig) holder(name string, want []*fleet.Instance, timeout time.Duration)
 	}
 }
 
-func (r *rig) report(t *testing.T, in *fleet.Instance, function string, count int) {
+func (r *rig) report(t *testing.T, in *faulttest.Instance, function string, count int) {
 	t.Helper()
 	body := `{"failures": [{"function": "` + function + `", "count": ` + strconv.Itoa(count) + `, "error": "inventory timeout"}]}`
 	req, _ := http.NewRequest(http.MethodPost, in.URL+"/api/v1/failures", strings.NewReader(body))
@@ -170,7 +170,7 @@ func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
 	r := newRig(t)
 	all := r.start(3)
 	frozen, gen := r.holder("evaluator", all, 20*time.Second)
-	var others []*fleet.Instance
+	var others []*faulttest.Instance
 	for _, in := range all {
 		if in != frozen {
 			others = append(others, in)
@@ -288,7 +288,7 @@ type apiAnswer struct {
 	message string
 }
 
-func (r *rig) action(t *testing.T, in *fleet.Instance, function, action string) apiAnswer {
+func (r *rig) action(t *testing.T, in *faulttest.Instance, function, action string) apiAnswer {
 	req, _ := http.NewRequest(http.MethodPost, in.URL+"/api/v1/circuits/"+demo.AppID+"/"+function+"/"+action, strings.NewReader(`{"reason":"race test"}`))
 	req.Header.Set("Authorization", "Bearer "+r.token)
 	req.Header.Set("Content-Type", "application/json")

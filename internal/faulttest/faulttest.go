@@ -1,8 +1,8 @@
-// Package fleet runs several real Fusebox processes on one storage account,
+// Package faulttest runs several real Fusebox processes on one storage account,
 // for tests of what happens between instances: a holder frozen or killed,
 // two operators acting at once. Each process is the built `fusebox` binary,
 // so nothing is shared but storage, as in production.
-package fleet
+package faulttest
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package localhost_test
+package hostsupervisor_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/localhost"
+	"github.com/fusebox/fusebox/internal/hostsupervisor"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
@@ -72,7 +72,7 @@ func TestTheHostRestartsWhenADisabledKeyChanges(t *testing.T) {
 	t.Setenv("FUSEBOX_FAKE_HOST", log)
 	t.Setenv("FUSEBOX_FAKE_SETTINGS", settings)
 	self, _ := os.Executable()
-	s := &localhost.Supervisor{Settings: settings, Command: []string{self}, Poll: 20 * time.Millisecond, Grace: 5 * time.Second}
+	s := &hostsupervisor.Supervisor{Settings: settings, Command: []string{self}, Poll: 20 * time.Millisecond, Grace: 5 * time.Second}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()
@@ -116,7 +116,7 @@ func TestAStubbornHostIsKilledAfterTheGrace(t *testing.T) {
 	t.Setenv("FUSEBOX_FAKE_SETTINGS", settings)
 	t.Setenv("FUSEBOX_FAKE_STUBBORN", "1")
 	self, _ := os.Executable()
-	s := &localhost.Supervisor{Settings: settings, Command: []string{self}, Poll: 20 * time.Millisecond, Grace: 300 * time.Millisecond}
+	s := &hostsupervisor.Supervisor{Settings: settings, Command: []string{self}, Poll: 20 * time.Millisecond, Grace: 300 * time.Millisecond}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
 	go func() { done <- s.Run(ctx) }()

@@ -1,8 +1,7 @@
-package fleet_test
+package faulttest_test
 
 import (
 	"context"
-	"github.com/fusebox/fusebox/internal/circuit"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,8 +9,9 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/client"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/fleet"
+	"github.com/fusebox/fusebox/internal/faulttest"
 )
 
 // Storage stops answering for 10 s while function instances report. Every
@@ -19,7 +19,7 @@ import (
 // client, which keeps what it could not send and retries with the same
 // idempotency key, loses and doubles nothing it was given.
 func TestAStorageOutageLosesNoAcceptedReport(t *testing.T) {
-	az := fleet.StartAzurite(t)
+	az := faulttest.StartAzurite(t)
 	r := newRigOn(t, az.ConnectionString)
 	// Circuits that never trip, so the reports are failure rows the
 	// evaluator counts (those of functions without one are only tallied).

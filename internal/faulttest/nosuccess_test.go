@@ -1,4 +1,4 @@
-package fleet_test
+package faulttest_test
 
 import (
 	"net/http"

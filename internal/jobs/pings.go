@@ -1,0 +1,184 @@
+package jobs
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// This file is where a ping becomes a run. Pings follow Healthchecks.io:
+// /start opens a run, a bare ping or an exit status closes it, /fail
+// closes it failed, /log adds an entry of its own. A closing ping pairs
+// with the run its rid names, else the latest one still running; with none
+// to close it is a run that started and ended at once.
+
+// MaxLog is how much of a ping's body a run keeps as its log excerpt: the
+// first 100 kB, as Healthchecks keeps.
+const MaxLog = 100_000
+
+// Run states as run history keeps them.
+const (
+	StateRunning = "running"
+	StateOK      = "ok"
+	StateFailed  = "failed"
+	StateLog     = "log"
+)
+
+// Errors of pings and of saving jobs.
+var (
+	ErrNoJob = errors.New("jobs: no such job")
+	// ErrConflict is a write that lost to another one made meanwhile.
+	ErrConflict = errors.New("jobs: changed meanwhile")
+	// ErrNotAnAction is a ping URL whose last part is not one.
+	ErrNotAnAction = errors.New("jobs: not a ping action")
+	// ErrExitStatus is an exit status over 255.
+	ErrExitStatus = errors.New("jobs: an exit status is 0 to 255")
+	// ErrRunKeptChanging is a closing ping that lost every try to close
+	// its run to other pings of the same run.
+	ErrRunKeptChanging = errors.New("jobs: the run kept changing")
+	// ErrLastRunNotSaved is a ping whose run was stored but whose job's
+	// last run time was not.
+	ErrLastRunNotSaved = errors.New("jobs: the run was stored, its job's last run not yet")
+)
+
+// Ping is one ping of a job.
+type Ping struct {
+	Event RunEvent
+	Exit  int    // the exit status; -1 when the ping gives none
+	RunID string // the ping's rid; "" when it gives none
+	At    time.Time
+	Body  []byte // the POST body, cut to MaxLog when recorded
+}
+
+// ParseAction reads the last part of a ping URL: "" (success), start,
+// fail, log or an exit status 0 to 255 (non-zero is a failure).
+func ParseAction(action string) (ev RunEvent, exit int, err error) {
+	switch action {
+	case "":
+		return EventSuccess, 0, nil
+	case "start":
+		return EventStart, -1, nil
+	case "fail":
+		return EventFailure, -1, nil
+	case "log":
+		return EventLog, -1, nil
+	}
+	n, err := strconv.Atoi(action)
+	switch {
+	case err != nil || n < 0:
+		return 0, 0, fmt.Errorf("%w: %q", ErrNotAnAction, action)
+	case n > 255:
+		return 0, 0, fmt.Errorf("%w: %d", ErrExitStatus, n)
+	case n != 0:
+		return EventFailure, n, nil
+	}
+	return EventSuccess, 0, nil
+}
+
+// Entry is one entry of a job's run history: a run, or a log ping.
+type Entry struct {
+	RunID      string
+	Start, End time.Time // End is zero while the run runs
+	State      string
+	ExitStatus int // -1 when not given
+	Log        []byte
+	Version    string // the stored entry's, for a conditional Finish
+}
+
+// RunStore keeps run history.
+type RunStore interface {
+	// Add stores a new entry; one that exists with the same start and run
+	// id is kept as it is (a ping retried after a lost answer).
+	Add(ctx context.Context, jobID string, e Entry) error
+	// Running finds the run a closing ping closes: the one with runID
+	// when given, else the latest still running, started within a day
+	// before at. None is found=false.
+	Running(ctx context.Context, jobID, runID string, at time.Time) (e Entry, found bool, err error)
+	// Finish replaces a run on condition it is still at e.Version, else
+	// ErrConflict.
+	Finish(ctx context.Context, jobID string, e Entry) error
+}
+
+// LastRuns records when a job's runs last arrived.
+type LastRuns interface {
+	Touch(ctx context.Context, id string, at time.Time) error
+}
+
+// Recorder turns pings into run history.
+type Recorder struct {
+	Runs     RunStore
+	Jobs     LastRuns
+	NewRunID func() string
+}
+
+// Record applies one ping to a job's runs and, unless it is a log entry,
+// to the job's last run time. The status is the scanner's to change, on
+// its next pass: it alone sees a change of status, and alerts on it. A
+// paused job still records its runs: a ping is never lost.
+func (r Recorder) Record(ctx context.Context, job Job, p Ping) error {
+	if len(p.Body) > MaxLog {
+		p.Body = p.Body[:MaxLog]
+	}
+	if err := r.apply(ctx, job.ID, p); err != nil {
+		return err
+	}
+	if p.Event == EventLog {
+		return nil
+	}
+	if err := r.Jobs.Touch(ctx, job.ID, p.At); err != nil {
+		return fmt.Errorf("%w: %w", ErrLastRunNotSaved, err)
+	}
+	return nil
+}
+
+func (r Recorder) apply(ctx context.Context, jobID string, p Ping) error {
+	rid := p.RunID
+	if rid == "" {
+		rid = r.NewRunID()
+	}
+	switch p.Event {
+	case EventStart:
+		return r.Runs.Add(ctx, jobID, Entry{RunID: rid, Start: p.At, State: StateRunning, ExitStatus: -1, Log: p.Body})
+	case EventLog:
+		return r.Runs.Add(ctx, jobID, Entry{RunID: rid, Start: p.At, End: p.At, State: StateLog, ExitStatus: -1, Log: p.Body})
+	}
+	state := StateOK
+	if p.Event == EventFailure {
+		state = StateFailed
+	}
+	for range 3 {
+		open, found, err := r.Runs.Running(ctx, jobID, p.RunID, p.At)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return r.Runs.Add(ctx, jobID, Entry{RunID: rid, Start: p.At, End: p.At, State: state, ExitStatus: p.Exit, Log: p.Body})
+		}
+		open.End, open.State, open.ExitStatus = p.At, state, p.Exit
+		if len(p.Body) > 0 {
+			open.Log = append(open.Log, p.Body...)
+			open.Log = open.Log[:min(len(open.Log), MaxLog)]
+		}
+		err = r.Runs.Finish(ctx, jobID, open)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		return err
+	}
+	return fmt.Errorf("%w: %s", ErrRunKeptChanging, jobID)
+}
+
+// Auto-provisioned jobs, made by a first ping of an unknown slug with
+// ?create=1, start with Healthchecks' own defaults: a run a day, an hour
+// of grace. An operator sets the real schedule later.
+const (
+	AutoSchedule = "every 24h"
+	AutoGrace    = time.Hour
+)
+
+// Provisioned is the job a first ping of slug makes.
+func Provisioned(slug string, now time.Time) Job {
+	return Job{ID: NewID(), Slug: slug, Name: slug, Schedule: AutoSchedule, TimeZone: "UTC", Grace: AutoGrace, CreatedAt: now, Status: New}
+}

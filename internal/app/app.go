@@ -4,6 +4,7 @@
 package app
 
 import (
+	"crypto/rand"
 	"context"
 	"errors"
 	"fmt"
@@ -266,7 +267,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Tokens: auth.NewAPITokens(tokens)},
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions:  actions,
-			Failures: store.Failures, Ingest: ingest.New(store.Circuits, store.Rates, ingest.Settings{}), Idempotency: store.Status, Window: store.Failures, Rates: store.Rates, Status: store.Status,
+			Reports: reportService(store, now), Window: store.Failures, Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
@@ -576,6 +577,19 @@ func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time
 		ev, log = jobs.EventFailure, []byte(passErr.Error())
 	}
 	return pings(r.a.Store).Record(ctx, jobs.Job{ID: jobID}, jobs.Ping{Event: ev, Exit: -1, At: at, Body: log})
+}
+
+// reportService takes failure reports, from the HTTP API (and the
+// OpenTelemetry receiver next).
+func reportService(store *storage.Store, now func() time.Time) *ingest.Service {
+	instance := make([]byte, 6)
+	_, _ = rand.Read(instance)
+	var requests atomic.Int64
+	return &ingest.Service{
+		Router: ingest.New(store.Circuits, store.Rates, ingest.Settings{}), Failures: store.Failures, Claims: store.Status, Now: now,
+		// One writer id per request: this process's random id and a counter.
+		Writer: func() string { return fmt.Sprintf("api.%x.%d", instance, requests.Add(1)) },
+	}
 }
 
 // pings records pings, from the ping API and from Fusebox's own loops.

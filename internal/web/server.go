@@ -5,13 +5,10 @@ package web
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -102,9 +99,6 @@ type (
 		Recent(ctx context.Context, limit int) ([]alerts.Message, error)
 		Update(ctx context.Context, f lease.Fence, m alerts.Message) (alerts.Message, error)
 	}
-	idempotencyStore interface {
-		ClaimIdempotency(ctx context.Context, hash string, at time.Time) (time.Time, error)
-	}
 	faultLister interface {
 		List() []storage.Fault
 	}
@@ -118,12 +112,8 @@ type (
 		Get(ctx context.Context, id string) (circuit.App, error)
 		Put(ctx context.Context, app circuit.App) error
 	}
-	reportRouter interface {
-		Route(ctx context.Context, appID string, reports []storage.Report, now time.Time) (ingest.Routed, error)
-		Keep(ctx context.Context, appID string, tallies []ingest.Tally) (failed []ingest.Tally)
-	}
-	failureRecorder interface {
-		Record(ctx context.Context, writer string, reports []storage.Report) error
+	reportTaker interface {
+		Take(ctx context.Context, b ingest.Batch) (ingest.Result, error)
 	}
 	leaseLister interface {
 		List(context.Context) ([]lease.Record, error)
@@ -193,12 +183,10 @@ type CircuitDeps struct {
 	AppStore appStore
 	Circuits circuitLister
 	Actions  circuitActions
-	Failures failureRecorder
-	// Ingest routes reports of functions without a circuit to tallies.
-	Ingest reportRouter
-	// Idempotency remembers Idempotency-Keys of failure reports.
-	Idempotency idempotencyStore
-	Window      windowReader
+	// Reports take failure reports: where a report becomes rows
+	// (ingest.Service).
+	Reports reportTaker
+	Window  windowReader
 	Rates       rateReader
 	Status      statusReader
 	// Links verifies resume links.
@@ -246,9 +234,6 @@ type Server struct {
 	echo    *echo.Echo
 	started time.Time // readiness allows the first ticks their time
 
-	instance string       // random, for writer ids of failure reports
-	requests atomic.Int64 // failure reports taken
-
 	// unknownPings are ping ids found not to exist lately (a new job's id
 	// is forgotten here when the job is created).
 	unknownPings *ttlSet
@@ -264,7 +249,7 @@ func New(d Deps) (*Server, error) {
 	if missing := d.missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("web: required dependencies are missing: %s", strings.Join(missing, ", "))
 	}
-	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), instance: randomID(), unknownPings: newTTLSet(30*time.Second, 10_000), refusals: newLogSampler(time.Minute)}
+	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), unknownPings: newTTLSet(30*time.Second, 10_000), refusals: newLogSampler(time.Minute)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	if d.Config.TrustProxyHeaders {
@@ -285,7 +270,7 @@ func (d Deps) missing() []string {
 		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil},
 		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil},
 		{"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
-		{"CircuitDeps.Failures", d.Failures == nil}, {"CircuitDeps.Ingest", d.Ingest == nil}, {"CircuitDeps.Idempotency", d.Idempotency == nil}, {"CircuitDeps.Window", d.Window == nil},
+		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.Window", d.Window == nil},
 		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
 		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},
 		{"NotifyDeps.Channels", d.Channels == nil}, {"NotifyDeps.TestChannel", d.TestChannel == nil}, {"NotifyDeps.Delivery", d.Delivery == nil},
@@ -303,11 +288,6 @@ func (d Deps) missing() []string {
 // Handler returns the HTTP handler, for http.Server and tests.
 func (s *Server) Handler() http.Handler { return s.echo }
 
-func randomID() string {
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
-}
 
 // Routes lists the routes served, for tests that must cover every one.
 func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }

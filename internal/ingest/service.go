@@ -1,0 +1,233 @@
+package ingest
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"regexp"
+	"sort"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/trigger"
+)
+
+// This file is where a failure report becomes rows, whatever carried it:
+// the HTTP API today, the OpenTelemetry receiver next. Each item is
+// checked on its own (valid ones are kept, invalid ones refused by index),
+// the time window is applied, a retried request with the same
+// Idempotency-Key writes the very same rows, and nothing is answered as
+// kept before it is.
+
+// Item is one reported item as a transport decoded it.
+type Item struct {
+	App       string // optional; must be the key's app
+	Function  string
+	At        time.Time // zero: the request's time
+	Count     *int      // nil: 1, or 0 when Successes is given
+	Successes *int
+	Sample    string
+	// Problem is why the transport could not read the item (a field of
+	// the wrong type); such an item is refused with it.
+	Problem string
+}
+
+// Batch is one request's items, all from one app whose key was verified.
+type Batch struct {
+	AppID          string
+	Items          []Item
+	Instance       string // for people (which instance fails?), never a key
+	TraceParent    string
+	IdempotencyKey string // "" for none
+}
+
+// Rejection is one refused item, by its index in the batch.
+type Rejection struct {
+	Index int    `json:"index"`
+	Error string `json:"error"`
+}
+
+// Result is what became of a batch.
+type Result struct {
+	Accepted  int         `json:"accepted"`  // items kept
+	Failures  int         `json:"failures"`  // failures they count
+	Successes int         `json:"successes"` // successes they count
+	Rejected  []Rejection `json:"rejected"`
+	// NoCircuit counts the accepted items of functions without a circuit:
+	// kept as failures per minute, shown on the Apps page, not counted by
+	// any circuit.
+	NoCircuit int `json:"no_circuit"`
+}
+
+var (
+	// ErrIdempotencyKey is a key that is not 1 to 255 printable ASCII.
+	ErrIdempotencyKey = errors.New("ingest: Idempotency-Key must be 1 to 255 printable ASCII characters, such as a UUID")
+	// ErrUnavailable is storage not taking the batch: nothing was kept,
+	// and the sender should retry.
+	ErrUnavailable = errors.New("ingest: storage is not answering; nothing was stored")
+)
+
+// idempotencyKey is what a client may send so that a retried request is
+// counted once: printable ASCII, as Stripe's and the IETF draft's keys are.
+var idempotencyKey = regexp.MustCompile(`^[\x21-\x7e]{1,255}$`)
+
+// The limits of one item.
+const (
+	MaxCount     = 100_000
+	MaxSuccesses = 1_000_000
+	MaxAge       = 24 * time.Hour
+)
+
+// Recorder writes failure rows (storage.Failures).
+type Recorder interface {
+	Record(ctx context.Context, writer string, reports []storage.Report) error
+}
+
+// Claims remember Idempotency-Keys: the first claim's time, for a key
+// claimed before (storage.Store).
+type Claims interface {
+	ClaimIdempotency(ctx context.Context, hash string, at time.Time) (time.Time, error)
+}
+
+// Service takes failure reports.
+type Service struct {
+	Router   *Router
+	Failures Recorder
+	Claims   Claims
+	Now      func() time.Time
+	// Writer names the rows of one request that has no Idempotency-Key:
+	// an id no other request uses, so two requests never replace each
+	// other's rows.
+	Writer func() string
+}
+
+// Take checks, routes and keeps a batch. A Result with nothing accepted
+// is a refusal of every item; an error wrapping ErrUnavailable means
+// nothing was kept.
+func (s *Service) Take(ctx context.Context, b Batch) (Result, error) {
+	now := s.Now()
+	writer := ""
+	retry := false
+	if b.IdempotencyKey != "" {
+		if !idempotencyKey.MatchString(b.IdempotencyKey) {
+			return Result{}, ErrIdempotencyKey
+		}
+		// With a key, the rows' writer derives from it, and items
+		// without a time take the first request's: a retry writes the
+		// very same rows again.
+		sum := sha256.Sum256([]byte(b.AppID + "\x00" + b.IdempotencyKey))
+		hash := hex.EncodeToString(sum[:16])
+		first, err := s.Claims.ClaimIdempotency(ctx, hash, now)
+		if err != nil {
+			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		retry = first.Before(now)
+		now, writer = first, "idem."+hash
+	} else {
+		writer = s.Writer()
+	}
+	reports, index, res := check(b, now)
+	routed, err := s.Router.Route(ctx, b.AppID, reports, now)
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	refuse := func(i int, why string) {
+		res.Rejected = append(res.Rejected, Rejection{Index: index[i], Error: why})
+		res.Accepted--
+		res.Failures -= reports[i].Count
+		res.Successes -= reports[i].Successes
+	}
+	for i, why := range routed.Refused {
+		refuse(i, why)
+	}
+	res.NoCircuit = routed.Tallied()
+	defer sortRejected(res.Rejected)
+	if res.Accepted == 0 {
+		return res, nil
+	}
+	if !retry {
+		// Tallies first: a retry of this request (same Idempotency-Key)
+		// adds none, so they must be kept before anything can fail. One
+		// that cannot be kept now refuses its own items, for the client
+		// to send again, and no more.
+		for _, t := range s.Router.Keep(ctx, b.AppID, routed.Tallies) {
+			for _, i := range t.Items {
+				refuse(i, t.Function+" has no circuit, and its failures per minute could not be kept now: send this item again")
+			}
+			res.NoCircuit -= len(t.Items)
+		}
+		if res.Accepted == 0 {
+			return Result{}, fmt.Errorf("%w: no tally could be kept", ErrUnavailable)
+		}
+	}
+	if len(routed.Counted) > 0 {
+		if err := s.Failures.Record(ctx, writer, routed.Counted); err != nil {
+			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+	}
+	return res, nil
+}
+
+func sortRejected(r []Rejection) {
+	sort.Slice(r, func(a, b int) bool { return r[a].Index < r[b].Index })
+}
+
+// check checks each item on its own: the reports to keep, the index of
+// each one's item, and the result so far, which names every refused item.
+func check(b Batch, now time.Time) ([]storage.Report, []int, Result) {
+	res := Result{Rejected: []Rejection{}}
+	var reports []storage.Report
+	var index []int
+	for i, it := range b.Items {
+		r, problem := checkItem(it, b.AppID, now)
+		if problem != "" {
+			res.Rejected = append(res.Rejected, Rejection{Index: i, Error: problem})
+			continue
+		}
+		r.TraceParent, r.Instance = b.TraceParent, b.Instance
+		reports = append(reports, r)
+		index = append(index, i)
+		res.Accepted++
+		res.Failures += r.Count
+		res.Successes += r.Successes
+	}
+	return reports, index, res
+}
+
+func checkItem(it Item, appID string, now time.Time) (storage.Report, string) {
+	if it.Problem != "" {
+		return storage.Report{}, it.Problem
+	}
+	// An item is one failure unless it says otherwise; one that reports
+	// successes only counts no failure.
+	count, successes := 1, 0
+	if it.Successes != nil {
+		successes, count = *it.Successes, 0
+	}
+	if it.Count != nil {
+		count = *it.Count
+	}
+	at := it.At
+	if at.IsZero() {
+		at = now
+	}
+	switch {
+	case it.App != "" && it.App != appID:
+		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App, appID)
+	case !trigger.ValidName(it.Function):
+		return storage.Report{}, "function must be a function name: " + trigger.NameRule
+	case count < 0 || count > MaxCount || (count == 0 && it.Successes == nil):
+		return storage.Report{}, fmt.Sprintf("count must be between 1 and %d (or 0 with successes)", MaxCount)
+	case successes < 0 || successes > MaxSuccesses:
+		return storage.Report{}, fmt.Sprintf("successes must be between 0 and %d", MaxSuccesses)
+	case count == 0 && successes == 0:
+		return storage.Report{}, "the item counts nothing: give count or successes"
+	case at.Before(now.Add(-MaxAge)):
+		return storage.Report{}, "at is more than 24 hours ago"
+	case at.After(now.Add(storage.MaxSkew)):
+		return storage.Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", storage.MaxSkew)
+	}
+	return storage.Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}, ""
+}

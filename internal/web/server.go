@@ -187,8 +187,8 @@ type CircuitDeps struct {
 	// (ingest.Service).
 	Reports reportTaker
 	Window  windowReader
-	Rates       rateReader
-	Status      statusReader
+	Rates   rateReader
+	Status  statusReader
 	// Links verifies resume links.
 	Links  *alerts.Signer
 	Outbox outboxStore
@@ -287,7 +287,6 @@ func (d Deps) missing() []string {
 
 // Handler returns the HTTP handler, for http.Server and tests.
 func (s *Server) Handler() http.Handler { return s.echo }
-
 
 // Routes lists the routes served, for tests that must cover every one.
 func (s *Server) Routes() []*echo.Route { return s.echo.Routes() }

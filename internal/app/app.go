@@ -267,7 +267,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Tokens: auth.NewAPITokens(tokens)},
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions: actions,
-			Reports: reportService(store, now), Window: store.Failures, Rates: store.Rates, Status: store.Status,
+			Reports: reportService(store, now), Window: store.Failures.Reader(), Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,

@@ -160,10 +160,11 @@ type Evaluator struct {
 	sw    Switch
 	s     EvaluatorSettings
 
-	rows    map[string]FailureRow // by ID, for seconds within the longest window
-	drifted map[string]time.Time  // by app: when its drift was last checked
-	status  Status
-	loaded  bool // the stored tally has been read this tenure
+	rows     map[string]FailureRow // by ID, for seconds within the longest window
+	rejected map[string]bool       // unreadable rows already counted, by ID
+	drifted  map[string]time.Time  // by app: when its drift was last checked
+	status   Status
+	loaded   bool // the stored tally has been read this tenure
 
 	slots    chan struct{}
 	inflight sync.WaitGroup
@@ -434,11 +435,19 @@ func (e *Evaluator) readFailures(ctx context.Context, now time.Time, longest tim
 	for _, r := range rows {
 		e.rows[r.ID] = r
 	}
+	// The store names every unreadable row each time; each counts once,
+	// and rows that left the window are forgotten.
+	seen := make(map[string]bool, len(rejected))
 	for _, r := range rejected {
+		seen[r.ID] = true
+		if e.rejected[r.ID] {
+			continue
+		}
 		e.status.Rejected++
 		e.status.LastRejected, e.status.RejectedAt = r.ID+": "+r.Reason, now
 		e.s.Logger.Warn("unreadable failure row skipped", "row", r.ID, "reason", r.Reason)
 	}
+	e.rejected = seen
 	return nil
 }
 

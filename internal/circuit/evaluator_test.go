@@ -171,6 +171,15 @@ func TestUnreadableRowsAreCountedAndSkipped(t *testing.T) {
 	if st.Rejected != 1 || !strings.Contains(st.LastRejected, "orders|Process|00|nodejs") {
 		t.Errorf("status = %+v, want one rejected row named", st)
 	}
+	// Later ticks, and pages reading the same window, count it no more.
+	if _, _, err := r.store.Failures.Reader().Window(t.Context(), now.Add(-time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(time.Second)
+	r.tick()
+	if st, err := r.store.Status.Evaluator(t.Context()); err != nil || st.Rejected != 1 {
+		t.Errorf("after another tick: %d rejected (err %v), want still 1", st.Rejected, err)
+	}
 }
 
 func TestDriftIsRecordedAndClearedByOverride(t *testing.T) {

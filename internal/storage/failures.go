@@ -33,8 +33,12 @@ type Failures struct {
 	rows     map[string]circuit.FailureRow
 	from     time.Time // the earliest second the cache holds
 	inc      incremental
-	rejected map[string]bool
+	rejected map[string]circuit.Rejection // unreadable rows of the cached span
 }
+
+// Reader is another reader of the same rows with a cache of its own, for
+// pages: what they read never changes what the evaluator's reader holds.
+func (f *Failures) Reader() *Failures { return &Failures{table: f.table} }
 
 // MaxSkew is how far ahead of Fusebox's clock a writer's seconds may be
 // and still be counted: Window reads that far past its end, keeps such
@@ -42,8 +46,9 @@ type Failures struct {
 // seconds further ahead.
 const MaxSkew = 5 * time.Minute
 
-// Window returns the failure rows for seconds in [from, to], and the
-// unreadable rows it has not reported before.
+// Window returns the failure rows for seconds in [from, to], and every
+// unreadable row among those it holds: each call says the same of the same
+// rows, whoever called before (the evaluator counts each once).
 func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -60,20 +65,21 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 		return nil, nil, err
 	}
 	if full {
-		f.rows, f.from, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, map[string]bool{}
+		f.rows, f.from, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, map[string]circuit.Rejection{}
 	}
 	f.inc.done(full, start)
 	for _, r := range rows {
 		f.rows[r.ID] = r
 		f.inc.saw(r.Modified)
 	}
-	var fresh []circuit.Rejection
 	for _, r := range rejected {
-		if !f.rejected[r.ID] {
-			f.rejected[r.ID] = true
-			fresh = append(fresh, r)
-		}
+		f.rejected[r.ID] = r
 	}
+	bad := make([]circuit.Rejection, 0, len(f.rejected))
+	for _, r := range f.rejected {
+		bad = append(bad, r)
+	}
+	sort.Slice(bad, func(i, j int) bool { return bad[i].ID < bad[j].ID })
 	out := make([]circuit.FailureRow, 0, len(f.rows))
 	for id, r := range f.rows {
 		switch {
@@ -83,7 +89,7 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 			out = append(out, r)
 		}
 	}
-	return out, fresh, nil
+	return out, bad, nil
 }
 
 // FailurePartition is the UTC minute of a second, "yyyyMMddHHmm": the

@@ -116,6 +116,14 @@ func TestBothPartitionLayoutsAreReadAndPruned(t *testing.T) {
 	if len(rejected) != 2 || !strings.Contains(rejected[0].Reason, "PartitionKey must be the UTC minute") {
 		t.Errorf("rejected %+v, want the two rows of neither layout", rejected)
 	}
+	// Window says the same of the same rows to every caller, every time:
+	// a page's read does not use up the evaluator's report of a bad row.
+	page := st.Failures.Reader()
+	for i, reader := range []*storage.Failures{page, st.Failures, page, st.Failures} {
+		if _, bad, err := reader.Window(t.Context(), minute, last); err != nil || len(bad) != 2 {
+			t.Errorf("Window call %d named %d unreadable rows (err %v), want the same 2 each time", i+1, len(bad), err)
+		}
+	}
 	if n, err := st.Failures.DeleteBefore(t.Context(), minute); err != nil || n != 0 {
 		t.Errorf("pruning before the minute removed %d (%v), want 0", n, err)
 	}

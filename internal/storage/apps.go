@@ -104,6 +104,26 @@ func (a *Apps) Get(ctx context.Context, id string) (circuit.App, error) {
 
 // Put creates or replaces an app's registration.
 func (a *Apps) Put(ctx context.Context, app circuit.App) error {
+	if err := a.table.Upsert(ctx, a.row(app)); err != nil {
+		return fmt.Errorf("storage: put app %s: %w", app.ID, err)
+	}
+	return nil
+}
+
+// Create registers a new app; circuit.ErrConflict when its id is taken,
+// even by a registration a moment ago on another instance.
+func (a *Apps) Create(ctx context.Context, app circuit.App) error {
+	err := a.table.Insert(ctx, a.row(app))
+	if errors.Is(err, tablestore.ErrExists) {
+		return fmt.Errorf("storage: create app %s: %w", app.ID, circuit.ErrConflict)
+	}
+	if err != nil {
+		return fmt.Errorf("storage: create app %s: %w", app.ID, err)
+	}
+	return nil
+}
+
+func (a *Apps) row(app circuit.App) *appRow {
 	row := &appRow{
 		Meta:        tablestore.Meta{PartitionKey: appsPartition, RowKey: app.ID},
 		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
@@ -114,10 +134,7 @@ func (a *Apps) Put(ctx context.Context, app circuit.App) error {
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	sealSecrets(a.box, TableApps, row)
-	if err := a.table.Upsert(ctx, row); err != nil {
-		return fmt.Errorf("storage: put app %s: %w", app.ID, err)
-	}
-	return nil
+	return row
 }
 
 // Reseal seals the secrets of rows kept in plain text or under an older

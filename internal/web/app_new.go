@@ -14,7 +14,6 @@ import (
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/hostinsight"
-	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/views"
@@ -85,11 +84,14 @@ func (s *Server) appCreate(c echo.Context) error {
 			err = circuit.ValidationError{{Field: "local_settings", Message: werr.Error()}}
 		}
 	}
+	var key string
 	if err == nil {
-		if _, getErr := s.AppStore.Get(c.Request().Context(), app.ID); getErr == nil {
+		// Registered only if the id is free: the write is conditional, so
+		// two registrations of one id a moment apart cannot both succeed.
+		key, app.APIKeyHash = auth.NewAppKey(app.ID)
+		err = s.AppStore.Create(c.Request().Context(), app)
+		if errors.Is(err, circuit.ErrConflict) {
 			err = circuit.ValidationError{{Field: "id", Message: "an app with this id is registered already"}}
-		} else if !errors.Is(getErr, storage.ErrNoApp) {
-			return getErr
 		}
 	}
 	if err != nil {
@@ -104,7 +106,7 @@ func (s *Server) appCreate(c echo.Context) error {
 		m.Page = s.page(c, "Register an app", "apps")
 		return render(c, http.StatusUnprocessableEntity, views.AppFormPage(m))
 	}
-	return s.issueKey(c, app, "registered app", note)
+	return s.showKey(c, app, key, "registered app", note)
 }
 
 // appKey replaces an app's failure-reporting key.
@@ -123,6 +125,11 @@ func (s *Server) issueKey(c echo.Context, app circuit.App, action, note string) 
 		return err
 	}
 	s.keys.forget(app.ID) // the old key stops here now, elsewhere within keyTTL
+	return s.showKey(c, app, key, action, note)
+}
+
+// showKey audits the new key and shows it, this once.
+func (s *Server) showKey(c echo.Context, app circuit.App, key, action, note string) error {
 	p, _ := principal(c)
 	ctx, cancel := detached(c)
 	defer cancel()

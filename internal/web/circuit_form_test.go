@@ -80,8 +80,25 @@ func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
 	if !strings.Contains(bad.body, "lower-case letters") || !strings.Contains(bad.body, "needs the subscription id") {
 		t.Errorf("registration errors missing: %s", bad.body)
 	}
-	dup := b.post("/apps/new", url.Values{"_csrf": {csrf}, "id": {demo.AppID}, "switch": {"local"}, "local_settings": {"/tmp/x.json"}})
+	dup := b.post("/apps/new", url.Values{"_csrf": {csrf}, "id": {demo.AppID}, "switch": {"local"}, "local_settings": {"/tmp/x/local.settings.json"}})
 	wantStatus(t, dup, http.StatusUnprocessableEntity)
+	if !strings.Contains(dup.body, "an app with this id is registered already") {
+		t.Errorf("a taken id: %s", dup.body)
+	}
+	// Two operators register one new id at once: one gets the key, the
+	// other is told it is taken; neither key is overwritten by the other.
+	other := newBrowser(t, srv.URL)
+	other.signIn("olivia")
+	statuses := make(chan int, 2)
+	for _, br := range []*browser{b, other} {
+		go func() {
+			r := br.post("/apps/new", url.Values{"_csrf": {br.csrf("/apps/new")}, "id": {"orders-race"}, "switch": {"local"}, "local_settings": {"/tmp/race/local.settings.json"}})
+			statuses <- r.StatusCode
+		}()
+	}
+	if a, z := <-statuses, <-statuses; a+z != http.StatusOK+http.StatusUnprocessableEntity {
+		t.Errorf("two registrations of one id answered %d and %d, want 200 and 422", a, z)
+	}
 
 	ok := b.post("/apps/new", url.Values{"_csrf": {csrf}, "id": {"orders-prod"}, "name": {"Orders"}, "switch": {"arm"},
 		"subscription": {"00000000-0000-0000-0000-000000000001"}, "resource_group": {"rg-orders"}, "site": {"func-orders"}, "slot": {"staging"}, "linux": {"on"}})

@@ -111,6 +111,7 @@ type (
 	appStore interface {
 		Get(ctx context.Context, id string) (circuit.App, error)
 		Put(ctx context.Context, app circuit.App) error
+		Create(ctx context.Context, app circuit.App) error
 	}
 	reportTaker interface {
 		Take(ctx context.Context, b ingest.Batch) (ingest.Result, error)

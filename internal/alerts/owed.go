@@ -1,0 +1,86 @@
+package alerts
+
+// Which alerts an episode is owed: the policy, decided from the circuit alone.
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// Policy is what decides which alerts a circuit's episode is owed.
+type Policy struct {
+	RemindEvery  time.Duration
+	MaxReminders int
+	Within       time.Duration // first alerts only for episodes younger than this
+	FlapLimit    int           // changes in an hour before alerts become hourly summaries
+}
+
+// Destinations lists where a circuit's or job's alerts go: the addresses
+// it names, and the channels it names — or, when it names none, its app's.
+func Destinations(recipients, channels, appChannels []string) []string {
+	if len(channels) == 0 {
+		channels = appChannels
+	}
+	out := make([]string, 0, len(recipients)+len(channels))
+	seen := map[string]bool{}
+	for _, r := range recipients {
+		if k := strings.ToLower(r); !seen[k] {
+			seen[k] = true
+			out = append(out, r)
+		}
+	}
+	for _, id := range channels {
+		if d := ChannelPrefix + id; !seen[d] {
+			seen[d] = true
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// Owed lists the messages a circuit's current episode calls for: the
+// opening alert and its reminders while it is open (reminders stop once
+// someone acknowledged the episode), and a resumed alert once it closed
+// again. A circuit that changed more than FlapLimit times in the last hour
+// is owed one summary per hour instead. Messages are keyed, so listing
+// them again changes nothing.
+func Owed(c circuit.Circuit, dests []string, now time.Time, p Policy) []Message {
+	if c.Episode < 1 || len(dests) == 0 || now.Sub(c.ChangedAt) > p.Within+time.Duration(p.MaxReminders)*p.RemindEvery {
+		return nil
+	}
+	if p.FlapLimit > 0 && c.ChangesSince(now.Add(-time.Hour)) > p.FlapLimit {
+		hour := now.Truncate(time.Hour).Unix()
+		return messages(c.ID(), hour, []string{KindFlapping}, dests, now)
+	}
+	var kinds []string
+	switch {
+	case c.State.TriggerOff():
+		if now.Sub(c.ChangedAt) <= p.Within {
+			kinds = append(kinds, KindOpened)
+		}
+		for n := 1; n <= p.MaxReminders && c.AckedEpisode != c.Episode; n++ {
+			if !now.Before(c.ChangedAt.Add(time.Duration(n) * p.RemindEvery)) {
+				kinds = append(kinds, fmt.Sprintf("reminder-%d", n))
+			}
+		}
+	case c.Held && now.Sub(c.ChangedAt) <= p.Within:
+		kinds = append(kinds, KindHeld)
+	case c.State == circuit.Closed && now.Sub(c.ChangedAt) <= p.Within:
+		kinds = append(kinds, KindResumed)
+	}
+	return messages(c.ID(), c.Episode, kinds, dests, now)
+}
+
+func messages(subject string, episode int64, kinds, dests []string, now time.Time) []Message {
+	var out []Message
+	for _, k := range kinds {
+		for _, to := range dests {
+			out = append(out, Message{ID: MessageID(subject, episode, k, to), Circuit: subject, Episode: episode, Kind: k, To: to,
+				State: Pending, NextAttempt: now, CreatedAt: now})
+		}
+	}
+	return out
+}

@@ -1,0 +1,61 @@
+package hostinsight
+
+// The domain's reading of checkpoints: where a function's partitions
+// stand and how many events wait behind them.
+
+import (
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// Position is where one partition of a function's hub stands.
+type Position struct {
+	Checkpoint
+	// Waiting and Expired are Behind's, when Counted: the snapshot held
+	// the partition's head.
+	Waiting, Expired int64
+	Counted          bool
+	// MovedWhileOff: the checkpoint was written after the trigger was
+	// switched off. It should not have been: something else consumes with
+	// the same consumer group, or the host had not stopped yet.
+	MovedWhileOff bool
+}
+
+// Positions are the checkpoints of the hub ref names, each with what waits
+// behind it and whether it moved after off (zero: the trigger is on). When
+// ref names no hub, every checkpoint is returned, own is false, and none
+// is judged against off: they may be other functions'.
+func Positions(snap Snapshot, ref circuit.HubRef, off time.Time) (ps []Position, own bool) {
+	own = ref.Hub != ""
+	if !own {
+		off = time.Time{}
+	}
+	for _, c := range snap.Checkpoints {
+		if own && !ref.Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
+			continue
+		}
+		p := Position{Checkpoint: c, MovedWhileOff: !off.IsZero() && c.Moved.After(off)}
+		if h, ok := snap.Heads[c.Key()]; ok {
+			p.Waiting, p.Expired, p.Counted = Behind(c, h)
+		}
+		ps = append(ps, p)
+	}
+	return ps, own
+}
+
+// Waiting adds up the events waiting behind ps, and says how many of the
+// checkpointed partitions (those with a sequence number) the sum covers:
+// Event Hubs may not have answered for every one.
+func Waiting(ps []Position) (events int64, counted, checkpointed int) {
+	for _, p := range ps {
+		if p.HasSequence {
+			checkpointed++
+		}
+		if p.Counted {
+			events += p.Waiting
+			counted++
+		}
+	}
+	return events, counted, checkpointed
+}

@@ -84,7 +84,10 @@ type Entry struct {
 	State      string
 	ExitStatus int // -1 when not given
 	Log        []byte
-	Version    string // the stored entry's, for a conditional Finish
+	// Key and Version name the stored entry Running found, for Finish:
+	// the stored Start may be coarser than the ping's, so the key is not
+	// derived again.
+	Key, Version string
 }
 
 // RunStore keeps run history.
@@ -96,8 +99,8 @@ type RunStore interface {
 	// when given, else the latest still running, started within a day
 	// before at. None is found=false.
 	Running(ctx context.Context, jobID, runID string, at time.Time) (e Entry, found bool, err error)
-	// Finish replaces a run on condition it is still at e.Version, else
-	// ErrConflict.
+	// Finish replaces the run Running found (e.Key) on condition it is
+	// still at e.Version, else ErrConflict.
 	Finish(ctx context.Context, jobID string, e Entry) error
 }
 

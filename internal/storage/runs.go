@@ -80,10 +80,13 @@ func (rs *Runs) Add(ctx context.Context, jobID string, e jobs.Entry) error {
 	return nil
 }
 
-// Finish replaces a run on condition it is still at e.Version, else
-// jobs.ErrConflict.
+// Finish replaces the run Running found on condition it is still at
+// e.Version, else jobs.ErrConflict.
 func (rs *Runs) Finish(ctx context.Context, jobID string, e jobs.Entry) error {
-	row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: runKey(e.Start, e.RunID), ETag: tablestore.ETag(e.Version)}}
+	if e.Key == "" {
+		return fmt.Errorf("storage: finish run of %s: the entry was not found by Running", jobID)
+	}
+	row := &runRow{Meta: tablestore.Meta{PartitionKey: jobID, RowKey: e.Key, ETag: tablestore.ETag(e.Version)}}
 	row.setEntry(e)
 	err := rs.table.Update(ctx, row)
 	if errors.Is(err, tablestore.ErrConflict) {
@@ -120,7 +123,7 @@ func (rs *Runs) Running(ctx context.Context, jobID, runID string, at time.Time) 
 	}
 	r := rows[0]
 	return jobs.Entry{RunID: r.RunID, Start: r.Start, End: r.End, State: r.State, ExitStatus: int(r.ExitStatus),
-		Log: append(append([]byte(nil), r.Log1...), r.Log2...), Version: string(r.ETag)}, true, nil
+		Log: append(append([]byte(nil), r.Log1...), r.Log2...), Key: r.RowKey, Version: string(r.ETag)}, true, nil
 }
 
 // NewRunID makes a run id for pings that give none.

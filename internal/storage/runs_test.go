@@ -115,3 +115,27 @@ func TestUpdateSettingsKeepsWhatPingsAndTheScannerWrote(t *testing.T) {
 		t.Errorf("after saving a stale copy: name %q, last run %s, status %s; want the new name, 02:00 and up", got.Name, got.LastRunAt, got.Status)
 	}
 }
+
+// A run started and finished at times finer than storage keeps (a real
+// clock's nanoseconds) is closed, not left running beside a lone finish.
+func TestARunStartedAtANanosecondIsClosed(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableRuns); err != nil {
+		t.Fatal(err)
+	}
+	rs := storage.New(svc).Runs
+	pings := jobs.Recorder{Runs: rs, Jobs: noLastRuns{}, NewRunID: storage.NewRunID}
+	start := time.Date(2026, 11, 30, 1, 0, 0, 123456789, time.UTC)
+	for _, p := range []jobs.Ping{{Event: jobs.EventStart, Exit: -1, At: start}, {Event: jobs.EventSuccess, Exit: 0, At: start.Add(1500 * time.Millisecond)}} {
+		if err := pings.Record(t.Context(), jobs.Job{ID: "job-ns"}, p); err != nil {
+			t.Fatalf("%v ping: %v", p.Event, err)
+		}
+	}
+	got, err := rs.Between(t.Context(), "job-ns", start.Add(-time.Minute), start.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].End.IsZero() || got[0].Failed {
+		t.Errorf("runs %+v, want one run, finished and good", got)
+	}
+}

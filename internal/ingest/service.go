@@ -107,6 +107,12 @@ type Service struct {
 // is a refusal of every item; an error wrapping ErrUnavailable means
 // nothing was kept.
 func (s *Service) Take(ctx context.Context, b Batch) (Result, error) {
+	res, err := s.take(ctx, b)
+	sortRejected(res.Rejected) // refusals come from the checks, the router and Keep
+	return res, err
+}
+
+func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 	now := s.Now()
 	writer := ""
 	retry := false
@@ -143,7 +149,6 @@ func (s *Service) Take(ctx context.Context, b Batch) (Result, error) {
 		refuse(i, why)
 	}
 	res.NoCircuit = routed.Tallied()
-	defer sortRejected(res.Rejected)
 	if res.Accepted == 0 {
 		return res, nil
 	}

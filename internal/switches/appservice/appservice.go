@@ -82,6 +82,7 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 		hc = &http.Client{Timeout: 30 * time.Second}
 	}
 	sw := &Switch{cred: cred, opts: opts, http: hc, s: s}
+	sw.clients.Package, sw.clients.Resource = "appservice", "site"
 	sw.clients.New = func(sub string) (*armappservice.WebAppsClient, error) {
 		return armappservice.NewWebAppsClient(sub, cred, opts)
 	}
@@ -89,14 +90,7 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 }
 
 func (s *Switch) client(app circuit.App) (*armappservice.WebAppsClient, error) {
-	if app.SubscriptionID == "" || app.ResourceGroup == "" || app.Site == "" {
-		return nil, fmt.Errorf("appservice: app %s needs a subscription, resource group and site", app.ID)
-	}
-	c, err := s.clients.Get(app.SubscriptionID)
-	if err != nil {
-		return nil, fmt.Errorf("appservice: %w", err)
-	}
-	return c, nil
+	return s.clients.For(app)
 }
 
 func truthy(v *string) bool { return v != nil && trigger.Truthy(*v) }

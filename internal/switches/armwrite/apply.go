@@ -10,6 +10,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
 )
 
@@ -17,6 +18,8 @@ import (
 // concurrent use, and each costs a pipeline to build.
 type Clients[C any] struct {
 	New func(subscription string) (*C, error)
+	// Package and Resource word the errors of For: "appservice", "site".
+	Package, Resource string
 
 	mu sync.Mutex
 	m  map[string]*C
@@ -37,6 +40,19 @@ func (c *Clients[C]) Get(subscription string) (*C, error) {
 		c.m = map[string]*C{}
 	}
 	c.m[subscription] = cl
+	return cl, nil
+}
+
+// For returns the client for app, which must name its subscription,
+// resource group and resource.
+func (c *Clients[C]) For(app circuit.App) (*C, error) {
+	if app.SubscriptionID == "" || app.ResourceGroup == "" || app.Site == "" {
+		return nil, fmt.Errorf("%s: app %s needs a subscription, resource group and %s", c.Package, app.ID, c.Resource)
+	}
+	cl, err := c.Get(app.SubscriptionID)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.Package, err)
+	}
 	return cl, nil
 }
 

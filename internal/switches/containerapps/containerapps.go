@@ -67,6 +67,8 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 	}
 	opts := s.ClientOptions(s.Transport, tracing.Provider{})
 	sw := &Switch{cred: cred, opts: opts, s: s}
+	sw.apps.Package, sw.apps.Resource = "containerapps", "container app name"
+	sw.revisions.Package, sw.revisions.Resource = "containerapps", "container app name"
 	sw.apps.New = func(sub string) (*armappcontainers.ContainerAppsClient, error) {
 		return armappcontainers.NewContainerAppsClient(sub, cred, opts)
 	}
@@ -77,22 +79,11 @@ func New(cred azcore.TokenCredential, s Settings) *Switch {
 }
 
 func (s *Switch) client(app circuit.App) (*armappcontainers.ContainerAppsClient, error) {
-	if app.SubscriptionID == "" || app.ResourceGroup == "" || app.Site == "" {
-		return nil, fmt.Errorf("containerapps: app %s needs a subscription, resource group and container app name", app.ID)
-	}
-	c, err := s.apps.Get(app.SubscriptionID)
-	if err != nil {
-		return nil, fmt.Errorf("containerapps: %w", err)
-	}
-	return c, nil
+	return s.apps.For(app)
 }
 
 func (s *Switch) revisionsClient(app circuit.App) (*armappcontainers.ContainerAppsRevisionsClient, error) {
-	c, err := s.revisions.Get(app.SubscriptionID)
-	if err != nil {
-		return nil, fmt.Errorf("containerapps: %w", err)
-	}
-	return c, nil
+	return s.revisions.For(app)
 }
 
 func (s *Switch) get(ctx context.Context, app circuit.App) (armappcontainers.ContainerApp, error) {

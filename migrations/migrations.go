@@ -28,6 +28,7 @@ func Steps() []migrate.Step {
 		{Version: 6, Name: "create the job runs table", Apply: createTables(storage.TableRuns)},
 		{Version: 7, Name: "create the alert channels table", Apply: createTables(storage.TableChannels)},
 		{Version: 8, Name: "create the host samples table", Apply: createTables(storage.TableHostSamples)},
+		{Version: 9, Name: "create the OpenTelemetry arrivals table", Apply: createTables(storage.TableArrivals)},
 	}
 }
 

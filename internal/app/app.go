@@ -17,13 +17,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sync/errgroup"
-
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/auth"
@@ -40,6 +39,7 @@ import (
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/migrate"
 	"github.com/fusebox/fusebox/internal/notify"
+	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
@@ -93,6 +93,7 @@ type App struct {
 	verifier    *circuit.Verifier
 	hosts       *hostinsight.Source
 	hubs        *eventhub.Reader
+	arrivals    *otlp.Arrivals
 
 	loopsRegistered atomic.Bool
 	wrap            func(http.Handler) http.Handler
@@ -258,6 +259,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
 	smtp := notify.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
 	poster := notify.Poster{Now: now, Client: outbound.Client(5 * time.Second)}
+	reports := reportService(store, now)
+	arrivals := &otlp.Arrivals{Store: store.Arrivals, Instance: locker.Identity(), Logger: o.Logger}
+	telemetryIn := &ingest.Telemetry{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
 	actions.TraceOf = telemetry.TraceParent
 	actions.Functions = router
@@ -267,7 +271,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Tokens: auth.NewAPITokens(tokens)},
 		CircuitDeps: web.CircuitDeps{Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
 			Actions: actions,
-			Reports: reportService(store, now), Window: store.Failures.Reader(), Rates: store.Rates, Status: store.Status,
+			Reports: reports, OTLP: telemetryIn, Arrivals: store.Arrivals, Window: store.Failures.Reader(), Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
@@ -283,7 +287,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		OnTransition: traceTransition,
 	})
 	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
-	a := &App{verifier: verifier, hosts: hostSource, hubs: hubs, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+	a := &App{verifier: verifier, hosts: hostSource, hubs: hubs, arrivals: arrivals, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.wrap = o.WrapHandler
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
@@ -420,6 +424,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		WriteTimeout:      60 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelWarn),
+		// OTLP/gRPC exporters speak HTTP/2 without TLS (prior knowledge)
+		// when TLS ends in front of Fusebox, as App Service's does.
+		Protocols: serveProtocols(),
 	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
@@ -442,6 +449,11 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		return nil
 	})
 	g.Go(func() error {
+		// Every instance writes what it received itself: no lease.
+		a.arrivals.Run(ctx, 5*time.Second)
+		return nil
+	})
+	g.Go(func() error {
 		<-ctx.Done()
 		if err := a.stopTracing(context.WithoutCancel(ctx)); err != nil {
 			a.log.Warn("could not flush traces", "error", err)
@@ -452,6 +464,14 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		g.Go(func() error { return a.Locker.Run(ctx, l.lease, a.runner.Work(l.Loop)) })
 	}
 	return g.Wait()
+}
+
+func serveProtocols() *http.Protocols {
+	var p http.Protocols
+	p.SetHTTP1(true)
+	p.SetHTTP2(true)
+	p.SetUnencryptedHTTP2(true)
+	return &p
 }
 
 // Fusebox's own background loops are jobs too, so a loop that stops is a

@@ -29,6 +29,7 @@ type Item struct {
 	Count     *int      // nil: 1, or 0 when Successes is given
 	Successes *int
 	Sample    string
+	Instance  string // the instance that ran it, if not the batch's
 	// Problem is why the transport could not read the item (a field of
 	// the wrong type); such an item is refused with it.
 	Problem string
@@ -192,6 +193,9 @@ func check(b Batch, now time.Time) ([]storage.Report, []int, Result) {
 			continue
 		}
 		r.TraceParent, r.Instance = b.TraceParent, b.Instance
+		if it := b.Items[i]; it.Instance != "" {
+			r.Instance = it.Instance
+		}
 		reports = append(reports, r)
 		index = append(index, i)
 		res.Accepted++

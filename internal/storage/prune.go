@@ -79,5 +79,6 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (int, error) {
 	_, err4 := s.Status.DeleteIdempotencyBefore(ctx, now.Add(-IdempotencyRetention))
 	_, err5 := s.Outbox.DeleteBefore(ctx, now.Add(-OutboxRetention))
 	_, err6 := s.HostSamples.DeleteBefore(ctx, now.Add(-HostSampleRetention))
-	return n, errors.Join(err, err2, err3, err4, err5, err6)
+	_, err7 := s.Arrivals.DeleteBefore(ctx, now.Add(-ArrivalRetention))
+	return n, errors.Join(err, err2, err3, err4, err5, err6, err7)
 }

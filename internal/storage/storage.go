@@ -8,11 +8,11 @@ package storage
 
 import (
 	"fmt"
-	"github.com/fusebox/fusebox/internal/sealed"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -31,6 +31,7 @@ const (
 	TableRuns        = "Runs"
 	TableChannels    = "Channels"
 	TableHostSamples = "HostSamples"
+	TableArrivals    = "Arrivals"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -53,6 +54,7 @@ type Store struct {
 	Channels *Channels
 	// HostSamples are the hosts' learned concurrency over time.
 	HostSamples *HostSamples
+	Arrivals    *Arrivals
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 }
@@ -76,6 +78,7 @@ func New(svc *tablestore.Service) *Store {
 		Runs:        &Runs{table: svc.Table(TableRuns), faults: faults},
 		Channels:    &Channels{table: svc.Table(TableChannels), faults: faults},
 		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
+		Arrivals:    &Arrivals{table: svc.Table(TableArrivals)},
 	}
 }
 

@@ -23,10 +23,11 @@ func (s *Server) routes() {
 		s.recoverPanics,
 		s.securityHeaders,
 		// Pings read their own bodies: a long log is cut, never refused.
-		middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: bodyLimit(s.Config.MaxBodyBytes), Skipper: isPing}),
+		// OTLP exports are limited by their own routes (otlp_receive.go).
+		middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: bodyLimit(s.Config.MaxBodyBytes), Skipper: func(c echo.Context) bool { return isPing(c) || isOTLP(c) }}),
 		// Small JSON answers to machines gain nothing from compression.
 		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024, Skipper: func(c echo.Context) bool {
-			return c.Path() == "/metrics" || c.Path() == "/api/v1/failures"
+			return c.Path() == "/metrics" || c.Path() == "/api/v1/failures" || isOTLP(c)
 		}}),
 	)
 
@@ -42,7 +43,11 @@ func (s *Server) routes() {
 	// address is one app's many instances), and keys not yet verified per
 	// client address (ingest_gate.go). A flood answers 429 with
 	// Retry-After and touches nothing.
-	e.POST("/api/v1/failures", s.failureIngest, s.ingestGate(), middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+	gate := s.ingestGate()
+	e.POST("/api/v1/failures", s.failureIngest, gate, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+	// The same reports as OpenTelemetry exports, behind the same key and
+	// the same budget per app.
+	s.otlpRoutes(gate)
 
 	// Pings from jobs, as Healthchecks.io takes them.
 	pingLimit := machineLimit(s.Config.PingRateLimit, func(c echo.Context) string { return c.RealIP() },

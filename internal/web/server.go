@@ -24,6 +24,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/static"
@@ -113,6 +114,12 @@ type (
 		Put(ctx context.Context, app circuit.App) error
 		Create(ctx context.Context, app circuit.App) error
 	}
+	otlpTaker interface {
+		Take(ctx context.Context, e ingest.Export) (ingest.Answer, error)
+	}
+	arrivalReader interface {
+		ArrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, error)
+	}
 	reportTaker interface {
 		Take(ctx context.Context, b ingest.Batch) (ingest.Result, error)
 	}
@@ -187,9 +194,13 @@ type CircuitDeps struct {
 	// Reports take failure reports: where a report becomes rows
 	// (ingest.Service).
 	Reports reportTaker
-	Window  windowReader
-	Rates   rateReader
-	Status  statusReader
+	// OTLP counts what function hosts export over OpenTelemetry
+	// (ingest.Telemetry); Arrivals reads what arrived, for the Apps page.
+	OTLP     otlpTaker
+	Arrivals arrivalReader
+	Window   windowReader
+	Rates    rateReader
+	Status   statusReader
 	// Links verifies resume links.
 	Links  *alerts.Signer
 	Outbox outboxStore
@@ -271,7 +282,7 @@ func (d Deps) missing() []string {
 		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil},
 		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil},
 		{"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
-		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.Window", d.Window == nil},
+		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.OTLP", d.OTLP == nil}, {"CircuitDeps.Arrivals", d.Arrivals == nil}, {"CircuitDeps.Window", d.Window == nil},
 		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
 		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},
 		{"NotifyDeps.Channels", d.Channels == nil}, {"NotifyDeps.TestChannel", d.TestChannel == nil}, {"NotifyDeps.Delivery", d.Delivery == nil},

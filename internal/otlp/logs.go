@@ -1,0 +1,88 @@
+package otlp
+
+import (
+	"regexp"
+	"strings"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+)
+
+// executed is the record the host writes when an invocation ends
+// (category Function.<Name>, event id 3), formatted.
+var executed = regexp.MustCompile(`^Executed '([^']{1,200})' \((Succeeded|Failed), Id=([0-9A-Za-z-]{1,64})(?:, Duration=[0-9.]+ms)?\)`)
+
+// The same record when the exporter sends the template and its values.
+const executedTemplate = "Executed '{functionName}' ({status}, Id={invocationId}"
+
+// Why an "Executed" record names no invocation Fusebox trusts.
+const (
+	WhyUnreadable = "an Executed record in a form Fusebox does not read"
+	WhyLogName    = "the Executed record names no function"
+)
+
+// FromLogs finds the invocations among an export's log records: the
+// host's "Executed 'Functions.<Name>' (Failed, Id=…, Duration=…ms)".
+// Other records are not invocations.
+func FromLogs(req *collogspb.ExportLogsServiceRequest) Mapped {
+	m := Mapped{Source: Logs}
+	for _, rl := range req.GetResourceLogs() {
+		m.serviceName(rl.GetResource())
+		instance, _ := attr(rl.GetResource().GetAttributes(), "service.instance.id")
+		for _, sl := range rl.GetScopeLogs() {
+			for _, rec := range sl.GetLogRecords() {
+				m.Records++
+				inv, why, ok := fromLog(rec)
+				switch {
+				case !ok:
+					continue
+				case why != "":
+					m.unattributed(why)
+				default:
+					if inv.Instance == "" {
+						inv.Instance = instance
+					}
+					m.Invocations = append(m.Invocations, inv)
+				}
+				m.ExecutedLogs = true
+			}
+		}
+	}
+	return m
+}
+
+func fromLog(rec *logspb.LogRecord) (inv Invocation, why string, ok bool) {
+	body := anyString(rec.GetBody())
+	if !strings.HasPrefix(body, "Executed '") {
+		return Invocation{}, "", false
+	}
+	var name, status, id string
+	if strings.HasPrefix(body, executedTemplate) {
+		name, _ = attr(rec.GetAttributes(), "functionName")
+		status, _ = attr(rec.GetAttributes(), "status")
+		id, _ = attr(rec.GetAttributes(), "invocationId")
+	} else if g := executed.FindStringSubmatch(body); g != nil {
+		name, status, id = g[1], g[2], g[3]
+	}
+	if status != "Succeeded" && status != "Failed" || id == "" {
+		return Invocation{}, WhyUnreadable, true
+	}
+	function, named := functionName(name)
+	if !named {
+		return Invocation{}, WhyLogName, true
+	}
+	at := unixNano(rec.GetTimeUnixNano())
+	if at.IsZero() {
+		at = unixNano(rec.GetObservedTimeUnixNano())
+	}
+	if at.IsZero() {
+		return Invocation{}, WhyNoTime, true
+	}
+	inv = Invocation{Function: function, ID: id, At: at, Failed: status == "Failed"}
+	inv.Instance, _ = attr(rec.GetAttributes(), "faas.instance")
+	if inv.Failed {
+		msg, _ := attr(rec.GetAttributes(), "exception.message")
+		inv.Sample = cut(msg, 300)
+	}
+	return inv, "", true
+}

@@ -1,0 +1,136 @@
+// Package otlp turns what an Azure Functions host exports over
+// OpenTelemetry into invocations the breaker counts: which spans and log
+// records are invocations, which function each names, whether it failed,
+// and which of them were already counted (the host may send an invocation
+// as a span and as a log record, and an exporter retries a batch whole).
+//
+// It knows the OTLP messages (go.opentelemetry.io/proto/otlp) but nothing
+// of HTTP, gRPC or storage: the web layer decodes a request, Receiver maps
+// it and hands the invocations to ingest.Service, which writes them as it
+// writes every other report.
+package otlp
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+
+	"github.com/fusebox/fusebox/internal/trigger"
+)
+
+// Source is the OTLP signal an invocation came from.
+type Source string
+
+const (
+	Traces Source = "traces"
+	Logs   Source = "logs"
+)
+
+// Invocation is one run of one function, as one signal told it.
+type Invocation struct {
+	Function string
+	// ID is the host's invocation id when the record carries one, else
+	// "span:" and the span id: what makes two records the same run.
+	ID       string
+	At       time.Time // when it ended
+	Failed   bool
+	Instance string // faas.instance, else the resource's service.instance.id
+	Sample   string // for a failure: the span's status message, cut
+}
+
+// Mapped is what one export said.
+type Mapped struct {
+	Source Source
+	// Records is how many spans or log records the export held.
+	Records     int
+	Invocations []Invocation
+	// Unattributed counts invocation records that name no function Fusebox
+	// could trust, by why; they are shown, never guessed.
+	Unattributed map[string]int
+	// ServiceNames are the resources' service.name values (the site name,
+	// as the host sets it), for the app page to compare with the app.
+	ServiceNames []string
+	// ExecutedLogs says the export held the host's "Executed …" records,
+	// which are counted in preference to spans (see Preference).
+	ExecutedLogs bool
+}
+
+func (m *Mapped) unattributed(why string) {
+	if m.Unattributed == nil {
+		m.Unattributed = map[string]int{}
+	}
+	m.Unattributed[why]++
+}
+
+func (m *Mapped) serviceName(res *resourcepb.Resource) {
+	name, _ := attr(res.GetAttributes(), "service.name")
+	if name == "" {
+		return
+	}
+	for _, n := range m.ServiceNames {
+		if n == name {
+			return
+		}
+	}
+	if len(m.ServiceNames) < 8 {
+		m.ServiceNames = append(m.ServiceNames, name)
+	}
+}
+
+// attr is the string value of key, and whether the attributes gave it
+// twice with different values (seen under load: host issue 11929).
+func attr(kvs []*commonpb.KeyValue, key string) (value string, conflicting bool) {
+	for _, kv := range kvs {
+		if kv.GetKey() != key {
+			continue
+		}
+		v := anyString(kv.GetValue())
+		if value != "" && v != value {
+			return value, true
+		}
+		value = v
+	}
+	return value, false
+}
+
+func anyString(v *commonpb.AnyValue) string {
+	switch x := v.GetValue().(type) {
+	case *commonpb.AnyValue_StringValue:
+		return x.StringValue
+	case *commonpb.AnyValue_IntValue:
+		return strconv.FormatInt(x.IntValue, 10)
+	}
+	return ""
+}
+
+// functionName reads a function's name from what a host or worker wrote:
+// "ProcessOrders", "Functions.ProcessOrders" or "Host.Functions.ProcessOrders".
+// A method's full name ("Contoso.Orders.Run") is not a function's name.
+func functionName(s string) (string, bool) {
+	if i := strings.LastIndex(s, "Functions."); i >= 0 {
+		s = s[i+len("Functions."):]
+	}
+	return s, trigger.ValidName(s)
+}
+
+// unixNano is an OTLP time, or zero.
+func unixNano(n uint64) time.Time {
+	if n == 0 || n > 1<<62 {
+		return time.Time{}
+	}
+	return time.Unix(0, int64(n)).UTC()
+}
+
+// cut shortens a sample for people.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xc0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

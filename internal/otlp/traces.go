@@ -1,0 +1,157 @@
+package otlp
+
+import (
+	"encoding/hex"
+	"strconv"
+	"strings"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+// scope is what an instrumentation scope says of its spans.
+type scope int
+
+const (
+	otherScope     scope = iota
+	webJobsScope         // the host's own invocation spans: timer, queue, blob…
+	processorScope       // the Event Hubs and Service Bus SDKs' processing spans
+	httpScope            // ASP.NET Core's request spans (HTTP triggers)
+)
+
+func scopeOf(name string) scope {
+	switch {
+	case strings.HasPrefix(name, "Microsoft.Azure.WebJobs"):
+		return webJobsScope
+	case name == "Azure.Messaging.EventHubs.EventProcessor", name == "Azure.Messaging.ServiceBus.ServiceBusProcessor":
+		return processorScope
+	case name == "Microsoft.AspNetCore":
+		return httpScope
+	}
+	return otherScope
+}
+
+// Why an invocation span names no function Fusebox trusts.
+const (
+	WhyConflicting = "faas.name or faas.invocation_id given twice with different values"
+	WhyHTTP        = "HTTP request span without faas.name: the route alone does not say which function ran"
+	WhyProcessor   = "Event Hubs or Service Bus processing span without faas.name"
+	WhyName        = "faas.name is not a function name"
+	WhyNoTime      = "no time"
+)
+
+// FromTraces finds the invocations among an export's spans. A span is an
+// invocation when it carries faas.name or faas.invocation_id (out-of-process
+// workers add them) or comes from a scope that traces invocations; other
+// spans (dependencies, the function's own) are not invocations.
+func FromTraces(req *coltracepb.ExportTraceServiceRequest) Mapped {
+	m := Mapped{Source: Traces}
+	for _, rs := range req.GetResourceSpans() {
+		m.serviceName(rs.GetResource())
+		instance, _ := attr(rs.GetResource().GetAttributes(), "service.instance.id")
+		for _, ss := range rs.GetScopeSpans() {
+			kind := scopeOf(ss.GetScope().GetName())
+			for _, span := range ss.GetSpans() {
+				m.Records++
+				inv, why, ok := fromSpan(span, kind)
+				switch {
+				case !ok:
+				case why != "":
+					m.unattributed(why)
+				default:
+					if inv.Instance == "" {
+						inv.Instance = instance
+					}
+					m.Invocations = append(m.Invocations, inv)
+				}
+			}
+		}
+	}
+	return m
+}
+
+// fromSpan reads one span: ok is false for a span that is no invocation;
+// why says why an invocation names no function.
+func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bool) {
+	attrs := span.GetAttributes()
+	faasName, dupName := attr(attrs, "faas.name")
+	id, dupID := attr(attrs, "faas.invocation_id")
+	if id == "" {
+		id, dupID = attr(attrs, "faas.execution") // the older convention's name
+	}
+	switch {
+	case faasName == "" && id == "" && kind == otherScope:
+		return Invocation{}, "", false
+	case kind == httpScope && span.GetKind() != tracepb.Span_SPAN_KIND_SERVER:
+		return Invocation{}, "", false
+	case dupName || dupID:
+		return Invocation{}, WhyConflicting, true
+	}
+	name, named := functionName(faasName)
+	if !named && kind == webJobsScope {
+		// The host names its span after the function; its faas.name may
+		// be the method's full name.
+		name, named = functionName(span.GetName())
+	}
+	if !named {
+		switch {
+		case faasName != "":
+			return Invocation{}, WhyName, true
+		case kind == httpScope:
+			return Invocation{}, WhyHTTP, true
+		case kind == processorScope:
+			return Invocation{}, WhyProcessor, true
+		}
+		return Invocation{}, WhyName, true
+	}
+	at := unixNano(span.GetEndTimeUnixNano())
+	if at.IsZero() {
+		at = unixNano(span.GetStartTimeUnixNano())
+	}
+	if at.IsZero() {
+		return Invocation{}, WhyNoTime, true
+	}
+	if id == "" && len(span.GetSpanId()) > 0 {
+		id = "span:" + hex.EncodeToString(span.GetSpanId())
+	}
+	inv = Invocation{Function: name, ID: id, At: at, Failed: spanFailed(span, kind)}
+	inv.Instance, _ = attr(attrs, "faas.instance")
+	if inv.Failed {
+		inv.Sample = cut(span.GetStatus().GetMessage(), 300)
+	}
+	return inv, "", true
+}
+
+// spanFailed: status ERROR (hosts built since September 2025 set it on a
+// failed invocation), or a server error answered by an HTTP trigger.
+func spanFailed(span *tracepb.Span, kind scope) bool {
+	if span.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+		return true
+	}
+	if kind != httpScope && span.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
+		return false
+	}
+	for _, key := range []string{"http.response.status_code", "http.status_code"} {
+		if code := intAttr(span.GetAttributes(), key); code >= 500 && code <= 599 {
+			return true
+		}
+	}
+	return false
+}
+
+func intAttr(kvs []*commonpb.KeyValue, key string) int64 {
+	for _, kv := range kvs {
+		if kv.GetKey() != key {
+			continue
+		}
+		switch v := kv.GetValue().GetValue().(type) {
+		case *commonpb.AnyValue_IntValue:
+			return v.IntValue
+		case *commonpb.AnyValue_StringValue:
+			n, _ := strconv.ParseInt(v.StringValue, 10, 64)
+			return n
+		}
+	}
+	return 0
+}

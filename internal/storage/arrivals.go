@@ -1,0 +1,99 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/otlp"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Arrivals keeps what each Fusebox instance received over OpenTelemetry,
+// per app, signal and ten minutes: running totals the instance replaces
+// in place, so the Apps page can say what arrived in the last hour and
+// whether an app went quiet.
+type Arrivals struct{ table *tablestore.Table }
+
+type arrivalRow struct {
+	tablestore.Meta           // PartitionKey: app id; RowKey: yyyyMMddHHmm|source|instance
+	Source          string    // traces or logs
+	Bucket          time.Time // the ten minutes' start
+	Instance        string    // the Fusebox instance that received it
+	Protocol        string
+	Exports         int32
+	Records         int32
+	Invocations     int32
+	Counted         int32
+	Failures        int32
+	Duplicates      int32
+	ThroughLogs     int32
+	Rejected        int32
+	Unattributed    string // JSON: why -> count
+	ServiceNames    string // newline-separated
+	Last            time.Time
+}
+
+// ArrivalRetention is how long arrival rows are kept: long enough to say
+// an app used to send.
+const ArrivalRetention = 2 * otlp.Expect
+
+// PutArrivals writes rows, replacing what the same instance wrote for
+// the same app, signal and bucket.
+func (a *Arrivals) PutArrivals(ctx context.Context, rows []otlp.Arrival) error {
+	for _, r := range rows {
+		why, _ := json.Marshal(r.Unattributed)
+		row := &arrivalRow{
+			Meta:   tablestore.Meta{PartitionKey: r.App, RowKey: FailurePartition(r.Bucket) + "|" + string(r.Source) + "|" + keySafe.Replace(r.Instance)},
+			Source: string(r.Source), Bucket: r.Bucket, Instance: r.Instance, Protocol: r.Protocol,
+			Exports: clamp32(r.Exports), Records: clamp32(r.Records), Invocations: clamp32(r.Invocations), Counted: clamp32(r.Counted),
+			Failures: clamp32(r.Failures), Duplicates: clamp32(r.Duplicates), ThroughLogs: clamp32(r.ThroughLogs), Rejected: clamp32(r.Rejected),
+			Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Last: r.Last,
+		}
+		if err := a.table.Upsert(ctx, row); err != nil {
+			return fmt.Errorf("storage: arrivals of %s: %w", r.App, err)
+		}
+	}
+	return nil
+}
+
+// keySafe replaces what Table Storage refuses in keys.
+var keySafe = strings.NewReplacer("/", "_", `\`, "_", "#", "_", "?", "_")
+
+func clamp32(n int) int32 { return int32(min(n, 1<<31-1)) }
+
+// ArrivalsOf returns an app's rows of buckets that end after from; rows
+// that do not read are skipped (they only describe what arrived).
+func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, error) {
+	f := tablestore.And(tablestore.PartitionIs(appID), tablestore.Ge("RowKey", FailurePartition(from.UTC().Truncate(otlp.Bucket))))
+	var out []otlp.Arrival
+	for row, err := range tablestore.Rows[arrivalRow](ctx, a.table, tablestore.Query{Filter: f}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: arrivals of %s: %w", appID, err)
+		}
+		x := otlp.Arrival{App: appID, Source: otlp.Source(row.Source), Bucket: row.Bucket, Instance: row.Instance, Protocol: row.Protocol,
+			Exports: int(row.Exports), Records: int(row.Records), Invocations: int(row.Invocations), Counted: int(row.Counted),
+			Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Last: row.Last}
+		if x.Source != otlp.Traces && x.Source != otlp.Logs {
+			continue
+		}
+		_ = json.Unmarshal([]byte(row.Unattributed), &x.Unattributed)
+		if row.ServiceNames != "" {
+			x.ServiceNames = strings.Split(row.ServiceNames, "\n")
+		}
+		out = append(out, x)
+	}
+	return out, nil
+}
+
+// DeleteBefore removes rows last written before t.
+func (a *Arrivals) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
+	return deleteMatching(ctx, a.table, tablestore.Lt("Last", t))
+}

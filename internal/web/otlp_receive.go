@@ -1,0 +1,303 @@
+package web
+
+import (
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	colmetricspb "go.opentelemetry.io/proto/otlp/collector/metrics/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fusebox/fusebox/internal/ingest"
+	"github.com/fusebox/fusebox/internal/otlp"
+)
+
+// OTLPMaxBytes bounds an export, compressed and once decompressed: the
+// host sends at most 512 records every 5 s, far below it.
+const OTLPMaxBytes = 4 << 20
+
+// OTLPPrefix is where the OTLP/HTTP paths are served too, for an
+// OTEL_EXPORTER_OTLP_ENDPOINT that names a path.
+const OTLPPrefix = "/otlp"
+
+// The gRPC methods OTLP exporters call.
+const (
+	grpcTraces  = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+	grpcLogs    = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+	grpcMetrics = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+)
+
+// otlpRoutes serves OTLP/HTTP at /v1/… and /otlp/v1/…, and OTLP/gRPC on
+// the same port (HTTP/2 without TLS is accepted: app.Serve), all behind
+// the app's key, which decides the app.
+func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
+	limit := otlpBodyLimit()
+	for _, prefix := range []string{"", OTLPPrefix} {
+		s.echo.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), gate, limit)
+		s.echo.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), gate, limit)
+		s.echo.POST(prefix+"/v1/metrics", s.otlpHTTP(""), gate, limit)
+	}
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(OTLPMaxBytes))
+	coltracepb.RegisterTraceServiceServer(g, otlpTraceService{s: s})
+	collogspb.RegisterLogsServiceServer(g, otlpLogsService{s: s})
+	colmetricspb.RegisterMetricsServiceServer(g, otlpMetricsService{})
+	serve := func(c echo.Context) error {
+		appID, _ := c.Get(ctxApp).(string)
+		r := c.Request().WithContext(context.WithValue(c.Request().Context(), otlpAppKey{}, appID))
+		g.ServeHTTP(c.Response(), r)
+		return nil
+	}
+	for _, m := range []string{grpcTraces, grpcLogs, grpcMetrics} {
+		s.echo.POST(m, serve, grpcAnswers, gate)
+	}
+}
+
+func isOTLP(c echo.Context) bool {
+	switch c.Path() {
+	case "/v1/traces", "/v1/logs", "/v1/metrics", OTLPPrefix + "/v1/traces", OTLPPrefix + "/v1/logs", OTLPPrefix + "/v1/metrics", grpcTraces, grpcLogs, grpcMetrics:
+		return true
+	}
+	return false
+}
+
+// otlpBodyLimit refuses a body larger than OTLPMaxBytes.
+func otlpBodyLimit() echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			r := c.Request()
+			if r.ContentLength > OTLPMaxBytes {
+				return echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("An export may be at most %d bytes; the exporter's batch is far smaller by default.", OTLPMaxBytes))
+			}
+			r.Body = http.MaxBytesReader(c.Response(), r.Body, OTLPMaxBytes)
+			return next(c)
+		}
+	}
+}
+
+// otlpHTTP takes an OTLP/HTTP export: protobuf, or JSON for people with
+// curl; gzip or not. source "" is metrics, accepted and not read.
+func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		appID, _ := c.Get(ctxApp).(string)
+		ctype, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
+		if ctype != "application/x-protobuf" && ctype != "application/json" {
+			return echo.NewHTTPError(http.StatusUnsupportedMediaType, "Send application/x-protobuf (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) or application/json.")
+		}
+		body, err := readOTLP(c.Request())
+		if err != nil {
+			return err
+		}
+		protocol, unmarshal, marshal := "http/protobuf", proto.Unmarshal, proto.Marshal
+		if ctype == "application/json" {
+			protocol = "http/json"
+			unmarshal = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal
+			marshal = protojson.Marshal
+		}
+		sum := sha256.Sum256(body)
+		hash := hex.EncodeToString(sum[:16])
+		var out proto.Message
+		switch source {
+		case otlp.Traces:
+			req := &coltracepb.ExportTraceServiceRequest{}
+			if unmarshal(body, req) != nil {
+				return otlpUnreadable()
+			}
+			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, hash, req)
+			if err != nil {
+				return unavailable(err)
+			}
+			out = ans
+		case otlp.Logs:
+			req := &collogspb.ExportLogsServiceRequest{}
+			if unmarshal(body, req) != nil {
+				return otlpUnreadable()
+			}
+			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, hash, req)
+			if err != nil {
+				return unavailable(err)
+			}
+			out = ans
+		default:
+			out = &colmetricspb.ExportMetricsServiceResponse{}
+		}
+		b, err := marshal(out)
+		if err != nil {
+			return err
+		}
+		return c.Blob(http.StatusOK, ctype, b)
+	}
+}
+
+func otlpUnreadable() error {
+	return echo.NewHTTPError(http.StatusBadRequest, "The body is not an OTLP export request of this signal.")
+}
+
+// readOTLP reads a body, gunzipped when it says so, at most OTLPMaxBytes
+// either way.
+func readOTLP(r *http.Request) ([]byte, error) {
+	var body io.Reader = r.Body
+	switch r.Header.Get("Content-Encoding") {
+	case "", "identity":
+	case "gzip":
+		zr, err := gzip.NewReader(r.Body)
+		if err != nil {
+			return nil, echo.NewHTTPError(http.StatusBadRequest, "The body says gzip and is not.")
+		}
+		defer zr.Close()
+		body = zr
+	default:
+		return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType, "Send the body plain or gzip-compressed.")
+	}
+	b, err := io.ReadAll(io.LimitReader(body, OTLPMaxBytes+1))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig), len(b) > OTLPMaxBytes:
+		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge, fmt.Sprintf("An export may be at most %d bytes, compressed or not.", OTLPMaxBytes))
+	case err != nil:
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "The body could not be read.")
+	}
+	return b, nil
+}
+
+func (s *Server) takeTraces(ctx context.Context, appID, protocol, hash string, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	cut := otlp.LimitTraces(req, otlp.MaxRecords)
+	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Hash: hash, Mapped: otlp.FromTraces(req)})
+	if err != nil {
+		return nil, err
+	}
+	rejected, msg := partial(ans, cut)
+	out := &coltracepb.ExportTraceServiceResponse{}
+	if rejected > 0 {
+		out.PartialSuccess = &coltracepb.ExportTracePartialSuccess{RejectedSpans: rejected, ErrorMessage: msg}
+	}
+	return out, nil
+}
+
+func (s *Server) takeLogs(ctx context.Context, appID, protocol, hash string, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
+	cut := otlp.LimitLogs(req, otlp.MaxRecords)
+	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Hash: hash, Mapped: otlp.FromLogs(req)})
+	if err != nil {
+		return nil, err
+	}
+	rejected, msg := partial(ans, cut)
+	out := &collogspb.ExportLogsServiceResponse{}
+	if rejected > 0 {
+		out.PartialSuccess = &collogspb.ExportLogsPartialSuccess{RejectedLogRecords: rejected, ErrorMessage: msg}
+	}
+	return out, nil
+}
+
+// partial is OTLP's partial success: records cut for the limit, and
+// invocations ingest refused.
+func partial(ans ingest.Answer, cut int) (int64, string) {
+	msg := ans.Message
+	if cut > 0 {
+		msg = fmt.Sprintf("%d records over the limit of %d per export were refused; send smaller batches. %s", cut, otlp.MaxRecords, msg)
+	}
+	return int64(cut + ans.Rejected), msg
+}
+
+// otlpAppKey is where the gRPC methods find the app whose key verified.
+type otlpAppKey struct{}
+
+type otlpTraceService struct {
+	coltracepb.UnimplementedTraceServiceServer
+	s *Server
+}
+
+func (t otlpTraceService) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+	appID, _ := ctx.Value(otlpAppKey{}).(string)
+	out, err := t.s.takeTraces(ctx, appID, "grpc", messageHash(req), req)
+	return out, grpcError(err)
+}
+
+type otlpLogsService struct {
+	collogspb.UnimplementedLogsServiceServer
+	s *Server
+}
+
+func (l otlpLogsService) Export(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
+	appID, _ := ctx.Value(otlpAppKey{}).(string)
+	out, err := l.s.takeLogs(ctx, appID, "grpc", messageHash(req), req)
+	return out, grpcError(err)
+}
+
+// otlpMetricsService accepts metrics and reads none: the host's exporter
+// sends them on the same endpoint.
+type otlpMetricsService struct {
+	colmetricspb.UnimplementedMetricsServiceServer
+}
+
+func (otlpMetricsService) Export(context.Context, *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
+	return &colmetricspb.ExportMetricsServiceResponse{}, nil
+}
+
+// messageHash names a gRPC export's content; a retry sends the same
+// message, which marshals to the same bytes.
+func messageHash(m proto.Message) string {
+	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16])
+}
+
+func grpcError(err error) error {
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, ingest.ErrUnavailable) {
+		return status.Error(codes.Unavailable, "storage is not answering; nothing was stored, send again")
+	}
+	return status.Error(codes.Internal, "the export could not be taken")
+}
+
+// grpcAnswers turns the key gate's HTTP errors into gRPC statuses (a
+// trailers-only answer), which is what a gRPC exporter understands.
+func grpcAnswers(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		err := next(c)
+		if err == nil || c.Response().Committed {
+			return err
+		}
+		code, msg := codes.Internal, "internal error"
+		var he *echo.HTTPError
+		if errors.As(err, &he) {
+			code, msg = grpcCode(he.Code), fmt.Sprint(he.Message)
+		}
+		h := c.Response().Header()
+		h.Set("Content-Type", "application/grpc")
+		h.Set("Grpc-Status", strconv.Itoa(int(code)))
+		h.Set("Grpc-Message", msg)
+		c.Response().WriteHeader(http.StatusOK)
+		return nil
+	}
+}
+
+func grpcCode(httpStatus int) codes.Code {
+	switch httpStatus {
+	case http.StatusUnauthorized:
+		return codes.Unauthenticated
+	case http.StatusForbidden:
+		return codes.PermissionDenied
+	case http.StatusTooManyRequests, http.StatusRequestEntityTooLarge:
+		return codes.ResourceExhausted
+	case http.StatusServiceUnavailable:
+		return codes.Unavailable
+	case http.StatusBadRequest:
+		return codes.InvalidArgument
+	}
+	return codes.Internal
+}

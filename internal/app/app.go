@@ -672,3 +672,7 @@ func (a *App) sampleHosts(ctx context.Context, _ lease.Fence) error {
 	}
 	return errors.Join(errs...)
 }
+
+// FlushTelemetry writes what this instance received over OpenTelemetry
+// now, instead of at its next flush (every 5 s), for tests and shutdown.
+func (a *App) FlushTelemetry(ctx context.Context) error { return a.arrivals.Flush(ctx) }

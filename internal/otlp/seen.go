@@ -31,7 +31,10 @@ func (s *Seen) rotate(now time.Time) {
 	if max <= 0 {
 		max = 200_000
 	}
-	if s.cur == nil || now.Sub(s.started) >= keep || len(s.cur) >= max {
+	switch {
+	case s.cur == nil || now.Sub(s.started) >= 2*keep:
+		s.old, s.cur, s.started = nil, map[string]string{}, now
+	case now.Sub(s.started) >= keep || len(s.cur) >= max:
 		s.old, s.cur, s.started = s.cur, map[string]string{}, now
 	}
 }

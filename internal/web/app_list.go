@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"net/http"
 	"path"
 	"sort"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -39,9 +41,43 @@ func (s *Server) appList(c echo.Context) error {
 	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
 	for _, a := range apps {
 		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
-			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a), NoCircuit: noCircuit[a.ID]})
+			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a), NoCircuit: noCircuit[a.ID],
+			Telemetry: s.appTelemetry(ctx, a)})
 	}
 	return render(c, http.StatusOK, views.AppsPage(m))
+}
+
+// appTelemetry is what an app exported over OpenTelemetry, from every
+// Fusebox instance's rows; nil when it sent nothing in a day. Rows that
+// cannot be read now are said so, and the page is still shown.
+func (s *Server) appTelemetry(ctx context.Context, a circuit.App) *views.AppTelemetry {
+	now := s.Now()
+	rows, err := s.Arrivals.ArrivalsOf(ctx, a.ID, now.Add(-otlp.Expect))
+	if err != nil {
+		return &views.AppTelemetry{Unreadable: true}
+	}
+	sum := otlp.Summarize(rows, a.Site, now)
+	if !sum.Any() {
+		return nil
+	}
+	out := &views.AppTelemetry{Site: a.Site, ForeignNames: sum.ForeignNames, LastSeen: views.Ago(now, sum.Last)}
+	if sum.Silent {
+		out.Silent = "No OpenTelemetry data since " + views.Ago(now, sum.Last) + ": failures of this app are not being counted from it. Check the app's OTEL_EXPORTER_OTLP_* settings and its key."
+	}
+	for _, src := range []otlp.Source{otlp.Traces, otlp.Logs} {
+		h, ok := sum.Hour[src]
+		if !ok {
+			continue
+		}
+		sig := views.TelemetrySignal{Source: string(src), Protocol: h.Protocol, Exports: h.Exports, Records: h.Records, Invocations: h.Invocations,
+			Counted: h.Counted, Failures: h.Failures, Duplicates: h.Duplicates, ThroughLogs: h.ThroughLogs, Refused: h.Rejected}
+		for why, n := range h.Unattributed {
+			sig.Unattributed = append(sig.Unattributed, views.Because{Why: why, Count: n})
+		}
+		sort.Slice(sig.Unattributed, func(i, j int) bool { return sig.Unattributed[i].Why < sig.Unattributed[j].Why })
+		out.Signals = append(out.Signals, sig)
+	}
+	return out
 }
 
 // functionsWithoutCircuit are, per app, the functions that failed in the

@@ -1,0 +1,212 @@
+package otlp
+
+import (
+	"testing"
+	"time"
+
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+)
+
+var at = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+
+func kv(k, v string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+}
+
+func kvInt(k string, v int64) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: v}}}
+}
+
+func traces(scope string, spans ...*tracepb.Span) *coltracepb.ExportTraceServiceRequest {
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", "func-orders"), kv("service.instance.id", "vm-1")}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: scope}, Spans: spans}},
+	}}}
+}
+
+func span(name string, kind tracepb.Span_SpanKind, failed bool, attrs ...*commonpb.KeyValue) *tracepb.Span {
+	s := &tracepb.Span{Name: name, Kind: kind, SpanId: []byte{1, 2, 3, 4, 5, 6, 7, 8}, StartTimeUnixNano: uint64(at.UnixNano()), EndTimeUnixNano: uint64(at.Add(time.Second).UnixNano()), Attributes: attrs}
+	if failed {
+		s.Status = &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "store offline"}
+	}
+	return s
+}
+
+// TestWhichSpansAreInvocations is the rule, case by case: which spans
+// count, which function they name, whether they failed, and which are
+// shown as not attributable instead of guessed.
+func TestWhichSpansAreInvocations(t *testing.T) {
+	server, internal := tracepb.Span_SPAN_KIND_SERVER, tracepb.Span_SPAN_KIND_INTERNAL
+	cases := []struct {
+		name     string
+		req      *coltracepb.ExportTraceServiceRequest
+		function string // "" when no invocation is counted
+		id       string
+		failed   bool
+		why      string // the unattributed reason, when one
+	}{
+		{"the host's own span is named after the function", traces("Microsoft.Azure.WebJobs.Host", span("ProcessOrders", server, true, kv("faas.execution", "inv-1"))),
+			"ProcessOrders", "inv-1", true, ""},
+		{"a worker's faas.name wins", traces("Microsoft.Azure.Functions.Worker", span("Invoke", internal, false, kv("faas.name", "ProcessOrders"), kv("faas.invocation_id", "inv-2"))),
+			"ProcessOrders", "inv-2", false, ""},
+		{"faas.name as the host writes it, Functions.<Name>", traces("other", span("x", internal, true, kv("faas.name", "Functions.SyncInventory"))),
+			"SyncInventory", "span:0102030405060708", true, ""},
+		{"a method's full name on the host's scope falls back to the span name", traces("Microsoft.Azure.WebJobs", span("ProcessOrders", server, false, kv("faas.name", "Contoso.Orders.Run"))),
+			"ProcessOrders", "span:0102030405060708", false, ""},
+		{"a dependency span is no invocation", traces("System.Net.Http", span("GET", tracepb.Span_SPAN_KIND_CLIENT, true)), "", "", false, ""},
+		{"an HTTP trigger's server error fails it", traces("Microsoft.AspNetCore", span("POST api/orders", server, false, kv("faas.name", "TakeOrder"), kvInt("http.response.status_code", 503))),
+			"TakeOrder", "span:0102030405060708", true, ""},
+		{"a 404 is no failure", traces("Microsoft.AspNetCore", span("GET api/orders", server, false, kv("faas.name", "TakeOrder"), kvInt("http.response.status_code", 404))),
+			"TakeOrder", "span:0102030405060708", false, ""},
+		{"an HTTP span without faas.name is not guessed from its route", traces("Microsoft.AspNetCore", span("POST api/orders", server, true)), "", "", false, WhyHTTP},
+		{"a processor span without faas.name names no function", traces("Azure.Messaging.EventHubs.EventProcessor", span("EventProcessor.Process", tracepb.Span_SPAN_KIND_CONSUMER, true)), "", "", false, WhyProcessor},
+		{"faas.name twice with different values (host issue 11929)", traces("x", span("x", internal, true, kv("faas.name", "A"), kv("faas.name", "B"))), "", "", false, WhyConflicting},
+		{"faas.name twice with one value is fine", traces("x", span("x", internal, true, kv("faas.name", "A"), kv("faas.name", "A"))), "A", "span:0102030405060708", true, ""},
+		{"a name that is no function name", traces("x", span("x", internal, true, kv("faas.name", "drop table;"))), "", "", false, WhyName},
+		{"a span without time", traces("x", &tracepb.Span{Name: "x", Attributes: []*commonpb.KeyValue{kv("faas.name", "A")}}), "", "", false, WhyNoTime},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := FromTraces(c.req)
+			if c.why != "" {
+				if m.Unattributed[c.why] != 1 || len(m.Invocations) != 0 {
+					t.Fatalf("got %+v, want one unattributed %q", m, c.why)
+				}
+				return
+			}
+			if c.function == "" {
+				if len(m.Invocations) != 0 || len(m.Unattributed) != 0 {
+					t.Fatalf("got %+v, want nothing counted", m)
+				}
+				return
+			}
+			if len(m.Invocations) != 1 {
+				t.Fatalf("got %+v, want one invocation", m)
+			}
+			inv := m.Invocations[0]
+			if inv.Function != c.function || inv.ID != c.id || inv.Failed != c.failed || !inv.At.Equal(at.Add(time.Second)) || inv.Instance != "vm-1" {
+				t.Errorf("got %+v, want %s id %s failed %v at the span's end on vm-1", inv, c.function, c.id, c.failed)
+			}
+		})
+	}
+}
+
+func logs(records ...*logspb.LogRecord) *collogspb.ExportLogsServiceRequest {
+	return &collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		Resource:  &resourcepb.Resource{Attributes: []*commonpb.KeyValue{kv("service.name", "func-orders")}},
+		ScopeLogs: []*logspb.ScopeLogs{{Scope: &commonpb.InstrumentationScope{Name: "Function.ProcessOrders"}, LogRecords: records}},
+	}}}
+}
+
+func record(body string, attrs ...*commonpb.KeyValue) *logspb.LogRecord {
+	return &logspb.LogRecord{TimeUnixNano: uint64(at.UnixNano()), Body: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: body}}, Attributes: attrs}
+}
+
+func TestWhichLogRecordsAreInvocations(t *testing.T) {
+	cases := []struct {
+		name     string
+		rec      *logspb.LogRecord
+		function string
+		id       string
+		failed   bool
+		why      string
+	}{
+		{"a failed invocation", record("Executed 'Functions.ProcessOrders' (Failed, Id=0b8e-41, Duration=153ms)"), "ProcessOrders", "0b8e-41", true, ""},
+		{"a successful one", record("Executed 'Functions.ProcessOrders' (Succeeded, Id=0b8e-42, Duration=3ms)"), "ProcessOrders", "0b8e-42", false, ""},
+		{"the template with its values", record("Executed '{functionName}' ({status}, Id={invocationId}, Duration={executionDuration}ms)",
+			kv("functionName", "Functions.SyncInventory"), kv("status", "Failed"), kv("invocationId", "abc")), "SyncInventory", "abc", true, ""},
+		{"any other record", record("Executing 'Functions.ProcessOrders' (Reason='New events', Id=1)"), "", "", false, ""},
+		{"an Executed record in another form", record("Executed 'Functions.ProcessOrders' (Cancelled, Id=1)"), "", "", false, WhyUnreadable},
+		{"an Executed record with a bad name", record("Executed 'Functions.drop table' (Failed, Id=1)"), "", "", false, WhyLogName},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m := FromLogs(logs(c.rec))
+			switch {
+			case c.why != "":
+				if m.Unattributed[c.why] != 1 || len(m.Invocations) != 0 {
+					t.Fatalf("got %+v, want one unattributed %q", m, c.why)
+				}
+			case c.function == "":
+				if len(m.Invocations) != 0 || m.ExecutedLogs {
+					t.Fatalf("got %+v, want nothing", m)
+				}
+			default:
+				if len(m.Invocations) != 1 || !m.ExecutedLogs {
+					t.Fatalf("got %+v, want one invocation", m)
+				}
+				inv := m.Invocations[0]
+				if inv.Function != c.function || inv.ID != c.id || inv.Failed != c.failed || !inv.At.Equal(at) {
+					t.Errorf("got %+v", inv)
+				}
+			}
+		})
+	}
+}
+
+func TestAnExportTooLargeIsCutAndSaysHowMuch(t *testing.T) {
+	var spans []*tracepb.Span
+	for range 25 {
+		spans = append(spans, span("A", tracepb.Span_SPAN_KIND_SERVER, true))
+	}
+	req := traces("Microsoft.Azure.WebJobs", spans...)
+	req.ResourceSpans = append(req.ResourceSpans, traces("Microsoft.Azure.WebJobs", spans[:5]...).ResourceSpans...)
+	if cut := LimitTraces(req, 20); cut != 10 {
+		t.Errorf("cut %d spans, want 10", cut)
+	}
+	if m := FromTraces(req); len(m.Invocations) != 20 {
+		t.Errorf("%d invocations left, want 20", len(m.Invocations))
+	}
+}
+
+func TestSeenCountsAnInvocationOnceAcrossExportsButNotAcrossRetries(t *testing.T) {
+	var s Seen
+	a := []Invocation{{Function: "F", ID: "1"}, {Function: "F", ID: "2"}, {Function: "F", ID: "2"}}
+	fresh, dropped := s.Fresh("app", "export-1", a, at)
+	if len(fresh) != 2 || dropped != 1 {
+		t.Fatalf("fresh %v dropped %d: one export naming an invocation twice counts it once", fresh, dropped)
+	}
+	s.Counted("app", "export-1", fresh, at)
+	if fresh, _ := s.Fresh("app", "export-1", a[:2], at); len(fresh) != 2 {
+		t.Errorf("a retried export (same content) must write its rows again, got %v", fresh)
+	}
+	if fresh, dropped := s.Fresh("app", "export-2", a[:2], at); len(fresh) != 0 || dropped != 2 {
+		t.Errorf("the log record of a counted span counted again: %v", fresh)
+	}
+	if fresh, _ := s.Fresh("other-app", "export-2", a[:2], at); len(fresh) != 2 {
+		t.Errorf("ids are per app, got %v", fresh)
+	}
+	if fresh, _ := s.Fresh("app", "export-3", a[:2], at.Add(25*time.Minute)); len(fresh) != 2 {
+		t.Errorf("ids are forgotten after two generations, got %v", fresh)
+	}
+}
+
+func TestSummaryShowsTheLastHourForeignNamesAndSilence(t *testing.T) {
+	now := at
+	rows := []Arrival{
+		{Source: Traces, Records: 10, Invocations: 8, Counted: 8, Failures: 2, Unattributed: map[string]int{WhyHTTP: 2}, ServiceNames: []string{"func-orders"}, Last: now.Add(-time.Minute)},
+		{Source: Traces, Records: 5, Invocations: 5, Counted: 5, ServiceNames: []string{"func-other"}, Last: now.Add(-2 * time.Minute)},
+		{Source: Logs, Records: 100, Invocations: 90, Last: now.Add(-3 * time.Hour)},
+	}
+	s := Summarize(rows, "func-orders", now)
+	if tr := s.Hour[Traces]; tr.Records != 15 || tr.Counted != 13 || tr.Unattributed[WhyHTTP] != 2 {
+		t.Errorf("traces in the last hour: %+v", tr)
+	}
+	if _, ok := s.Hour[Logs]; ok {
+		t.Error("logs of three hours ago counted in the last hour")
+	}
+	if len(s.ForeignNames) != 1 || s.ForeignNames[0] != "func-other" || s.Silent {
+		t.Errorf("summary %+v", s)
+	}
+	if s := Summarize(rows, "func-orders", now.Add(11*time.Minute)); !s.Silent {
+		t.Error("11 minutes without an export is not called silent")
+	}
+	if s := Summarize(nil, "x", now); s.Silent || s.Any() {
+		t.Error("an app that never sent is called silent")
+	}
+}

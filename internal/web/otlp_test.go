@@ -1,0 +1,209 @@
+package web_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+func otlpKV(k, v string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: k, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: v}}}
+}
+
+// hostSpans is an export as the host makes it: service.name is the site,
+// one span per invocation on the host's scope, named after the function.
+func hostSpans(site string, at time.Time, failed int, extra ...*tracepb.Span) *coltracepb.ExportTraceServiceRequest {
+	var spans []*tracepb.Span
+	for i := range failed {
+		spans = append(spans, &tracepb.Span{Name: "ProcessOrders", Kind: tracepb.Span_SPAN_KIND_SERVER, SpanId: []byte{0, 0, 0, 0, 0, 0, 1, byte(i)},
+			StartTimeUnixNano: uint64(at.UnixNano()), EndTimeUnixNano: uint64(at.UnixNano()),
+			Attributes: []*commonpb.KeyValue{otlpKV("faas.invocation_id", fmt.Sprintf("inv-%d-%d", at.UnixNano(), i))},
+			Status:     &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR}})
+	}
+	spans = append(spans, extra...)
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{otlpKV("service.name", site)}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "Microsoft.Azure.WebJobs.Host"}, Spans: spans}},
+	}}}
+}
+
+func postOTLP(t *testing.T, base, path, key, ctype string, body []byte, zip bool) response {
+	t.Helper()
+	if zip {
+		var buf bytes.Buffer
+		zw := gzip.NewWriter(&buf)
+		_, _ = zw.Write(body)
+		_ = zw.Close()
+		body = buf.Bytes()
+	}
+	req, _ := http.NewRequest(http.MethodPost, base+path, bytes.NewReader(body))
+	req.Header.Set("Content-Type", ctype)
+	req.Header.Set("Accept", ctype)
+	if zip {
+		req.Header.Set("Content-Encoding", "gzip")
+	}
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	return newBrowser(t, base).do(req)
+}
+
+func processOrdersFailures(t *testing.T, srv *apptest.Server, appID string) int {
+	t.Helper()
+	now := srv.Clock.Now()
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, r := range rows {
+		if r.Circuit == appID+"/ProcessOrders" {
+			n += r.Count
+		}
+	}
+	return n
+}
+
+// An exporter that does not hear back sends the same export again; it is
+// counted once, over protobuf and over JSON alike.
+func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
+	srv, _ := seeded(t)
+	body, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 3))
+	for range 2 {
+		r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false)
+		wantStatus(t, r, http.StatusOK)
+		var ans coltracepb.ExportTraceServiceResponse
+		if err := proto.Unmarshal([]byte(r.body), &ans); err != nil || ans.GetPartialSuccess().GetRejectedSpans() != 0 {
+			t.Fatalf("answer %v %v, want full success", &ans, err)
+		}
+	}
+	if n := processOrdersFailures(t, srv, demo.AppID); n != 3 {
+		t.Errorf("an export sent twice counted %d failures, want 3", n)
+	}
+	js := fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"func-orders-demo"}}]},
+		"scopeSpans":[{"scope":{"name":"Microsoft.Azure.WebJobs.Host"},"spans":[{"name":"ProcessOrders","endTimeUnixNano":"%d","status":{"code":2},
+		"attributes":[{"key":"faas.invocation_id","value":{"stringValue":"curl-1"}}]}]}]}]}`, srv.Clock.Now().UnixNano())
+	for range 2 {
+		r := postOTLP(t, srv.URL, "/otlp/v1/traces", demo.Key, "application/json", []byte(js), true)
+		wantStatus(t, r, http.StatusOK)
+		if r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("a JSON export answered %q", r.Header.Get("Content-Type"))
+		}
+	}
+	if n := processOrdersFailures(t, srv, demo.AppID); n != 4 {
+		t.Errorf("after a JSON export sent twice: %d failures, want 4", n)
+	}
+}
+
+// What the receiver cannot read is refused whole with a status that says
+// so; nothing is counted.
+func TestAnExportThatDoesNotReadIsRefused(t *testing.T) {
+	srv, _ := seeded(t)
+	good, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 1))
+	bomb := bytes.Repeat([]byte{0}, 5<<20) // 5 MiB of zeros gzip to a few KiB
+	cases := []struct {
+		name, path, key, ctype string
+		body                   []byte
+		zip                    bool
+		want                   int
+	}{
+		{"no key", "/v1/traces", "", "application/x-protobuf", good, false, http.StatusUnauthorized},
+		{"a key that does not verify", "/v1/traces", "fbx_" + demo.AppID + "_forged", "application/x-protobuf", good, false, http.StatusUnauthorized},
+		{"another content type", "/v1/traces", demo.Key, "text/plain", good, false, http.StatusUnsupportedMediaType},
+		{"not protobuf", "/v1/traces", demo.Key, "application/x-protobuf", []byte("\xff\xff\xff"), false, http.StatusBadRequest},
+		{"JSON of the wrong shape", "/v1/logs", demo.Key, "application/json", []byte(`{"resourceLogs": 1}`), false, http.StatusBadRequest},
+		{"gzip that inflates past the limit", "/v1/traces", demo.Key, "application/x-protobuf", bomb, true, http.StatusRequestEntityTooLarge},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantStatus(t, postOTLP(t, srv.URL, c.path, c.key, c.ctype, c.body, c.zip), c.want)
+		})
+	}
+	if n := processOrdersFailures(t, srv, demo.AppID); n != 0 {
+		t.Errorf("refused exports counted %d failures", n)
+	}
+	wantStatus(t, postOTLP(t, srv.URL, "/v1/metrics", demo.Key, "application/x-protobuf", nil, false), http.StatusOK)
+}
+
+// An export past the limit of records keeps the first ones and tells the
+// exporter, in OTLP's partial success, how many it refused.
+func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
+	srv, _ := seeded(t)
+	body, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 0, manySpans(srv.Clock.Now(), 10_005)...))
+	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false)
+	wantStatus(t, r, http.StatusOK)
+	var ans coltracepb.ExportTraceServiceResponse
+	if err := proto.Unmarshal([]byte(r.body), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if got := ans.GetPartialSuccess(); got.GetRejectedSpans() != 5 || !strings.Contains(got.GetErrorMessage(), "limit of 10000") {
+		t.Errorf("partial success %v, want 5 spans refused for the limit", got)
+	}
+	if n := processOrdersFailures(t, srv, demo.AppID); n != 10_000 {
+		t.Errorf("%d failures counted, want the first 10000", n)
+	}
+}
+
+func manySpans(at time.Time, n int) []*tracepb.Span {
+	out := make([]*tracepb.Span, n)
+	for i := range out {
+		out[i] = &tracepb.Span{Name: "ProcessOrders", SpanId: []byte{0, 0, 0, 0, byte(i >> 16), byte(i >> 8), byte(i), 9}, EndTimeUnixNano: uint64(at.UnixNano()),
+			Status: &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR}}
+	}
+	return out
+}
+
+// The key decides the app: a host of app A that calls itself app B's site
+// counts for A, and the Apps page says so; spans that name no function
+// are counted as such and shown with why.
+func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
+	srv, _ := seeded(t)
+	_, hashB := auth.NewAppKey("billing")
+	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "billing", Site: "func-billing", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/b.json", APIKeyHash: hashB}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "billing", Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	httpSpan := &tracepb.Span{Name: "POST api/orders", Kind: tracepb.Span_SPAN_KIND_SERVER, EndTimeUnixNano: uint64(srv.Clock.Now().UnixNano())}
+	req := hostSpans("func-billing", srv.Clock.Now(), 2)
+	req.ResourceSpans = append(req.ResourceSpans, &tracepb.ResourceSpans{ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "Microsoft.AspNetCore"}, Spans: []*tracepb.Span{httpSpan}}}})
+	body, _ := proto.Marshal(req)
+	wantStatus(t, postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false), http.StatusOK)
+	if a, b := processOrdersFailures(t, srv, demo.AppID), processOrdersFailures(t, srv, "billing"); a != 2 || b != 0 {
+		t.Errorf("the demo key's export counted %d for the demo app and %d for billing, want 2 and 0", a, b)
+	}
+	if err := srv.App.FlushTelemetry(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/apps").body
+	for _, want := range []string{
+		"service.name “func-billing” is not this app's site “func-orders-demo”",
+		"1: HTTP request span without faas.name",
+		`data-testid="telemetry-orders-demo-traces"`,
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the Apps page does not say %q:\n%s", want, grepLines(page, "telemetry"))
+		}
+	}
+	if strings.Contains(page, `data-testid="telemetry-billing"`) {
+		t.Error("billing, which sent nothing, has a telemetry section")
+	}
+}

@@ -146,6 +146,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	addr := fs.String("addr", "127.0.0.1:7072", "where its page listens")
 	fusebox := fs.String("fusebox", "http://127.0.0.1:8080", "Fusebox's URL, for failure reports")
 	state := fs.String("state", ".dev", "folder for the simulated hub's start time and the downstream switch")
+	report := fs.String("report", "alternate", "how invocations reach Fusebox: grpc or http/protobuf (OpenTelemetry, as the Functions host exports), alternate (one, then the other, run after run), or api (the failure API's Go client)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -165,11 +166,10 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	}
 	stream := demo.OrdersStream(epoch)
 	log := slog.New(slog.NewTextHandler(stderr, nil))
-	rep, err := client.New(client.Options{URL: *fusebox, Key: demo.Key, OnError: func(err error) { log.Warn("failure report", "error", err) }})
+	rep, err := demoReporter(ctx, *report, *fusebox, *state, log)
 	if err != nil {
 		return err
 	}
-	go func() { _ = rep.Run(ctx) }()
 	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
 		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch, Retention: stream.Retention,
 		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
@@ -189,6 +189,39 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 		}
 	}()
 	return h.Run(ctx, 200*time.Millisecond)
+}
+
+// demoReporter is how the demo host tells Fusebox of its invocations.
+func demoReporter(ctx context.Context, how, fusebox, state string, log *slog.Logger) (demo.Reporter, error) {
+	if how == "api" {
+		rep, err := client.New(client.Options{URL: fusebox, Key: demo.Key, OnError: func(err error) { log.Warn("failure report", "error", err) }})
+		if err != nil {
+			return nil, err
+		}
+		go func() { _ = rep.Run(ctx) }()
+		return rep, nil
+	}
+	if how == "alternate" {
+		// One protocol this run, the other the next: both are seen working.
+		last, _ := os.ReadFile(filepath.Join(state, "otlp-protocol"))
+		how = "grpc"
+		if string(last) == "grpc" {
+			how = "http/protobuf"
+		}
+		_ = os.WriteFile(filepath.Join(state, "otlp-protocol"), []byte(how), 0o600)
+	}
+	t, err := demo.NewTelemetry(ctx, fusebox, demo.Key, how)
+	if err != nil {
+		return nil, err
+	}
+	log.Info("the demo host exports its invocations over OpenTelemetry", "protocol", how)
+	go func() {
+		<-ctx.Done()
+		done, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = t.Shutdown(done)
+	}()
+	return t, nil
 }
 
 // demoHub serves the demo's orders hub as an Event Hubs namespace would

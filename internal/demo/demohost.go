@@ -16,7 +16,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
-	"github.com/fusebox/fusebox/client"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
@@ -57,13 +56,20 @@ type Host struct {
 	// offline: every batch fails. It survives restarts, as an outage does.
 	Offline   string
 	Processed func(partition int, seq int64) // told of each event handled
-	Reporter  *client.Reporter               // reports failures and successes to Fusebox
+	Reporter  Reporter                       // tells Fusebox of failures and successes
 	Logger    *slog.Logger
 
 	mu       sync.Mutex
 	disabled bool
 	cps      []int64 // last checkpointed sequence per partition, -1: none
 	failures int
+}
+
+// Reporter tells Fusebox how batches went: client.Reporter (the failure
+// API) or Telemetry (OpenTelemetry, as the real host exports).
+type Reporter interface {
+	Failures(function string, n int, at time.Time, sample string)
+	Successes(function string, n int, at time.Time)
 }
 
 // Stream is the simulated hub the host consumes.

@@ -13,7 +13,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/chromedp/chromedp"
 
-	"github.com/fusebox/fusebox/client"
 	"github.com/fusebox/fusebox/internal/amqphub"
 	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/apptest"
@@ -24,7 +23,8 @@ import (
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
-// TestNothingIsLost runs the demo host against Fusebox on the real clock:
+// TestNothingIsLost runs the demo host against Fusebox on the real clock,
+// reporting through OpenTelemetry alone:
 // events flow; the downstream store goes offline and every batch fails; the
 // circuit trips and the host, restarted with its trigger disabled, stops
 // consuming, so its checkpoints stay put while events keep arriving;
@@ -69,13 +69,15 @@ func TestNothingIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	rep, err := client.New(client.Options{URL: srv.URL, Key: demo.Key, Interval: 200 * time.Millisecond})
+	// The host reports as the real one does with two app settings and no
+	// code: its own OpenTelemetry export, over gRPC.
+	rep, err := demo.NewTelemetry(t.Context(), srv.URL, demo.Key, "grpc")
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _ = rep.Shutdown(context.WithoutCancel(t.Context())) })
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	go func() { _ = rep.Run(ctx) }()
 
 	var mu sync.Mutex
 	seen := map[int]map[int64]bool{}

@@ -1,0 +1,107 @@
+package demo
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"net/url"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	otellog "go.opentelemetry.io/otel/log"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	"go.opentelemetry.io/otel/sdk/resource"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// Telemetry reports the demo host's invocations the way the Functions
+// host does with "telemetryMode": "OpenTelemetry": with the OpenTelemetry
+// SDK's OTLP exporters, a span per invocation on the host's scope named
+// after the function (status ERROR when it failed) and the host's
+// "Executed 'Functions.<Name>' (…)" log record. No Fusebox code is
+// involved: the two app settings are the endpoint and the key.
+type Telemetry struct {
+	traces *sdktrace.TracerProvider
+	logs   *sdklog.LoggerProvider
+	// Protocol is grpc or http/protobuf.
+	Protocol string
+}
+
+// NewTelemetry exports to Fusebox at base (its dashboard's URL) with the
+// app's key, over protocol "grpc" or "http/protobuf", in batches sent
+// every second (the host's default is 5 s).
+func NewTelemetry(ctx context.Context, base, key, protocol string) (*Telemetry, error) {
+	u, err := url.Parse(base)
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("demo telemetry: %q is not Fusebox's URL", base)
+	}
+	auth := map[string]string{"authorization": "Bearer " + key}
+	var spans sdktrace.SpanExporter
+	var records sdklog.Exporter
+	switch protocol {
+	case "grpc":
+		if spans, err = otlptracegrpc.New(ctx, otlptracegrpc.WithEndpoint(u.Host), otlptracegrpc.WithInsecure(), otlptracegrpc.WithHeaders(auth)); err != nil {
+			return nil, err
+		}
+		records, err = otlploggrpc.New(ctx, otlploggrpc.WithEndpoint(u.Host), otlploggrpc.WithInsecure(), otlploggrpc.WithHeaders(auth))
+	case "http/protobuf":
+		if spans, err = otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(base+"/v1/traces"), otlptracehttp.WithHeaders(auth)); err != nil {
+			return nil, err
+		}
+		records, err = otlploghttp.New(ctx, otlploghttp.WithEndpointURL(base+"/v1/logs"), otlploghttp.WithHeaders(auth))
+	default:
+		return nil, fmt.Errorf("demo telemetry: protocol %q: use grpc or http/protobuf", protocol)
+	}
+	if err != nil {
+		return nil, err
+	}
+	res := resource.NewSchemaless(attribute.String("service.name", "func-orders-demo"), attribute.String("cloud.platform", "azure_functions"),
+		attribute.String("service.instance.id", "demo-host"))
+	return &Telemetry{
+		Protocol: protocol,
+		traces:   sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spans, sdktrace.WithBatchTimeout(time.Second))),
+		logs: sdklog.NewLoggerProvider(sdklog.WithResource(res),
+			sdklog.WithProcessor(sdklog.NewBatchProcessor(records, sdklog.WithExportInterval(time.Second)))),
+	}, nil
+}
+
+// Failures records one failed invocation (the batch of n events failed).
+func (t *Telemetry) Failures(function string, _ int, at time.Time, sample string) {
+	t.invocation(function, at, sample)
+}
+
+// Successes records one successful invocation.
+func (t *Telemetry) Successes(function string, _ int, at time.Time) { t.invocation(function, at, "") }
+
+func (t *Telemetry) invocation(function string, at time.Time, failure string) {
+	id := rand.Text()
+	ctx := context.Background()
+	_, span := t.traces.Tracer("Microsoft.Azure.WebJobs.Host").Start(ctx, function, trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindServer),
+		trace.WithAttributes(attribute.String("faas.name", "Host.Functions."+function), attribute.String("faas.invocation_id", id)))
+	status := "Succeeded"
+	if failure != "" {
+		status = "Failed"
+		span.SetStatus(codes.Error, failure)
+	}
+	span.End(trace.WithTimestamp(at))
+	var rec otellog.Record
+	rec.SetTimestamp(at)
+	rec.SetSeverity(otellog.SeverityInfo)
+	if failure != "" {
+		rec.SetSeverity(otellog.SeverityError)
+	}
+	rec.SetBody(attribute.StringValue(fmt.Sprintf("Executed 'Functions.%s' (%s, Id=%s, Duration=1ms)", function, status, id)))
+	t.logs.Logger("Function."+function).Emit(ctx, rec)
+}
+
+// Shutdown sends what is left.
+func (t *Telemetry) Shutdown(ctx context.Context) error {
+	return errors.Join(t.traces.Shutdown(ctx), t.logs.Shutdown(ctx))
+}

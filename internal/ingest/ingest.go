@@ -107,8 +107,14 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 		minute   time.Time
 	}
 	at := map[minuteKey]int{} // index in out.Tallies
+	has := map[string]bool{}  // per function: an export names few, many times
 	for i, rep := range reports {
-		if known[appID+"/"+rep.Function] {
+		counted, ok := has[rep.Function]
+		if !ok {
+			counted = known[appID+"/"+rep.Function]
+			has[rep.Function] = counted
+		}
+		if counted {
 			out.Counted = append(out.Counted, rep)
 			continue
 		}

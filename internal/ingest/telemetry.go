@@ -121,7 +121,7 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 
 func batch(e Export, invs []otlp.Invocation) Batch {
 	one := 1
-	b := Batch{AppID: e.AppID, Items: make([]Item, len(invs)), IdempotencyKey: "otlp." + e.Hash}
+	b := Batch{AppID: e.AppID, Items: make([]Item, len(invs)), Content: "otlp." + e.Hash}
 	for i, inv := range invs {
 		it := Item{Function: inv.Function, At: inv.At, Instance: inv.Instance}
 		if inv.Failed {

@@ -14,12 +14,14 @@ import (
 // for between Keep and twice Keep, and at most 2×Max ids are held): an
 // export retried or its twin signal sent to another Fusebox instance is
 // handled by the rows' writer and by Preference instead.
+type seenKey struct{ app, id string }
+
 type Seen struct {
 	Keep time.Duration // default 10 minutes
 	Max  int           // ids per generation; default 200,000
 
 	mu       sync.Mutex
-	cur, old map[string]string // app\x00id -> export hash
+	cur, old map[seenKey]string // -> the export that counted it
 	started  time.Time
 }
 
@@ -33,9 +35,9 @@ func (s *Seen) rotate(now time.Time) {
 	}
 	switch {
 	case s.cur == nil || now.Sub(s.started) >= 2*keep:
-		s.old, s.cur, s.started = nil, map[string]string{}, now
+		s.old, s.cur, s.started = nil, map[seenKey]string{}, now
 	case now.Sub(s.started) >= keep || len(s.cur) >= max:
-		s.old, s.cur, s.started = s.cur, map[string]string{}, now
+		s.old, s.cur, s.started = s.cur, map[seenKey]string{}, now
 	}
 }
 
@@ -45,10 +47,10 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 	defer s.mu.Unlock()
 	s.rotate(now)
 	fresh = invs[:0:0]
-	here := map[string]bool{} // the same invocation twice in one export
+	here := make(map[seenKey]bool, len(invs)) // the same invocation twice in one export
 	for _, inv := range invs {
 		if inv.ID != "" {
-			k := appID + "\x00" + inv.ID
+			k := seenKey{appID, inv.ID}
 			if here[k] {
 				dropped++
 				continue
@@ -75,7 +77,7 @@ func (s *Seen) Counted(appID, export string, invs []Invocation, now time.Time) {
 	s.rotate(now)
 	for _, inv := range invs {
 		if inv.ID != "" {
-			s.cur[appID+"\x00"+inv.ID] = export
+			s.cur[seenKey{appID, inv.ID}] = export
 		}
 	}
 }

@@ -9,15 +9,25 @@ package trigger
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
-var namePattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,127}$`)
-
 // ValidName reports whether s is a usable function name: a letter, then
-// letters, digits, _ or -, at most 128 characters.
-func ValidName(s string) bool { return namePattern.MatchString(s) }
+// letters, digits, _ or -, at most 128 characters. It runs for every
+// reported item, so it is a loop rather than a regular expression.
+func ValidName(s string) bool {
+	if len(s) == 0 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		letter := c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z'
+		if !letter && (i == 0 || !(c >= '0' && c <= '9' || c == '_' || c == '-')) {
+			return false
+		}
+	}
+	return true
+}
 
 // NameRule says ValidName's rule in words, for error messages.
 const NameRule = "a letter, then letters, digits, _ or -, at most 128"

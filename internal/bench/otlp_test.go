@@ -1,0 +1,213 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
+	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// otlpExport is one export as the host batches it: spans of functions
+// over seconds, every one failed, each with its own invocation id.
+func otlpExport(tag string, at time.Time, spans, functions, seconds int) *coltracepb.ExportTraceServiceRequest {
+	out := make([]*tracepb.Span, spans)
+	for i := range out {
+		end := at.Add(time.Duration(i%seconds) * time.Second)
+		out[i] = &tracepb.Span{Name: fmt.Sprintf("F%d", i%functions), Kind: tracepb.Span_SPAN_KIND_SERVER,
+			SpanId: []byte{byte(i >> 8), byte(i), 0, 0, 0, 0, 0, 1}, EndTimeUnixNano: uint64(end.UnixNano()), StartTimeUnixNano: uint64(end.UnixNano()),
+			Attributes: []*commonpb.KeyValue{{Key: "faas.invocation_id", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: fmt.Sprintf("%s-%d", tag, i)}}}},
+			Status:     &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR}}
+	}
+	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
+		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "func-bench"}}}}},
+		ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "Microsoft.Azure.WebJobs.Host"}, Spans: out}},
+	}}}
+}
+
+func postExport(client *http.Client, url, key string, body []byte) (int, error) {
+	req, _ := http.NewRequest(http.MethodPost, url+"/v1/traces", bytes.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// BenchmarkOTLPIngest is P7: spans taken per second through OTLP/HTTP in
+// the host's batches of 512 (4 functions over 5 seconds, so each export
+// becomes 20 failure rows), against plain aztables transactions writing
+// the same 20 rows per batch to the same Azurite (64 distinct batches
+// sent over and over on both sides: the OTLP side's are exports sent
+// again, which replace their rows, and the raw side replaces its own), with the same
+// concurrency, measured in the same run: three rounds of 3 s each, the two
+// sides taking turns, so that a machine that slows down mid-run slows both.
+//
+//	go test ./internal/bench -run '^$' -bench OTLPIngest -benchtime 1x
+func BenchmarkOTLPIngest(b *testing.B) {
+	const workers, spans, functions, seconds, bodies = 4, 512, 4, 5, 64
+	const phase, rounds = 3 * time.Second, 3
+	// The app's budget (100 exports/s by default, each host instance
+	// sending two every 5 s) is lifted: this measures the path, not it.
+	srv := apptest.Start(b, map[string]string{"FUSEBOX_INGEST_RATE_LIMIT": "100000"})
+	ctx := context.Background()
+	key, hash := auth.NewAppKey("bench")
+	if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "bench", Site: "func-bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", APIKeyHash: hash}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range functions {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%d", i), Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	at := srv.Clock.Now().UTC().Truncate(time.Minute).Add(10 * time.Second)
+	exports := make([][]byte, bodies)
+	for i := range exports {
+		exports[i], _ = proto.Marshal(otlpExport(fmt.Sprint(i), at, spans, functions, seconds))
+	}
+	// run calls send from workers goroutines for phase and says how many
+	// batches per second went through.
+	run := func(send func(i int) error) float64 {
+		var n atomic.Int64
+		var wg sync.WaitGroup
+		var failed atomic.Value
+		start := time.Now()
+		for w := range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := w; time.Since(start) < phase; i += workers {
+					if err := send(i); err != nil {
+						failed.Store(err)
+						return
+					}
+					n.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		return float64(n.Load()) / time.Since(start).Seconds()
+	}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: workers}}
+	viaOTLP := func(i int) error {
+		status, err := postExport(client, srv.URL, key, exports[i%bodies])
+		if err == nil && status != http.StatusOK {
+			err = fmt.Errorf("status %d", status)
+		}
+		return err
+	}
+	raw := rawTable(b)
+	viaRaw := func(i int) error {
+		actions := make([]aztables.TransactionAction, 0, functions*seconds)
+		pk := at.Format("200601021504") + fmt.Sprintf("-%02d", (i%bodies)%16)
+		for f := range functions {
+			for s := range seconds {
+				sec := at.Add(time.Duration(s) * time.Second)
+				e := map[string]any{"PartitionKey": pk, "RowKey": fmt.Sprintf("bench|F%d|%02d|raw.%d", f, sec.Second(), i%bodies),
+					"App": "bench", "Function": fmt.Sprintf("F%d", f), "Second": sec.Format(time.RFC3339), "Second@odata.type": "Edm.DateTime",
+					"Count": spans / functions / seconds, "Successes": 0, "Instance": "bench"}
+				data, _ := json.Marshal(e)
+				actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
+			}
+		}
+		_, err := raw.SubmitTransaction(ctx, actions, nil)
+		return err
+	}
+	var otlpRate, rawRate float64
+	for range rounds {
+		otlpRate += run(viaOTLP) / rounds
+		rawRate += run(viaRaw) / rounds
+	}
+	b.ReportMetric(otlpRate*spans, "otlp-spans/s")
+	b.ReportMetric(rawRate*spans, "raw-spans/s")
+	b.ReportMetric(otlpRate/rawRate, "ratio")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkOTLPTripLatency is P7's latency: on the real clock, with the
+// evaluator ticking, one export of 6 failed spans crosses a circuit's
+// threshold (5 in 30 s); the latency is from the export's answer to the
+// trigger switched off in local.settings.json. Ten circuits, one probe
+// each, one after the other.
+//
+//	go test ./internal/bench -run '^$' -bench OTLPTripLatency -benchtime 1x
+func BenchmarkOTLPTripLatency(b *testing.B) {
+	const probes = 10
+	srv := apptest.StartRealClock(b, nil)
+	ctx := context.Background()
+	settings := b.TempDir() + "/local.settings.json"
+	if err := os.WriteFile(settings, []byte(`{"IsEncrypted": false, "Values": {}}`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	key, hash := auth.NewAppKey("bench")
+	if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "bench", Site: "func-bench", Switch: circuit.SwitchLocal, LocalSettings: settings, APIKeyHash: hash}); err != nil {
+		b.Fatal(err)
+	}
+	for i := range probes {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("T%d", i), Threshold: 5, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	waitForRouter := time.Now().Add(2100 * time.Millisecond) // the circuit list is reused 2 s
+	for time.Now().Before(waitForRouter) {
+		time.Sleep(time.Until(waitForRouter))
+	}
+	client := &http.Client{}
+	var ds []time.Duration
+	for i := range probes {
+		// Probes sent right after the trip they waited for would all land
+		// just after a tick: start each at another point of the second.
+		pause := time.Now().Add(time.Duration(i) * 97 * time.Millisecond)
+		for time.Now().Before(pause) {
+			time.Sleep(time.Until(pause))
+		}
+		req := otlpExport(fmt.Sprintf("trip%d", i), time.Now(), 6, 1, 1)
+		for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+			s.Name = fmt.Sprintf("T%d", i)
+		}
+		body, _ := proto.Marshal(req)
+		status, err := postExport(client, srv.URL, key, body)
+		if err != nil || status != http.StatusOK {
+			b.Fatalf("export: %d %v", status, err)
+		}
+		sent := time.Now()
+		want := fmt.Sprintf(`"AzureWebJobs.T%d.Disabled": "true"`, i)
+		for {
+			data, _ := os.ReadFile(settings)
+			if strings.Contains(string(data), want) {
+				ds = append(ds, time.Since(sent))
+				break
+			}
+			if time.Since(sent) > 20*time.Second {
+				b.Fatalf("T%d not switched off within 20 s", i)
+			}
+			time.Sleep(5 * time.Millisecond) // poll the file, bounded by the deadline
+		}
+	}
+	reportLatencies(b, ds)
+}

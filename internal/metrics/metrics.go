@@ -33,6 +33,8 @@ type Metrics struct {
 	leaseFailed   *prometheus.CounterVec
 	ingested      *prometheus.CounterVec
 	unverified    *prometheus.CounterVec
+	otlpLast      *prometheus.GaugeVec
+	otlpExports   *prometheus.CounterVec
 }
 
 // New registers every collector, with the Go runtime's and the process's.
@@ -84,6 +86,12 @@ func New() *Metrics {
 		unverified: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_ingest_unverified_total", Help: "Failure reports refused before they counted for any app, by reason: malformed (no app key), unknown (a key that does not verify), limited (too many unverified keys from one client).",
 		}, []string{"reason"}),
+		otlpLast: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "fusebox_otlp_last_export_timestamp_seconds", Help: "Unix time of the last OpenTelemetry export this instance took, by app (a verified key's) and signal (traces, logs). Alert on max by (app) over instances older than 10 minutes.",
+		}, []string{"app", "signal"}),
+		otlpExports: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_otlp_exports_total", Help: "OpenTelemetry exports this instance took, by signal (traces, logs, metrics) and protocol (grpc, http/protobuf, http/json).",
+		}, []string{"signal", "protocol"}),
 	}
 	for _, reason := range []string{"malformed", "unknown", "limited"} {
 		m.unverified.WithLabelValues(reason)
@@ -95,7 +103,7 @@ func New() *Metrics {
 			m.notifications.WithLabelValues(kind, outcome)
 		}
 	}
-	m.Registry.MustRegister(m.notifications, m.ingested, m.unverified, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
+	m.Registry.MustRegister(m.otlpLast, m.otlpExports, m.notifications, m.ingested, m.unverified, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
@@ -156,6 +164,14 @@ func (m *Metrics) ObserveUnverified(reason string) {
 func (m *Metrics) ObserveIngest(accepted, rejected int) {
 	m.ingested.WithLabelValues("accepted").Add(float64(accepted))
 	m.ingested.WithLabelValues("rejected").Add(float64(rejected))
+}
+
+// ObserveOTLP records an export taken for a verified app.
+func (m *Metrics) ObserveOTLP(app, signal, protocol string, at time.Time) {
+	m.otlpExports.WithLabelValues(signal, protocol).Inc()
+	if signal != "metrics" {
+		m.otlpLast.WithLabelValues(app, signal).Set(float64(at.Unix()))
+	}
 }
 
 // ObserveLoop records one pass of a background loop.

@@ -132,6 +132,7 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			}
 			out = ans
 		default:
+			s.Metrics.ObserveOTLP(appID, "metrics", protocol, s.Now())
 			out = &colmetricspb.ExportMetricsServiceResponse{}
 		}
 		b, err := marshal(out)
@@ -179,6 +180,7 @@ func (s *Server) takeTraces(ctx context.Context, appID, protocol, hash string, r
 	if err != nil {
 		return nil, err
 	}
+	s.Metrics.ObserveOTLP(appID, string(otlp.Traces), protocol, s.Now())
 	rejected, msg := partial(ans, cut)
 	out := &coltracepb.ExportTraceServiceResponse{}
 	if rejected > 0 {
@@ -193,6 +195,7 @@ func (s *Server) takeLogs(ctx context.Context, appID, protocol, hash string, req
 	if err != nil {
 		return nil, err
 	}
+	s.Metrics.ObserveOTLP(appID, string(otlp.Logs), protocol, s.Now())
 	rejected, msg := partial(ans, cut)
 	out := &collogspb.ExportLogsServiceResponse{}
 	if rejected > 0 {

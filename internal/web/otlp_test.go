@@ -206,4 +206,9 @@ func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
 	if strings.Contains(page, `data-testid="telemetry-billing"`) {
 		t.Error("billing, which sent nothing, has a telemetry section")
 	}
+	// An app whose export stops is alertable from the metrics.
+	metrics := b.get("/metrics").body
+	if !strings.Contains(metrics, `fusebox_otlp_last_export_timestamp_seconds{app="orders-demo",signal="traces"}`) || strings.Contains(metrics, `app="billing"`) {
+		t.Errorf("metrics:\n%s", grepLines(metrics, "otlp"))
+	}
 }

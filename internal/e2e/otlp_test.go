@@ -138,13 +138,14 @@ func failuresCounted(t *testing.T, srv *apptest.Server) (failures, successes int
 
 // TestTheHostsOwnExportTripsTheBreakerOverGRPC: a function app with two
 // app settings and no code exports over OTLP/gRPC (the host's default) to
-// Fusebox's own port; 101 failed invocations in ProcessOrders' 30 s window
+// Fusebox's own port (spans gzipped); 101 failed invocations in ProcessOrders' 30 s window
 // (threshold 100) switch its trigger off.
 func TestTheHostsOwnExportTripsTheBreakerOverGRPC(t *testing.T) {
 	srv, settings := seeded(t)
 	endpoint := strings.TrimPrefix(srv.URL, "http://")
 	headers := map[string]string{"authorization": "Bearer " + demo.Key}
-	spans, err := otlptracegrpc.New(t.Context(), otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure(), otlptracegrpc.WithHeaders(headers))
+	spans, err := otlptracegrpc.New(t.Context(), otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure(), otlptracegrpc.WithHeaders(headers),
+		otlptracegrpc.WithCompressor("gzip"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	_ "google.golang.org/grpc/encoding/gzip" // exporters may compress
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
@@ -47,9 +48,10 @@ const (
 func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
 	limit := otlpBodyLimit()
 	for _, prefix := range []string{"", OTLPPrefix} {
-		s.echo.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), gate, limit)
-		s.echo.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), gate, limit)
-		s.echo.POST(prefix+"/v1/metrics", s.otlpHTTP(""), gate, limit)
+		// The limit first: a body's length costs nothing to check.
+		s.echo.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), limit, gate)
+		s.echo.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), limit, gate)
+		s.echo.POST(prefix+"/v1/metrics", s.otlpHTTP(""), limit, gate)
 	}
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(OTLPMaxBytes))
 	coltracepb.RegisterTraceServiceServer(g, otlpTraceService{s: s})
@@ -62,7 +64,7 @@ func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
 		return nil
 	}
 	for _, m := range []string{grpcTraces, grpcLogs, grpcMetrics} {
-		s.echo.POST(m, serve, grpcAnswers, gate)
+		s.echo.POST(m, serve, grpcAnswers, limit, gate)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/web"
 )
 
 // openRoutes are the routes that need no sign-in, each with the reason.
@@ -23,6 +24,15 @@ var openRoutes = map[string]string{
 	"GET /metrics":                    "scraper; its own bearer token when configured",
 	"GET /static/*":                   "assets",
 	"POST /api/v1/failures":           "function apps, with the app's ingest key",
+	"POST /v1/traces":                 "function hosts' OpenTelemetry export, with the app's key",
+	"POST /v1/logs":                   "the same",
+	"POST /v1/metrics":                "the same (accepted, not read)",
+	"POST /otlp/v1/traces":            "the same, under the documented prefix",
+	"POST /otlp/v1/logs":              "the same",
+	"POST /otlp/v1/metrics":           "the same",
+	"POST " + grpcTraces:              "the same over gRPC; a key that does not verify gets UNAUTHENTICATED",
+	"POST " + grpcLogs:                "the same",
+	"POST " + grpcMetrics:             "the same",
 	"GET /ping/:a":                    "jobs, with the job's ping id",
 	"HEAD /ping/:a":                   "jobs",
 	"POST /ping/:a":                   "jobs",
@@ -43,8 +53,23 @@ var openRoutes = map[string]string{
 	"POST /resume/:token/acknowledge": "signed resume link (CSRF-checked)",
 }
 
+// The OTLP/gRPC methods, which answer in gRPC statuses.
+const (
+	grpcTraces  = "/opentelemetry.proto.collector.trace.v1.TraceService/Export"
+	grpcLogs    = "/opentelemetry.proto.collector.logs.v1.LogsService/Export"
+	grpcMetrics = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
+)
+
 // machineRoutes take no cookies, so CSRF does not apply to them.
-var machineRoutes = map[string]bool{"/api/v1/failures": true, "/ping/:a": true, "/ping/:a/:b": true, "/ping/:a/:b/:c": true}
+var machineRoutes = map[string]bool{"/api/v1/failures": true, "/ping/:a": true, "/ping/:a/:b": true, "/ping/:a/:b/:c": true,
+	"/v1/traces": true, "/v1/logs": true, "/v1/metrics": true, "/otlp/v1/traces": true, "/otlp/v1/logs": true, "/otlp/v1/metrics": true,
+	grpcTraces: true, grpcLogs: true, grpcMetrics: true}
+
+// otlpRoute says whether a route takes OpenTelemetry exports, whose
+// bodies have a limit of their own (web.OTLPMaxBytes).
+func otlpRoute(path string) bool {
+	return strings.HasPrefix(path, "/v1/") || strings.HasPrefix(path, "/otlp/") || strings.HasPrefix(path, "/opentelemetry.")
+}
 
 // operatorPages are the pages (GET) that only operators may open: forms and
 // confirmations of changes. Viewers may open every other page.
@@ -264,11 +289,23 @@ func TestEveryBodyIsLimited(t *testing.T) {
 			continue
 		}
 		checked++
+		body := big
+		if otlpRoute(r.path) {
+			body = strings.Repeat("x", web.OTLPMaxBytes+1)
+		}
 		for accept, want := range map[string]string{"application/json": "application/json", "text/html": "text/html"} {
 			if r.api() {
 				want = "application/json" // the API answers in JSON whatever it is asked
 			}
-			req, _ := http.NewRequest(r.method, srv.URL+r.url(), strings.NewReader(big))
+			req, _ := http.NewRequest(r.method, srv.URL+r.url(), strings.NewReader(body))
+			if strings.HasPrefix(r.path, "/opentelemetry.") {
+				// gRPC: the refusal is a status in the answer's headers.
+				got := newBrowser(t, srv.URL).do(req)
+				if got.Header.Get("Grpc-Status") != "8" {
+					t.Errorf("%s with a body over the limit: grpc-status %q, want 8 (RESOURCE_EXHAUSTED)", r, got.Header.Get("Grpc-Status"))
+				}
+				continue
+			}
 			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 			req.Header.Set("Accept", accept)
 			got := newBrowser(t, srv.URL).do(req)

@@ -62,10 +62,15 @@ wait_port 7073 demo-hub
 
 # The demo app's host: consumes a simulated hub, checkpoints into Azurite,
 # reports failures; restarted by local-host when its Disabled key changes.
-log "starting the demo function host (under fusebox local-host)"
+# It exports its invocations over OpenTelemetry as the Functions host
+# does: gRPC on one `make run`, http/protobuf on the next.
+otlp=grpc
+[[ "$(cat "$DEV/otlp-protocol" 2>/dev/null)" == grpc ]] && otlp=http/protobuf
+echo "$otlp" >"$DEV/otlp-protocol"
+log "starting the demo function host (under fusebox local-host), reporting over OTLP $otlp"
 bin/fusebox local-host -settings "$DEV/orders-demo/local.settings.json" -grace 5s -- \
   bin/fusebox-dev demo-host -settings "$DEV/orders-demo/local.settings.json" -addr 127.0.0.1:7072 \
-  -fusebox "http://$FUSEBOX_HTTP_ADDR" -state "$DEV" >"$DEV/demo-host.log" 2>&1 &
+  -fusebox "http://$FUSEBOX_HTTP_ADDR" -state "$DEV" -report "$otlp" >"$DEV/demo-host.log" 2>&1 &
 PIDS+=($!)
 
 cat <<MSG

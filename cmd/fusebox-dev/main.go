@@ -146,7 +146,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	addr := fs.String("addr", "127.0.0.1:7072", "where its page listens")
 	fusebox := fs.String("fusebox", "http://127.0.0.1:8080", "Fusebox's URL, for failure reports")
 	state := fs.String("state", ".dev", "folder for the simulated hub's start time and the downstream switch")
-	report := fs.String("report", "alternate", "how invocations reach Fusebox: grpc or http/protobuf (OpenTelemetry, as the Functions host exports), alternate (one, then the other, run after run), or api (the failure API's Go client)")
+	report := fs.String("report", "alternate", "how invocations reach Fusebox: grpc or http/protobuf (OpenTelemetry, as the Functions host exports), alternate (one, then the other, start after start), or api (the failure API's Go client); make run picks one per run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +23,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // otlpExport is one export as the host batches it: spans of functions
@@ -173,18 +173,16 @@ func BenchmarkOTLPTripLatency(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	waitForRouter := time.Now().Add(2100 * time.Millisecond) // the circuit list is reused 2 s
-	for time.Now().Before(waitForRouter) {
-		time.Sleep(time.Until(waitForRouter))
-	}
 	client := &http.Client{}
 	var ds []time.Duration
 	for i := range probes {
-		// Probes sent right after the trip they waited for would all land
-		// just after a tick: start each at another point of the second.
-		pause := time.Now().Add(time.Duration(i) * 97 * time.Millisecond)
-		for time.Now().Before(pause) {
-			time.Sleep(time.Until(pause))
+		// Pacing, not synchronisation: a probe sent right after the trip
+		// it waited for would land just after a tick every time, so each
+		// starts at another point of the second.
+		select {
+		case <-time.After(time.Duration(i) * 97 * time.Millisecond):
+		case <-b.Context().Done():
+			b.Fatal("the benchmark ended while pacing")
 		}
 		req := otlpExport(fmt.Sprintf("trip%d", i), time.Now(), 6, 1, 1)
 		for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
@@ -196,18 +194,8 @@ func BenchmarkOTLPTripLatency(b *testing.B) {
 			b.Fatalf("export: %d %v", status, err)
 		}
 		sent := time.Now()
-		want := fmt.Sprintf(`"AzureWebJobs.T%d.Disabled": "true"`, i)
-		for {
-			data, _ := os.ReadFile(settings)
-			if strings.Contains(string(data), want) {
-				ds = append(ds, time.Since(sent))
-				break
-			}
-			if time.Since(sent) > 20*time.Second {
-				b.Fatalf("T%d not switched off within 20 s", i)
-			}
-			time.Sleep(5 * time.Millisecond) // poll the file, bounded by the deadline
-		}
+		off := testenv.WaitForFile(b, settings, fmt.Sprintf(`"AzureWebJobs.T%d.Disabled": "true"`, i), 20*time.Second)
+		ds = append(ds, off.Sub(sent))
 	}
 	reportLatencies(b, ds)
 }

@@ -30,8 +30,6 @@ import (
 type Telemetry struct {
 	traces *sdktrace.TracerProvider
 	logs   *sdklog.LoggerProvider
-	// Protocol is grpc or http/protobuf.
-	Protocol string
 }
 
 // NewTelemetry exports to Fusebox at base (its dashboard's URL) with the
@@ -62,14 +60,19 @@ func NewTelemetry(ctx context.Context, base, key, protocol string) (*Telemetry, 
 	if err != nil {
 		return nil, err
 	}
+	return NewTelemetryWith(spans, records), nil
+}
+
+// NewTelemetryWith reports through the given exporters, batched every
+// second: for tests that choose endpoints, paths and compression.
+func NewTelemetryWith(spans sdktrace.SpanExporter, records sdklog.Exporter) *Telemetry {
 	res := resource.NewSchemaless(attribute.String("service.name", "func-orders-demo"), attribute.String("cloud.platform", "azure_functions"),
 		attribute.String("service.instance.id", "demo-host"))
 	return &Telemetry{
-		Protocol: protocol,
-		traces:   sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spans, sdktrace.WithBatchTimeout(time.Second))),
+		traces: sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spans, sdktrace.WithBatchTimeout(time.Second))),
 		logs: sdklog.NewLoggerProvider(sdklog.WithResource(res),
 			sdklog.WithProcessor(sdklog.NewBatchProcessor(records, sdklog.WithExportInterval(time.Second)))),
-	}, nil
+	}
 }
 
 // Failures records one failed invocation (the batch of n events failed).
@@ -99,6 +102,11 @@ func (t *Telemetry) invocation(function string, at time.Time, failure string) {
 	}
 	rec.SetBody(attribute.StringValue(fmt.Sprintf("Executed 'Functions.%s' (%s, Id=%s, Duration=1ms)", function, status, id)))
 	t.logs.Logger("Function."+function).Emit(ctx, rec)
+}
+
+// Flush exports what was recorded now, instead of at the next batch.
+func (t *Telemetry) Flush(ctx context.Context) error {
+	return errors.Join(t.traces.ForceFlush(ctx), t.logs.ForceFlush(ctx))
 }
 
 // Shutdown sends what is left.

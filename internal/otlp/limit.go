@@ -11,15 +11,9 @@ const MaxRecords = 10_000
 
 // LimitTraces keeps the first max spans of req and says how many it cut.
 func LimitTraces(req *coltracepb.ExportTraceServiceRequest, max int) (cut int) {
-	left := max
 	for _, rs := range req.GetResourceSpans() {
 		for _, ss := range rs.GetScopeSpans() {
-			n := len(ss.Spans)
-			if n > left {
-				cut += n - left
-				ss.Spans = ss.Spans[:left]
-			}
-			left -= len(ss.Spans)
+			ss.Spans, max, cut = keepFirst(ss.Spans, max, cut)
 		}
 	}
 	return cut
@@ -27,16 +21,19 @@ func LimitTraces(req *coltracepb.ExportTraceServiceRequest, max int) (cut int) {
 
 // LimitLogs keeps the first max log records of req and says how many it cut.
 func LimitLogs(req *collogspb.ExportLogsServiceRequest, max int) (cut int) {
-	left := max
 	for _, rl := range req.GetResourceLogs() {
 		for _, sl := range rl.GetScopeLogs() {
-			n := len(sl.LogRecords)
-			if n > left {
-				cut += n - left
-				sl.LogRecords = sl.LogRecords[:left]
-			}
-			left -= len(sl.LogRecords)
+			sl.LogRecords, max, cut = keepFirst(sl.LogRecords, max, cut)
 		}
 	}
 	return cut
+}
+
+// keepFirst keeps at most left of s, and counts what it drops.
+func keepFirst[T any](s []T, left, cut int) ([]T, int, int) {
+	if len(s) > left {
+		cut += len(s) - left
+		s = s[:left]
+	}
+	return s, left - len(s), cut
 }

@@ -33,18 +33,8 @@ func FromLogs(req *collogspb.ExportLogsServiceRequest) Mapped {
 			for _, rec := range sl.GetLogRecords() {
 				m.Records++
 				inv, why, ok := fromLog(rec)
-				switch {
-				case !ok:
-					continue
-				case why != "":
-					m.unattributed(why)
-				default:
-					if inv.Instance == "" {
-						inv.Instance = instance
-					}
-					m.Invocations = append(m.Invocations, inv)
-				}
-				m.ExecutedLogs = true
+				m.add(inv, why, ok, instance)
+				m.ExecutedLogs = m.ExecutedLogs || ok
 			}
 		}
 	}

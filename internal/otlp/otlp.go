@@ -58,6 +58,22 @@ type Mapped struct {
 	ExecutedLogs bool
 }
 
+// add keeps what one record was: no invocation (ok false), one that names
+// no function (why), or an invocation, on the resource's instance unless
+// it names its own.
+func (m *Mapped) add(inv Invocation, why string, ok bool, instance string) {
+	switch {
+	case !ok:
+	case why != "":
+		m.unattributed(why)
+	default:
+		if inv.Instance == "" {
+			inv.Instance = instance
+		}
+		m.Invocations = append(m.Invocations, inv)
+	}
+}
+
 func (m *Mapped) unattributed(why string) {
 	if m.Unattributed == nil {
 		m.Unattributed = map[string]int{}

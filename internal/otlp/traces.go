@@ -55,16 +55,7 @@ func FromTraces(req *coltracepb.ExportTraceServiceRequest) Mapped {
 			for _, span := range ss.GetSpans() {
 				m.Records++
 				inv, why, ok := fromSpan(span, kind)
-				switch {
-				case !ok:
-				case why != "":
-					m.unattributed(why)
-				default:
-					if inv.Instance == "" {
-						inv.Instance = instance
-					}
-					m.Invocations = append(m.Invocations, inv)
-				}
+				m.add(inv, why, ok, instance)
 			}
 		}
 	}

@@ -36,7 +36,11 @@ func seeded(t *testing.T) (*apptest.Server, string) {
 	return srv, settings
 }
 
-func storedFailures(t *testing.T, srv *apptest.Server) int {
+func storedFailures(t *testing.T, srv *apptest.Server) int { return storedFailuresOf(t, srv, "") }
+
+// storedFailuresOf adds up the stored failures of one circuit
+// ("app/function"), or of all for "".
+func storedFailuresOf(t *testing.T, srv *apptest.Server, circuitID string) int {
 	t.Helper()
 	now := srv.Clock.Now()
 	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
@@ -45,7 +49,9 @@ func storedFailures(t *testing.T, srv *apptest.Server) int {
 	}
 	n := 0
 	for _, r := range rows {
-		n += r.Count
+		if circuitID == "" || r.Circuit == circuitID {
+			n += r.Count
+		}
 	}
 	return n
 }

@@ -11,6 +11,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -68,12 +69,11 @@ func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
 	}
 }
 
+// isOTLP says whether a request is an OTLP export (a route otlpRoutes
+// serves), whose body has its own limit and whose answer is not compressed.
 func isOTLP(c echo.Context) bool {
-	switch c.Path() {
-	case "/v1/traces", "/v1/logs", "/v1/metrics", OTLPPrefix + "/v1/traces", OTLPPrefix + "/v1/logs", OTLPPrefix + "/v1/metrics", grpcTraces, grpcLogs, grpcMetrics:
-		return true
-	}
-	return false
+	p := c.Path()
+	return strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, OTLPPrefix+"/v1/") || strings.HasPrefix(p, "/opentelemetry.proto.collector.")
 }
 
 // otlpBodyLimit refuses a body larger than OTLPMaxBytes.

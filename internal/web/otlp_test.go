@@ -15,7 +15,6 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -63,22 +62,6 @@ func postOTLP(t *testing.T, base, path, key, ctype string, body []byte, zip bool
 	return newBrowser(t, base).do(req)
 }
 
-func processOrdersFailures(t *testing.T, srv *apptest.Server, appID string) int {
-	t.Helper()
-	now := srv.Clock.Now()
-	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := 0
-	for _, r := range rows {
-		if r.Circuit == appID+"/ProcessOrders" {
-			n += r.Count
-		}
-	}
-	return n
-}
-
 // An exporter that does not hear back sends the same export again; it is
 // counted once, over protobuf and over JSON alike.
 func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
@@ -92,7 +75,7 @@ func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
 			t.Fatalf("answer %v %v, want full success", &ans, err)
 		}
 	}
-	if n := processOrdersFailures(t, srv, demo.AppID); n != 3 {
+	if n := storedFailuresOf(t, srv, demo.AppID+"/ProcessOrders"); n != 3 {
 		t.Errorf("an export sent twice counted %d failures, want 3", n)
 	}
 	js := fmt.Sprintf(`{"resourceSpans":[{"resource":{"attributes":[{"key":"service.name","value":{"stringValue":"func-orders-demo"}}]},
@@ -105,7 +88,7 @@ func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
 			t.Errorf("a JSON export answered %q", r.Header.Get("Content-Type"))
 		}
 	}
-	if n := processOrdersFailures(t, srv, demo.AppID); n != 4 {
+	if n := storedFailuresOf(t, srv, demo.AppID+"/ProcessOrders"); n != 4 {
 		t.Errorf("after a JSON export sent twice: %d failures, want 4", n)
 	}
 }
@@ -134,7 +117,7 @@ func TestAnExportThatDoesNotReadIsRefused(t *testing.T) {
 			wantStatus(t, postOTLP(t, srv.URL, c.path, c.key, c.ctype, c.body, c.zip), c.want)
 		})
 	}
-	if n := processOrdersFailures(t, srv, demo.AppID); n != 0 {
+	if n := storedFailuresOf(t, srv, demo.AppID+"/ProcessOrders"); n != 0 {
 		t.Errorf("refused exports counted %d failures", n)
 	}
 	wantStatus(t, postOTLP(t, srv.URL, "/v1/metrics", demo.Key, "application/x-protobuf", nil, false), http.StatusOK)
@@ -154,7 +137,7 @@ func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
 	if got := ans.GetPartialSuccess(); got.GetRejectedSpans() != 5 || !strings.Contains(got.GetErrorMessage(), "limit of 10000") {
 		t.Errorf("partial success %v, want 5 spans refused for the limit", got)
 	}
-	if n := processOrdersFailures(t, srv, demo.AppID); n != 10_000 {
+	if n := storedFailuresOf(t, srv, demo.AppID+"/ProcessOrders"); n != 10_000 {
 		t.Errorf("%d failures counted, want the first 10000", n)
 	}
 }
@@ -185,7 +168,7 @@ func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
 	req.ResourceSpans = append(req.ResourceSpans, &tracepb.ResourceSpans{ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "Microsoft.AspNetCore"}, Spans: []*tracepb.Span{httpSpan}}}})
 	body, _ := proto.Marshal(req)
 	wantStatus(t, postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false), http.StatusOK)
-	if a, b := processOrdersFailures(t, srv, demo.AppID), processOrdersFailures(t, srv, "billing"); a != 2 || b != 0 {
+	if a, b := storedFailuresOf(t, srv, demo.AppID+"/ProcessOrders"), storedFailuresOf(t, srv, "billing"+"/ProcessOrders"); a != 2 || b != 0 {
 		t.Errorf("the demo key's export counted %d for the demo app and %d for billing, want 2 and 0", a, b)
 	}
 	if err := srv.App.FlushTelemetry(t.Context()); err != nil {

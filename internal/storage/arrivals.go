@@ -16,7 +16,10 @@ import (
 // per app, signal and ten minutes: running totals the instance replaces
 // in place, so the Apps page can say what arrived in the last hour and
 // whether an app went quiet.
-type Arrivals struct{ table *tablestore.Table }
+type Arrivals struct {
+	table  *tablestore.Table
+	faults *Faults
+}
 
 type arrivalRow struct {
 	tablestore.Meta           // PartitionKey: app id; RowKey: yyyyMMddHHmm|source|instance
@@ -65,32 +68,36 @@ var keySafe = strings.NewReplacer("/", "_", `\`, "_", "#", "_", "?", "_")
 
 func clamp32(n int) int32 { return int32(min(n, 1<<31-1)) }
 
-// ArrivalsOf returns an app's rows of buckets that end after from; rows
-// that do not read are skipped (they only describe what arrived).
+// ArrivalsOf returns an app's rows of buckets that end after from. A row
+// that does not read is skipped and listed with the other unreadable rows
+// on the overview: it only describes what arrived.
 func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, error) {
 	f := tablestore.And(tablestore.PartitionIs(appID), tablestore.Ge("RowKey", FailurePartition(from.UTC().Truncate(otlp.Bucket))))
-	var out []otlp.Arrival
-	for row, err := range tablestore.Rows[arrivalRow](ctx, a.table, tablestore.Query{Filter: f}) {
-		var rowErr *tablestore.RowError
-		if errors.As(err, &rowErr) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("storage: arrivals of %s: %w", appID, err)
-		}
-		x := otlp.Arrival{App: appID, Source: otlp.Source(row.Source), Bucket: row.Bucket, Instance: row.Instance, Protocol: row.Protocol,
-			Exports: int(row.Exports), Records: int(row.Records), Invocations: int(row.Invocations), Counted: int(row.Counted),
-			Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Last: row.Last}
-		if x.Source != otlp.Traces && x.Source != otlp.Logs {
-			continue
-		}
-		_ = json.Unmarshal([]byte(row.Unattributed), &x.Unattributed)
-		if row.ServiceNames != "" {
-			x.ServiceNames = strings.Split(row.ServiceNames, "\n")
-		}
-		out = append(out, x)
+	out, faults, err := readRows[arrivalRow](ctx, a.table, tablestore.Query{Filter: f}, TableArrivals, openArrival)
+	if err != nil {
+		return nil, fmt.Errorf("storage: arrivals of %s: %w", appID, err)
 	}
+	a.faults.Add(faults...)
 	return out, nil
+}
+
+func openArrival(row arrivalRow) (otlp.Arrival, error) {
+	x := otlp.Arrival{App: row.PartitionKey, Source: otlp.Source(row.Source), Bucket: row.Bucket, Instance: row.Instance, Protocol: row.Protocol,
+		Exports: int(row.Exports), Records: int(row.Records), Invocations: int(row.Invocations), Counted: int(row.Counted),
+		Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Last: row.Last}
+	if x.Source != otlp.Traces && x.Source != otlp.Logs {
+		return otlp.Arrival{}, fmt.Errorf("the source %q must be traces or logs", row.Source)
+	}
+	if min(row.Exports, row.Records, row.Invocations, row.Counted, row.Failures, row.Duplicates, row.ThroughLogs, row.Rejected) < 0 {
+		return otlp.Arrival{}, errors.New("counts must not be negative")
+	}
+	if err := json.Unmarshal([]byte(row.Unattributed), &x.Unattributed); row.Unattributed != "" && err != nil {
+		return otlp.Arrival{}, errors.New("the unattributed counts must be a JSON object")
+	}
+	if row.ServiceNames != "" {
+		x.ServiceNames = strings.Split(row.ServiceNames, "\n")
+	}
+	return x, nil
 }
 
 // DeleteBefore removes rows last written before t.

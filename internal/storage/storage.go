@@ -78,7 +78,7 @@ func New(svc *tablestore.Service) *Store {
 		Runs:        &Runs{table: svc.Table(TableRuns), faults: faults},
 		Channels:    &Channels{table: svc.Table(TableChannels), faults: faults},
 		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
-		Arrivals:    &Arrivals{table: svc.Table(TableArrivals)},
+		Arrivals:    &Arrivals{table: svc.Table(TableArrivals), faults: faults},
 	}
 }
 

@@ -35,6 +35,11 @@ const rows = {
     { partitionKey: "channel", rowKey: "pigeon", Name: "Pigeon", Kind: "carrier-pigeon" },
   ],
   Outbox: [{ partitionKey: "msg", rowKey: "bad-message", State: "pending", NextAttempt: "now", Attempts: "a few" }],
+  // What arrived over OpenTelemetry, per Fusebox instance: the Apps page reads it.
+  Arrivals: [
+    { partitionKey: "orders-demo", rowKey: "209901010000|traces|bad-source", Source: "pigeons", Exports: 1 },
+    { partitionKey: "orders-demo", rowKey: "209901010000|logs|bad-count", Source: "logs", Exports: "lots" },
+  ],
 };
 
 for (const [table, entities] of Object.entries(rows)) {

@@ -17,11 +17,7 @@ import (
 type Export struct {
 	AppID    string
 	Protocol string
-	// Hash names the request's content: an exporter that retries sends
-	// the same again, and its rows are then written under the same writer
-	// (replaced, not added).
-	Hash   string
-	Mapped otlp.Mapped
+	Mapped   otlp.Mapped
 }
 
 // Answer is what the exporter is told: OTLP's partial success.
@@ -93,6 +89,9 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	m := e.Mapped
 	got := otlp.Arrival{App: e.AppID, Source: m.Source, Protocol: e.Protocol, Exports: 1, Records: m.Records,
 		Invocations: len(m.Invocations), Unattributed: m.Unattributed, ServiceNames: m.ServiceNames, Last: now}
+	// The export's key: the same invocations sent again (a retry) are
+	// written under the same writer, their rows replaced.
+	key := m.Key()
 	invs := m.Invocations
 	if m.Source == otlp.Logs && len(invs) > 0 {
 		r.mu.Lock()
@@ -102,14 +101,14 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	if m.Source == otlp.Traces && len(invs) > 0 && r.logsCount(ctx, e.AppID, now) {
 		got.ThroughLogs, invs = len(invs), nil
 	}
-	invs, got.Duplicates = r.Seen.Fresh(e.AppID, e.Hash, invs, now)
+	invs, got.Duplicates = r.Seen.Fresh(e.AppID, key, invs, now)
 	var ans Answer
 	if len(invs) > 0 {
-		res, err := r.Reports.Take(ctx, batch(e, invs))
+		res, err := r.Reports.Take(ctx, batch(e.AppID, key, invs))
 		if err != nil {
 			return Answer{}, err
 		}
-		r.Seen.Counted(e.AppID, e.Hash, invs, now)
+		r.Seen.Counted(e.AppID, key, invs, now)
 		got.Counted, got.Failures, got.Rejected = res.Accepted, res.Failures, len(res.Rejected)
 		if len(res.Rejected) > 0 {
 			ans = Answer{Rejected: len(res.Rejected), Message: fmt.Sprintf("%d invocations refused; the first: %s", len(res.Rejected), res.Rejected[0].Error)}
@@ -119,9 +118,9 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	return ans, nil
 }
 
-func batch(e Export, invs []otlp.Invocation) Batch {
+func batch(appID, key string, invs []otlp.Invocation) Batch {
 	one := 1
-	b := Batch{AppID: e.AppID, Items: make([]Item, len(invs)), Content: "otlp." + e.Hash}
+	b := Batch{AppID: appID, Items: make([]Item, len(invs)), Content: "otlp." + key}
 	for i, inv := range invs {
 		it := Item{Function: inv.Function, At: inv.At, Instance: inv.Instance}
 		if inv.Failed {

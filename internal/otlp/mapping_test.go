@@ -10,6 +10,7 @@ import (
 	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/protobuf/encoding/protojson"
 )
 
 var at = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
@@ -208,5 +209,31 @@ func TestSummaryShowsTheLastHourForeignNamesAndSilence(t *testing.T) {
 	}
 	if s := Summarize(nil, "x", now); s.Silent || s.Any() {
 		t.Error("an app that never sent is called silent")
+	}
+}
+
+// An export sent again, by gRPC or HTTP, as protobuf or JSON, has the same
+// key, so its rows are replaced; other invocations have another.
+func TestTheSameInvocationsHaveTheSameKey(t *testing.T) {
+	req := traces("Microsoft.Azure.WebJobs", span("A", tracepb.Span_SPAN_KIND_SERVER, true, kv("faas.invocation_id", "1")))
+	b, err := protojson.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromJSON := &coltracepb.ExportTraceServiceRequest{}
+	if err := protojson.Unmarshal(b, fromJSON); err != nil {
+		t.Fatal(err)
+	}
+	a, again := FromTraces(req), FromTraces(fromJSON)
+	if a.Key() != again.Key() {
+		t.Error("the same export as JSON has another key")
+	}
+	other := FromTraces(traces("Microsoft.Azure.WebJobs", span("A", tracepb.Span_SPAN_KIND_SERVER, false, kv("faas.invocation_id", "1"))))
+	if other.Key() == a.Key() {
+		t.Error("a success and a failure of one invocation share a key")
+	}
+	fromLog := FromLogs(logs(record("Executed 'Functions.A' (Failed, Id=1, Duration=1ms)")))
+	if fromLog.Key() == a.Key() {
+		t.Error("the log record of an invocation has its span's key: the two would replace each other's rows")
 	}
 }

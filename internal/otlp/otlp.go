@@ -11,6 +11,9 @@
 package otlp
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"strconv"
 	"strings"
 	"time"
@@ -72,6 +75,29 @@ func (m *Mapped) add(inv Invocation, why string, ok bool, instance string) {
 		}
 		m.Invocations = append(m.Invocations, inv)
 	}
+}
+
+// Key names what the export counts: the same invocations give the same
+// key, whether an exporter sent the export again, over gRPC or HTTP,
+// as protobuf or JSON. Rows written under it are replaced, not added to,
+// when the same invocations come again.
+func (m *Mapped) Key() string {
+	h := sha256.New()
+	var buf [8]byte
+	_, _ = h.Write([]byte(m.Source))
+	for _, inv := range m.Invocations {
+		binary.BigEndian.PutUint64(buf[:], uint64(inv.At.UnixNano()))
+		_, _ = h.Write(buf[:])
+		failed := "0"
+		if inv.Failed {
+			failed = "1"
+		}
+		for _, s := range []string{inv.ID, inv.Function, inv.Instance, failed} {
+			_, _ = h.Write([]byte(s))
+			_, _ = h.Write([]byte{0})
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 func (m *Mapped) unattributed(why string) {

@@ -3,8 +3,6 @@ package web
 import (
 	"compress/gzip"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -109,8 +107,6 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			unmarshal = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal
 			marshal = protojson.Marshal
 		}
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:16])
 		var out proto.Message
 		switch source {
 		case otlp.Traces:
@@ -118,7 +114,7 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			if unmarshal(body, req) != nil {
 				return otlpUnreadable()
 			}
-			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, hash, req)
+			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, req)
 			if err != nil {
 				return unavailable(err)
 			}
@@ -128,7 +124,7 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			if unmarshal(body, req) != nil {
 				return otlpUnreadable()
 			}
-			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, hash, req)
+			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, req)
 			if err != nil {
 				return unavailable(err)
 			}
@@ -176,9 +172,9 @@ func readOTLP(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-func (s *Server) takeTraces(ctx context.Context, appID, protocol, hash string, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
+func (s *Server) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	cut := otlp.LimitTraces(req, otlp.MaxRecords)
-	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Hash: hash, Mapped: otlp.FromTraces(req)})
+	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromTraces(req)})
 	if err != nil {
 		return nil, err
 	}
@@ -191,9 +187,9 @@ func (s *Server) takeTraces(ctx context.Context, appID, protocol, hash string, r
 	return out, nil
 }
 
-func (s *Server) takeLogs(ctx context.Context, appID, protocol, hash string, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
+func (s *Server) takeLogs(ctx context.Context, appID, protocol string, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
 	cut := otlp.LimitLogs(req, otlp.MaxRecords)
-	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Hash: hash, Mapped: otlp.FromLogs(req)})
+	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromLogs(req)})
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +222,7 @@ type otlpTraceService struct {
 
 func (t otlpTraceService) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
 	appID, _ := ctx.Value(otlpAppKey{}).(string)
-	out, err := t.s.takeTraces(ctx, appID, "grpc", messageHash(req), req)
+	out, err := t.s.takeTraces(ctx, appID, "grpc", req)
 	return out, grpcError(err)
 }
 
@@ -237,7 +233,7 @@ type otlpLogsService struct {
 
 func (l otlpLogsService) Export(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
 	appID, _ := ctx.Value(otlpAppKey{}).(string)
-	out, err := l.s.takeLogs(ctx, appID, "grpc", messageHash(req), req)
+	out, err := l.s.takeLogs(ctx, appID, "grpc", req)
 	return out, grpcError(err)
 }
 
@@ -249,14 +245,6 @@ type otlpMetricsService struct {
 
 func (otlpMetricsService) Export(context.Context, *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
 	return &colmetricspb.ExportMetricsServiceResponse{}, nil
-}
-
-// messageHash names a gRPC export's content; a retry sends the same
-// message, which marshals to the same bytes.
-func messageHash(m proto.Message) string {
-	b, _ := proto.MarshalOptions{Deterministic: true}.Marshal(m)
-	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
 }
 
 func grpcError(err error) error {

@@ -93,7 +93,7 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	// written under the same writer, their rows replaced.
 	key := m.Key()
 	invs := m.Invocations
-	if m.Source == otlp.Logs && len(invs) > 0 {
+	if m.ExecutedLogs {
 		r.mu.Lock()
 		r.logs = setBounded(r.logs, e.AppID, now)
 		r.mu.Unlock()

@@ -57,7 +57,7 @@ type Mapped struct {
 	// as the host sets it), for the app page to compare with the app.
 	ServiceNames []string
 	// ExecutedLogs says the export held the host's "Executed …" records,
-	// which are counted in preference to spans (see Preference).
+	// which are counted in preference to spans (ingest.Telemetry).
 	ExecutedLogs bool
 }
 

@@ -13,7 +13,8 @@ import (
 // It is this instance's memory, kept in two generations (an id is known
 // for between Keep and twice Keep, and at most 2×Max ids are held): an
 // export retried or its twin signal sent to another Fusebox instance is
-// handled by the rows' writer and by Preference instead.
+// handled by the rows' writer and by the logs-first rule instead
+// (ingest.Telemetry).
 type seenKey struct{ app, id string }
 
 type Seen struct {

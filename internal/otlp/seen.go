@@ -5,6 +5,8 @@ import (
 	"time"
 )
 
+type seenKey struct{ app, id string }
+
 // Seen remembers which export counted each invocation, so that an
 // invocation the host sent as a span and as a log record counts once,
 // while a retried export (the same bytes again) writes its rows again: the
@@ -15,8 +17,6 @@ import (
 // export retried or its twin signal sent to another Fusebox instance is
 // handled by the rows' writer and by the logs-first rule instead
 // (ingest.Telemetry).
-type seenKey struct{ app, id string }
-
 type Seen struct {
 	Keep time.Duration // default 10 minutes
 	Max  int           // ids per generation; default 200,000

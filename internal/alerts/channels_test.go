@@ -34,7 +34,7 @@ func (r *rig) channelSender(smtpPort int, password string) *alerts.Sender {
 	return alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Username: "fusebox", Password: password, Timeout: 5 * time.Second},
 		comp, alerts.SenderSettings{Clock: r.clock, FirstBackoff: 10 * time.Second, Channels: r.store.Channels,
-			Poster: notify.Poster{Now: r.clock.Now, Egress: egress.Policy{AllowLoopback: true}}, Notices: notices{comp, jobWords}, Health: r.store.Status})
+			Poster: notify.Poster{Now: r.clock.Now, Egress: egress.Policy{AllowLoopback: true}}, Notices: notices{comp, jobWords}, Health: r.store.Status.DeliveryOf("test")})
 }
 
 type notices struct {

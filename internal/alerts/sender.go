@@ -67,7 +67,8 @@ type Sender struct {
 	mu      sync.Mutex
 	ensured map[string]time.Time // message ids known to be in the outbox, by when
 	health  map[string]*Health
-	saved   string // the health last stored, to write only changes
+	saved   string    // the health last stored, to write only changes...
+	savedAt time.Time // ...or once a minute, so readers know this instance still sends
 }
 
 // NewSender fills defaults. mailer may be nil when mail is off.
@@ -217,8 +218,9 @@ func (s *Sender) saveHealth(ctx context.Context) error {
 	for _, h := range failing {
 		fmt.Fprintf(&b, "%s|%s|%d\n", h.Destination, h.LastError, h.FailingSince.Unix())
 	}
+	now := s.s.Clock.Now()
 	s.mu.Lock()
-	same := b.String() == s.saved
+	same := b.String() == s.saved && now.Sub(s.savedAt) < time.Minute
 	s.mu.Unlock()
 	if same {
 		return nil
@@ -227,7 +229,7 @@ func (s *Sender) saveHealth(ctx context.Context) error {
 		return err
 	}
 	s.mu.Lock()
-	s.saved = b.String()
+	s.saved, s.savedAt = b.String(), now
 	s.mu.Unlock()
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"html"
 	"log/slog"
+	mathrand "math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -87,13 +88,18 @@ type App struct {
 	clock       clock.Clock
 	stopTracing func(context.Context) error
 	runner      *loop.Runner
-	evaluator   *circuit.Evaluator
-	scanner     *jobs.Scanner
-	sender      *alerts.Sender
-	verifier    *circuit.Verifier
-	hosts       *hostinsight.Source
-	hubs        *eventhub.Reader
-	arrivals    *otlp.Arrivals
+	books       atomic.Pointer[lease.Fence] // the books' lease while held here
+	// phase shifts this instance's evaluator ticks within the interval, at
+	// random: instances that tick at different moments see a table
+	// writer's crossing sooner than one would.
+	phase     time.Duration
+	evaluator *circuit.Evaluator
+	scanner   *jobs.Scanner
+	sender    *alerts.Sender
+	verifier  *circuit.Verifier
+	hosts     *hostinsight.Source
+	hubs      *eventhub.Reader
+	arrivals  *otlp.Arrivals
 
 	loopsRegistered atomic.Bool
 	wrap            func(http.Handler) http.Handler
@@ -178,10 +184,15 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	m.WatchUnreadableRows(store.Faults.Counts)
+	var built atomic.Pointer[App]
 	m.WatchState(func(ctx context.Context) (metrics.State, error) {
 		ev, err := store.Status.Evaluator(ctx)
 		if err != nil {
 			return metrics.State{}, err
+		}
+		if a := built.Load(); a != nil {
+			// Switch calls are counted by the instance that made them.
+			ev.Tally.Applies, ev.Tally.ApplyLatency = a.evaluator.Applies()
 		}
 		js, err := store.Status.Scanner(ctx)
 		return metrics.State{Evaluator: ev, Jobs: js}, err
@@ -282,14 +293,26 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	claims, err := lease.NewClaims(store.Leases, locker.Identity(), nil, o.Logger)
+	if err != nil {
+		return nil, err
+	}
 	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, router, circuit.EvaluatorSettings{
-		Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
+		Claims: claims, Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: locker.Identity(),
 		OnTransition: traceTransition,
 	})
 	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
 	a := &App{verifier: verifier, hosts: hostSource, hubs: hubs, arrivals: arrivals, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.wrap = o.WrapHandler
+	a.phase = time.Duration(mathrand.Int64N(int64(evaluator.Interval())))
+	reports.Stored = func(counted []storage.Report) {
+		told := make([]circuit.Reported, len(counted))
+		for i, r := range counted {
+			told[i] = circuit.Reported{AppID: r.App, Function: r.Function, Failures: r.Count, Successes: r.Successes}
+		}
+		evaluator.Nudge(told)
+	}
 	a.runner = &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m}
 	a.runner.Recorder = loopRecorder{a}
 	a.scanner.TimerLast = func(ctx context.Context, j jobs.Job, now time.Time) time.Time {
@@ -337,11 +360,12 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
 			Jobs: jobWords, Channels: store.Channels, Poster: poster, Notices: noticeComposer{composer, jobWords},
-			Health: store.Status, Observe: m.ObserveNotification})
+			Health: store.Status.DeliveryOf(locker.Identity()), Observe: m.ObserveNotification})
 	if err := a.ensureLoopJobs(ctx); err != nil {
 		// Not migrated yet, most likely; the loops' first passes try again.
 		a.log.Info("Fusebox's own loops are not registered as jobs yet", "error", err)
 	}
+	built.Store(a)
 	return a, nil
 }
 
@@ -460,10 +484,53 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		}
 		return nil
 	})
+	g.Go(func() error { return a.Locker.Run(ctx, BooksLease, a.keepBooks) })
 	for _, l := range a.loops() {
+		if l.lease == "" {
+			g.Go(func() error { return a.everywhere(ctx, l.Loop) })
+			continue
+		}
 		g.Go(func() error { return a.Locker.Run(ctx, l.lease, a.runner.Work(l.Loop)) })
 	}
 	return g.Wait()
+}
+
+// BooksLease is the lease whose holder keeps the evaluator's books: the
+// status and totals the pages and metrics show, and the drift checks.
+// Trips and switch calls need no lease: every instance makes them.
+const BooksLease = "evaluator"
+
+// keepBooks holds the books' lease until it is lost or the instance stops;
+// the evaluator's ticks on this instance keep the books meanwhile.
+func (a *App) keepBooks(ctx context.Context, f lease.Fence) error {
+	a.books.Store(&f)
+	defer a.books.Store(nil)
+	<-ctx.Done()
+	return nil
+}
+
+// booksFence is the books' lease while this instance holds it.
+func (a *App) booksFence() lease.Fence {
+	if f := a.books.Load(); f != nil {
+		return *f
+	}
+	return lease.Fence{}
+}
+
+// everywhere runs a loop that every instance runs, with no lease: its work
+// is safe side by side (conditional writes, claims), and no instance's
+// pause holds it up. A pass that overruns is logged and the loop goes on.
+func (a *App) everywhere(ctx context.Context, l loop.Loop) error {
+	for {
+		err := a.runner.Work(l)(ctx, lease.Fence{})
+		if ctx.Err() != nil {
+			return nil
+		}
+		a.log.Warn("loop restarted", "loop", l.Name, "error", err)
+		if err := a.clock.Sleep(ctx, l.Every); err != nil {
+			return nil
+		}
+	}
 }
 
 func serveProtocols() *http.Protocols {
@@ -501,8 +568,11 @@ type leasedLoop struct {
 // how often it runs and what it is recorded as.
 func (a *App) loops() []leasedLoop {
 	ls := []leasedLoop{
-		{"evaluator", loop.Loop{Name: EvaluatorLoop, JobID: loopEvaluator.ID, Every: a.evaluator.Interval(), RecordEvery: time.Minute,
-			Deadline: a.cfg.EvaluatorDeadline, Begin: a.evaluator.Begin, End: a.evaluator.Wait, Pass: a.evaluator.Tick}},
+		// Every instance evaluates (no lease), so a frozen instance delays
+		// no trip; a report that may trip a circuit wakes a tick at once.
+		{"", loop.Loop{Name: EvaluatorLoop, JobID: loopEvaluator.ID, Every: a.evaluator.Interval(), Phase: a.phase, RecordEvery: time.Minute,
+			Deadline: a.cfg.EvaluatorDeadline, Begin: a.evaluator.Begin, End: a.evaluator.Wait, Wake: a.evaluator.Wake(),
+			Pass: func(ctx context.Context, _ lease.Fence) error { return a.evaluator.Tick(ctx, a.booksFence()) }}},
 		// The scanner looks a quarter period after the minute and the half
 		// minute, so that jobs that run on the minute (Fusebox's own loops
 		// among them) have reported before it looks, rather than showing
@@ -527,10 +597,11 @@ func (a *App) loops() []leasedLoop {
 			_, err := a.Store.Sessions.DeleteExpired(ctx, a.now())
 			return err
 		}}},
-		// The sender always runs: channels need no SMTP server. Its lease
-		// keeps the name it had when it sent only mail, so an old and a new
-		// instance never send side by side during an upgrade.
-		{"mail/sender", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, Phase: senderPhase(a.evaluator.Interval()), RecordEvery: time.Minute, Pass: a.sender.Pass}},
+		// The sender always runs (channels need no SMTP server), on every
+		// instance: each message is claimed by a conditional write before
+		// it is sent, so an instance frozen mid-send holds up only the
+		// message it claimed.
+		{"", loop.Loop{Name: "mail_sender", JobID: loopSender.ID, Every: time.Second, Phase: senderPhase(a.phase, a.evaluator.Interval()), RecordEvery: time.Minute, Pass: a.sender.Pass}},
 	}
 	return ls
 }
@@ -548,10 +619,11 @@ func traceTransition(ctx context.Context, c circuit.Circuit, fl circuit.Flip) co
 	return ctx
 }
 
-// senderPhase starts the mail sender's passes half an evaluator interval
-// after the evaluator's ticks, so that a pass comes soon after each trip.
-func senderPhase(evaluatorEvery time.Duration) time.Duration {
-	return min(evaluatorEvery, time.Second) / 2
+// senderPhase starts this instance's sender passes half an evaluator
+// interval after its evaluator's ticks, so that a pass comes soon after
+// each trip this instance makes.
+func senderPhase(evaluatorPhase, evaluatorEvery time.Duration) time.Duration {
+	return (evaluatorPhase + min(evaluatorEvery, time.Second)/2) % time.Second
 }
 
 // ensureLoopJobs registers the loops as jobs, keeping any settings an

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -196,6 +198,65 @@ func BenchmarkOTLPTripLatency(b *testing.B) {
 		sent := time.Now()
 		off := testenv.WaitForFile(b, settings, fmt.Sprintf(`"AzureWebJobs.T%d.Disabled": "true"`, i), 20*time.Second)
 		ds = append(ds, off.Sub(sent))
+	}
+	reportLatencies(b, ds)
+}
+
+// BenchmarkAPITripLatency is P1 for reports over HTTP, through a whole
+// Fusebox on the real clock: 1,000 circuits under P1's background load
+// (2,000 failures/s written to the table, never enough to trip), and 30
+// probes, each one POST /api/v1/failures of 101 failures against a
+// threshold of 100. The latency is from the report's 202 to the trigger
+// switched off in local.settings.json (seen through a file watch). A
+// report that may trip wakes a tick at once on the instance that took it.
+//
+//	go test ./internal/bench -run '^$' -bench APITripLatency -benchtime 1x
+func BenchmarkAPITripLatency(b *testing.B) {
+	const nCircuits, probes = 1000, 30
+	srv := apptest.StartRealClock(b, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	settings := b.TempDir() + "/local.settings.json"
+	if err := os.WriteFile(settings, []byte(`{"IsEncrypted": false, "Values": {}}`), 0o600); err != nil {
+		b.Fatal(err)
+	}
+	key, hash := auth.NewAppKey("bench")
+	st := srv.App.Store
+	if err := st.Apps.Put(ctx, circuit.App{ID: "bench", Site: "func-bench", Switch: circuit.SwitchLocal, LocalSettings: settings, APIKeyHash: hash}); err != nil {
+		b.Fatal(err)
+	}
+	putCircuits(b, st, nCircuits, 100, circuit.Rule{})
+	stopLoad := backgroundLoad(ctx, b, st, nCircuits, storage.Report{Count: 2})
+	defer stopLoad()
+	waitTicks(ctx, b, st, 3)
+	client := &http.Client{}
+	var ds []time.Duration
+	for b.Loop() {
+		ds = ds[:0]
+		for i := range probes {
+			// Pacing, not synchronisation: each probe lands at another
+			// point of the evaluator's second.
+			select {
+			case <-time.After(probeSpacing):
+			case <-b.Context().Done():
+				b.Fatal("the benchmark ended while pacing")
+			}
+			body := fmt.Sprintf(`{"failures": [{"function": "F%04d", "count": 101}]}`, i)
+			req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(body))
+			req.Header.Set("Authorization", "Bearer "+key)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := client.Do(req)
+			if err != nil {
+				b.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusAccepted {
+				b.Fatalf("report: %d", resp.StatusCode)
+			}
+			sent := time.Now()
+			off := testenv.WaitForFile(b, settings, fmt.Sprintf(`"AzureWebJobs.F%04d.Disabled": "true"`, i), 20*time.Second)
+			ds = append(ds, off.Sub(sent))
+		}
 	}
 	reportLatencies(b, ds)
 }

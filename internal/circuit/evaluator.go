@@ -96,6 +96,8 @@ func (s Status) Stale(now time.Time, interval time.Duration) bool {
 type Store interface {
 	ListApps(ctx context.Context) ([]App, error)
 	ListCircuits(ctx context.Context) ([]Circuit, error)
+	// AppCircuits reads one app's circuits afresh, as storage holds them now.
+	AppCircuits(ctx context.Context, appID string) ([]Circuit, error)
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
@@ -126,8 +128,23 @@ type Switch interface {
 	Apply(ctx context.Context, app App, off map[string]bool) error
 }
 
+// Claimer takes short claims on one piece of work: a lease.Locker with
+// short timings. A claim lapses when its holder stops renewing it, so work
+// a frozen instance had claimed moves to another within the claim's
+// Duration.
+type Claimer interface {
+	TryAcquire(ctx context.Context, name string) (*lease.Lease, error)
+	Settings() lease.Settings
+}
+
+// SwitchClaim names the claim under which an app's trigger settings are
+// read and written: one switch call per app at a time, across instances.
+func SwitchClaim(appID string) string { return "switch/" + appID }
+
 // EvaluatorSettings tune the evaluator. Zero values take the defaults.
 type EvaluatorSettings struct {
+	// Claims serialise each app's switch calls across instances. Required.
+	Claims     Claimer
 	Interval   time.Duration // between ticks; default 1s
 	DriftEvery time.Duration // how often actual trigger settings are read back; default 30s
 	// ApplyTimeout bounds one app's switch call, retries included; default 45s.
@@ -148,8 +165,17 @@ type EvaluatorSettings struct {
 }
 
 // Evaluator counts failures over each circuit's window, trips circuits,
-// and makes triggers follow circuits. Run it under a lease: it assumes it
-// is the only one acting, and fences every write it makes.
+// and makes triggers follow circuits. Every instance runs one, so that a
+// trip never waits for a frozen instance's lease to lapse:
+//
+//   - a transition is a write conditional on the circuit's version (ETag),
+//     so of the instances that decide the same change one writes it, and a
+//     decision made before a pause is refused once anyone moved the circuit;
+//   - an app's switch call runs under the app's claim (SwitchClaim): one
+//     call per app at a time, applying what storage holds once the claim is
+//     taken, and the claim's generation fences what the call records;
+//   - the instance that holds the evaluator's lease also keeps the books:
+//     drift checks and the status and totals the pages and metrics show.
 //
 // A tick never calls a switch itself: it hands each app with work to a
 // goroutine of that app's own (at most one per app, Parallel in all), so
@@ -164,12 +190,22 @@ type Evaluator struct {
 	rejected map[string]bool       // unreadable rows already counted, by ID
 	drifted  map[string]time.Time  // by app: when its drift was last checked
 	status   Status
-	loaded   bool // the stored tally has been read this tenure
+	loaded   bool        // the stored tally has been read this tenure of the books
+	keeper   lease.Fence // the books' lease while this instance holds it
+	local    Tally       // this instance's own switch calls, for its metrics
+
+	// What the last tick counted and the reports stored since, so that a
+	// report that may change a circuit wakes a tick at once (Nudge).
+	known   map[string]Counts
+	current map[string]Circuit
+	added   map[string]Counts
+	wake    chan struct{}
 
 	slots    chan struct{}
 	inflight sync.WaitGroup
 	mu       sync.Mutex
 	busy     map[string]bool // apps with a switch call in flight
+	again    map[string]bool // apps given more work while one was
 }
 
 // NewEvaluator fills defaults.
@@ -198,7 +234,58 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}}
+	return &Evaluator{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{},
+		local: NewTally(), wake: make(chan struct{}, 1)}
+}
+
+// Wake fires when a report may have changed a circuit (see Nudge): the
+// loop runs a tick then rather than at the next interval.
+func (e *Evaluator) Wake() <-chan struct{} { return e.wake }
+
+// Reported is what one stored report added to a circuit's counts.
+type Reported struct {
+	AppID, Function     string
+	Failures, Successes int
+}
+
+// Nudge tells the evaluator of reports this instance has just stored. When
+// they, added to what the last tick counted, could change a circuit, it
+// wakes a tick at once. A circuit far from its threshold costs nothing: no
+// storage read, only this arithmetic.
+func (e *Evaluator) Nudge(reports []Reported) {
+	now := e.s.Clock.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	wake := false
+	for _, r := range reports {
+		id := r.AppID + "/" + r.Function
+		c, ok := e.current[id]
+		if !ok {
+			continue
+		}
+		a := e.added[id]
+		a.Counted += r.Failures
+		a.Successes += r.Successes
+		e.added[id] = a
+		n := e.known[id]
+		n.Window, n.Counted, n.Successes = n.Window+a.Counted, n.Counted+a.Counted, n.Successes+a.Successes
+		wake = wake || CouldChange(c, n, now)
+	}
+	if wake {
+		select {
+		case e.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Applies returns this instance's own switch calls by kind and outcome,
+// and their latency: counters per process, as Prometheus expects.
+func (e *Evaluator) Applies() (map[string]map[string]int64, map[string]*Histogram) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	c := cloneTally(e.local)
+	return c.Applies, c.ApplyLatency
 }
 
 // Interval is the time between ticks.
@@ -208,7 +295,8 @@ func (e *Evaluator) Interval() time.Duration { return e.s.Interval }
 // the lease is acquired, before the first Tick.
 func (e *Evaluator) Begin() {
 	e.mu.Lock()
-	e.rows, e.drifted, e.loaded = map[string]FailureRow{}, map[string]time.Time{}, false
+	e.rows, e.drifted, e.loaded, e.keeper = map[string]FailureRow{}, map[string]time.Time{}, false, lease.Fence{}
+	e.known, e.current, e.added = map[string]Counts{}, map[string]Circuit{}, map[string]Counts{}
 	e.status = Status{Leader: e.s.Identity, Tally: NewTally()}
 	e.mu.Unlock()
 }
@@ -217,13 +305,22 @@ func (e *Evaluator) Begin() {
 // and in tests that check what a tick's switch calls did.
 func (e *Evaluator) Wait() { e.inflight.Wait() }
 
-// Tick runs one pass: read new failures, evaluate every circuit, hand the
-// apps whose triggers lag their circuits to their switch goroutines, and
-// now and then look for drift.
-func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
+// Tick runs one pass: read new failures, evaluate every circuit, and hand
+// the apps whose triggers lag their circuits to their switch goroutines.
+// keeper is the books' lease when this instance holds it (zero otherwise):
+// then the tick also looks for drift now and then, and stores the status.
+func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	if e.rows == nil {
 		e.Begin()
 	}
+	keeping := keeper.Lease != ""
+	e.mu.Lock()
+	if keeping && keeper != e.keeper {
+		e.loaded = false // a new tenure of the books carries the stored totals on
+	}
+	e.keeper = keeper
+	e.added = map[string]Counts{} // what was reported before now is in this tick's read
+	e.mu.Unlock()
 	now := e.s.Clock.Now()
 	circuits, err := e.store.ListCircuits(ctx)
 	if err != nil {
@@ -245,10 +342,13 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 		return err
 	}
 	counts := CountWindows(e.rows, circuits, now)
-	if !e.loaded {
-		e.loadTally(ctx)
+	read := e.s.Clock.Now()
+	if keeping {
+		if !e.loaded {
+			e.loadTally(ctx)
+		}
+		e.countTransitionsByOthers(ctx, circuits)
 	}
-	e.countTransitionsByOthers(ctx, circuits)
 
 	var errs []error
 	off, total := map[string]int{}, map[string]int{} // per app: circuits off, circuits
@@ -272,11 +372,19 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 			}
 		}
 		if fl != nil {
-			if err := e.store.Transition(ctx, f, next, *fl); err != nil {
-				if errors.Is(err, lease.ErrFenced) {
-					return err
+			if age := e.s.Clock.Now().Sub(read); age > e.decisionAge() {
+				// This process was paused, or storage crawled: decide
+				// again on fresh reads rather than act on old ones.
+				errs = append(errs, fmt.Errorf("circuit %s: not changed on counts read %s ago; the next tick decides again", c.ID(), age.Round(time.Millisecond)))
+				settled = append(settled, c)
+				continue
+			}
+			if err := e.store.Transition(ctx, lease.Fence{}, next, *fl); err != nil {
+				if !errors.Is(err, ErrConflict) {
+					errs = append(errs, err)
 				}
-				errs = append(errs, err) // reread next tick
+				// Moved since it was read (another instance made the same
+				// change, or an operator another): read again next tick.
 				settled = append(settled, c)
 				continue
 			}
@@ -284,9 +392,11 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 			if e.s.OnTransition != nil {
 				traced[c.ID()] = e.s.OnTransition(ctx, next, *fl)
 			}
-			e.mu.Lock()
-			e.status.Tally.Count(c.AppID, fl.To, fl.Actor)
-			e.mu.Unlock()
+			if keeping {
+				e.mu.Lock()
+				e.status.Tally.Count(c.AppID, fl.To, fl.Actor)
+				e.mu.Unlock()
+			}
 		}
 		byApp[next.AppID] = append(byApp[next.AppID], next)
 		settled = append(settled, next)
@@ -299,7 +409,7 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 			}
 		}
 		e.mu.Lock()
-		drift := now.Sub(e.drifted[appID]) >= e.s.DriftEvery
+		drift := keeping && now.Sub(e.drifted[appID]) >= e.s.DriftEvery
 		e.mu.Unlock()
 		if len(due) > 0 || drift {
 			callCtx := ctx
@@ -309,11 +419,15 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 					break
 				}
 			}
-			e.dispatch(callCtx, f, appID, appByID, due, cs, drift, now)
+			e.dispatch(callCtx, appID, appByID, drift, now)
 		}
 	}
-	// Report every tick: one small write a second, and every instance's
-	// pages can tell a stalled evaluator within three ticks.
+	e.remember(settled, counts)
+	if !keeping {
+		return errors.Join(errs...)
+	}
+	// The keeper reports every tick: one small write a second, and every
+	// instance's pages can tell stalled books within three ticks.
 	e.mu.Lock()
 	e.status.Tally.Settle(settled, now)
 	e.status.LastTickAt, e.status.TickDuration = now, e.s.Clock.Now().Sub(now)
@@ -325,6 +439,22 @@ func (e *Evaluator) Tick(ctx context.Context, f lease.Fence) error {
 	}
 	return errors.Join(errs...)
 }
+
+// remember keeps what this tick counted, for Nudge.
+func (e *Evaluator) remember(circuits []Circuit, counts map[string]Counts) {
+	current := make(map[string]Circuit, len(circuits))
+	for _, c := range circuits {
+		current[c.ID()] = c
+	}
+	e.mu.Lock()
+	e.current, e.known = current, counts
+	e.mu.Unlock()
+}
+
+// decisionAge bounds the time between a tick's reads and a transition it
+// writes. The circuit's version already refuses a decision once anyone
+// moved the circuit; this refuses one that is merely old.
+func (e *Evaluator) decisionAge() time.Duration { return max(5*e.s.Interval, 5*time.Second) }
 
 // loadTally carries on the totals the previous leader stored.
 func (e *Evaluator) loadTally(ctx context.Context) {
@@ -381,9 +511,13 @@ func cloneTally(t Tally) Tally {
 // dispatch starts the app's switch goroutine unless one is in flight or
 // every slot is taken; either way the tick goes on, and a later tick sees
 // the work again.
-func (e *Evaluator) dispatch(ctx context.Context, f lease.Fence, appID string, apps map[string]App, due, all []Circuit, drift bool, now time.Time) {
+func (e *Evaluator) dispatch(ctx context.Context, appID string, apps map[string]App, drift bool, now time.Time) {
 	e.mu.Lock()
 	if e.busy[appID] {
+		// The goroutine in flight looks again when it is done: a trip
+		// made during an app's drift check or switch call does not wait
+		// for the next tick.
+		e.again[appID] = true
 		e.mu.Unlock()
 		return
 	}
@@ -401,15 +535,49 @@ func (e *Evaluator) dispatch(ctx context.Context, f lease.Fence, appID string, a
 	e.inflight.Add(1)
 	go func() {
 		defer func() {
-			e.mu.Lock()
-			delete(e.busy, appID)
-			e.mu.Unlock()
 			<-e.slots
 			e.inflight.Done()
 		}()
+		for {
+			e.switchApp(ctx, appID, apps, drift)
+			e.mu.Lock()
+			again := e.again[appID] && ctx.Err() == nil
+			delete(e.again, appID)
+			if !again {
+				delete(e.busy, appID)
+			}
+			e.mu.Unlock()
+			if !again {
+				return
+			}
+			drift = false
+		}
+	}()
+}
+
+// switchApp applies what storage holds for one app's triggers, under its
+// claim, and checks its drift when asked.
+func (e *Evaluator) switchApp(ctx context.Context, appID string, apps map[string]App, drift bool) {
+	e.claimed(ctx, appID, func(ctx context.Context, f lease.Fence) {
+		// What storage holds now, once the claim is ours: another
+		// instance may have switched the app in the meantime.
+		all, err := e.store.AppCircuits(ctx, appID)
+		if err != nil {
+			e.s.Logger.Warn("could not read an app's circuits to switch them", "app", appID, "error", err)
+			return
+		}
+		now := e.s.Clock.Now()
+		var due []Circuit
+		for _, c := range all {
+			if c.Pending() && !now.Before(c.ApplyRetryAt) {
+				due = append(due, c)
+			}
+		}
 		app, ok := apps[appID]
 		if !ok {
-			e.failApply(ctx, f, due, fmt.Errorf("app %s is not registered: register it again on the Function apps page, or delete its circuits", appID))
+			if len(due) > 0 {
+				e.failApply(ctx, f, due, fmt.Errorf("app %s is not registered: register it again on the Function apps page, or delete its circuits", appID))
+			}
 			return
 		}
 		if len(due) > 0 {
@@ -423,7 +591,55 @@ func (e *Evaluator) dispatch(ctx context.Context, f lease.Fence, appID string, a
 				e.mu.Unlock()
 			}
 		}
-	}()
+	})
+}
+
+// claimed runs work under the app's switch claim. While another instance
+// holds it, it tries again until the holder finishes (and this finds
+// nothing left to do) or its claim lapses, for at most ApplyTimeout: every
+// claim retry period for twice the claim's Duration, so a frozen holder's
+// claim is taken about a Duration after it froze, then once a Duration, so
+// a holder whose call merely takes long costs a read a second.
+// work's context ends if the claim is lost.
+func (e *Evaluator) claimed(ctx context.Context, appID string, work func(context.Context, lease.Fence)) {
+	started := time.Now() // claims run on the real clock, like the leases they are
+	cs := e.s.Claims.Settings()
+	for {
+		le, err := e.s.Claims.TryAcquire(ctx, SwitchClaim(appID))
+		if err == nil {
+			wctx, cancel := context.WithCancel(ctx)
+			stop := context.AfterFunc(le.Context(), cancel)
+			work(wctx, le.Fence())
+			stop()
+			cancel()
+			rctx, done := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+			if err := le.Release(rctx); err != nil {
+				e.s.Logger.Warn("could not release an app's switch claim; it will lapse", "app", appID, "error", err)
+			}
+			done()
+			return
+		}
+		if !errors.Is(err, lease.ErrHeld) {
+			if ctx.Err() == nil {
+				e.s.Logger.Warn("could not claim an app's switch; the next tick tries again", "app", appID, "error", err)
+			}
+			return
+		}
+		if time.Since(started) >= e.s.ApplyTimeout {
+			return
+		}
+		wait := cs.RetryPeriod
+		if time.Since(started) > 2*cs.Duration {
+			wait = cs.Duration
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func (e *Evaluator) readFailures(ctx context.Context, now time.Time, longest time.Duration) error {
@@ -515,7 +731,7 @@ func (e *Evaluator) apply(ctx context.Context, f lease.Fence, app App, due []Cir
 	cancel()
 	if ctx.Err() == nil {
 		e.mu.Lock()
-		e.status.Tally.CountApply(app.Switch, err, e.s.Clock.Now().Sub(started))
+		e.local.CountApply(app.Switch, err, e.s.Clock.Now().Sub(started))
 		e.mu.Unlock()
 	}
 	if err != nil {

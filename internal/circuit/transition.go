@@ -120,6 +120,15 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	return c, nil
 }
 
+// CouldChange reports whether counts n would move circuit c if it were
+// evaluated now. The ingest path asks it, with the counts the last tick
+// read plus what was reported since, to decide whether a tick is worth
+// running at once.
+func CouldChange(c Circuit, n Counts, now time.Time) bool {
+	_, fl := Evaluate(c, n, now)
+	return fl != nil
+}
+
 // Trips reports whether the counts break the closed circuit's rule. A ratio
 // rule never trips below its minimum of calls: with three calls, one
 // failure is a third of them and means nothing.

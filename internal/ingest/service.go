@@ -108,6 +108,9 @@ type Service struct {
 	// an id no other request uses, so two requests never replace each
 	// other's rows.
 	Writer func() string
+	// Stored, if set, is told of the counts just kept, before the answer
+	// goes out: the evaluator ticks at once when they may trip a circuit.
+	Stored func([]storage.Report)
 }
 
 // Take checks, routes and keeps a batch. A Result with nothing accepted
@@ -180,6 +183,9 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 	if len(routed.Counted) > 0 {
 		if err := s.Failures.Record(ctx, writer, routed.Counted); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+		}
+		if s.Stored != nil {
+			s.Stored(routed.Counted)
 		}
 	}
 	return res, nil

@@ -460,3 +460,20 @@ type nopObserver struct{}
 func (nopObserver) Acquired(string)                      {}
 func (nopObserver) Lost(string)                          {}
 func (nopObserver) Renewed(string, time.Duration, error) {}
+
+// Claim timings: a claim is a lease taken for one piece of work and
+// released after it (one app's switch call). A claim whose holder froze
+// lapses after ClaimDuration, so the work moves on within about a second
+// instead of a loop lease's 15 s.
+const (
+	ClaimDuration      = time.Second
+	ClaimRenewDeadline = 600 * time.Millisecond
+	ClaimRetryPeriod   = 150 * time.Millisecond
+)
+
+// NewClaims returns a Locker for claims, on the real clock: its timings
+// are a watchdog, not part of the domain's time.
+func NewClaims(store Store, identity string, obs Observer, log *slog.Logger) (*Locker, error) {
+	return New(store, Settings{Identity: identity, Duration: ClaimDuration, RenewDeadline: ClaimRenewDeadline,
+		RetryPeriod: ClaimRetryPeriod, Observer: obs, Logger: log})
+}

@@ -41,6 +41,13 @@ type Loop struct {
 	Begin func()
 	End   func()
 	Pass  func(ctx context.Context, f lease.Fence) error
+	// Wake, if set, starts a pass before its time: when a report may have
+	// changed a circuit, the evaluator ticks at once rather than at the
+	// next second. A woken pass starts at least WakeGap (default 100ms)
+	// after the previous one started, so a stream of wakes costs at most
+	// one pass per WakeGap.
+	Wake    <-chan struct{}
+	WakeGap time.Duration
 }
 
 // Recorder records a pass as a run of the loop's job.
@@ -96,6 +103,7 @@ func (r *Runner) Work(l Loop) func(ctx context.Context, f lease.Fence) error {
 		}
 		var recorded time.Time
 		for {
+			started := r.clock().Now()
 			err := r.pass(ctx, l, f)
 			if ctx.Err() != nil {
 				return nil
@@ -122,11 +130,45 @@ func (r *Runner) Work(l Loop) func(ctx context.Context, f lease.Fence) error {
 					recorded = slot
 				}
 			}
-			if err := r.clock().Sleep(ctx, untilNext(r.clock().Now(), l.Every, l.Phase)); err != nil {
+			if err := r.wait(ctx, l, started); err != nil {
 				return nil
 			}
 		}
 	}
+}
+
+// wait sleeps until the loop's next start, or until it is woken, but not
+// sooner than WakeGap after the pass that started at started.
+func (r *Runner) wait(ctx context.Context, l Loop, started time.Time) error {
+	if l.Wake == nil {
+		return r.clock().Sleep(ctx, untilNext(r.clock().Now(), l.Every, l.Phase))
+	}
+	gap := l.WakeGap
+	if gap <= 0 {
+		gap = 100 * time.Millisecond
+	}
+	if rest := gap - r.clock().Now().Sub(started); rest > 0 {
+		if err := r.clock().Sleep(ctx, rest); err != nil {
+			return err
+		}
+	}
+	sleep, woken := context.WithCancel(ctx)
+	defer woken()
+	go func() {
+		select {
+		case <-l.Wake:
+			woken()
+		case <-sleep.Done():
+		}
+	}()
+	err := r.clock().Sleep(sleep, untilNext(r.clock().Now(), l.Every, l.Phase))
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	if errors.Is(err, context.Canceled) {
+		return nil // woken
+	}
+	return err
 }
 
 // untilNext is the wait from now to the next start: a multiple of every,

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
@@ -140,36 +141,77 @@ func (s *Status) DeleteIdempotencyBefore(ctx context.Context, t time.Time) (int,
 }
 
 type deliveryRow struct {
-	tablestore.Meta        // PartitionKey: "status"; RowKey: "delivery"
-	Failing         string // JSON of []alerts.Health
+	tablestore.Meta           // PartitionKey: "status"; RowKey: "delivery." and the sender instance (escaped)
+	Failing         string    // JSON of []alerts.Health
+	At              time.Time // when the instance last wrote it
 }
 
-// PutDelivery records the destinations the alert sender finds failing.
-func (s *Status) PutDelivery(ctx context.Context, failing []alerts.Health) error {
+// deliveryFresh is how long an instance's view of failing destinations
+// counts: senders rewrite theirs every minute, and an instance that went
+// away stops counting after this.
+const deliveryFresh = 5 * time.Minute
+
+// DeliveryOf is where one sender instance records the destinations it
+// finds failing: every instance sends, each knows only its own tries.
+func (s *Status) DeliveryOf(instance string) alerts.HealthStore {
+	return deliveryOf{s, instance}
+}
+
+type deliveryOf struct {
+	s        *Status
+	instance string
+}
+
+func (d deliveryOf) PutDelivery(ctx context.Context, failing []alerts.Health) error {
 	b, err := json.Marshal(failing)
 	if err != nil {
 		return fmt.Errorf("storage: delivery status: %w", err)
 	}
-	if err := s.table.Upsert(ctx, &deliveryRow{Meta: tablestore.Meta{PartitionKey: "status", RowKey: "delivery"}, Failing: string(b)}); err != nil {
+	row := &deliveryRow{Meta: tablestore.Meta{PartitionKey: "status", RowKey: "delivery." + leaseKey(d.instance)}, Failing: string(b), At: time.Now()}
+	if err := d.s.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: delivery status: %w", err)
 	}
 	return nil
 }
 
-// Delivery reads the failing destinations; none when the sender never
-// reported or its row does not read (it is rewritten on the next change).
+// Delivery reads the failing destinations as the instances that sent
+// lately see them, merged: failing since the earliest, with the latest
+// error. A row that does not read is skipped (it is rewritten within a
+// minute).
 func (s *Status) Delivery(ctx context.Context) ([]alerts.Health, error) {
-	var row deliveryRow
-	err := s.table.Get(ctx, "status", "delivery", &row)
-	if errors.Is(err, tablestore.ErrNotFound) {
-		return nil, nil
+	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs("status"), tablestore.RowKeyPrefix("delivery."))}
+	merged := map[string]alerts.Health{}
+	for row, err := range tablestore.Rows[deliveryRow](ctx, s.table, q) {
+		if err != nil {
+			var rowErr *tablestore.RowError
+			if errors.As(err, &rowErr) {
+				continue
+			}
+			return nil, fmt.Errorf("storage: delivery status: %w", err)
+		}
+		if time.Since(row.At) > deliveryFresh {
+			continue
+		}
+		var hs []alerts.Health
+		if json.Unmarshal([]byte(row.Failing), &hs) != nil {
+			continue
+		}
+		for _, h := range hs {
+			m, ok := merged[h.Destination]
+			if ok && h.NextTry.Before(m.NextTry) {
+				h.LastError, h.NextTry = m.LastError, m.NextTry
+			}
+			if ok && m.FailingSince.Before(h.FailingSince) {
+				h.FailingSince = m.FailingSince
+			}
+			h.Failures = max(h.Failures, m.Failures)
+			merged[h.Destination] = h
+		}
 	}
-	if err != nil {
-		return nil, fmt.Errorf("storage: delivery status: %w", err)
+	out := make([]alerts.Health, 0, len(merged))
+	for _, h := range merged {
+		out = append(out, h)
 	}
-	var out []alerts.Health
-	if json.Unmarshal([]byte(row.Failing), &out) != nil {
-		return nil, nil
-	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Destination < out[j].Destination })
 	return out, nil
 }

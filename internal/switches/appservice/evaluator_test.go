@@ -79,7 +79,7 @@ func (h hanging) Do(req *http.Request) (*http.Response, error) {
 // within P1's target (1.5 s) of the tick that tripped it.
 func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 	svc, _ := testenv.Storage(t)
-	for _, name := range []string{storage.TableApps, storage.TableCircuits, storage.TableFailures, storage.TableStatus} {
+	for _, name := range []string{storage.TableApps, storage.TableCircuits, storage.TableFailures, storage.TableStatus, storage.TableLeases} {
 		if err := svc.CreateTable(t.Context(), name); err != nil {
 			t.Fatal(err)
 		}
@@ -98,7 +98,11 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 		}
 	}
 	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, circuit.EvaluatorSettings{Clock: clk, ApplyTimeout: 90 * time.Second})
+	claims, err := lease.NewClaims(st.Leases, "test", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, circuit.EvaluatorSettings{Claims: claims, Clock: clk, ApplyTimeout: 90 * time.Second})
 	// At the end the hanging endpoint answers, and the test waits for every
 	// switch call to finish before it ends, rather than cancelling them: the
 	// fake server is not safe against a request cancelled in flight.

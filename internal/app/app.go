@@ -243,7 +243,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	router := switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}}}
+	router := switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot}, Delay: cfg.LocalSwitchDelay}}
 	armSettings := appservice.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}
 	acaSettings := containerapps.Settings{Transport: o.ARMTransport}
 	azureCred, insightCred := azureCredentials(cfg, o)
@@ -505,6 +505,7 @@ const BooksLease = "evaluator"
 func (a *App) keepBooks(ctx context.Context, f lease.Fence) error {
 	a.books.Store(&f)
 	defer a.books.Store(nil)
+	a.evaluator.Poke() // the new keeper's first status now, not a tick later
 	<-ctx.Done()
 	return nil
 }

@@ -96,8 +96,8 @@ func (s Status) Stale(now time.Time, interval time.Duration) bool {
 type Store interface {
 	ListApps(ctx context.Context) ([]App, error)
 	ListCircuits(ctx context.Context) ([]Circuit, error)
-	// AppCircuits reads one app's circuits afresh, as storage holds them now.
-	AppCircuits(ctx context.Context, appID string) ([]Circuit, error)
+	// GetCircuit reads one circuit afresh, as storage holds it now.
+	GetCircuit(ctx context.Context, appID, function string) (Circuit, error)
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
@@ -204,8 +204,9 @@ type Evaluator struct {
 	slots    chan struct{}
 	inflight sync.WaitGroup
 	mu       sync.Mutex
-	busy     map[string]bool // apps with a switch call in flight
-	again    map[string]bool // apps given more work while one was
+	busy     map[string]bool            // apps with a switch call in flight
+	again    map[string]bool            // apps given more work while one was
+	hints    map[string]map[string]bool // by app: functions a tick saw lagging
 }
 
 // NewEvaluator fills defaults.
@@ -234,13 +235,24 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Evaluator{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{},
+	return &Evaluator{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{}, hints: map[string]map[string]bool{},
 		local: NewTally(), wake: make(chan struct{}, 1)}
 }
 
 // Wake fires when a report may have changed a circuit (see Nudge): the
 // loop runs a tick then rather than at the next interval.
 func (e *Evaluator) Wake() <-chan struct{} { return e.wake }
+
+// Poke wakes a tick at once: this instance has just taken the books over,
+// and the pages should not wait a whole interval for their status.
+func (e *Evaluator) Poke() { e.wakeUp() }
+
+func (e *Evaluator) wakeUp() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
 
 // Reported is what one stored report added to a circuit's counts.
 type Reported struct {
@@ -272,10 +284,7 @@ func (e *Evaluator) Nudge(reports []Reported) {
 		wake = wake || CouldChange(c, n, now)
 	}
 	if wake {
-		select {
-		case e.wake <- struct{}{}:
-		default:
-		}
+		e.wakeUp()
 	}
 }
 
@@ -419,7 +428,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 					break
 				}
 			}
-			e.dispatch(callCtx, appID, appByID, drift, now)
+			e.dispatch(callCtx, appID, appByID, due, cs, drift, now)
 		}
 	}
 	e.remember(settled, counts)
@@ -511,8 +520,14 @@ func cloneTally(t Tally) Tally {
 // dispatch starts the app's switch goroutine unless one is in flight or
 // every slot is taken; either way the tick goes on, and a later tick sees
 // the work again.
-func (e *Evaluator) dispatch(ctx context.Context, appID string, apps map[string]App, drift bool, now time.Time) {
+func (e *Evaluator) dispatch(ctx context.Context, appID string, apps map[string]App, due, all []Circuit, drift bool, now time.Time) {
 	e.mu.Lock()
+	for _, c := range due {
+		if e.hints[appID] == nil {
+			e.hints[appID] = map[string]bool{}
+		}
+		e.hints[appID][c.Function] = true
+	}
 	if e.busy[appID] {
 		// The goroutine in flight looks again when it is done: a trip
 		// made during an app's drift check or switch call does not wait
@@ -539,7 +554,7 @@ func (e *Evaluator) dispatch(ctx context.Context, appID string, apps map[string]
 			e.inflight.Done()
 		}()
 		for {
-			e.switchApp(ctx, appID, apps, drift)
+			e.switchApp(ctx, appID, apps, all, drift)
 			e.mu.Lock()
 			again := e.again[appID] && ctx.Err() == nil
 			delete(e.again, appID)
@@ -555,24 +570,35 @@ func (e *Evaluator) dispatch(ctx context.Context, appID string, apps map[string]
 	}()
 }
 
-// switchApp applies what storage holds for one app's triggers, under its
-// claim, and checks its drift when asked.
-func (e *Evaluator) switchApp(ctx context.Context, appID string, apps map[string]App, drift bool) {
+// switchApp applies what storage holds for the app's lagging triggers,
+// under its claim, and checks its drift when asked (all is the app's
+// circuits as the tick read them; drift notes are conditional on each
+// one's episode).
+func (e *Evaluator) switchApp(ctx context.Context, appID string, apps map[string]App, all []Circuit, drift bool) {
 	e.claimed(ctx, appID, func(ctx context.Context, f lease.Fence) {
+		e.mu.Lock()
+		hinted := e.hints[appID]
+		delete(e.hints, appID)
+		e.mu.Unlock()
 		// What storage holds now, once the claim is ours: another
-		// instance may have switched the app in the meantime.
-		all, err := e.store.AppCircuits(ctx, appID)
-		if err != nil {
-			e.s.Logger.Warn("could not read an app's circuits to switch them", "app", appID, "error", err)
-			return
-		}
+		// instance may have switched them in the meantime, or an
+		// operator moved them on. A point read each: an app may have
+		// thousands of circuits, and only these lag.
 		now := e.s.Clock.Now()
 		var due []Circuit
-		for _, c := range all {
+		for function := range hinted {
+			c, err := e.store.GetCircuit(ctx, appID, function)
+			if err != nil {
+				if !errors.Is(err, ErrNotFound) {
+					e.s.Logger.Warn("could not read a circuit to switch it; the next tick tries again", "circuit", appID+"/"+function, "error", err)
+				}
+				continue
+			}
 			if c.Pending() && !now.Before(c.ApplyRetryAt) {
 				due = append(due, c)
 			}
 		}
+		sort.Slice(due, func(i, j int) bool { return due[i].Function < due[j].Function })
 		app, ok := apps[appID]
 		if !ok {
 			if len(due) > 0 {

@@ -81,6 +81,10 @@ type Config struct {
 	// LocalSwitchRoot is the directory below which, outside development,
 	// apps may use the local switch; empty: nowhere.
 	LocalSwitchRoot string
+	// LocalSwitchDelay makes the local switch take this long to write, as
+	// ARM's writes take seconds: to try failover by hand, and for the
+	// fault tests that freeze an instance mid-switch. Development only.
+	LocalSwitchDelay time.Duration
 	// Leases time the leases under which background work runs once across
 	// instances: how long before a silent holder is replaced, how long a
 	// holder acts without renewing, how often it renews.
@@ -211,6 +215,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		LocalSwitchRoot:     r.str("FUSEBOX_LOCAL_SWITCH_ROOT", ""),
+		LocalSwitchDelay:    r.duration("FUSEBOX_LOCAL_SWITCH_DELAY", 0),
 		Leases: LeaseTiming{
 			Duration:      r.duration("FUSEBOX_LEASE_DURATION", 15*time.Second),
 			RenewDeadline: r.duration("FUSEBOX_LEASE_RENEW_DEADLINE", 10*time.Second),
@@ -284,6 +289,12 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.HostLockBreakAfter < 0 {
 		r.fail("FUSEBOX_HOST_LOCK_BREAK_AFTER", "must not be negative")
+	}
+	if c.LocalSwitchDelay < 0 || c.LocalSwitchDelay > 10*time.Second {
+		r.fail("FUSEBOX_LOCAL_SWITCH_DELAY", "must be between 0 and 10s, got %s", c.LocalSwitchDelay)
+	}
+	if c.LocalSwitchDelay > 0 && c.Env != Development {
+		r.fail("FUSEBOX_LOCAL_SWITCH_DELAY", "slows every local switch on purpose: development only")
 	}
 	if c.LocalSwitchRoot != "" && !filepath.IsAbs(c.LocalSwitchRoot) {
 		r.fail("FUSEBOX_LOCAL_SWITCH_ROOT", "must be an absolute directory, such as /srv/functions")

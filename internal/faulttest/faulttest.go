@@ -154,6 +154,36 @@ func (in *Instance) Thaw() {
 	}
 }
 
+// OwnsPort reports whether one of the process's sockets is bound to the
+// loopback TCP port (a client's port, as a server sees it): which instance
+// is on the other end of a connection.
+func (in *Instance) OwnsPort(port int) bool {
+	inodes := map[string]bool{}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(data), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) < 10 {
+				continue
+			}
+			local := fields[1] // address:port, in hex
+			if p, err := strconv.ParseInt(local[strings.LastIndexByte(local, ':')+1:], 16, 32); err == nil && int(p) == port {
+				inodes["socket:["+fields[9]+"]"] = true
+			}
+		}
+	}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", in.PID()))
+	for _, fd := range fds {
+		if target, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", in.PID(), fd.Name())); err == nil && inodes[target] {
+			return true
+		}
+	}
+	return false
+}
+
 // Log is everything the process wrote so far.
 func (in *Instance) Log() string { return in.log.String() }
 

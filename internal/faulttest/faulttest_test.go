@@ -161,11 +161,13 @@ func openMails(ms []mailtest.Message, function string) int {
 	return n
 }
 
-// Three instances; the evaluator's holder is frozen (SIGSTOP) at whatever
-// point of its cycle it is, then failures cross a threshold. Another
-// instance takes over within the lease's time and trips the circuit once;
-// one mail goes out. When the frozen holder is woken it finds its lease
-// gone and stops, and nothing is tripped or mailed twice.
+// Three instances; the holder of the evaluator lease (the keeper of the
+// books) is frozen (SIGSTOP) at whatever point of its cycle it is, then
+// failures cross a threshold. The others trip the circuit once without
+// waiting for the lease (TestAFrozenInstanceHoldsUpNoTripOrAlert measures
+// how fast); one mail goes out; another instance takes the books over
+// within the lease's time. When the frozen holder is woken it finds its
+// lease gone, and nothing is tripped or mailed twice.
 func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
 	r := newRig(t)
 	all := r.start(3)
@@ -192,7 +194,7 @@ func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
 		t.Errorf("the lease's generation went from %d to %d; a takeover must raise it", gen, nextGen)
 	}
 	// The contender waits for the record to stay unchanged for the lease's
-	// duration, noticing on its next retry; the tick after takeover trips.
+	// duration, noticing on its next retry.
 	if limit := leaseDuration + 2*retryPeriod + 2*time.Second; takeover > limit {
 		t.Errorf("takeover %s after the freeze, want at most %s", takeover, limit)
 	}

@@ -36,7 +36,40 @@ type Server struct {
 	arrived  chan struct{}
 	password string // when set, PLAIN auth with any user name and this password is required
 	refused  int    // authentications refused so far
+	hold     *Hold  // the next matching message waits for its release
 }
+
+// Hold is a message kept waiting in DATA: its client has sent it all and
+// hears nothing back until Release, as with a server that stalls mid-send.
+type Hold struct {
+	subject  string
+	arrived  chan int // the client's port, once the message is held
+	released chan struct{}
+	once     sync.Once
+}
+
+// Hold makes the next message whose subject contains subject wait, unanswered, until Release.
+func (s *Server) Hold(subject string) *Hold {
+	h := &Hold{subject: subject, arrived: make(chan int, 1), released: make(chan struct{})}
+	s.mu.Lock()
+	s.hold = h
+	s.mu.Unlock()
+	return h
+}
+
+// Arrived waits up to timeout for the held message and returns the local
+// port its client sent it from (to tell which process is sending).
+func (h *Hold) Arrived(timeout time.Duration) (int, bool) {
+	select {
+	case p := <-h.arrived:
+		return p, true
+	case <-time.After(timeout):
+		return 0, false
+	}
+}
+
+// Release answers the held message (250): it is received.
+func (h *Hold) Release() { h.once.Do(func() { close(h.released) }) }
 
 // RequirePassword makes the server demand PLAIN authentication with
 // password, as a server whose password was rotated does: a client with
@@ -87,7 +120,13 @@ func FreeAddr(t testing.TB) (string, int) {
 
 func serve(t testing.TB, l net.Listener) *Server {
 	s := &Server{Addr: l.Addr().String(), Port: l.Addr().(*net.TCPAddr).Port, arrived: make(chan struct{}, 1000)}
-	s.srv = smtp.NewServer(smtp.BackendFunc(func(*smtp.Conn) (smtp.Session, error) { return &session{s: s}, nil }))
+	s.srv = smtp.NewServer(smtp.BackendFunc(func(c *smtp.Conn) (smtp.Session, error) {
+		port := 0
+		if a, ok := c.Conn().RemoteAddr().(*net.TCPAddr); ok {
+			port = a.Port
+		}
+		return &session{s: s, port: port}, nil
+	}))
 	s.srv.Domain = "localhost"
 	s.srv.AllowInsecureAuth = true
 	s.srv.ReadTimeout, s.srv.WriteTimeout = 10*time.Second, 10*time.Second
@@ -143,6 +182,7 @@ type session struct {
 	s        *Server
 	from, to string
 	authed   bool
+	port     int // the client's
 }
 
 func (x *session) AuthMechanisms() []string { return []string{sasl.Plain} }
@@ -187,6 +227,18 @@ func (x *session) Data(r io.Reader) error {
 	m, err := parse(raw)
 	if err != nil {
 		return err
+	}
+	x.s.mu.Lock()
+	h := x.s.hold
+	if h != nil && strings.Contains(m.Subject, h.subject) {
+		x.s.hold = nil
+	} else {
+		h = nil
+	}
+	x.s.mu.Unlock()
+	if h != nil {
+		h.arrived <- x.port
+		<-h.released
 	}
 	m.From, m.To, m.At = x.from, x.to, time.Now()
 	x.s.mu.Lock()

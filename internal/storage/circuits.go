@@ -191,24 +191,6 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	return out, nil
 }
 
-// OfApp reads one app's circuits afresh from storage, bypassing the
-// incremental cache: what a switch call applies must be what storage holds
-// after the call's claim was taken, never an older snapshot.
-func (c *Circuits) OfApp(ctx context.Context, appID string) ([]circuit.Circuit, error) {
-	filter := tablestore.And(tablestore.PartitionIs(appID), tablestore.RowKeyPrefix(circuitPrefix))
-	rows, _, err := readRows[circuitRow](ctx, c.table, tablestore.Query{Filter: filter}, TableCircuits,
-		func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
-	if err != nil {
-		return nil, fmt.Errorf("storage: circuits of %s: %w", appID, err)
-	}
-	out := make([]circuit.Circuit, 0, len(rows))
-	for _, r := range rows {
-		ci, _ := r.toCircuit() // checked when read; unreadable rows are listed by List
-		out = append(out, ci)
-	}
-	return out, nil
-}
-
 // Get reads one circuit.
 func (c *Circuits) Get(ctx context.Context, appID, function string) (circuit.Circuit, error) {
 	row, err := c.row(ctx, appID, function)

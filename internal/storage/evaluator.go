@@ -45,9 +45,6 @@ func (s EvaluatorStore) ListApps(ctx context.Context) ([]circuit.App, error) { r
 func (s EvaluatorStore) ListCircuits(ctx context.Context) ([]circuit.Circuit, error) {
 	return s.Circuits.List(ctx)
 }
-func (s EvaluatorStore) AppCircuits(ctx context.Context, appID string) ([]circuit.Circuit, error) {
-	return s.Circuits.OfApp(ctx, appID)
-}
 func (s EvaluatorStore) PutStatus(ctx context.Context, st circuit.Status) error {
 	return s.Status.PutEvaluator(ctx, st)
 }

@@ -167,6 +167,10 @@ func (r Router) Run(ctx context.Context, app circuit.App, function string) error
 type Local struct {
 	Where      localsettings.Where
 	HTTPClient *http.Client // for Run; nil: http.DefaultClient
+	// Delay is how long each write waits first, as an ARM write takes
+	// seconds (development only: config.LocalSwitchDelay). A call whose
+	// context ends meanwhile writes nothing.
+	Delay time.Duration
 }
 
 func (l Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, error) {
@@ -177,10 +181,19 @@ func (l Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, er
 	return localsettings.DisabledFunctions(path)
 }
 
-func (l Local) Apply(_ context.Context, app circuit.App, off map[string]bool) error {
+func (l Local) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
 	path, err := l.Where.Check(app.LocalSettings)
 	if err != nil {
 		return err
+	}
+	if l.Delay > 0 {
+		t := time.NewTimer(l.Delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
 	}
 	return localsettings.Apply(path, off)
 }

@@ -105,7 +105,11 @@ func clientOptions(opts Options) *aztables.ClientOptions {
 	if retries == 0 {
 		retries = 2
 	}
-	o.Retry = policy.RetryOptions{MaxRetries: retries, TryTimeout: 15 * time.Second, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+	// A try that hangs ends after 5 s: Table storage answers a page in
+	// well under a second, and a frozen account must cost seconds, not the
+	// minute three 15 s tries took.
+	o.Retry = policy.RetryOptions{MaxRetries: retries, TryTimeout: 5 * time.Second, RetryDelay: 200 * time.Millisecond, MaxRetryDelay: 2 * time.Second}
+	o.PerCallPolicies = []policy.Policy{budgetPolicy{}}
 	if opts.Transport != nil {
 		o.Transport = opts.Transport
 	}
@@ -530,4 +534,28 @@ func (s *Service) ListTables(ctx context.Context) ([]string, error) {
 		}
 	}
 	return names, nil
+}
+
+type budgetKey struct{}
+
+// WithBudget makes every storage call made under ctx end by t, its tries
+// and their retries included, while ctx itself goes on: a web request's
+// storage calls all end within the request's budget, and what else it
+// waits for (an ARM call, a mail server) keeps its own deadline.
+func WithBudget(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, budgetKey{}, t)
+}
+
+// budgetPolicy applies WithBudget's deadline to each call, once for all
+// its tries.
+type budgetPolicy struct{}
+
+func (budgetPolicy) Do(req *policy.Request) (*http.Response, error) {
+	t, ok := req.Raw().Context().Value(budgetKey{}).(time.Time)
+	if !ok {
+		return req.Next()
+	}
+	ctx, cancel := context.WithDeadline(req.Raw().Context(), t)
+	defer cancel()
+	return req.WithContext(ctx).Next()
 }

@@ -39,6 +39,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		status, message = http.StatusServiceUnavailable, "Table Storage is not answering. Try again in a moment."
 	}
 	requestID := c.Response().Header().Get(echo.HeaderXRequestID)
+	if status == http.StatusServiceUnavailable {
+		// Storage not answering: clients that honour it (the Go client,
+		// OTLP exporters) come back after a pause rather than at once.
+		c.Response().Header().Set("Retry-After", "5")
+	}
 
 	if c.Request().Method == http.MethodHead {
 		_ = c.NoContent(status)

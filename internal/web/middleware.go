@@ -22,6 +22,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/telemetry"
 )
 
@@ -363,4 +364,18 @@ func (s *Server) rateLimitError(c echo.Context, _ string, _ error) error {
 // browser goes away (an audit entry of a sign-in that happened).
 func detached(c echo.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(c.Request().Context()), 10*time.Second)
+}
+
+// StorageBudget bounds the storage calls of one request, all of them
+// together: when storage hangs, a page says so and a report is answered
+// 503 within about this, never after the SDK's tries run out.
+const StorageBudget = 4 * time.Second
+
+// storageBudget gives each request its StorageBudget (tablestore.WithBudget).
+func storageBudget(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		r := c.Request()
+		c.SetRequest(r.WithContext(tablestore.WithBudget(r.Context(), time.Now().Add(StorageBudget))))
+		return next(c)
+	}
 }

@@ -20,6 +20,7 @@ func (s *Server) routes() {
 	e.Use(
 		middleware.RequestID(),
 		s.logRequests,
+		storageBudget,
 		s.recoverPanics,
 		s.securityHeaders,
 		// Pings read their own bodies: a long log is cut, never refused.

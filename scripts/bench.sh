@@ -36,7 +36,9 @@ trap stop_started EXIT
 
 bench "P1 trip latency, count rule"        ./internal/bench '^BenchmarkTripLatency$'         1x
 bench "P1 trip latency, ratio rule"        ./internal/bench '^BenchmarkTripLatencyRatio$'    1x
-bench "P1 trip latency, holder dies"       ./internal/bench '^BenchmarkTripLatencyFailover$' 1x
+bench "P1 trip latency, an instance cut off" ./internal/bench '^BenchmarkTripLatencyFailover$' 1x
+bench "P1 trip latency, reports over HTTP" ./internal/bench '^BenchmarkAPITripLatency$'      1x
+bench "storage operations at rest, 3 instances" ./internal/faulttest '^BenchmarkStorageOpsAtRest$' 1x
 bench "P2 ingest vs raw aztables"          ./internal/bench '^BenchmarkIngest$'              5s
 bench "P2 real reports under a forged-key flood" ./internal/bench '^BenchmarkIngestUnderForgedFlood$' 1x
 bench "P7 OTLP ingest vs raw aztables"     ./internal/bench '^BenchmarkOTLPIngest$'          1x

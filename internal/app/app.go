@@ -570,7 +570,8 @@ type leasedLoop struct {
 func (a *App) loops() []leasedLoop {
 	ls := []leasedLoop{
 		// Every instance evaluates (no lease), so a frozen instance delays
-		// no trip; a report that may trip a circuit wakes a tick at once.
+		// no trip; a report that may trip a circuit is checked at once
+		// (Nudge), and the tick is woken for what that check leaves to it.
 		{"", loop.Loop{Name: EvaluatorLoop, JobID: loopEvaluator.ID, Every: a.evaluator.Interval(), Phase: a.phase, RecordEvery: time.Minute,
 			Deadline: a.cfg.EvaluatorDeadline, Begin: a.evaluator.Begin, End: a.evaluator.Wait, Wake: a.evaluator.Wake(),
 			Pass: func(ctx context.Context, _ lease.Fence) error { return a.evaluator.Tick(ctx, a.booksFence()) }}},

@@ -98,6 +98,9 @@ type Store interface {
 	ListCircuits(ctx context.Context) ([]Circuit, error)
 	// GetCircuit reads one circuit afresh, as storage holds it now.
 	GetCircuit(ctx context.Context, appID, function string) (Circuit, error)
+	// CircuitWindow reads one circuit's failure rows for seconds in
+	// [from, to] afresh: the read a report that may trip it costs.
+	CircuitWindow(ctx context.Context, appID, function string, from, to time.Time) ([]FailureRow, error)
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
@@ -196,10 +199,13 @@ type Evaluator struct {
 
 	// What the last tick counted and the reports stored since, so that a
 	// report that may change a circuit wakes a tick at once (Nudge).
-	known   map[string]Counts
-	current map[string]Circuit
-	added   map[string]Counts
-	wake    chan struct{}
+	known    map[string]Counts
+	current  map[string]Circuit
+	apps     map[string]App
+	added    map[string]Counts
+	wake     chan struct{}
+	life     context.Context // the loop's, for checks the ingest path starts
+	checking map[string]bool // circuits with a check in flight
 
 	slots    chan struct{}
 	inflight sync.WaitGroup
@@ -236,7 +242,7 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
 	return &Evaluator{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{}, hints: map[string]map[string]bool{},
-		local: NewTally(), wake: make(chan struct{}, 1)}
+		local: NewTally(), wake: make(chan struct{}, 1), checking: map[string]bool{}}
 }
 
 // Wake fires when a report may have changed a circuit (see Nudge): the
@@ -262,13 +268,13 @@ type Reported struct {
 
 // Nudge tells the evaluator of reports this instance has just stored. When
 // they, added to what the last tick counted, could change a circuit, it
-// wakes a tick at once. A circuit far from its threshold costs nothing: no
-// storage read, only this arithmetic.
+// checks that circuit at once (check): its row and its window's rows,
+// read afresh. A circuit far from its threshold costs nothing: no storage
+// read, only this arithmetic.
 func (e *Evaluator) Nudge(reports []Reported) {
 	now := e.s.Clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	wake := false
 	for _, r := range reports {
 		id := r.AppID + "/" + r.Function
 		c, ok := e.current[id]
@@ -281,11 +287,80 @@ func (e *Evaluator) Nudge(reports []Reported) {
 		e.added[id] = a
 		n := e.known[id]
 		n.Window, n.Counted, n.Successes = n.Window+a.Counted, n.Counted+a.Counted, n.Successes+a.Successes
-		wake = wake || CouldChange(c, n, now)
+		if !CouldChange(c, n, now) {
+			continue
+		}
+		if e.life == nil || e.checking[id] {
+			e.wakeUp() // no loop yet, or a check in flight: the tick decides
+			continue
+		}
+		e.checking[id] = true
+		e.inflight.Add(1)
+		go func() {
+			defer func() {
+				e.mu.Lock()
+				delete(e.checking, id)
+				e.mu.Unlock()
+				e.inflight.Done()
+			}()
+			e.check(e.life, r.AppID, r.Function)
+		}()
 	}
-	if wake {
+}
+
+// check decides one circuit now, as a tick would, from its row and its
+// window read afresh: the trip a report causes need not wait for the next
+// tick, nor for a whole tick's reads. It leaves to the tick what weighs
+// other circuits (an app's guardrail) and anything it cannot read.
+func (e *Evaluator) check(ctx context.Context, appID, function string) {
+	c, err := e.store.GetCircuit(ctx, appID, function)
+	if err != nil {
+		e.s.Logger.Warn("could not read a reported circuit; the next tick decides", "circuit", appID+"/"+function, "error", err)
 		e.wakeUp()
+		return
 	}
+	now := e.s.Clock.Now()
+	rows, err := e.store.CircuitWindow(ctx, appID, function, now.Add(-c.Window).Truncate(time.Second), now)
+	if err != nil {
+		e.s.Logger.Warn("could not read a reported circuit's window; the next tick decides", "circuit", c.ID(), "error", err)
+		e.wakeUp()
+		return
+	}
+	byID := make(map[string]FailureRow, len(rows))
+	for _, r := range rows {
+		byID[r.ID] = r
+	}
+	next, fl := Evaluate(c, CountWindows(byID, []Circuit{c}, now)[c.ID()], now)
+	if fl == nil {
+		return
+	}
+	e.mu.Lock()
+	app, known := e.apps[appID]
+	apps := e.apps
+	total := 0
+	for _, o := range e.current {
+		if o.AppID == appID {
+			total++
+		}
+	}
+	e.mu.Unlock()
+	if !known || (fl.To.TriggerOff() && !fl.From.TriggerOff() && !c.Shadow && app.Guardrail.Limit(total) >= 0) {
+		e.wakeUp()
+		return
+	}
+	if err := e.store.Transition(ctx, lease.Fence{}, next, *fl); err != nil {
+		if !errors.Is(err, ErrConflict) {
+			e.wakeUp()
+		}
+		return // or another instance, or the tick, made it first
+	}
+	// Counted in the totals by the keeper of the books, from the flip log.
+	e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason, "by", "report")
+	callCtx := ctx
+	if e.s.OnTransition != nil {
+		callCtx = e.s.OnTransition(ctx, next, *fl)
+	}
+	e.dispatch(callCtx, appID, apps, []Circuit{next}, nil, false, now)
 }
 
 // Applies returns this instance's own switch calls by kind and outcome,
@@ -305,7 +380,7 @@ func (e *Evaluator) Interval() time.Duration { return e.s.Interval }
 func (e *Evaluator) Begin() {
 	e.mu.Lock()
 	e.rows, e.drifted, e.loaded, e.keeper = map[string]FailureRow{}, map[string]time.Time{}, false, lease.Fence{}
-	e.known, e.current, e.added = map[string]Counts{}, map[string]Circuit{}, map[string]Counts{}
+	e.known, e.current, e.added, e.apps = map[string]Counts{}, map[string]Circuit{}, map[string]Counts{}, map[string]App{}
 	e.status = Status{Leader: e.s.Identity, Tally: NewTally()}
 	e.mu.Unlock()
 }
@@ -329,6 +404,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	}
 	e.keeper = keeper
 	e.added = map[string]Counts{} // what was reported before now is in this tick's read
+	e.life = ctx
 	e.mu.Unlock()
 	now := e.s.Clock.Now()
 	circuits, err := e.store.ListCircuits(ctx)
@@ -431,7 +507,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 			e.dispatch(callCtx, appID, appByID, due, cs, drift, now)
 		}
 	}
-	e.remember(settled, counts)
+	e.remember(settled, counts, appByID)
 	if !keeping {
 		return errors.Join(errs...)
 	}
@@ -450,13 +526,13 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 }
 
 // remember keeps what this tick counted, for Nudge.
-func (e *Evaluator) remember(circuits []Circuit, counts map[string]Counts) {
+func (e *Evaluator) remember(circuits []Circuit, counts map[string]Counts, apps map[string]App) {
 	current := make(map[string]Circuit, len(circuits))
 	for _, c := range circuits {
 		current[c.ID()] = c
 	}
 	e.mu.Lock()
-	e.current, e.known = current, counts
+	e.current, e.known, e.apps = current, counts, apps
 	e.mu.Unlock()
 }
 

@@ -673,3 +673,57 @@ func TestGuardrailLimits(t *testing.T) {
 		t.Errorf("a guardrail of 150 %%: %v", err)
 	}
 }
+
+// readCounter counts the reads a report's check makes.
+type readCounter struct {
+	storage.EvaluatorStore
+	mu    sync.Mutex
+	reads int
+}
+
+func (c *readCounter) CircuitWindow(ctx context.Context, appID, function string, from, to time.Time) ([]circuit.FailureRow, error) {
+	c.mu.Lock()
+	c.reads++
+	c.mu.Unlock()
+	return c.EvaluatorStore.CircuitWindow(ctx, appID, function, from, to)
+}
+
+func (c *readCounter) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.reads
+}
+
+// A report is checked at once only when it could change a circuit: what
+// the last tick counted plus what was reported since, under the circuit's
+// own rule. Reports far from a threshold, or for functions without a
+// circuit, cost no read. One that crosses trips the circuit and switches
+// its trigger with no tick: one read of the circuit's window.
+func TestOnlyAReportThatMayTripIsCheckedAndItTripsAtOnce(t *testing.T) {
+	r := newRig(t)
+	store := &readCounter{EvaluatorStore: storage.EvaluatorStore{Store: r.store}}
+	r.eval = circuit.NewEvaluator(store, switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
+		circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
+	r.fail("instance-a", 60, 5*time.Second)
+	r.tick() // counts 60 of the threshold's 100
+	r.fail("instance-b", 30, 0)
+	r.eval.Nudge([]circuit.Reported{{AppID: "orders", Function: "Process", Failures: 30}})
+	r.eval.Nudge([]circuit.Reported{{AppID: "orders", Function: "Unknown", Failures: 1000}})
+	r.eval.Wait()
+	if n := store.count(); n != 0 {
+		t.Fatalf("%d window reads with 90 of 100 failures known, or for a function without a circuit; want none", n)
+	}
+	r.fail("instance-c", 11, 0)
+	r.eval.Nudge([]circuit.Reported{{AppID: "orders", Function: "Process", Failures: 11}})
+	r.eval.Wait() // the check and the switch call it started; no tick
+	c := r.circuit()
+	if c.State != circuit.Open || c.Pending() || !r.disabled() {
+		t.Fatalf("after the 101st failure was reported: %s, pending %v, trigger off %v; want open and switched off without a tick", c.State, c.Pending(), r.disabled())
+	}
+	if n := store.count(); n != 1 {
+		t.Errorf("%d window reads for the report that crossed, want 1", n)
+	}
+	if !strings.Contains(c.Reason, "101 failures") {
+		t.Errorf("reason %q, want the count read afresh (101)", c.Reason)
+	}
+}

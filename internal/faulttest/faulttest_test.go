@@ -32,7 +32,7 @@ const (
 )
 
 type rig struct {
-	t        *testing.T
+	t        testing.TB
 	env      map[string]string
 	st       *storage.Store
 	smtp     *mailtest.Server
@@ -40,10 +40,10 @@ type rig struct {
 	token    string // an operator's API token
 }
 
-func newRig(t *testing.T) *rig { return newRigOn(t, testenv.ConnectionString(t)) }
+func newRig(t testing.TB) *rig { return newRigOn(t, testenv.ConnectionString(t)) }
 
 // newRigOn seeds the demo into the storage account conn names.
-func newRigOn(t *testing.T, conn string) *rig {
+func newRigOn(t testing.TB, conn string) *rig {
 	t.Helper()
 	prefix := testenv.Prefix(t)
 	hashed, err := auth.HashPassword("correct horse battery")

@@ -45,6 +45,9 @@ func (s EvaluatorStore) ListApps(ctx context.Context) ([]circuit.App, error) { r
 func (s EvaluatorStore) ListCircuits(ctx context.Context) ([]circuit.Circuit, error) {
 	return s.Circuits.List(ctx)
 }
+func (s EvaluatorStore) CircuitWindow(ctx context.Context, appID, function string, from, to time.Time) ([]circuit.FailureRow, error) {
+	return s.Failures.CircuitWindow(ctx, appID, function, from, to)
+}
 func (s EvaluatorStore) PutStatus(ctx context.Context, st circuit.Status) error {
 	return s.Status.PutEvaluator(ctx, st)
 }

@@ -60,7 +60,7 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	if from.Before(f.from) {
 		full, since = true, time.Time{}
 	}
-	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served)
+	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served, "")
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,16 +241,27 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // do not parse. When changedSince is not zero, only rows the service has
 // modified since then are read (an incremental read).
 func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
-	return f.readFailures(ctx, from, to, changedSince, nil)
+	return f.readFailures(ctx, from, to, changedSince, nil, "")
 }
 
-func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time.Time, served func(time.Time)) ([]circuit.FailureRow, []circuit.Rejection, error) {
+// CircuitWindow reads one circuit's rows for seconds in [from, to]
+// afresh: every minute's partitions, only that function's row keys. It is
+// the ingest path's read, for a circuit a report may have tripped.
+func (f *Failures) CircuitWindow(ctx context.Context, app, function string, from, to time.Time) ([]circuit.FailureRow, error) {
+	rows, _, err := f.readFailures(ctx, from, to, time.Time{}, nil, app+"|"+function+"|")
+	return rows, err
+}
+
+func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time.Time, served func(time.Time), rowPrefix string) ([]circuit.FailureRow, []circuit.Rejection, error) {
 	// Every partition of the minutes from..to, in both layouts: "…1246"
 	// and "…1246-07" sort at or after the minute and before the next one.
 	filter := tablestore.And(
 		tablestore.Ge("PartitionKey", FailurePartition(from)),
 		tablestore.Lt("PartitionKey", FailurePartition(to.Add(time.Minute))),
 	)
+	if rowPrefix != "" {
+		filter = tablestore.And(filter, tablestore.RowKeyPrefix(rowPrefix))
+	}
 	if !changedSince.IsZero() {
 		filter = tablestore.And(filter, tablestore.Ge("Timestamp", changedSince))
 	}

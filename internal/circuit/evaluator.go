@@ -195,7 +195,10 @@ type Evaluator struct {
 	status   Status
 	loaded   bool        // the stored tally has been read this tenure of the books
 	keeper   lease.Fence // the books' lease while this instance holds it
-	local    Tally       // this instance's own switch calls, for its metrics
+	// countedUntil is the time up to which transitions are in the totals.
+	countedUntil time.Time
+	counted      map[string]time.Time // flips counted lately, by circuit and episode: a flip at the edge counts once
+	local        Tally                // this instance's own switch calls, for its metrics
 
 	// What the last tick counted and the reports stored since, so that a
 	// report that may change a circuit wakes a tick at once (Nudge).
@@ -354,13 +357,15 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 		}
 		return // or another instance, or the tick, made it first
 	}
-	// Counted in the totals by the keeper of the books, from the flip log.
 	e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason, "by", "report")
 	callCtx := ctx
 	if e.s.OnTransition != nil {
 		callCtx = e.s.OnTransition(ctx, next, *fl)
 	}
 	e.dispatch(callCtx, appID, apps, []Circuit{next}, nil, false, now)
+	// A tick now, not a second later: on the keeper of the books it counts
+	// the trip from the flip log and stores the status the pages read.
+	e.wakeUp()
 }
 
 // Applies returns this instance's own switch calls by kind and outcome,
@@ -428,11 +433,8 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	}
 	counts := CountWindows(e.rows, circuits, now)
 	read := e.s.Clock.Now()
-	if keeping {
-		if !e.loaded {
-			e.loadTally(ctx)
-		}
-		e.countTransitionsByOthers(ctx, circuits)
+	if keeping && !e.loaded {
+		e.loadTally(ctx, now)
 	}
 
 	var errs []error
@@ -477,11 +479,6 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 			if e.s.OnTransition != nil {
 				traced[c.ID()] = e.s.OnTransition(ctx, next, *fl)
 			}
-			if keeping {
-				e.mu.Lock()
-				e.status.Tally.Count(c.AppID, fl.To, fl.Actor)
-				e.mu.Unlock()
-			}
 		}
 		byApp[next.AppID] = append(byApp[next.AppID], next)
 		settled = append(settled, next)
@@ -511,6 +508,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	if !keeping {
 		return errors.Join(errs...)
 	}
+	e.countTransitions(ctx, settled, now)
 	// The keeper reports every tick: one small write a second, and every
 	// instance's pages can tell stalled books within three ticks.
 	e.mu.Lock()
@@ -541,46 +539,65 @@ func (e *Evaluator) remember(circuits []Circuit, counts map[string]Counts, apps 
 // moved the circuit; this refuses one that is merely old.
 func (e *Evaluator) decisionAge() time.Duration { return max(5*e.s.Interval, 5*time.Second) }
 
-// loadTally carries on the totals the previous leader stored.
-func (e *Evaluator) loadTally(ctx context.Context) {
+// loadTally carries on the totals the previous keeper stored, which
+// counted the transitions up to its last tick.
+func (e *Evaluator) loadTally(ctx context.Context, now time.Time) {
 	prev, err := e.store.StoredStatus(ctx)
-	if err != nil {
-		e.s.Logger.Warn("could not read the stored totals; counting from zero", "error", err)
-		e.loaded = true
-		return
-	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	// With no totals stored, the last minute's transitions are counted.
+	e.loaded, e.countedUntil, e.counted = true, now.Add(-time.Minute), map[string]time.Time{}
+	if err != nil {
+		e.s.Logger.Warn("could not read the stored totals; counting from zero", "error", err)
+		return
+	}
 	t := prev.Tally
 	t.fill()
-	t.Episodes = map[string]int64{}
-	e.status.Tally, e.loaded = t, true
+	e.status.Tally = t
+	if !t.At.IsZero() {
+		e.countedUntil = t.At
+	}
 }
 
-// countTransitionsByOthers counts the transitions operators and links made
-// since the last tick, by the actors their flips name.
-func (e *Evaluator) countTransitionsByOthers(ctx context.Context, circuits []Circuit) {
+// countTransitions adds to the totals every transition made since the
+// books were last counted (from that instant on: a flip made in the same
+// instant as the last count is counted once, by its episode), by whoever made it (this instance's ticks and
+// checks, other instances, operators, links), read from the flip logs of
+// the circuits that changed since: by the flips' times, so a transition is
+// counted once whichever instance keeps the books. circuits are the ones
+// this tick settled, its own transitions included.
+func (e *Evaluator) countTransitions(ctx context.Context, circuits []Circuit, now time.Time) {
 	e.mu.Lock()
-	seen := e.status.Tally.Episodes
+	since := e.countedUntil
 	e.mu.Unlock()
 	for _, c := range circuits {
-		last, known := seen[c.ID()]
-		if !known || c.Episode <= last {
-			continue // first sight: its history is not this tenure's to count
+		if c.ChangedAt.Before(since) {
+			continue
 		}
-		flips, err := e.store.Flips(ctx, c.AppID, c.Function, int(min(c.Episode-last, 10)))
+		flips, err := e.store.Flips(ctx, c.AppID, c.Function, 10)
 		if err != nil {
 			e.s.Logger.Warn("could not read a circuit's flips for the totals", "circuit", c.ID(), "error", err)
 			continue
 		}
 		e.mu.Lock()
 		for _, f := range flips {
-			if f.Episode > last {
-				e.status.Tally.Count(c.AppID, f.To, f.Actor)
+			key := fmt.Sprintf("%s#%d", c.ID(), f.Episode)
+			if f.At.Before(since) || f.At.After(now) || e.counted[key] != (time.Time{}) {
+				continue
 			}
+			e.counted[key] = f.At
+			e.status.Tally.Count(c.AppID, f.To, f.Actor)
 		}
 		e.mu.Unlock()
 	}
+	e.mu.Lock()
+	e.countedUntil = now
+	for key, at := range e.counted {
+		if at.Before(now.Add(-10 * time.Minute)) {
+			delete(e.counted, key)
+		}
+	}
+	e.mu.Unlock()
 }
 
 // cloneTally copies a tally deeply, so it can be stored while switch calls

@@ -100,7 +100,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	srv.Clock.Advance(time.Second)
 	waitOpen(t, srv, "ProcessOrders")
 	srv.NextTick(t)
-	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_job_down{job="5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02",name="Reminder mails",status="missing"} 1`}, nil)
+	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`, `fusebox_job_down{job="5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02",name="Reminder mails",status="missing"} 1`}, nil)
 	exported := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^# (?:HELP|TYPE) (fusebox_[a-z_]+)`).FindAllStringSubmatch(scrape, -1) {
 		exported[m[1]] = true

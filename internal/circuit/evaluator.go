@@ -299,6 +299,7 @@ func (e *Evaluator) Nudge(reports []Reported) {
 		}
 		e.checking[id] = true
 		e.inflight.Add(1)
+		life := e.life
 		go func() {
 			defer func() {
 				e.mu.Lock()
@@ -306,7 +307,7 @@ func (e *Evaluator) Nudge(reports []Reported) {
 				e.mu.Unlock()
 				e.inflight.Done()
 			}()
-			e.check(e.life, r.AppID, r.Function)
+			e.check(life, r.AppID, r.Function)
 		}()
 	}
 }

@@ -154,23 +154,22 @@ func (r *Runner) wait(ctx context.Context, l Loop, started time.Time) error {
 			return err
 		}
 	}
-	sleep, woken := context.WithCancel(ctx)
-	defer woken()
-	go func() {
-		select {
-		case <-l.Wake:
-			woken()
-		case <-sleep.Done():
+	// The sleep runs aside and this goroutine takes the wake itself, so a
+	// wake that comes as the sleep ends stays in the channel for the next
+	// wait rather than being taken and dropped.
+	sleep, stop := context.WithCancel(ctx)
+	defer stop()
+	slept := make(chan error, 1)
+	go func() { slept <- r.clock().Sleep(sleep, untilNext(r.clock().Now(), l.Every, l.Phase)) }()
+	select {
+	case <-l.Wake:
+		return nil
+	case err := <-slept:
+		if ctx.Err() != nil {
+			return ctx.Err()
 		}
-	}()
-	err := r.clock().Sleep(sleep, untilNext(r.clock().Now(), l.Every, l.Phase))
-	if ctx.Err() != nil {
-		return ctx.Err()
+		return err
 	}
-	if errors.Is(err, context.Canceled) {
-		return nil // woken
-	}
-	return err
 }
 
 // untilNext is the wait from now to the next start: a multiple of every,

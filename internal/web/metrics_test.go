@@ -58,6 +58,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	srv.Clock.Advance(time.Second)
 	waitOpen(t, srv, "ProcessOrders")
+	srv.NextTick(t) // the books count the trip from the flip log on the keeper's next tick
 	waitMetrics(t, other.URL, []string{`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`}, nil)
 	srv.NextTick(t) // waitOpen saw the switch recorded, so its count is in this tick
 	body := waitMetrics(t, other.URL, []string{

@@ -41,27 +41,36 @@ wait_port() {
   done
 }
 
-# start_azurite TABLE_PORT BLOB_PORT [DATA_DIR]: starts Azurite's table and
-# blob services on loopback; in memory when no data folder is given.
+# start_azurite TABLE_PORT BLOB_PORT [DATA_DIR] [QUEUE_PORT]: starts
+# Azurite's table, blob and queue services on loopback; in memory when no
+# data folder is given. The queue port defaults to a free one, kept in
+# AZURITE_QUEUE_PORT for azurite_connection_string.
 start_azurite() {
   local tport=$1 bport=$2 dir=${3:-}
+  AZURITE_QUEUE_PORT=${4:-$(free_port)}
   local common=(--silent --disableTelemetry --skipApiVersionCheck)
-  local tstore=(--inMemoryPersistence) bstore=(--inMemoryPersistence --extentMemoryLimit 256)
+  local tstore=(--inMemoryPersistence) bstore=(--inMemoryPersistence --extentMemoryLimit 256) qstore=(--inMemoryPersistence)
   if [[ -n $dir ]]; then
     mkdir -p "$dir"
-    tstore=(--location "$dir") bstore=(--location "$dir")
+    tstore=(--location "$dir") bstore=(--location "$dir") qstore=(--location "$dir")
   fi
   "$BIN/azurite-table" --tableHost 127.0.0.1 --tablePort "$tport" "${common[@]}" "${tstore[@]}" >"${AZURITE_LOG:-/dev/null}" 2>&1 &
   PIDS+=($!)
   "$BIN/azurite-blob" --blobHost 127.0.0.1 --blobPort "$bport" "${common[@]}" "${bstore[@]}" >>"${AZURITE_LOG:-/dev/null}" 2>&1 &
   PIDS+=($!)
+  "$BIN/azurite-queue" --queueHost 127.0.0.1 --queuePort "$AZURITE_QUEUE_PORT" "${common[@]}" "${qstore[@]}" >>"${AZURITE_LOG:-/dev/null}" 2>&1 &
+  PIDS+=($!)
   wait_port "$tport" "Azurite (table)"
   wait_port "$bport" "Azurite (blob)"
+  wait_port "$AZURITE_QUEUE_PORT" "Azurite (queue)"
 }
 
 azurite_connection_string() {
-  local tport=$1 bport=$2
+  local tport=$1 bport=$2 qport=${AZURITE_QUEUE_PORT:-}
   printf 'DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;TableEndpoint=http://127.0.0.1:%s/devstoreaccount1;BlobEndpoint=http://127.0.0.1:%s/devstoreaccount1;' "$tport" "$bport"
+  if [[ -n $qport ]]; then
+    printf 'QueueEndpoint=http://127.0.0.1:%s/devstoreaccount1;' "$qport"
+  fi
 }
 
 # stop_started stops every process this script started.

@@ -79,25 +79,31 @@ func under(host, suffix string) bool {
 // CheckBlobURL checks an account's blob endpoint, such as
 // https://orders.blob.core.windows.net/ (for a connection string, the
 // endpoint its azblob client calls).
-func (e Endpoints) CheckBlobURL(raw string) error {
+func (e Endpoints) CheckBlobURL(raw string) error { return e.checkStorageURL(raw, "blob") }
+
+// CheckQueueURL checks an account's queue endpoint, such as
+// https://orders.queue.core.windows.net/, as CheckBlobURL does the blob's.
+func (e Endpoints) CheckQueueURL(raw string) error { return e.checkStorageURL(raw, "queue") }
+
+func (e Endpoints) checkStorageURL(raw, service string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.User != nil {
-		return refuse("the blob endpoint is not a URL such as https://<account>.blob.%s", e.cloud().Storage)
+		return refuse("the %s endpoint is not a URL such as https://<account>.%s.%s", service, service, e.cloud().Storage)
 	}
 	host := u.Hostname()
 	if e.loopback(host) {
 		return nil
 	}
 	if u.Scheme != "https" {
-		return refuse("the blob endpoint must use https")
+		return refuse("the %s endpoint must use https", service)
 	}
 	if p := u.Port(); p != "" && p != "443" {
-		return refuse("the blob endpoint must use port 443")
+		return refuse("the %s endpoint must use port 443", service)
 	}
-	if under(host, "blob."+e.cloud().Storage) {
+	if under(host, service+"."+e.cloud().Storage) {
 		return nil
 	}
-	return refuse("%s is not a blob endpoint of Azure (%s cloud: <account>.blob.%s)", host, e.cloud().Name, e.cloud().Storage)
+	return refuse("%s is not a %s endpoint of Azure (%s cloud: <account>.%s.%s)", host, service, e.cloud().Name, service, e.cloud().Storage)
 }
 
 // CheckNamespace checks an Event Hubs namespace's host name (or

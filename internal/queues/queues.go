@@ -1,0 +1,236 @@
+// Package queues reads and moves the work a function app set aside in its
+// queue storage (internal/setaside says which queues those are): how much
+// there is, how old, a peek at it, and sending it back to work. It reaches
+// only the account's queue endpoint of the cloud (loopback in
+// development), through the transport it is given (the guarded dialer).
+package queues
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+
+	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/setaside"
+)
+
+// Account reaches one app's queue storage.
+type Account struct {
+	client *azqueue.ServiceClient
+}
+
+// Open makes a client for setting (the app's storage connection string,
+// or its queue account URL with the managed identity) and checks the
+// endpoint it will call before anything is sent.
+func Open(setting string, cred azcore.TokenCredential, transport policy.Transporter, endpoints egress.Endpoints) (*Account, error) {
+	o := &azqueue.ClientOptions{}
+	if transport != nil {
+		o.Transport = transport
+	}
+	o.Retry.MaxRetries = -1 // the caller's deadline bounds a read; retries would only hide an account that does not answer
+	var c *azqueue.ServiceClient
+	var err error
+	if strings.HasPrefix(setting, "https://") || strings.HasPrefix(setting, "http://") {
+		if cred == nil {
+			return nil, errors.New("queues: an account URL needs a managed identity, and this Fusebox has no Azure credential")
+		}
+		c, err = azqueue.NewServiceClient(setting, cred, o)
+	} else {
+		c, err = azqueue.NewServiceClientFromConnectionString(setting, o)
+	}
+	if err != nil {
+		return nil, errors.New("queues: must be the app's storage connection string (with a queue endpoint) or its queue account URL (https://<account>.queue.core.windows.net)")
+	}
+	if err := endpoints.CheckQueueURL(c.URL()); err != nil {
+		return nil, fmt.Errorf("queues: %w", err)
+	}
+	return &Account{client: c}, nil
+}
+
+// Found is a set-aside queue with what it holds.
+type Found struct {
+	setaside.Queue
+	Count  int       // approximate, as the service counts it
+	Oldest time.Time // the oldest message's insertion time; zero when empty
+}
+
+// List finds the set-aside queues (setaside.Classify, with the circuits'
+// parking queues) and their counts and ages: one properties read and one
+// peek of one message per queue, never a read of what they hold.
+func (a *Account) List(ctx context.Context, parking map[string]string) ([]Found, error) {
+	var out []Found
+	pager := a.client.NewListQueuesPager(nil)
+	for pager.More() {
+		page, err := pager.NextPage(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("queues: list: %w", err)
+		}
+		for _, q := range page.Queues {
+			if q == nil || q.Name == nil {
+				continue
+			}
+			kind, ok := setaside.Classify(*q.Name, parking)
+			if !ok {
+				continue
+			}
+			f, err := a.describe(ctx, kind)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, f)
+		}
+	}
+	return out, nil
+}
+
+func (a *Account) describe(ctx context.Context, q setaside.Queue) (Found, error) {
+	qc := a.client.NewQueueClient(q.Name)
+	props, err := qc.GetProperties(ctx, nil)
+	if err != nil {
+		return Found{}, fmt.Errorf("queues: %s: %w", q.Name, err)
+	}
+	f := Found{Queue: q}
+	if props.ApproximateMessagesCount != nil {
+		f.Count = int(*props.ApproximateMessagesCount)
+	}
+	if f.Count > 0 {
+		one := int32(1)
+		peek, err := qc.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: &one})
+		if err != nil {
+			return Found{}, fmt.Errorf("queues: %s: %w", q.Name, err)
+		}
+		if len(peek.Messages) > 0 && peek.Messages[0].InsertionTime != nil {
+			f.Oldest = *peek.Messages[0].InsertionTime
+		}
+	}
+	return f, nil
+}
+
+// Message is a message as peeked: a person reads it, nothing acts on it.
+type Message struct {
+	ID           string
+	Inserted     time.Time
+	DequeueCount int64
+	Body         setaside.Body
+}
+
+// MaxPeek is the most messages the service shows in one peek.
+const MaxPeek = 32
+
+// Peek shows up to n (at most MaxPeek) messages at the head of queue, their
+// bodies read by setaside.Read and cut to limit runes.
+func (a *Account) Peek(ctx context.Context, queue string, n, limit int) ([]Message, error) {
+	if !setaside.ValidQueueName(queue) {
+		return nil, fmt.Errorf("queues: %q is not a queue name", queue)
+	}
+	count := int32(min(max(n, 1), MaxPeek))
+	resp, err := a.client.NewQueueClient(queue).PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: &count})
+	if err != nil {
+		return nil, fmt.Errorf("queues: peek %s: %w", queue, err)
+	}
+	out := make([]Message, 0, len(resp.Messages))
+	for _, m := range resp.Messages {
+		if m == nil {
+			continue
+		}
+		msg := Message{ID: deref(m.MessageID), DequeueCount: derefInt(m.DequeueCount), Body: setaside.Read(deref(m.MessageText), limit)}
+		if m.InsertionTime != nil {
+			msg.Inserted = *m.InsertionTime
+		}
+		out = append(out, msg)
+	}
+	return out, nil
+}
+
+// Moved is what a requeue did.
+type Moved struct {
+	Moved int // put on the target and deleted from the source
+	// Doubled counts messages put on the target whose delete from the
+	// source failed: they are visible in the source again after the
+	// hold, and may be processed twice.
+	Doubled int
+}
+
+// Requeue moves up to n messages from one queue to another, one at a
+// time, so that none is lost whatever happens midway: each is taken with
+// a visibility timeout of hold (invisible to others; visible again by
+// itself if this process dies), a copy is put on the target, and only then
+// is it deleted with the receipt of that take. A crash after the put and
+// before the delete leaves the message in both queues: put twice, never
+// gone. It stops when the source is empty, after n, or when ctx ends.
+func (a *Account) Requeue(ctx context.Context, from, to string, n int, hold time.Duration) (Moved, error) {
+	var done Moved
+	if !setaside.ValidQueueName(from) || !setaside.ValidQueueName(to) {
+		return done, fmt.Errorf("queues: %q or %q is not a queue name", from, to)
+	}
+	if from == to {
+		return done, errors.New("queues: a queue cannot be requeued to itself")
+	}
+	src, dst := a.client.NewQueueClient(from), a.client.NewQueueClient(to)
+	secs := int32(max(hold/time.Second, 1))
+	for done.Moved+done.Doubled < n && ctx.Err() == nil {
+		got, err := src.DequeueMessage(ctx, &azqueue.DequeueMessageOptions{VisibilityTimeout: &secs})
+		if err != nil {
+			return done, fmt.Errorf("queues: take from %s: %w", from, err)
+		}
+		if len(got.Messages) == 0 || got.Messages[0] == nil {
+			return done, nil // empty
+		}
+		m := got.Messages[0]
+		if _, err := dst.EnqueueMessage(ctx, deref(m.MessageText), nil); err != nil {
+			return done, fmt.Errorf("queues: put on %s: %w (the message is back in %s after %s)", to, err, from, hold)
+		}
+		if _, err := src.DeleteMessage(ctx, deref(m.MessageID), deref(m.PopReceipt), nil); err != nil {
+			done.Doubled++
+			return done, fmt.Errorf("queues: delete from %s after the put: %w (it is in both queues)", from, err)
+		}
+		done.Moved++
+	}
+	return done, ctx.Err()
+}
+
+// Delete removes up to n messages from the head of queue, each taken with
+// a short hold and deleted with its receipt.
+func (a *Account) Delete(ctx context.Context, queue string, n int) (int, error) {
+	if !setaside.ValidQueueName(queue) {
+		return 0, fmt.Errorf("queues: %q is not a queue name", queue)
+	}
+	q := a.client.NewQueueClient(queue)
+	secs := int32(30)
+	deleted := 0
+	for deleted < n && ctx.Err() == nil {
+		got, err := q.DequeueMessage(ctx, &azqueue.DequeueMessageOptions{VisibilityTimeout: &secs})
+		if err != nil {
+			return deleted, fmt.Errorf("queues: take from %s: %w", queue, err)
+		}
+		if len(got.Messages) == 0 || got.Messages[0] == nil {
+			return deleted, nil
+		}
+		m := got.Messages[0]
+		if _, err := q.DeleteMessage(ctx, deref(m.MessageID), deref(m.PopReceipt), nil); err != nil {
+			return deleted, fmt.Errorf("queues: delete from %s: %w", queue, err)
+		}
+		deleted++
+	}
+	return deleted, ctx.Err()
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func derefInt(n *int64) int64 {
+	if n == nil {
+		return 0
+	}
+	return *n
+}

@@ -16,6 +16,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/setaside"
 )
@@ -233,4 +234,40 @@ func derefInt(n *int64) int64 {
 		return 0
 	}
 	return *n
+}
+
+// ErrNoStorage is an app with no storage setting to read queues from.
+var ErrNoStorage = errors.New("queues: Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight")
+
+// Source reads apps' set-aside queues for pages and the API: through the
+// guarded transport, with the Storage-only credential, within Timeout
+// (default 5 s) a read.
+type Source struct {
+	Credential azcore.TokenCredential
+	Transport  policy.Transporter
+	Endpoints  egress.Endpoints
+	Timeout    time.Duration
+}
+
+// SetAside lists the app's set-aside queues. An error says what kind of
+// failure it was (egress.Class), never what the server answered.
+func (s *Source) SetAside(ctx context.Context, app circuit.App, parking map[string]string) ([]Found, error) {
+	if app.HostStorage == "" {
+		return nil, ErrNoStorage
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	a, err := Open(app.HostStorage, s.Credential, s.Transport, s.Endpoints)
+	if err != nil {
+		return nil, err // our own words: the setting or the endpoint refused
+	}
+	found, err := a.List(ctx, parking)
+	if err != nil {
+		return nil, fmt.Errorf("queues: the app's queue storage: %s", egress.Class(err))
+	}
+	return found, nil
 }

@@ -67,6 +67,7 @@ func (s *Server) routes() {
 	api.POST("/circuits", s.apiCircuitCreate, apiOperator)
 	api.GET("/circuits/:app/:function", s.apiCircuitShow)
 	api.GET("/circuits/:app/:function/host", s.apiCircuitHost)
+	api.GET("/apps/:app/queues", s.apiAppQueues)
 	api.PUT("/circuits/:app/:function", s.apiCircuitUpdate, apiOperator)
 	api.DELETE("/circuits/:app/:function", s.apiCircuitDelete, apiOperator)
 	api.POST("/circuits/:app/:function/trip", s.apiCircuitAction("trip"), apiOperator)

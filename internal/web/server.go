@@ -25,6 +25,7 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/otlp"
+	"github.com/fusebox/fusebox/internal/queues"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/static"
@@ -60,6 +61,9 @@ type (
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
 		SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (hostinsight.Snapshot, bool)
 		Break(ctx context.Context, app circuit.App, blob string) error
+	}
+	setAsideReader interface {
+		SetAside(ctx context.Context, app circuit.App, parking map[string]string) ([]queues.Found, error)
 	}
 	hostSampleReader interface {
 		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]storage.ConcurrencySample, error)
@@ -216,6 +220,9 @@ type CircuitDeps struct {
 	// HostSamples hold the hosts' learned concurrency over time; nil
 	// draws no history.
 	HostSamples hostSampleReader
+	// Queues reads the work apps set aside (poison and parking queues);
+	// nil shows none.
+	Queues setAsideReader
 }
 
 // JobDeps serve jobs, their runs and pings.

@@ -271,3 +271,28 @@ func (s *Source) SetAside(ctx context.Context, app circuit.App, parking map[stri
 	}
 	return found, nil
 }
+
+// MaxRequeue bounds one requeue request: a larger backlog is sent back in
+// several (a background run with progress on the page is still to come).
+const MaxRequeue = 1000
+
+// Requeue moves up to n messages of the app's queue from to the queue to,
+// as Account.Requeue does (each held for a minute while it moves), within
+// 30 s. The error says what kind of failure it was, never what the
+// server answered; what moved before it is in Moved.
+func (s *Source) Requeue(ctx context.Context, app circuit.App, from, to string, n int) (Moved, error) {
+	if app.HostStorage == "" {
+		return Moved{}, ErrNoStorage
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	a, err := Open(app.HostStorage, s.Credential, s.Transport, s.Endpoints)
+	if err != nil {
+		return Moved{}, err
+	}
+	moved, err := a.Requeue(ctx, from, to, min(n, MaxRequeue), time.Minute)
+	if err != nil {
+		return moved, fmt.Errorf("queues: the app's queue storage: %s", egress.Class(err))
+	}
+	return moved, nil
+}

@@ -68,6 +68,7 @@ func (s *Server) routes() {
 	api.GET("/circuits/:app/:function", s.apiCircuitShow)
 	api.GET("/circuits/:app/:function/host", s.apiCircuitHost)
 	api.GET("/apps/:app/queues", s.apiAppQueues)
+	api.POST("/apps/:app/queues/:queue/requeue", s.apiAppQueueRequeue, apiOperator)
 	api.PUT("/circuits/:app/:function", s.apiCircuitUpdate, apiOperator)
 	api.DELETE("/circuits/:app/:function", s.apiCircuitDelete, apiOperator)
 	api.POST("/circuits/:app/:function/trip", s.apiCircuitAction("trip"), apiOperator)

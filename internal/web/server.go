@@ -64,6 +64,7 @@ type (
 	}
 	setAsideReader interface {
 		SetAside(ctx context.Context, app circuit.App, parking map[string]string) ([]queues.Found, error)
+		Requeue(ctx context.Context, app circuit.App, from, to string, n int) (queues.Moved, error)
 	}
 	hostSampleReader interface {
 		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]storage.ConcurrencySample, error)

@@ -197,6 +197,7 @@ type Evaluator struct {
 	keeper   lease.Fence // the books' lease while this instance holds it
 	// countedUntil is the time up to which transitions are in the totals.
 	countedUntil time.Time
+	tenureFrom   time.Time            // the books' tenure counts flips from here on
 	counted      map[string]time.Time // flips counted lately, by circuit and episode: a flip at the edge counts once
 	local        Tally                // this instance's own switch calls, for its metrics
 
@@ -535,6 +536,10 @@ func (e *Evaluator) remember(circuits []Circuit, counts map[string]Counts, apps 
 	e.mu.Unlock()
 }
 
+// countMargin is how far before the last count the books look again for
+// flips decided then and written since.
+const countMargin = 10 * time.Second
+
 // decisionAge bounds the time between a tick's reads and a transition it
 // writes. The circuit's version already refuses a decision once anyone
 // moved the circuit; this refuses one that is merely old.
@@ -548,6 +553,7 @@ func (e *Evaluator) loadTally(ctx context.Context, now time.Time) {
 	defer e.mu.Unlock()
 	// With no totals stored, the last minute's transitions are counted.
 	e.loaded, e.countedUntil, e.counted = true, now.Add(-time.Minute), map[string]time.Time{}
+	defer func() { e.tenureFrom = e.countedUntil }()
 	if err != nil {
 		e.s.Logger.Warn("could not read the stored totals; counting from zero", "error", err)
 		return
@@ -569,7 +575,14 @@ func (e *Evaluator) loadTally(ctx context.Context, now time.Time) {
 // this tick settled, its own transitions included.
 func (e *Evaluator) countTransitions(ctx context.Context, circuits []Circuit, now time.Time) {
 	e.mu.Lock()
-	since := e.countedUntil
+	// A flip carries the time its change was decided, which can be a
+	// moment before it was written (a report's check, a paused tick): look
+	// back a margin, within this tenure, and count each flip once by its
+	// episode.
+	since := e.countedUntil.Add(-countMargin)
+	if since.Before(e.tenureFrom) {
+		since = e.tenureFrom
+	}
 	e.mu.Unlock()
 	for _, c := range circuits {
 		if c.ChangedAt.Before(since) {

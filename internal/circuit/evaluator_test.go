@@ -727,3 +727,27 @@ func TestOnlyAReportThatMayTripIsCheckedAndItTripsAtOnce(t *testing.T) {
 		t.Errorf("reason %q, want the count read afresh (101)", c.Reason)
 	}
 }
+
+// A flip carries the time its change was decided, which can come a moment
+// before it is written (a report's check decides, a tick counts, then the
+// check writes). The books still count it, once.
+func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
+	r := newRig(t)
+	r.tick() // the books counted up to now
+	decided := r.clock.Now().Add(-2 * time.Second)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, func() time.Time { return decided })
+	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "decided two seconds before it was written"); err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		r.clock.Advance(time.Second)
+		r.tick()
+	}
+	st, err := r.store.Status.Evaluator(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Tally.Trips["orders"][circuit.ActorOperator]; n != 1 {
+		t.Errorf("the books count %d trips by an operator, want 1: %+v", n, st.Tally.Trips)
+	}
+}

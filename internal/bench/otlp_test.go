@@ -226,9 +226,7 @@ func BenchmarkAPITripLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	putCircuits(b, st, nCircuits, 100, circuit.Rule{})
-	// Circuits are long-lived: let their rows age past the margin of the
-	// incremental reads, as in newWorldWith.
-	time.Sleep(11 * time.Second)
+	agePastMargin()
 	stopLoad := backgroundLoad(ctx, b, st, nCircuits, storage.Report{Count: 2})
 	defer stopLoad()
 	waitTicks(ctx, b, st, 3)

@@ -219,8 +219,12 @@ type Evaluator struct {
 	hints    map[string]map[string]bool // by app: functions a tick saw lagging
 }
 
-// NewEvaluator fills defaults.
+// NewEvaluator fills defaults. Claims has none: without it no switch call
+// could be made safely beside other instances.
 func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
+	if s.Claims == nil {
+		panic("circuit: EvaluatorSettings.Claims is required")
+	}
 	if s.Interval <= 0 {
 		s.Interval = time.Second
 	}
@@ -359,12 +363,7 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 		}
 		return // or another instance, or the tick, made it first
 	}
-	e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason, "by", "report")
-	callCtx := ctx
-	if e.s.OnTransition != nil {
-		callCtx = e.s.OnTransition(ctx, next, *fl)
-	}
-	e.dispatch(callCtx, appID, apps, []Circuit{next}, nil, false, now)
+	e.dispatch(e.announce(ctx, next, *fl, "report"), appID, apps, []Circuit{next}, nil, false, now)
 	// A tick now, not a second later: on the keeper of the books it counts
 	// the trip from the flip log and stores the status the pages read.
 	e.wakeUp()
@@ -477,10 +476,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 				settled = append(settled, c)
 				continue
 			}
-			e.s.Logger.Info("circuit changed", "circuit", c.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason)
-			if e.s.OnTransition != nil {
-				traced[c.ID()] = e.s.OnTransition(ctx, next, *fl)
-			}
+			traced[c.ID()] = e.announce(ctx, next, *fl, "tick")
 		}
 		byApp[next.AppID] = append(byApp[next.AppID], next)
 		settled = append(settled, next)
@@ -523,6 +519,16 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// announce logs a transition this instance wrote and returns the context
+// its switch call runs in (OnTransition's: the trip's trace).
+func (e *Evaluator) announce(ctx context.Context, next Circuit, fl Flip, by string) context.Context {
+	e.s.Logger.Info("circuit changed", "circuit", next.ID(), "from", fl.From.String(), "to", fl.To.String(), "episode", fl.Episode, "reason", fl.Reason, "by", by)
+	if e.s.OnTransition != nil {
+		return e.s.OnTransition(ctx, next, fl)
+	}
+	return ctx
 }
 
 // remember keeps what this tick counted, for Nudge.

@@ -7,9 +7,10 @@ import (
 
 // Tally is the breaker's state for metrics: circuits by state, the ones
 // not closed, and running totals of trips, resumes and trigger switches.
-// The evaluator keeps it under its lease and stores it, so every instance
-// exports the same figures whichever one a scrape reaches, and a new
-// leader carries the totals on.
+// The keeper of the evaluator's books stores it, so every instance exports
+// the same figures whichever one a scrape reaches, and a new keeper
+// carries the totals on. Switch calls are counted per instance instead
+// (Evaluator.Applies).
 type Tally struct {
 	At        time.Time
 	ByState   map[string]map[string]int   // app -> state -> circuits
@@ -21,10 +22,6 @@ type Tally struct {
 	// ApplyBuckets, with the sum.
 	Applies      map[string]map[string]int64
 	ApplyLatency map[string]*Histogram
-	// Episodes is what the tally has seen of each circuit, so a transition
-	// made elsewhere (an operator, a link) is counted once. Kept in memory
-	// only: a new leader counts from what it first sees.
-	Episodes map[string]int64 `json:"-"`
 }
 
 // NotClosed is a circuit whose trigger is off or on trial.
@@ -82,11 +79,11 @@ func (h *Histogram) Observe(seconds float64) {
 // NewTally is an empty tally.
 func NewTally() Tally {
 	return Tally{ByState: map[string]map[string]int{}, Trips: map[string]map[string]int64{}, Resumes: map[string]map[string]int64{},
-		Applies: map[string]map[string]int64{}, ApplyLatency: map[string]*Histogram{}, Episodes: map[string]int64{}}
+		Applies: map[string]map[string]int64{}, ApplyLatency: map[string]*Histogram{}}
 }
 
 func (t *Tally) fill() {
-	if t.ByState == nil || t.Trips == nil || t.Resumes == nil || t.Applies == nil || t.ApplyLatency == nil || t.Episodes == nil {
+	if t.ByState == nil || t.Trips == nil || t.Resumes == nil || t.Applies == nil || t.ApplyLatency == nil {
 		n := NewTally()
 		if t.Trips != nil {
 			n.Trips = t.Trips
@@ -99,9 +96,6 @@ func (t *Tally) fill() {
 		}
 		if t.ApplyLatency != nil {
 			n.ApplyLatency = t.ApplyLatency
-		}
-		if t.Episodes != nil {
-			n.Episodes = t.Episodes
 		}
 		n.At, n.NotClosed = t.At, t.NotClosed
 		*t = n
@@ -146,7 +140,6 @@ func (t *Tally) CountApply(kind SwitchKind, err error, took time.Duration) {
 func (t *Tally) Settle(circuits []Circuit, now time.Time) {
 	t.fill()
 	t.At, t.ByState, t.NotClosed = now, map[string]map[string]int{}, nil
-	seen := make(map[string]int64, len(circuits))
 	for _, c := range circuits {
 		if t.ByState[c.AppID] == nil {
 			t.ByState[c.AppID] = map[string]int{}
@@ -155,7 +148,5 @@ func (t *Tally) Settle(circuits []Circuit, now time.Time) {
 		if c.State != Closed && len(t.NotClosed) < MaxNotClosed {
 			t.NotClosed = append(t.NotClosed, NotClosed{App: c.AppID, Function: c.Function, State: c.State.String(), Since: c.ChangedAt})
 		}
-		seen[c.ID()] = c.Episode
 	}
-	t.Episodes = seen
 }

@@ -196,32 +196,6 @@ func (a *Account) Requeue(ctx context.Context, from, to string, n int, hold time
 	return done, ctx.Err()
 }
 
-// Delete removes up to n messages from the head of queue, each taken with
-// a short hold and deleted with its receipt.
-func (a *Account) Delete(ctx context.Context, queue string, n int) (int, error) {
-	if !setaside.ValidQueueName(queue) {
-		return 0, fmt.Errorf("queues: %q is not a queue name", queue)
-	}
-	q := a.client.NewQueueClient(queue)
-	secs := int32(30)
-	deleted := 0
-	for deleted < n && ctx.Err() == nil {
-		got, err := q.DequeueMessage(ctx, &azqueue.DequeueMessageOptions{VisibilityTimeout: &secs})
-		if err != nil {
-			return deleted, fmt.Errorf("queues: take from %s: %w", queue, err)
-		}
-		if len(got.Messages) == 0 || got.Messages[0] == nil {
-			return deleted, nil
-		}
-		m := got.Messages[0]
-		if _, err := q.DeleteMessage(ctx, deref(m.MessageID), deref(m.PopReceipt), nil); err != nil {
-			return deleted, fmt.Errorf("queues: delete from %s: %w", queue, err)
-		}
-		deleted++
-	}
-	return deleted, ctx.Err()
-}
-
 func deref(s *string) string {
 	if s == nil {
 		return ""

@@ -16,6 +16,22 @@ import (
 	"github.com/fusebox/fusebox/internal/setaside"
 )
 
+// appWithQueues is the app the path names, when Fusebox reads its own
+// storage; a 404 that says why otherwise.
+func (s *Server) appWithQueues(c echo.Context) (circuit.App, error) {
+	app, err := s.AppStore.Get(c.Request().Context(), c.Param("app"))
+	if errors.Is(err, circuit.ErrNotFound) {
+		return app, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
+	}
+	if err != nil {
+		return app, err
+	}
+	if s.Queues == nil || app.HostStorage == "" {
+		return app, echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
+	}
+	return app, nil
+}
+
 type setAsideJSON struct {
 	Name     string     `json:"name"`
 	Kind     string     `json:"kind"`
@@ -30,20 +46,11 @@ type setAsideJSON struct {
 // age, read from the queues' properties, never by reading them all.
 func (s *Server) apiAppQueues(c echo.Context) error {
 	ctx := c.Request().Context()
-	app, err := s.AppStore.Get(ctx, c.Param("app"))
-	if errors.Is(err, circuit.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
-	}
+	app, err := s.appWithQueues(c)
 	if err != nil {
 		return err
 	}
-	if s.Queues == nil || app.HostStorage == "" {
-		return echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
-	}
 	found, err := s.Queues.SetAside(ctx, app, nil)
-	if errors.Is(err, queues.ErrNoStorage) {
-		return echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
-	}
 	if err != nil {
 		// A class of failure, in Fusebox's words (queues.Source).
 		return echo.NewHTTPError(http.StatusBadGateway, "The app's queue storage could not be read: "+err.Error()).SetInternal(err)
@@ -102,15 +109,9 @@ func (s *Server) apiAppQueueRequeue(c echo.Context) error {
 		n = queues.MaxRequeue
 	}
 	ctx := c.Request().Context()
-	app, err := s.AppStore.Get(ctx, c.Param("app"))
-	if errors.Is(err, circuit.ErrNotFound) {
-		return echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
-	}
+	app, err := s.appWithQueues(c)
 	if err != nil {
 		return err
-	}
-	if s.Queues == nil || app.HostStorage == "" {
-		return echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
 	}
 	moved, rerr := s.Queues.Requeue(ctx, app, from, to, n)
 	p, _ := principal(c)

@@ -29,6 +29,7 @@ func Steps() []migrate.Step {
 		{Version: 7, Name: "create the alert channels table", Apply: createTables(storage.TableChannels)},
 		{Version: 8, Name: "create the host samples table", Apply: createTables(storage.TableHostSamples)},
 		{Version: 9, Name: "create the OpenTelemetry arrivals table", Apply: createTables(storage.TableArrivals)},
+		{Version: 10, Name: "create the set-aside queues table", Apply: createTables(storage.TableSetAside)},
 	}
 }
 

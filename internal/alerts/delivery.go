@@ -137,11 +137,12 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 	}
 	d := delivery{kind: kind}
 	isJob := strings.HasPrefix(m.Circuit, JobPrefix)
+	isQueue := strings.HasPrefix(m.Circuit, SetAsidePrefix)
 	var (
 		c   circuit.Circuit
 		app circuit.App
 	)
-	if !isJob {
+	if !isJob && !isQueue {
 		var ok bool
 		c, ok = circuits[m.Circuit]
 		if !ok || (m.Kind != KindFlapping && c.Episode != m.Episode) {
@@ -168,6 +169,10 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 				return fmt.Errorf("%w: no one writes mail about jobs here", ErrPermanent)
 			case isJob:
 				mail, err = s.s.Jobs.ComposeJob(ctx, m)
+			case isQueue && s.s.SetAside == nil:
+				return fmt.Errorf("%w: no one writes mail about set-aside queues here", ErrPermanent)
+			case isQueue:
+				mail, err = s.s.SetAside.ComposeSetAside(ctx, m)
 			default:
 				mail, err = s.composer.Compose(m, c, app)
 			}
@@ -185,9 +190,14 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 	d.send = func(ctx context.Context) error {
 		var n Notice
 		var err error
-		if isJob {
+		switch {
+		case isJob:
 			n, err = s.s.Notices.JobNotice(ctx, m)
-		} else {
+		case isQueue && s.s.SetAside == nil:
+			return fmt.Errorf("%w: no one writes notices about set-aside queues here", ErrPermanent)
+		case isQueue:
+			n, err = s.s.SetAside.SetAsideNotice(ctx, m)
+		default:
 			n, err = s.s.Notices.Notice(m, c, app)
 		}
 		if err != nil {

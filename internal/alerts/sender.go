@@ -44,6 +44,9 @@ type SenderSettings struct {
 	Logger      *slog.Logger
 	// Jobs writes mail about jobs; nil leaves such mail undelivered.
 	Jobs JobMailer
+	// SetAside writes mail and notices about set-aside queues; nil fails
+	// them.
+	SetAside SetAsideWriter
 	// Channels, Poster and Notices deliver to channels; with any of them
 	// nil only direct mail addresses and mail channels are served.
 	Channels Channels

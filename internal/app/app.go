@@ -4,6 +4,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"errors"
@@ -43,6 +44,7 @@ import (
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/queues"
 	"github.com/fusebox/fusebox/internal/sealed"
+	"github.com/fusebox/fusebox/internal/sendback"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
 	"github.com/fusebox/fusebox/internal/switches/appservice"
@@ -71,6 +73,9 @@ type Options struct {
 	ARMTransport  policy.Transporter
 	// HostInsightTTL is how long an app's host snapshot is reused; default 15s.
 	HostInsightTTL time.Duration
+	// SetAsideEvery is how often apps' poison and parking queues are
+	// looked at; default 30s.
+	SetAsideEvery time.Duration
 	// WrapHandler, when set, wraps the web handler: tests check every API
 	// answer against docs/openapi.yaml with it.
 	WrapHandler func(http.Handler) http.Handler
@@ -99,8 +104,12 @@ type App struct {
 	sender    *alerts.Sender
 	verifier  *circuit.Verifier
 	hosts     *hostinsight.Source
-	hubs      *eventhub.Reader
-	arrivals  *otlp.Arrivals
+	queues    *queues.Source
+	// setAsideEvery is how often the set-aside queues are looked at.
+	setAsideEvery time.Duration
+	stopLife      context.CancelFunc // ends background send-backs
+	hubs          *eventhub.Reader
+	arrivals      *otlp.Arrivals
 
 	loopsRegistered atomic.Bool
 	wrap            func(http.Handler) http.Handler
@@ -268,6 +277,8 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	endpoints := egress.Endpoints{Cloud: egress.Clouds[cfg.AzureCloud], Development: cfg.Env == config.Development}
 	hubs := &eventhub.Reader{Credential: insightCred, Endpoints: endpoints, Policy: outbound}
 	hostSource := &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs}
+	queueSource := &queues.Source{Credential: insightCred, Transport: outbound.Transporter(), Endpoints: endpoints}
+	sendBack := &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: now, Logger: o.Logger}
 	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
 	smtp := notify.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
 	poster := notify.Poster{Now: now, Client: outbound.Client(5 * time.Second)}
@@ -285,7 +296,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Actions: actions,
 			Reports: reports, OTLP: telemetryIn, Arrivals: store.Arrivals, Window: store.Failures.Reader(), Rates: store.Rates, Status: store.Status,
 			Links: signer, Outbox: store.Outbox, FunctionLister: router, Hosting: router, HostInsight: hostSource, HostSamples: store.HostSamples,
-			Queues: &queues.Source{Credential: insightCred, Transport: outbound.Transporter(), Endpoints: endpoints}},
+			Queues: queueSource, Kept: store.SetAside, SendBack: sendBack},
 		JobDeps: web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status,
 			TestChannel: channelTester(cfg, smtp, poster, now)},
@@ -304,7 +315,10 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		OnTransition: traceTransition,
 	})
 	verifier := circuit.NewVerifier(storage.EvaluatorStore{Store: store}, router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger})
-	a := &App{verifier: verifier, hosts: hostSource, hubs: hubs, arrivals: arrivals, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
+	// Send-backs running in the background end with the instance (Serve).
+	life, stopLife := context.WithCancel(context.WithoutCancel(ctx))
+	sendBack.Life = life
+	a := &App{stopLife: stopLife, queues: queueSource, setAsideEvery: cmp.Or(o.SetAsideEvery, 30*time.Second), verifier: verifier, hosts: hostSource, hubs: hubs, arrivals: arrivals, stopTracing: stopTracing, cfg: cfg, log: o.Logger, clock: o.Clock, now: now, Store: store, Metrics: m, Web: srv, Locker: locker, evaluator: evaluator,
 		scanner: jobs.NewScanner(storage.ScannerStore{Store: store}, o.Clock, o.Logger)}
 	a.wrap = o.WrapHandler
 	a.phase = time.Duration(mathrand.Int64N(int64(evaluator.Interval())))
@@ -361,7 +375,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
 	a.sender = alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
-			Jobs: jobWords, Channels: store.Channels, Poster: poster, Notices: noticeComposer{composer, jobWords},
+			Jobs: jobWords, SetAside: wording.SetAsideComposer{Kept: store.SetAside, BaseURL: cfg.BaseURL, Now: now}, Channels: store.Channels, Poster: poster, Notices: noticeComposer{composer, jobWords},
 			Health: store.Status.DeliveryOf(locker.Identity()), Observe: m.ObserveNotification})
 	if err := a.ensureLoopJobs(ctx); err != nil {
 		// Not migrated yet, most likely; the loops' first passes try again.
@@ -469,6 +483,7 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 	})
 	g.Go(func() error {
 		<-ctx.Done()
+		a.stopLife()
 		closing, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 		defer cancel()
 		a.hubs.Close(closing)
@@ -555,7 +570,8 @@ var (
 	loopScanner   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000006", Name: "Fusebox: job scanner", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopVerifier  = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000007", Name: "Fusebox: trigger verifier", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
 	loopSampler   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000008", Name: "Fusebox: host sampler", Schedule: "0 */5 * * * *", Grace: 5 * time.Minute}
-	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner, loopVerifier, loopSampler}
+	loopWatcher   = jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000009", Name: "Fusebox: set-aside watcher", Schedule: "0 * * * * *", Grace: 2 * time.Minute}
+	loopJobs      = []jobs.Job{loopPruner, loopRollup, loopSweeper, loopEvaluator, loopSender, loopScanner, loopVerifier, loopSampler, loopWatcher}
 )
 
 // EvaluatorLoop is the name under which the evaluator's health is kept.
@@ -584,6 +600,8 @@ func (a *App) loops() []leasedLoop {
 		// The verifier reads what each host reports after a switch wrote,
 		// every 5 s, until it agrees.
 		{"circuits/verifier", loop.Loop{Name: "trigger_verifier", JobID: loopVerifier.ID, Every: 5 * time.Second, RecordEvery: time.Minute, Pass: a.verifier.Pass}},
+		// The watcher looks at apps' poison and parking queues.
+		{"setaside/watcher", loop.Loop{Name: "setaside_watcher", JobID: loopWatcher.ID, Every: a.setAsideEvery, RecordEvery: time.Minute, Pass: a.watchSetAside}},
 		// The sampler keeps each app's learned concurrency every 5 minutes.
 		{"host/sampler", loop.Loop{Name: "host_sampler", JobID: loopSampler.ID, Every: 5 * time.Minute, Pass: a.sampleHosts}},
 		{"jobs/scanner", loop.Loop{Name: "jobs_scanner", JobID: loopScanner.ID, Every: 30 * time.Second, Phase: 15 * time.Second, Pass: a.scanner.Pass}},

@@ -116,6 +116,9 @@ type Options struct {
 	// Log, when set, gets every log line at INFO and above, besides the
 	// test log's warnings.
 	Log io.Writer
+	// SetAsideEvery is how often set-aside queues are looked at
+	// (app.Options).
+	SetAsideEvery time.Duration
 }
 
 // StartWith is Start with options.
@@ -134,14 +137,14 @@ func StartWith(t testing.TB, env map[string]string, o Options) *Server {
 	if o.ARMTransport != nil {
 		transport = shielded{o.ARMTransport}
 	}
-	s := start(t, env, clk, cred, transport, o.HostInsightTTL, o.Log)
+	s := start(t, env, clk, cred, transport, o)
 	if !o.RealClock {
 		s.Clock = fake
 	}
 	return s
 }
 
-func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter, hostTTL time.Duration, logTo io.Writer) *Server {
+func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter, o Options) *Server {
 	t.Helper()
 	if hashed == "" {
 		h, err := auth.HashPassword(Password)
@@ -175,11 +178,11 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		t.Fatal(err)
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if logTo != nil {
-		log = slog.New(slog.NewTextHandler(io.MultiWriter(logTo, warnings{testWriter{t}}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+	if o.Log != nil {
+		log = slog.New(slog.NewTextHandler(io.MultiWriter(o.Log, warnings{testWriter{t}}), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
-		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: hostTTL, WrapHandler: newContract(t).wrap})
+		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: o.HostInsightTTL, SetAsideEvery: o.SetAsideEvery, WrapHandler: newContract(t).wrap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/words"
 )
 
@@ -95,6 +96,10 @@ type App struct {
 	// string with Listen rights, or the namespace's host name read with
 	// Fusebox's managed identity; empty: no lag is shown. A secret.
 	EventHubs string
+	// SetAsideLimit is how many messages a poison or parking queue of the
+	// app may gain in an hour before people are told it grows; 0: the
+	// default (setaside.DefaultGrowthLimit).
+	SetAsideLimit int
 	// HostID overrides the host id derived from the site name
 	// (AzureFunctionsWebHost__hostid, when the app sets one).
 	HostID string
@@ -211,7 +216,13 @@ type Circuit struct {
 	// so its page shows its own checkpoints; empty: every checkpoint in the
 	// app's storage, unattributed.
 	EventHub string
-	Policy   Policy
+	// Queue is the queue that triggers the function, for a queue-triggered
+	// one: the host sets its poison messages aside in "<Queue>-poison".
+	Queue string
+	// Parking is the queue the function's own code parks events it gave
+	// up on, so the stream goes on (the seed's pattern for Event Hubs).
+	Parking string
+	Policy  Policy
 	// Shadow disarms the switch: the circuit counts, changes state, logs
 	// and alerts what it would do, but never moves the trigger. For
 	// rolling out a new circuit safely.
@@ -396,4 +407,22 @@ func (c Circuit) Consumes() HubRef {
 func (r HubRef) Matches(namespace, hub, group string) bool {
 	return strings.EqualFold(r.Hub, hub) && (r.Group == "" || strings.EqualFold(r.Group, group)) &&
 		(r.Namespace == "" || strings.EqualFold(r.Namespace, namespace))
+}
+
+// SetAsideOwners says, from the app's circuits, which function's work each
+// of its parking queues and poison queues holds.
+func SetAsideOwners(appID string, cs []Circuit) setaside.Owners {
+	o := setaside.Owners{Parking: map[string]string{}, Triggers: map[string]string{}}
+	for _, c := range cs {
+		if c.AppID != appID {
+			continue
+		}
+		if c.Parking != "" {
+			o.Parking[c.Parking] = c.Function
+		}
+		if c.Queue != "" {
+			o.Triggers[c.Queue] = c.Function
+		}
+	}
+	return o
 }

@@ -206,13 +206,15 @@ type Settings struct {
 	Recipients []string
 	Channels   []string
 	EventHub   string
+	Queue      string
+	Parking    string
 	Policy     Policy
 	Shadow     bool
 }
 
 func (s Settings) apply(c Circuit) Circuit {
 	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
-	c.Channels, c.EventHub = s.Channels, s.EventHub
+	c.Channels, c.EventHub, c.Queue, c.Parking = s.Channels, s.EventHub, s.Queue, s.Parking
 	return c
 }
 

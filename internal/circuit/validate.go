@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/trigger"
 	"github.com/fusebox/fusebox/internal/validation"
 	"github.com/fusebox/fusebox/internal/words"
@@ -82,6 +83,15 @@ func (c Circuit) Validate(app *App) error {
 	if len(c.EventHub) > 300 || strings.Count(c.EventHub, "/") > 2 || strings.Contains(c.EventHub, "//") {
 		add("event_hub", "must be a hub name, hub/consumer group, or namespace/hub/consumer group")
 	}
+	if c.Queue != "" && !setaside.ValidQueueName(c.Queue) {
+		add("queue", "must be a queue name: 3 to 63 lowercase letters, digits and single hyphens")
+	}
+	switch {
+	case c.Parking != "" && !setaside.ValidQueueName(c.Parking):
+		add("parking_queue", "must be a queue name: 3 to 63 lowercase letters, digits and single hyphens")
+	case c.Parking != "" && c.Parking == c.Queue:
+		add("parking_queue", "must not be the queue that triggers the function: what is parked there would run again at once")
+	}
 	for _, ch := range c.Channels {
 		if !ValidAppID(ch) {
 			add("channels", "%q is not a channel id", ch)
@@ -123,6 +133,9 @@ func (a App) Validate() error {
 	}
 	if a.Guardrail.MaxShare < 0 || a.Guardrail.MaxShare > 1 {
 		add("guardrail_share", "must be between 0 %% (no limit) and 100 %% of the app's circuits")
+	}
+	if a.SetAsideLimit < 0 || a.SetAsideLimit > 1_000_000 {
+		add("set_aside_limit", "must be a number of messages from 1 to 1000000, or empty for the default of %d", setaside.DefaultGrowthLimit)
 	}
 	if a.HostID != "" && !hostIDPattern.MatchString(a.HostID) {
 		// It names folders of the app's storage: a slash would read

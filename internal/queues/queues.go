@@ -62,9 +62,9 @@ type Found struct {
 }
 
 // List finds the set-aside queues (setaside.Classify, with the circuits'
-// parking queues) and their counts and ages: one properties read and one
+// parking queues and owners) and their counts and ages: one properties read and one
 // peek of one message per queue, never a read of what they hold.
-func (a *Account) List(ctx context.Context, parking map[string]string) ([]Found, error) {
+func (a *Account) List(ctx context.Context, owners setaside.Owners) ([]Found, error) {
 	var out []Found
 	pager := a.client.NewListQueuesPager(nil)
 	for pager.More() {
@@ -76,7 +76,7 @@ func (a *Account) List(ctx context.Context, parking map[string]string) ([]Found,
 			if q == nil || q.Name == nil {
 				continue
 			}
-			kind, ok := setaside.Classify(*q.Name, parking)
+			kind, ok := owners.Classify(*q.Name)
 			if !ok {
 				continue
 			}
@@ -149,49 +149,101 @@ func (a *Account) Peek(ctx context.Context, queue string, n, limit int) ([]Messa
 	return out, nil
 }
 
-// Moved is what a requeue did.
+// Moved is what a requeue or delete did.
 type Moved struct {
-	Moved int // put on the target and deleted from the source
+	Moved int // requeued: put on the target and deleted from the source; or deleted
 	// Doubled counts messages put on the target whose delete from the
 	// source failed: they are visible in the source again after the
 	// hold, and may be processed twice.
 	Doubled int
 }
 
-// Requeue moves up to n messages from one queue to another, one at a
-// time, so that none is lost whatever happens midway: each is taken with
-// a visibility timeout of hold (invisible to others; visible again by
-// itself if this process dies), a copy is put on the target, and only then
-// is it deleted with the receipt of that take. A crash after the put and
-// before the delete leaves the message in both queues: put twice, never
-// gone. It stops when the source is empty, after n, or when ctx ends.
-func (a *Account) Requeue(ctx context.Context, from, to string, n int, hold time.Duration) (Moved, error) {
+// Move says which messages a Move takes and where they go.
+type Move struct {
+	From string
+	To   string // "" deletes them
+	// IDs picks messages by id among those at the head of From (what a
+	// peek showed); nil takes every message, up to N.
+	IDs  []string
+	N    int
+	Hold time.Duration // how long a taken message stays invisible to others
+}
+
+// Move requeues (or deletes) messages so that none is lost whatever
+// happens midway: each is taken with a visibility timeout of Hold
+// (invisible to others; visible again by itself if this process dies), a
+// copy is put on the target, and only then is it deleted with the receipt
+// of that take. A crash after the put and before the delete leaves the
+// message in both queues: put twice, never gone. Messages are taken 32 at
+// a time; a taken message that was not picked is released at once. It
+// stops when the source is empty, after N, when every picked id is done
+// (picked ids are looked for in one take only: they were at the head), or
+// when ctx ends. progress, when not nil, is told after every batch.
+func (a *Account) Move(ctx context.Context, mv Move, progress func(Moved)) (Moved, error) {
 	var done Moved
-	if !setaside.ValidQueueName(from) || !setaside.ValidQueueName(to) {
-		return done, fmt.Errorf("queues: %q or %q is not a queue name", from, to)
+	if !setaside.ValidQueueName(mv.From) || (mv.To != "" && !setaside.ValidQueueName(mv.To)) {
+		return done, fmt.Errorf("queues: %q or %q is not a queue name", mv.From, mv.To)
 	}
-	if from == to {
+	if mv.From == mv.To {
 		return done, errors.New("queues: a queue cannot be requeued to itself")
 	}
-	src, dst := a.client.NewQueueClient(from), a.client.NewQueueClient(to)
-	secs := int32(max(hold/time.Second, 1))
+	src := a.client.NewQueueClient(mv.From)
+	var dst *azqueue.QueueClient
+	if mv.To != "" {
+		dst = a.client.NewQueueClient(mv.To)
+	}
+	picked := map[string]bool{}
+	for _, id := range mv.IDs {
+		picked[id] = true
+	}
+	n := mv.N
+	if mv.IDs != nil {
+		n = len(picked)
+	}
+	secs := int32(max(mv.Hold/time.Second, 1))
 	for done.Moved+done.Doubled < n && ctx.Err() == nil {
-		got, err := src.DequeueMessage(ctx, &azqueue.DequeueMessageOptions{VisibilityTimeout: &secs})
-		if err != nil {
-			return done, fmt.Errorf("queues: take from %s: %w", from, err)
+		want := int32(min(n-done.Moved-done.Doubled, MaxPeek))
+		if mv.IDs != nil {
+			want = MaxPeek
 		}
-		if len(got.Messages) == 0 || got.Messages[0] == nil {
+		got, err := src.DequeueMessages(ctx, &azqueue.DequeueMessagesOptions{NumberOfMessages: &want, VisibilityTimeout: &secs})
+		if err != nil {
+			return done, fmt.Errorf("queues: take from %s: %w", mv.From, err)
+		}
+		if len(got.Messages) == 0 {
 			return done, nil // empty
 		}
-		m := got.Messages[0]
-		if _, err := dst.EnqueueMessage(ctx, deref(m.MessageText), nil); err != nil {
-			return done, fmt.Errorf("queues: put on %s: %w (the message is back in %s after %s)", to, err, from, hold)
+		for _, m := range got.Messages {
+			if m == nil {
+				continue
+			}
+			id, receipt := deref(m.MessageID), deref(m.PopReceipt)
+			if mv.IDs != nil && !picked[id] {
+				// Not picked: visible again now, not after the hold.
+				zero := int32(0)
+				_, _ = src.UpdateMessage(ctx, id, receipt, deref(m.MessageText), &azqueue.UpdateMessageOptions{VisibilityTimeout: &zero})
+				continue
+			}
+			if dst != nil {
+				if _, err := dst.EnqueueMessage(ctx, deref(m.MessageText), nil); err != nil {
+					return done, fmt.Errorf("queues: put on %s: %w (the message is back in %s after %s)", mv.To, err, mv.From, mv.Hold)
+				}
+			}
+			if _, err := src.DeleteMessage(ctx, id, receipt, nil); err != nil {
+				if dst == nil {
+					return done, fmt.Errorf("queues: delete from %s: %w (it is back after %s)", mv.From, err, mv.Hold)
+				}
+				done.Doubled++
+				return done, fmt.Errorf("queues: delete from %s after the put: %w (it is in both queues)", mv.From, err)
+			}
+			done.Moved++
 		}
-		if _, err := src.DeleteMessage(ctx, deref(m.MessageID), deref(m.PopReceipt), nil); err != nil {
-			done.Doubled++
-			return done, fmt.Errorf("queues: delete from %s after the put: %w (it is in both queues)", from, err)
+		if progress != nil {
+			progress(done)
 		}
-		done.Moved++
+		if mv.IDs != nil {
+			return done, nil // the head was looked at once
+		}
 	}
 	return done, ctx.Err()
 }
@@ -225,9 +277,17 @@ type Source struct {
 
 // SetAside lists the app's set-aside queues. An error says what kind of
 // failure it was (egress.Class), never what the server answered.
-func (s *Source) SetAside(ctx context.Context, app circuit.App, parking map[string]string) ([]Found, error) {
+func (s *Source) SetAside(ctx context.Context, app circuit.App, owners setaside.Owners) ([]Found, error) {
+	return read(ctx, s, app, func(ctx context.Context, a *Account) ([]Found, error) { return a.List(ctx, owners) })
+}
+
+// read opens the app's account and reads from it within the read
+// time-out; an error is the setting's or endpoint's refusal in Fusebox's
+// words, or the class of the failure (egress.Class), never the server's.
+func read[T any](ctx context.Context, s *Source, app circuit.App, f func(context.Context, *Account) (T, error)) (T, error) {
+	var zero T
 	if app.HostStorage == "" {
-		return nil, ErrNoStorage
+		return zero, ErrNoStorage
 	}
 	timeout := s.Timeout
 	if timeout <= 0 {
@@ -237,36 +297,51 @@ func (s *Source) SetAside(ctx context.Context, app circuit.App, parking map[stri
 	defer cancel()
 	a, err := Open(app.HostStorage, s.Credential, s.Transport, s.Endpoints)
 	if err != nil {
-		return nil, err // our own words: the setting or the endpoint refused
+		return zero, err
 	}
-	found, err := a.List(ctx, parking)
+	out, err := f(ctx, a)
 	if err != nil {
-		return nil, fmt.Errorf("queues: the app's queue storage: %s", egress.Class(err))
+		return zero, fmt.Errorf("queues: the app's queue storage: %s", egress.Class(err))
 	}
-	return found, nil
+	return out, nil
 }
 
-// MaxRequeue bounds one requeue request: a larger backlog is sent back in
-// several (a background run with progress on the page is still to come).
+// MaxRequeue bounds one request of the API: a larger backlog is sent
+// back from the queue's page, in the background (Source.Run).
 const MaxRequeue = 1000
 
-// Requeue moves up to n messages of the app's queue from to the queue to,
-// as Account.Requeue does (each held for a minute while it moves), within
-// 30 s. The error says what kind of failure it was, never what the
-// server answered; what moved before it is in Moved.
-func (s *Source) Requeue(ctx context.Context, app circuit.App, from, to string, n int) (Moved, error) {
+// Move requeues or deletes messages of the app's queue, as Account.Move
+// does (each held for a minute while it moves), within 30 s. The error
+// says what kind of failure it was, never what the server answered; what
+// moved before it is in Moved.
+func (s *Source) Move(ctx context.Context, app circuit.App, mv Move) (Moved, error) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	return s.Run(ctx, app, mv, nil)
+}
+
+// Run is Move with no time limit but ctx's, telling progress after every
+// batch: for runs in the background.
+func (s *Source) Run(ctx context.Context, app circuit.App, mv Move, progress func(Moved)) (Moved, error) {
 	if app.HostStorage == "" {
 		return Moved{}, ErrNoStorage
 	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
 	a, err := Open(app.HostStorage, s.Credential, s.Transport, s.Endpoints)
 	if err != nil {
 		return Moved{}, err
 	}
-	moved, err := a.Requeue(ctx, from, to, min(n, MaxRequeue), time.Minute)
+	if mv.Hold == 0 {
+		mv.Hold = time.Minute
+	}
+	moved, err := a.Move(ctx, mv, progress)
 	if err != nil {
 		return moved, fmt.Errorf("queues: the app's queue storage: %s", egress.Class(err))
 	}
 	return moved, nil
+}
+
+// Peek shows up to n messages at the head of the app's queue, bodies cut
+// to limit runes, within the read time-out.
+func (s *Source) Peek(ctx context.Context, app circuit.App, queue string, n, limit int) ([]Message, error) {
+	return read(ctx, s, app, func(ctx context.Context, a *Account) ([]Message, error) { return a.Peek(ctx, queue, n, limit) })
 }

@@ -42,7 +42,8 @@ func stem(t *testing.T) string {
 	return "q" + hex.EncodeToString(b)
 }
 
-// put creates each queue and puts the bodies on the first.
+// put creates the queue, puts the bodies on it, and deletes it when the
+// test ends: every test's apps read the same account.
 func put(t *testing.T, c string, queue string, bodies ...string) {
 	t.Helper()
 	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, nil)
@@ -52,6 +53,7 @@ func put(t *testing.T, c string, queue string, bodies ...string) {
 	if _, err := qc.Create(t.Context(), nil); err != nil && !strings.Contains(err.Error(), "QueueAlreadyExists") {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { _, _ = qc.Delete(context.Background(), nil) })
 	for _, b := range bodies {
 		if _, err := qc.EnqueueMessage(t.Context(), b, nil); err != nil {
 			t.Fatal(err)
@@ -76,7 +78,7 @@ func TestSetAsideQueuesAreFoundWithCountAndAge(t *testing.T) {
 	put(t, c, s+"-parked", "parked")
 	put(t, c, s+"-empty-poison")
 	before := time.Now().Add(-time.Minute)
-	found, err := open(t, c, nil).List(t.Context(), map[string]string{s + "-parked": "ProcessOrders"})
+	found, err := open(t, c, nil).List(t.Context(), setaside.Owners{Parking: map[string]string{s + "-parked": "ProcessOrders"}, Triggers: map[string]string{s: "TakeOrders"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +94,7 @@ func TestSetAsideQueuesAreFoundWithCountAndAge(t *testing.T) {
 		count         int
 		hasOldestTime bool
 	}{
-		s + "-poison":       {setaside.Poison, s, "", 3, true},
+		s + "-poison":       {setaside.Poison, s, "TakeOrders", 3, true},
 		s + "-parked":       {setaside.Parking, "", "ProcessOrders", 1, true},
 		s + "-empty-poison": {setaside.Poison, s + "-empty", "", 0, false},
 	}
@@ -149,7 +151,7 @@ func TestARequeueMovesEveryMessageOnce(t *testing.T) {
 	put(t, c, s)
 	put(t, c, s+"-poison", bodies...)
 	a := open(t, c, nil)
-	moved, err := a.Requeue(t.Context(), s+"-poison", s, 1000, 30*time.Second)
+	moved, err := a.Move(t.Context(), queues.Move{From: s + "-poison", To: s, N: 1000, Hold: 30 * time.Second}, nil)
 	if err != nil || moved.Moved != 50 || moved.Doubled != 0 {
 		t.Fatalf("requeue: %+v, %v; want 50 moved", moved, err)
 	}
@@ -171,6 +173,45 @@ func TestARequeueMovesEveryMessageOnce(t *testing.T) {
 		if got[b] != 1 {
 			t.Errorf("%q arrived %d times", b, got[b])
 		}
+	}
+}
+
+// Picked messages go, the others stay where they were, visible at once:
+// a person chose three of five on the page.
+func TestOnlyThePickedMessagesAreRequeuedOrDeleted(t *testing.T) {
+	c := conn(t)
+	s := stem(t)
+	put(t, c, s)
+	put(t, c, s+"-poison", "a", "b", "c", "d", "e")
+	a := open(t, c, nil)
+	head, err := a.Peek(t.Context(), s+"-poison", 5, 0)
+	if err != nil || len(head) != 5 {
+		t.Fatalf("peek: %d, %v", len(head), err)
+	}
+	var batches []queues.Moved
+	moved, err := a.Move(t.Context(), queues.Move{From: s + "-poison", To: s, IDs: []string{head[0].ID, head[2].ID}, Hold: time.Minute},
+		func(m queues.Moved) { batches = append(batches, m) })
+	if err != nil || moved.Moved != 2 || len(batches) != 1 {
+		t.Fatalf("requeue of 2 picked: %+v, %v, progress %v", moved, err, batches)
+	}
+	if moved, err := a.Move(t.Context(), queues.Move{From: s + "-poison", IDs: []string{head[4].ID}, Hold: time.Minute}, nil); err != nil || moved.Moved != 1 {
+		t.Fatalf("delete of 1 picked: %+v, %v", moved, err)
+	}
+	left, err := a.Peek(t.Context(), s+"-poison", 32, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, m := range left {
+		bodies = append(bodies, m.Body.Text)
+	}
+	work, _ := a.Peek(t.Context(), s, 32, 0)
+	var requeued []string
+	for _, m := range work {
+		requeued = append(requeued, m.Body.Text)
+	}
+	if strings.Join(bodies, ",") != "b,d" || strings.Join(requeued, ",") != "a,c" {
+		t.Fatalf("poison queue holds %v (visible now), work queue %v; want [b d] and [a c], e deleted", bodies, requeued)
 	}
 }
 
@@ -214,7 +255,7 @@ func TestARequeueCutAfterThePutLosesNothing(t *testing.T) {
 	s := stem(t)
 	put(t, c, s)
 	put(t, c, s+"-poison", "order 1")
-	moved, err := open(t, c, dyingAfterPut{}).Requeue(t.Context(), s+"-poison", s, 10, time.Second)
+	moved, err := open(t, c, dyingAfterPut{}).Move(t.Context(), queues.Move{From: s + "-poison", To: s, N: 10, Hold: time.Second}, nil)
 	if err == nil || moved.Doubled != 1 || moved.Moved != 0 {
 		t.Fatalf("requeue: %+v, %v; want one message put and not deleted", moved, err)
 	}

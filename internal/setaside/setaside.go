@@ -120,3 +120,21 @@ func Read(raw string, limit int) Body {
 	b.Text = out.String()
 	return b
 }
+
+// Owners says whose work a queue holds, as the circuits' settings name
+// them: a parking queue's function, and the function a queue triggers
+// (whose poison queue is "<queue>-poison").
+type Owners struct {
+	Parking  map[string]string // parking queue → function
+	Triggers map[string]string // trigger queue → function
+}
+
+// Classify is Classify with the owners' parking queues, naming a poison
+// queue's function when its source queue triggers one.
+func (o Owners) Classify(name string) (Queue, bool) {
+	q, ok := Classify(name, o.Parking)
+	if ok && q.Kind == Poison {
+		q.Function = o.Triggers[q.Source]
+	}
+	return q, ok
+}

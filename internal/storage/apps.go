@@ -41,6 +41,7 @@ type appRow struct {
 	HostStorage    string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
 	HostID         string  // optional override of the derived host id
 	EventHubs      string  // Event Hubs connection string or namespace host, for lag (a secret)
+	SetAsideLimit  int32   // optional: growth in an hour of a set-aside queue that is told
 }
 
 func (r *appRow) secrets() map[string]*string {
@@ -60,6 +61,9 @@ func (r appRow) toApp() (circuit.App, error) {
 	if sw != circuit.SwitchARM && sw != circuit.SwitchLocal && sw != circuit.SwitchContainerApp {
 		return circuit.App{}, fmt.Errorf("storage: app %s: unknown switch %q", r.RowKey, r.Switch)
 	}
+	if r.SetAsideLimit < 0 {
+		return circuit.App{}, fmt.Errorf("storage: app %s: SetAsideLimit %d must not be negative", r.RowKey, r.SetAsideLimit)
+	}
 	if r.GuardrailMax < 0 || r.GuardrailShare < 0 || r.GuardrailShare > 1 {
 		return circuit.App{}, fmt.Errorf("storage: app %s: GuardrailMax %d must not be negative and GuardrailShare %v must be in [0, 1]", r.RowKey, r.GuardrailMax, r.GuardrailShare)
 	}
@@ -68,7 +72,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
 		Channels:    commaList(r.Channels),
-		HostStorage: r.HostStorage, HostID: r.HostID, EventHubs: r.EventHubs,
+		HostStorage: r.HostStorage, HostID: r.HostID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
 		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
@@ -130,7 +134,7 @@ func (a *Apps) row(app circuit.App) *appRow {
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
 		Channels:    strings.Join(app.Channels, ","),
-		HostStorage: app.HostStorage, HostID: app.HostID, EventHubs: app.EventHubs,
+		HostStorage: app.HostStorage, HostID: app.HostID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	sealSecrets(a.box, TableApps, row)

@@ -60,6 +60,8 @@ type circuitRow struct {
 	Recipients         string  // comma-separated addresses
 	Channels           string  // comma-separated channel ids
 	EventHub           string  // optional: hub[/consumer group] the function consumes
+	Queue              string  // optional: the queue that triggers it
+	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
 	Shadow             bool // the switch is disarmed: state and alerts only
 	CooldownSeconds    int32
@@ -112,7 +114,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
-		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub,
+		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub, Queue: r.Queue, Parking: r.Parking,
 		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
@@ -139,6 +141,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
 	r.FailureRatio, r.MinCalls, r.NoSuccess = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess
 	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
+	r.Queue, r.Parking = c.Queue, c.Parking
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow

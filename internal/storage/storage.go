@@ -32,6 +32,7 @@ const (
 	TableChannels    = "Channels"
 	TableHostSamples = "HostSamples"
 	TableArrivals    = "Arrivals"
+	TableSetAside    = "SetAside"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -55,6 +56,8 @@ type Store struct {
 	// HostSamples are the hosts' learned concurrency over time.
 	HostSamples *HostSamples
 	Arrivals    *Arrivals
+	// SetAside is what was last seen of apps' poison and parking queues.
+	SetAside *SetAside
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 }
@@ -79,6 +82,7 @@ func New(svc *tablestore.Service) *Store {
 		Channels:    &Channels{table: svc.Table(TableChannels), faults: faults},
 		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
 		Arrivals:    &Arrivals{table: svc.Table(TableArrivals), faults: faults},
+		SetAside:    &SetAside{table: svc.Table(TableSetAside), faults: faults},
 	}
 }
 

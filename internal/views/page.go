@@ -98,3 +98,11 @@ func until(now, t time.Time) string {
 
 // Ago is ago for handlers that build words for a page.
 func Ago(now, t time.Time) string { return ago(now, t) }
+
+// plural picks the word for n.
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}

@@ -34,6 +34,8 @@ type circuitJSON struct {
 	CooldownSeconds int        `json:"cooldown_seconds"`
 	Streak          int        `json:"trips_in_a_row"`
 	Shadow          bool       `json:"shadow"`
+	Queue           string     `json:"queue,omitempty"`
+	ParkingQueue    string     `json:"parking_queue,omitempty"`
 	TrialAt         *time.Time `json:"next_trial_at,omitempty"`
 	ChangedAt       time.Time  `json:"changed_at"`
 	Reason          string     `json:"reason"`
@@ -66,7 +68,7 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
-		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift}
+		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Queue: c.Queue, ParkingQueue: c.Parking}
 	if j.Channels == nil {
 		j.Channels = []string{}
 	}
@@ -143,6 +145,8 @@ type settingsJSON struct {
 	Recipients      []string `json:"recipients"`
 	Channels        []string `json:"channels"`
 	EventHub        string   `json:"event_hub"`
+	Queue           string   `json:"queue,omitempty"`
+	ParkingQueue    string   `json:"parking_queue,omitempty"`
 	AutoResume      bool     `json:"auto_resume"`
 	CooldownSeconds int      `json:"cooldown_seconds"`
 	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
@@ -150,7 +154,7 @@ type settingsJSON struct {
 }
 
 func (j settingsJSON) settings() circuit.Settings {
-	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub,
+	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
 		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }

@@ -1,135 +1,199 @@
 package web
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/queues"
 	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/storage"
 )
 
-// appWithQueues is the app the path names, when Fusebox reads its own
-// storage; a 404 that says why otherwise.
-func (s *Server) appWithQueues(c echo.Context) (circuit.App, error) {
-	app, err := s.AppStore.Get(c.Request().Context(), c.Param("app"))
+// setAsideOf is the app the path names and whose work each of its queues
+// holds, when Fusebox reads the app's own storage; a 404 that says why
+// otherwise. Only Fusebox's own tables are read.
+func (s *Server) setAsideOf(c echo.Context) (circuit.App, setaside.Owners, error) {
+	ctx := c.Request().Context()
+	app, err := s.AppStore.Get(ctx, c.Param("app"))
 	if errors.Is(err, circuit.ErrNotFound) {
-		return app, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
+		return app, setaside.Owners{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
 	}
 	if err != nil {
-		return app, err
+		return app, setaside.Owners{}, err
 	}
 	if s.Queues == nil || app.HostStorage == "" {
-		return app, echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
+		return app, setaside.Owners{}, echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
 	}
-	return app, nil
+	cs, err := s.Circuits.List(ctx)
+	if err != nil {
+		return app, setaside.Owners{}, err
+	}
+	return app, circuit.SetAsideOwners(app.ID, cs), nil
+}
+
+// setAsideQueue is the set-aside queue the path names, checked against
+// the app's owners before anything of the app's storage is read.
+func (s *Server) setAsideQueue(c echo.Context) (circuit.App, setaside.Queue, error) {
+	name := c.Param("queue")
+	if !setaside.ValidQueueName(name) {
+		return circuit.App{}, setaside.Queue{}, echo.NewHTTPError(http.StatusNotFound, "That is not a queue name.")
+	}
+	app, owners, err := s.setAsideOf(c)
+	if err != nil {
+		return app, setaside.Queue{}, err
+	}
+	q, ok := owners.Classify(name)
+	if !ok {
+		return app, q, echo.NewHTTPError(http.StatusNotFound, "Only a set-aside queue (<queue>-poison, webjobs-blobtrigger-poison, or a circuit's parking queue) is shown and sent back from here.")
+	}
+	return app, q, nil
 }
 
 type setAsideJSON struct {
-	Name     string     `json:"name"`
-	Kind     string     `json:"kind"`
-	Source   string     `json:"source,omitempty"`
-	Function string     `json:"function,omitempty"`
-	Count    int        `json:"count"`
-	Oldest   *time.Time `json:"oldest"` // null: empty
+	Name       string     `json:"name"`
+	Kind       string     `json:"kind"`
+	Source     string     `json:"source,omitempty"`
+	Function   string     `json:"function,omitempty"`
+	Count      int        `json:"count"`
+	Oldest     *time.Time `json:"oldest"`       // null: empty
+	GrewInHour *int       `json:"grew_in_hour"` // null: not watched yet
 }
 
-// apiAppQueues lists the work an app set aside: its poison (and blob
-// poison) queues, with how many messages each holds and the oldest one's
-// age, read from the queues' properties, never by reading them all.
+// apiAppQueues lists the work an app set aside: its poison, blob poison
+// and parking queues, with how many messages each holds and the oldest
+// one's age, read from the queues' properties, never by reading them all;
+// and how much each grew in the last hour, from what the watcher kept.
 func (s *Server) apiAppQueues(c echo.Context) error {
 	ctx := c.Request().Context()
-	app, err := s.appWithQueues(c)
+	app, owners, err := s.setAsideOf(c)
 	if err != nil {
 		return err
 	}
-	found, err := s.Queues.SetAside(ctx, app, nil)
+	found, err := s.Queues.SetAside(ctx, app, owners)
 	if err != nil {
 		// A class of failure, in Fusebox's words (queues.Source).
 		return echo.NewHTTPError(http.StatusBadGateway, "The app's queue storage could not be read: "+err.Error()).SetInternal(err)
 	}
+	kept := s.keptOf(c, app.ID)
+	now := s.Now()
 	out := struct {
 		ReadAt time.Time      `json:"read_at"`
 		Queues []setAsideJSON `json:"queues"`
-	}{ReadAt: s.Now(), Queues: []setAsideJSON{}}
+	}{ReadAt: now, Queues: []setAsideJSON{}}
 	for _, f := range found {
 		q := setAsideJSON{Name: f.Name, Kind: string(f.Kind), Source: f.Source, Function: f.Function, Count: f.Count}
 		if !f.Oldest.IsZero() {
 			oldest := f.Oldest.UTC()
 			q.Oldest = &oldest
 		}
+		for _, k := range kept.Queues {
+			if k.Name == f.Name {
+				k.Count = f.Count
+				g := k.Growth(now)
+				q.GrewInHour = &g
+			}
+		}
 		out.Queues = append(out.Queues, q)
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// apiAppQueueRequeue sends set-aside messages back to work: up to count
-// (at most queues.MaxRequeue) from a set-aside queue to its source queue,
-// or to the queue the body names, each taken, copied, then deleted, so that
-// none is lost if Fusebox stops midway (one may be put twice, and the
-// answer says how many were). An operator's action, with a reason, audited.
-func (s *Server) apiAppQueueRequeue(c echo.Context) error {
-	// What the request names is checked before anything is read.
-	from := c.Param("queue")
-	q, ok := setaside.Classify(from, nil)
-	if !ok {
-		return echo.NewHTTPError(http.StatusNotFound, "Only a set-aside queue (<queue>-poison, webjobs-blobtrigger-poison) is sent back from here.")
+// keptOf is what the watcher last saw of the app's queues; nothing when
+// it cannot be read (the page says so through its own read).
+func (s *Server) keptOf(c echo.Context, appID string) storage.AppSetAside {
+	if s.Kept == nil {
+		return storage.AppSetAside{AppID: appID}
 	}
-	var body struct {
-		To     string `json:"to"`
-		Count  int    `json:"count"`
-		Reason string `json:"reason"`
-	}
-	if err := c.Bind(&body); err != nil {
-		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"reason": "...", "count": 100, "to": "orders"}.`)
-	}
-	to := body.To
-	if to == "" {
-		to = q.Source
-	}
-	switch {
-	case strings.TrimSpace(body.Reason) == "" || len(body.Reason) > 500:
-		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": "Say why (1 to 500 characters): the audit log keeps it."})
-	case to == "":
-		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": "This queue has no source to go back to: name one in \"to\"."})
-	case !setaside.ValidQueueName(to) || to == from:
-		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": "\"to\" must be another queue's name: 3 to 63 lowercase letters, digits and single hyphens."})
-	case body.Count < 0:
-		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": "\"count\" must be positive, or left out for as many as one request moves."})
-	}
-	n := body.Count
-	if n == 0 || n > queues.MaxRequeue {
-		n = queues.MaxRequeue
-	}
-	ctx := c.Request().Context()
-	app, err := s.appWithQueues(c)
+	kept, err := s.Kept.OfApp(c.Request().Context(), appID)
 	if err != nil {
-		return err
+		s.Logger.Warn("set-aside queues not read", "app", appID, "error", err)
 	}
-	moved, rerr := s.Queues.Requeue(ctx, app, from, to, n)
-	p, _ := principal(c)
-	detail := fmt.Sprintf("%d moved from %s to %s", moved.Moved, from, to)
-	if moved.Doubled > 0 {
-		detail += fmt.Sprintf(", %d put on %s but still in %s (they may be processed twice)", moved.Doubled, to, from)
+	return kept
+}
+
+// sendBackRequest is what a requeue or delete asks for, checked before
+// anything is read: the API's and the page's.
+type sendBackRequest struct {
+	To     string   `json:"to"`
+	Count  int      `json:"count"`
+	IDs    []string `json:"ids"`
+	Reason string   `json:"reason"`
+}
+
+// maxIDLength bounds a message id a request names (the service's are
+// GUIDs).
+const maxIDLength = 100
+
+// check says what is wrong with the request, in words for its sender;
+// delete requests name no target.
+func (r sendBackRequest) check(from string, requeue bool) string {
+	switch {
+	case strings.TrimSpace(r.Reason) == "" || len(r.Reason) > 500:
+		return "Say why (1 to 500 characters): the audit log keeps it."
+	case requeue && r.To == "":
+		return "This queue has no source to go back to: name one in \"to\"."
+	case requeue && (!setaside.ValidQueueName(r.To) || r.To == from):
+		return "\"to\" must be another queue's name: 3 to 63 lowercase letters, digits and single hyphens."
+	case r.Count < 0:
+		return "\"count\" must be positive, or left out for as many as one request moves."
+	case len(r.IDs) > queues.MaxPeek:
+		return "Pick at most 32 messages (those a peek shows), or none to take from the head."
 	}
-	if rerr != nil {
-		detail += "; stopped: " + rerr.Error()
+	for _, id := range r.IDs {
+		if id == "" || len(id) > maxIDLength {
+			return "Each of \"ids\" must be a message id from a peek."
+		}
 	}
-	if err := s.Audit.Append(context.WithoutCancel(ctx), audit.Entry{At: s.Now(), Actor: p.Name, Action: "requeued", Target: app.ID + "/" + from, Detail: detail + ". Reason: " + body.Reason}); err != nil {
-		return err
+	return ""
+}
+
+// apiAppQueueAction requeues (to the source queue, or to the queue the body
+// names) or deletes set-aside messages: the picked ids, or up to count (at
+// most queues.MaxRequeue) from the head, each taken, copied, then deleted,
+// so that none is lost if Fusebox stops midway (one may be put twice, and
+// the answer says how many were). An operator's action, with a reason,
+// audited.
+func (s *Server) apiAppQueueAction(requeue bool) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		var body sendBackRequest
+		if err := c.Bind(&body); err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"reason": "...", "count": 100, "ids": ["..."], "to": "orders"}.`)
+		}
+		app, q, err := s.setAsideQueue(c)
+		if err != nil {
+			return err
+		}
+		if !requeue {
+			body.To = ""
+		} else if body.To == "" {
+			body.To = q.Source
+		}
+		if msg := body.check(q.Name, requeue); msg != "" {
+			return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": msg})
+		}
+		n := body.Count
+		if n == 0 || n > queues.MaxRequeue {
+			n = queues.MaxRequeue
+		}
+		if len(body.IDs) == 0 {
+			body.IDs = nil // none picked: from the head
+		}
+		p, _ := principal(c)
+		done, err := s.SendBack.Do(c.Request().Context(), app, queues.Move{From: q.Name, To: body.To, IDs: body.IDs, N: n}, p.Name, body.Reason)
+		if err != nil {
+			return err // not audited: a 500 that says nothing of storage
+		}
+		status := http.StatusOK
+		if done.Stopped != nil {
+			status = http.StatusBadGateway
+		}
+		return c.JSON(status, map[string]any{"moved": done.Moved.Moved, "doubled": done.Doubled, "to": body.To, "error": errText(done.Stopped)})
 	}
-	status := http.StatusOK
-	if rerr != nil {
-		status = http.StatusBadGateway
-	}
-	return c.JSON(status, map[string]any{"moved": moved.Moved, "doubled": moved.Doubled, "to": to, "error": errText(rerr)})
 }
 
 func errText(err error) string {

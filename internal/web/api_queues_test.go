@@ -1,8 +1,6 @@
 package web_test
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"strings"
@@ -29,21 +27,8 @@ func TestAPIListsTheWorkAnAppSetAside(t *testing.T) {
 	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, srv.Clock.Now(), demo.HostSeed{}); err != nil {
 		t.Fatal(err)
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	source := "q" + hex.EncodeToString(b)
-	qc, err := azqueue.NewQueueClientFromConnectionString(conn, source+"-poison", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := qc.Create(t.Context(), nil); err != nil {
-		t.Fatal(err)
-	}
-	for _, body := range []string{"order 1", "order 2"} {
-		if _, err := qc.EnqueueMessage(t.Context(), body, nil); err != nil {
-			t.Fatal(err)
-		}
-	}
+	source := queueStem()
+	makeQueue(t, conn, source+"-poison", "order 1", "order 2")
 
 	res := viewer.call(http.MethodGet, "/api/v1/apps/"+demo.AppID+"/queues", "")
 	wantStatus(t, res, http.StatusOK)
@@ -86,26 +71,9 @@ func TestAnOperatorRequeuesPoisonMessagesThroughTheAPI(t *testing.T) {
 	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, conn, srv.Clock.Now(), demo.HostSeed{}); err != nil {
 		t.Fatal(err)
 	}
-	b := make([]byte, 4)
-	_, _ = rand.Read(b)
-	source := "q" + hex.EncodeToString(b)
-	for _, name := range []string{source, source + "-poison"} {
-		qc, err := azqueue.NewQueueClientFromConnectionString(conn, name, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := qc.Create(t.Context(), nil); err != nil {
-			t.Fatal(err)
-		}
-		if name == source {
-			continue
-		}
-		for _, body := range []string{"order 1", "order 2", "order 3"} {
-			if _, err := qc.EnqueueMessage(t.Context(), body, nil); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	source := queueStem()
+	makeQueue(t, conn, source)
+	makeQueue(t, conn, source+"-poison", "order 1", "order 2", "order 3")
 	path := "/api/v1/apps/" + demo.AppID + "/queues/" + source + "-poison/requeue"
 	wantStatus(t, operator.call(http.MethodPost, path, `{}`), http.StatusUnprocessableEntity) // no reason
 	wantStatus(t, viewer.call(http.MethodPost, path, `{"reason": "fixed"}`), http.StatusForbidden)

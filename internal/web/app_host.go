@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -31,7 +32,7 @@ func (s *Server) appHost(c echo.Context) error {
 		return err
 	}
 	return render(c, http.StatusOK, views.AppHostFormPage(views.AppHostForm{Page: s.page(c, "Host insight of "+app.ID, "apps"), AppID: app.ID,
-		HostStorageSet: app.HostStorage != "", EventHubsSet: app.EventHubs != "", HostID: app.HostID}))
+		HostStorageSet: app.HostStorage != "", EventHubsSet: app.EventHubs != "", HostID: app.HostID, SetAsideLimit: limitText(app.SetAsideLimit)}))
 }
 
 // appHostSave changes them. The secrets are replaced only when given,
@@ -44,7 +45,7 @@ func (s *Server) appHostSave(c echo.Context) error {
 	m := views.AppHostForm{AppID: app.ID, HostStorageSet: app.HostStorage != "", EventHubsSet: app.EventHubs != "",
 		HostID: strings.TrimSpace(c.FormValue("host_id")), HostStorage: strings.TrimSpace(c.FormValue("host_storage")),
 		EventHubs: strings.TrimSpace(c.FormValue("event_hubs")), ClearHost: c.FormValue("clear_host_storage") == "on",
-		ClearHubs: c.FormValue("clear_event_hubs") == "on", Errors: map[string]string{}}
+		ClearHubs: c.FormValue("clear_event_hubs") == "on", SetAsideLimit: strings.TrimSpace(c.FormValue("set_aside_limit")), Errors: map[string]string{}}
 	if err := hostinsight.CheckHostStorage(s.Endpoints, m.HostStorage); err != nil {
 		m.Errors["host_storage"] = err.Error()
 	}
@@ -55,6 +56,18 @@ func (s *Server) appHostSave(c echo.Context) error {
 	next := app
 	next.HostStorage, changed = replaceSecret(app.HostStorage, m.HostStorage, m.ClearHost, "host storage", changed)
 	next.EventHubs, changed = replaceSecret(app.EventHubs, m.EventHubs, m.ClearHubs, "Event Hubs", changed)
+	limit := 0
+	if m.SetAsideLimit != "" {
+		n, err := strconv.Atoi(m.SetAsideLimit)
+		if err != nil || n <= 0 {
+			m.Errors["set_aside_limit"] = "must be a whole number of messages, or empty for the default"
+		}
+		limit = n
+	}
+	if limit != app.SetAsideLimit {
+		changed = append(changed, "set-aside limit "+quoteOrNone(m.SetAsideLimit))
+		next.SetAsideLimit = limit
+	}
 	if m.HostID != app.HostID {
 		changed = append(changed, "host id "+quoteOrNone(m.HostID))
 		next.HostID = m.HostID
@@ -102,4 +115,12 @@ func quoteOrNone(s string) string {
 		return "derived"
 	}
 	return `"` + s + `"`
+}
+
+// limitText shows a set-aside limit in the form: empty for the default.
+func limitText(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return strconv.Itoa(n)
 }

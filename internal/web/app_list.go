@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"path"
 	"sort"
@@ -39,10 +40,16 @@ func (s *Server) appList(c echo.Context) error {
 	}
 	noCircuit := functionsWithoutCircuit(rates, has)
 	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
+	var kept map[string]storage.AppSetAside
+	if s.Kept != nil {
+		if kept, err = s.Kept.All(ctx); err != nil {
+			s.Logger.Warn("set-aside queues not read", "error", err)
+		}
+	}
 	for _, a := range apps {
 		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
 			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a), NoCircuit: noCircuit[a.ID],
-			Telemetry: s.appTelemetry(ctx, a)})
+			Telemetry: s.appTelemetry(ctx, a), SetAside: setAsideText(a, kept[a.ID], s.Queues != nil)})
 	}
 	return render(c, http.StatusOK, views.AppsPage(m))
 }
@@ -125,4 +132,25 @@ func insightText(a circuit.App) string {
 		return "host insight: its storage"
 	}
 	return ""
+}
+
+// setAsideText sums up what an app's set-aside queues hold for the apps
+// list; "" when Fusebox reads none of its storage.
+func setAsideText(a circuit.App, kept storage.AppSetAside, reads bool) string {
+	if !reads || a.HostStorage == "" {
+		return ""
+	}
+	if kept.Problem != "" {
+		return "could not be read"
+	}
+	n, queues := 0, 0
+	for _, k := range kept.Queues {
+		if k.Count > 0 {
+			n, queues = n+k.Count, queues+1
+		}
+	}
+	if n == 0 {
+		return "nothing"
+	}
+	return fmt.Sprintf("%d messages in %d %s", n, queues, map[bool]string{true: "queue", false: "queues"}[queues == 1])
 }

@@ -34,6 +34,7 @@ func (s *Server) circuitConfirm(action string) echo.HandlerFunc {
 		}
 		if action == "resume" {
 			m.Host = s.hostPanel(c.Request().Context(), ci)
+			m.SetAside = s.functionSetAside(c, ci.AppID, ci.Function)
 		}
 		return render(c, http.StatusOK, views.ConfirmPage(m))
 	}

@@ -50,7 +50,7 @@ func (s *Server) circuitEdit(c echo.Context) error {
 		return err
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
-		Window: words.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
+		Window: words.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, Queue: ci.Queue, Parking: ci.Parking, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
 		Rule: "count", Ratio: "50", MinCalls: "100", NoSuccess: ci.Rule.NoSuccess, Preview: ci.RuleText(), Shadow: ci.Shadow}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
@@ -142,7 +142,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
 		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")), NoSuccess: c.FormValue("no_success") == "on",
-		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
+		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), Queue: strings.TrimSpace(c.FormValue("queue")), Parking: strings.TrimSpace(c.FormValue("parking_queue")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 	}
 }
@@ -178,6 +178,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	}
 	set.Rule.NoSuccess = m.NoSuccess
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
+	set.Queue, set.Parking = m.Queue, m.Parking
 	set.Policy.AutoResume, set.Shadow = m.AutoResume, m.Shadow
 	if m.AutoResume {
 		cd, err := time.ParseDuration(m.Cooldown)

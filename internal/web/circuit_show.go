@@ -51,7 +51,7 @@ func (s *Server) circuitShow(c echo.Context) error {
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
 		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
-		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()), Host: s.hostPanel(ctx, ci),
+		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()), Host: s.hostPanel(ctx, ci), SetAside: s.functionSetAside(c, ci.AppID, ci.Function),
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(), Shadow: ci.Shadow,
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,

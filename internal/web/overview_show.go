@@ -3,6 +3,7 @@ package web
 import (
 	"fmt"
 	"net/http"
+	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -45,6 +46,14 @@ func (s *Server) overviewShow(c echo.Context) error {
 	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
 	var failing []views.FailingRow
 	g.Go(func() (err error) { failing, err = s.failingRows(ctx); return err })
+	var growing []views.SetAsideRow
+	if s.Kept != nil {
+		g.Go(func() error {
+			all, err := s.Kept.All(ctx)
+			growing = growingRows(all, s.Now())
+			return err
+		})
+	}
 	if err := g.Wait(); err != nil {
 		return err
 	}
@@ -58,6 +67,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		EvaluatorStale: s.evaluatorStale(status),
 		Faults:         faultRows(s.Faults.List()),
 		Failing:        failing,
+		SetAside:       growing,
 		Apps:           len(apps),
 		Circuits:       circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
 		Jobs:           jobRows(apps, jobList, weeks),
@@ -239,4 +249,19 @@ func faultRows(fs []storage.Fault) []views.FaultRow {
 		out = append(out, views.FaultRow{Table: f.Table, Key: f.Key, Problem: f.Problem})
 	}
 	return out
+}
+
+// growingRows are the set-aside queues that grew in the last hour, every
+// app's, most grown first.
+func growingRows(all map[string]storage.AppSetAside, now time.Time) []views.SetAsideRow {
+	var rows []views.SetAsideRow
+	for _, kept := range all {
+		for _, r := range setAsideRows(kept, "", now) {
+			if r.Growth > 0 {
+				rows = append(rows, r)
+			}
+		}
+	}
+	sort.Slice(rows, func(i, j int) bool { return rows[i].Growth > rows[j].Growth })
+	return rows
 }

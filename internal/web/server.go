@@ -26,6 +26,8 @@ import (
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/queues"
+	"github.com/fusebox/fusebox/internal/sendback"
+	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/static"
@@ -63,8 +65,16 @@ type (
 		Break(ctx context.Context, app circuit.App, blob string) error
 	}
 	setAsideReader interface {
-		SetAside(ctx context.Context, app circuit.App, parking map[string]string) ([]queues.Found, error)
-		Requeue(ctx context.Context, app circuit.App, from, to string, n int) (queues.Moved, error)
+		SetAside(ctx context.Context, app circuit.App, owners setaside.Owners) ([]queues.Found, error)
+		Peek(ctx context.Context, app circuit.App, queue string, n, limit int) ([]queues.Message, error)
+	}
+	keptSetAside interface {
+		OfApp(ctx context.Context, appID string) (storage.AppSetAside, error)
+		All(ctx context.Context) (map[string]storage.AppSetAside, error)
+	}
+	sendBacker interface {
+		Do(ctx context.Context, app circuit.App, mv queues.Move, by, reason string) (sendback.Outcome, error)
+		Start(ctx context.Context, app circuit.App, mv queues.Move, by, reason string) error
 	}
 	hostSampleReader interface {
 		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]storage.ConcurrencySample, error)
@@ -221,9 +231,12 @@ type CircuitDeps struct {
 	// HostSamples hold the hosts' learned concurrency over time; nil
 	// draws no history.
 	HostSamples hostSampleReader
-	// Queues reads the work apps set aside (poison and parking queues);
-	// nil shows none.
-	Queues setAsideReader
+	// Queues reads the work apps set aside (poison and parking queues),
+	// Kept is what the watcher last saw of them, and SendBack requeues or
+	// deletes them; with Queues nil none of it is shown.
+	Queues   setAsideReader
+	Kept     keptSetAside
+	SendBack sendBacker
 }
 
 // JobDeps serve jobs, their runs and pings.

@@ -40,6 +40,11 @@ const rows = {
     { partitionKey: "orders-demo", rowKey: "209901010000|traces|bad-source", Source: "pigeons", Exports: 1 },
     { partitionKey: "orders-demo", rowKey: "209901010000|logs|bad-count", Source: "logs", Exports: "lots" },
   ],
+  // What the watcher last saw of set-aside queues: the overview and app pages read it.
+  SetAside: [
+    { partitionKey: "orders-demo", rowKey: "orders-poison", Kind: "parking-lot", Count: 3 },
+    { partitionKey: "orders-demo", rowKey: "bad-samples-poison", Kind: "poison", Count: 3, Samples: "yesterday:lots" },
+  ],
 };
 
 for (const [table, entities] of Object.entries(rows)) {

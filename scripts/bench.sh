@@ -50,6 +50,8 @@ bench "P6 partitions and ceilings"         ./internal/bench '^BenchmarkPartition
 bench "alerts: trip to delivery"           ./internal/bench '^BenchmarkTripToDelivery$'      1x
 bench "lease takeover"                     ./internal/lease '^BenchmarkTakeover$'            3x
 bench "host insight: one page's snapshot"  ./internal/bench '^BenchmarkHostSnapshot$'        100x
+bench "P4 set-aside pages, 10,000 messages" ./internal/bench '^BenchmarkSetAsidePages$'      200x
+bench "requeue rate vs raw azqueue"        ./internal/bench '^BenchmarkRequeueRate$'         1x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/fusebox/fusebox/client"
 	"github.com/fusebox/fusebox/internal/amqphub"
@@ -105,7 +106,7 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	// With a connection string that names a blob service (Azurite's), the
 	// demo app gets a still picture of what its host would keep there.
 	if strings.Contains(cfg.Storage.ConnectionString.Reveal(), "BlobEndpoint=") {
-		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now(), demo.HostSeed{Live: *live, HubAddr: *hub}); err != nil {
+		if err := demo.SeedHostStorage(ctx, st, cfg.Storage.ConnectionString.Reveal(), time.Now(), demo.HostSeed{Live: *live, HubAddr: *hub, Queues: strings.Contains(cfg.Storage.ConnectionString.Reveal(), "QueueEndpoint=")}); err != nil {
 			return err
 		}
 	}
@@ -173,6 +174,21 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
 		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch, Retention: stream.Retention,
 		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
+	// With a queue service (Azurite's), the app also has a queue-triggered
+	// function, and ProcessOrders parks corrupt events.
+	if conn := cfg.Storage.ConnectionString.Reveal(); strings.Contains(conn, "QueueEndpoint=") {
+		queue := func(name string) (*azqueue.QueueClient, error) {
+			return azqueue.NewQueueClientFromConnectionString(conn, name, nil)
+		}
+		orders, err1 := queue(demo.OrdersQueue)
+		poison, err2 := queue(demo.OrdersQueue + "-poison")
+		parking, err3 := queue(demo.ParkingQueue)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			return fmt.Errorf("demo-host: the queue service: %w", err)
+		}
+		h.Parking, h.Corrupt = parking, filepath.Join(*state, "corrupt-event")
+		h.Orders = &demo.OrderQueue{Queue: orders, Poison: poison, Function: "TakeOrders", Fixed: filepath.Join(*state, "parser-fixed"), Reporter: rep, Logger: log}
+	}
 	if err := h.Start(ctx); err != nil {
 		return err
 	}

@@ -15,6 +15,8 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
 
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
@@ -58,9 +60,19 @@ type Host struct {
 	Processed func(partition int, seq int64) // told of each event handled
 	Reporter  Reporter                       // tells Fusebox of failures and successes
 	Logger    *slog.Logger
+	// Corrupt is a file whose existence means the next event on partition
+	// 0 is corrupt: the function fails on it, and after ParkAfter tries it
+	// parks the event on Parking and goes on, as the seed's pattern says.
+	Corrupt string
+	Parking *azqueue.QueueClient
+	// Orders is the app's queue-triggered function, when it has one.
+	Orders *OrderQueue
 
 	mu       sync.Mutex
 	disabled bool
+	off      map[string]bool
+	tries    int // of the corrupt event
+	parked   int
 	cps      []int64 // last checkpointed sequence per partition, -1: none
 	failures int
 }
@@ -93,7 +105,17 @@ func (h *Host) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	h.disabled = off[h.Function]
+	h.disabled, h.off = off[h.Function], off
+	if h.Parking != nil {
+		if _, err := h.Parking.Create(ctx, nil); err != nil && !queueerror.HasCode(err, queueerror.QueueAlreadyExists) {
+			return fmt.Errorf("demo host: create the parking queue: %w", err)
+		}
+	}
+	if h.Orders != nil {
+		if err := h.Orders.Start(ctx); err != nil {
+			return err
+		}
+	}
 	for _, name := range []string{hostinsight.EventHubContainer, hostinsight.HostsContainer} {
 		if _, err := h.Blob.CreateContainer(ctx, name, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 			return err
@@ -139,14 +161,26 @@ func (h *Host) Start(ctx context.Context) error {
 // Disabled reports whether the function was disabled when the host started.
 func (h *Host) Disabled() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.disabled }
 
-// Step processes one batch per partition that has events waiting.
+// ParkAfter is how many times the Event Hubs function tries a corrupt
+// event before it parks it.
+const ParkAfter = 3
+
+// Step processes one batch per partition that has events waiting, and
+// the queue-triggered function's visible messages.
 func (h *Host) Step(ctx context.Context, now time.Time) error {
-	if h.Disabled() {
-		return nil
+	var orders error
+	if h.Orders != nil && !h.off[h.Orders.Function] {
+		orders = h.Orders.Step(ctx, now)
 	}
+	if h.Disabled() {
+		return orders
+	}
+	return errors.Join(orders, h.stepEvents(ctx, now))
+}
+
+func (h *Host) stepEvents(ctx context.Context, now time.Time) error {
 	head, first := h.Head(now), h.Stream().First(now)
-	_, err := os.Stat(h.Offline)
-	offline := h.Offline != "" && err == nil
+	offline := exists(h.Offline)
 	var errs []error
 	for p := range h.Partitions {
 		h.mu.Lock()
@@ -171,8 +205,33 @@ func (h *Host) Step(ctx context.Context, now time.Time) error {
 			}
 			continue
 		}
+		skip := int64(-1)
+		if p == 0 && h.Parking != nil && exists(h.Corrupt) {
+			h.mu.Lock()
+			h.tries++
+			tries := h.tries
+			h.mu.Unlock()
+			if tries < ParkAfter {
+				if h.Reporter != nil {
+					h.Reporter.Failures(h.Function, 1, now, "corrupt event")
+				}
+				continue // the batch is tried again from the same checkpoint
+			}
+			// Given up on: parked, so the stream goes on.
+			body := fmt.Sprintf(`{"partition":%d,"sequence":%d,"reason":"corrupt payload: the function failed %d times"}`, p, from, tries)
+			if _, err := h.Parking.EnqueueMessage(ctx, body, nil); err != nil {
+				errs = append(errs, err)
+				continue
+			}
+			_ = os.Remove(h.Corrupt)
+			h.mu.Lock()
+			h.tries, h.parked = 0, h.parked+1
+			h.mu.Unlock()
+			h.Logger.Info("demo event parked", "partition", p, "sequence", from)
+			skip = from
+		}
 		for seq := from; seq <= to; seq++ {
-			if h.Processed != nil {
+			if h.Processed != nil && seq != skip {
 				h.Processed(p, seq)
 			}
 		}
@@ -217,27 +276,52 @@ func (h *Host) Run(ctx context.Context, every time.Duration) error {
 }
 
 var hostPage = template.Must(template.New("h").Parse(`<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="2">
-<title>Demo function host</title><style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;color:#1d2330}td,th{padding:.2rem .8rem;text-align:right}</style></head>
+<title>Demo function host</title><style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;color:#1d2330}td,th{padding:.2rem .8rem;text-align:right}form{display:inline-block;margin:.2rem .4rem .2rem 0}</style></head>
 <body><h1>Demo function host: {{.Function}}</h1>
 <p>Trigger {{if .Disabled}}<strong>disabled</strong> (read from local.settings.json at start): not consuming; checkpoints stay put{{else}}enabled: consuming{{end}}.
 Downstream store: <strong>{{if .Offline}}offline — every batch fails and is retried{{else}}online{{end}}</strong>.</p>
 <form method="post" action="/downstream"><button type="submit">{{if .Offline}}Bring the downstream store back{{else}}Take the downstream store offline{{end}}</button></form>
+{{if .CanPark}}<form method="post" action="/corrupt"><button type="submit" data-testid="corrupt">Send a corrupt event</button></form>
+<p>A corrupt event fails {{.ParkAfter}} times, then the function parks it in <code>{{.Parking}}</code> and goes on. Parked so far: {{.Parked}}.</p>{{end}}
 <table><tr><th>Partition</th><th>Last event</th><th>Checkpoint</th><th>Waiting</th></tr>
 {{range .Rows}}<tr><td>{{.P}}</td><td>{{.Head}}</td><td>{{.CP}}</td><td>{{.Waiting}}</td></tr>{{end}}</table>
-<p>Failed attempts so far: {{.Failures}}.</p></body></html>`))
+<p>Failed attempts so far: {{.Failures}}.</p>
+{{with .Orders}}<h2>{{.Function}} (queue-triggered, <code>{{.Queue}}</code>)</h2>
+<p>Trigger {{if .Off}}<strong>disabled</strong>{{else}}enabled{{end}}. Order parser: <strong data-testid="parser" data-fixed="{{.Fixed}}">{{if .Fixed}}fixed{{else}}fails on sku BROKEN{{end}}</strong>.
+Tries that failed: {{.Failures}}; orders handled: <span data-testid="orders-done">{{.Done}}</span>; set aside in <code>{{.Queue}}-poison</code> after 5 tries: {{.Poisoned}}.</p>
+<form method="post" action="/poison"><button type="submit" data-testid="send-poison">Send a poison message</button></form>
+<form method="post" action="/fix"><button type="submit" data-testid="fix">{{if .Fixed}}Break the parser again{{else}}Fix the parser{{end}}</button></form>{{end}}
+</body></html>`))
 
-// ServeHTTP shows the host's state and toggles the downstream outage.
+// ServeHTTP shows the host's state, toggles the downstream outage and the
+// parser's fix, and sends poison messages and corrupt events.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method == http.MethodPost && r.URL.Path == "/downstream" {
+	if r.Method == http.MethodPost {
 		// A local demo page: refuse cross-site posts all the same.
 		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {
 			http.Error(w, "cross-site request refused", http.StatusForbidden)
 			return
 		}
-		if _, err := os.Stat(h.Offline); err == nil {
-			_ = os.Remove(h.Offline)
-		} else {
-			_ = os.WriteFile(h.Offline, []byte("offline\n"), 0o644)
+		var err error
+		switch {
+		case r.URL.Path == "/downstream" && exists(h.Offline):
+			err = os.Remove(h.Offline)
+		case r.URL.Path == "/downstream":
+			err = os.WriteFile(h.Offline, []byte("offline\n"), 0o644)
+		case r.URL.Path == "/corrupt" && h.Parking != nil:
+			err = os.WriteFile(h.Corrupt, []byte("corrupt\n"), 0o644)
+		case r.URL.Path == "/poison" && h.Orders != nil:
+			err = h.Orders.Send(r.Context(), int(time.Now().Unix()%100000), true)
+		case r.URL.Path == "/fix" && h.Orders != nil:
+			err = h.Orders.ToggleFix()
+		default:
+			http.NotFound(w, r)
+			return
+		}
+		if err != nil {
+			h.Logger.Warn("demo host page", "action", r.URL.Path, "error", err)
+			http.Error(w, "could not do that: see the demo host's log", http.StatusInternalServerError)
+			return
 		}
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
@@ -250,11 +334,27 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for p, cp := range h.cps {
 		rows = append(rows, row{int64(p), head, cp, max(head-max(cp, first-1), 0)})
 	}
-	failures := h.failures
+	failures, parked, off := h.failures, h.parked, h.off
 	h.mu.Unlock()
-	_, err := os.Stat(h.Offline)
+	m := map[string]any{"Function": h.Function, "Disabled": h.Disabled(), "Offline": exists(h.Offline), "Rows": rows, "Failures": failures,
+		"CanPark": h.Parking != nil, "ParkAfter": ParkAfter, "Parked": parked}
+	if h.Parking != nil {
+		m["Parking"] = queueName(h.Parking)
+	}
+	if q := h.Orders; q != nil {
+		f, done, poisoned := q.Counts()
+		m["Orders"] = map[string]any{"Function": q.Function, "Queue": q.Name(), "Off": off[q.Function], "Fixed": q.IsFixed(), "Failures": f, "Done": done, "Poisoned": poisoned}
+	}
 	var buf bytes.Buffer
-	_ = hostPage.Execute(&buf, map[string]any{"Function": h.Function, "Disabled": h.Disabled(), "Offline": err == nil, "Rows": rows, "Failures": failures})
+	_ = hostPage.Execute(&buf, m)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(buf.Bytes())
+}
+
+func exists(path string) bool {
+	if path == "" {
+		return false
+	}
+	_, err := os.Stat(path)
+	return err == nil
 }

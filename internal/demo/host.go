@@ -10,6 +10,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/fusebox/fusebox/internal/amqphub"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/storage"
 )
@@ -24,7 +25,19 @@ type HostSeed struct {
 	// Namespace of the seeded checkpoints; default
 	// orders-demo.servicebus.windows.net.
 	Namespace string
+	// Queues: the demo host runs the queue-triggered TakeOrders (on
+	// OrdersQueue) and parks corrupt events in ParkingQueue; their
+	// circuits name them.
+	Queues bool
 }
+
+// The demo app's queues: TakeOrders is triggered by OrdersQueue (its
+// poison queue is OrdersQueue+"-poison"); ProcessOrders parks events it
+// gave up on in ParkingQueue.
+const (
+	OrdersQueue  = "orders"
+	ParkingQueue = "orders-parked"
+)
 
 // SeedHostStorage writes, into the blob service of connectionString, what
 // a Functions host keeps in its AzureWebJobsStorage — Event Hubs
@@ -104,5 +117,15 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 		return err
 	}
 	ci.EventHub = ns + "/orders/$default"
-	return st.Circuits.UpdateSettings(ctx, ci)
+	if o.Queues {
+		ci.Parking = ParkingQueue
+	}
+	if err := st.Circuits.UpdateSettings(ctx, ci); err != nil {
+		return err
+	}
+	if !o.Queues {
+		return nil
+	}
+	return st.Circuits.Put(ctx, circuit.Circuit{AppID: AppID, Function: "TakeOrders", Threshold: 20, Window: time.Minute, State: circuit.Closed,
+		ChangedAt: now, Reason: "created with the demo", Queue: OrdersQueue, Recipients: []string{"oncall@example.com"}})
 }

@@ -1,0 +1,234 @@
+package bench_test
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/queues"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// fillQueue creates queue with n messages, 64 writers at a time, and
+// deletes it when the benchmark ends.
+func fillQueue(b *testing.B, conn, queue string, n int) *azqueue.QueueClient {
+	b.Helper()
+	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := qc.Create(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _, _ = qc.Delete(context.Background(), nil) })
+	var g errgroup.Group
+	const writers = 64
+	for w := range writers {
+		g.Go(func() error {
+			for i := w; i < n; i += writers {
+				if _, err := qc.EnqueueMessage(context.Background(), fmt.Sprintf(`{"order": %d, "sku": "BROKEN"}`, i), nil); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		b.Fatal(err)
+	}
+	return qc
+}
+
+func queueName(b *testing.B) string {
+	buf := make([]byte, 4)
+	_, _ = rand.Read(buf)
+	return "b" + hex.EncodeToString(buf)
+}
+
+// BenchmarkSetAsidePages measures the pages that show a poison queue of
+// 10,000 messages (P4's conditions: real clock, every loop running, the
+// watcher looking every second), against the raw calls a queue's page
+// makes to the queue service (its properties and a peek of 32), measured
+// in the same run.
+//
+//	go test ./internal/bench -run '^$' -bench SetAsidePages -benchtime 200x
+func BenchmarkSetAsidePages(b *testing.B) {
+	conn := testenv.ConnectionString(b)
+	if !strings.Contains(conn, "QueueEndpoint=") {
+		b.Fatal("the test storage has no QueueEndpoint: start Azurite with scripts/azurite.sh")
+	}
+	srv := apptest.StartWith(b, nil, apptest.Options{RealClock: true, SetAsideEvery: time.Second})
+	ctx := context.Background()
+	st := srv.App.Store
+	source := queueName(b)
+	if err := st.Apps.Put(ctx, circuit.App{ID: "bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", HostStorage: conn}); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "TakeOrders", Threshold: 100, Window: 30 * time.Second, Queue: source}); err != nil {
+		b.Fatal(err)
+	}
+	const total = 10_000
+	start := time.Now()
+	qc := fillQueue(b, conn, source+"-poison", total)
+	b.Logf("10,000 messages put in %s", time.Since(start).Round(time.Millisecond))
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		kept, err := st.SetAside.OfApp(ctx, "bench")
+		if err != nil {
+			b.Fatal(err)
+		}
+		seen := false
+		for _, k := range kept.Queues {
+			seen = seen || (k.Name == source+"-poison" && k.Count == total)
+		}
+		if seen {
+			break
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the watcher did not see 10,000 messages within 30 s")
+		}
+		time.Sleep(200 * time.Millisecond) // poll, bounded: the watcher announces nothing
+	}
+	c := signIn(b, srv)
+	measure := func(b *testing.B, get func() error) {
+		var times []time.Duration
+		for b.Loop() {
+			t0 := time.Now()
+			if err := get(); err != nil {
+				b.Fatal(err)
+			}
+			times = append(times, time.Since(t0))
+		}
+		b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
+		b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
+		b.ReportMetric(ms(slices.Max(times)), "max-ms")
+		b.ReportMetric(0, "ns/op")
+	}
+	page := func(path, want string) func() error {
+		return func() error {
+			resp, err := c.Get(srv.URL + path)
+			if err != nil {
+				return err
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), want) {
+				return fmt.Errorf("%s: status %d, or %q missing", path, resp.StatusCode, want)
+			}
+			return nil
+		}
+	}
+	b.Run("raw-properties-and-peek", func(b *testing.B) {
+		n := int32(queues.MaxPeek)
+		measure(b, func() error {
+			if _, err := qc.GetProperties(ctx, nil); err != nil {
+				return err
+			}
+			_, err := qc.PeekMessages(ctx, &azqueue.PeekMessagesOptions{NumberOfMessages: &n})
+			return err
+		})
+	})
+	count := `data-testid="setaside-count">10000<`
+	b.Run("queue-page", func(b *testing.B) {
+		measure(b, page("/apps/bench/queues/"+source+"-poison", `data-testid="queue-count">10000<`))
+	})
+	b.Run("app-queues-page", func(b *testing.B) { measure(b, page("/apps/bench/queues", count)) })
+	b.Run("circuit-page", func(b *testing.B) { measure(b, page("/circuits/bench/TakeOrders", count)) })
+	b.Run("overview", func(b *testing.B) { measure(b, page("/", `data-testid="apps-count"`)) })
+}
+
+// BenchmarkRequeueRate measures how fast a send-back moves messages (taken
+// 32 at a time, put, deleted one by one), against the raw cost of the same
+// three calls per message made straight to the queue service in the same
+// run (take 32, then put and delete each).
+//
+//	go test ./internal/bench -run '^$' -bench RequeueRate -benchtime 1x
+func BenchmarkRequeueRate(b *testing.B) {
+	conn := testenv.ConnectionString(b)
+	const n = 1000
+	iteration := 0
+	for b.Loop() {
+		stem := queueName(b)
+		// Azurite's queue service slows as it holds more messages: each
+		// side's queues are emptied before the other is measured, and the
+		// order alternates between iterations.
+		measureMove := func() float64 {
+			fillQueue(b, conn, stem+"-poison", n)
+			fillQueue(b, conn, stem, 0)
+			a, err := queues.Open(conn, nil, nil, egress.Endpoints{Development: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			start := time.Now()
+			moved, err := a.Move(context.Background(), queues.Move{From: stem + "-poison", To: stem, N: n, Hold: time.Minute}, nil)
+			if err != nil || moved.Moved != n {
+				b.Fatalf("moved %+v, %v; want %d", moved, err, n)
+			}
+			rate := n / time.Since(start).Seconds()
+			clearQueue(b, conn, stem)
+			return rate
+		}
+		measureRaw := func() float64 {
+			raw := fillQueue(b, conn, stem+"-raw", n)
+			rawTo := fillQueue(b, conn, stem+"-rawto", 0)
+			start := time.Now()
+			hold, batch := int32(60), int32(32)
+			for moved := 0; moved < n; {
+				got, err := raw.DequeueMessages(context.Background(), &azqueue.DequeueMessagesOptions{NumberOfMessages: &batch, VisibilityTimeout: &hold})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if len(got.Messages) == 0 {
+					break
+				}
+				for _, m := range got.Messages {
+					if _, err := rawTo.EnqueueMessage(context.Background(), *m.MessageText, nil); err != nil {
+						b.Fatal(err)
+					}
+					if _, err := raw.DeleteMessage(context.Background(), *m.MessageID, *m.PopReceipt, nil); err != nil {
+						b.Fatal(err)
+					}
+					moved++
+				}
+			}
+			rate := n / time.Since(start).Seconds()
+			clearQueue(b, conn, stem+"-rawto")
+			return rate
+		}
+		var rate, rawRate float64
+		if iteration%2 == 0 {
+			rate, rawRate = measureMove(), measureRaw()
+		} else {
+			rawRate, rate = measureRaw(), measureMove()
+		}
+		iteration++
+		b.ReportMetric(rate, "msgs/s")
+		b.ReportMetric(rawRate, "raw-msgs/s")
+		b.ReportMetric(rate/rawRate, "ratio")
+		b.ReportMetric(0, "ns/op")
+	}
+}
+
+// clearQueue empties queue, so the messages it held stop slowing Azurite.
+func clearQueue(b *testing.B, conn, queue string) {
+	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := qc.ClearMessages(context.Background(), nil); err != nil {
+		b.Fatal(err)
+	}
+}

@@ -79,7 +79,7 @@ cat <<MSG
   Sign in      demo / $demo_password   (operator)    viewer / $demo_password   (viewer)
   Mail         http://127.0.0.1:1080   (maildev: every mail Fusebox sends lands here)
   Chat         http://127.0.0.1:8025   (demo receiver: what the demo Teams, Slack and webhook channels got)
-  Demo host    http://127.0.0.1:7072   (ProcessOrders consuming a simulated hub; take its downstream store offline here)
+  Demo host    http://127.0.0.1:7072   (ProcessOrders consuming a simulated hub, TakeOrders a queue; break them here)
   Demo hub     127.0.0.1:7073          (AMQP: answers as an Event Hubs namespace how far each partition has got)
   Demo switch  .dev/orders-demo/local.settings.json
 

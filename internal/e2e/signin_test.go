@@ -48,8 +48,9 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 		`[data-testid="apps-count"]`:      "1",
 		`[data-testid="circuits-open"]`:   "1",
 		`[data-testid="circuits-closed"]`: "1",
-		`[data-testid="jobs-healthy"]`:    "10", // two demo jobs and Fusebox's own eight loops
+		`[data-testid="jobs-healthy"]`:    "2", // two demo jobs: Fusebox's own loops have their own line
 		`[data-testid="jobs-attention"]`:  "1",
+		`[data-testid="own-ok"]`:          "None of Fusebox's 9 own loops is late, missing or failing.",
 	}
 	for sel, want := range checks {
 		if got := p.text(t, sel); got != want {
@@ -61,6 +62,10 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 		if !strings.Contains(table, want) {
 			t.Errorf("circuits needing attention lack %q:\n%s", want, table)
 		}
+	}
+	// People's jobs come first; Fusebox's own loops sit in their own section.
+	if jobs := p.text(t, `main > #overview-body > [data-testid="jobs"]`); strings.Contains(jobs, "Fusebox:") || !strings.Contains(jobs, "Nightly sales summary") {
+		t.Errorf("the overview's jobs table should hold people's jobs only:\n%s", jobs)
 	}
 	if strings.Contains(table, "ProcessOrders") {
 		t.Errorf("the closed, quiet ProcessOrders is listed as needing attention:\n%s", table)

@@ -62,6 +62,8 @@ func (s *Server) overviewShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	people, ownJobs := splitOwn(jobList)
+	own := jobRows(apps, ownJobs, weeks)
 	m := views.Overview{
 		Page:           s.page(c, "Overview", "overview"),
 		EvaluatorStale: s.evaluatorStale(status),
@@ -70,9 +72,11 @@ func (s *Server) overviewShow(c echo.Context) error {
 		SetAside:       growing,
 		Apps:           len(apps),
 		Circuits:       circuitRows(apps, needAttention(circuits, counts), counts, sparks(rates, s.Now())),
-		Jobs:           jobRows(apps, jobList, weeks),
+		Jobs:           jobRows(apps, people, weeks),
+		Own:            own,
+		OwnTrouble:     ownTrouble(own),
 		StateCounts:    stateCounts(circuits),
-		JobCounts:      jobCounts(jobList),
+		JobCounts:      jobCounts(people),
 		Recent:         auditRows(recent),
 	}
 	if c.Request().Header.Get("HX-Request") == "true" {
@@ -264,4 +268,27 @@ func growingRows(all map[string]storage.AppSetAside, now time.Time) []views.SetA
 	}
 	sort.Slice(rows, func(i, j int) bool { return rows[i].Growth > rows[j].Growth })
 	return rows
+}
+
+// splitOwn puts people's jobs first and Fusebox's own loops aside.
+func splitOwn(js []jobs.Job) (people, own []jobs.Job) {
+	for _, j := range js {
+		if j.Internal() {
+			own = append(own, j)
+		} else {
+			people = append(people, j)
+		}
+	}
+	return people, own
+}
+
+// ownTrouble are the loops late, missing or failing.
+func ownTrouble(rows []views.JobRow) []views.JobRow {
+	var out []views.JobRow
+	for _, r := range rows {
+		if r.Tone == "bad" || r.Tone == "warn" {
+			out = append(out, r)
+		}
+	}
+	return out
 }

@@ -1,0 +1,94 @@
+package e2e_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// phoneWidth is a common phone's viewport (CSS pixels).
+const phoneWidth = 390
+
+// fitsThePhone says what on the page is wider than the viewport: "" when
+// nothing scrolls the page sideways.
+func fitsThePhone(t *testing.T, p *page) string {
+	t.Helper()
+	got, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`(() => {
+		const w = document.documentElement.clientWidth, s = document.documentElement.scrollWidth;
+		if (s <= w) return "";
+		const wide = [...document.querySelectorAll("body *")].filter(e => e.getBoundingClientRect().right > w + 1)
+			.map(e => e.tagName.toLowerCase() + (e.dataset.testid ? "[" + e.dataset.testid + "]" : "") + (e.className ? "." + e.className : ""));
+		return "scrollWidth " + s + " > " + w + ": " + wide.slice(0, 8).join(", ");
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// reachable says whether sel is on the page, within the viewport's width.
+func reachable(t *testing.T, p *page, sel string) bool {
+	t.Helper()
+	ok, err := chromedp.Run(p.ctx, chromedp.Evaluate[bool](`(() => {
+		const e = document.querySelector('`+sel+`');
+		if (!e) return false;
+		const r = e.getBoundingClientRect();
+		return r.width > 0 && r.left >= 0 && r.right <= document.documentElement.clientWidth;
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ok
+}
+
+// TestPhoneFit (short: Chromium's socket path holds the name): on a
+// phone, the three pages the person paged at night opens — the
+// mailed resume page, the circuit page and the overview — fit the screen
+// (no sideways scroll of the page; wide tables scroll in their own box),
+// every navigation entry is on screen, and Resume is within reach.
+func TestPhoneFit(t *testing.T) {
+	srv, p, _ := signedIn(t, "olivia")
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(), demo.HostSeed{}); err != nil {
+		t.Fatal(err)
+	}
+	sync, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	link := "/resume/" + srv.App.Web.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
+		Action: "resume", Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
+	p.do(t, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
+	for _, c := range []struct{ name, path, ready, resume string }{
+		{"the overview", "/", `[data-testid="apps-count"]`, ""},
+		{"the circuit page", "/circuits/" + demo.AppID + "/SyncInventory", `[data-testid="state"]`, `[data-testid="resume"]`},
+		{"the resume confirmation", "/circuits/" + demo.AppID + "/SyncInventory/resume", `[data-testid="confirm"]`, `[data-testid="confirm"]`},
+		{"the mailed resume page", link, `[data-testid="resume"]`, `[data-testid="resume"]`},
+	} {
+		p.do(t, chromedp.Navigate(srv.URL+c.path), chromedp.WaitVisible(chromedp.CSS(c.ready)))
+		if wide := fitsThePhone(t, p); wide != "" {
+			t.Errorf("%s is wider than a %d px phone: %s", c.name, phoneWidth, wide)
+		}
+		if c.resume != "" && !reachable(t, p, c.resume) {
+			t.Errorf("%s: %s is not within the phone's width", c.name, c.resume)
+		}
+		if !strings.HasPrefix(c.path, "/resume/") {
+			for _, nav := range []string{"/", "/circuits", "/apps", "/notifications", "/channels", "/jobs", "/locks", "/audit"} {
+				if !reachable(t, p, `header nav a[href="`+nav+`"]`) {
+					t.Errorf("%s: the navigation entry %s is off the screen", c.name, nav)
+				}
+			}
+			if !reachable(t, p, `header form[action="/logout"] button`) {
+				t.Errorf("%s: Sign out is off the screen", c.name)
+			}
+		}
+	}
+	if errs := p.errors(); len(errs) > 0 {
+		t.Errorf("pages logged errors: %v", errs)
+	}
+}

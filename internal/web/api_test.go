@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 )
 
@@ -260,5 +261,48 @@ func TestAPIRecurringMaintenance(t *testing.T) {
 	page := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01").body
 	if !strings.Contains(page, "every 0 2 * * 0 (Europe/Berlin) for 2h: weekly backups; next Sun") {
 		t.Errorf("the job page does not list the recurring window:\n%s", grepLines(page, "every"))
+	}
+}
+
+// The API resumes a storm's circuits in one call with one reason: each
+// that was open gets its own flip to a new episode; one that was not is
+// said so and stops none of the others; a malformed name, no reason or a
+// viewer's token changes nothing.
+func TestAPIResumesAStormInOneCall(t *testing.T) {
+	srv, op, viewer := apiServer(t)
+	body := `{"circuits": ["orders-demo/SyncInventory", "orders-demo/ImportPrices", "orders-demo/ProcessOrders"], "reason": "supplier API back"}`
+	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/circuits/resume", body), http.StatusForbidden)
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/circuits/resume", `{"circuits": ["orders-demo/SyncInventory"]}`), http.StatusUnprocessableEntity)
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/circuits/resume", `{"circuits": ["SyncInventory"], "reason": "x"}`), http.StatusUnprocessableEntity)
+	if c, _ := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory"); c.State != circuit.Open {
+		t.Fatalf("a refused call changed SyncInventory to %s", c.State)
+	}
+	res := op.call(http.MethodPost, "/api/v1/circuits/resume", body)
+	wantStatus(t, res, http.StatusOK)
+	var got struct {
+		Results []struct {
+			Circuit, State, Error string
+			Episode               int64
+		}
+	}
+	if err := json.Unmarshal([]byte(res.body), &got); err != nil || len(got.Results) != 3 {
+		t.Fatalf("%v: %s", err, res.body)
+	}
+	want := []struct {
+		state   string
+		episode int64
+		err     string
+	}{{"closed", 4, ""}, {"closed", 2, ""}, {"", 0, "nothing to resume"}}
+	for i, w := range want {
+		r := got.Results[i]
+		if r.State != w.state || r.Episode != w.episode || (w.err == "") != (r.Error == "") || !strings.Contains(r.Error, w.err) {
+			t.Errorf("%s: %+v, want state %q, episode %d, error containing %q", r.Circuit, r, w.state, w.episode, w.err)
+		}
+	}
+	for _, fn := range []string{"SyncInventory", "ImportPrices"} {
+		flips, err := srv.App.Store.Circuits.Flips(t.Context(), demo.AppID, fn, 1)
+		if err != nil || len(flips) != 1 || flips[0].Actor != "deploy-bot" || !strings.Contains(flips[0].Reason, "supplier API back") {
+			t.Errorf("%s's last flip: %+v (%v), want deploy-bot's resume with the reason", fn, flips, err)
+		}
 	}
 }

@@ -45,6 +45,7 @@ func (s *Server) circuitList(c echo.Context) error {
 		App:       appFilter,
 		State:     stateFilter,
 		CanCreate: canAct(c),
+		Open:      countOff(shown),
 		Status:    views.EvaluatorStatus{Leader: status.Leader, LastTickAt: status.LastTickAt, Rejected: status.Rejected, LastRejected: status.LastRejected},
 	}
 	for _, a := range apps {
@@ -96,4 +97,15 @@ func filterCircuits(all []circuit.Circuit, app, state string) []circuit.Circuit 
 		}
 	}
 	return shown
+}
+
+// countOff counts the circuits whose trigger is off.
+func countOff(cs []circuit.Circuit) int {
+	n := 0
+	for _, c := range cs {
+		if c.State.TriggerOff() {
+			n++
+		}
+	}
+	return n
 }

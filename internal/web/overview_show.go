@@ -75,6 +75,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		Jobs:           jobRows(apps, people, weeks),
 		Own:            own,
 		OwnTrouble:     ownTrouble(own),
+		Storms:         storms(apps, circuits, canAct(c)),
 		StateCounts:    stateCounts(circuits),
 		JobCounts:      jobCounts(people),
 		Recent:         auditRows(recent),
@@ -288,6 +289,26 @@ func ownTrouble(rows []views.JobRow) []views.JobRow {
 	for _, r := range rows {
 		if r.Tone == "bad" || r.Tone == "warn" {
 			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// storms are the apps with more than one circuit off, for operators.
+func storms(apps []circuit.App, cs []circuit.Circuit, operator bool) []views.StormLink {
+	if !operator {
+		return nil
+	}
+	off := map[string]int{}
+	for _, c := range cs {
+		if c.State.TriggerOff() {
+			off[c.AppID]++
+		}
+	}
+	var out []views.StormLink
+	for _, a := range apps {
+		if off[a.ID] > 1 {
+			out = append(out, views.StormLink{App: a.ID, Name: appName(apps, a.ID), Open: off[a.ID]})
 		}
 	}
 	return out

@@ -48,6 +48,7 @@ type (
 		Counts(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
 		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []circuit.StormOutcome
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
 		Adopt(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
 		Override(ctx context.Context, appID, function, actor string) error

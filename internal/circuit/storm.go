@@ -1,0 +1,55 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"strings"
+)
+
+// MaxStorm bounds how many circuits one storm action names.
+const MaxStorm = 100
+
+// StormOutcome is what a storm action did to one circuit.
+type StormOutcome struct {
+	ID      string // app/function
+	Circuit Circuit
+	Err     error
+}
+
+// ErrNotAnID is a name that is not "app/function".
+var ErrNotAnID = errors.New("circuit: not a circuit: name it as app/function")
+
+// SplitID reads "app/function".
+func SplitID(id string) (appID, function string, ok bool) {
+	appID, function, ok = strings.Cut(id, "/")
+	return appID, function, ok && ValidAppID(appID) && function != "" && !strings.Contains(function, "/")
+}
+
+// ResumeEach resumes every circuit named, one after another, with one
+// reason: when a shared dependency fails, several circuits of an app trip
+// together and are resumed together. Each still gets its own flip, audit
+// line and resume notice; one that cannot be resumed (closed already,
+// gone) is said so and stops none of the others. acknowledge stops the
+// open episodes' reminders instead, leaving the triggers off.
+func (s *Service) ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []StormOutcome {
+	out := make([]StormOutcome, 0, len(ids))
+	seen := map[string]bool{}
+	for _, id := range ids {
+		if seen[id] {
+			continue
+		}
+		seen[id] = true
+		o := StormOutcome{ID: id}
+		app, fn, ok := SplitID(id)
+		switch {
+		case !ok:
+			o.Err = ErrNotAnID
+		case acknowledge:
+			o.Circuit, o.Err = s.Acknowledge(ctx, app, fn, actor)
+		default:
+			o.Circuit, o.Err = s.Resume(ctx, app, fn, actor, reason)
+		}
+		out = append(out, o)
+	}
+	return out
+}

@@ -95,7 +95,7 @@ func (s *Server) apiCircuitList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cs := filterCircuits(all, c.QueryParam("app"), c.QueryParam("state"))
+	cs := filterCircuits(all, c.QueryParam("app"), c.QueryParam("state"), c.QueryParam("q"))
 	counts, err := s.Actions.Counts(c.Request().Context(), cs)
 	if err != nil {
 		return err

@@ -4,6 +4,8 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -25,8 +27,10 @@ func (s *Server) circuitList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	appFilter, stateFilter := c.QueryParam("app"), c.QueryParam("state")
-	shown := filterCircuits(all, appFilter, stateFilter)
+	appFilter, stateFilter, search := c.QueryParam("app"), c.QueryParam("state"), strings.TrimSpace(c.QueryParam("q"))
+	matched := filterCircuits(all, appFilter, stateFilter, search)
+	page, pages := pageOf(c.QueryParam("page"), len(matched))
+	shown := matched[(page-1)*circuitsPerPage : min(page*circuitsPerPage, len(matched))]
 	counts, err := s.Actions.Counts(ctx, shown)
 	if err != nil {
 		return err
@@ -45,7 +49,11 @@ func (s *Server) circuitList(c echo.Context) error {
 		App:       appFilter,
 		State:     stateFilter,
 		CanCreate: canAct(c),
-		Open:      countOff(shown),
+		Open:      countOff(matched),
+		Search:    search,
+		Matched:   len(matched),
+		PageNo:    page,
+		Pages:     pages,
 		Status:    views.EvaluatorStatus{Leader: status.Leader, LastTickAt: status.LastTickAt, Rejected: status.Rejected, LastRejected: status.LastRejected},
 	}
 	for _, a := range apps {
@@ -60,6 +68,13 @@ func (s *Server) circuitList(c echo.Context) error {
 	}
 	if stateFilter != "" {
 		q.Set("state", stateFilter)
+	}
+	if search != "" {
+		q.Set("q", search)
+	}
+	m.PageBase = "/circuits?" + q.Encode()
+	if page > 1 {
+		q.Set("page", strconv.Itoa(page))
 	}
 	if len(q) > 0 {
 		m.Query = "?" + q.Encode()
@@ -89,10 +104,26 @@ func compareStrings(a, b string) int {
 // filterCircuits keeps the circuits of app and in state; an empty value
 // keeps all. Filtering happens here, not in a query: one listing serves
 // every filter, and nothing typed reaches storage.
-func filterCircuits(all []circuit.Circuit, app, state string) []circuit.Circuit {
+// circuitsPerPage bounds what one page of the circuit list renders.
+const circuitsPerPage = 100
+
+// pageOf reads the page asked for, kept within the pages there are.
+func pageOf(raw string, n int) (page, pages int) {
+	pages = max(1, (n+circuitsPerPage-1)/circuitsPerPage)
+	page, err := strconv.Atoi(raw)
+	if err != nil || page < 1 {
+		page = 1
+	}
+	return min(page, pages), pages
+}
+
+// filterCircuits keeps the circuits of app in state whose function's name
+// contains search (any case); empty filters keep all.
+func filterCircuits(all []circuit.Circuit, app, state, search string) []circuit.Circuit {
 	var shown []circuit.Circuit
+	search = strings.ToLower(search)
 	for _, ci := range all {
-		if (app == "" || ci.AppID == app) && (state == "" || ci.State.String() == state) {
+		if (app == "" || ci.AppID == app) && (state == "" || ci.State.String() == state) && (search == "" || strings.Contains(strings.ToLower(ci.Function), search)) {
 			shown = append(shown, ci)
 		}
 	}

@@ -1,0 +1,48 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// With many circuits the list is found by name and shown a page at a
+// time: a search by part of a function's name (any case) keeps only those,
+// pages hold 100 rows and keep the filters, and a page past the end shows
+// the last one.
+func TestTheCircuitListIsSearchedAndPaged(t *testing.T) {
+	srv, _ := seeded(t)
+	ctx := t.Context()
+	if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "many", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/local.settings.json"}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 250 {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "many", Function: fmt.Sprintf("Fn%03d", i), Threshold: 10, Window: time.Minute, ChangedAt: srv.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	rows := func(body string) int { return strings.Count(body, `<tr data-circuit="`) }
+
+	first := b.get("/circuits?app=many")
+	wantStatus(t, first, http.StatusOK)
+	if n := rows(first.body); n != 100 || !strings.Contains(first.body, "250 circuits · page 1 of 3") || !strings.Contains(first.body, `href="/circuits?app=many&amp;page=2"`) {
+		t.Fatalf("page 1 shows %d rows, want 100 with a link to page 2:\n%s", n, first.body)
+	}
+	last := b.get("/circuits?app=many&page=9")
+	if n := rows(last.body); n != 50 || !strings.Contains(last.body, "page 3 of 3") || !strings.Contains(last.body, "Fn249") {
+		t.Fatalf("a page past the end shows %d rows, want the last page's 50", n)
+	}
+	found := b.get("/circuits?app=many&q=n12")
+	if n := rows(found.body); n != 10 || strings.Contains(found.body, "Fn012") || strings.Contains(found.body, `data-testid="pager"`) {
+		t.Fatalf("a search for n12 shows %d rows, want Fn120–Fn129 on one page", n)
+	}
+	if n := rows(b.get("/circuits?q=SYNCinv").body); n != 1 {
+		t.Errorf("a search in another case shows %d rows, want SyncInventory", n)
+	}
+}

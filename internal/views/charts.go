@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 
 	"github.com/a-h/templ"
@@ -44,17 +45,25 @@ func Sparkline(counts []int, title string) templ.Component {
 }
 
 // Bars draws counts (oldest first) as bars with a threshold line when
-// threshold > 0. Labels name the left and right ends.
+// threshold > 0. Labels name the left and right ends; the scale says the
+// top and zero; each bar's value shows on hover, and the values are the
+// chart's text alternative (its description), so a chart of equal bars
+// still says what they are.
 func Bars(counts []int, threshold int, left, right, title string) templ.Component {
 	return templ.ComponentFunc(func(_ context.Context, w io.Writer) error {
 		const width, height = 600.0, 100.0
 		peak := threshold
-		for _, c := range counts {
+		total := 0
+		values := make([]string, len(counts))
+		for i, c := range counts {
 			peak = max(peak, c)
+			total += c
+			values[i] = strconv.Itoa(c)
 		}
+		summary := fmt.Sprintf("%s: highest %d, total %d", title, peak, total)
 		var b strings.Builder
-		fmt.Fprintf(&b, `<svg class="bars" width="600" height="118" viewBox="0 0 600 118" role="img" aria-label="%s"><title>%s</title>`,
-			templ.EscapeString(title), templ.EscapeString(title))
+		fmt.Fprintf(&b, `<svg class="bars" width="600" height="118" viewBox="0 0 600 118" role="img" aria-label="%s"><title>%s</title><desc>%s</desc>`,
+			templ.EscapeString(summary), templ.EscapeString(title), templ.EscapeString(left+" to "+right+": "+strings.Join(values, ", ")))
 		n := max(len(counts), 1)
 		bw := width / float64(n)
 		for i, c := range counts {
@@ -70,8 +79,10 @@ func Bars(counts []int, threshold int, left, right, title string) templ.Componen
 		}
 		if threshold > 0 && peak > 0 {
 			y := height - height*float64(threshold)/float64(peak)
-			fmt.Fprintf(&b, `<line class="threshold" x1="0" x2="600" y1="%.2f" y2="%.2f"/>`, y, y)
+			fmt.Fprintf(&b, `<line class="threshold" x1="0" x2="600" y1="%.2f" y2="%.2f"/><text class="scale" x="596" y="%.2f" text-anchor="end">threshold %d</text>`, y, y, max(y-2, 9), threshold)
 		}
+		// The scale: the top is the highest value, the axis zero.
+		fmt.Fprintf(&b, `<text class="scale" x="2" y="9" data-testid="chart-max">%d</text><text class="scale" x="2" y="97">0</text>`, peak)
 		fmt.Fprintf(&b, `<line class="axis" x1="0" x2="600" y1="100" y2="100"/><text x="0" y="114">%s</text><text x="600" y="114" text-anchor="end">%s</text></svg>`,
 			templ.EscapeString(left), templ.EscapeString(right))
 		_, err := io.WriteString(w, b.String())

@@ -1,5 +1,5 @@
 # The two commands a newcomer needs are `make run` and `make test`.
-.PHONY: run test bench build generate vendor clean
+.PHONY: run test bench screenshots build generate vendor clean
 
 run: ## run Fusebox locally with Azurite, maildev and demo data
 	@scripts/dev.sh
@@ -9,6 +9,9 @@ test: ## install what the tests need and run every check and test
 
 bench: ## measure P1–P6 against fresh Azurites, three runs each (docs/benchmarks.md)
 	@scripts/bench.sh
+
+screenshots: ## the overview, circuit and resume pages at desktop and phone width, into docs/screenshots
+	@scripts/screenshots.sh
 
 build: ## build bin/fusebox
 	go build -o bin/fusebox ./cmd/web

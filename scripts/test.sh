@@ -36,5 +36,5 @@ log "OpenAPI document (Redocly lint, no errors)"
 log "templ output is up to date"
 scripts/check-generated.sh
 log "go test -race"
-go test -race -count=1 ./...
+go test -race -count=1 -timeout 20m ./...
 log "all checks passed in $((SECONDS - start)) s"

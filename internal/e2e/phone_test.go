@@ -1,10 +1,13 @@
 package e2e_test
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 
 	"github.com/fusebox/fusebox/internal/alerts"
@@ -90,5 +93,25 @@ func TestPhoneFit(t *testing.T) {
 	}
 	if errs := p.errors(); len(errs) > 0 {
 		t.Errorf("pages logged errors: %v", errs)
+	}
+}
+
+// TestLocalTime: a viewer in Tokyo hovering over a time sees it in their
+// own zone, with UTC beside it (the page writes UTC; a small script adds
+// the viewer's time).
+func TestLocalTime(t *testing.T) {
+	srv, p, _ := signedIn(t, "olivia")
+	p.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
+		return err
+	}))
+	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/SyncInventory"), chromedp.WaitVisible(chromedp.CSS(`dd[data-local-time]`)))
+	title, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector('dd[data-local-time]').title`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The demo's SyncInventory changed 12 minutes before 09:00 UTC: 08:48 UTC is 17:48 in Tokyo.
+	if !strings.Contains(title, "17:48") || !strings.Contains(title, "GMT+9") || !strings.Contains(title, "08:48:00 UTC") {
+		t.Errorf("the last change's time reads %q on hover; want 17:48 GMT+9 beside 08:48:00 UTC", title)
 	}
 }

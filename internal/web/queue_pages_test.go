@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -191,5 +192,51 @@ func TestPoisonMessagesAreShownToldAndSentBackFromThePages(t *testing.T) {
 	}
 	if !audited {
 		t.Errorf("no audit line for the requeue: %+v", entries)
+	}
+}
+
+// An app whose queue storage never answers holds up no other app's: the
+// good app's poison queue is on its page before the hanging app's read
+// has even timed out, and the hanging app's page then says why it shows
+// nothing, in Fusebox's words.
+func TestAnAppWhoseQueuesHangHoldsUpNoOther(t *testing.T) {
+	srv := apptest.StartWith(t, nil, apptest.Options{SetAsideEvery: time.Second})
+	ctx := t.Context()
+	conn := queueConn(t)
+	hang, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hang.Close()
+	go func() {
+		for {
+			c, err := hang.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close() // held open, never answered, until the test ends
+		}
+	}()
+	hanging := "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;QueueEndpoint=http://" + hang.Addr().String() + "/devstoreaccount1;"
+	for _, a := range []circuit.App{
+		{ID: "hangs", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/a.json", HostStorage: hanging},
+		{ID: "works", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/b.json", HostStorage: conn},
+	} {
+		if err := srv.App.Store.Apps.Put(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+	}
+	source := queueStem()
+	makeQueue(t, conn, source+"-poison", "order 1")
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	start := time.Now()
+	waitFor(t, srv, b, "/apps/works/queues", source+"-poison")
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("the working app's queue showed after %s: the hanging app held it up past its 5 s time-out", took)
+	}
+	page := waitFor(t, srv, b, "/apps/hangs/queues", `data-testid="setaside-problem"`)
+	if !strings.Contains(page.body, "timed out") {
+		t.Errorf("the hanging app's page does not say its storage timed out:\n%s", page.body)
 	}
 }

@@ -439,7 +439,7 @@ func TestAFunctionReportingWithoutACircuitGetsOneOnTheRealClock(t *testing.T) {
 	b.signIn("olivia")
 	page := b.get("/apps").body
 	link := "/circuits/new?app=" + demo.AppID + "&amp;function=ShipParcels"
-	if !strings.Contains(page, "ShipParcels (1 failures in the last hour)") || !strings.Contains(page, link) {
+	if !strings.Contains(page, "ShipParcels (1 failure in the last hour)") || !strings.Contains(page, link) {
 		t.Fatalf("the Apps page does not offer a circuit for ShipParcels:\n%s", grepLines(page, "ShipParcels"))
 	}
 	form := "/circuits/new?app=" + demo.AppID + "&function=ShipParcels"

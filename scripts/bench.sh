@@ -52,6 +52,7 @@ bench "lease takeover"                     ./internal/lease '^BenchmarkTakeover$
 bench "host insight: one page's snapshot"  ./internal/bench '^BenchmarkHostSnapshot$'        100x
 bench "P4 set-aside pages, 10,000 messages" ./internal/bench '^BenchmarkSetAsidePages$'      200x
 bench "requeue rate vs raw azqueue"        ./internal/bench '^BenchmarkRequeueRate$'         1x
+bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitListPaged$'   100x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

@@ -3,11 +3,13 @@ package web_test
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
 )
 
 // With many circuits the list is found by name and shown a page at a
@@ -44,5 +46,25 @@ func TestTheCircuitListIsSearchedAndPaged(t *testing.T) {
 	}
 	if n := rows(b.get("/circuits?q=SYNCinv").body); n != 1 {
 		t.Errorf("a search in another case shows %d rows, want SyncInventory", n)
+	}
+}
+
+// The window's chart adds the failures up across the window and draws the
+// threshold as a line, so a person sees how near the circuit is to
+// tripping; its text alternative carries the numbers.
+func TestTheWindowChartAddsUpToTheThresholdLine(t *testing.T) {
+	srv, _ := seeded(t)
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 40}]}`), http.StatusAccepted)
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders").body
+	for _, want := range []string{">threshold 100<", `data-testid="chart-max">100<`, `: highest 100, total `} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the window chart lacks %q", want)
+		}
+	}
+	desc := regexp.MustCompile(`<desc>−30s to now: ([0-9, ]+)</desc>`).FindStringSubmatch(page)
+	if desc == nil || !strings.HasSuffix(desc[1], "40") {
+		t.Fatalf("the window chart's values do not add up to the 40 failures reported: %v", desc)
 	}
 }

@@ -57,7 +57,7 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Acked: ackedText(ci),
 		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
-		WindowBars: windowBars(rows, ci.ID(), ci.Window, now), WindowSpan: words.Duration(ci.Window), DayBars: dayBars(day, now),
+		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: words.Duration(ci.Window), DayBars: dayBars(day, now),
 	}
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
@@ -157,4 +157,25 @@ func confirmationTone(c circuit.Confirmation) string {
 		return "muted"
 	}
 	return "warn"
+}
+
+// addedUp turns failures per bucket into the running total across the
+// window, so the chart meets the threshold line where the count would.
+func addedUp(bars []int) []int {
+	out := make([]int, len(bars))
+	total := 0
+	for i, b := range bars {
+		total += b
+		out[i] = total
+	}
+	return out
+}
+
+// countThreshold is the count the window's chart draws as its line: the
+// threshold of a count rule; none for a ratio rule, whose line is a share.
+func countThreshold(ci circuit.Circuit) int {
+	if ci.Rule.Ratio > 0 {
+		return 0
+	}
+	return ci.Threshold
 }

@@ -602,7 +602,10 @@ func (e *Evaluator) countTransitions(ctx context.Context, circuits []Circuit, no
 		e.mu.Lock()
 		for _, f := range flips {
 			key := fmt.Sprintf("%s#%d", c.ID(), f.Episode)
-			if f.At.Before(since) || f.At.After(now) || e.counted[key] != (time.Time{}) {
+			// The stored totals a tenure starts from hold every flip up to
+			// and including their instant: one made in that very instant
+			// (a fake clock's, in tests) is in them already.
+			if f.At.Before(since) || !f.At.After(e.tenureFrom) || f.At.After(now) || e.counted[key] != (time.Time{}) {
 				continue
 			}
 			e.counted[key] = f.At

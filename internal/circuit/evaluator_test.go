@@ -751,3 +751,29 @@ func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
 		t.Errorf("the books count %d trips by an operator, want 1: %+v", n, st.Tally.Trips)
 	}
 }
+
+// A new tenure of the books (the lease lost and taken again, as a fake
+// clock's jump does in tests) starts from the stored totals, which hold
+// every flip up to and including their instant: a trip made in the same
+// instant as the last count is not counted a second time.
+func TestANewTenureDoesNotCountAgainAFlipOfTheLastCountsInstant(t *testing.T) {
+	r := newRig(t)
+	r.tick()
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	r.clock.Advance(time.Second)
+	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "in the very instant of the next count"); err != nil {
+		t.Fatal(err)
+	}
+	r.tick() // counts the trip; the stored totals are at this instant
+	r.fence.Generation++
+	r.tick() // a new tenure, the clock not moved
+	r.clock.Advance(time.Second)
+	r.tick()
+	st, err := r.store.Status.Evaluator(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Tally.Trips["orders"][circuit.ActorOperator]; n != 1 {
+		t.Errorf("the books count %d trips by an operator, want 1: %+v", n, st.Tally.Trips)
+	}
+}

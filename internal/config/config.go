@@ -180,7 +180,8 @@ func (s Secret) Reveal() string { return string(s) }
 const DevelopmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;" +
 	"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;" +
 	"BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;" +
-	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;"
+	"TableEndpoint=http://127.0.0.1:10002/devstoreaccount1;" +
+	"QueueEndpoint=http://127.0.0.1:10001/devstoreaccount1;"
 
 // Roles a signed-in person can hold. An operator can do everything a viewer can.
 const (

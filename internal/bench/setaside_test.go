@@ -257,9 +257,11 @@ func BenchmarkCircuitListPaged(b *testing.B) {
 	}
 	c := signIn(b, srv)
 	for _, page := range []struct{ name, path, want string }{
-		{"first-page", "/circuits", "10000 circuits · page 1 of 100"},
-		{"search", "/circuits?q=F0999", "F09999"},
+		// The first page last: the first seconds after 10,000 circuits are
+		// written, every instance's ticks are busy reading them.
 		{"page-70", "/circuits?page=70", "page 70 of 100"},
+		{"search", "/circuits?q=F0999", "F09999"},
+		{"first-page", "/circuits", "10000 circuits · page 1 of 100"},
 	} {
 		b.Run(page.name, func(b *testing.B) {
 			var times []time.Duration

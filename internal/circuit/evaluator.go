@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -511,6 +512,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	// instance's pages can tell stalled books within three ticks.
 	e.mu.Lock()
 	e.status.Tally.Settle(settled, now)
+	e.status.Tally.Counted = e.countedSince(now.Add(-countMargin))
 	e.status.LastTickAt, e.status.TickDuration = now, e.s.Clock.Now().Sub(now)
 	st := e.status
 	st.Tally = cloneTally(e.status.Tally)
@@ -559,7 +561,9 @@ func (e *Evaluator) loadTally(ctx context.Context, now time.Time) {
 	defer e.mu.Unlock()
 	// With no totals stored, the last minute's transitions are counted.
 	e.loaded, e.countedUntil, e.counted = true, now.Add(-time.Minute), map[string]time.Time{}
-	defer func() { e.tenureFrom = e.countedUntil }()
+	// The stored totals name the flips they counted within the look-back,
+	// so a new tenure looks back as far as its predecessor did.
+	defer func() { e.tenureFrom = e.countedUntil.Add(-countMargin) }()
 	if err != nil {
 		e.s.Logger.Warn("could not read the stored totals; counting from zero", "error", err)
 		return
@@ -569,6 +573,9 @@ func (e *Evaluator) loadTally(ctx context.Context, now time.Time) {
 	e.status.Tally = t
 	if !t.At.IsZero() {
 		e.countedUntil = t.At
+		for _, key := range t.Counted {
+			e.counted[key] = t.At
+		}
 	}
 }
 
@@ -602,10 +609,7 @@ func (e *Evaluator) countTransitions(ctx context.Context, circuits []Circuit, no
 		e.mu.Lock()
 		for _, f := range flips {
 			key := fmt.Sprintf("%s#%d", c.ID(), f.Episode)
-			// The stored totals a tenure starts from hold every flip up to
-			// and including their instant: one made in that very instant
-			// (a fake clock's, in tests) is in them already.
-			if f.At.Before(since) || !f.At.After(e.tenureFrom) || f.At.After(now) || e.counted[key] != (time.Time{}) {
+			if f.At.Before(since) || f.At.After(now) || e.counted[key] != (time.Time{}) {
 				continue
 			}
 			e.counted[key] = f.At
@@ -621,6 +625,19 @@ func (e *Evaluator) countTransitions(ctx context.Context, circuits []Circuit, no
 		}
 	}
 	e.mu.Unlock()
+}
+
+// countedSince names the flips counted that were made at from or later,
+// sorted; call with e.mu held.
+func (e *Evaluator) countedSince(from time.Time) []string {
+	var keys []string
+	for key, at := range e.counted {
+		if !at.Before(from) {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // cloneTally copies a tally deeply, so it can be stored while switch calls

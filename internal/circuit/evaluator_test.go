@@ -777,3 +777,28 @@ func TestANewTenureDoesNotCountAgainAFlipOfTheLastCountsInstant(t *testing.T) {
 		t.Errorf("the books count %d trips by an operator, want 1: %+v", n, st.Tally.Trips)
 	}
 }
+
+// And the other side of the same instant: a trip written just after the
+// last count, in the same instant (a fake clock's), is not in the stored
+// totals; a new tenure starting there counts it, once.
+func TestANewTenureCountsAFlipWrittenInTheLastCountsInstantAfterIt(t *testing.T) {
+	r := newRig(t)
+	r.tick()
+	r.clock.Advance(time.Second)
+	r.tick() // the books counted up to this instant, without the trip
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "written in the instant of the last count, after it"); err != nil {
+		t.Fatal(err)
+	}
+	r.fence.Generation++
+	r.tick() // a new tenure, the clock not moved
+	r.clock.Advance(time.Second)
+	r.tick()
+	st, err := r.store.Status.Evaluator(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := st.Tally.Trips["orders"][circuit.ActorOperator]; n != 1 {
+		t.Errorf("the books count %d trips by an operator, want 1: %+v", n, st.Tally.Trips)
+	}
+}

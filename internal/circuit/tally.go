@@ -22,6 +22,10 @@ type Tally struct {
 	// ApplyBuckets, with the sum.
 	Applies      map[string]map[string]int64
 	ApplyLatency map[string]*Histogram
+	// Counted names the flips (app/function#episode) made within the
+	// books' look-back before At that these totals hold, so a new keeper
+	// looking back as far counts each of them neither twice nor not at all.
+	Counted []string `json:",omitempty"`
 }
 
 // NotClosed is a circuit whose trigger is off or on trial.

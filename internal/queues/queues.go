@@ -310,18 +310,10 @@ func read[T any](ctx context.Context, s *Source, app circuit.App, f func(context
 // back from the queue's page, in the background (Source.Run).
 const MaxRequeue = 1000
 
-// Move requeues or deletes messages of the app's queue, as Account.Move
-// does (each held for a minute while it moves), within 30 s. The error
-// says what kind of failure it was, never what the server answered; what
-// moved before it is in Moved.
-func (s *Source) Move(ctx context.Context, app circuit.App, mv Move) (Moved, error) {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	return s.Run(ctx, app, mv, nil)
-}
-
-// Run is Move with no time limit but ctx's, telling progress after every
-// batch: for runs in the background.
+// Run requeues or deletes messages of the app's queue, as Account.Move
+// does (each held for a minute while it moves), within ctx, telling
+// progress after every batch. The error says what kind of failure it was,
+// never what the server answered; what moved before it is in Moved.
 func (s *Source) Run(ctx context.Context, app circuit.App, mv Move, progress func(Moved)) (Moved, error) {
 	if app.HostStorage == "" {
 		return Moved{}, ErrNoStorage

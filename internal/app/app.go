@@ -108,6 +108,7 @@ type App struct {
 	// setAsideEvery is how often the set-aside queues are looked at.
 	setAsideEvery time.Duration
 	stopLife      context.CancelFunc // ends background send-backs
+	watching      watching           // apps whose set-aside queues are being read
 	hubs          *eventhub.Reader
 	arrivals      *otlp.Arrivals
 

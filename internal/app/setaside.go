@@ -3,7 +3,6 @@ package app
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -15,14 +14,24 @@ import (
 )
 
 // watchParallel bounds how many apps' queue storage is read at once; each
-// read has its own time-out (queues.Source), so an app whose storage does
-// not answer holds up no other.
+// read has its own time-out (queues.Source).
 const watchParallel = 8
+
+// watching is the apps whose queues are being read: a pass does not wait
+// for them, so an app whose storage does not answer holds up no other
+// app's next look, and a pass starts no second read of an app still in
+// flight.
+type watching struct {
+	mu    sync.Mutex
+	apps  map[string]bool
+	slots chan struct{}
+}
 
 // watchSetAside looks at every app's set-aside queues (one properties read
 // and one one-message peek per queue), keeps what it saw, and puts a
 // notice in the outbox when a queue starts holding work or grows past its
-// app's limit within an hour, once per episode and destination.
+// app's limit within an hour, once per episode and destination. Each app
+// is read on its own; what fails is logged and shown on its page.
 func (a *App) watchSetAside(ctx context.Context, _ lease.Fence) error {
 	apps, err := a.Store.Apps.List(ctx)
 	if err != nil {
@@ -36,29 +45,31 @@ func (a *App) watchSetAside(ctx context.Context, _ lease.Fence) error {
 	if err != nil {
 		return err
 	}
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
-		sem  = make(chan struct{}, watchParallel)
-	)
+	w := &a.watching
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.apps == nil {
+		w.apps, w.slots = map[string]bool{}, make(chan struct{}, watchParallel)
+	}
 	for _, app := range apps {
-		if app.HostStorage == "" {
+		if app.HostStorage == "" || w.apps[app.ID] {
 			continue
 		}
-		wg.Add(1)
-		sem <- struct{}{}
+		w.apps[app.ID] = true
 		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := a.watchApp(ctx, app, cs, kept[app.ID]); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("app %s: %w", app.ID, err))
-				mu.Unlock()
+			w.slots <- struct{}{}
+			defer func() {
+				<-w.slots
+				w.mu.Lock()
+				delete(w.apps, app.ID)
+				w.mu.Unlock()
+			}()
+			if err := a.watchApp(ctx, app, cs, kept[app.ID]); err != nil && ctx.Err() == nil {
+				a.log.Warn("set-aside queues not read", "app", app.ID, "error", err)
 			}
 		}()
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return nil
 }
 
 func (a *App) watchApp(ctx context.Context, app circuit.App, cs []circuit.Circuit, kept storage.AppSetAside) error {

@@ -168,7 +168,11 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		"FUSEBOX_HTTP_ADDR":                 l.Addr().String(),
 		"FUSEBOX_BASE_URL":                  url,
 		"FUSEBOX_LOGIN_RATE_LIMIT":          "1000",
-		"FUSEBOX_SHUTDOWN_GRACE":            "5s",
+		// Longer than net/http's own rule, which closes a connection that
+		// sent no request only after 5 to 6 s: a client that dialled one
+		// spare (Go's transport under concurrency, Chromium's preconnect)
+		// made a 5 s grace run out, and the stop report an error.
+		"FUSEBOX_SHUTDOWN_GRACE": "10s",
 	}
 	for k, v := range env {
 		vars[k] = v

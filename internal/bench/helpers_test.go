@@ -7,8 +7,10 @@ import (
 	"net/http/cookiejar"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 
@@ -57,4 +59,21 @@ func rawTable(b *testing.B) *aztables.Client {
 	}
 	b.Cleanup(func() { _, _ = svc.DeleteTable(context.Background(), name, nil) })
 	return svc.NewClient(name)
+}
+
+// measure times get once per iteration and reports the median, the 99th
+// percentile and the worst sample.
+func measure(b *testing.B, get func() error) {
+	var times []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if err := get(); err != nil {
+			b.Fatal(err)
+		}
+		times = append(times, time.Since(t0))
+	}
+	b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
+	b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
+	b.ReportMetric(ms(slices.Max(times)), "max-ms")
+	b.ReportMetric(0, "ns/op")
 }

@@ -3,7 +3,6 @@ package bench_test
 import (
 	"context"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -83,21 +82,6 @@ func BenchmarkHostSnapshot(b *testing.B) {
 		ids[i] = strconv.Itoa(i)
 	}
 
-	measure := func(b *testing.B, read func() error) {
-		var times []time.Duration
-		for b.Loop() {
-			start := time.Now()
-			if err := read(); err != nil {
-				b.Fatal(err)
-			}
-			times = append(times, time.Since(start))
-		}
-		ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-		b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
-		b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
-		b.ReportMetric(ms(slices.Max(times)), "max-ms")
-		b.ReportMetric(0, "ns/op")
-	}
 	b.Run("fusebox", func(b *testing.B) {
 		hubs := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 		defer hubs.Close(ctx)

@@ -835,9 +835,9 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 	spans := make(map[string]span, len(circuits))
 	counts := make(map[string]Counts, len(circuits))
 	for _, c := range circuits {
-		since := c.CountsFrom(now)
-		spans[c.ID()] = span{now.Add(-c.Window), since}
-		counts[c.ID()] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
+		since, id := c.CountsFrom(now), c.ID() // an ID is built each call: once here, 10,000 times a tick at scale
+		spans[id] = span{now.Add(-c.Window), since}
+		counts[id] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
 	}
 	for _, r := range rows {
 		sp, ok := spans[r.Circuit]

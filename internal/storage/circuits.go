@@ -7,10 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -33,6 +35,23 @@ type Circuits struct {
 	mu    sync.Mutex
 	cache map[string]circuitRow // by app/function
 	inc   incremental
+	// sorted is cache as circuits, in List's order; nil when a row changed
+	// since. At 10,000 circuits, converting and sorting every row on every
+	// page and tick cost more than the read that found nothing changed.
+	sorted []circuit.Circuit
+
+	// What Recent serves: the last list and when its read began. writes
+	// counts this instance's writes, so a list read before one is never
+	// served after it.
+	last    atomic.Pointer[listed]
+	writes  atomic.Uint64
+	listing atomic.Int32 // Lists under way or waiting
+}
+
+type listed struct {
+	circuits []circuit.Circuit // shared: never changed once stored
+	began    time.Time
+	writes   uint64 // c.writes as the read began
 }
 
 // ErrNoCircuit is a circuit that does not exist; it wraps circuit.ErrNotFound.
@@ -149,9 +168,11 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 
 // List returns every circuit, ordered by app then function.
 func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
+	c.listing.Add(1)
+	defer c.listing.Add(-1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	start := time.Now()
+	start, writes := time.Now(), c.writes.Load()
 	if c.cache == nil {
 		c.inc = newIncremental(circuitMargin)
 	}
@@ -181,6 +202,42 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	for _, f := range faults {
 		delete(c.cache, f.Key) // it was readable once; it is not now
 	}
+	if full || len(rows) > 0 || len(faults) > 0 {
+		c.sorted = nil
+	}
+	if c.sorted == nil {
+		c.sorted = c.convert()
+	}
+	c.last.Store(&listed{circuits: c.sorted, began: start, writes: writes})
+	return slices.Clone(c.sorted), nil
+}
+
+// Recent is List for pages: the circuits as this instance's last list saw
+// them, when that read began within maxAge (or, while another list is
+// being read, within twice that) and nothing was written through c since;
+// else a new list. Every instance's evaluator lists each second, so a page
+// costs no storage read and does not wait behind the minutely full read (a
+// second at 10,000 circuits); a change made on this instance shows at
+// once, one made elsewhere within maxAge. The slice is shared by every
+// caller: read it, never change it.
+func (c *Circuits) Recent(ctx context.Context, maxAge time.Duration) ([]circuit.Circuit, error) {
+	if l := c.last.Load(); l != nil && l.writes == c.writes.Load() {
+		age := time.Since(l.began)
+		if age <= maxAge || (age <= 2*maxAge && c.listing.Load() > 0) {
+			return l.circuits, nil
+		}
+	}
+	return c.List(ctx)
+}
+
+// wrote counts a write through c, done or failed (a failed call may still
+// have reached storage), for Recent.
+func (c *Circuits) wrote() { c.writes.Add(1) }
+
+// convert turns the cached rows into circuits, ordered by app then
+// function. Their slices are clipped: a caller that appends to one gets
+// its own copy and leaves the cache's alone.
+func (c *Circuits) convert() []circuit.Circuit {
 	keys := make([]string, 0, len(c.cache))
 	for k := range c.cache {
 		keys = append(keys, k)
@@ -189,9 +246,10 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 	out := make([]circuit.Circuit, 0, len(keys))
 	for _, k := range keys {
 		ci, _ := c.cache[k].toCircuit() // checked when read
+		ci.Recipients, ci.Channels, ci.RecentChanges = slices.Clip(ci.Recipients), slices.Clip(ci.Channels), slices.Clip(ci.RecentChanges)
 		out = append(out, ci)
 	}
-	return out, nil
+	return out
 }
 
 // Get reads one circuit.
@@ -219,6 +277,7 @@ func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
 	row := circuitRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function)}, Incarnation: newIncarnation()}
 	row.setSettings(ci)
 	row.setState(ci)
+	defer c.wrote()
 	if err := c.table.Insert(ctx, &row); err != nil {
 		return fmt.Errorf("storage: create circuit %s: %w", ci.ID(), conflictAsCircuit(err))
 	}
@@ -236,6 +295,7 @@ func (c *Circuits) UpdateSettings(ctx context.Context, ci circuit.Circuit) error
 		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), circuit.ErrConflict)
 	}
 	row.setSettings(ci)
+	defer c.wrote()
 	if err := c.table.Update(ctx, &row); err != nil {
 		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), conflictAsCircuit(err))
 	}
@@ -253,6 +313,7 @@ func (c *Circuits) Acknowledge(ctx context.Context, ci circuit.Circuit) error {
 		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), circuit.ErrConflict)
 	}
 	row.AckedEpisode, row.AckedBy, row.AckedAt = ci.AckedEpisode, ci.AckedBy, ci.AckedAt
+	defer c.wrote()
 	if err := c.table.Update(ctx, &row); err != nil {
 		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), conflictAsCircuit(err))
 	}
@@ -262,6 +323,7 @@ func (c *Circuits) Acknowledge(ctx context.Context, ci circuit.Circuit) error {
 // Delete removes a circuit, on condition that it is still at version, and
 // then its flip log.
 func (c *Circuits) Delete(ctx context.Context, appID, function, version string) error {
+	defer c.wrote()
 	if err := c.table.Delete(ctx, appID, circuitKey(function), tablestore.ETag(version)); err != nil {
 		if errors.Is(err, tablestore.ErrNotFound) {
 			return fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
@@ -270,6 +332,7 @@ func (c *Circuits) Delete(ctx context.Context, appID, function, version string) 
 	}
 	c.mu.Lock()
 	delete(c.cache, appID+"/"+circuitKey(function))
+	c.sorted = nil
 	c.mu.Unlock()
 	return c.deleteFlips(ctx, appID, function)
 }
@@ -303,6 +366,7 @@ func (c *Circuits) deleteFlipsAfter(ctx context.Context, appID, function string,
 // Put creates a circuit, or replaces its settings and state if it exists
 // (seeding and tests). The fence of an existing row is kept.
 func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
+	defer c.wrote()
 	row, err := c.row(ctx, ci.AppID, ci.Function)
 	switch {
 	case errors.Is(err, ErrNoCircuit):
@@ -350,6 +414,7 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 	if f.Lease != "" {
 		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
 	}
+	defer c.wrote()
 	b := c.table.NewBatch(ci.AppID)
 	if err := b.Update(&row); err != nil {
 		return err
@@ -462,6 +527,7 @@ func (c *Circuits) updateOnce(ctx context.Context, f lease.Fence, appID, functio
 	if f.Lease != "" {
 		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
 	}
+	defer c.wrote()
 	if err := c.table.Update(ctx, &row); err != nil {
 		return fmt.Errorf("storage: circuit %s/%s: %w", appID, function, conflictAsCircuit(err))
 	}

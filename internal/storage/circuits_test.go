@@ -2,12 +2,14 @@ package storage_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -102,5 +104,62 @@ func TestPutReportsARefusedUpdate(t *testing.T) {
 	}
 	if len(got.Recipients) != 0 {
 		t.Errorf("the refused settings were stored: %d recipients", len(got.Recipients))
+	}
+}
+
+// Recent serves the pages from this instance's last list: no storage read
+// while it is fresh, a change made through the same Circuits at once, and
+// one made by another instance as soon as the list is older than asked.
+func TestRecentAnswersFromTheLastListButNeverHidesItsOwnWrites(t *testing.T) {
+	shared, prefix := testenv.Storage(t)
+	if err := shared.CreateTable(t.Context(), storage.TableCircuits); err != nil {
+		t.Fatal(err)
+	}
+	var queries atomic.Int32
+	mine, err := tablestore.NewFromConnectionString(testenv.ConnectionString(t), tablestore.Options{Prefix: prefix, ObserveRows: func(table string, _ int) {
+		if strings.HasSuffix(table, storage.TableCircuits) {
+			queries.Add(1)
+		}
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	here, elsewhere := storage.New(mine).Circuits, storage.New(shared).Circuits
+	put := func(cs *storage.Circuits, function string) {
+		t.Helper()
+		if err := cs.Create(t.Context(), circuit.Circuit{AppID: "orders", Function: function, Threshold: 5, Window: time.Minute, State: circuit.Closed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	recent := func(maxAge time.Duration) []string {
+		t.Helper()
+		cs, err := here.Recent(t.Context(), maxAge)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, c := range cs {
+			names = append(names, c.Function)
+		}
+		return names
+	}
+	put(here, "A")
+	if got := strings.Join(recent(time.Hour), ","); got != "A" {
+		t.Fatalf("first Recent: %q, want A", got)
+	}
+	read := queries.Load()
+	for range 5 {
+		recent(time.Hour)
+	}
+	if n := queries.Load() - read; n != 0 {
+		t.Errorf("five fresh Recents read storage %d times, want none", n)
+	}
+	put(here, "B")
+	if got := strings.Join(recent(time.Hour), ","); got != "A,B" {
+		t.Errorf("after a write on this instance: %q, want A,B at once", got)
+	}
+	put(elsewhere, "C")
+	if got := strings.Join(recent(0), ","); got != "A,B,C" {
+		t.Errorf("after another instance's write, a list older than asked: %q, want A,B,C", got)
 	}
 }

@@ -24,7 +24,7 @@ func (s *Server) appList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cs, err := s.Circuits.List(ctx)
+	cs, err := s.Circuits.Recent(ctx, listFreshness)
 	if err != nil {
 		return err
 	}

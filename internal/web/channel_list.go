@@ -43,7 +43,7 @@ func (s *Server) renderChannels(c echo.Context, status int, flash *views.Flash) 
 func (s *Server) channelUsers(c echo.Context) (map[string]int, error) {
 	ctx := c.Request().Context()
 	out := map[string]int{}
-	cs, err := s.Circuits.List(ctx)
+	cs, err := s.Circuits.Recent(ctx, listFreshness)
 	if err != nil {
 		return nil, err
 	}

@@ -33,7 +33,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 	g, ctx := errgroup.WithContext(c.Request().Context())
 	g.Go(func() (err error) { apps, err = s.Apps.List(ctx); return err })
 	g.Go(func() (err error) {
-		if circuits, err = s.Circuits.List(ctx); err != nil {
+		if circuits, err = s.Circuits.Recent(ctx, listFreshness); err != nil {
 			return err
 		}
 		counts, err = s.Actions.Counts(ctx, circuits)

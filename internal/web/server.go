@@ -41,6 +41,8 @@ type (
 	}
 	circuitLister interface {
 		List(context.Context) ([]circuit.Circuit, error)
+		// Recent may answer from this instance's last list (see listFreshness).
+		Recent(ctx context.Context, maxAge time.Duration) ([]circuit.Circuit, error)
 		Get(ctx context.Context, appID, function string) (circuit.Circuit, error)
 		Flips(ctx context.Context, appID, function string, limit int) ([]circuit.Flip, error)
 	}

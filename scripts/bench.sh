@@ -4,6 +4,7 @@
 # median, the spread over runs and the number of runs. Maxima are every
 # run's worst sample, never a second-worst. Raw output: .bench/<time>.txt.
 # Run it on a quiet machine: it measures, and other work skews it.
+# BENCH_ONLY="circuit list" runs only the benchmarks whose name holds it.
 source "$(dirname "$0")/lib.sh"
 cd "$ROOT"
 start=$SECONDS
@@ -21,6 +22,7 @@ COUNT=${BENCH_COUNT:-3}
 # bench NAME PACKAGE PATTERN BENCHTIME: one benchmark, COUNT runs, its own Azurite.
 bench() {
   local name=$1 pkg=$2 pattern=$3 benchtime=$4 tport bport
+  [[ -z ${BENCH_ONLY:-} || $name == *"$BENCH_ONLY"* ]] || return 0
   tport=$(free_port); bport=$(free_port)
   start_azurite "$tport" "$bport"
   export FUSEBOX_TEST_STORAGE_CONNECTION_STRING
@@ -52,7 +54,7 @@ bench "lease takeover"                     ./internal/lease '^BenchmarkTakeover$
 bench "host insight: one page's snapshot"  ./internal/bench '^BenchmarkHostSnapshot$'        100x
 bench "P4 set-aside pages, 10,000 messages" ./internal/bench '^BenchmarkSetAsidePages$'      200x
 bench "requeue rate vs raw azqueue"        ./internal/bench '^BenchmarkRequeueRate$'         1x
-bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitListPaged$'   100x
+bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitListPaged$'   200x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

@@ -223,10 +223,12 @@ func clearQueue(b *testing.B, conn, queue string) {
 }
 
 // BenchmarkCircuitListPaged measures the circuit list with 10,000 circuits
-// (P4's target at #26's scale): its first page of 100, a search by name,
-// and a page deep in the list, on the real clock with every loop running.
+// (P4's target at #26's scale): its first page of 100, a search by name, a
+// page deep in the list and the overview, on the real clock with every loop
+// running, against one raw read of a page's 100 rows. Whatever is measured
+// first also pays for the seconds right after the instance settled.
 //
-//	go test ./internal/bench -run '^$' -bench CircuitListPaged -benchtime 100x
+//	BENCH_ONLY="circuit list" make bench
 func BenchmarkCircuitListPaged(b *testing.B) {
 	srv := apptest.StartRealClock(b, nil)
 	ctx := context.Background()
@@ -287,9 +289,9 @@ func BenchmarkCircuitListPaged(b *testing.B) {
 		defer pprof.StopCPUProfile()
 	}
 	for _, page := range []struct{ name, path, want string }{
-		{"page-70", "/circuits?page=70", "page 70 of 100"},
-		{"search", "/circuits?q=F0999", "F09999"},
 		{"first-page", "/circuits", "10000 circuits · page 1 of 100"},
+		{"search", "/circuits?q=F0999", "F09999"},
+		{"page-70", "/circuits?page=70", "page 70 of 100"},
 		{"overview", "/", "circuits closed"},
 	} {
 		b.Run(page.name, func(b *testing.B) {

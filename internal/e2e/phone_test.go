@@ -114,4 +114,18 @@ func TestLocalTime(t *testing.T) {
 	if !strings.Contains(title, "17:48") || !strings.Contains(title, "GMT+9") || !strings.Contains(title, "08:48:00 UTC") {
 		t.Errorf("the last change's time reads %q on hover; want 17:48 GMT+9 beside 08:48:00 UTC", title)
 	}
+	// An instant written out, a job's next run on the overview, reads in
+	// Tokyo's time too.
+	p.do(t, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS(`time[data-local]`)))
+	next, err := chromedp.Run(p.ctx, chromedp.Evaluate[struct{ Text, DateTime string }](`(() => { const e = document.querySelector('time[data-local]'); return {Text: e.textContent, DateTime: e.getAttribute('datetime')}; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err := time.Parse(time.RFC3339, next.DateTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := at.In(time.FixedZone("JST", 9*3600)).Format("Mon 15:04") + " GMT+9"; next.Text != want {
+		t.Errorf("a job's next run at %s reads %q; want %q", next.DateTime, next.Text, want)
+	}
 }

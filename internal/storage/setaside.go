@@ -194,7 +194,12 @@ func (s *SetAside) read(ctx context.Context, q tablestore.Query, whole bool) (ma
 			out[row.PartitionKey] = a
 			continue
 		}
-		if q, ok := strings.CutPrefix(row.RowKey, runPrefix); ok && setaside.ValidQueueName(q) && row.Total >= 0 && row.Moved >= 0 && row.Doubled >= 0 {
+		if q, ok := strings.CutPrefix(row.RowKey, runPrefix); ok {
+			if !setaside.ValidQueueName(q) || row.Total < 0 || row.Moved < 0 || row.Doubled < 0 {
+				faults = append(faults, Fault{Table: TableSetAside, Key: row.PartitionKey + "/" + row.RowKey,
+					Problem: "a send-back run's row needs a queue name after \"" + runPrefix + "\" and counts that are not negative", Seen: now})
+				continue
+			}
 			if a.Runs == nil {
 				a.Runs = map[string]Run{}
 			}

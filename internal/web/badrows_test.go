@@ -50,7 +50,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	// The overview names each bad row and what is wrong with it.
 	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", "job/bad-misfire", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message", "orders-demo/209901010000|traces|bad-source", "orders-demo/209901010000|logs|bad-count",
-		"orders-demo/orders-poison", "orders-demo/bad-samples-poison"}
+		"orders-demo/orders-poison", "orders-demo/bad-samples-poison", "orders-demo/!run-orders-poison"}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		body := b.get("/").body

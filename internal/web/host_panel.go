@@ -70,9 +70,7 @@ func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostP
 		}
 	}
 	if tm, ok := hostinsight.TimerOf(snap, ci.Function); ok {
-		{
-			m.Timer = fmt.Sprintf("Timer: last run %s, next %s (status written %s).", tm.Last.UTC().Format("Mon 15:04 MST"), tm.Next.UTC().Format("Mon 15:04 MST"), views.Ago(now, tm.LastUpdated))
-		}
+		m.Timer = &views.Timer{Last: tm.Last, Next: tm.Next, Written: tm.LastUpdated, Now: now}
 	}
 	for _, p := range snap.Problems {
 		m.Problems = append(m.Problems, p.Blob+": "+p.Reason)

@@ -194,8 +194,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	}
 	m.Heat = heat(week.results, s.Now())
 	if t, ok := s.timerOf(ctx, appOf(apps, j.AppID), j, s.Now()); ok {
-		m.Timer = fmt.Sprintf("The host's timer status: last fired %s, next %s (written %s). A slot it fired in without a ping shows as \"ran, not reported\".",
-			t.Last.UTC().Format("Mon 2 Jan 15:04 MST"), t.Next.UTC().Format("Mon 2 Jan 15:04 MST"), views.Ago(s.Now(), t.LastUpdated))
+		m.Timer = &views.Timer{Last: t.Last, Next: t.Next, Written: t.LastUpdated, Now: s.Now()}
 	}
 	loc, _ := jobs.LoadZone(j.TimeZone)
 	for _, g := range jobs.Gaps(week.results, 30) {

@@ -44,6 +44,7 @@ const rows = {
   SetAside: [
     { partitionKey: "orders-demo", rowKey: "orders-poison", Kind: "parking-lot", Count: 3 },
     { partitionKey: "orders-demo", rowKey: "bad-samples-poison", Kind: "poison", Count: 3, Samples: "yesterday:lots" },
+    { partitionKey: "orders-demo", rowKey: "!run-orders-poison", To: "orders", Total: -5, Moved: 0, Doubled: 0 },
   ],
 };
 

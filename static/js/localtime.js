@@ -1,14 +1,33 @@
 // Times on Fusebox's pages are written in UTC (ISO 8601) in the title of
 // what shows them ("12 min ago"). This shows them on hover in the
-// viewer's own time zone too, with UTC beside it. Without JavaScript the
-// title stays UTC.
+// viewer's own time zone too, with UTC beside it, and rewrites the
+// instants written out as text in that zone. Without JavaScript both stay
+// UTC.
 (function () {
   var iso = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/;
   var local = new Intl.DateTimeFormat(undefined, {
     weekday: "short", year: "numeric", month: "short", day: "numeric",
     hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short"
   });
+  // Instants written as text (<time data-local>) are rewritten in the
+  // viewer's zone: "Mon 2 Jan 17:48 GMT+9", or "Mon 17:48 GMT+9" when short.
+  var parts = {
+    long: new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short" }),
+    short: new Intl.DateTimeFormat(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short" })
+  };
+  function text(fmt, d) {
+    var p = {};
+    fmt.formatToParts(d).forEach(function (x) { p[x.type] = x.value; });
+    var day = p.day ? " " + p.day + " " + p.month : "";
+    return p.weekday + day + " " + p.hour + ":" + p.minute + " " + p.timeZoneName;
+  }
   function localize(root) {
+    var times = root.querySelectorAll("time[data-local]");
+    for (var j = 0; j < times.length; j++) {
+      var fmt = parts[times[j].getAttribute("data-local")];
+      var when = new Date(times[j].getAttribute("datetime"));
+      if (fmt && !isNaN(when)) times[j].textContent = text(fmt, when);
+    }
     var els = root.querySelectorAll("[title]");
     for (var i = 0; i < els.length; i++) {
       var t = els[i].getAttribute("title");

@@ -799,3 +799,46 @@ func (r *rig) newTenureCountsOneTrip() {
 		r.t.Errorf("the books count %d trips by an operator, want 1: %+v", n, st.Tally.Trips)
 	}
 }
+
+// The overview asks Failing of every circuit: it counts those with failure
+// rows, the same as Counts does, and leaves out the rest.
+func TestFailingCountsOnlyTheCircuitsWithFailures(t *testing.T) {
+	r := newRig(t)
+	for _, c := range []circuit.Circuit{
+		{AppID: "orders", Function: "Quiet", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed},
+		{AppID: "orders", Function: "Short", Threshold: 100, Window: 10 * time.Second, State: circuit.Closed},
+	} {
+		if err := r.store.Circuits.Put(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.fail("a", 5, 0)
+	// Short failed 20 s ago: within the longest window, outside its own.
+	if err := r.store.Failures.Record(t.Context(), "a", []storage.Report{{App: "orders", Function: "Short", Second: r.clock.Now().Add(-20 * time.Second), Count: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	all, err := r.store.Circuits.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	failing, err := svc.Failing(t.Context(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts, err := svc.Counts(t.Context(), all)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := failing["orders/Quiet"]; ok || len(failing) != 2 {
+		t.Errorf("Failing returned %v; want Process and Short only", failing)
+	}
+	for _, id := range []string{"orders/Process", "orders/Short"} {
+		if failing[id] != counts[id] {
+			t.Errorf("%s: Failing says %+v, Counts %+v", id, failing[id], counts[id])
+		}
+	}
+	if failing["orders/Process"].Counted != 5 || failing["orders/Short"].Window != 0 {
+		t.Errorf("Process counted %d (want 5), Short's window holds %d (want 0)", failing["orders/Process"].Counted, failing["orders/Short"].Window)
+	}
+}

@@ -69,23 +69,58 @@ var ErrConflictRetries = errors.New("circuit: the circuit kept changing; look at
 // Counts returns the current counts of every given circuit, reading the
 // failures of the longest window once.
 func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Counts, error) {
+	byID, now, err := s.window(ctx, circuits)
+	if err != nil {
+		return nil, err
+	}
+	return CountWindows(byID, circuits, now), nil
+}
+
+// Failing returns the counts of those of circuits that have failure rows in
+// the longest window; the others have nothing to count and are left out.
+// The overview asks it of every circuit: at 10,000 circuits it counts the
+// few that failed, not all of them.
+func (s *Service) Failing(ctx context.Context, circuits []Circuit) (map[string]Counts, error) {
+	byID, now, err := s.window(ctx, circuits)
+	if err != nil {
+		return nil, err
+	}
+	reported := map[string]map[string]bool{} // by app, then function: no ID built per circuit
+	for _, r := range byID {
+		app, function, _ := strings.Cut(r.Circuit, "/")
+		if reported[app] == nil {
+			reported[app] = map[string]bool{}
+		}
+		reported[app][function] = true
+	}
+	var subset []Circuit
+	for _, c := range circuits {
+		if reported[c.AppID][c.Function] {
+			subset = append(subset, c)
+		}
+	}
+	return CountWindows(byID, subset, now), nil
+}
+
+// window reads the failure rows of the longest window of circuits, by row.
+func (s *Service) window(ctx context.Context, circuits []Circuit) (map[string]FailureRow, time.Time, error) {
+	now := s.now()
 	longest := time.Duration(0)
 	for _, c := range circuits {
 		longest = max(longest, c.Window)
 	}
 	if longest == 0 {
-		return map[string]Counts{}, nil
+		return nil, now, nil
 	}
-	now := s.now()
 	rows, _, err := s.store.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
 	if err != nil {
-		return nil, err
+		return nil, now, err
 	}
 	byID := make(map[string]FailureRow, len(rows))
 	for _, r := range rows {
 		byID[r.ID] = r
 	}
-	return CountWindows(byID, circuits, now), nil
+	return byID, now, nil
 }
 
 // Trip switches a circuit's trigger off by hand.

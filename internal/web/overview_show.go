@@ -36,7 +36,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		if circuits, err = s.Circuits.Recent(ctx, listFreshness); err != nil {
 			return err
 		}
-		counts, err = s.Actions.Counts(ctx, circuits)
+		counts, err = s.Actions.Failing(ctx, circuits) // a circuit left out has no failure to count
 		return err
 	})
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
@@ -91,7 +91,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 func needAttention(cs []circuit.Circuit, counts map[string]circuit.Counts) []circuit.Circuit {
 	var out []circuit.Circuit
 	for _, c := range cs {
-		if c.State != circuit.Closed || c.Drift != "" || counts[c.ID()].Window > 0 {
+		if c.State != circuit.Closed || c.Drift != "" || (len(counts) > 0 && counts[c.ID()].Window > 0) {
 			out = append(out, c)
 		}
 		if len(out) == 50 {

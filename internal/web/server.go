@@ -48,6 +48,7 @@ type (
 	}
 	circuitActions interface {
 		Counts(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
+		Failing(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
 		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []circuit.StormOutcome

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -29,7 +30,11 @@ func (s *Server) setAsideOf(c echo.Context) (circuit.App, setaside.Owners, error
 	if s.Queues == nil || app.HostStorage == "" {
 		return app, setaside.Owners{}, echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
 	}
-	cs, err := s.Circuits.List(ctx)
+	list := s.Circuits.List // an action reads the owners afresh
+	if c.Request().Method == http.MethodGet {
+		list = func(ctx context.Context) ([]circuit.Circuit, error) { return s.Circuits.Recent(ctx, listFreshness) }
+	}
+	cs, err := list(ctx)
 	if err != nil {
 		return app, setaside.Owners{}, err
 	}

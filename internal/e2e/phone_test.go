@@ -128,4 +128,19 @@ func TestLocalTime(t *testing.T) {
 	if want := at.In(time.FixedZone("JST", 9*3600)).Format("Mon 15:04") + " GMT+9"; next.Text != want {
 		t.Errorf("a job's next run at %s reads %q; want %q", next.DateTime, next.Text, want)
 	}
+	// An instant inside a sentence built by the server: who acknowledged
+	// the open circuit, and when, to the second.
+	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/SyncInventory"), chromedp.Click(chromedp.CSS(`[data-testid="acknowledge"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="acked"] time[data-local]`)))
+	acked, err := chromedp.Run(p.ctx, chromedp.Evaluate[struct{ Text, DateTime, Line string }](`(() => { const e = document.querySelector('[data-testid="acked"] time'); return {Text: e.textContent, DateTime: e.getAttribute('datetime'), Line: e.parentElement.textContent}; })()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at, err = time.Parse(time.RFC3339, acked.DateTime)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := at.In(time.FixedZone("JST", 9*3600)).Format("15:04:05") + " GMT+9"; acked.Text != want || !strings.Contains(acked.Line, "olivia at "+want+"; reminders stopped") {
+		t.Errorf("the acknowledgement at %s reads %q; want olivia at %s", acked.DateTime, strings.Join(strings.Fields(acked.Line), " "), want)
+	}
 }

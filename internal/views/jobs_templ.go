@@ -303,7 +303,7 @@ func JobPage(m JobDetail) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = At(m.NextRun, false).Render(ctx, templ_7745c5c3_Buffer)
+				templ_7745c5c3_Err = At(m.NextRun, Long).Render(ctx, templ_7745c5c3_Buffer)
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -693,7 +693,7 @@ func JobPage(m JobDetail) templ.Component {
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}
-					templ_7745c5c3_Err = At(f.At, false).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = At(f.At, Long).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -1034,7 +1034,7 @@ func JobTable(p Page, rows []JobRow) templ.Component {
 					return templ_7745c5c3_Err
 				}
 				if !r.NextRun.IsZero() {
-					templ_7745c5c3_Err = At(r.NextRun, true).Render(ctx, templ_7745c5c3_Buffer)
+					templ_7745c5c3_Err = At(r.NextRun, Short).Render(ctx, templ_7745c5c3_Buffer)
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err
 					}

@@ -56,21 +56,23 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Acked: ackedText(ci),
-		Policy: "stays open until someone resumes it", CanAct: p.Role.Allows(auth.RoleOperator),
+		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: words.Duration(ci.Window), DayBars: dayBars(day, now),
 	}
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
 	}
 	if ci.Policy.AutoResume {
-		m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
+		policy := fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
 			words.Duration(ci.Policy.Cooldown), words.Duration(ci.Policy.CooldownFor(64, 0)))
 		if ci.Rule.Ratio > 0 {
-			m.Policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; the trial passes after a whole window of at least %d calls under the rule",
+			policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; the trial passes after a whole window of at least %d calls under the rule",
 				words.Duration(ci.Policy.Cooldown), words.Duration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
 		}
+		m.Policy = views.Words(policy)
 		if at := ci.TrialAt(); !at.IsZero() {
-			m.Policy += fmt.Sprintf(". Next trial: %s (trip %d in a row, cooldown %s)", at.UTC().Format("Mon 2 Jan 15:04:05 MST"), max(ci.Streak, 1), words.Duration(ci.Cooldown().Round(time.Second)))
+			m.Policy = m.Policy.Then(". Next trial: ").When(at, views.Long).
+				Then(fmt.Sprintf(" (trip %d in a row, cooldown %s)", max(ci.Streak, 1), words.Duration(ci.Cooldown().Round(time.Second))))
 		}
 	}
 	for _, f := range flips {
@@ -81,36 +83,36 @@ func (s *Server) circuitShow(c echo.Context) error {
 }
 
 // countSpan says which failures a count covers.
-func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
+func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) views.Sentence {
 	if ci.Rule.Ratio > 0 && n.Counted+n.Successes > 0 {
 		calls := n.Counted + n.Successes
-		return fmt.Sprintf("failed of %d calls (%.1f %%), ", calls, 100*float64(n.Counted)/float64(calls)) + countSpanOf(ci, n, now)
+		return append(views.Words(fmt.Sprintf("failed of %d calls (%.1f %%), ", calls, 100*float64(n.Counted)/float64(calls))), countSpanOf(ci, n, now)...)
 	}
 	return countSpanOf(ci, n, now)
 }
 
-func countSpanOf(ci circuit.Circuit, n circuit.Counts, now time.Time) string {
+func countSpanOf(ci circuit.Circuit, n circuit.Counts, now time.Time) views.Sentence {
 	switch {
 	case ci.State == circuit.HalfOpen && ci.Pending():
-		return "the trial starts once the trigger is on"
+		return views.Words("the trial starts once the trigger is on")
 	case ci.State == circuit.HalfOpen:
-		return "since the trigger went back on at " + n.Since.UTC().Format("15:04:05 MST")
+		return views.Words("since the trigger went back on at ").When(n.Since, views.Clock)
 	case n.Since.After(now.Add(-ci.Window)):
-		return "since the last change at " + n.Since.UTC().Format("15:04:05 MST") + " (within the " + words.Duration(ci.Window) + " window)"
+		return views.Words("since the last change at ").When(n.Since, views.Clock).Then(" (within the " + words.Duration(ci.Window) + " window)")
 	}
-	return "in the last " + words.Duration(ci.Window)
+	return views.Words("in the last " + words.Duration(ci.Window))
 }
 
 // flipCount says what a flip-log entry counted: "101 / 100 in 30s", or
 // "101 / 100 since 09:00:05 UTC" when the count began after the window did.
-func flipCount(f circuit.Flip) string {
+func flipCount(f circuit.Flip) views.Sentence {
 	if f.Calls > f.Count {
-		return fmt.Sprintf("%d failed of %d calls", f.Count, f.Calls)
+		return views.Words(fmt.Sprintf("%d failed of %d calls", f.Count, f.Calls))
 	}
 	if !f.Since.IsZero() && f.Since.After(f.At.Add(-f.Window)) {
-		return fmt.Sprintf("%d / %d since %s", f.Count, f.Threshold, f.Since.UTC().Format("15:04:05 MST"))
+		return views.Words(fmt.Sprintf("%d / %d since ", f.Count, f.Threshold)).When(f.Since, views.Clock)
 	}
-	return fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, words.Duration(f.Window))
+	return views.Words(fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, words.Duration(f.Window)))
 }
 
 // circuitOf loads the circuit the path names; a missing one is a 404.
@@ -140,11 +142,11 @@ func (s *Server) channelsText(ctx context.Context, ci circuit.Circuit) string {
 }
 
 // ackedText says who acknowledged the current episode.
-func ackedText(ci circuit.Circuit) string {
+func ackedText(ci circuit.Circuit) views.Sentence {
 	if ci.AckedEpisode != ci.Episode || ci.AckedBy == "" {
-		return ""
+		return nil
 	}
-	return ci.AckedBy + " at " + ci.AckedAt.UTC().Format("15:04:05 MST")
+	return views.Words(ci.AckedBy+" at ").When(ci.AckedAt, views.Clock)
 }
 
 func confirmationTone(c circuit.Confirmation) string {

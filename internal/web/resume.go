@@ -146,7 +146,7 @@ func (s *Server) renderResume(c echo.Context, link alerts.Link, ci circuit.Circu
 	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
 		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		Window: words.Duration(ci.Window), WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), Recipient: link.Recipient,
-		Expires: link.Expires.Format("Mon 2 Jan 15:04 MST"), Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function)}
+		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function)}
 	return render(c, http.StatusOK, views.ResumePage(m))
 }
 

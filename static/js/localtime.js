@@ -10,16 +10,22 @@
     hour: "2-digit", minute: "2-digit", second: "2-digit", hourCycle: "h23", timeZoneName: "short"
   });
   // Instants written as text (<time data-local>) are rewritten in the
-  // viewer's zone: "Mon 2 Jan 17:48 GMT+9", or "Mon 17:48 GMT+9" when short.
+  // viewer's zone: "Mon 2 Jan 17:48 GMT+9" (long), "Mon 17:48 GMT+9"
+  // (short) or "17:48:05 GMT+9" (clock).
+  var hm = { hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short" };
   var parts = {
-    long: new Intl.DateTimeFormat(undefined, { weekday: "short", day: "numeric", month: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short" }),
-    short: new Intl.DateTimeFormat(undefined, { weekday: "short", hour: "2-digit", minute: "2-digit", hourCycle: "h23", timeZoneName: "short" })
+    long: new Intl.DateTimeFormat(undefined, Object.assign({ weekday: "short", day: "numeric", month: "short" }, hm)),
+    short: new Intl.DateTimeFormat(undefined, Object.assign({ weekday: "short" }, hm)),
+    clock: new Intl.DateTimeFormat(undefined, Object.assign({ second: "2-digit" }, hm))
   };
   function text(fmt, d) {
     var p = {};
     fmt.formatToParts(d).forEach(function (x) { p[x.type] = x.value; });
-    var day = p.day ? " " + p.day + " " + p.month : "";
-    return p.weekday + day + " " + p.hour + ":" + p.minute + " " + p.timeZoneName;
+    var out = [];
+    if (p.weekday) out.push(p.weekday);
+    if (p.day) out.push(p.day, p.month);
+    out.push(p.hour + ":" + p.minute + (p.second ? ":" + p.second : ""), p.timeZoneName);
+    return out.join(" ");
   }
   function localize(root) {
     var times = root.querySelectorAll("time[data-local]");

@@ -26,7 +26,7 @@ trap stop_started EXIT
 log "starting Azurite (data in .dev/azurite)"
 AZURITE_LOG="$DEV/azurite.log" start_azurite 10002 10000 "$DEV/azurite" 10001
 log "starting maildev"
-"$BIN/maildev" --smtp 1025 --ip 127.0.0.1 --web 1080 --web-ip 127.0.0.1 >"$DEV/maildev.log" 2>&1 &
+$DETACHED "$BIN/maildev" --smtp 1025 --ip 127.0.0.1 --web 1080 --web-ip 127.0.0.1 >"$DEV/maildev.log" 2>&1 &
 PIDS+=($!)
 wait_port 1080 maildev
 

@@ -54,11 +54,11 @@ start_azurite() {
     mkdir -p "$dir"
     tstore=(--location "$dir") bstore=(--location "$dir") qstore=(--location "$dir")
   fi
-  "$BIN/azurite-table" --tableHost 127.0.0.1 --tablePort "$tport" "${common[@]}" "${tstore[@]}" >"${AZURITE_LOG:-/dev/null}" 2>&1 &
+  $DETACHED "$BIN/azurite-table" --tableHost 127.0.0.1 --tablePort "$tport" "${common[@]}" "${tstore[@]}" >"${AZURITE_LOG:-/dev/null}" 2>&1 &
   PIDS+=($!)
-  "$BIN/azurite-blob" --blobHost 127.0.0.1 --blobPort "$bport" "${common[@]}" "${bstore[@]}" >>"${AZURITE_LOG:-/dev/null}" 2>&1 &
+  $DETACHED "$BIN/azurite-blob" --blobHost 127.0.0.1 --blobPort "$bport" "${common[@]}" "${bstore[@]}" >>"${AZURITE_LOG:-/dev/null}" 2>&1 &
   PIDS+=($!)
-  "$BIN/azurite-queue" --queueHost 127.0.0.1 --queuePort "$AZURITE_QUEUE_PORT" "${common[@]}" "${qstore[@]}" >>"${AZURITE_LOG:-/dev/null}" 2>&1 &
+  $DETACHED "$BIN/azurite-queue" --queueHost 127.0.0.1 --queuePort "$AZURITE_QUEUE_PORT" "${common[@]}" "${qstore[@]}" >>"${AZURITE_LOG:-/dev/null}" 2>&1 &
   PIDS+=($!)
   wait_port "$tport" "Azurite (table)"
   wait_port "$bport" "Azurite (blob)"
@@ -75,11 +75,19 @@ azurite_connection_string() {
 
 # stop_started stops every process this script started.
 stop_started() {
-  local pid
-  for pid in "${PIDS[@]}"; do
-    kill "$pid" 2>/dev/null || true
-  done
-  for pid in "${PIDS[@]}"; do
-    wait "$pid" 2>/dev/null || true
+  # Last started first, each waited for: Fusebox releases its leases in
+  # Azurite before Azurite stops.
+  local i
+  for ((i = ${#PIDS[@]} - 1; i >= 0; i--)); do
+    kill "${PIDS[i]}" 2>/dev/null || true
+    wait "${PIDS[i]}" 2>/dev/null || true
   done
 }
+
+# DETACHED runs a command in a session of its own, out of the terminal's
+# reach: Node installs its own SIGINT handler, so Ctrl-C would stop Azurite
+# and maildev at once, before Fusebox is done with them; stop_started stops
+# them. Unquoted on purpose: empty where setsid is missing. setsid does not
+# fork here (a background job is no group leader), so $! stays the
+# command's own pid.
+DETACHED=$(command -v setsid || true)

@@ -124,6 +124,12 @@ type Options struct {
 // StartWith is Start with options.
 func StartWith(t testing.TB, env map[string]string, o Options) *Server {
 	t.Helper()
+	// The test's temporary directories share one root, removed by the
+	// cleanup its first t.TempDir registers. Taken here, before the
+	// server's own cleanup, it is removed after the server stops (cleanups
+	// run last first), not while a switch still writes a local.settings.json
+	// in it (CI saw "TempDir RemoveAll cleanup: directory not empty").
+	_ = t.TempDir()
 	var clk clock.Clock = clock.Real{}
 	fake := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	if !o.RealClock {

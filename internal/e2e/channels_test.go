@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,10 +69,7 @@ func (r *chatReceiver) next(t *testing.T, what, want string) delivery {
 // hears that it resumed.
 func TestRealClockChannelsJourney(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.StartRealClock(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	})
+	srv := apptest.StartRealClock(t, smtp.Env())
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
 		t.Fatal(err)
 	}

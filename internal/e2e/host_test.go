@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -34,10 +33,7 @@ var ordersHub = amqphub.Fixed{"orders": {
 // warning, and fewer events wait, on the overview too.
 func TestResumePageShowsCheckpoints(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.StartWith(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	}, apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})
+	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +21,7 @@ import (
 // up to a minute.
 func TestRealClockJobJourney(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.StartRealClock(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	})
+	srv := apptest.StartRealClock(t, smtp.Env())
 	const id = "11111111-2222-4333-8444-555555555599"
 	now := time.Now().UTC()
 	// Its slot came 5 minutes ago, on a whole minute; the grace was 1 minute.

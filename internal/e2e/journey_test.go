@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -26,10 +25,7 @@ import (
 // with a new episode and a new mail.
 func TestRealClockJourney(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.StartRealClock(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	})
+	srv := apptest.StartRealClock(t, smtp.Env())
 	settings := t.TempDir() + "/local.settings.json"
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, time.Now()); err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
@@ -57,15 +58,7 @@ func reachable(t *testing.T, p *page, sel string) bool {
 // every navigation entry is on screen, and Resume is within reach.
 func TestPhoneFit(t *testing.T) {
 	srv, p, _ := signedIn(t, "olivia")
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(), demo.HostSeed{}); err != nil {
-		t.Fatal(err)
-	}
-	sync, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := "/resume/" + srv.App.Web.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
-		Action: "resume", Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
+	link := mailedResumeLink(t, srv)
 	p.do(t, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
 	for _, c := range []struct{ name, path, ready, resume string }{
 		{"the overview", "/", `[data-testid="apps-count"]`, ""},
@@ -143,4 +136,20 @@ func TestLocalTime(t *testing.T) {
 	if want := at.In(time.FixedZone("JST", 9*3600)).Format("15:04:05") + " GMT+9"; acked.Text != want || !strings.Contains(acked.Line, "olivia at "+want+"; reminders stopped") {
 		t.Errorf("the acknowledgement at %s reads %q; want olivia at %s", acked.DateTime, strings.Join(strings.Fields(acked.Line), " "), want)
 	}
+}
+
+// mailedResumeLink gives the demo app host storage (so the pages show its
+// checkpoints and queues) and returns the path of the resume link mailed
+// for the open SyncInventory.
+func mailedResumeLink(t *testing.T, srv *apptest.Server) string {
+	t.Helper()
+	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(), demo.HostSeed{}); err != nil {
+		t.Fatal(err)
+	}
+	sync, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "/resume/" + srv.App.Web.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
+		Action: "resume", Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
 }

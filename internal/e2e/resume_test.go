@@ -2,7 +2,6 @@ package e2e_test
 
 import (
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -22,10 +21,7 @@ import (
 // checks that the trigger is back on and the flip log names the recipient.
 func TestResumeFromTheMailedLink(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.Start(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	})
+	srv := apptest.Start(t, smtp.Env())
 	settings := t.TempDir() + "/local.settings.json"
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
 		t.Fatal(err)

@@ -4,13 +4,10 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // TestScreenshots writes the overview, a circuit page and the mailed
@@ -27,15 +24,7 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, p, _ := signedIn(t, "olivia")
-	if err := demo.SeedHostStorage(t.Context(), srv.App.Store, testenv.ConnectionString(t), srv.Clock.Now(), demo.HostSeed{}); err != nil {
-		t.Fatal(err)
-	}
-	sync, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
-	if err != nil {
-		t.Fatal(err)
-	}
-	link := "/resume/" + srv.App.Web.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
-		Action: "resume", Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
+	link := mailedResumeLink(t, srv)
 	pages := []struct{ name, path, ready string }{
 		{"overview", "/", `[data-testid="apps-count"]`},
 		{"circuit", "/circuits/" + demo.AppID + "/SyncInventory", `[data-testid="state"]`},

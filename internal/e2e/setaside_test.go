@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"context"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,10 +27,7 @@ import (
 // a reason, and the function processes it; the poison queue is empty.
 func TestPoisonJourney(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.StartWith(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	}, apptest.Options{RealClock: true, SetAsideEvery: time.Second})
+	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RealClock: true, SetAsideEvery: time.Second})
 	ctx := t.Context()
 	dir := t.TempDir()
 	settings := dir + "/local.settings.json"

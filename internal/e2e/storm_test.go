@@ -3,7 +3,6 @@ package e2e_test
 import (
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,10 +24,7 @@ import (
 // switched back on.
 func TestStormResume(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.StartRealClock(t, map[string]string{
-		"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
-		"FUSEBOX_MAIL_FROM": "fusebox@example.com",
-	})
+	srv := apptest.StartRealClock(t, smtp.Env())
 	ctx := t.Context()
 	settings := t.TempDir() + "/local.settings.json"
 	const key = "fbx_storm_test-key-0123456789abcdef"

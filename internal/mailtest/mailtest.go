@@ -9,6 +9,7 @@ import (
 	"mime/multipart"
 	"net"
 	"net/mail"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -85,6 +86,11 @@ func (s *Server) Refused() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.refused
+}
+
+// Env is the configuration that makes Fusebox mail through this server.
+func (s *Server) Env() map[string]string {
+	return map[string]string{"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(s.Port), "FUSEBOX_SMTP_TLS": "none", "FUSEBOX_MAIL_FROM": "fusebox@example.com"}
 }
 
 // Start listens on a free loopback port until the test ends.

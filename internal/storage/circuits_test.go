@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -162,4 +163,17 @@ func TestRecentAnswersFromTheLastListButNeverHidesItsOwnWrites(t *testing.T) {
 	if got := strings.Join(recent(0), ","); got != "A,B,C" {
 		t.Errorf("after another instance's write, a list older than asked: %q, want A,B,C", got)
 	}
+	// On the real clock: a page asking for lists at most 200 ms old sees
+	// another instance's change once that much time has passed, and no later
+	// than one list after.
+	const maxAge = 200 * time.Millisecond
+	put(elsewhere, "D")
+	wrote := time.Now()
+	for !strings.HasSuffix(strings.Join(recent(maxAge), ","), ",D") {
+		if time.Since(wrote) > maxAge+2*time.Second {
+			t.Fatalf("another instance's circuit not listed %s after it was written, asking for lists at most %s old", time.Since(wrote), maxAge)
+		}
+		runtime.Gosched() // Recent answers from memory until its list is maxAge old
+	}
+	t.Logf("another instance's write listed %s after it", time.Since(wrote).Round(time.Millisecond))
 }

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +78,7 @@ func TestResumeLinksThatMustNotWork(t *testing.T) {
 
 func TestMailPageShowsStatesAndResends(t *testing.T) {
 	smtp := mailtest.Start(t)
-	srv := apptest.Start(t, map[string]string{"FUSEBOX_SMTP_HOST": "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port),
-		"FUSEBOX_SMTP_TLS": "none", "FUSEBOX_MAIL_FROM": "fusebox@example.com"})
+	srv := apptest.Start(t, smtp.Env())
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}

@@ -30,6 +30,29 @@ import (
 type Telemetry struct {
 	traces *sdktrace.TracerProvider
 	logs   *sdklog.LoggerProvider
+	shape  Shape
+}
+
+// Shape is how a function app's telemetry is set up, for the cases that
+// decide what Fusebox counts. The zero Shape is the host's default with
+// "telemetryMode": "OpenTelemetry".
+type Shape struct {
+	// HideSucceeded is host.json's "logLevel": {"Function": "Warning"}:
+	// the host exports the "Executed … (Failed …)" record (level Error)
+	// but not the succeeded one (Information). Spans are not filtered.
+	HideSucceeded bool
+	// NoRecords is worker-side OpenTelemetry (the .NET isolated worker's
+	// UseFunctionsWorkerDefaults with an exporter): the host then drops
+	// every Function.* record, so only spans remain.
+	NoRecords bool
+	// NoSpans exports the records alone.
+	NoSpans bool
+	// NoSpanStatus is a host built before September 2025: its span of a
+	// failed invocation has no ERROR status.
+	NoSpanStatus bool
+	// WorkerSpans adds the .NET worker's own span of each invocation
+	// (schema 1.37: "function <Name>", faas.invocation_id, status ERROR).
+	WorkerSpans bool
 }
 
 // NewTelemetry exports to Fusebox at base (its dashboard's URL) with the
@@ -66,12 +89,18 @@ func NewTelemetry(ctx context.Context, base, key, protocol string) (*Telemetry, 
 // NewTelemetryWith reports through the given exporters, batched every
 // second: for tests that choose endpoints, paths and compression.
 func NewTelemetryWith(spans sdktrace.SpanExporter, records sdklog.Exporter) *Telemetry {
+	return NewTelemetryShaped(spans, records, Shape{})
+}
+
+// NewTelemetryShaped reports as a host set up as shape says.
+func NewTelemetryShaped(spans sdktrace.SpanExporter, records sdklog.Exporter, shape Shape) *Telemetry {
 	res := resource.NewSchemaless(attribute.String("service.name", "func-orders-demo"), attribute.String("cloud.platform", "azure_functions"),
 		attribute.String("service.instance.id", "demo-host"))
 	return &Telemetry{
 		traces: sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithBatcher(spans, sdktrace.WithBatchTimeout(time.Second))),
 		logs: sdklog.NewLoggerProvider(sdklog.WithResource(res),
 			sdklog.WithProcessor(sdklog.NewBatchProcessor(records, sdklog.WithExportInterval(time.Second)))),
+		shape: shape,
 	}
 }
 
@@ -86,14 +115,29 @@ func (t *Telemetry) Successes(function string, _ int, at time.Time) { t.invocati
 func (t *Telemetry) invocation(function string, at time.Time, failure string) {
 	id := rand.Text()
 	ctx := context.Background()
-	_, span := t.traces.Tracer("Microsoft.Azure.WebJobs.Host").Start(ctx, function, trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindServer),
-		trace.WithAttributes(attribute.String("faas.name", "Host.Functions."+function), attribute.String("faas.invocation_id", id)))
 	status := "Succeeded"
 	if failure != "" {
 		status = "Failed"
-		span.SetStatus(codes.Error, failure)
 	}
-	span.End(trace.WithTimestamp(at))
+	if !t.shape.NoSpans {
+		_, span := t.traces.Tracer("Microsoft.Azure.WebJobs.Host").Start(ctx, function, trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindServer),
+			trace.WithAttributes(attribute.String("faas.name", "Host.Functions."+function), attribute.String("faas.invocation_id", id)))
+		if failure != "" && !t.shape.NoSpanStatus {
+			span.SetStatus(codes.Error, failure)
+		}
+		span.End(trace.WithTimestamp(at))
+	}
+	if t.shape.WorkerSpans {
+		_, span := t.traces.Tracer("Microsoft.Azure.Functions.Worker").Start(ctx, "function "+function, trace.WithTimestamp(at), trace.WithSpanKind(trace.SpanKindInternal),
+			trace.WithAttributes(attribute.String("faas.name", function), attribute.String("faas.invocation_id", id)))
+		if failure != "" {
+			span.SetStatus(codes.Error, failure)
+		}
+		span.End(trace.WithTimestamp(at))
+	}
+	if t.shape.NoRecords || t.shape.HideSucceeded && failure == "" {
+		return
+	}
 	var rec otellog.Record
 	rec.SetTimestamp(at)
 	rec.SetSeverity(otellog.SeverityInfo)

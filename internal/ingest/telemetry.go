@@ -33,54 +33,82 @@ type Telemetry struct {
 	Arrivals *otlp.Arrivals
 	Now      func() time.Time
 
-	mu   sync.Mutex
-	logs map[string]time.Time // app -> last "Executed" records, on any instance
-	read map[string]time.Time // app -> when the rows were last read for it
+	mu    sync.Mutex
+	heard map[heardKey]time.Time // a function's span signal -> when it last arrived, on any instance
+	read  map[string]time.Time   // app -> when the other instances' rows were last read for it
 }
 
-// logsCount says whether an app's invocations are counted from its log
-// records, which the host has written for longer and more steadily than
-// spans: an app that exports both would otherwise count each invocation
-// twice when its two exports reach two Fusebox instances. What this
-// instance saw decides at once; the rows of other instances are read at
-// most every 30 s.
-func (r *Telemetry) logsCount(ctx context.Context, appID string, now time.Time) bool {
-	r.mu.Lock()
-	last, readAt := r.logs[appID], r.read[appID]
-	r.mu.Unlock()
-	if now.Sub(last) < otlp.Quiet {
-		return true
+type heardKey struct {
+	app, function string
+	signal        otlp.Signal
+}
+
+// maxHeard bounds what is remembered of functions' signals: every app was
+// named by a verified key, and ingest keeps 50 new function names per app
+// and hour.
+const maxHeard = 100_000
+
+// hear remembers that signal told of function now.
+func (r *Telemetry) hear(appID, function string, signal otlp.Signal, at time.Time) {
+	k := heardKey{appID, function, signal}
+	if r.heard == nil || len(r.heard) >= maxHeard {
+		r.heard = map[heardKey]time.Time{}
 	}
-	if r.Arrivals == nil || r.Arrivals.Store == nil || now.Sub(readAt) < 30*time.Second {
-		return false
+	if at.After(r.heard[k]) {
+		r.heard[k] = at
+	}
+}
+
+// outranked says whether a better signal than inv's told of inv's
+// function within Quiet. Decided per function, never per app: one
+// function may send spans while another sends only records, and a log
+// level that hides the host's "Executed … (Succeeded …)" records must
+// not leave its failures counted alone.
+func (r *Telemetry) outranked(appID string, inv otlp.Invocation, now time.Time) bool {
+	if now.Sub(r.heard[heardKey{appID, inv.Function, otlp.SpansMissFailures}]) < otlp.Expect {
+		return inv.Signal != otlp.ExecutedRecord && now.Sub(r.heard[heardKey{appID, inv.Function, otlp.ExecutedRecord}]) < otlp.Quiet
+	}
+	for better := otlp.HostSpan; better < inv.Signal; better++ {
+		if now.Sub(r.heard[heardKey{appID, inv.Function, better}]) < otlp.Quiet {
+			return true
+		}
+	}
+	return false
+}
+
+// readOthers learns, at most every 30 s per app, which functions other
+// instances heard spans of. A failed read leaves what is known: a double
+// count for a while is better than none.
+func (r *Telemetry) readOthers(ctx context.Context, appID string, now time.Time) {
+	r.mu.Lock()
+	due := now.Sub(r.read[appID]) >= 30*time.Second
+	if due {
+		if r.read == nil || len(r.read) >= maxApps {
+			r.read = map[string]time.Time{}
+		}
+		r.read[appID] = now
+	}
+	r.mu.Unlock()
+	if !due || r.Arrivals == nil || r.Arrivals.Store == nil {
+		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	rows, err := r.Arrivals.Store.ArrivalsOf(ctx, appID, now.Add(-otlp.Quiet))
+	if err != nil {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.read = setBounded(r.read, appID, now)
-	if err != nil {
-		return false // count the spans: a double count is better than none
-	}
 	for _, row := range rows {
-		if row.Source == otlp.Logs && row.Invocations > 0 && row.Last.After(r.logs[appID]) {
-			r.logs = setBounded(r.logs, appID, row.Last)
+		for fn, sig := range row.Functions {
+			r.hear(appID, fn, sig, row.Last)
 		}
 	}
-	return now.Sub(r.logs[appID]) < otlp.Quiet
 }
 
 // maxApps bounds the apps remembered; every app was named by a verified key.
 const maxApps = 10_000
-
-func setBounded(m map[string]time.Time, k string, v time.Time) map[string]time.Time {
-	if m == nil || len(m) >= maxApps {
-		m = map[string]time.Time{}
-	}
-	m[k] = v
-	return m
-}
 
 // Take counts an export. An error wraps ingest.ErrUnavailable: nothing
 // was kept and the exporter should send it again.
@@ -92,15 +120,39 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	// The export's key: the same invocations sent again (a retry) are
 	// written under the same writer, their rows replaced.
 	key := m.Key()
-	invs := m.Invocations
-	if m.ExecutedLogs {
-		r.mu.Lock()
-		r.logs = setBounded(r.logs, e.AppID, now)
-		r.mu.Unlock()
+	if needsOthers(m.Invocations) {
+		r.readOthers(ctx, e.AppID, now)
 	}
-	if m.Source == otlp.Traces && len(invs) > 0 && r.logsCount(ctx, e.AppID, now) {
-		got.ThroughLogs, invs = len(invs), nil
+	r.mu.Lock()
+	for _, inv := range m.Invocations {
+		r.hear(e.AppID, inv.Function, inv.Signal, now)
+		if inv.Signal != otlp.ExecutedRecord && len(got.Functions) < otlp.MaxFunctions {
+			if got.Functions == nil {
+				got.Functions = map[string]otlp.Signal{}
+			}
+			if have, ok := got.Functions[inv.Function]; !ok || inv.Signal < have {
+				got.Functions[inv.Function] = inv.Signal
+			}
+		}
 	}
+	invs := m.Invocations[:0:0]
+	for _, inv := range m.Invocations {
+		if r.Seen.MissedFailure(e.AppID, inv) {
+			// Counted as a success from its span: this one failure is
+			// counted too (one call more than there was), and from now on
+			// the function's records count it.
+			r.hear(e.AppID, inv.Function, otlp.SpansMissFailures, now)
+			got.MissedFailures++
+			invs = append(invs, inv)
+			continue
+		}
+		if r.outranked(e.AppID, inv, now) {
+			got.Outranked++
+			continue
+		}
+		invs = append(invs, inv)
+	}
+	r.mu.Unlock()
 	invs, got.Duplicates = r.Seen.Fresh(e.AppID, key, invs, now)
 	var ans Answer
 	if len(invs) > 0 {
@@ -108,7 +160,7 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 		if err != nil {
 			return Answer{}, err
 		}
-		r.Seen.Counted(e.AppID, key, invs, now)
+		r.Seen.Counted(e.AppID, key, accepted(invs, res.Rejected), now)
 		got.Counted, got.Failures, got.Rejected = res.Accepted, res.Failures, len(res.Rejected)
 		if len(res.Rejected) > 0 {
 			ans = Answer{Rejected: len(res.Rejected), Message: fmt.Sprintf("%d invocations refused; the first: %s", len(res.Rejected), res.Rejected[0].Error)}
@@ -116,6 +168,37 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	}
 	r.Arrivals.Add(got)
 	return ans, nil
+}
+
+// needsOthers says whether any invocation could be outranked by a signal
+// another instance heard.
+func needsOthers(invs []otlp.Invocation) bool {
+	for _, inv := range invs {
+		if inv.Signal != otlp.HostSpan {
+			return true
+		}
+	}
+	return false
+}
+
+// accepted is invs without those ingest refused: a refused invocation is
+// not remembered, so it costs no memory and a later, valid record of it
+// still counts.
+func accepted(invs []otlp.Invocation, rejected []Rejection) []otlp.Invocation {
+	if len(rejected) == 0 {
+		return invs
+	}
+	refused := make(map[int]bool, len(rejected))
+	for _, x := range rejected {
+		refused[x.Index] = true
+	}
+	out := make([]otlp.Invocation, 0, len(invs)-len(refused))
+	for i, inv := range invs {
+		if !refused[i] {
+			out = append(out, inv)
+		}
+	}
+	return out
 }
 
 func batch(appID, key string, invs []otlp.Invocation) Batch {

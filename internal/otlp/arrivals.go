@@ -12,6 +12,10 @@ import (
 // Bucket is how long one arrival row adds up.
 const Bucket = 10 * time.Minute
 
+// MaxFunctions bounds the functions one arrival row names: ingest keeps
+// at most 50 new function names per app and hour.
+const MaxFunctions = 100
+
 // Arrival is what one signal of one app brought one Fusebox instance in
 // one Bucket: running totals, so that writing it again replaces it.
 type Arrival struct {
@@ -27,8 +31,19 @@ type Arrival struct {
 	Counted     int // invocations counted by the breaker
 	Failures    int // of those, failed
 	Duplicates  int // invocations another export had counted
-	ThroughLogs int // span invocations not counted because the app's logs are
-	Rejected    int // refused by ingest (too old, no such function…)
+	ThroughLogs int // span invocations not counted because the app's logs were (rows written before per-function signals)
+	// Outranked counts invocations not counted because a better signal
+	// tells of the same function (Signal): the Executed records of a
+	// function whose host spans arrive, say.
+	Outranked int
+	Rejected  int // refused by ingest (too old, no such function…)
+	// MissedFailures counts failed Executed records of invocations whose
+	// span said they succeeded: the host's spans miss failures.
+	MissedFailures int
+	// Functions are the functions span invocations named, each with the
+	// best signal that told of it: what tells the other instances which
+	// signal counts a function (ingest.Telemetry). At most MaxFunctions.
+	Functions map[string]Signal
 	// Unattributed counts invocation records without a function, by why.
 	Unattributed map[string]int
 	ServiceNames []string
@@ -44,7 +59,18 @@ func (a *Arrival) add(b Arrival) {
 	a.Failures += b.Failures
 	a.Duplicates += b.Duplicates
 	a.ThroughLogs += b.ThroughLogs
+	a.Outranked += b.Outranked
+	a.MissedFailures += b.MissedFailures
 	a.Rejected += b.Rejected
+	for fn, sig := range b.Functions {
+		if have, ok := a.Functions[fn]; ok && have <= sig || !ok && len(a.Functions) >= MaxFunctions {
+			continue
+		}
+		if a.Functions == nil {
+			a.Functions = map[string]Signal{}
+		}
+		a.Functions[fn] = sig
+	}
 	for why, n := range b.Unattributed {
 		if a.Unattributed == nil {
 			a.Unattributed = map[string]int{}
@@ -120,6 +146,7 @@ func (a *Arrivals) Flush(ctx context.Context) error {
 		r := *a.rows[k]
 		r.Unattributed = maps.Clone(r.Unattributed)
 		r.ServiceNames = slices.Clone(r.ServiceNames)
+		r.Functions = maps.Clone(r.Functions)
 		rows = append(rows, r)
 	}
 	clear(a.dirty)

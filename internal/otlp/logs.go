@@ -19,6 +19,7 @@ const executedTemplate = "Executed '{functionName}' ({status}, Id={invocationId}
 const (
 	WhyUnreadable = "an Executed record in a form Fusebox does not read"
 	WhyLogName    = "the Executed record names no function"
+	WhyLongID     = "an invocation id longer than 64 bytes or with characters no id has"
 )
 
 // FromLogs finds the invocations among an export's log records: the
@@ -34,7 +35,6 @@ func FromLogs(req *collogspb.ExportLogsServiceRequest) Mapped {
 				m.Records++
 				inv, why, ok := fromLog(rec)
 				m.add(inv, why, ok, instance)
-				m.ExecutedLogs = m.ExecutedLogs || ok
 			}
 		}
 	}
@@ -57,6 +57,9 @@ func fromLog(rec *logspb.LogRecord) (inv Invocation, why string, ok bool) {
 	if status != "Succeeded" && status != "Failed" || id == "" {
 		return Invocation{}, WhyUnreadable, true
 	}
+	if !validID(id) {
+		return Invocation{}, WhyLongID, true
+	}
 	function, named := functionName(name)
 	if !named {
 		return Invocation{}, WhyLogName, true
@@ -68,7 +71,7 @@ func fromLog(rec *logspb.LogRecord) (inv Invocation, why string, ok bool) {
 	if at.IsZero() {
 		return Invocation{}, WhyNoTime, true
 	}
-	inv = Invocation{Function: function, ID: id, At: at, Failed: status == "Failed"}
+	inv = Invocation{Function: function, ID: id, At: at, Failed: status == "Failed", Signal: ExecutedRecord}
 	inv.Instance, _ = attr(rec.GetAttributes(), "faas.instance")
 	if inv.Failed {
 		msg, _ := attr(rec.GetAttributes(), "exception.message")

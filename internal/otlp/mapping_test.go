@@ -1,6 +1,8 @@
 package otlp
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -69,6 +71,14 @@ func TestWhichSpansAreInvocations(t *testing.T) {
 		{"faas.name twice with different values (host issue 11929)", traces("x", span("x", internal, true, kv("faas.name", "A"), kv("faas.name", "B"))), "", "", false, WhyConflicting},
 		{"faas.name twice with one value is fine", traces("x", span("x", internal, true, kv("faas.name", "A"), kv("faas.name", "A"))), "A", "span:0102030405060708", true, ""},
 		{"a name that is no function name", traces("x", span("x", internal, true, kv("faas.name", "drop table;"))), "", "", false, WhyName},
+		{"an invocation id of 4 kB is refused, not remembered", traces("Microsoft.Azure.WebJobs.Host", span("ProcessOrders", server, true, kv("faas.invocation_id", strings.Repeat("x", 4096)))),
+			"", "", false, WhyLongID},
+		{"an older SDK's reason in faas.execution is no id: the span's id is", traces("Microsoft.Azure.WebJobs.Host", span("ProcessOrders", server, false, kv("faas.execution", "New queue message detected on 'orders'."))),
+			"ProcessOrders", "span:0102030405060708", false, ""},
+		{"the .NET worker's schema 1.37 span: 'function <Name>'", traces("Microsoft.Azure.Functions.Worker", span("function ProcessOrders", internal, true, kv("faas.invocation_id", "inv-3"))),
+			"ProcessOrders", "inv-3", true, ""},
+		{"the .NET worker's schema 1.17 'Invoke' span names no function", traces("Microsoft.Azure.Functions.Worker", span("Invoke", server, false, kv("faas.execution", "inv-4"))),
+			"", "", false, WhyWorker},
 		{"a span without time", traces("x", &tracepb.Span{Name: "x", Attributes: []*commonpb.KeyValue{kv("faas.name", "A")}}), "", "", false, WhyNoTime},
 	}
 	for _, c := range cases {
@@ -124,6 +134,8 @@ func TestWhichLogRecordsAreInvocations(t *testing.T) {
 		{"any other record", record("Executing 'Functions.ProcessOrders' (Reason='New events', Id=1)"), "", "", false, ""},
 		{"an Executed record in another form", record("Executed 'Functions.ProcessOrders' (Cancelled, Id=1)"), "", "", false, WhyUnreadable},
 		{"an Executed record with a bad name", record("Executed 'Functions.drop table' (Failed, Id=1)"), "", "", false, WhyLogName},
+		{"the template with an id of 65 bytes is refused, not remembered", record("Executed '{functionName}' ({status}, Id={invocationId}, Duration={executionDuration}ms)",
+			kv("functionName", "Functions.SyncInventory"), kv("status", "Failed"), kv("invocationId", strings.Repeat("a", 65))), "", "", false, WhyLongID},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -134,11 +146,11 @@ func TestWhichLogRecordsAreInvocations(t *testing.T) {
 					t.Fatalf("got %+v, want one unattributed %q", m, c.why)
 				}
 			case c.function == "":
-				if len(m.Invocations) != 0 || m.ExecutedLogs {
+				if len(m.Invocations) != 0 {
 					t.Fatalf("got %+v, want nothing", m)
 				}
 			default:
-				if len(m.Invocations) != 1 || !m.ExecutedLogs {
+				if len(m.Invocations) != 1 || m.Invocations[0].Signal != ExecutedRecord {
 					t.Fatalf("got %+v, want one invocation", m)
 				}
 				inv := m.Invocations[0]
@@ -235,5 +247,29 @@ func TestTheSameInvocationsHaveTheSameKey(t *testing.T) {
 	fromLog := FromLogs(logs(record("Executed 'Functions.A' (Failed, Id=1, Duration=1ms)")))
 	if fromLog.Key() == a.Key() {
 		t.Error("the log record of an invocation has its span's key: the two would replace each other's rows")
+	}
+}
+
+// TestSeenIsBoundedInBytes: ids from exports at any rate never hold more
+// than two generations of MaxBytes, however many ids come.
+func TestSeenIsBoundedInBytes(t *testing.T) {
+	s := Seen{MaxBytes: 1 << 20}
+	id := strings.Repeat("i", MaxID-8)
+	for e := range 200 {
+		var invs []Invocation
+		for i := range 1000 {
+			invs = append(invs, Invocation{Function: "F", ID: fmt.Sprintf("%s%08d", id, e*1000+i)})
+		}
+		s.Counted("app", fmt.Sprint("export-", e), invs, at)
+	}
+	if got := s.Bytes(); got > 2<<20+256 {
+		t.Errorf("200,000 ids of 64 bytes hold %d bytes, want at most two generations of 1 MiB", got)
+	}
+	if got := s.Bytes(); got < 1<<20 {
+		t.Errorf("only %d bytes held: the last generation was not kept", got)
+	}
+	s.Counted("app", "long", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at)
+	if fresh, _ := s.Fresh("app", "other", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at); len(fresh) != 1 {
+		t.Error("an id longer than MaxID was remembered")
 	}
 }

@@ -32,6 +32,36 @@ const (
 	Logs   Source = "logs"
 )
 
+// Signal is which of the records a host and its worker export told of an
+// invocation. The same run may come as the host's span, the worker's span
+// and the host's "Executed …" record; per function, the first of them in
+// this order that arrives at all is the one counted (ingest.Telemetry):
+// the host's span covers every invocation whatever the log level, the
+// worker's covers it when the host sends no spans, and the record counts
+// functions no span tells of.
+type Signal int
+
+const (
+	HostSpan Signal = iota
+	WorkerSpan
+	ExecutedRecord
+	// SpansMissFailures is no signal but what was learnt of a function:
+	// its spans said an invocation succeeded that its Executed record says
+	// failed (hosts built before September 2025 set no ERROR status), so
+	// its records count it and its spans do not.
+	SpansMissFailures
+)
+
+func (s Signal) String() string {
+	switch s {
+	case HostSpan:
+		return "host span"
+	case WorkerSpan:
+		return "worker span"
+	}
+	return "Executed record"
+}
+
 // Invocation is one run of one function, as one signal told it.
 type Invocation struct {
 	Function string
@@ -42,6 +72,30 @@ type Invocation struct {
 	Failed   bool
 	Instance string // faas.instance, else the resource's service.instance.id
 	Sample   string // for a failure: the span's status message, cut
+	Signal   Signal
+}
+
+// MaxID bounds an invocation id: the host's are GUIDs (36 bytes). A longer
+// one is refused, never remembered.
+const MaxID = 64
+
+// MaxInstance bounds the instance name kept with an invocation.
+const MaxInstance = 64
+
+// validID says whether s can be an invocation id: 1 to MaxID bytes of
+// letters, digits and "-_.:". An older WebJobs SDK wrote the trigger's
+// reason ("New queue message detected…") into faas.execution: not an id.
+func validID(s string) bool {
+	if s == "" || len(s) > MaxID {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || c == '-' || c == '_' || c == '.' || c == ':') {
+			return false
+		}
+	}
+	return true
 }
 
 // Mapped is what one export said.
@@ -56,9 +110,6 @@ type Mapped struct {
 	// ServiceNames are the resources' service.name values (the site name,
 	// as the host sets it), for the app page to compare with the app.
 	ServiceNames []string
-	// ExecutedLogs says the export held the host's "Executed …" records,
-	// which are counted in preference to spans (ingest.Telemetry).
-	ExecutedLogs bool
 }
 
 // add keeps what one record was: no invocation (ok false), one that names
@@ -73,6 +124,7 @@ func (m *Mapped) add(inv Invocation, why string, ok bool, instance string) {
 		if inv.Instance == "" {
 			inv.Instance = instance
 		}
+		inv.Instance = cut(inv.Instance, MaxInstance)
 		m.Invocations = append(m.Invocations, inv)
 	}
 }

@@ -7,38 +7,63 @@ import (
 
 type seenKey struct{ app, id string }
 
+// counted is who counted an invocation, and how.
+type counted struct {
+	export string
+	signal Signal
+	failed bool
+}
+
 // Seen remembers which export counted each invocation, so that an
 // invocation the host sent as a span and as a log record counts once,
 // while a retried export (the same bytes again) writes its rows again: the
 // first attempt may not have been stored.
 //
 // It is this instance's memory, kept in two generations (an id is known
-// for between Keep and twice Keep, and at most 2×Max ids are held): an
+// for between Keep and twice Keep) and bounded in bytes: ids are at most
+// MaxID bytes, and only invocations ingest accepted are remembered. An
 // export retried or its twin signal sent to another Fusebox instance is
-// handled by the rows' writer and by the logs-first rule instead
+// handled by the rows' writer and by the per-function signal rule instead
 // (ingest.Telemetry).
 type Seen struct {
-	Keep time.Duration // default 10 minutes
-	Max  int           // ids per generation; default 200,000
+	Keep     time.Duration // default 10 minutes
+	MaxBytes int           // per generation; default 32 MiB
 
 	mu       sync.Mutex
-	cur, old map[seenKey]string // -> the export that counted it
+	cur, old map[seenKey]counted
+	curBytes int
 	started  time.Time
 }
 
+// entryBytes is what one remembered id costs, map overhead included: the
+// key's two strings, the export's string header (its bytes are shared by
+// every id of the export) and the bucket's share.
+func entryBytes(k seenKey) int { return len(k.app) + len(k.id) + 3*16 + 16 + 32 }
+
+// Bytes is what the ids held cost, both generations.
+func (s *Seen) Bytes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.curBytes
+	for k := range s.old {
+		n += entryBytes(k)
+	}
+	return n
+}
+
 func (s *Seen) rotate(now time.Time) {
-	keep, max := s.Keep, s.Max
+	keep, max := s.Keep, s.MaxBytes
 	if keep <= 0 {
 		keep = 10 * time.Minute
 	}
 	if max <= 0 {
-		max = 200_000
+		max = 32 << 20
 	}
 	switch {
 	case s.cur == nil || now.Sub(s.started) >= 2*keep:
-		s.old, s.cur, s.started = nil, map[seenKey]string{}, now
-	case now.Sub(s.started) >= keep || len(s.cur) >= max:
-		s.old, s.cur, s.started = s.cur, map[seenKey]string{}, now
+		s.old, s.cur, s.curBytes, s.started = nil, map[seenKey]counted{}, 0, now
+	case now.Sub(s.started) >= keep || s.curBytes >= max:
+		s.old, s.cur, s.curBytes, s.started = s.cur, map[seenKey]counted{}, 0, now
 	}
 }
 
@@ -61,7 +86,8 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 			if !ok {
 				by, ok = s.old[k]
 			}
-			if ok && by != export {
+			missed := by.signal != ExecutedRecord && !by.failed && inv.Signal == ExecutedRecord && inv.Failed
+			if ok && by.export != export && !missed {
 				dropped++
 				continue
 			}
@@ -71,14 +97,37 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 	return fresh, dropped
 }
 
+// MissedFailure says whether inv, a failed Executed record, is of an
+// invocation a span counted as succeeded: the host's spans of its function
+// do not say when an invocation fails (hosts built before September 2025).
+func (s *Seen) MissedFailure(appID string, inv Invocation) bool {
+	if !inv.Failed || inv.Signal != ExecutedRecord || inv.ID == "" {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	k := seenKey{appID, inv.ID}
+	by, ok := s.cur[k]
+	if !ok {
+		by, ok = s.old[k]
+	}
+	return ok && by.signal != ExecutedRecord && !by.failed
+}
+
 // Counted remembers that export counted invs.
 func (s *Seen) Counted(appID, export string, invs []Invocation, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rotate(now)
 	for _, inv := range invs {
-		if inv.ID != "" {
-			s.cur[seenKey{appID, inv.ID}] = export
+		if inv.ID == "" || len(inv.ID) > MaxID {
+			continue
 		}
+		k := seenKey{appID, inv.ID}
+		if _, ok := s.cur[k]; !ok {
+			s.curBytes += entryBytes(k)
+		}
+		s.cur[k] = counted{export, inv.Signal, inv.Failed}
+		s.rotate(now)
 	}
 }

@@ -18,6 +18,7 @@ const (
 	webJobsScope         // the host's own invocation spans: timer, queue, blob…
 	processorScope       // the Event Hubs and Service Bus SDKs' processing spans
 	httpScope            // ASP.NET Core's request spans (HTTP triggers)
+	workerScope          // the .NET isolated worker's own invocation span
 )
 
 func scopeOf(name string) scope {
@@ -28,6 +29,8 @@ func scopeOf(name string) scope {
 		return processorScope
 	case name == "Microsoft.AspNetCore":
 		return httpScope
+	case name == "Microsoft.Azure.Functions.Worker":
+		return workerScope
 	}
 	return otherScope
 }
@@ -39,6 +42,7 @@ const (
 	WhyProcessor   = "Event Hubs or Service Bus processing span without faas.name"
 	WhyName        = "faas.name is not a function name"
 	WhyNoTime      = "no time"
+	WhyWorker      = "the .NET worker's 'Invoke' span (OpenTelemetry schema 1.17) names no function; the host's span or record of the same invocation counts it"
 )
 
 // FromTraces finds the invocations among an export's spans. A span is an
@@ -68,11 +72,18 @@ func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bo
 	attrs := span.GetAttributes()
 	faasName, dupName := attr(attrs, "faas.name")
 	id, dupID := attr(attrs, "faas.invocation_id")
+	if id != "" && !validID(id) {
+		return Invocation{}, WhyLongID, true
+	}
 	if id == "" {
-		id, dupID = attr(attrs, "faas.execution") // the older convention's name
+		// The older convention's name; an older WebJobs SDK put the
+		// trigger's reason there, which is no id.
+		if id, dupID = attr(attrs, "faas.execution"); !validID(id) {
+			id = ""
+		}
 	}
 	switch {
-	case faasName == "" && id == "" && kind == otherScope:
+	case faasName == "" && id == "" && (kind == otherScope || kind == workerScope):
 		return Invocation{}, "", false
 	case kind == httpScope && span.GetKind() != tracepb.Span_SPAN_KIND_SERVER:
 		return Invocation{}, "", false
@@ -84,6 +95,15 @@ func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bo
 		// The host names its span after the function; its faas.name may
 		// be the method's full name.
 		name, named = functionName(span.GetName())
+	}
+	if !named && kind == workerScope && faasName == "" {
+		// Schema 1.37 names the span "function <Name>"; 1.17's "Invoke"
+		// says only the invocation id.
+		if n, ok := strings.CutPrefix(span.GetName(), "function "); ok {
+			name, named = functionName(n)
+		} else {
+			return Invocation{}, WhyWorker, true
+		}
 	}
 	if !named {
 		switch {
@@ -106,7 +126,10 @@ func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bo
 	if id == "" && len(span.GetSpanId()) > 0 {
 		id = "span:" + hex.EncodeToString(span.GetSpanId())
 	}
-	inv = Invocation{Function: name, ID: id, At: at, Failed: spanFailed(span, kind)}
+	inv = Invocation{Function: name, ID: id, At: at, Failed: spanFailed(span, kind), Signal: HostSpan}
+	if kind == workerScope || kind == otherScope {
+		inv.Signal = WorkerSpan
+	}
 	inv.Instance, _ = attr(attrs, "faas.instance")
 	if inv.Failed {
 		inv.Sample = cut(span.GetStatus().GetMessage(), 300)

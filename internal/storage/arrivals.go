@@ -5,11 +5,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/trigger"
 )
 
 // Arrivals keeps what each Fusebox instance received over OpenTelemetry,
@@ -34,7 +37,10 @@ type arrivalRow struct {
 	Failures        int32
 	Duplicates      int32
 	ThroughLogs     int32
+	Outranked       int32
+	MissedFailures  int32
 	Rejected        int32
+	Functions       string // "<name> <signal>" lines: the span signals per function
 	Unattributed    string // JSON: why -> count
 	ServiceNames    string // newline-separated
 	Last            time.Time
@@ -49,12 +55,17 @@ const ArrivalRetention = 2 * otlp.Expect
 func (a *Arrivals) PutArrivals(ctx context.Context, rows []otlp.Arrival) error {
 	for _, r := range rows {
 		why, _ := json.Marshal(r.Unattributed)
+		fns := make([]string, 0, len(r.Functions))
+		for fn, sig := range r.Functions {
+			fns = append(fns, fn+" "+strconv.Itoa(int(sig)))
+		}
+		slices.Sort(fns)
 		row := &arrivalRow{
 			Meta:   tablestore.Meta{PartitionKey: r.App, RowKey: FailurePartition(r.Bucket) + "|" + string(r.Source) + "|" + keySafe.Replace(r.Instance)},
 			Source: string(r.Source), Bucket: r.Bucket, Instance: r.Instance, Protocol: r.Protocol,
 			Exports: clamp32(r.Exports), Records: clamp32(r.Records), Invocations: clamp32(r.Invocations), Counted: clamp32(r.Counted),
 			Failures: clamp32(r.Failures), Duplicates: clamp32(r.Duplicates), ThroughLogs: clamp32(r.ThroughLogs), Rejected: clamp32(r.Rejected),
-			Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Last: r.Last,
+			Outranked: clamp32(r.Outranked), MissedFailures: clamp32(r.MissedFailures), Functions: strings.Join(fns, "\n"), Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Last: r.Last,
 		}
 		if err := a.table.Upsert(ctx, row); err != nil {
 			return fmt.Errorf("storage: arrivals of %s: %w", r.App, err)
@@ -84,15 +95,32 @@ func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time)
 func openArrival(row arrivalRow) (otlp.Arrival, error) {
 	x := otlp.Arrival{App: row.PartitionKey, Source: otlp.Source(row.Source), Bucket: row.Bucket, Instance: row.Instance, Protocol: row.Protocol,
 		Exports: int(row.Exports), Records: int(row.Records), Invocations: int(row.Invocations), Counted: int(row.Counted),
-		Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Last: row.Last}
+		Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Outranked: int(row.Outranked), MissedFailures: int(row.MissedFailures), Last: row.Last}
 	if x.Source != otlp.Traces && x.Source != otlp.Logs {
 		return otlp.Arrival{}, fmt.Errorf("the source %q must be traces or logs", row.Source)
 	}
-	if min(row.Exports, row.Records, row.Invocations, row.Counted, row.Failures, row.Duplicates, row.ThroughLogs, row.Rejected) < 0 {
+	if min(row.Exports, row.Records, row.Invocations, row.Counted, row.Failures, row.Duplicates, row.ThroughLogs, row.Rejected, row.Outranked, row.MissedFailures) < 0 {
 		return otlp.Arrival{}, errors.New("counts must not be negative")
 	}
 	if err := json.Unmarshal([]byte(row.Unattributed), &x.Unattributed); row.Unattributed != "" && err != nil {
 		return otlp.Arrival{}, errors.New("the unattributed counts must be a JSON object")
+	}
+	if len(row.Functions) > otlp.MaxFunctions*(trigger.MaxNameLength+3) {
+		return otlp.Arrival{}, errors.New("the functions list is longer than any instance writes")
+	}
+	for line := range strings.SplitSeq(row.Functions, "\n") {
+		if line == "" {
+			continue
+		}
+		fn, sig, _ := strings.Cut(line, " ")
+		n, err := strconv.Atoi(sig)
+		if !trigger.ValidName(fn) || err != nil || n < int(otlp.HostSpan) || n > int(otlp.WorkerSpan) {
+			return otlp.Arrival{}, fmt.Errorf("the functions list has a line %q that is no function and span signal", truncate(line, 80))
+		}
+		if x.Functions == nil {
+			x.Functions = map[string]otlp.Signal{}
+		}
+		x.Functions[fn] = otlp.Signal(n)
 	}
 	if row.ServiceNames != "" {
 		x.ServiceNames = strings.Split(row.ServiceNames, "\n")

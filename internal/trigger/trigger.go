@@ -16,7 +16,7 @@ import (
 // letters, digits, _ or -, at most 128 characters. It runs for every
 // reported item, so it is a loop rather than a regular expression.
 func ValidName(s string) bool {
-	if len(s) == 0 || len(s) > 128 {
+	if len(s) == 0 || len(s) > MaxNameLength {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
@@ -28,6 +28,9 @@ func ValidName(s string) bool {
 	}
 	return true
 }
+
+// MaxNameLength is the longest function name ValidName accepts.
+const MaxNameLength = 128
 
 // NameRule says ValidName's rule in words, for error messages.
 const NameRule = "a letter, then letters, digits, _ or -, at most 128"

@@ -77,7 +77,7 @@ func (s *Server) appTelemetry(ctx context.Context, a circuit.App) *views.AppTele
 			continue
 		}
 		sig := views.TelemetrySignal{Source: string(src), Protocol: h.Protocol, Exports: h.Exports, Records: h.Records, Invocations: h.Invocations,
-			Counted: h.Counted, Failures: h.Failures, Duplicates: h.Duplicates, ThroughLogs: h.ThroughLogs, Refused: h.Rejected}
+			Counted: h.Counted, Failures: h.Failures, Duplicates: h.Duplicates, ThroughLogs: h.ThroughLogs, Refused: h.Rejected, Outranked: h.Outranked, MissedFailures: h.MissedFailures}
 		for why, n := range h.Unattributed {
 			sig.Unattributed = append(sig.Unattributed, views.Because{Why: why, Count: n})
 		}

@@ -45,6 +45,7 @@ bench "P2 ingest vs raw aztables"          ./internal/bench '^BenchmarkIngest$' 
 bench "P2 real reports under a forged-key flood" ./internal/bench '^BenchmarkIngestUnderForgedFlood$' 1x
 bench "P7 OTLP ingest vs raw aztables"     ./internal/bench '^BenchmarkOTLPIngest$'          1x
 bench "P7 trip latency through OTLP"       ./internal/bench '^BenchmarkOTLPTripLatency$'     1x
+bench "OTLP under attack, peak memory"     ./internal/bench '^BenchmarkOTLPUnderAttack$'     1x
 bench "P3 rows per tick, 10/1k/10k"        ./internal/bench '^BenchmarkTickQueries$'         15x
 bench "P4 pages, evaluator running"        ./internal/bench '^BenchmarkOverviewPage$'        300x
 bench "P5 gap scan, a year of minutes"     ./internal/jobs  '^BenchmarkScanYearOfMinutelySlots$' 20x

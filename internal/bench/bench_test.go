@@ -11,10 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -622,15 +620,8 @@ func (c *cuttable) Do(req *http.Request) (*http.Response, error) {
 // (VmHWM). The process holds Fusebox's code under test and the load
 // generator both, so it bounds Fusebox's own from above.
 func reportPeakRSS(b *testing.B) {
-	data, err := os.ReadFile("/proc/self/status")
-	if err != nil {
-		return // not Linux: nothing to report
-	}
-	for _, line := range strings.Split(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
-			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
-			b.ReportMetric(float64(kb)/1024, "peak-rss-MB")
-		}
+	if kb := procStatus("VmHWM"); kb > 0 {
+		b.ReportMetric(float64(kb)/1024, "peak-rss-MB")
 	}
 }
 

@@ -46,9 +46,18 @@ func otlpExport(tag string, at time.Time, spans, functions, seconds int) *coltra
 }
 
 func postExport(client *http.Client, url, key string, body []byte) (int, error) {
+	return postExportEncoded(client, url, key, body, "")
+}
+
+// postExportEncoded posts an export whose body is in the Content-Encoding
+// given ("" for none).
+func postExportEncoded(client *http.Client, url, key string, body []byte, encoding string) (int, error) {
 	req, _ := http.NewRequest(http.MethodPost, url+"/v1/traces", bytes.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+key)
 	req.Header.Set("Content-Type", "application/x-protobuf")
+	if encoding != "" {
+		req.Header.Set("Content-Encoding", encoding)
+	}
 	resp, err := client.Do(req)
 	if err != nil {
 		return 0, err

@@ -123,9 +123,13 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 	if needsOthers(m.Invocations) {
 		r.readOthers(ctx, e.AppID, now)
 	}
-	r.mu.Lock()
+	type told struct {
+		function string
+		signal   otlp.Signal
+	}
+	heard := map[told]bool{}
 	for _, inv := range m.Invocations {
-		r.hear(e.AppID, inv.Function, inv.Signal, now)
+		heard[told{inv.Function, inv.Signal}] = true
 		if inv.Signal != otlp.ExecutedRecord && len(got.Functions) < otlp.MaxFunctions {
 			if got.Functions == nil {
 				got.Functions = map[string]otlp.Signal{}
@@ -134,6 +138,10 @@ func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
 				got.Functions[inv.Function] = inv.Signal
 			}
 		}
+	}
+	r.mu.Lock()
+	for k := range heard {
+		r.hear(e.AppID, k.function, k.signal, now)
 	}
 	invs := m.Invocations[:0:0]
 	for _, inv := range m.Invocations {

@@ -18,8 +18,22 @@ func FuzzDecodeAndMap(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"A","attributes":[{"key":"faas.name","value":{"stringValue":"A"}}]}]}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
+		if tr, _, err := DecodeTraces(body); err == nil {
+			for _, inv := range FromTraces(tr).Invocations {
+				if _, ok := functionName(inv.Function); !ok {
+					t.Fatalf("counted %q", inv.Function)
+				}
+			}
+		}
+		if lr, _, err := DecodeLogs(body); err == nil {
+			for _, inv := range FromLogs(lr).Invocations {
+				if _, ok := functionName(inv.Function); !ok {
+					t.Fatalf("counted %q", inv.Function)
+				}
+			}
+		}
 		tr := &coltracepb.ExportTraceServiceRequest{}
-		if proto.Unmarshal(body, tr) == nil || protojson.Unmarshal(body, tr) == nil {
+		if WeighJSON(body) == nil && protojson.Unmarshal(body, tr) == nil {
 			LimitTraces(tr, 3)
 			for _, inv := range FromTraces(tr).Invocations {
 				if _, ok := functionName(inv.Function); !ok {
@@ -28,7 +42,7 @@ func FuzzDecodeAndMap(f *testing.F) {
 			}
 		}
 		lr := &collogspb.ExportLogsServiceRequest{}
-		if proto.Unmarshal(body, lr) == nil || protojson.Unmarshal(body, lr) == nil {
+		if WeighJSON(body) == nil && protojson.Unmarshal(body, lr) == nil {
 			LimitLogs(lr, 3)
 			for _, inv := range FromLogs(lr).Invocations {
 				if _, ok := functionName(inv.Function); !ok {

@@ -32,7 +32,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		if status == http.StatusNotFound {
 			message = "There is no page here."
 		}
-		if status == http.StatusRequestEntityTooLarge {
+		if status == http.StatusRequestEntityTooLarge && message == http.StatusText(status) {
 			message = "The request body is larger than this server accepts."
 		}
 	case errors.As(err, &te) && te.Kind == nil:

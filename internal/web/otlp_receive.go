@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -30,6 +31,13 @@ import (
 // host sends at most 512 records every 5 s, far below it.
 const OTLPMaxBytes = 4 << 20
 
+// OTLPExportsAtOnce and OTLPExportsAtOncePerApp bound the exports an
+// instance reads and decodes at once (exportSlots).
+const (
+	OTLPExportsAtOnce       = 6
+	OTLPExportsAtOncePerApp = 3
+)
+
 // OTLPPrefix is where the OTLP/HTTP paths are served too, for an
 // OTEL_EXPORTER_OTLP_ENDPOINT that names a path.
 const OTLPPrefix = "/otlp"
@@ -46,16 +54,17 @@ const (
 // the app's key, which decides the app.
 func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
 	limit := otlpBodyLimit()
+	slots := newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, 5*time.Second).middleware
 	for _, prefix := range []string{"", OTLPPrefix} {
 		// The limit first: a body's length costs nothing to check.
-		s.echo.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), limit, gate)
-		s.echo.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), limit, gate)
+		s.echo.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), limit, gate, slots)
+		s.echo.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), limit, gate, slots)
 		s.echo.POST(prefix+"/v1/metrics", s.otlpHTTP(""), limit, gate)
 	}
-	g := grpc.NewServer(grpc.MaxRecvMsgSize(OTLPMaxBytes))
-	coltracepb.RegisterTraceServiceServer(g, otlpTraceService{s: s})
-	collogspb.RegisterLogsServiceServer(g, otlpLogsService{s: s})
-	colmetricspb.RegisterMetricsServiceServer(g, otlpMetricsService{})
+	g := grpc.NewServer(grpc.MaxRecvMsgSize(OTLPMaxBytes), grpc.ForceServerCodec(otlpCodec{}))
+	g.RegisterService(&otlpTraceDesc, s)
+	g.RegisterService(&otlpLogsDesc, s)
+	g.RegisterService(&otlpMetricsDesc, s)
 	serve := func(c echo.Context) error {
 		appID, _ := c.Get(ctxApp).(string)
 		r := c.Request().WithContext(context.WithValue(c.Request().Context(), otlpAppKey{}, appID))
@@ -63,7 +72,7 @@ func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
 		return nil
 	}
 	for _, m := range []string{grpcTraces, grpcLogs, grpcMetrics} {
-		s.echo.POST(m, serve, grpcAnswers, limit, gate)
+		s.echo.POST(m, serve, grpcAnswers, limit, gate, slots)
 	}
 }
 
@@ -97,41 +106,45 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 		if ctype != "application/x-protobuf" && ctype != "application/json" {
 			return echo.NewHTTPError(http.StatusUnsupportedMediaType, "Send application/x-protobuf (OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf) or application/json.")
 		}
+		protocol, marshal := "http/protobuf", proto.Marshal
+		if ctype == "application/json" {
+			protocol, marshal = "http/json", protojson.Marshal
+		}
+		if source == "" {
+			// Metrics are accepted and not read: their bytes cost nothing.
+			s.Metrics.ObserveOTLP(appID, "metrics", protocol, s.Now())
+			b, err := marshal(&colmetricspb.ExportMetricsServiceResponse{})
+			if err != nil {
+				return err
+			}
+			return c.Blob(http.StatusOK, ctype, b)
+		}
 		body, err := readOTLP(c.Request())
 		if err != nil {
 			return err
 		}
-		protocol, unmarshal, marshal := "http/protobuf", proto.Unmarshal, proto.Marshal
-		if ctype == "application/json" {
-			protocol = "http/json"
-			unmarshal = protojson.UnmarshalOptions{DiscardUnknown: true}.Unmarshal
-			marshal = protojson.Marshal
-		}
 		var out proto.Message
 		switch source {
 		case otlp.Traces:
-			req := &coltracepb.ExportTraceServiceRequest{}
-			if unmarshal(body, req) != nil {
-				return otlpUnreadable()
+			req, cut, err := decodeTraces(body, ctype)
+			if err != nil {
+				return otlpRefused(err)
 			}
-			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, req)
+			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, req, cut)
 			if err != nil {
 				return unavailable(err)
 			}
 			out = ans
 		case otlp.Logs:
-			req := &collogspb.ExportLogsServiceRequest{}
-			if unmarshal(body, req) != nil {
-				return otlpUnreadable()
+			req, cut, err := decodeLogs(body, ctype)
+			if err != nil {
+				return otlpRefused(err)
 			}
-			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, req)
+			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, req, cut)
 			if err != nil {
 				return unavailable(err)
 			}
 			out = ans
-		default:
-			s.Metrics.ObserveOTLP(appID, "metrics", protocol, s.Now())
-			out = &colmetricspb.ExportMetricsServiceResponse{}
 		}
 		b, err := marshal(out)
 		if err != nil {
@@ -141,8 +154,47 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 	}
 }
 
-func otlpUnreadable() error {
-	return echo.NewHTTPError(http.StatusBadRequest, "The body is not an OTLP export request of this signal.")
+// otlpRefused answers an export that does not decode, or would cost too
+// much to: 413 says "smaller", which an exporter logs and does not retry.
+func otlpRefused(err error) error {
+	if errors.Is(err, otlp.ErrTooCostly) {
+		return echo.NewHTTPError(http.StatusRequestEntityTooLarge, otlp.Describe(err))
+	}
+	return echo.NewHTTPError(http.StatusBadRequest, otlp.Describe(err))
+}
+
+// decodeTraces decodes protobuf by otlp.DecodeTraces (records past the
+// limit cut before anything is built) and JSON weighed first, then cut.
+func decodeTraces(body []byte, ctype string) (*coltracepb.ExportTraceServiceRequest, int, error) {
+	if ctype != "application/json" {
+		return otlp.DecodeTraces(body)
+	}
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := decodeJSON(body, req); err != nil {
+		return nil, 0, err
+	}
+	return req, otlp.LimitTraces(req, otlp.MaxRecords), nil
+}
+
+func decodeLogs(body []byte, ctype string) (*collogspb.ExportLogsServiceRequest, int, error) {
+	if ctype != "application/json" {
+		return otlp.DecodeLogs(body)
+	}
+	req := &collogspb.ExportLogsServiceRequest{}
+	if err := decodeJSON(body, req); err != nil {
+		return nil, 0, err
+	}
+	return req, otlp.LimitLogs(req, otlp.MaxRecords), nil
+}
+
+func decodeJSON(body []byte, m proto.Message) error {
+	if err := otlp.WeighJSON(body); err != nil {
+		return err
+	}
+	if protojson.Unmarshal(body, m) != nil {
+		return otlp.ErrUnreadable
+	}
+	return nil
 }
 
 // readOTLP reads a body, gunzipped when it says so, at most OTLPMaxBytes
@@ -172,8 +224,7 @@ func readOTLP(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-func (s *Server) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	cut := otlp.LimitTraces(req, otlp.MaxRecords)
+func (s *Server) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest, cut int) (*coltracepb.ExportTraceServiceResponse, error) {
 	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromTraces(req)})
 	if err != nil {
 		return nil, err
@@ -187,8 +238,7 @@ func (s *Server) takeTraces(ctx context.Context, appID, protocol string, req *co
 	return out, nil
 }
 
-func (s *Server) takeLogs(ctx context.Context, appID, protocol string, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
-	cut := otlp.LimitLogs(req, otlp.MaxRecords)
+func (s *Server) takeLogs(ctx context.Context, appID, protocol string, req *collogspb.ExportLogsServiceRequest, cut int) (*collogspb.ExportLogsServiceResponse, error) {
 	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromLogs(req)})
 	if err != nil {
 		return nil, err
@@ -215,36 +265,89 @@ func partial(ans ingest.Answer, cut int) (int64, string) {
 // otlpAppKey is where the gRPC methods find the app whose key verified.
 type otlpAppKey struct{}
 
-type otlpTraceService struct {
-	coltracepb.UnimplementedTraceServiceServer
-	s *Server
+// rawExport is an export's bytes as gRPC received them: the services below
+// decode them with otlp.DecodeTraces and DecodeLogs, as OTLP/HTTP does,
+// instead of letting gRPC build every record first.
+type rawExport struct{ b []byte }
+
+// otlpCodec hands rawExport the bytes and is protobuf for the rest.
+type otlpCodec struct{}
+
+func (otlpCodec) Name() string { return "proto" }
+
+func (otlpCodec) Marshal(v any) ([]byte, error) {
+	m, ok := v.(proto.Message)
+	if !ok {
+		return nil, fmt.Errorf("otlp codec: %T is no message", v)
+	}
+	return proto.Marshal(m)
 }
 
-func (t otlpTraceService) Export(ctx context.Context, req *coltracepb.ExportTraceServiceRequest) (*coltracepb.ExportTraceServiceResponse, error) {
-	appID, _ := ctx.Value(otlpAppKey{}).(string)
-	out, err := t.s.takeTraces(ctx, appID, "grpc", req)
-	return out, grpcError(err)
+func (otlpCodec) Unmarshal(data []byte, v any) error {
+	switch m := v.(type) {
+	case *rawExport:
+		m.b = data // gRPC made this slice for this call alone
+		return nil
+	case proto.Message:
+		return proto.Unmarshal(data, m)
+	}
+	return fmt.Errorf("otlp codec: %T is no message", v)
 }
 
-type otlpLogsService struct {
-	collogspb.UnimplementedLogsServiceServer
-	s *Server
+// exportMethod is a unary Export method that takes the raw bytes.
+func exportMethod(take func(s *Server, ctx context.Context, b []byte) (any, error)) grpc.MethodDesc {
+	return grpc.MethodDesc{MethodName: "Export", Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+		var raw rawExport
+		if err := dec(&raw); err != nil {
+			return nil, err
+		}
+		return take(srv.(*Server), ctx, raw.b)
+	}}
 }
 
-func (l otlpLogsService) Export(ctx context.Context, req *collogspb.ExportLogsServiceRequest) (*collogspb.ExportLogsServiceResponse, error) {
-	appID, _ := ctx.Value(otlpAppKey{}).(string)
-	out, err := l.s.takeLogs(ctx, appID, "grpc", req)
-	return out, grpcError(err)
+var otlpTraceDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{exportMethod(func(s *Server, ctx context.Context, b []byte) (any, error) {
+		req, cut, err := otlp.DecodeTraces(b)
+		if err != nil {
+			return nil, grpcRefused(err)
+		}
+		appID, _ := ctx.Value(otlpAppKey{}).(string)
+		out, err := s.takeTraces(ctx, appID, "grpc", req, cut)
+		return out, grpcError(err)
+	})},
 }
 
-// otlpMetricsService accepts metrics and reads none: the host's exporter
-// sends them on the same endpoint.
-type otlpMetricsService struct {
-	colmetricspb.UnimplementedMetricsServiceServer
+var otlpLogsDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.logs.v1.LogsService",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{exportMethod(func(s *Server, ctx context.Context, b []byte) (any, error) {
+		req, cut, err := otlp.DecodeLogs(b)
+		if err != nil {
+			return nil, grpcRefused(err)
+		}
+		appID, _ := ctx.Value(otlpAppKey{}).(string)
+		out, err := s.takeLogs(ctx, appID, "grpc", req, cut)
+		return out, grpcError(err)
+	})},
 }
 
-func (otlpMetricsService) Export(context.Context, *colmetricspb.ExportMetricsServiceRequest) (*colmetricspb.ExportMetricsServiceResponse, error) {
-	return &colmetricspb.ExportMetricsServiceResponse{}, nil
+func grpcRefused(err error) error {
+	if errors.Is(err, otlp.ErrTooCostly) {
+		return status.Error(codes.ResourceExhausted, otlp.Describe(err))
+	}
+	return status.Error(codes.InvalidArgument, otlp.Describe(err))
+}
+
+// otlpMetricsDesc accepts metrics and reads none (the bytes are not
+// decoded): the host's exporter sends them on the same endpoint.
+var otlpMetricsDesc = grpc.ServiceDesc{
+	ServiceName: "opentelemetry.proto.collector.metrics.v1.MetricsService",
+	HandlerType: (*any)(nil),
+	Methods: []grpc.MethodDesc{exportMethod(func(*Server, context.Context, []byte) (any, error) {
+		return &colmetricspb.ExportMetricsServiceResponse{}, nil
+	})},
 }
 
 func grpcError(err error) error {

@@ -13,6 +13,11 @@ import (
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fusebox/fusebox/internal/auth"
@@ -193,5 +198,100 @@ func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
 	metrics := b.get("/metrics").body
 	if !strings.Contains(metrics, `fusebox_otlp_last_export_timestamp_seconds{app="orders-demo",signal="traces"}`) || strings.Contains(metrics, `app="billing"`) {
 		t.Errorf("metrics:\n%s", grepLines(metrics, "otlp"))
+	}
+}
+
+// emptyResources is n empty resource_spans: 2 bytes each on the wire and
+// about 100 decoded, which no record cap stops.
+func emptyResources(n int) []byte {
+	out := make([]byte, 0, 2*n)
+	for range n {
+		out = append(out, 0x0a, 0x00)
+	}
+	return out
+}
+
+// emptySpans is n empty spans in one scope of one resource.
+func emptySpans(n int) []byte {
+	var scope []byte
+	for range n {
+		scope = append(scope, 0x12, 0x00)
+	}
+	rs := append([]byte{0x12}, protowireLen(len(scope))...)
+	rs = append(rs, scope...)
+	out := append([]byte{0x0a}, protowireLen(len(rs))...)
+	return append(out, rs...)
+}
+
+func protowireLen(n int) []byte {
+	var b []byte
+	for n >= 0x80 {
+		b = append(b, byte(n)|0x80)
+		n >>= 7
+	}
+	return append(b, byte(n))
+}
+
+// An export whose decoding would cost more memory than any host's is
+// refused before it is built (413, which exporters do not retry), and one
+// of 2 million empty spans is cut on the wire to the first 10,000, the
+// rest refused with OTLP's partial success.
+func TestAnExportThatWouldCostTooMuchToDecodeIsRefused(t *testing.T) {
+	srv, _ := seeded(t)
+	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", emptyResources(2_000_000), true)
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
+	if !strings.Contains(r.body, "memory to decode") {
+		t.Errorf("the refusal does not say why: %s", r.body)
+	}
+	r = postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", emptySpans(2_000_000), true)
+	wantStatus(t, r, http.StatusOK)
+	var ans coltracepb.ExportTraceServiceResponse
+	if err := proto.Unmarshal([]byte(r.body), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if got := ans.GetPartialSuccess().GetRejectedSpans(); got != 2_000_000-10_000 {
+		t.Errorf("%d spans refused, want the 1,990,000 past the limit", got)
+	}
+	json := `{"resourceSpans":[{"scopeSpans":[{"spans":[` + strings.Repeat("{},", 1_300_000) + `{}]}]}]}`
+	r = postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/json", []byte(json), true)
+	wantStatus(t, r, http.StatusRequestEntityTooLarge)
+}
+
+// rawCodec sends bytes as they are: an exporter's message no SDK would
+// build, for the gRPC path.
+type rawCodec struct{}
+
+func (rawCodec) Name() string { return "proto" }
+func (rawCodec) Marshal(v any) ([]byte, error) {
+	if b, ok := v.(*[]byte); ok {
+		return *b, nil
+	}
+	return proto.Marshal(v.(proto.Message))
+}
+func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(data, v.(proto.Message)) }
+
+// Over gRPC the same: the bytes are weighed before anything is built, and
+// refused with ResourceExhausted; the cut spans are told as partial success.
+func TestAnExportThatWouldCostTooMuchToDecodeIsRefusedOverGRPC(t *testing.T) {
+	srv, _ := seeded(t)
+	conn, err := grpc.NewClient(strings.TrimPrefix(srv.URL, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(8<<20)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+demo.Key)
+	body := emptyResources(2_000_000)
+	var ans coltracepb.ExportTraceServiceResponse
+	err = conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &body, &ans)
+	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "memory to decode") {
+		t.Fatalf("2,000,000 empty resources over gRPC: %v, want ResourceExhausted saying why", err)
+	}
+	body = emptySpans(2_000_000)
+	if err := conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &body, &ans); err != nil {
+		t.Fatal(err)
+	}
+	if got := ans.GetPartialSuccess().GetRejectedSpans(); got != 2_000_000-10_000 {
+		t.Errorf("%d spans refused, want the 1,990,000 past the limit", got)
 	}
 }

@@ -1,0 +1,52 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/labstack/echo/v4"
+)
+
+// TestExportSlotsBoundEachAppAndTheInstance: an app holds at most its
+// share of the slots, another app still gets one, and a slot given back
+// is taken by the next export waiting.
+func TestExportSlotsBoundEachAppAndTheInstance(t *testing.T) {
+	e := newExportSlots(3, 2, 200*time.Millisecond)
+	ctx := context.Background()
+	a1, err1 := e.take(ctx, "a")
+	_, err2 := e.take(ctx, "a")
+	if err1 != nil || err2 != nil {
+		t.Fatalf("an app's first two exports: %v %v", err1, err2)
+	}
+	if _, err := e.take(ctx, "a"); httpStatus(err) != http.StatusTooManyRequests {
+		t.Fatalf("a third export of the same app: %v, want 429 after the wait", err)
+	}
+	b1, err := e.take(ctx, "b")
+	if err != nil {
+		t.Fatalf("another app's export waited on the first app's: %v", err)
+	}
+	if _, err := e.take(ctx, "c"); httpStatus(err) != http.StatusServiceUnavailable {
+		t.Fatalf("a fourth export past the instance's three: %v, want 503 after the wait", err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := e.take(ctx, "a")
+		got <- err
+	}()
+	a1()
+	if err := <-got; err != nil {
+		t.Errorf("the export waiting for a's freed slot: %v", err)
+	}
+	b1()
+}
+
+func httpStatus(err error) int {
+	var he *echo.HTTPError
+	if errors.As(err, &he) {
+		return he.Code
+	}
+	return 0
+}

@@ -30,6 +30,9 @@ func Steps() []migrate.Step {
 		{Version: 8, Name: "create the host samples table", Apply: createTables(storage.TableHostSamples)},
 		{Version: 9, Name: "create the OpenTelemetry arrivals table", Apply: createTables(storage.TableArrivals)},
 		{Version: 10, Name: "create the set-aside queues table", Apply: createTables(storage.TableSetAside)},
+		{Version: 11, Name: "give every job a ping token apart from its id; ids keep pinging for the grace", Apply: func(ctx context.Context, svc *tablestore.Service) error {
+			return storage.GivePingTokens(ctx, svc, time.Now())
+		}},
 	}
 }
 

@@ -13,8 +13,11 @@ param location string = resourceGroup().location
 param hosting string = 'containerapp'
 @description('The Fusebox image, built from the repository\'s Dockerfile')
 param image string
-@description('FUSEBOX_BASE_URL: the https URL people use; empty: the default host name')
+@description('FUSEBOX_BASE_URL: the https URL people use; empty: the default host name (Fusebox derives a Container App\'s from CONTAINER_APP_NAME and CONTAINER_APP_ENV_DNS_SUFFIX)')
 param baseUrl string = ''
+@secure()
+@description('FUSEBOX_METRICS_TOKEN: the bearer token /metrics asks of the scraper; the default is random, so /metrics is closed until you set one you know')
+param metricsToken string = newGuid()
 @secure()
 @minLength(32)
 param sessionKey string
@@ -45,7 +48,7 @@ var guardRole = guardedHosting == 'containerapp' ? containerAppsContributor : we
 var appName = '${name}-app'
 // Routes with authentication of their own (keys, tokens, signed links) or
 // none by design (probes, assets): App Service Authentication lets them by.
-var openPaths = ['/healthz', '/readyz', '/metrics', '/static/*', '/api/v1/*', '/ping/*', '/badge/*', '/resume/*']
+var openPaths = ['/healthz', '/readyz', '/metrics', '/static/*', '/api/v1/*', '/ping/*', '/badge/*', '/resume/*', '/v1/*', '/otlp/*', '/opentelemetry.proto.collector.trace.v1.TraceService/Export', '/opentelemetry.proto.collector.logs.v1.LogsService/Export', '/opentelemetry.proto.collector.metrics.v1.MetricsService/Export']
 
 resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: storageName
@@ -75,6 +78,7 @@ resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 
         { name: 'secrets-keys', value: secretsKeys }
         { name: 'local-users', value: localUsers }
         { name: 'smtp-password', value: smtpPassword }
+        { name: 'metrics-token', value: metricsToken }
       ]
     }
     template: {
@@ -90,6 +94,7 @@ resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 
           { name: 'FUSEBOX_TRUST_PROXY_HEADERS', value: 'true' }
           { name: 'FUSEBOX_BASE_URL', value: baseUrl }
           { name: 'FUSEBOX_SESSION_KEY', secretRef: 'session-key' }
+          { name: 'FUSEBOX_METRICS_TOKEN', secretRef: 'metrics-token' }
           { name: 'FUSEBOX_LINK_KEYS', secretRef: 'link-keys' }
           { name: 'FUSEBOX_SECRETS_KEYS', secretRef: 'secrets-keys' }
           { name: 'FUSEBOX_LOCAL_USERS', secretRef: 'local-users' }
@@ -139,6 +144,7 @@ resource site 'Microsoft.Web/sites@2023-12-01' = if (hosting == 'appservice') {
         { name: 'FUSEBOX_TRUST_PROXY_HEADERS', value: 'true' }
         { name: 'FUSEBOX_BASE_URL', value: empty(baseUrl) ? 'https://${appName}.azurewebsites.net' : baseUrl }
         { name: 'FUSEBOX_SESSION_KEY', value: sessionKey }
+        { name: 'FUSEBOX_METRICS_TOKEN', value: metricsToken }
         { name: 'FUSEBOX_LINK_KEYS', value: linkKeys }
         { name: 'FUSEBOX_SECRETS_KEYS', value: secretsKeys }
         { name: 'FUSEBOX_LOCAL_USERS', value: localUsers }

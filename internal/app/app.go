@@ -408,8 +408,12 @@ func useSecrets(ctx context.Context, cfg *config.Config, store *storage.Store, l
 	if err != nil {
 		log.Warn("could not seal the channels' secrets yet; the next start tries again", "sealed", channels)
 	}
-	if apps+channels > 0 {
-		log.Info("sealed secrets kept in plain text or under an older key", "apps", apps, "channels", channels)
+	jobsSealed, err := store.Jobs.Reseal(resealCtx)
+	if err != nil {
+		log.Warn("could not seal the jobs' ping tokens yet; the next start tries again", "sealed", jobsSealed)
+	}
+	if apps+channels+jobsSealed > 0 {
+		log.Info("sealed secrets kept in plain text or under an older key", "apps", apps, "channels", channels, "jobs", jobsSealed)
 	}
 	return nil
 }

@@ -21,6 +21,8 @@ func load(t *testing.T, set map[string]string) *config.Config {
 		"FUSEBOX_TABLE_PREFIX":              testenv.Prefix(t),
 		"FUSEBOX_SESSION_KEY":               strings.Repeat("k", 32),
 		"FUSEBOX_LOCAL_USERS":               "a:viewer:$2a$10$TQDQa6P/ZiMDvbHs9Sb4e.M8f2/Tc82NJL5ADyKFY7DRe3XI4gtM6",
+		"FUSEBOX_BASE_URL":                  "https://fusebox.example.com",
+		"FUSEBOX_METRICS_TOKEN":             "metrics-token-0123456789",
 	}
 	for k, v := range set {
 		vars[k] = v

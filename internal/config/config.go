@@ -59,6 +59,10 @@ type Config struct {
 	PingRateLimit   float64
 	IngestRateLimit float64
 	MetricsToken    Secret // when set, /metrics needs "Authorization: Bearer <token>"
+	// MetricsOpen states that /metrics may answer without a token in
+	// production (a network that keeps strangers out); without it and a
+	// token, production refuses to start.
+	MetricsOpen bool
 	// AzureCloud names the Azure cloud whose storage and Event Hubs
 	// endpoints host insight may read: public, usgov or china.
 	AzureCloud string
@@ -74,7 +78,10 @@ type Config struct {
 	// storage and Event Hubs, channels' URLs and secrets); the first seals,
 	// all open. Without FUSEBOX_SECRETS_KEYS, one key "s" is the session key.
 	SecretsKeys []KeyEntry
-	PingKey     Secret // enables /ping/<key>/<slug>; empty: only /ping/<uuid>
+	PingKey     Secret // enables /ping/<key>/<slug>; empty: only /ping/<token>
+	// PingIDGrace is how long a job made before ping tokens keeps
+	// answering to its id after migration 11 gave it a token; 0: no more.
+	PingIDGrace time.Duration
 	// HostLockBreakAfter is how long a function app's lock must have been
 	// seen held before an operator may break it.
 	HostLockBreakAfter time.Duration
@@ -214,7 +221,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		PingRateLimit:       r.float("FUSEBOX_PING_RATE_LIMIT", 20),
 		IngestRateLimit:     r.float("FUSEBOX_INGEST_RATE_LIMIT", 100),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
+		MetricsOpen:         r.bool("FUSEBOX_METRICS_OPEN", false),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
+		PingIDGrace:         r.duration("FUSEBOX_PING_ID_GRACE", 30*24*time.Hour),
 		LocalSwitchRoot:     r.str("FUSEBOX_LOCAL_SWITCH_ROOT", ""),
 		LocalSwitchDelay:    r.duration("FUSEBOX_LOCAL_SWITCH_DELAY", 0),
 		Leases: LeaseTiming{
@@ -260,6 +269,11 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		r.fail("FUSEBOX_HTTP_ADDR", "must be host:port such as 127.0.0.1:8080 or :8080, got %q", c.HTTPAddr)
 	}
 	c.BaseURL = r.baseURL(c.HTTPAddr)
+	if c.Env == Production && c.BaseURL.Scheme != "https" {
+		// Cookies lose Secure and __Host-, no HSTS is sent, and the OIDC
+		// callback and mailed links point at an address nobody can open.
+		r.fail("FUSEBOX_BASE_URL", "must be the https URL people open in production, such as https://fusebox.example.com (on App Service and Container Apps it is derived from WEBSITE_HOSTNAME or CONTAINER_APP_NAME and CONTAINER_APP_ENV_DNS_SUFFIX when unset); got %s", c.BaseURL)
+	}
 	if c.MaxBodyBytes < 1024 {
 		r.fail("FUSEBOX_MAX_BODY_BYTES", "must be at least 1024 bytes")
 	}
@@ -302,6 +316,12 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		r.fail("FUSEBOX_METRICS_TOKEN", "must be at least 16 characters when set")
+	}
+	if c.Env == Production && c.MetricsToken == "" && !c.MetricsOpen {
+		r.fail("FUSEBOX_METRICS_TOKEN", "is needed in production: /metrics says which circuits are open and which jobs are down. Set it (at least 16 characters) and give it to the scraper, or set FUSEBOX_METRICS_OPEN=true where the network already keeps strangers out")
+	}
+	if c.PingIDGrace < 0 {
+		r.fail("FUSEBOX_PING_ID_GRACE", "must not be negative (0 ends pings by job id now)")
 	}
 	c.Storage = r.storage()
 	c.Session = Session{
@@ -440,6 +460,9 @@ func (r *reader) whole(name string, def int64, want string) int64 {
 func (r *reader) baseURL(addr string) *url.URL {
 	raw := r.str("FUSEBOX_BASE_URL", "")
 	if raw == "" {
+		raw = r.platformURL()
+	}
+	if raw == "" {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil {
 			return &url.URL{Scheme: "http", Host: "127.0.0.1:8080"}
@@ -456,6 +479,20 @@ func (r *reader) baseURL(addr string) *url.URL {
 	}
 	u.Path = ""
 	return u
+}
+
+// platformURL is the https URL the hosting platform gives the app: App
+// Service's WEBSITE_HOSTNAME, or Container Apps' app name under its
+// environment's DNS suffix; "" elsewhere.
+func (r *reader) platformURL() string {
+	if host := r.str("WEBSITE_HOSTNAME", ""); host != "" {
+		return "https://" + host
+	}
+	name, suffix := r.str("CONTAINER_APP_NAME", ""), r.str("CONTAINER_APP_ENV_DNS_SUFFIX", "")
+	if name != "" && suffix != "" {
+		return "https://" + name + "." + suffix
+	}
+	return ""
 }
 
 func (r *reader) storage() Storage {

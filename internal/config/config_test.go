@@ -20,6 +20,8 @@ func valid() map[string]string {
 		"FUSEBOX_STORAGE_CONNECTION_STRING": "UseDevelopmentStorage=true",
 		"FUSEBOX_SESSION_KEY":               strings.Repeat("k", 32),
 		"FUSEBOX_LOCAL_USERS":               "alice:operator:" + hash + ",bob:viewer:" + hash,
+		"FUSEBOX_BASE_URL":                  "https://fusebox.example.com",
+		"FUSEBOX_METRICS_TOKEN":             "metrics-token-0123456789",
 	}
 }
 
@@ -35,7 +37,7 @@ func TestDefaults(t *testing.T) {
 		{"Env", c.Env, config.Production},
 		{"LogLevel", c.LogLevel, "info"},
 		{"HTTPAddr", c.HTTPAddr, "127.0.0.1:8080"},
-		{"BaseURL", c.BaseURL.String(), "http://127.0.0.1:8080"},
+		{"BaseURL", c.BaseURL.String(), "https://fusebox.example.com"},
 		{"MaxBodyBytes", c.MaxBodyBytes, int64(1 << 20)},
 		{"TrustProxyHeaders", c.TrustProxyHeaders, false},
 		{"ShutdownGracePeriod", c.ShutdownGracePeriod, 15 * time.Second},
@@ -49,7 +51,9 @@ func TestDefaults(t *testing.T) {
 		{"EasyAuth", c.EasyAuth, false},
 		{"RoleClaim", c.RoleClaim, "roles"},
 		{"LoginRateLimit", c.LoginRateLimit, 1.0},
-		{"SecureCookies", c.SecureCookies(), false},
+		{"SecureCookies", c.SecureCookies(), true},
+		{"PingIDGrace", c.PingIDGrace, 30 * 24 * time.Hour},
+		{"MetricsOpen", c.MetricsOpen, false},
 	}
 	for _, ch := range checks {
 		if ch.got != ch.want {
@@ -149,5 +153,52 @@ func TestHTTPSBaseURLMakesCookiesSecure(t *testing.T) {
 	}
 	if !c.SecureCookies() || c.BaseURL.String() != "https://fusebox.example.com" {
 		t.Errorf("SecureCookies = %v, BaseURL = %s", c.SecureCookies(), c.BaseURL)
+	}
+}
+
+// TestProductionNeedsHTTPSAndAClosedMetricsPage: production refuses an
+// http base URL (cookies would lose Secure, links would point at
+// localhost) and an open /metrics nobody chose; App Service and Container
+// Apps give the URL themselves.
+func TestProductionNeedsHTTPSAndAClosedMetricsPage(t *testing.T) {
+	cases := []struct {
+		name    string
+		set     map[string]string
+		unset   []string
+		wantErr string
+		wantURL string
+	}{
+		{"an http base URL", map[string]string{"FUSEBOX_BASE_URL": "http://fusebox.example.com"}, nil, "FUSEBOX_BASE_URL: must be the https URL", ""},
+		{"no base URL, no platform", nil, []string{"FUSEBOX_BASE_URL"}, "FUSEBOX_BASE_URL: must be the https URL", ""},
+		{"Container Apps gives it", map[string]string{"CONTAINER_APP_NAME": "fusebox-app", "CONTAINER_APP_ENV_DNS_SUFFIX": "kindstone-1a2b.westeurope.azurecontainerapps.io"}, []string{"FUSEBOX_BASE_URL"},
+			"", "https://fusebox-app.kindstone-1a2b.westeurope.azurecontainerapps.io"},
+		{"App Service gives it", map[string]string{"WEBSITE_HOSTNAME": "fusebox-app.azurewebsites.net"}, []string{"FUSEBOX_BASE_URL"}, "", "https://fusebox-app.azurewebsites.net"},
+		{"an open /metrics nobody chose", nil, []string{"FUSEBOX_METRICS_TOKEN"}, "FUSEBOX_METRICS_TOKEN: is needed in production", ""},
+		{"an open /metrics stated", map[string]string{"FUSEBOX_METRICS_OPEN": "true"}, []string{"FUSEBOX_METRICS_TOKEN"}, "", "https://fusebox.example.com"},
+		{"development may do either", map[string]string{"FUSEBOX_ENV": "development"}, []string{"FUSEBOX_METRICS_TOKEN", "FUSEBOX_BASE_URL"}, "", "http://127.0.0.1:8080"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kv := valid()
+			for _, k := range c.unset {
+				delete(kv, k)
+			}
+			for k, v := range c.set {
+				kv[k] = v
+			}
+			cfg, err := config.Load(env(kv))
+			if c.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+					t.Fatalf("got %v, want an error with %q", err, c.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.BaseURL.String() != c.wantURL {
+				t.Errorf("BaseURL %s, want %s", cfg.BaseURL, c.wantURL)
+			}
+		})
 	}
 }

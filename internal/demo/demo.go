@@ -5,7 +5,11 @@ package demo
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base32"
+	"encoding/hex"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -61,8 +65,9 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 			Schedule: "0 */5 * * * *", TimeZone: "UTC", Grace: time.Minute, MaxDuration: 20 * time.Second,
 			CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Up, LastRunAt: now.Add(-40 * time.Second)},
 	}
-	for _, j := range js {
-		if err := st.Jobs.Put(ctx, j); err != nil {
+	for i := range js {
+		js[i].PingToken = PingToken(js[i].ID)
+		if err := st.Jobs.Put(ctx, js[i]); err != nil {
 			return err
 		}
 	}
@@ -108,4 +113,13 @@ func seedRuns(ctx context.Context, st *storage.Store, js []jobs.Job, now time.Ti
 		}
 	}
 	return nil
+}
+
+// PingToken is a demo job's ping token: made from its id, so the README's
+// curl line works on every run of the demo. Real jobs' tokens are random
+// (jobs.NewPingToken); the demo is not linked into the product.
+func PingToken(id string) string {
+	sum := sha256.Sum256([]byte("fusebox demo ping token " + id))
+	raw, _ := hex.DecodeString(strings.ReplaceAll(id, "-", ""))
+	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(append(raw, sum[:16]...)))
 }

@@ -154,6 +154,14 @@ func TestEasyAuthDeploymentsRequireSignIn(t *testing.T) {
 			}
 		}
 	}
+	// Routes that authenticate on their own must be let by, or function
+	// hosts' exports are sent to sign-in and the breaker hears nothing.
+	for _, machine := range []string{"/api/v1/*", "/ping/*", "/v1/*", "/otlp/*",
+		"/opentelemetry.proto.collector.trace.v1.TraceService/Export", "/opentelemetry.proto.collector.logs.v1.LogsService/Export"} {
+		if !slices.Contains(open, machine) {
+			t.Errorf("App Service Authentication sends %s to sign-in", machine)
+		}
+	}
 	if !regexp.MustCompile(`string\(not\(empty\(parameters\('easyAuthClientId'\)\)\)\)`).MatchString(raw) {
 		t.Error("FUSEBOX_EASYAUTH_ENABLED is not tied to the client id")
 	}

@@ -26,7 +26,11 @@ func TestRealClockJobJourney(t *testing.T) {
 	now := time.Now().UTC()
 	// Its slot came 5 minutes ago, on a whole minute; the grace was 1 minute.
 	created := now.Truncate(time.Minute).Add(-5 * time.Minute).Add(-time.Hour)
-	j := jobs.Job{ID: id, Name: "Hourly export", Schedule: "every 1h", TimeZone: "UTC", Grace: time.Minute,
+	token, err := jobs.NewPingToken(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := jobs.Job{ID: id, PingToken: token, Name: "Hourly export", Schedule: "every 1h", TimeZone: "UTC", Grace: time.Minute,
 		Recipients: []string{"ops@example.com"}, CreatedAt: created, Status: jobs.Up, LastRunAt: created}
 	if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
 		t.Fatal(err)
@@ -40,8 +44,8 @@ func TestRealClockJobJourney(t *testing.T) {
 	}
 	t.Logf("missing mail %s after the job was registered", time.Since(start).Round(time.Millisecond))
 
-	// The crontab line runs, late.
-	resp, err := http.Get(srv.URL + "/ping/" + id)
+	// The crontab line runs, late, with the job's ping URL.
+	resp, err := http.Get(srv.URL + "/ping/" + token)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -28,6 +28,13 @@ func (c Catalog) Create(ctx context.Context, j Job) error {
 	if err := c.check(ctx, j); err != nil {
 		return err
 	}
+	if j.PingToken == "" {
+		token, err := NewPingToken(j.ID)
+		if err != nil {
+			return err
+		}
+		j.PingToken = token
+	}
 	return c.Store.Create(ctx, j)
 }
 

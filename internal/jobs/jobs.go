@@ -57,15 +57,22 @@ func (s Status) Healthy() bool { return s == New || s == Up || s == Paused }
 
 // Job is one piece of scheduled work.
 type Job struct {
-	ID          string // the id used in ping URLs (a UUID)
-	Slug        string // optional: /ping/<ping key>/<slug>
-	Name        string
-	AppID       string        // optional: the function app it runs in
-	Function    string        // optional: the timer-triggered function
-	Schedule    string        // cron (five fields), NCRONTAB (six) or "every 15m"
-	TimeZone    string        // IANA or Windows zone id
-	Grace       time.Duration // how late a run may start
-	MaxDuration time.Duration // how long a run may take; 0: no limit
+	ID string // a UUID: names the job on pages, in notices and the API; never pings (but see PingByIDSince)
+	// PingToken is the job's ping secret (pingtoken.go), sealed at rest
+	// and shown only to operators.
+	PingToken string
+	// PingByIDSince is when a job made before ping tokens got its token:
+	// its id still pings for the grace the operator chose after it. Zero
+	// for every job since, and once the token is rotated.
+	PingByIDSince time.Time
+	Slug          string // optional: /ping/<ping key>/<slug>
+	Name          string
+	AppID         string        // optional: the function app it runs in
+	Function      string        // optional: the timer-triggered function
+	Schedule      string        // cron (five fields), NCRONTAB (six) or "every 15m"
+	TimeZone      string        // IANA or Windows zone id
+	Grace         time.Duration // how late a run may start
+	MaxDuration   time.Duration // how long a run may take; 0: no limit
 	// MinDuration is how short a run may be: one that ends sooner (a job
 	// that quits at once) counts as failed. 0: no limit.
 	MinDuration time.Duration

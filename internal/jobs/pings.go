@@ -183,5 +183,7 @@ const (
 
 // Provisioned is the job a first ping of slug makes.
 func Provisioned(slug string, now time.Time) Job {
-	return Job{ID: NewID(), Slug: slug, Name: slug, Schedule: AutoSchedule, TimeZone: "UTC", Grace: AutoGrace, CreatedAt: now, Status: New}
+	j := Fresh(now)
+	j.Slug, j.Name, j.Schedule, j.TimeZone, j.Grace = slug, slug, AutoSchedule, "UTC", AutoGrace
+	return j
 }

@@ -1,6 +1,9 @@
 package jobs
 
-import "time"
+import (
+	"fmt"
+	"time"
+)
 
 // Tally is the jobs' state for metrics, as the scanner last judged it:
 // jobs by status, and the ones missing or failing. The scanner stores it,
@@ -11,10 +14,13 @@ type Tally struct {
 	Down     []DownJob // at most MaxDown
 }
 
-// DownJob is a job that is missing or failing.
+// DownJob is a job that is missing or failing. Label names it on
+// /metrics: its slug, else its name, unique among the jobs down. Never its
+// id, which pinged jobs before ping tokens (and still does for a migrated
+// job's grace), nor its ping token.
 type DownJob struct {
-	ID, Name, Status string
-	LastRunAt        time.Time // zero if it never ran
+	Label, Name, Status string
+	LastRunAt           time.Time // zero if it never ran
 }
 
 // MaxDown bounds the per-job series.
@@ -26,10 +32,18 @@ func TallyOf(js []Job, now time.Time) Tally {
 	for _, s := range statusNames {
 		t.ByStatus[s] = 0
 	}
+	labels := map[string]int{}
 	for _, j := range js {
 		t.ByStatus[j.Status.String()]++
 		if (j.Status == Missing || j.Status == Failing) && len(t.Down) < MaxDown {
-			t.Down = append(t.Down, DownJob{ID: j.ID, Name: j.Name, Status: j.Status.String(), LastRunAt: j.LastRunAt})
+			label := j.Slug
+			if label == "" {
+				label = j.Name
+			}
+			if labels[label]++; labels[label] > 1 {
+				label = fmt.Sprintf("%s #%d", label, labels[label])
+			}
+			t.Down = append(t.Down, DownJob{Label: label, Name: j.Name, Status: j.Status.String(), LastRunAt: j.LastRunAt})
 		}
 	}
 	return t

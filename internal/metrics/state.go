@@ -30,7 +30,7 @@ var (
 	descApplies      = prometheus.NewDesc("fusebox_trigger_applies_total", "Calls that switched triggers, by switch kind (arm, local) and outcome (ok, error).", []string{"switch", "outcome"}, nil)
 	descApplyTime    = prometheus.NewDesc("fusebox_trigger_apply_duration_seconds", "Time of calls that switched triggers, by switch kind.", []string{"switch"}, nil)
 	descJobs         = prometheus.NewDesc("fusebox_jobs", "Jobs by status.", []string{"status"}, nil)
-	descJobDown      = prometheus.NewDesc("fusebox_job_down", "1 for each job that is missing or failing (one series per such job).", []string{"job", "name", "status"}, nil)
+	descJobDown      = prometheus.NewDesc("fusebox_job_down", "1 for each job that is missing or failing (one series per such job; job is its slug, else its name).", []string{"job", "name", "status"}, nil)
 	descLastTick     = prometheus.NewDesc("fusebox_evaluator_last_tick_timestamp_seconds", "Unix time at which the evaluator's last finished tick started.", nil, nil)
 	descTickDuration = prometheus.NewDesc("fusebox_evaluator_tick_duration_seconds", "Duration of the evaluator's last finished tick.", nil, nil)
 	descStateUp      = prometheus.NewDesc("fusebox_state_up", "1 when this instance could read the stored state behind the fusebox_circuit* and fusebox_job* families at this scrape.", nil, nil)
@@ -114,7 +114,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(descJobs, prometheus.GaugeValue, float64(st.Jobs.ByStatus[s]), s)
 	}
 	for _, d := range st.Jobs.Down {
-		ch <- prometheus.MustNewConstMetric(descJobDown, prometheus.GaugeValue, 1, d.ID, d.Name, d.Status)
+		ch <- prometheus.MustNewConstMetric(descJobDown, prometheus.GaugeValue, 1, d.Label, d.Name, d.Status)
 	}
 }
 

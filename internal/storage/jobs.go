@@ -10,6 +10,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -17,6 +18,7 @@ import (
 type Jobs struct {
 	table  *tablestore.Table
 	faults *Faults
+	box    *sealed.Box // seals PingToken; nil: as given
 }
 
 const jobsPartition = "job"
@@ -47,6 +49,82 @@ type jobRow struct {
 	LastRunAt          time.Time
 	FenceLease         string
 	FenceGeneration    int64
+	PingToken          string    // sealed: the job's ping secret
+	PingByIDSince      time.Time // migrated jobs: when the id's grace began
+}
+
+func (r *jobRow) secrets() map[string]*string { return map[string]*string{"PingToken": &r.PingToken} }
+
+// open opens the row's sealed fields.
+func (j *Jobs) open(r jobRow) (jobs.Job, error) {
+	if err := openSecrets(j.box, TableJobs, &r); err != nil {
+		return jobs.Job{}, fmt.Errorf("storage: job %s: %w", r.RowKey, err)
+	}
+	return r.job()
+}
+
+// Reseal seals the ping tokens kept in plain text (migration 11 writes
+// them so) or under an older key, and returns how many it sealed.
+func (j *Jobs) Reseal(ctx context.Context) (int, error) {
+	return reseal[jobRow](ctx, j.box, j.table, tablestore.Query{Filter: tablestore.PartitionIs(jobsPartition)}, TableJobs)
+}
+
+// RotatePingToken gives a job a new ping token and ends its id's grace;
+// the old token stops pinging at once.
+func (j *Jobs) RotatePingToken(ctx context.Context, id string) (string, error) {
+	token, err := jobs.NewPingToken(id)
+	if err != nil {
+		return "", err
+	}
+	for range 3 {
+		var row jobRow
+		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
+			if errors.Is(err, tablestore.ErrNotFound) {
+				return "", fmt.Errorf("%w: %s", ErrNoJob, id)
+			}
+			return "", fmt.Errorf("storage: rotate the ping token of job %s: %w", id, err)
+		}
+		row.PingToken, row.PingByIDSince = token, time.Time{}
+		sealSecrets(j.box, TableJobs, &row)
+		err := j.table.Update(ctx, &row)
+		if errors.Is(err, tablestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("storage: rotate the ping token of job %s: %w", id, err)
+		}
+		return token, nil
+	}
+	return "", fmt.Errorf("storage: rotate the ping token of job %s: %w", id, jobs.ErrConflict)
+}
+
+// GivePingTokens is migration 11: every job without a ping token gets
+// one, written in plain text for the start's reseal to seal, and keeps
+// answering to its id from now for the grace the operator chooses. Run
+// again, it finds the tokens given.
+func GivePingTokens(ctx context.Context, svc *tablestore.Service, now time.Time) error {
+	t := svc.Table(TableJobs)
+	for row, err := range tablestore.Rows[jobRow](ctx, t, tablestore.Query{Filter: tablestore.PartitionIs(jobsPartition)}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue // a row that does not read is shown where it is read
+		}
+		if err != nil {
+			return fmt.Errorf("storage: give ping tokens: %w", err)
+		}
+		if row.PingToken != "" || jobs.InternalID(row.RowKey) {
+			continue
+		}
+		token, err := jobs.NewPingToken(row.RowKey)
+		if err != nil {
+			continue // an id that is no UUID cannot have been pinged
+		}
+		row.PingToken, row.PingByIDSince = token, now
+		if err := t.Update(ctx, &row); err != nil && !errors.Is(err, tablestore.ErrConflict) {
+			return fmt.Errorf("storage: give job %s a ping token: %w", row.RowKey, err)
+		}
+	}
+	return nil
 }
 
 func (r jobRow) job() (jobs.Job, error) {
@@ -70,11 +148,13 @@ func (r jobRow) job() (jobs.Job, error) {
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
 		MinDuration: time.Duration(r.MinDurationSeconds) * time.Second, FailAfter: int(r.FailAfter), RecoverAfter: int(r.RecoverAfter),
 		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
+		PingToken: r.PingToken, PingByIDSince: r.PingByIDSince,
 	}, nil
 }
 
 func (r *jobRow) set(j jobs.Job) {
 	r.setSettings(j)
+	r.PingToken, r.PingByIDSince = j.PingToken, j.PingByIDSince
 	r.CreatedAt, r.Status, r.LastRunAt = j.CreatedAt, j.Status.String(), j.LastRunAt
 }
 
@@ -90,7 +170,7 @@ func (r *jobRow) setSettings(j jobs.Job) {
 
 // List returns every job, ordered by id.
 func (j *Jobs) List(ctx context.Context) ([]jobs.Job, error) {
-	out, faults, err := readRows[jobRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(jobsPartition)}, TableJobs, jobRow.job)
+	out, faults, err := readRows[jobRow](ctx, j.table, tablestore.Query{Filter: tablestore.PartitionIs(jobsPartition)}, TableJobs, j.open)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list jobs: %w", err)
 	}
@@ -110,7 +190,7 @@ func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) {
 		}
 		return jobs.Job{}, fmt.Errorf("storage: get job %s: %w", id, err)
 	}
-	return row.job()
+	return j.open(row)
 }
 
 // BySlug finds the job with a slug.
@@ -122,13 +202,14 @@ func (j *Jobs) BySlug(ctx context.Context, slug string) (jobs.Job, error) {
 	if len(rows) == 0 || slug == "" {
 		return jobs.Job{}, fmt.Errorf("%w: slug %q", ErrNoJob, slug)
 	}
-	return rows[0].job()
+	return j.open(rows[0])
 }
 
 // Create stores a new job; jobs.ErrConflict when its id exists.
 func (j *Jobs) Create(ctx context.Context, job jobs.Job) error {
 	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
 	row.set(job)
+	sealSecrets(j.box, TableJobs, row)
 	err := j.table.Insert(ctx, row)
 	if errors.Is(err, tablestore.ErrExists) {
 		return fmt.Errorf("storage: create job %s: %w", job.ID, jobs.ErrConflict)
@@ -167,6 +248,7 @@ func (j *Jobs) UpdateSettings(ctx context.Context, job jobs.Job) error {
 func (j *Jobs) Put(ctx context.Context, job jobs.Job) error {
 	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
 	row.set(job)
+	sealSecrets(j.box, TableJobs, row)
 	if err := j.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put job %s: %w", job.ID, err)
 	}

@@ -90,7 +90,7 @@ func New(svc *tablestore.Service) *Store {
 // (nil: stores them as given). Rows written before are opened as they are;
 // Reseal them.
 func (s *Store) UseSecrets(box *sealed.Box) {
-	s.Apps.box, s.Channels.box = box, box
+	s.Apps.box, s.Channels.box, s.Jobs.box = box, box, box
 }
 
 // commaList splits a comma-separated list, dropping empty items.

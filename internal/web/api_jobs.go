@@ -216,7 +216,10 @@ func (s *Server) pingURL(c echo.Context, j jobs.Job) string {
 	if p, ok := principal(c); !ok || !p.Role.Allows(auth.RoleOperator) || j.Internal() {
 		return ""
 	}
-	return s.Config.BaseURL.String() + "/ping/" + j.ID
+	if j.PingToken == "" {
+		return "" // a row written by hand without one: nothing pings it but its slug
+	}
+	return s.Config.BaseURL.String() + "/ping/" + j.PingToken
 }
 
 // apiJobFlips lists a job's changes of status, newest first.

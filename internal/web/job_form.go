@@ -136,7 +136,7 @@ type jobInput struct {
 // buildJob applies input to an existing job (or a new one) and checks it,
 // returning a message per field that is wrong.
 func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs.Job, map[string]string) {
-	j := jobs.Job{ID: jobs.NewID(), CreatedAt: s.Now(), Status: jobs.New}
+	j := jobs.Fresh(s.Now())
 	if existing != nil {
 		j = *existing
 	}

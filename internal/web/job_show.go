@@ -169,6 +169,9 @@ func (s *Server) jobShow(c echo.Context) error {
 	if j.Slug != "" && s.Config.PingKey != "" {
 		m.SlugURL = base + "/ping/<ping key>/" + j.Slug
 	}
+	if ends := j.PingByIDEnds(s.Config.PingIDGrace); j.PingsByID(s.Now(), s.Config.PingIDGrace) {
+		m.IDPingsUntil = ends.UTC().Format("Mon 2 Jan 2006 15:04 MST")
+	}
 	ws, err := s.JobStore.Windows(ctx)
 	if err != nil {
 		return err

@@ -17,8 +17,12 @@ import (
 // The ping API answers like Healthchecks.io, so the curl lines people
 // already have in crontabs and scripts work by changing the host:
 //
-//	/ping/<uuid>[/start|/fail|/log|/<exit status>][?rid=<id>]
+//	/ping/<ping token>[/start|/fail|/log|/<exit status>][?rid=<id>]
 //	/ping/<ping key>/<slug>[/start|/fail|/log|/<exit status>]
+//
+// A job's ping token is its own secret (jobs.NewPingToken), never its id,
+// which every viewer and chat channel sees; a job made before tokens
+// answers to /ping/<uuid> for FUSEBOX_PING_ID_GRACE after migration.
 //
 // HEAD, GET and POST all count. A POST body's first 100 kB are kept as the
 // run's log excerpt; a longer body is cut there and the ping still counts
@@ -38,13 +42,24 @@ func (s *Server) ping(c echo.Context) error {
 	var job jobs.Job
 	var err error
 	action := ""
+	byID := false
 	switch {
+	case cc == "" && len(a) == jobs.PingTokenLength:
+		id, ok := jobs.PingTokenJob(a)
+		if !ok || jobs.InternalID(id) || s.unknownPings.has(id) {
+			return c.String(http.StatusNotFound, "not found") // no storage read
+		}
+		job, err = s.JobStore.Get(c.Request().Context(), id)
+		if err == nil && !job.PingsWith(a) {
+			return c.String(http.StatusNotFound, "not found")
+		}
+		action = b
 	case uuidPattern.MatchString(a) && cc == "":
 		if jobs.InternalID(a) || s.unknownPings.has(a) {
 			return c.String(http.StatusNotFound, "not found") // no storage read
 		}
 		job, err = s.JobStore.Get(c.Request().Context(), a)
-		action = b
+		action, byID = b, true
 	case s.Config.PingKey != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(s.Config.PingKey.Reveal())) == 1:
 		job, err = s.JobStore.BySlug(c.Request().Context(), b)
 		action = cc
@@ -55,9 +70,14 @@ func (s *Server) ping(c echo.Context) error {
 		return c.String(http.StatusNotFound, "not found")
 	}
 	if errors.Is(err, storage.ErrNoJob) {
-		if uuidPattern.MatchString(a) { // slug pings need the ping key: no cache for them
+		if id, ok := jobs.PingTokenJob(a); ok && cc == "" {
+			s.unknownPings.add(id)
+		} else if uuidPattern.MatchString(a) { // slug pings need the ping key: no cache for them
 			s.unknownPings.add(a)
 		}
+		return c.String(http.StatusNotFound, "not found")
+	}
+	if byID && err == nil && !job.PingsByID(s.Now(), s.Config.PingIDGrace) {
 		return c.String(http.StatusNotFound, "not found")
 	}
 	if job.Internal() {

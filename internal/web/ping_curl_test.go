@@ -48,7 +48,7 @@ func TestCurlWithALongLogRecordsTheRun(t *testing.T) {
 		if err := os.WriteFile(log, []byte(strings.Repeat(line, size/len(line)+1)[:size]), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		code, out, headers := runCurl(t, "--data-binary", "@"+log, srv.URL+"/ping/"+nightly)
+		code, out, headers := runCurl(t, "--data-binary", "@"+log, srv.URL+"/ping/"+nightlyToken)
 		if code != 0 || out != "OK" {
 			t.Fatalf("%d bytes: curl exit %d, output %q", size, code, out)
 		}
@@ -62,7 +62,7 @@ func TestCurlWithALongLogRecordsTheRun(t *testing.T) {
 		srv.Clock.Advance(time.Minute)
 	}
 	// curl -f fails on Fusebox's 400s, as on Healthchecks'.
-	if code, out, _ := runCurl(t, srv.URL+"/ping/"+nightly+"/start?rid=not-a-uuid"); code != 22 || !strings.Contains(out, "400") {
+	if code, out, _ := runCurl(t, srv.URL+"/ping/"+nightlyToken+"/start?rid=not-a-uuid"); code != 22 || !strings.Contains(out, "400") {
 		t.Errorf("a bad rid: curl exit %d, %q; want 22 and the 400", code, out)
 	}
 }

@@ -15,7 +15,7 @@ import (
 // limit, one of the statuses Healthchecks uses, and "OK" when it counts.
 func FuzzPingHandler(f *testing.F) {
 	srv := apptest.Start(f, map[string]string{"FUSEBOX_PING_KEY": "ping-key-0123456789", "FUSEBOX_PING_RATE_LIMIT": "100000"})
-	if err := srv.App.Store.Jobs.Put(f.Context(), jobs.Job{ID: nightly, Slug: "nightly-backup", Name: "Nightly backup",
+	if err := srv.App.Store.Jobs.Put(f.Context(), jobs.Job{ID: nightly, PingToken: nightlyToken, Slug: "nightly-backup", Name: "Nightly backup",
 		Schedule: "0 0 1 * * *", TimeZone: "UTC", CreatedAt: srv.Clock.Now()}); err != nil {
 		f.Fatal(err)
 	}
@@ -31,7 +31,7 @@ func FuzzPingHandler(f *testing.F) {
 	}
 	methods := []string{http.MethodGet, http.MethodHead, http.MethodPost}
 	f.Fuzz(func(t *testing.T, action, rid, body string, method uint8) {
-		u := srv.URL + "/ping/" + nightly
+		u := srv.URL + "/ping/" + nightlyToken
 		if action != "" {
 			u += "/" + url.PathEscape(action)
 		}

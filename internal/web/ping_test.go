@@ -17,13 +17,24 @@ const (
 	other   = "11111111-2222-4333-8444-555555555502"
 )
 
+// The two jobs' ping tokens: their ping URLs, apart from their ids.
+var nightlyToken, otherToken = mustToken(nightly), mustToken(other)
+
+func mustToken(id string) string {
+	token, err := jobs.NewPingToken(id)
+	if err != nil {
+		panic(err)
+	}
+	return token
+}
+
 // pingServer runs Fusebox with two jobs that have no history yet.
 func pingServer(t *testing.T) *apptest.Server {
 	t.Helper()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_PING_KEY": "ping-key-0123456789"})
 	for _, j := range []jobs.Job{
-		{ID: nightly, Slug: "nightly-backup", Name: "Nightly backup", Schedule: "0 0 1 * * *", TimeZone: "UTC", CreatedAt: srv.Clock.Now()},
-		{ID: other, Slug: "reminder-mails", Name: "Reminder mails", Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", CreatedAt: srv.Clock.Now()},
+		{ID: nightly, PingToken: nightlyToken, Slug: "nightly-backup", Name: "Nightly backup", Schedule: "0 0 1 * * *", TimeZone: "UTC", CreatedAt: srv.Clock.Now()},
+		{ID: other, PingToken: otherToken, Slug: "reminder-mails", Name: "Reminder mails", Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", CreatedAt: srv.Clock.Now()},
 	} {
 		if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
 			t.Fatal(err)
@@ -51,7 +62,7 @@ func runs(t *testing.T, srv *apptest.Server, id string) []storage.StoredRun {
 
 func TestPingsWorkLikeHealthchecks(t *testing.T) {
 	srv := pingServer(t)
-	base := srv.URL + "/ping/" + nightly
+	base := srv.URL + "/ping/" + nightlyToken
 
 	r := curl(t, http.MethodHead, base, "")
 	wantStatus(t, r, http.StatusOK)
@@ -119,11 +130,11 @@ func TestPingsThatStoreNothing(t *testing.T) {
 		{"not a uuid", http.MethodGet, "/ping/nightly", "", http.StatusNotFound, "not found"},
 		{"wrong ping key", http.MethodGet, "/ping/wrong-key-0123456789/reminder-mails", "", http.StatusNotFound, "not found"},
 		{"unknown slug", http.MethodGet, "/ping/ping-key-0123456789/nope", "", http.StatusNotFound, "not found"},
-		{"exit status out of range", http.MethodGet, "/ping/" + other + "/256", "", http.StatusBadRequest, "invalid url format"},
-		{"rid that is not a uuid", http.MethodGet, "/ping/" + other + "/start?rid=not-a-uuid", "", http.StatusBadRequest, "invalid uuid format"},
-		{"rid with a space", http.MethodGet, "/ping/" + other + "/start?rid=a%20b", "", http.StatusBadRequest, "invalid uuid format"},
+		{"exit status out of range", http.MethodGet, "/ping/" + otherToken + "/256", "", http.StatusBadRequest, "invalid url format"},
+		{"rid that is not a uuid", http.MethodGet, "/ping/" + otherToken + "/start?rid=not-a-uuid", "", http.StatusBadRequest, "invalid uuid format"},
+		{"rid with a space", http.MethodGet, "/ping/" + otherToken + "/start?rid=a%20b", "", http.StatusBadRequest, "invalid uuid format"},
 		{"one of Fusebox's own loops", http.MethodPost, "/ping/f0c5b0c5-0000-4000-8000-000000000001/fail", "fake alert", http.StatusNotFound, "not found"},
-		{"an unknown action", http.MethodGet, "/ping/" + other + "/explode", "", http.StatusNotFound, "not found"},
+		{"an unknown action", http.MethodGet, "/ping/" + otherToken + "/explode", "", http.StatusNotFound, "not found"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -151,7 +162,7 @@ func TestAPausedJobsPingIsKeptAndTheJobStaysPaused(t *testing.T) {
 	if err := srv.App.Store.Jobs.Put(t.Context(), paused); err != nil {
 		t.Fatal(err)
 	}
-	r := curl(t, http.MethodGet, srv.URL+"/ping/"+nightly, "")
+	r := curl(t, http.MethodGet, srv.URL+"/ping/"+nightlyToken, "")
 	wantStatus(t, r, http.StatusOK)
 	if r.body != "OK" {
 		t.Errorf("body %q, want OK", r.body)
@@ -197,4 +208,52 @@ func TestAFirstPingCanCreateItsJob(t *testing.T) {
 	}
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/Not_A_Slug?create=1", ""), http.StatusBadRequest)
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/wrong-key-0123456789/other-job?create=1", ""), http.StatusNotFound)
+}
+
+// TestAJobsIDIsNoPingSecret: a job's id, which every viewer, chat channel
+// and /metrics reader may see, does not ping it; its token does. A job
+// made before tokens answers to its id for the grace after migration, then
+// no more, and rotating its token ends that at once and retires the old
+// token. A token for the right job with another secret, or for no job,
+// pings nothing.
+func TestAJobsIDIsNoPingSecret(t *testing.T) {
+	srv := pingServer(t)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightly, ""), http.StatusNotFound)
+	if rs := runs(t, srv, nightly); len(rs) != 0 {
+		t.Fatalf("a ping by id recorded a run: %+v", rs)
+	}
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightlyToken, ""), http.StatusOK)
+	forged := mustToken(nightly) // the right job's id, another secret
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+forged+"/fail", ""), http.StatusNotFound)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+mustToken("11111111-2222-4333-8444-5555555555ff"), ""), http.StatusNotFound)
+	if rs := runs(t, srv, nightly); len(rs) != 1 || rs[0].State != "ok" {
+		t.Fatalf("runs after one good ping and a forged fail: %+v", rs)
+	}
+
+	// A job migrated with a token keeps its id's URL for the grace.
+	legacy := jobs.Job{ID: "11111111-2222-4333-8444-555555555503", Name: "Old cron", Schedule: "0 0 2 * * *", TimeZone: "UTC", CreatedAt: srv.Clock.Now()}
+	if err := srv.App.Store.Jobs.Put(t.Context(), legacy); err != nil {
+		t.Fatal(err)
+	}
+	if err := storage.GivePingTokens(t.Context(), srv.App.Store.Service, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	got, err := srv.App.Store.Jobs.Get(t.Context(), legacy.ID)
+	if err != nil || len(got.PingToken) != jobs.PingTokenLength || !got.PingByIDSince.Equal(srv.Clock.Now()) {
+		t.Fatalf("after the migration: %+v %v, want a token and the grace begun", got, err)
+	}
+	if again, _ := srv.App.Store.Jobs.Get(t.Context(), nightly); again.PingToken != nightlyToken || !again.PingByIDSince.IsZero() {
+		t.Fatal("the migration changed a job that had its token")
+	}
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+legacy.ID, ""), http.StatusOK)
+	srv.Clock.Advance(jobs.DefaultPingIDGrace + time.Second)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+legacy.ID, ""), http.StatusNotFound)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+got.PingToken, ""), http.StatusOK)
+
+	rotated, err := srv.App.Store.Jobs.RotatePingToken(t.Context(), legacy.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+got.PingToken, ""), http.StatusNotFound)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+rotated, ""), http.StatusOK)
 }

@@ -48,6 +48,7 @@ var flashes = map[string]views.Flash{
 	"channel-deleted":  {Kind: "success", Text: "Channel deleted. Circuits and jobs that named it keep their other destinations."},
 	"acknowledged":     {Kind: "success", Text: "Acknowledged: reminders about this episode stop. The trigger stays off until someone resumes it."},
 	"ran":              {Kind: "success", Text: "The function was started; its run shows here when it pings."},
+	"rotated":          {Kind: "success", Text: "The job has a new ping URL; the old one, and the job's id, no longer ping. Change the crontab or script that pings it."},
 	"overridden":       {Kind: "success", Text: "Drift overridden: the trigger is being set again."},
 	"window-set":       {Kind: "success", Text: "The maintenance window is set."},
 	"window-end":       {Kind: "success", Text: "The maintenance window has ended."},

@@ -103,6 +103,7 @@ type (
 		PutWindow(ctx context.Context, w jobs.Window) error
 		EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error)
 		Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error)
+		RotatePingToken(ctx context.Context, id string) (string, error)
 	}
 	pingRecorder interface {
 		Record(ctx context.Context, job jobs.Job, p jobs.Ping) error

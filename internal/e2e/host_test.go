@@ -56,12 +56,14 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 		t.Fatal("no mail about ProcessOrders")
 	}
 	deadline := time.Now().Add(20 * time.Second)
+	var switched time.Time
 	for {
 		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 		if err != nil {
 			t.Fatal(err)
 		}
 		if c.State == circuit.Open && !c.Pending() {
+			switched = c.SwitchedAt()
 			break
 		}
 		if time.Now().After(deadline) {
@@ -115,7 +117,13 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 		t.Errorf("the day's concurrency chart has %d bars, want the samples stored (%d before the page loaded, %d after; 3 seeded)", bars, storedBefore, storedAfter)
 	}
 
-	// Something consumes partition 2 while the trigger is off.
+	// Something consumes partition 2 while the trigger is off. A blob's
+	// Last-Modified counts whole seconds, so a write in the second of the
+	// switch cannot be told from one just before it: the page counts only
+	// later seconds, and so the write waits for the next one.
+	for !time.Now().After(switched.Truncate(time.Second).Add(time.Second)) {
+		time.Sleep(10 * time.Millisecond) // the wall clock's next second, no later
+	}
 	bc, err := azblob.NewClientFromConnectionString(conn, nil)
 	if err != nil {
 		t.Fatal(err)

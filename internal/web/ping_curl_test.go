@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"bytes"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -98,5 +99,33 @@ func TestAPingFloodIsThrottledAndOthersAreNot(t *testing.T) {
 			t.Fatal("the flooding client is still throttled 5 s later at 2 pings/s")
 		}
 		time.Sleep(100 * time.Millisecond) // the bucket refills on the real clock
+	}
+}
+
+// TestAPingFloodBehindAppServiceThrottlesOnlyItsClient floods through the
+// forms App Service and Container Apps write in X-Forwarded-For, with the
+// client's port: the flooding address is throttled, and clients at other
+// addresses, IPv4 or IPv6 and with ports of their own, are not.
+func TestAPingFloodBehindAppServiceThrottlesOnlyItsClient(t *testing.T) {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_PING_RATE_LIMIT": "2", "FUSEBOX_TRUST_PROXY_HEADERS": "true"})
+	ping := func(forwarded string) int {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ping/00000000-0000-4000-8000-00000000abcd", nil)
+		req.Header.Set("X-Forwarded-For", forwarded)
+		return newBrowser(t, "").do(req).StatusCode
+	}
+	throttled := false
+	for i := range 40 {
+		if ping(fmt.Sprintf("203.0.113.5:%d", 40000+i)) == http.StatusTooManyRequests {
+			throttled = true
+			break
+		}
+	}
+	if !throttled {
+		t.Fatal("40 pings at once from 203.0.113.5, each from a port of its own, were never throttled")
+	}
+	for _, other := range []string{"198.51.100.7:51234", "[2001:db8::7]:51234", "2001:db8::8"} {
+		if code := ping(other); code != http.StatusNotFound {
+			t.Errorf("a ping forwarded for %s got %d while 203.0.113.5 is throttled", other, code)
+		}
 	}
 }

@@ -290,11 +290,7 @@ func New(d Deps) (*Server, error) {
 	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), unknownPings: newTTLSet(30*time.Second, 10_000), refusals: newLogSampler(time.Minute)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
-	if d.Config.TrustProxyHeaders {
-		s.echo.IPExtractor = echo.ExtractIPFromXFFHeader()
-	} else {
-		s.echo.IPExtractor = echo.ExtractIPDirect()
-	}
+	s.echo.IPExtractor = clientIP(d.Config.TrustProxyHeaders)
 	s.routes()
 	return s, nil
 }

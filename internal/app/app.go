@@ -283,7 +283,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
 	smtp := notify.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
 	poster := notify.Poster{Now: now, Client: outbound.Client(5 * time.Second)}
-	reports := reportService(store, now)
+	reports := reportService(store, now, cfg.IngestRowLimit)
 	arrivals := &otlp.Arrivals{Store: store.Arrivals, Instance: locker.Identity(), Logger: o.Logger}
 	telemetryIn := &ingest.Telemetry{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
@@ -700,12 +700,13 @@ func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time
 
 // reportService takes failure reports, from the HTTP API (and the
 // OpenTelemetry receiver next).
-func reportService(store *storage.Store, now func() time.Time) *ingest.Service {
+func reportService(store *storage.Store, now func() time.Time, rowsPerSecond float64) *ingest.Service {
 	instance := make([]byte, 6)
 	_, _ = rand.Read(instance)
 	var requests atomic.Int64
 	return &ingest.Service{
 		Router: ingest.New(store.Circuits, store.Rates, ingest.Settings{}), Failures: store.Failures, Claims: store.Status, Now: now,
+		Budget: ingest.NewRowBudget(rowsPerSecond, 0),
 		// One writer id per request: this process's random id and a counter.
 		Writer: func() string { return fmt.Sprintf("api.%x.%d", instance, requests.Add(1)) },
 	}

@@ -58,7 +58,10 @@ type Config struct {
 	// to ten times its rate.
 	PingRateLimit   float64
 	IngestRateLimit float64
-	MetricsToken    Secret // when set, /metrics needs "Authorization: Bearer <token>"
+	// IngestRowLimit is the rows per second one app's reports may write,
+	// whatever their number, in bursts of 25 full requests.
+	IngestRowLimit float64
+	MetricsToken   Secret // when set, /metrics needs "Authorization: Bearer <token>"
 	// MetricsOpen states that /metrics may answer without a token in
 	// production (a network that keeps strangers out); without it and a
 	// token, production refuses to start.
@@ -220,6 +223,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
 		PingRateLimit:       r.float("FUSEBOX_PING_RATE_LIMIT", 20),
 		IngestRateLimit:     r.float("FUSEBOX_INGEST_RATE_LIMIT", 100),
+		IngestRowLimit:      r.float("FUSEBOX_INGEST_ROW_LIMIT", 500),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		MetricsOpen:         r.bool("FUSEBOX_METRICS_OPEN", false),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
@@ -282,6 +286,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.IngestRateLimit <= 0 {
 		r.fail("FUSEBOX_INGEST_RATE_LIMIT", "must be more than 0 reports per second per app, got %v", c.IngestRateLimit)
+	}
+	if c.IngestRowLimit <= 0 {
+		r.fail("FUSEBOX_INGEST_ROW_LIMIT", "must be more than 0 rows per second per app, got %v", c.IngestRowLimit)
 	}
 	if c.LoginRateLimit <= 0 {
 		r.fail("FUSEBOX_LOGIN_RATE_LIMIT", "must be a positive number of attempts per second, such as 1")

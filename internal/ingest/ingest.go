@@ -20,6 +20,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/words"
 )
 
 // CircuitLister lists every circuit (storage.Circuits, which reads only
@@ -49,7 +50,8 @@ type Router struct {
 	settings Settings
 
 	mu       sync.Mutex
-	known    map[string]bool // app/function of every circuit
+	known    map[string]bool          // app/function of every circuit
+	longest  map[string]time.Duration // app -> its longest circuit window
 	listedAt time.Time
 	hour     time.Time
 	names    map[string]map[string]bool // app -> functions without a circuit this hour
@@ -74,6 +76,9 @@ type Routed struct {
 	Tallies []Tally
 	// Refused are the indexes of reports refused, with why.
 	Refused map[int]string
+	// Rows is what keeping them costs the store: a failure row per
+	// function and second, a read and a write per tally.
+	Rows int
 }
 
 // Tally is failures of one function without a circuit in one minute.
@@ -97,43 +102,68 @@ func (r Routed) Tallied() int {
 // keeps Tallies with Keep (not for a retried request, whose tallies the
 // first one kept).
 func (r *Router) Route(ctx context.Context, appID string, reports []storage.Report, now time.Time) (Routed, error) {
-	known, err := r.circuitsOf(ctx, now)
+	known, longest, err := r.circuitsOf(ctx, now)
 	if err != nil {
 		return Routed{}, err
 	}
+	horizon := max(longest[appID], time.Hour) + HorizonSlack
 	out := Routed{Refused: map[int]string{}}
-	type minuteKey struct {
+	type rowKey struct {
 		function string
-		minute   time.Time
+		at       time.Time // a second for a failure row, a minute for a tally
 	}
-	at := map[minuteKey]int{} // index in out.Tallies
-	has := map[string]bool{}  // per function: an export names few, many times
+	rows := map[rowKey]bool{}
+	at := map[rowKey]int{}   // index in out.Tallies
+	has := map[string]bool{} // per function: an export names few, many times
 	for i, rep := range reports {
+		if rep.Second.Before(now.Add(-horizon)) {
+			out.Refused[i] = fmt.Sprintf("at is more than %s ago: older than this app's longest circuit window and %s, it would count toward no circuit", words.Duration(horizon), words.Duration(HorizonSlack))
+			continue
+		}
 		counted, ok := has[rep.Function]
 		if !ok {
 			counted = known[appID+"/"+rep.Function]
 			has[rep.Function] = counted
 		}
 		if counted {
+			k := rowKey{rep.Function, rep.Second.UTC().Truncate(time.Second)}
+			if !rows[k] && len(rows) >= MaxRows {
+				out.Refused[i] = tooManyRows
+				continue
+			}
+			rows[k] = true
 			out.Counted = append(out.Counted, rep)
+			continue
+		}
+		k := rowKey{rep.Function, rep.Second.UTC().Truncate(time.Minute)}
+		j, ok := at[k]
+		if !ok && len(rows) >= MaxRows {
+			out.Refused[i] = tooManyRows
 			continue
 		}
 		if !r.admit(appID, rep.Function, now) {
 			out.Refused[i] = fmt.Sprintf("%s has no circuit, and this app already reports %d functions without one this hour: create a circuit for it, or report only functions that have one", rep.Function, r.settings.MaxNames)
 			continue
 		}
-		k := minuteKey{rep.Function, rep.Second.UTC().Truncate(time.Minute)}
-		j, ok := at[k]
 		if !ok {
 			j = len(out.Tallies)
 			at[k] = j
-			out.Tallies = append(out.Tallies, Tally{Function: k.function, Minute: k.minute})
+			rows[rowKey{"tally " + k.function, k.at}] = true
+			out.Tallies = append(out.Tallies, Tally{Function: k.function, Minute: k.at})
 		}
 		out.Tallies[j].Failures += rep.Count
 		out.Tallies[j].Items = append(out.Tallies[j].Items, i)
 	}
+	out.Rows = len(rows)
+	for _, t := range out.Tallies {
+		if t.Failures > 0 {
+			out.Rows++ // its read, beside its write
+		}
+	}
 	return out, nil
 }
+
+var tooManyRows = fmt.Sprintf("this request already writes %d rows (one per function and second, one per function without a circuit and minute): send this item in another request", MaxRows)
 
 // Keep adds tallies to the app's failures per function and minute, and
 // returns those it could not keep: one function's tally row that does not
@@ -151,26 +181,27 @@ func (r *Router) Keep(ctx context.Context, appID string, tallies []Tally) (faile
 }
 
 // circuitsOf is the set of circuits, listed at most every Refresh.
-func (r *Router) circuitsOf(ctx context.Context, now time.Time) (map[string]bool, error) {
+func (r *Router) circuitsOf(ctx context.Context, now time.Time) (map[string]bool, map[string]time.Duration, error) {
 	r.mu.Lock()
 	fresh := r.known != nil && now.Sub(r.listedAt) < r.settings.Refresh && !now.Before(r.listedAt)
-	known := r.known
+	known, longest := r.known, r.longest
 	r.mu.Unlock()
 	if fresh {
-		return known, nil
+		return known, longest, nil
 	}
 	cs, err := r.circuits.List(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("ingest: list circuits: %w", err)
+		return nil, nil, fmt.Errorf("ingest: list circuits: %w", err)
 	}
-	known = make(map[string]bool, len(cs))
+	known, longest = make(map[string]bool, len(cs)), map[string]time.Duration{}
 	for _, c := range cs {
 		known[c.AppID+"/"+c.Function] = true
+		longest[c.AppID] = max(longest[c.AppID], c.Window)
 	}
 	r.mu.Lock()
-	r.known, r.listedAt = known, now
+	r.known, r.longest, r.listedAt = known, longest, now
 	r.mu.Unlock()
-	return known, nil
+	return known, longest, nil
 }
 
 // admit says whether function may be tallied for appID this hour.

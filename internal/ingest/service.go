@@ -108,6 +108,10 @@ type Service struct {
 	// an id no other request uses, so two requests never replace each
 	// other's rows.
 	Writer func() string
+	// Budget, if set, bounds the rows each app's requests write per
+	// second, whatever their number; past it a request keeps nothing and
+	// Take says ErrRowBudget.
+	Budget *RowBudget
 	// Stored, if set, is told of the counts just kept, before the answer
 	// goes out: the evaluator ticks at once when they may trip a circuit.
 	Stored func([]storage.Report)
@@ -164,6 +168,9 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 	res.NoCircuit = routed.Tallied()
 	if res.Accepted == 0 {
 		return res, nil
+	}
+	if s.Budget != nil && !s.Budget.Spend(b.AppID, routed.Rows, s.Now()) {
+		return Result{}, ErrRowBudget
 	}
 	if !retry {
 		// Tallies first: a retry of this request (same Idempotency-Key)

@@ -91,7 +91,7 @@ func (s *Server) failureIngest(c echo.Context) error {
 	case errors.Is(err, ingest.ErrIdempotencyKey):
 		return echo.NewHTTPError(http.StatusBadRequest, "Idempotency-Key must be 1 to 255 printable ASCII characters, such as a UUID.")
 	case err != nil:
-		return unavailable(err)
+		return notTaken(c, err)
 	case res.Accepted == 0:
 		return c.JSON(http.StatusBadRequest, res)
 	}
@@ -148,6 +148,14 @@ func decodeIngest(body io.Reader) (ingestRequest, error) {
 
 // unavailable is the answer when storage cannot take the request: 503 with
 // a hint to retry, never a 202 for data that was not kept.
+// notTaken answers a report or export that ingest kept nothing of.
+func notTaken(c echo.Context, err error) error {
+	if errors.Is(err, ingest.ErrRowBudget) {
+		return tooMany(c, "this app's reports wrote more rows in the last seconds than it may (FUSEBOX_INGEST_ROW_LIMIT); nothing was stored, retry after a second")
+	}
+	return unavailable(err)
+}
+
 func unavailable(err error) error {
 	return echo.NewHTTPError(http.StatusServiceUnavailable, "Storage is not answering; nothing was stored. Retry shortly.").SetInternal(err)
 }

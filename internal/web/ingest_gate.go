@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/storage"
 )
 
@@ -32,16 +33,19 @@ const (
 )
 
 // appKeys remembers, per app id a report named, the hash of the app's key
-// as storage last had it (empty: no such app) and until when it is
-// believed. A key that matches a fresh entry verifies without a read, and
-// one that does not is refused without a read unless the address it came
-// from may spend one (the key may have been replaced on another instance).
-// Entries are kept past their time, so the holder of the last known key
-// refreshes it without spending its address's budget. It holds at most
-// maxLimiterKeys ids.
+// as storage last had it and until when it is believed; ids storage said
+// name no app are kept apart. A key that matches a fresh entry verifies
+// without a read, and one that does not is refused without a read unless
+// the address it came from may spend one (the key may have been replaced
+// on another instance). Entries are kept past their time, so the holder of
+// the last known key refreshes it without spending its address's budget.
+// Only a storage read that found the app adds to known, so a flood of
+// made-up ids fills absent alone and never pushes out a real app's entry,
+// fresh or not. Each map holds at most maxLimiterKeys ids.
 type appKeys struct {
-	mu   sync.Mutex
-	apps map[string]appKey
+	mu     sync.Mutex
+	known  map[string]appKey
+	absent map[string]time.Time // id -> until when "no such app" is believed
 }
 
 type appKey struct {
@@ -53,8 +57,11 @@ type appKey struct {
 func (k *appKeys) get(appID string) (appKey, bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	e, ok := k.apps[appID]
-	return e, ok
+	if e, ok := k.known[appID]; ok {
+		return e, true
+	}
+	until, ok := k.absent[appID]
+	return appKey{until: until}, ok
 }
 
 // matches compares a presented key with the known hash in constant time.
@@ -62,23 +69,34 @@ func (e appKey) matches(key string) bool {
 	return e.hash != "" && subtle.ConstantTimeCompare([]byte(auth.HashAppKey(key)), []byte(e.hash)) == 1
 }
 
+// remember keeps what storage said of appID: its key's hash, or "" for no
+// such app.
 func (k *appKeys) remember(appID, hash string, now time.Time) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if k.apps == nil {
-		k.apps = map[string]appKey{}
+	if k.known == nil {
+		k.known, k.absent = map[string]appKey{}, map[string]time.Time{}
 	}
-	if _, ok := k.apps[appID]; !ok && !makeRoom(k.apps, maxLimiterKeys, func(e appKey) bool { return now.After(e.until) }) {
+	until := now.Add(keyTTL)
+	if hash == "" {
+		delete(k.known, appID)
+		if _, ok := k.absent[appID]; ok || makeRoom(k.absent, maxLimiterKeys, now.After) {
+			k.absent[appID] = until
+		}
 		return
 	}
-	k.apps[appID] = appKey{hash: hash, until: now.Add(keyTTL)}
+	delete(k.absent, appID)
+	if _, ok := k.known[appID]; ok || makeRoom(k.known, maxLimiterKeys, func(e appKey) bool { return now.After(e.until) }) {
+		k.known[appID] = appKey{hash: hash, until: until}
+	}
 }
 
 // forget drops an app's key, when it is replaced on this instance.
 func (k *appKeys) forget(appID string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	delete(k.apps, appID)
+	delete(k.known, appID)
+	delete(k.absent, appID)
 }
 
 // ingestKey is the key a report presents.
@@ -101,7 +119,8 @@ func (s *Server) ingestGate() echo.MiddlewareFunc {
 		return func(c echo.Context) error {
 			key := ingestKey(c.Request())
 			appID := auth.AppOfKey(key)
-			if appID == "" {
+			if !circuit.ValidAppID(appID) { // costs no read and no entry
+
 				s.Metrics.ObserveUnverified("malformed")
 				return echo.NewHTTPError(http.StatusUnauthorized, "Send the app's key as Authorization: Bearer fbx_<app>_<secret>.")
 			}

@@ -2,6 +2,7 @@ package web_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -307,5 +308,63 @@ func waitOpen(t *testing.T, srv *apptest.Server, function string) {
 			nudge, nudges = time.Now().Add(500*time.Millisecond), nudges+1
 		}
 		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
+	}
+}
+
+// TestOneReportCostsBoundedRows sends what a key holder could: 10,000
+// items, each back-dated to a second of its own. The store gets 200 rows
+// and the answer names every item it did not keep; soon after, the app's
+// budget of rows per second is spent and its reports answer 429 with
+// Retry-After, keeping nothing (TestTheRowBudgetIsPerAppAndCountsRows
+// shows another app's budget is its own).
+func TestOneReportCostsBoundedRows(t *testing.T) {
+	srv, _ := seeded(t)
+	now := srv.Clock.Now()
+	var b strings.Builder
+	b.WriteString(`{"failures": [`)
+	for i := range 10_000 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `{"function": "ProcessOrders", "at": %q}`, now.Add(-time.Duration(i%3000)*time.Second).Format(time.RFC3339))
+	}
+	b.WriteString(`]}`)
+	body := b.String()
+	r := postJSON(t, srv.URL, demo.Key, body)
+	wantStatus(t, r, http.StatusAccepted)
+	var got struct {
+		Accepted int
+		Rejected []struct{ Error string }
+	}
+	if err := json.Unmarshal([]byte(r.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	if got.Accepted != 200*4 || len(got.Rejected) != 10_000-800 || !strings.Contains(got.Rejected[0].Error, "200 rows") {
+		t.Fatalf("accepted %d, rejected %d (first: %+v); want the 800 items of the first 200 seconds kept", got.Accepted, len(got.Rejected), got.Rejected[:min(1, len(got.Rejected))])
+	}
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), now.Add(-time.Hour), now.Add(time.Hour), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 200 {
+		t.Errorf("one request wrote %d failure rows, want 200", len(rows))
+	}
+	// The budget is 5,000 rows at once and 500 a second: about 25 such
+	// requests, whatever the request limit says.
+	limited := -1
+	for i := range 40 {
+		if r := postJSON(t, srv.URL, demo.Key, body); r.StatusCode == http.StatusTooManyRequests {
+			if r.Header.Get("Retry-After") != "1" || !strings.Contains(r.body, "rows") {
+				t.Errorf("429 without Retry-After or reason: %v %q", r.Header, r.body)
+			}
+			limited = i
+			break
+		}
+	}
+	if limited < 0 {
+		t.Fatal("40 requests of 200 rows each were never limited by the row budget")
+	}
+	if limited < 20 {
+		t.Errorf("limited after %d requests, want about 25 (a burst of 5,000 rows)", limited)
 	}
 }

@@ -132,7 +132,7 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			}
 			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, req, cut)
 			if err != nil {
-				return unavailable(err)
+				return notTaken(c, err)
 			}
 			out = ans
 		case otlp.Logs:
@@ -142,7 +142,7 @@ func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			}
 			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, req, cut)
 			if err != nil {
-				return unavailable(err)
+				return notTaken(c, err)
 			}
 			out = ans
 		}
@@ -353,6 +353,9 @@ var otlpMetricsDesc = grpc.ServiceDesc{
 func grpcError(err error) error {
 	if err == nil {
 		return nil
+	}
+	if errors.Is(err, ingest.ErrRowBudget) {
+		return status.Error(codes.Unavailable, "this app's exports wrote more rows in the last seconds than it may; nothing was stored, send again in a second")
 	}
 	if errors.Is(err, ingest.ErrUnavailable) {
 		return status.Error(codes.Unavailable, "storage is not answering; nothing was stored, send again")

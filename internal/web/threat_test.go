@@ -43,6 +43,36 @@ func (l *lockedBuffer) String() string {
 	return l.b.String()
 }
 
+// TestAFloodOfMadeUpAppsFromManyAddressesLeavesRealReportsAccepted
+// floods from 120 addresses (through the trusted proxy header), each
+// naming app ids of its own, some not even valid ids: every report the
+// real app sends meanwhile is accepted, and the malformed ids are refused
+// without a storage read.
+func TestAFloodOfMadeUpAppsFromManyAddressesLeavesRealReportsAccepted(t *testing.T) {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_TRUST_PROXY_HEADERS": "true"})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "SyncInventory", "count": 1}]}`); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("the real app's first report: %d", r.StatusCode)
+	}
+	const addresses, each = 120, 25 // 3,000 forged requests, 2,400 within the addresses' bursts
+	floodWhileTheRealAppReports(t, srv.URL, addresses, each, func(a, i int) *http.Request {
+		app := fmt.Sprintf("made-up-%d-%d", a, i)
+		if i%5 == 0 {
+			app = fmt.Sprintf("Not_Valid%d", i) // AppOfKey reads up to the first '_'
+		}
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(`{"failures":[{"function":"F","count":1}]}`))
+		req.Header.Set("Authorization", "Bearer fbx_"+app+"_forged")
+		req.Header.Set("X-Forwarded-For", fmt.Sprintf("203.0.%d.%d:4%04d", a/200, a%200+1, i))
+		return req
+	})
+	metrics := newBrowser(t, srv.URL).get("/metrics").body
+	if !strings.Contains(metrics, fmt.Sprintf(`fusebox_ingest_unverified_total{reason="malformed"} %d`+"\n", addresses*each/5)) {
+		t.Errorf("want the %d keys naming invalid ids refused as malformed, before any read:\n%s", addresses*each/5, grepLines(metrics, "fusebox_ingest_unverified"))
+	}
+}
+
 // A stranger floods the ingest endpoint with keys that name the demo app
 // but are not its key. Before, the app's rate budget was spent by the
 // name in the key, so the real reports answered 429 while the flood
@@ -57,46 +87,11 @@ func TestAForgedKeyFloodLeavesTheRealKeysReportsAccepted(t *testing.T) {
 		t.Fatal(err)
 	}
 	const workers, each = 8, 250 // 2,000 forged requests: twice the app's burst
-	var mu sync.Mutex
-	forged := map[int]int{}
-	var wg sync.WaitGroup
-	client := &http.Client{}
-	for w := range workers {
-		wg.Go(func() {
-			for i := range each {
-				req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(`{"failures":[{"function":"ProcessOrders","count":1}]}`))
-				req.Header.Set("Authorization", fmt.Sprintf("Bearer fbx_%s_forged-%d-%d", demo.AppID, w, i))
-				resp, err := client.Do(req)
-				if err != nil {
-					t.Error(err)
-					return
-				}
-				resp.Body.Close()
-				mu.Lock()
-				forged[resp.StatusCode]++
-				mu.Unlock()
-			}
-		})
-	}
-	flooded := make(chan struct{})
-	go func() { wg.Wait(); client.CloseIdleConnections(); close(flooded) }()
-	// The real app reports all through the flood, at least 30 times.
-	real, sent := map[int]int{}, 0
-	for flooding := true; flooding || sent < 30; sent++ {
-		r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "SyncInventory", "count": 1}]}`)
-		real[r.StatusCode]++
-		select {
-		case <-flooded:
-			flooding = false
-		default:
-		}
-	}
-	if real[http.StatusAccepted] != sent {
-		t.Errorf("the real key's %d reports during the flood: %v, want all answered 202", sent, real)
-	}
-	if forged[http.StatusAccepted] != 0 || forged[http.StatusUnauthorized]+forged[http.StatusTooManyRequests] != workers*each {
-		t.Errorf("forged requests answered %v, want only 401 and 429", forged)
-	}
+	forged := floodWhileTheRealAppReports(t, srv.URL, workers, each, func(w, i int) *http.Request {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(`{"failures":[{"function":"ProcessOrders","count":1}]}`))
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer fbx_%s_forged-%d-%d", demo.AppID, w, i))
+		return req
+	})
 	if forged[http.StatusTooManyRequests] == 0 {
 		t.Errorf("forged requests answered %v: none was limited per client", forged)
 	}
@@ -460,4 +455,50 @@ func TestAFunctionReportingWithoutACircuitGetsOneOnTheRealClock(t *testing.T) {
 	if len(rows) == 0 || rows[0].Circuit != demo.AppID+"/ShipParcels" {
 		t.Errorf("failure rows %+v, want the new circuit's", rows)
 	}
+}
+
+// floodWhileTheRealAppReports sends each of workers' forged requests in
+// turn while the demo app reports all through the flood, at least 30
+// times; every real report must be answered 202 and every forged one 401
+// or 429. It returns the forged requests' answers by status.
+func floodWhileTheRealAppReports(t *testing.T, url string, workers, each int, forge func(w, i int) *http.Request) map[int]int {
+	t.Helper()
+	var mu sync.Mutex
+	forged := map[int]int{}
+	var wg sync.WaitGroup
+	client := &http.Client{}
+	for w := range workers {
+		wg.Go(func() {
+			for i := range each {
+				resp, err := client.Do(forge(w, i))
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				resp.Body.Close()
+				mu.Lock()
+				forged[resp.StatusCode]++
+				mu.Unlock()
+			}
+		})
+	}
+	flooded := make(chan struct{})
+	go func() { wg.Wait(); client.CloseIdleConnections(); close(flooded) }()
+	real, sent := map[int]int{}, 0
+	for flooding := true; flooding || sent < 30; sent++ {
+		r := postJSON(t, url, demo.Key, `{"failures": [{"function": "SyncInventory", "count": 1}]}`)
+		real[r.StatusCode]++
+		select {
+		case <-flooded:
+			flooding = false
+		default:
+		}
+	}
+	if real[http.StatusAccepted] != sent {
+		t.Errorf("the real key's %d reports during the flood: %v, want all answered 202", sent, real)
+	}
+	if forged[http.StatusAccepted] != 0 || forged[http.StatusUnauthorized]+forged[http.StatusTooManyRequests] != workers*each {
+		t.Errorf("forged requests answered %v, want only 401 and 429", forged)
+	}
+	return forged
 }

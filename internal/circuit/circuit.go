@@ -426,3 +426,30 @@ func SetAsideOwners(appID string, cs []Circuit) setaside.Owners {
 	}
 	return o
 }
+
+// GuardrailHeld is a trip the app's guardrail does not allow: Off of the
+// app's circuits are already off, and at most Limit may be.
+type GuardrailHeld struct{ Off, Limit int }
+
+func (h *GuardrailHeld) Error() string {
+	return fmt.Sprintf("guardrail: %d of the app's circuits already off, at most %d", h.Off, h.Limit)
+}
+
+// Admits says whether tripping may switch one more of the app's circuits
+// off, given every circuit of the app as storage holds it (tripping
+// among them, as it stood) and how many could not be read, which count
+// as off: a guardrail must never be exceeded because a row is unreadable.
+// It is the same rule the evaluator's tick applies to its own reading,
+// applied again to the reading a conditional write rests on.
+func (g Guardrail) Admits(app []Circuit, unreadable int, tripping Circuit) error {
+	off := unreadable
+	for _, c := range app {
+		if c.Function != tripping.Function && c.State.TriggerOff() && !c.Shadow {
+			off++
+		}
+	}
+	if limit := g.Limit(len(app) + unreadable); limit >= 0 && off+1 > limit {
+		return &GuardrailHeld{Off: off, Limit: limit}
+	}
+	return nil
+}

@@ -105,6 +105,12 @@ type Store interface {
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
+	// TransitionGuarded is Transition for a trip the app's guardrail
+	// limits: admit is asked, on every circuit of the app as storage holds
+	// it after a read of the app's guard version, whether the trip may
+	// happen, and the write is conditional on that version too. admit's
+	// error comes back as it is.
+	TransitionGuarded(ctx context.Context, f lease.Fence, c Circuit, fl Flip, admit func(app []Circuit, unreadable int) error) error
 	// MarkApplied records that the trigger was set for episode at the time
 	// given; SetApplyError that it could not be, why, and when to retry.
 	// Both are refused if the circuit has moved to another episode.
@@ -452,12 +458,15 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	traced := map[string]context.Context{} // trace of each transition this tick, for its switch call
 	for _, c := range circuits {
 		next, fl := Evaluate(c, counts[c.ID()], now)
+		guardrail := appByID[c.AppID].Guardrail
+		guarded := false // a trip the guardrail weighs: storage weighs it again
 		if fl != nil && fl.To.TriggerOff() && !fl.From.TriggerOff() && !c.Shadow {
-			if limit := appByID[c.AppID].Guardrail.Limit(total[c.AppID]); limit >= 0 && off[c.AppID]+1 > limit {
+			if limit := guardrail.Limit(total[c.AppID]); limit >= 0 && off[c.AppID]+1 > limit {
 				held, hf := Hold(c, *fl, off[c.AppID], limit)
 				next, fl = held, &hf
 			} else {
 				off[c.AppID]++
+				guarded = limit >= 0
 			}
 		}
 		if fl != nil {
@@ -468,7 +477,25 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 				settled = append(settled, c)
 				continue
 			}
-			if err := e.store.Transition(ctx, lease.Fence{}, next, *fl); err != nil {
+			var err error
+			if !guarded {
+				err = e.store.Transition(ctx, lease.Fence{}, next, *fl)
+			} else {
+				// Every instance ticks: the count of circuits off is part
+				// of the write, so two instances' trips decided on one
+				// reading cannot both land.
+				err = e.store.TransitionGuarded(ctx, lease.Fence{}, next, *fl, func(app []Circuit, unreadable int) error {
+					return guardrail.Admits(app, unreadable, c)
+				})
+				var held *GuardrailHeld
+				if errors.As(err, &held) {
+					off[c.AppID]--
+					hc, hf := Hold(c, *fl, held.Off, held.Limit)
+					next, fl = hc, &hf
+					err = e.store.Transition(ctx, lease.Fence{}, next, *fl)
+				}
+			}
+			if err != nil {
 				if !errors.Is(err, ErrConflict) {
 					errs = append(errs, err)
 				}

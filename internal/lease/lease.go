@@ -58,6 +58,17 @@ var (
 	ErrFenced   = errors.New("lease: write made under an older generation of the lease")
 )
 
+// UnreadableError is a lease record that is in the store but does not
+// decode (written by something else, or damaged): Version is its ETag, so
+// that it can be replaced on condition that it stays as it is.
+type UnreadableError struct {
+	Version string
+	Err     error
+}
+
+func (e *UnreadableError) Error() string { return "lease: unreadable record: " + e.Err.Error() }
+func (e *UnreadableError) Unwrap() error { return e.Err }
+
 // Record is a lease as stored.
 type Record struct {
 	Name       string
@@ -195,6 +206,16 @@ func (l *Locker) TryAcquire(ctx context.Context, name string) (*Lease, error) {
 			return nil, fmt.Errorf("lease: create %s: %w", name, err)
 		}
 		return l.start(rec, sent), nil
+	}
+	var bad *UnreadableError
+	if errors.As(err, &bad) {
+		// Nobody can read it, so nobody can hold it by renewing it: it is
+		// taken over once it has stayed as it is for a lease's duration
+		// (a writer that still uses it would have changed it), at a
+		// generation above any a counter could have reached, so the
+		// fences of the writes made under it hold.
+		rec, err = Record{Name: name, Holder: "unreadable", Duration: l.s.Duration, Version: bad.Version,
+			Generation: l.s.Clock.Now().UnixMilli()}, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("lease: read %s: %w", name, err)

@@ -438,3 +438,39 @@ func TestRunWorksWhileLeadingAndReleasesWhenStopped(t *testing.T) {
 		t.Errorf("after Run stopped the lease is held by %q, want released", rec.Holder)
 	}
 }
+
+// TestAnUnreadableClaimIsTakenOverAfterItsDuration: an app's switch claim
+// row that does not decode (its generation a word) once stopped switching
+// for the app until someone rewrote it. Now it is held for one lease
+// duration, in case something still writes it, then taken over at a
+// generation above any counter's, and the claim works again.
+func TestAnUnreadableClaimIsTakenOverAfterItsDuration(t *testing.T) {
+	w := newWorld(t)
+	a := w.instance("a")
+	type garbled struct {
+		tablestore.Meta
+		Name, Generation string
+	}
+	row := &garbled{Meta: tablestore.Meta{PartitionKey: "lease", RowKey: "switch%2Forders"}, Name: "switch/orders", Generation: "seven"}
+	if err := a.store.Service.Table(storage.TableLeases).Insert(w.ctx, row); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.locker.TryAcquire(w.ctx, "switch/orders"); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("first sight of the unreadable claim: %v, want ErrHeld until it has stayed so for its duration", err)
+	}
+	w.clock.Advance(settings.Duration)
+	l, err := a.locker.TryAcquire(w.ctx, "switch/orders")
+	if err != nil {
+		t.Fatalf("after %s unchanged, the unreadable claim was not taken over: %v", settings.Duration, err)
+	}
+	if g := l.Fence().Generation; g <= 1_000_000_000_000 {
+		t.Errorf("taken over at generation %d; want one above any counter's (Unix milliseconds)", g)
+	}
+	w.settle(l)
+	if err := l.Release(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.locker.TryAcquire(w.ctx, "switch/orders"); err != nil {
+		t.Errorf("the claim, once rewritten, does not take: %v", err)
+	}
+}

@@ -428,6 +428,77 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 	return nil
 }
 
+// guardKey is the row, beside an app's circuits, that every trip its
+// guardrail weighs rewrites in the same batch as the circuit: two
+// instances that decided on the same reading of the app cannot both trip.
+const guardKey = "g|guardrail"
+
+// guardRow holds nothing but its ETag, which every write changes: with
+// no field of its own, no content written by anyone can make it
+// unreadable.
+type guardRow struct{ tablestore.Meta }
+
+// TransitionGuarded is Transition for a trip the app's guardrail limits.
+// It reads the app's guard row, then every circuit of the app, and asks
+// admit whether the trip may happen given them (and how many rows could
+// not be read); if so it writes the circuit, its flip and the guard row
+// in one batch, conditional on the circuit at ci.Version and the guard
+// row as read. Every guarded trip rewrites the guard row, so a trip
+// another instance committed after this read fails the batch
+// (circuit.ErrConflict), and one committed before it is in the circuits
+// read: no interleaving switches off more than admit allows. admit's
+// error is returned as it is, with nothing written.
+func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip, admit func(app []circuit.Circuit, unreadable int) error) error {
+	guard := guardRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: guardKey}}
+	err := c.table.Get(ctx, ci.AppID, guardKey, &guard)
+	fresh := errors.Is(err, tablestore.ErrNotFound)
+	if err != nil && !fresh {
+		return fmt.Errorf("storage: guardrail of %s: %w", ci.AppID, err)
+	}
+	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(ci.AppID), tablestore.RowKeyPrefix(circuitPrefix))}
+	app, faults, err := readRows[circuitRow](ctx, c.table, q, TableCircuits, func(r circuitRow) (circuit.Circuit, error) { return r.toCircuit() })
+	if err != nil {
+		return fmt.Errorf("storage: circuits of %s: %w", ci.AppID, err)
+	}
+	if err := admit(app, len(faults)); err != nil {
+		return err
+	}
+	row, err := c.row(ctx, ci.AppID, ci.Function)
+	if err != nil {
+		return err
+	}
+	if string(row.ETag) != ci.Version {
+		return fmt.Errorf("storage: transition %s: %w (%w)", ci.ID(), circuit.ErrConflict, tablestore.ErrConflict)
+	}
+	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
+		return fmt.Errorf("storage: transition %s: %w", ci.ID(), err)
+	}
+	row.setState(ci)
+	if f.Lease != "" {
+		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
+	}
+	defer c.wrote()
+	b := c.table.NewBatch(ci.AppID)
+	if err := b.Update(&row); err != nil {
+		return err
+	}
+	if err := b.Insert(flipRowOf(ci, fl)); err != nil {
+		return err
+	}
+	if fresh {
+		err = b.Insert(&guard)
+	} else {
+		err = b.Update(&guard)
+	}
+	if err != nil {
+		return err
+	}
+	if err := b.Submit(ctx); err != nil {
+		return fmt.Errorf("storage: guarded transition %s to %s: %w", ci.ID(), ci.State, conflictAsCircuit(err))
+	}
+	return nil
+}
+
 // MarkApplied records that a switch set the trigger for episode at the
 // time given. It is refused (circuit.ErrConflict) if the circuit has moved
 // to another episode since, so a slow switch call cannot claim a newer one.

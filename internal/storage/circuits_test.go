@@ -1,6 +1,7 @@
 package storage_test
 
 import (
+	"errors"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -176,4 +177,96 @@ func TestRecentAnswersFromTheLastListButNeverHidesItsOwnWrites(t *testing.T) {
 		runtime.Gosched() // Recent answers from memory until its list is maxAge old
 	}
 	t.Logf("another instance's write listed %s after it", time.Since(wrote).Round(time.Millisecond))
+}
+
+// TestTwoInstancesCannotTripPastTheGuardrail forces the interleaving every
+// instance's tick makes possible: an app allows one circuit off; instance
+// 1 reads the app (nothing off) and is held between its read and its
+// write while instance 2 reads the same, trips B and writes. Instance 1's
+// trip of A, decided on the old reading, then fails as a conflict, and
+// its next decision is held: one circuit off, never two.
+func TestTwoInstancesCannotTripPastTheGuardrail(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
+		t.Fatal(err)
+	}
+	one, two := storage.New(svc).Circuits, storage.New(svc).Circuits // two instances' stores
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	for _, fn := range []string{"A", "B", "C"} {
+		if err := one.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: fn, Threshold: 10, Window: time.Minute, State: circuit.Closed, ChangedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	guardrail := circuit.Guardrail{MaxOff: 1}
+	trip := func(cs *storage.Circuits, fn string, between func()) error {
+		c, err := cs.Get(t.Context(), "orders", fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		next, fl, err := circuit.Trip(c, circuit.EvaluatorActor, "12 failures in 1m", circuit.Counts{Counted: 12}, t0.Add(time.Minute))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cs.TransitionGuarded(t.Context(), lease.Fence{}, next, fl, func(app []circuit.Circuit, unreadable int) error {
+			err := guardrail.Admits(app, unreadable, c)
+			between()
+			return err
+		})
+	}
+	read, release, done := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	go func() {
+		done <- trip(one, "A", func() { close(read); <-release })
+	}()
+	<-read // instance 1 has read the app: nothing off
+	if err := trip(two, "B", func() {}); err != nil {
+		t.Fatalf("instance 2's trip of B: %v", err)
+	}
+	close(release)
+	if err := <-done; !errors.Is(err, circuit.ErrConflict) {
+		t.Fatalf("instance 1's trip of A, decided before B tripped, answered %v; want a conflict", err)
+	}
+	var held *circuit.GuardrailHeld
+	if err := trip(one, "A", func() {}); !errors.As(err, &held) || held.Off != 1 || held.Limit != 1 {
+		t.Fatalf("instance 1's next decision on A answered %v; want held, 1 of at most 1 off", err)
+	}
+	off := 0
+	for _, fn := range []string{"A", "B", "C"} {
+		if c, _ := one.Get(t.Context(), "orders", fn); c.State.TriggerOff() {
+			off++
+		}
+	}
+	if off != 1 {
+		t.Errorf("%d circuits off, the guardrail allows 1", off)
+	}
+}
+
+// An unreadable circuit row of the app counts as off: the guardrail is
+// never exceeded because a row does not decode.
+func TestAnUnreadableCircuitCountsAgainstTheGuardrail(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
+		t.Fatal(err)
+	}
+	cs := storage.New(svc).Circuits
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if err := cs.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "A", Threshold: 10, Window: time.Minute, State: circuit.Closed, ChangedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	type badCircuit struct {
+		tablestore.Meta
+		Threshold string
+	}
+	bad := &badCircuit{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: "c|B"}, Threshold: "many"}
+	if err := svc.Table(storage.TableCircuits).Insert(t.Context(), bad); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := cs.Get(t.Context(), "orders", "A")
+	next, fl, _ := circuit.Trip(c, circuit.EvaluatorActor, "12 failures in 1m", circuit.Counts{Counted: 12}, t0.Add(time.Minute))
+	var held *circuit.GuardrailHeld
+	err := cs.TransitionGuarded(t.Context(), lease.Fence{}, next, fl, func(app []circuit.Circuit, unreadable int) error {
+		return circuit.Guardrail{MaxOff: 1}.Admits(app, unreadable, c)
+	})
+	if !errors.As(err, &held) || held.Off != 1 {
+		t.Errorf("a trip beside an unreadable circuit row answered %v; want held, the row counted as off", err)
+	}
 }

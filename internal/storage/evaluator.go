@@ -60,6 +60,9 @@ func (s EvaluatorStore) Flips(ctx context.Context, appID, function string, limit
 func (s EvaluatorStore) Transition(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip) error {
 	return s.Circuits.Transition(ctx, f, c, fl)
 }
+func (s EvaluatorStore) TransitionGuarded(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip, admit func([]circuit.Circuit, int) error) error {
+	return s.Circuits.TransitionGuarded(ctx, f, c, fl, admit)
+}
 func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error {
 	return s.Circuits.MarkApplied(ctx, f, appID, function, episode, at)
 }

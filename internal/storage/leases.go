@@ -78,10 +78,17 @@ func leaseErr(op, name string, err error) error {
 // Get reads a lease.
 func (l *Leases) Get(ctx context.Context, name string) (lease.Record, error) {
 	var row leaseRow
-	if err := l.table.Get(ctx, leasesPartition, leaseKey(name), &row); err != nil {
-		return lease.Record{}, leaseErr("get", name, err)
+	err := l.table.Get(ctx, leasesPartition, leaseKey(name), &row)
+	if err == nil {
+		var rec lease.Record
+		if rec, err = row.toRecord(); err == nil {
+			return rec, nil
+		}
 	}
-	return row.toRecord()
+	if row.ETag != "" { // read, with its ETag, but its fields do not decode
+		return lease.Record{}, fmt.Errorf("storage: get lease %s: %w", name, &lease.UnreadableError{Version: string(row.ETag), Err: err})
+	}
+	return lease.Record{}, leaseErr("get", name, err)
 }
 
 // Create inserts a new lease; an existing one is lease.ErrConflict.

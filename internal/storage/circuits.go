@@ -400,6 +400,12 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 // tablestore.ErrConflict) and that f admits the write (else lease.ErrFenced).
 // A zero fence (an operator's action) keeps the row's fence as it is.
 func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip) error {
+	return c.transition(ctx, f, ci, fl, nil)
+}
+
+// transition writes ci's state and its flip in one batch on condition
+// that the circuit is still at ci.Version, with whatever also adds to it.
+func (c *Circuits) transition(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip, also func(*tablestore.Batch) error) error {
 	row, err := c.row(ctx, ci.AppID, ci.Function)
 	if err != nil {
 		return err
@@ -421,6 +427,11 @@ func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Cir
 	}
 	if err := b.Insert(flipRowOf(ci, fl)); err != nil {
 		return err
+	}
+	if also != nil {
+		if err := also(b); err != nil {
+			return err
+		}
 	}
 	if err := b.Submit(ctx); err != nil {
 		return fmt.Errorf("storage: transition %s to %s: %w", ci.ID(), ci.State, conflictAsCircuit(err))
@@ -463,40 +474,12 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 	if err := admit(app, len(faults)); err != nil {
 		return err
 	}
-	row, err := c.row(ctx, ci.AppID, ci.Function)
-	if err != nil {
-		return err
-	}
-	if string(row.ETag) != ci.Version {
-		return fmt.Errorf("storage: transition %s: %w (%w)", ci.ID(), circuit.ErrConflict, tablestore.ErrConflict)
-	}
-	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
-		return fmt.Errorf("storage: transition %s: %w", ci.ID(), err)
-	}
-	row.setState(ci)
-	if f.Lease != "" {
-		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
-	}
-	defer c.wrote()
-	b := c.table.NewBatch(ci.AppID)
-	if err := b.Update(&row); err != nil {
-		return err
-	}
-	if err := b.Insert(flipRowOf(ci, fl)); err != nil {
-		return err
-	}
-	if fresh {
-		err = b.Insert(&guard)
-	} else {
-		err = b.Update(&guard)
-	}
-	if err != nil {
-		return err
-	}
-	if err := b.Submit(ctx); err != nil {
-		return fmt.Errorf("storage: guarded transition %s to %s: %w", ci.ID(), ci.State, conflictAsCircuit(err))
-	}
-	return nil
+	return c.transition(ctx, f, ci, fl, func(b *tablestore.Batch) error {
+		if fresh {
+			return b.Insert(&guard)
+		}
+		return b.Update(&guard)
+	})
 }
 
 // MarkApplied records that a switch set the trigger for episode at the

@@ -8,8 +8,9 @@
 //
 // It promises:
 //   - Policy.Dialer refuses loopback, private, link-local (IMDS's
-//     169.254.169.254 among them), CGNAT, multicast and unspecified
-//     addresses at connect time, on the address actually dialled, so a
+//     169.254.169.254 among them), CGNAT, multicast, unspecified and
+//     reserved addresses (Azure's 168.63.129.16 among them), and IPv6
+//     forms that embed a refused IPv4 address (NAT64, 6to4), at connect time, on the address actually dialled, so a
 //     name that resolves to one (DNS rebinding included) is refused too;
 //     loopback only when the policy allows it (development), and private
 //     prefixes only when the operator lists them (private endpoints);
@@ -41,6 +42,38 @@ var ErrRefused = errors.New("egress: address not allowed")
 // cgnat is the shared address space of RFC 6598, which netip does not
 // count as private but which is no more public than 10/8.
 var cgnat = netip.MustParsePrefix("100.64.0.0/10")
+
+// reserved are ranges no public service lives at: Azure's platform
+// address (WireServer and its DNS, reachable from every VM), "this
+// network", IETF protocol assignments, benchmarking and the old class E
+// with broadcast.
+var reserved = []struct {
+	prefix netip.Prefix
+	kind   string
+}{
+	{netip.MustParsePrefix("168.63.129.16/32"), "Azure's platform address (WireServer)"},
+	{netip.MustParsePrefix("0.0.0.0/8"), `reserved ("this network")`},
+	{netip.MustParsePrefix("192.0.0.0/24"), "reserved (IETF protocol assignments)"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "reserved (benchmarking)"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved (class E and broadcast)"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "reserved (local NAT64)"},
+}
+
+// embedsIPv4 are IPv6 forms that carry an IPv4 address a gateway may
+// forward to: NAT64 (the last 32 bits) and 6to4 (bits 16 to 48).
+var nat64, sixToFour = netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("2002::/16")
+
+// embeddedIPv4 is the IPv4 address an IPv6 one carries, if any.
+func embeddedIPv4(addr netip.Addr) (netip.Addr, bool) {
+	b := addr.As16()
+	switch {
+	case nat64.Contains(addr):
+		return netip.AddrFrom4([4]byte{b[12], b[13], b[14], b[15]}), true
+	case sixToFour.Contains(addr):
+		return netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}), true
+	}
+	return netip.Addr{}, false
+}
 
 // Policy says which addresses outbound calls may reach.
 type Policy struct {
@@ -84,6 +117,16 @@ func (p Policy) Allowed(addr netip.Addr) error {
 	case addr.IsMulticast(), addr.IsInterfaceLocalMulticast():
 		kind = "multicast"
 	default:
+		for _, r := range reserved {
+			if r.prefix.Contains(addr) {
+				return &RefusedError{Addr: addr, Kind: r.kind}
+			}
+		}
+		if v4, ok := embeddedIPv4(addr); ok {
+			if err := p.Allowed(v4); err != nil {
+				return &RefusedError{Addr: addr, Kind: "an IPv6 form of " + v4.String() + ", which " + err.(*RefusedError).Kind}
+			}
+		}
 		return nil
 	}
 	return &RefusedError{Addr: addr, Kind: kind}

@@ -21,22 +21,34 @@ import (
 func TestPolicyRefusesAddressesInsideTheNetwork(t *testing.T) {
 	strict := egress.Policy{}
 	for addr, refused := range map[string]bool{
-		"127.0.0.1":        true,
-		"127.9.9.9":        true,
-		"::1":              true,
-		"::ffff:127.0.0.1": true, // v4-mapped loopback
-		"10.1.2.3":         true,
-		"172.16.0.1":       true,
-		"192.168.1.1":      true,
-		"169.254.169.254":  true, // instance metadata (IMDS)
-		"100.64.0.1":       true, // CGNAT
-		"0.0.0.0":          true,
-		"::":               true,
-		"fe80::1":          true,
-		"fd00::1":          true,
-		"224.0.0.1":        true,
-		"20.60.1.1":        false, // an Azure public address
-		"2603:1030::1":     false,
+		"127.0.0.1":          true,
+		"127.9.9.9":          true,
+		"::1":                true,
+		"::ffff:127.0.0.1":   true, // v4-mapped loopback
+		"10.1.2.3":           true,
+		"172.16.0.1":         true,
+		"192.168.1.1":        true,
+		"169.254.169.254":    true, // instance metadata (IMDS)
+		"100.64.0.1":         true, // CGNAT
+		"0.0.0.0":            true,
+		"::":                 true,
+		"fe80::1":            true,
+		"fd00::1":            true,
+		"224.0.0.1":          true,
+		"168.63.129.16":      true, // Azure's WireServer and DNS
+		"0.1.2.3":            true,
+		"192.0.0.8":          true,
+		"198.18.0.1":         true,
+		"240.0.0.1":          true,
+		"255.255.255.255":    true,
+		"64:ff9b::a9fe:a9fe": true, // NAT64 of 169.254.169.254
+		"64:ff9b::a00:1":     true, // NAT64 of 10.0.0.1
+		"2002:a9fe:a9fe::1":  true, // 6to4 of 169.254.169.254
+		"2002:7f00:1::1":     true, // 6to4 of 127.0.0.1
+		"64:ff9b:1::1":       true,
+		"64:ff9b::143c:101":  false, // NAT64 of 20.60.1.1
+		"20.60.1.1":          false, // an Azure public address
+		"2603:1030::1":       false,
 	} {
 		err := strict.Allowed(netip.MustParseAddr(addr))
 		if (err != nil) != refused {

@@ -66,6 +66,11 @@ func PostAdmin(ctx context.Context, client *http.Client, base, function, key str
 	if client == nil {
 		client = http.DefaultClient
 	}
+	// The request carries the app's master key: a redirect, whoever
+	// answers it, is an answer, never a request to repeat with the key.
+	noRedirect := *client
+	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	client = &noRedirect
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+"/admin/functions/"+url.PathEscape(function), bytes.NewReader([]byte(`{"input": ""}`)))
 	if err != nil {
 		return err

@@ -67,3 +67,25 @@ func TestRunCallsTheAdminAPIWithTheMasterKey(t *testing.T) {
 		t.Errorf("a refused run: %v; want the status without the host's body", err)
 	}
 }
+
+// TestRunNeverTakesTheMasterKeyAlongARedirect: a host (or whatever answers
+// at its name) that redirects the admin call elsewhere gets an error, and
+// the place it points to never sees the request or the key.
+func TestRunNeverTakesTheMasterKeyAlongARedirect(t *testing.T) {
+	var leaked atomic.Int32
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		leaked.Add(1)
+	}))
+	defer elsewhere.Close()
+	host := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, elsewhere.URL+"/steal", http.StatusTemporaryRedirect)
+	}))
+	defer host.Close()
+	err := appservice.PostAdmin(t.Context(), host.Client(), host.URL, "ProcessOrders", "master-key")
+	if err == nil || !strings.Contains(err.Error(), "307") {
+		t.Errorf("a redirected admin call answered %v, want the host's 307 as an error", err)
+	}
+	if leaked.Load() != 0 {
+		t.Error("the redirect was followed: the master key went to another server")
+	}
+}

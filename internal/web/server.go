@@ -275,7 +275,7 @@ type Server struct {
 	// unknownPings are ping ids found not to exist lately (a new job's id
 	// is forgotten here when the job is created).
 	unknownPings *ttlSet
-	readiness readiness // the last /readyz answer, for a second
+	readiness    readiness // the last /readyz answer, for a second
 	// keys are what storage last said of the app keys reports name
 	// (ingest_gate.go).
 	keys appKeys

@@ -3,6 +3,7 @@ package web
 import (
 	"crypto/subtle"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"regexp"
@@ -146,10 +147,20 @@ func ignoreAnswered(err error) error {
 // pingCreate makes the job a slug names on its first ping (with
 // Healthchecks' defaults for auto-provisioned checks: jobs.Provisioned),
 // then records the ping as usual, answering 201 as Healthchecks does.
+// pingCreatesPerHour bounds the jobs ?create=1 makes, per instance: the
+// ping key is shared by every cron host that pings by slug, so one leaked
+// copy must not fill the job list (each job is a row, a page entry and a
+// check every tick). A fleet being set up makes its jobs within the hour's
+// burst; past it the answer says how to go on.
+const pingCreatesPerHour = 50
+
 func (s *Server) pingCreate(c echo.Context, slug, action string) error {
 	j := jobs.Provisioned(slug, s.Now())
 	if err := j.Validate(); err != nil {
 		return c.String(http.StatusBadRequest, "invalid slug: use lower-case letters, digits and dashes")
+	}
+	if !s.pingCreates.allow("create") {
+		return tooMany(c, fmt.Sprintf("the ping key created %d jobs in the last hour: create this one from the Jobs page, or ping again later", pingCreatesPerHour))
 	}
 	s.unknownPings.clear()
 	if err := s.Catalog.Create(c.Request().Context(), j); err != nil {

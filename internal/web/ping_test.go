@@ -1,6 +1,8 @@
 package web_test
 
 import (
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -256,4 +258,24 @@ func TestAJobsIDIsNoPingSecret(t *testing.T) {
 	}
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+got.PingToken, ""), http.StatusNotFound)
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+rotated, ""), http.StatusOK)
+}
+
+// TestThePingKeyCreatesABoundedNumberOfJobs: a leaked ping key with
+// ?create=1 makes at most 50 jobs an hour on an instance; the 51st slug is
+// answered 429 with what to do, and pings of the jobs made still count.
+func TestThePingKeyCreatesABoundedNumberOfJobs(t *testing.T) {
+	srv := pingServer(t)
+	for i := range 50 {
+		url := fmt.Sprintf("%s/ping/ping-key-0123456789/made-%d?create=1", srv.URL, i)
+		wantStatus(t, curl(t, http.MethodGet, url, ""), http.StatusCreated)
+	}
+	over := curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/made-50?create=1", "")
+	wantStatus(t, over, http.StatusTooManyRequests)
+	if !strings.Contains(over.body, "Jobs page") {
+		t.Errorf("the refusal says %q, not how to go on", over.body)
+	}
+	if _, err := srv.App.Store.Jobs.BySlug(t.Context(), "made-50"); !errors.Is(err, storage.ErrNoJob) {
+		t.Errorf("the 51st job was made: %v", err)
+	}
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/made-7?create=1", ""), http.StatusOK)
 }

@@ -276,6 +276,8 @@ type Server struct {
 	// is forgotten here when the job is created).
 	unknownPings *ttlSet
 	readiness    readiness // the last /readyz answer, for a second
+	// pingCreates bounds the jobs the ping key's ?create=1 makes.
+	pingCreates *keyedLimiter
 	// keys are what storage last said of the app keys reports name
 	// (ingest_gate.go).
 	keys appKeys
@@ -288,7 +290,8 @@ func New(d Deps) (*Server, error) {
 	if missing := d.missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("web: required dependencies are missing: %s", strings.Join(missing, ", "))
 	}
-	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), unknownPings: newTTLSet(30*time.Second, 10_000), refusals: newLogSampler(time.Minute)}
+	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), unknownPings: newTTLSet(30*time.Second, 10_000),
+		pingCreates: newKeyedLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour), refusals: newLogSampler(time.Minute)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.IPExtractor = clientIP(d.Config.TrustProxyHeaders)

@@ -165,6 +165,10 @@ func TestCSRFTokens(t *testing.T) {
 		{"truncated", id, tok[:len(tok)-1], false},
 		{"empty token", id, "", false},
 		{"no browser id", "", tok, false},
+		{"another mask of the same token", id, c.Token(id), true},
+	}
+	if tok == c.Token(id) {
+		t.Error("two tokens for one browser are the same bytes: a compressed page would leak them (BREACH)")
 	}
 	for _, tt := range tests {
 		if got := c.Valid(tt.id, tt.token); got != tt.want {

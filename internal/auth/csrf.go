@@ -31,9 +31,19 @@ func (c *CSRF) NewBrowserID() string {
 	return base64.RawURLEncoding.EncodeToString(b)
 }
 
-// Token is the value forms must send back for the browser with this id.
+// Token is the value forms must send back for the browser with this id:
+// its HMAC, masked with a fresh random pad (pad, then pad XOR HMAC), so no
+// two responses carry the same bytes and a compressed page does not leak
+// the secret to an attacker who can add text to it and watch its size
+// (BREACH).
 func (c *CSRF) Token(browserID string) string {
-	return base64.RawURLEncoding.EncodeToString(c.signer.tag(csrfPurpose, browserID))
+	tag := c.signer.tag(csrfPurpose, browserID)
+	out := make([]byte, 2*len(tag))
+	_, _ = rand.Read(out[:len(tag)])
+	for i, b := range tag {
+		out[len(tag)+i] = out[i] ^ b
+	}
+	return base64.RawURLEncoding.EncodeToString(out)
 }
 
 // Valid reports, in constant time, whether token was made for browserID.
@@ -42,8 +52,13 @@ func (c *CSRF) Valid(browserID, token string) bool {
 		return false
 	}
 	got, err := base64.RawURLEncoding.DecodeString(token)
-	if err != nil {
+	want := c.signer.tag(csrfPurpose, browserID)
+	if err != nil || len(got) != 2*len(want) {
 		return false
 	}
-	return hmac.Equal(got, c.signer.tag(csrfPurpose, browserID))
+	tag := make([]byte, len(want))
+	for i := range tag {
+		tag[i] = got[i] ^ got[len(want)+i]
+	}
+	return hmac.Equal(tag, want)
 }

@@ -42,6 +42,9 @@ func (s *Server) signIn(c echo.Context, p auth.Principal, next string) error {
 		return err
 	}
 	s.setCookie(c, "fusebox_session", value, expires.Sub(s.Now()))
+	// A new CSRF id too: a token taken before sign-in (or a cookie
+	// planted then) does not work for the session.
+	s.setCookie(c, "fusebox_csrf", s.CSRF.NewBrowserID(), 0)
 	ctx, cancel := detached(c)
 	defer cancel()
 	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "signed in", Detail: "via " + p.Provider + " as " + p.Role.String()}); err != nil {

@@ -17,6 +17,7 @@ func (s *Server) logoutSubmit(c echo.Context) error {
 		}
 	}
 	s.setCookie(c, "fusebox_session", "", 0)
+	s.setCookie(c, "fusebox_csrf", s.CSRF.NewBrowserID(), 0)
 	if p, ok := principal(c); ok {
 		ctx, cancel := detached(c)
 		defer cancel()

@@ -452,3 +452,23 @@ func TestStorageRowsOfOthersAreValidated(t *testing.T) {
 		t.Errorf("the overview does not list the unreadable circuit row: %s", r.body)
 	}
 }
+
+// TestSignInGivesTheBrowserANewCSRFToken: a token taken from the sign-in
+// page (or planted with a cookie before it) stops working once the
+// browser signs in, and each page carries its token masked afresh, so no
+// two responses hold the same bytes (BREACH).
+func TestSignInGivesTheBrowserANewCSRFToken(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	b := newBrowser(t, srv.URL)
+	before := b.csrf("/login")
+	if again := b.csrf("/login"); again == before {
+		t.Error("two pages carry the same CSRF token bytes")
+	}
+	wantStatus(t, b.signIn("olivia"), http.StatusSeeOther)
+	if r := b.post("/logout", url.Values{"_csrf": {before}}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("a token from before sign-in answered %d, want 403", r.StatusCode)
+	}
+	if r := b.post("/logout", url.Values{"_csrf": {b.csrf("/")}}); r.StatusCode == http.StatusForbidden {
+		t.Errorf("the session's own token was refused: %d %s", r.StatusCode, r.body)
+	}
+}

@@ -20,6 +20,12 @@ const (
 	// Items past it that would need a row of their own are refused, each
 	// with why; items that add to a row already written are not.
 	MaxRows = 200
+	// MaxExportRows is MaxRows for an OpenTelemetry export: the SDKs'
+	// batch processors send up to 512 spans or records at once (their
+	// default maxExportBatchSize), which a busy app's host may spread over
+	// as many functions and seconds; refusing some would lose counts no
+	// exporter sends again.
+	MaxExportRows = 512
 	// HorizonSlack is how much older than its app's longest circuit
 	// window (an hour at least, what the lists show) an item may be: a
 	// sender's queue of a few minutes still counts, and older items would
@@ -56,7 +62,7 @@ func NewRowBudget(perSecond float64, burst int) *RowBudget {
 	if burst <= 0 {
 		burst = DefaultRowBurst
 	}
-	return &RowBudget{perSecond: rate.Limit(perSecond), burst: max(burst, MaxRows*2), apps: map[string]*rate.Limiter{}}
+	return &RowBudget{perSecond: rate.Limit(perSecond), burst: max(burst, 2*MaxExportRows), apps: map[string]*rate.Limiter{}}
 }
 
 // Spend takes rows from appID's bucket, all or none.

@@ -100,8 +100,8 @@ func (r Routed) Tallied() int {
 
 // Route splits reports (all of appID): the caller records Counted, and
 // keeps Tallies with Keep (not for a retried request, whose tallies the
-// first one kept).
-func (r *Router) Route(ctx context.Context, appID string, reports []storage.Report, now time.Time) (Routed, error) {
+// first one kept). Reports that would need a row past maxRows are refused.
+func (r *Router) Route(ctx context.Context, appID string, reports []storage.Report, maxRows int, now time.Time) (Routed, error) {
 	known, longest, err := r.circuitsOf(ctx, now)
 	if err != nil {
 		return Routed{}, err
@@ -127,8 +127,8 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 		}
 		if counted {
 			k := rowKey{rep.Function, rep.Second.UTC().Truncate(time.Second)}
-			if !rows[k] && len(rows) >= MaxRows {
-				out.Refused[i] = tooManyRows
+			if !rows[k] && len(rows) >= maxRows {
+				out.Refused[i] = tooManyRows(maxRows)
 				continue
 			}
 			rows[k] = true
@@ -137,8 +137,8 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 		}
 		k := rowKey{rep.Function, rep.Second.UTC().Truncate(time.Minute)}
 		j, ok := at[k]
-		if !ok && len(rows) >= MaxRows {
-			out.Refused[i] = tooManyRows
+		if !ok && len(rows) >= maxRows {
+			out.Refused[i] = tooManyRows(maxRows)
 			continue
 		}
 		if !r.admit(appID, rep.Function, now) {
@@ -163,7 +163,9 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 	return out, nil
 }
 
-var tooManyRows = fmt.Sprintf("this request already writes %d rows (one per function and second, one per function without a circuit and minute): send this item in another request", MaxRows)
+func tooManyRows(n int) string {
+	return fmt.Sprintf("this request already writes %d rows (one per function and second, one per function without a circuit and minute): send this item in another request", n)
+}
 
 // Keep adds tallies to the app's failures per function and minute, and
 // returns those it could not keep: one function's tally row that does not

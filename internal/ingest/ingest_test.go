@@ -31,7 +31,7 @@ func reports(at time.Time, app string, names ...string) []storage.Report {
 func TestNamesWithoutACircuitAreCappedPerAppAndHour(t *testing.T) {
 	r := ingest.New(circuits{{AppID: "orders", Function: "Process"}}, nil, ingest.Settings{MaxNames: 2})
 	at := time.Date(2026, 12, 1, 9, 59, 59, 0, time.UTC)
-	got, err := r.Route(t.Context(), "orders", reports(at, "orders", "Process", "A", "B", "C", "A"), at)
+	got, err := r.Route(t.Context(), "orders", reports(at, "orders", "Process", "A", "B", "C", "A"), ingest.MaxRows, at)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,11 +41,11 @@ func TestNamesWithoutACircuitAreCappedPerAppAndHour(t *testing.T) {
 	if len(got.Tallies) != 2 || got.Tallies[0].Function != "A" || got.Tallies[0].Failures != 2 || fmt.Sprint(got.Tallies[0].Items, got.Tallies[1].Items) != "[1 4] [2]" {
 		t.Errorf("tallies %+v, want A with 2 (items 1 and 4) and B with 1 (item 2)", got.Tallies)
 	}
-	other, _ := r.Route(t.Context(), "payments", reports(at, "payments", "C"), at)
+	other, _ := r.Route(t.Context(), "payments", reports(at, "payments", "C"), ingest.MaxRows, at)
 	if len(other.Refused) != 0 {
 		t.Errorf("another app's name refused: %v", other.Refused)
 	}
-	next, _ := r.Route(t.Context(), "orders", reports(at, "orders", "C"), at.Add(time.Second))
+	next, _ := r.Route(t.Context(), "orders", reports(at, "orders", "C"), ingest.MaxRows, at.Add(time.Second))
 	if len(next.Refused) != 0 {
 		t.Errorf("a new hour refuses %v", next.Refused)
 	}
@@ -63,7 +63,7 @@ func TestOneRequestWritesAtMostMaxRows(t *testing.T) {
 	for i := range 10_000 {
 		in = append(in, storage.Report{App: "orders", Function: "Process", Second: now.Add(-time.Duration(i%3600) * time.Second), Count: 1})
 	}
-	got, err := r.Route(t.Context(), "orders", in, now)
+	got, err := r.Route(t.Context(), "orders", in, ingest.MaxRows, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,12 +80,12 @@ func TestOneRequestWritesAtMostMaxRows(t *testing.T) {
 	if len(got.Counted)+len(got.Refused) != len(in) {
 		t.Errorf("%d kept and %d refused of %d: some went unaccounted", len(got.Counted), len(got.Refused), len(in))
 	}
-	old, _ := r.Route(t.Context(), "orders", reports(now.Add(-71*time.Minute), "orders", "Process"), now)
+	old, _ := r.Route(t.Context(), "orders", reports(now.Add(-71*time.Minute), "orders", "Process"), ingest.MaxRows, now)
 	if why := old.Refused[0]; !strings.Contains(why, "1h10m") {
 		t.Errorf("an item 71 minutes old: refused %q, want refused past 1h10m", why)
 	}
 	wide := ingest.New(circuits{{AppID: "orders", Function: "Process", Window: 6 * time.Hour}}, nil, ingest.Settings{})
-	kept, _ := wide.Route(t.Context(), "orders", reports(now.Add(-5*time.Hour), "orders", "Process"), now)
+	kept, _ := wide.Route(t.Context(), "orders", reports(now.Add(-5*time.Hour), "orders", "Process"), ingest.MaxRows, now)
 	if len(kept.Counted) != 1 {
 		t.Errorf("an item 5 h old for a 6 h window: %v, want kept", kept.Refused)
 	}
@@ -110,5 +110,45 @@ func TestTheRowBudgetIsPerAppAndCountsRows(t *testing.T) {
 	}
 	if !b.Spend("orders", 200, now.Add(400*time.Millisecond)) {
 		t.Error("400 ms at 500 rows/s did not give back 200 rows")
+	}
+}
+
+type recorder struct{ rows map[string]bool }
+
+func (r *recorder) Record(_ context.Context, _ string, reports []storage.Report) error {
+	for _, rep := range reports {
+		r.rows[rep.Function+rep.Second.String()] = true
+	}
+	return nil
+}
+
+// An OpenTelemetry export is as large as the SDKs' batch (512 spans), and
+// a busy host spreads one over many functions and seconds: all of it is
+// counted, where a report over the API stops at 200 rows, because no
+// exporter sends refused spans again.
+func TestAnExportOfAFullSDKBatchIsCountedWhole(t *testing.T) {
+	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	var cs circuits
+	for i := range 64 {
+		cs = append(cs, circuit.Circuit{AppID: "orders", Function: fmt.Sprintf("F%d", i), Window: time.Minute})
+	}
+	items := make([]ingest.Item, 512)
+	for i := range items {
+		items[i] = ingest.Item{Function: fmt.Sprintf("F%d", i%64), At: now.Add(-time.Duration(i/64) * time.Second)}
+	}
+	for _, tc := range []struct {
+		content string
+		want    int
+	}{{"otlp.0123", 512}, {"", ingest.MaxRows}} {
+		rec := &recorder{rows: map[string]bool{}}
+		s := &ingest.Service{Router: ingest.New(cs, nil, ingest.Settings{}), Failures: rec, Now: func() time.Time { return now },
+			Writer: func() string { return "api.test" }, Budget: ingest.NewRowBudget(0, 0)}
+		res, err := s.Take(t.Context(), ingest.Batch{AppID: "orders", Items: items, Content: tc.content})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Accepted != tc.want || len(rec.rows) != tc.want {
+			t.Errorf("content %q: %d accepted, %d rows; want %d", tc.content, res.Accepted, len(rec.rows), tc.want)
+		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/storage"
@@ -152,7 +153,11 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 		writer = s.Writer()
 	}
 	reports, index, res := check(b, now)
-	routed, err := s.Router.Route(ctx, b.AppID, reports, now)
+	maxRows := MaxRows
+	if strings.HasPrefix(b.Content, "otlp.") {
+		maxRows = MaxExportRows
+	}
+	routed, err := s.Router.Route(ctx, b.AppID, reports, maxRows, now)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}

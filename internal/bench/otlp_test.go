@@ -82,7 +82,7 @@ func BenchmarkOTLPIngest(b *testing.B) {
 	const phase, rounds = 3 * time.Second, 3
 	// The app's budget (100 exports/s by default, each host instance
 	// sending two every 5 s) is lifted: this measures the path, not it.
-	srv := apptest.Start(b, map[string]string{"FUSEBOX_INGEST_RATE_LIMIT": "100000"})
+	srv := apptest.Start(b, map[string]string{"FUSEBOX_INGEST_RATE_LIMIT": "100000", "FUSEBOX_INGEST_ROW_LIMIT": "10000000"})
 	ctx := context.Background()
 	key, hash := auth.NewAppKey("bench")
 	if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "bench", Site: "func-bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", APIKeyHash: hash}); err != nil {

@@ -174,7 +174,8 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 	if res.Accepted == 0 {
 		return res, nil
 	}
-	if s.Budget != nil && !s.Budget.Spend(b.AppID, routed.Rows, s.Now()) {
+	// The budget is the store's throughput: it refills on the real clock.
+	if s.Budget != nil && !s.Budget.Spend(b.AppID, routed.Rows, time.Now()) {
 		return Result{}, ErrRowBudget
 	}
 	if !retry {

@@ -10,8 +10,9 @@
 //   - Policy.Dialer refuses loopback, private, link-local (IMDS's
 //     169.254.169.254 among them), CGNAT, multicast, unspecified and
 //     reserved addresses (Azure's 168.63.129.16 among them), and IPv6
-//     forms that embed a refused IPv4 address (NAT64, 6to4), at connect time, on the address actually dialled, so a
-//     name that resolves to one (DNS rebinding included) is refused too;
+//     forms that embed a refused IPv4 address (NAT64, 6to4), at connect
+//     time, on the address actually dialled, so a name that resolves to
+//     one (DNS rebinding included) is refused too;
 //     loopback only when the policy allows it (development), and private
 //     prefixes only when the operator lists them (private endpoints);
 //   - Policy.Client never follows a redirect and has no proxy;
@@ -59,7 +60,7 @@ var reserved = []struct {
 	{netip.MustParsePrefix("64:ff9b:1::/48"), "reserved (local NAT64)"},
 }
 
-// embedsIPv4 are IPv6 forms that carry an IPv4 address a gateway may
+// nat64 and sixToFour are IPv6 forms that carry an IPv4 address a gateway may
 // forward to: NAT64 (the last 32 bits) and 6to4 (bits 16 to 48).
 var nat64, sixToFour = netip.MustParsePrefix("64:ff9b::/96"), netip.MustParsePrefix("2002::/16")
 

@@ -138,12 +138,13 @@ func TestAnExportOfAFullSDKBatchIsCountedWhole(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		content string
+		maxRows int
 		want    int
-	}{{"otlp.0123", 512}, {"", ingest.MaxRows}} {
+	}{{"otlp.0123", ingest.MaxExportRows, 512}, {"", 0, ingest.MaxRows}} {
 		rec := &recorder{rows: map[string]bool{}}
 		s := &ingest.Service{Router: ingest.New(cs, nil, ingest.Settings{}), Failures: rec, Now: func() time.Time { return now },
 			Writer: func() string { return "api.test" }, Budget: ingest.NewRowBudget(0, 0)}
-		res, err := s.Take(t.Context(), ingest.Batch{AppID: "orders", Items: items, Content: tc.content})
+		res, err := s.Take(t.Context(), ingest.Batch{AppID: "orders", Items: items, Content: tc.content, MaxRows: tc.maxRows})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
-	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/storage"
@@ -49,6 +48,9 @@ type Batch struct {
 	// functions without a circuit are added again: they are shown, never
 	// evaluated.
 	Content string
+	// MaxRows is how many rows the batch may write; 0 is MaxRows, an
+	// OpenTelemetry export's is MaxExportRows.
+	MaxRows int
 }
 
 // Rejection is one refused item, by its index in the batch.
@@ -153,9 +155,9 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 		writer = s.Writer()
 	}
 	reports, index, res := check(b, now)
-	maxRows := MaxRows
-	if strings.HasPrefix(b.Content, "otlp.") {
-		maxRows = MaxExportRows
+	maxRows := b.MaxRows
+	if maxRows <= 0 {
+		maxRows = MaxRows
 	}
 	routed, err := s.Router.Route(ctx, b.AppID, reports, maxRows, now)
 	if err != nil {

@@ -211,7 +211,7 @@ func accepted(invs []otlp.Invocation, rejected []Rejection) []otlp.Invocation {
 
 func batch(appID, key string, invs []otlp.Invocation) Batch {
 	one := 1
-	b := Batch{AppID: appID, Items: make([]Item, len(invs)), Content: "otlp." + key}
+	b := Batch{AppID: appID, Items: make([]Item, len(invs)), Content: "otlp." + key, MaxRows: MaxExportRows}
 	for i, inv := range invs {
 		it := Item{Function: inv.Function, At: inv.At, Instance: inv.Instance}
 		if inv.Failed {

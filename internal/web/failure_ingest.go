@@ -146,8 +146,6 @@ func decodeIngest(body io.Reader) (ingestRequest, error) {
 	return req, nil
 }
 
-// unavailable is the answer when storage cannot take the request: 503 with
-// a hint to retry, never a 202 for data that was not kept.
 // notTaken answers a report or export that ingest kept nothing of.
 func notTaken(c echo.Context, err error) error {
 	if errors.Is(err, ingest.ErrRowBudget) {
@@ -156,6 +154,8 @@ func notTaken(c echo.Context, err error) error {
 	return unavailable(err)
 }
 
+// unavailable is the answer when storage cannot take the request: 503 with
+// a hint to retry, never a 202 for data that was not kept.
 func unavailable(err error) error {
 	return echo.NewHTTPError(http.StatusServiceUnavailable, "Storage is not answering; nothing was stored. Retry shortly.").SetInternal(err)
 }

@@ -120,7 +120,6 @@ func (s *Server) ingestGate() echo.MiddlewareFunc {
 			key := ingestKey(c.Request())
 			appID := auth.AppOfKey(key)
 			if !circuit.ValidAppID(appID) { // costs no read and no entry
-
 				s.Metrics.ObserveUnverified("malformed")
 				return echo.NewHTTPError(http.StatusUnauthorized, "Send the app's key as Authorization: Bearer fbx_<app>_<secret>.")
 			}

@@ -147,6 +147,31 @@ func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
 	}
 }
 
+// An export as large as the SDKs' batch (512 spans), each span in a second
+// of its own, is counted whole: the 200 rows an API report may write do
+// not apply to it, since no exporter sends refused spans again.
+func TestAFullSDKBatchSpreadOverSecondsIsCountedWhole(t *testing.T) {
+	srv, _ := seeded(t)
+	now := srv.Clock.Now()
+	spans := manySpans(now, 512)
+	for i, sp := range spans {
+		sp.EndTimeUnixNano = uint64(now.Add(-time.Duration(i) * time.Second).UnixNano())
+	}
+	body, _ := proto.Marshal(hostSpans("func-orders-demo", now, 0, spans...))
+	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false)
+	wantStatus(t, r, http.StatusOK)
+	var ans coltracepb.ExportTraceServiceResponse
+	if err := proto.Unmarshal([]byte(r.body), &ans); err != nil {
+		t.Fatal(err)
+	}
+	if got := ans.GetPartialSuccess(); got.GetRejectedSpans() != 0 {
+		t.Errorf("partial success %v, want every span taken", got)
+	}
+	if n := storedFailuresOf(t, srv, demo.AppID+"/ProcessOrders"); n != 512 {
+		t.Errorf("%d failures counted, want all 512", n)
+	}
+}
+
 func manySpans(at time.Time, n int) []*tracepb.Span {
 	out := make([]*tracepb.Span, n)
 	for i := range out {

@@ -144,9 +144,6 @@ func ignoreAnswered(err error) error {
 	return err
 }
 
-// pingCreate makes the job a slug names on its first ping (with
-// Healthchecks' defaults for auto-provisioned checks: jobs.Provisioned),
-// then records the ping as usual, answering 201 as Healthchecks does.
 // pingCreatesPerHour bounds the jobs ?create=1 makes, per instance: the
 // ping key is shared by every cron host that pings by slug, so one leaked
 // copy must not fill the job list (each job is a row, a page entry and a
@@ -154,12 +151,15 @@ func ignoreAnswered(err error) error {
 // burst; past it the answer says how to go on.
 const pingCreatesPerHour = 50
 
+// pingCreate makes the job a slug names on its first ping (with
+// Healthchecks' defaults for auto-provisioned checks: jobs.Provisioned),
+// then records the ping as usual, answering 201 as Healthchecks does.
 func (s *Server) pingCreate(c echo.Context, slug, action string) error {
 	j := jobs.Provisioned(slug, s.Now())
 	if err := j.Validate(); err != nil {
 		return c.String(http.StatusBadRequest, "invalid slug: use lower-case letters, digits and dashes")
 	}
-	if !s.pingCreates.allow("create") {
+	if !s.pingCreates.Allow() {
 		return tooMany(c, fmt.Sprintf("the ping key created %d jobs in the last hour: create this one from the Jobs page, or ping again later", pingCreatesPerHour))
 	}
 	s.unknownPings.clear()

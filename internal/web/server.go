@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
@@ -277,7 +278,7 @@ type Server struct {
 	unknownPings *ttlSet
 	readiness    readiness // the last /readyz answer, for a second
 	// pingCreates bounds the jobs the ping key's ?create=1 makes.
-	pingCreates *keyedLimiter
+	pingCreates *rate.Limiter
 	// keys are what storage last said of the app keys reports name
 	// (ingest_gate.go).
 	keys appKeys
@@ -291,7 +292,7 @@ func New(d Deps) (*Server, error) {
 		return nil, fmt.Errorf("web: required dependencies are missing: %s", strings.Join(missing, ", "))
 	}
 	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), unknownPings: newTTLSet(30*time.Second, 10_000),
-		pingCreates: newKeyedLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour), refusals: newLogSampler(time.Minute)}
+		pingCreates: rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour), refusals: newLogSampler(time.Minute)}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.IPExtractor = clientIP(d.Config.TrustProxyHeaders)

@@ -119,19 +119,27 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 
 	// Something consumes partition 2 while the trigger is off. A blob's
 	// Last-Modified counts whole seconds, so a write in the second of the
-	// switch cannot be told from one just before it: the page counts only
-	// later seconds, and so the write waits for the next one.
-	for !time.Now().After(switched.Truncate(time.Second).Add(time.Second)) {
-		time.Sleep(10 * time.Millisecond) // the wall clock's next second, no later
-	}
+	// switch cannot be told from one just before it and the page counts
+	// only later seconds: the write is made again, once, after that second
+	// if the store dated it within it.
 	bc, err := azblob.NewClientFromConnectionString(conn, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	seq, off := "48600", "1"
-	if _, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, ns+"/orders/$default/checkpoint/2", nil,
-		&azblob.UploadBufferOptions{Metadata: map[string]*string{"sequencenumber": &seq, "offset": &off}}); err != nil {
-		t.Fatal(err)
+	consume := func() time.Time {
+		resp, err := bc.UploadBuffer(t.Context(), hostinsight.EventHubContainer, ns+"/orders/$default/checkpoint/2", nil,
+			&azblob.UploadBufferOptions{Metadata: map[string]*string{"sequencenumber": &seq, "offset": &off}})
+		if err != nil || resp.LastModified == nil {
+			t.Fatal("upload of the moved checkpoint:", err)
+		}
+		return *resp.LastModified
+	}
+	if second := switched.Truncate(time.Second); !consume().After(second) {
+		<-time.After(time.Until(second.Add(time.Second))) // a wait for a known instant, not for another party
+		if at := consume(); !at.After(second) {
+			t.Fatalf("the store dated the checkpoint %s, not after the switch's second %s", at, second)
+		}
 	}
 	p.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoint-moved"]`)))
 	if w := p.text(t, `[data-testid="checkpoint-moved"]`); !strings.Contains(w, "orders/2") {

@@ -123,14 +123,21 @@ func (r *rig) report(t *testing.T, in *faulttest.Instance, function string, coun
 
 func (r *rig) waitState(function string, want circuit.State, timeout time.Duration) circuit.Circuit {
 	r.t.Helper()
+	return r.waitCircuit(function, want.String()+" (and applied)", func(c circuit.Circuit) bool { return c.State == want && !c.Pending() }, timeout)
+}
+
+// waitCircuit polls the demo app's circuit until ok says it is as wanted,
+// and fails the test after timeout.
+func (r *rig) waitCircuit(function, want string, ok func(circuit.Circuit) bool, timeout time.Duration) circuit.Circuit {
+	r.t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
 		c, err := r.st.Circuits.Get(r.t.Context(), demo.AppID, function)
-		if err == nil && c.State == want && !c.Pending() {
+		if err == nil && ok(c) {
 			return c
 		}
 		if time.Now().After(deadline) {
-			r.t.Fatalf("%s not %s (and applied) after %s: %+v, %v", function, want, timeout, c, err)
+			r.t.Fatalf("%s not %s after %s: %+v, %v", function, want, timeout, c, err)
 		}
 		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
 	}

@@ -45,18 +45,8 @@ func TestAStormAcrossThreeInstancesKeepsTheGuardrail(t *testing.T) {
 		wg.Go(func() { r.report(t, instances[i%3], fn, 10) })
 	}
 	wg.Wait()
-	deadline := time.Now().Add(30 * time.Second)
 	for _, fn := range storm {
-		for {
-			c, err := r.st.Circuits.Get(t.Context(), demo.AppID, fn)
-			if err == nil && c.Episode >= 1 && !c.Pending() {
-				break
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%s was not decided within 30 s: %+v, %v", fn, c, err)
-			}
-			time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
-		}
+		r.waitCircuit(fn, "decided (tripped or held, and applied)", func(c circuit.Circuit) bool { return c.Episode >= 1 && !c.Pending() }, 30*time.Second)
 	}
 	all, err := r.st.Circuits.List(t.Context())
 	if err != nil {

@@ -400,16 +400,17 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 // tablestore.ErrConflict) and that f admits the write (else lease.ErrFenced).
 // A zero fence (an operator's action) keeps the row's fence as it is.
 func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip) error {
-	return c.transition(ctx, f, ci, fl, nil)
-}
-
-// transition writes ci's state and its flip in one batch on condition
-// that the circuit is still at ci.Version, with whatever also adds to it.
-func (c *Circuits) transition(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip, also func(*tablestore.Batch) error) error {
 	row, err := c.row(ctx, ci.AppID, ci.Function)
 	if err != nil {
 		return err
 	}
+	return c.transition(ctx, f, row, ci, fl, nil)
+}
+
+// transition writes ci's state and its flip over row, the circuit as just
+// read, in one batch on condition that it is still at ci.Version, with
+// whatever also adds to the batch.
+func (c *Circuits) transition(ctx context.Context, f lease.Fence, row circuitRow, ci circuit.Circuit, fl circuit.Flip, also func(*tablestore.Batch) error) error {
 	if string(row.ETag) != ci.Version {
 		return fmt.Errorf("storage: transition %s: %w (%w)", ci.ID(), circuit.ErrConflict, tablestore.ErrConflict)
 	}
@@ -467,14 +468,26 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 		return fmt.Errorf("storage: guardrail of %s: %w", ci.AppID, err)
 	}
 	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(ci.AppID), tablestore.RowKeyPrefix(circuitPrefix))}
-	app, faults, err := readRows[circuitRow](ctx, c.table, q, TableCircuits, func(r circuitRow) (circuit.Circuit, error) { return r.toCircuit() })
+	rows, faults, err := readRows[circuitRow](ctx, c.table, q, TableCircuits, func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
 	if err != nil {
 		return fmt.Errorf("storage: circuits of %s: %w", ci.AppID, err)
+	}
+	app := make([]circuit.Circuit, 0, len(rows))
+	var own *circuitRow // the tripping circuit, read with the rest
+	for i, r := range rows {
+		cc, _ := r.toCircuit() // checked when read
+		app = append(app, cc)
+		if cc.Function == ci.Function {
+			own = &rows[i]
+		}
 	}
 	if err := admit(app, len(faults)); err != nil {
 		return err
 	}
-	return c.transition(ctx, f, ci, fl, func(b *tablestore.Batch) error {
+	if own == nil {
+		return fmt.Errorf("%w: %s", ErrNoCircuit, ci.ID())
+	}
+	return c.transition(ctx, f, *own, ci, fl, func(b *tablestore.Batch) error {
 		if fresh {
 			return b.Insert(&guard)
 		}

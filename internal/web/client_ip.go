@@ -10,7 +10,7 @@ import (
 // clientIP is the address per-client limits count by. Behind a proxy
 // Fusebox trusts (FUSEBOX_TRUST_PROXY_HEADERS), it is the rightmost
 // X-Forwarded-For entry that is not one of the proxy's own addresses
-// (loopback, private, link-local), as echo's extractor reads it, but each
+// (loopback, private, link-local, shared), as echo's extractor reads it, but each
 // entry may carry a port: App Service's front ends send "ip:port" and
 // "[v6]:port", which echo cannot parse and then counted every client as
 // the front end's one address. Container Apps' Envoy sends bare addresses.
@@ -64,7 +64,11 @@ func forwardedIP(s string) (netip.Addr, bool) {
 	return netip.Addr{}, false
 }
 
+// sharedSpace is RFC 6598's 100.64.0.0/10, which netip does not count as
+// private but platform proxies use (Container Apps' Envoy among them).
+var sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+
 // internalAddr is an address a proxy in front of Fusebox may have.
 func internalAddr(ip netip.Addr) bool {
-	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast()
+	return !ip.IsValid() || ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || sharedSpace.Contains(ip)
 }

@@ -355,8 +355,8 @@ func TestAJobAlertsItsAppsChannels(t *testing.T) {
 	if err := r.store.Jobs.Put(t.Context(), j); err != nil {
 		t.Fatal(err)
 	}
-	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, r.clock, nil)
-	scanner.Notify = alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})
+	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, jobs.ScannerSettings{Clock: r.clock,
+		Notify: alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})})
 	if err := scanner.Pass(t.Context(), fence); err != nil {
 		t.Fatal(err)
 	}

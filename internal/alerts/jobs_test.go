@@ -94,8 +94,8 @@ func TestJobsGoingMissingAndRecoveringAreMailedOnce(t *testing.T) {
 func (r *rig) jobAlerts(t *testing.T) (pass func(), mails func() []mailtest.Message) {
 	t.Helper()
 	smtp := mailtest.Start(t)
-	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, r.clock, nil)
-	scanner.Notify = alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})
+	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, jobs.ScannerSettings{Clock: r.clock,
+		Notify: alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})})
 	base, _ := url.Parse("http://fusebox.test")
 	sender := alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"},

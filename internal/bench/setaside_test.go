@@ -20,7 +20,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
-	"github.com/fusebox/fusebox/internal/queues"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/testenv"
 )

@@ -36,6 +36,17 @@ type Notifier func(ctx context.Context, j Job, from, to Status, at time.Time) er
 // Scanner recomputes every job's status from its schedule and runs. Run it
 // under a lease.
 type Scanner struct {
+	s        ScannerSettings
+	store    ScannerStore
+	clock    clock.Clock
+	log      *slog.Logger
+	lookback time.Duration
+}
+
+// ScannerSettings are what a Scanner is told besides its store.
+type ScannerSettings struct {
+	Clock  clock.Clock // default clock.Real
+	Logger *slog.Logger
 	// Notify, when set, is told about each change of status.
 	Notify Notifier
 	// TimerLast, when set, says when the Functions host's timer status
@@ -45,23 +56,19 @@ type Scanner struct {
 	// CatchUp, when set, carries out misfire policies: it claims the slot
 	// (once across instances), checks nothing holds the job's function off,
 	// and runs it. It reports whether it ran.
-	CatchUp  func(ctx context.Context, j Job, slot, now time.Time) (bool, error)
-	store    ScannerStore
-	clock    clock.Clock
-	log      *slog.Logger
-	lookback time.Duration
+	CatchUp func(ctx context.Context, j Job, slot, now time.Time) (bool, error)
 }
 
-// NewScanner judges each job over the last lookback
-// (default 7 days).
-func NewScanner(store ScannerStore, c clock.Clock, log *slog.Logger) *Scanner {
+// NewScanner judges each job over the last 7 days.
+func NewScanner(store ScannerStore, s ScannerSettings) *Scanner {
+	c, log := s.Clock, s.Logger
 	if c == nil {
 		c = clock.Real{}
 	}
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Scanner{store: store, clock: c, log: log, lookback: 7 * 24 * time.Hour}
+	return &Scanner{s: s, store: store, clock: c, log: log, lookback: 7 * 24 * time.Hour}
 }
 
 // Pass scans every job once.
@@ -97,8 +104,8 @@ func (s *Scanner) Pass(ctx context.Context, f lease.Fence) error {
 				errs = append(errs, err) // the change stands; only its log line is missing
 			}
 			s.log.Info("job status changed", "job", j.Name, "from", j.Status.String(), "to", st.String())
-			if s.Notify != nil && !Silenced(j, ws, now) {
-				if err := s.Notify(ctx, j, j.Status, st, now); err != nil {
+			if s.s.Notify != nil && !Silenced(j, ws, now) {
+				if err := s.s.Notify(ctx, j, j.Status, st, now); err != nil {
 					errs = append(errs, err)
 				}
 			}
@@ -124,16 +131,16 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Tim
 	if err != nil {
 		return j.Status, "", err
 	}
-	if s.TimerLast != nil {
-		Witness(results, s.TimerLast(ctx, j, now))
+	if s.s.TimerLast != nil {
+		Witness(results, s.s.TimerLast(ctx, j, now))
 	}
-	if s.CatchUp != nil {
+	if s.s.CatchUp != nil {
 		started := 0
 		for _, slot := range CatchUp(j, results) {
 			if started == MaxCatchUp {
 				break // the next pass goes on
 			}
-			ran, err := s.CatchUp(ctx, j, slot, now)
+			ran, err := s.s.CatchUp(ctx, j, slot, now)
 			if err != nil {
 				s.log.Warn("catch-up run failed", "job", j.Name, "slot", slot, "error", err)
 				break

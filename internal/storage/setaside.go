@@ -52,58 +52,24 @@ type setAsideRow struct {
 // runPrefix starts the row key of a queue's latest send-back run.
 const runPrefix = "!run-"
 
-// Run is a requeue or delete of an app's set-aside messages, running in the
-// background or done: who asked, why, and how far it got.
-type Run struct {
-	Queue   string
-	To      string // "" deleted them
-	Total   int    // how many it was asked to take
-	Moved   int
-	Doubled int
-	// UpdatedAt moves after every batch; a run not updated for a while
-	// while not ended died with its instance (what it had taken comes back
-	// to the queue by itself).
-	StartedAt, UpdatedAt, EndedAt time.Time
-	By, Reason, Error             string
-}
-
-// Kept is a set-aside queue as last seen.
-type Kept struct {
-	setaside.Queue
-	setaside.Watch
-}
-
-// AppSetAside is what was last seen of one app's set-aside queues.
-type AppSetAside struct {
-	AppID  string
-	Queues []Kept
-	// Problem says why the last look at the app's queues failed (Fusebox's
-	// words, never the server's), and ProblemAt when; empty after a look
-	// that worked.
-	Problem   string
-	ProblemAt time.Time
-	// Runs are the latest send-back run of each queue, by queue.
-	Runs map[string]Run
-}
-
-func (r setAsideRow) read() (Kept, error) {
+func (r setAsideRow) read() (setaside.Kept, error) {
 	q, ok := setaside.Classify(r.RowKey, nil)
 	switch {
 	case !setaside.ValidQueueName(r.RowKey):
-		return Kept{}, fmt.Errorf("%q is not a queue name", r.RowKey)
+		return setaside.Kept{}, fmt.Errorf("%q is not a queue name", r.RowKey)
 	case r.Kind == string(setaside.Parking):
 		q = setaside.Queue{Name: r.RowKey, Kind: setaside.Parking}
 	case !ok || string(q.Kind) != r.Kind:
-		return Kept{}, fmt.Errorf("kind %q does not match the queue's name", r.Kind)
+		return setaside.Kept{}, fmt.Errorf("kind %q does not match the queue's name", r.Kind)
 	case r.Count < 0 || r.Episode < 0:
-		return Kept{}, errors.New("the count and the episode must not be negative")
+		return setaside.Kept{}, errors.New("the count and the episode must not be negative")
 	}
 	q.Function = r.Function
 	samples, err := readSamples(r.Samples)
 	if err != nil {
-		return Kept{}, err
+		return setaside.Kept{}, err
 	}
-	return Kept{Queue: q, Watch: setaside.Watch{Count: int(r.Count), Oldest: r.Oldest, ReadAt: r.ReadAt, Episode: r.Episode,
+	return setaside.Kept{Queue: q, Watch: setaside.Watch{Count: int(r.Count), Oldest: r.Oldest, ReadAt: r.ReadAt, Episode: r.Episode,
 		Since: r.Since, Grew: r.Grew, Samples: samples}}, nil
 }
 
@@ -148,7 +114,7 @@ func (s *SetAside) PutProblem(ctx context.Context, appID, problem string, at tim
 }
 
 // PutRun records a send-back run's progress.
-func (s *SetAside) PutRun(ctx context.Context, appID string, r Run) error {
+func (s *SetAside) PutRun(ctx context.Context, appID string, r setaside.Run) error {
 	row := &setAsideRow{Meta: tablestore.Meta{PartitionKey: appID, RowKey: runPrefix + r.Queue}, To: r.To, Total: int32(r.Total), Moved: int32(r.Moved),
 		Doubled: int32(r.Doubled), StartedAt: r.StartedAt, ReadAt: r.UpdatedAt, EndedAt: r.EndedAt, By: r.By, Reason: truncate(r.Reason, 500), Error: truncate(r.Error, 500)}
 	if err := s.table.Upsert(ctx, row); err != nil {
@@ -158,24 +124,24 @@ func (s *SetAside) PutRun(ctx context.Context, appID string, r Run) error {
 }
 
 // OfApp returns what was last seen of one app's set-aside queues.
-func (s *SetAside) OfApp(ctx context.Context, appID string) (AppSetAside, error) {
+func (s *SetAside) OfApp(ctx context.Context, appID string) (setaside.AppSetAside, error) {
 	all, err := s.read(ctx, tablestore.Query{Filter: tablestore.PartitionIs(appID)}, false)
 	if err != nil {
-		return AppSetAside{AppID: appID}, err
+		return setaside.AppSetAside{AppID: appID}, err
 	}
 	if a, ok := all[appID]; ok {
 		return a, nil
 	}
-	return AppSetAside{AppID: appID}, nil
+	return setaside.AppSetAside{AppID: appID}, nil
 }
 
 // All returns what was last seen of every app's set-aside queues, by app.
-func (s *SetAside) All(ctx context.Context) (map[string]AppSetAside, error) {
+func (s *SetAside) All(ctx context.Context) (map[string]setaside.AppSetAside, error) {
 	return s.read(ctx, tablestore.Query{}, true)
 }
 
-func (s *SetAside) read(ctx context.Context, q tablestore.Query, whole bool) (map[string]AppSetAside, error) {
-	out := map[string]AppSetAside{}
+func (s *SetAside) read(ctx context.Context, q tablestore.Query, whole bool) (map[string]setaside.AppSetAside, error) {
+	out := map[string]setaside.AppSetAside{}
 	var faults []Fault
 	now := time.Now()
 	for row, err := range tablestore.Rows[setAsideRow](ctx, s.table, q) {
@@ -201,9 +167,9 @@ func (s *SetAside) read(ctx context.Context, q tablestore.Query, whole bool) (ma
 				continue
 			}
 			if a.Runs == nil {
-				a.Runs = map[string]Run{}
+				a.Runs = map[string]setaside.Run{}
 			}
-			a.Runs[q] = Run{Queue: q, To: row.To, Total: int(row.Total), Moved: int(row.Moved), Doubled: int(row.Doubled), StartedAt: row.StartedAt,
+			a.Runs[q] = setaside.Run{Queue: q, To: row.To, Total: int(row.Total), Moved: int(row.Moved), Doubled: int(row.Doubled), StartedAt: row.StartedAt,
 				UpdatedAt: row.ReadAt, EndedAt: row.EndedAt, By: row.By, Reason: row.Reason, Error: row.Error}
 			out[row.PartitionKey] = a
 			continue

@@ -10,9 +10,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/queues"
 	"github.com/fusebox/fusebox/internal/setaside"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
 )
 
 // setAsideOf is the app the path names and whose work each of its queues
@@ -110,9 +109,9 @@ func (s *Server) apiAppQueues(c echo.Context) error {
 
 // keptOf is what the watcher last saw of the app's queues; nothing when
 // it cannot be read (the page says so through its own read).
-func (s *Server) keptOf(c echo.Context, appID string) storage.AppSetAside {
+func (s *Server) keptOf(c echo.Context, appID string) setaside.AppSetAside {
 	if s.Kept == nil {
-		return storage.AppSetAside{AppID: appID}
+		return setaside.AppSetAside{AppID: appID}
 	}
 	kept, err := s.Kept.OfApp(c.Request().Context(), appID)
 	if err != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/otlp"
+	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -40,7 +41,7 @@ func (s *Server) appList(c echo.Context) error {
 	}
 	noCircuit := functionsWithoutCircuit(rates, has)
 	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
-	var kept map[string]storage.AppSetAside
+	var kept map[string]setaside.AppSetAside
 	if s.Kept != nil {
 		if kept, err = s.Kept.All(ctx); err != nil {
 			s.Logger.Warn("set-aside queues not read", "error", err)
@@ -136,7 +137,7 @@ func insightText(a circuit.App) string {
 
 // setAsideText sums up what an app's set-aside queues hold for the apps
 // list; "" when Fusebox reads none of its storage.
-func setAsideText(a circuit.App, kept storage.AppSetAside, reads bool) string {
+func setAsideText(a circuit.App, kept setaside.AppSetAside, reads bool) string {
 	if !reads || a.HostStorage == "" {
 		return ""
 	}

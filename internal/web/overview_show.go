@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 	"github.com/fusebox/fusebox/internal/words"
@@ -258,7 +259,7 @@ func faultRows(fs []storage.Fault) []views.FaultRow {
 
 // growingRows are the set-aside queues that grew in the last hour, every
 // app's, most grown first.
-func growingRows(all map[string]storage.AppSetAside, now time.Time) []views.SetAsideRow {
+func growingRows(all map[string]setaside.AppSetAside, now time.Time) []views.SetAsideRow {
 	var rows []views.SetAsideRow
 	for _, kept := range all {
 		for _, r := range setAsideRows(kept, "", now) {

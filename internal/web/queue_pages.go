@@ -9,9 +9,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/queues"
-	"github.com/fusebox/fusebox/internal/sendback"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
+	"github.com/fusebox/fusebox/internal/setaside/sendback"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -28,7 +28,7 @@ func queueHref(appID, queue string) string {
 
 // setAsideRows are the kept queues worth showing: those holding work, or
 // that held some in the last hour; when function is set, only its own.
-func setAsideRows(kept storage.AppSetAside, function string, now time.Time) []views.SetAsideRow {
+func setAsideRows(kept setaside.AppSetAside, function string, now time.Time) []views.SetAsideRow {
 	var rows []views.SetAsideRow
 	for _, k := range kept.Queues {
 		if function != "" && k.Function != function {
@@ -43,7 +43,7 @@ func setAsideRows(kept storage.AppSetAside, function string, now time.Time) []vi
 	return rows
 }
 
-func setAsideRow(appID string, k storage.Kept, now time.Time) views.SetAsideRow {
+func setAsideRow(appID string, k setaside.Kept, now time.Time) views.SetAsideRow {
 	r := views.SetAsideRow{App: appID, Name: k.Name, Kind: string(k.Kind), Source: k.Source, Function: k.Function, Count: k.Count,
 		Oldest: k.Oldest, Growth: k.Growth(now), ReadAt: k.ReadAt, Href: queueHref(appID, k.Name)}
 	if k.Function != "" {
@@ -111,16 +111,16 @@ func (s *Server) queueShow(c echo.Context) error {
 }
 
 // keptNamed is what the watcher last saw of one queue.
-func keptNamed(kept storage.AppSetAside, name string) (storage.Kept, bool) {
+func keptNamed(kept setaside.AppSetAside, name string) (setaside.Kept, bool) {
 	for _, k := range kept.Queues {
 		if k.Name == name {
 			return k, true
 		}
 	}
-	return storage.Kept{}, false
+	return setaside.Kept{}, false
 }
 
-func queueRun(r storage.Run, now time.Time) *views.QueueRun {
+func queueRun(r setaside.Run, now time.Time) *views.QueueRun {
 	v := &views.QueueRun{What: "Requeue to " + r.To, By: r.By, Reason: r.Reason, Total: r.Total, Moved: r.Moved, Doubled: r.Doubled,
 		Started: r.StartedAt, Ended: r.EndedAt, Error: r.Error, Running: sendback.Running(r, now)}
 	if r.To == "" {

@@ -26,9 +26,9 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/otlp"
-	"github.com/fusebox/fusebox/internal/queues"
-	"github.com/fusebox/fusebox/internal/sendback"
 	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
+	"github.com/fusebox/fusebox/internal/setaside/sendback"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/static"
@@ -74,8 +74,8 @@ type (
 		Peek(ctx context.Context, app circuit.App, queue string, n, limit int) ([]queues.Message, error)
 	}
 	keptSetAside interface {
-		OfApp(ctx context.Context, appID string) (storage.AppSetAside, error)
-		All(ctx context.Context) (map[string]storage.AppSetAside, error)
+		OfApp(ctx context.Context, appID string) (setaside.AppSetAside, error)
+		All(ctx context.Context) (map[string]setaside.AppSetAside, error)
 	}
 	sendBacker interface {
 		Do(ctx context.Context, app circuit.App, mv queues.Move, by, reason string) (sendback.Outcome, error)

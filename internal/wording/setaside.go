@@ -10,7 +10,6 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/setaside"
-	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -20,7 +19,7 @@ import (
 // are others' data and stay behind sign-in.
 type SetAsideComposer struct {
 	Kept interface {
-		OfApp(ctx context.Context, appID string) (storage.AppSetAside, error)
+		OfApp(ctx context.Context, appID string) (setaside.AppSetAside, error)
 	}
 	BaseURL *url.URL
 	Now     func() time.Time
@@ -43,7 +42,7 @@ func (c SetAsideComposer) words(ctx context.Context, m alerts.Message) (setAside
 	}
 	w := setAsideWords{app: appID, queue: queue,
 		link: strings.TrimRight(c.BaseURL.String(), "/") + "/apps/" + url.PathEscape(appID) + "/queues/" + url.PathEscape(queue)}
-	var q storage.Kept
+	var q setaside.Kept
 	for _, k := range kept.Queues {
 		if k.Name == queue {
 			q = k

@@ -14,8 +14,8 @@ import (
 
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/queues"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
 )
 
 // ErrBusy is a queue with a run still going.
@@ -32,8 +32,8 @@ type Runner struct {
 		Run(ctx context.Context, app circuit.App, mv queues.Move, progress func(queues.Moved)) (queues.Moved, error)
 	}
 	Runs interface {
-		PutRun(ctx context.Context, appID string, r storage.Run) error
-		OfApp(ctx context.Context, appID string) (storage.AppSetAside, error)
+		PutRun(ctx context.Context, appID string, r setaside.Run) error
+		OfApp(ctx context.Context, appID string) (setaside.AppSetAside, error)
 	}
 	Audit interface {
 		Append(ctx context.Context, e audit.Entry) error
@@ -47,7 +47,7 @@ type Runner struct {
 }
 
 // Running says whether r is still going at now.
-func Running(r storage.Run, now time.Time) bool {
+func Running(r setaside.Run, now time.Time) bool {
 	return r.EndedAt.IsZero() && !r.StartedAt.IsZero() && now.Sub(r.UpdatedAt) < Stale
 }
 
@@ -80,7 +80,7 @@ func (r *Runner) Start(ctx context.Context, app circuit.App, mv queues.Move, by,
 	if Running(kept.Runs[mv.From], now) {
 		return ErrBusy
 	}
-	run := storage.Run{Queue: mv.From, To: mv.To, Total: mv.N, StartedAt: now, UpdatedAt: now, By: by, Reason: reason}
+	run := setaside.Run{Queue: mv.From, To: mv.To, Total: mv.N, StartedAt: now, UpdatedAt: now, By: by, Reason: reason}
 	if mv.IDs != nil {
 		run.Total = len(mv.IDs)
 	}

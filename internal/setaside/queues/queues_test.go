@@ -17,8 +17,8 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/fusebox/fusebox/internal/egress"
-	"github.com/fusebox/fusebox/internal/queues"
 	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 

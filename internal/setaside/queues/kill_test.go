@@ -18,8 +18,8 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/fusebox/fusebox/internal/egress"
-	"github.com/fusebox/fusebox/internal/queues"
 	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/setaside/queues"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 

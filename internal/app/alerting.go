@@ -1,0 +1,71 @@
+package app
+
+import (
+	"context"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/notify"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/wording"
+)
+
+// alerting is how people are told: signed links, the words of mail and
+// notices, the SMTP server, the channels' test and the outbox's sender.
+type alerting struct {
+	signer *alerts.Signer
+	tester notify.Tester
+	sender *alerts.Sender
+}
+
+func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.Metrics) (alerting, error) {
+	now := o.Clock.Now
+	linkKeys := map[string][]byte{}
+	for _, k := range cfg.Mail.LinkKeys {
+		linkKeys[k.ID] = []byte(k.Key.Reveal())
+	}
+	signer, err := alerts.NewSigner(cfg.Mail.LinkKeys[0].ID, linkKeys)
+	if err != nil {
+		return alerting{}, err
+	}
+	var smtp *notify.SMTP
+	var mail alerts.Mailer
+	if cfg.Mail.Host != "" {
+		smtp = &notify.SMTP{Host: cfg.Mail.Host, Port: cfg.Mail.Port, Username: cfg.Mail.Username, Password: cfg.Mail.Password.Reveal(), TLS: cfg.Mail.TLS, From: cfg.Mail.From}
+		mail = *smtp
+	} else {
+		o.Logger.Warn("mail is off: set FUSEBOX_SMTP_HOST to mail recipients when circuits open; channels still get alerts")
+	}
+	reminders := cfg.Mail.MaxReminders
+	if reminders == 0 {
+		reminders = -1 // the sender reads 0 as "the default"
+	}
+	store := st.store
+	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
+	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
+	sender := alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
+		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
+			Jobs: jobWords, SetAside: wording.SetAsideComposer{Kept: store.SetAside, BaseURL: cfg.BaseURL, Now: now},
+			Channels: store.Channels, Poster: out.poster, Notices: noticeComposer{composer, jobWords},
+			Health: store.Status.DeliveryOf(st.locker.Identity()), Observe: m.ObserveNotification})
+	return alerting{
+		signer: signer, sender: sender,
+		tester: notify.Tester{Mail: smtp, Poster: out.poster, FuseboxURL: cfg.BaseURL.String(), Now: now},
+	}, nil
+}
+
+// noticeComposer writes notices about circuits and jobs for channels.
+type noticeComposer struct {
+	circuits wording.Composer
+	jobs     wording.JobComposer
+}
+
+func (n noticeComposer) Notice(m alerts.Message, c circuit.Circuit, app circuit.App) (alerts.Notice, error) {
+	return n.circuits.Notice(m, c, app)
+}
+
+func (n noticeComposer) JobNotice(ctx context.Context, m alerts.Message) (alerts.Notice, error) {
+	return n.jobs.JobNotice(ctx, m)
+}

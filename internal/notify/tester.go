@@ -1,0 +1,41 @@
+package notify
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"html"
+	"strconv"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+)
+
+// Tester sends a channel's "send a test" message: mail through the SMTP
+// server, the others through the poster.
+type Tester struct {
+	// Mail is nil when this instance has no SMTP server.
+	Mail       *SMTP
+	Poster     Poster
+	FuseboxURL string
+	Now        func() time.Time
+}
+
+// testTimeout bounds one test message, whatever the channel.
+const testTimeout = 15 * time.Second
+
+// Test sends ch a test message.
+func (t Tester) Test(ctx context.Context, ch alerts.Channel) error {
+	now := t.Now()
+	n := alerts.TestNotice(ch, t.FuseboxURL, now)
+	ctx, cancel := context.WithTimeout(ctx, testTimeout)
+	defer cancel()
+	if ch.Kind != alerts.ChannelMail {
+		return t.Poster.Post(ctx, ch, "test|"+ch.ID+"|"+strconv.FormatInt(now.UnixNano(), 10), n)
+	}
+	if t.Mail == nil {
+		return errors.New("mail is off on this instance: set FUSEBOX_SMTP_HOST")
+	}
+	return t.Mail.Send(ctx, alerts.Mail{To: ch.Addresses, Subject: "[Fusebox] " + n.Title, Text: n.Text + "\n\n" + n.LinkURL + "\n",
+		HTML: "<p>" + html.EscapeString(n.Text) + "</p>", MessageID: fmt.Sprintf("<test-%d@fusebox>", now.UnixNano())})
+}

@@ -1,6 +1,8 @@
 package circuit
 
 import (
+	"maps"
+	"slices"
 	"strings"
 	"time"
 )
@@ -153,4 +155,35 @@ func (t *Tally) Settle(circuits []Circuit, now time.Time) {
 			t.NotClosed = append(t.NotClosed, NotClosed{App: c.AppID, Function: c.Function, State: c.State.String(), Since: c.ChangedAt})
 		}
 	}
+}
+
+// Clone copies t deeply, so it can be stored while switch calls go on
+// counting into the original.
+func (t Tally) Clone() Tally {
+	c := t
+	c.ByState, c.Trips, c.Resumes, c.Applies = cloneNested(t.ByState), cloneNested(t.Trips), cloneNested(t.Resumes), cloneNested(t.Applies)
+	c.NotClosed, c.Counted = slices.Clone(t.NotClosed), slices.Clone(t.Counted)
+	if t.ApplyLatency != nil {
+		c.ApplyLatency = make(map[string]*Histogram, len(t.ApplyLatency))
+		for k, h := range t.ApplyLatency {
+			if h != nil {
+				hc := *h
+				hc.Counts = slices.Clone(h.Counts)
+				h = &hc
+			}
+			c.ApplyLatency[k] = h
+		}
+	}
+	return c
+}
+
+func cloneNested[V any](m map[string]map[string]V) map[string]map[string]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]map[string]V, len(m))
+	for k, v := range m {
+		out[k] = maps.Clone(v)
+	}
+	return out
 }

@@ -274,6 +274,33 @@ func (l *Locker) Acquire(ctx context.Context, name string) (*Lease, error) {
 
 var mrand = mathrand.Float64
 
+// AcquireWithin tries for the lease until it holds it, the holder's lease
+// lapses, or within has passed (ErrHeld then): every retry period for
+// twice the lease's Duration, so a frozen holder's lease is taken about a
+// Duration after it froze, then once a Duration, so a holder whose work
+// merely takes long costs a read a second. Any error but ErrHeld ends it.
+// It runs on the Locker's clock.
+func (l *Locker) AcquireWithin(ctx context.Context, name string, within time.Duration) (*Lease, error) {
+	started := l.s.Clock.Now()
+	for {
+		lease, err := l.TryAcquire(ctx, name)
+		if err == nil || !errors.Is(err, ErrHeld) {
+			return lease, err
+		}
+		waited := l.s.Clock.Now().Sub(started)
+		if waited >= within {
+			return nil, err
+		}
+		wait := l.s.RetryPeriod
+		if waited > 2*l.s.Duration {
+			wait = l.s.Duration
+		}
+		if err := l.s.Clock.Sleep(ctx, min(wait, within-waited)); err != nil {
+			return nil, err
+		}
+	}
+}
+
 // Run calls fn whenever this Locker holds the lease, with a context that
 // ends when the lease is lost, and contends again after a loss. It returns
 // when ctx ends (nil) or when fn returns on its own while still leading

@@ -474,3 +474,69 @@ func TestAnUnreadableClaimIsTakenOverAfterItsDuration(t *testing.T) {
 		t.Errorf("the claim, once rewritten, does not take: %v", err)
 	}
 }
+
+// asleep waits until n goroutines sleep on the world's clock.
+func (w *world) asleep(n int) {
+	w.t.Helper()
+	if err := w.clock.BlockUntil(w.ctx, n); err != nil {
+		w.t.Fatalf("%d asleep on the clock, want %d: %v", w.clock.Waiters(), n, err)
+	}
+}
+
+// result is what got delivers, within the test's time.
+func (w *world) result(got <-chan error) error {
+	w.t.Helper()
+	select {
+	case err := <-got:
+		return err
+	case <-w.ctx.Done():
+		w.t.Fatal("no answer")
+		return nil
+	}
+}
+
+func TestAcquireWithinTriesOnTheClockUntilItsTimeIsUp(t *testing.T) {
+	w := newWorld(t)
+	a, b := w.instance("a"), w.instance("b")
+	la, err := a.locker.TryAcquire(w.ctx, "switch/orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	go func() {
+		_, err := b.locker.AcquireWithin(w.ctx, "switch/orders", 5*time.Second)
+		got <- err
+	}()
+	w.asleep(2) // a renewing, b between tries
+	for waited := 2; waited <= 4; waited += 2 {
+		w.clock.Advance(2 * time.Second)
+		w.asleep(2)
+		select {
+		case err := <-got:
+			t.Fatalf("gave up after %ds of 5s: %v", waited, err)
+		default:
+		}
+	}
+	w.clock.Advance(2 * time.Second) // 6s: past its time
+	if err := w.result(got); !errors.Is(err, lease.ErrHeld) {
+		t.Fatalf("after 6s of 5s: %v, want ErrHeld", err)
+	}
+
+	// A holder that lets go is followed at the next try, not at the end.
+	go func() {
+		le, err := b.locker.AcquireWithin(w.ctx, "switch/orders", time.Minute)
+		if err == nil {
+			err = le.Release(w.ctx)
+		}
+		got <- err
+	}()
+	w.asleep(2)
+	if err := la.Release(w.ctx); err != nil {
+		t.Fatal(err)
+	}
+	w.asleep(1)
+	w.clock.Advance(settings.RetryPeriod)
+	if err := w.result(got); err != nil {
+		t.Fatalf("after the holder let go: %v", err)
+	}
+}

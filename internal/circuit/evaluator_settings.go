@@ -1,0 +1,107 @@
+package circuit
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/clock"
+	"github.com/fusebox/fusebox/internal/lease"
+)
+
+// Status is what the evaluator reports about itself for the dashboard.
+type Status struct {
+	Leader       string
+	LastTickAt   time.Time
+	TickDuration time.Duration
+	Rejected     int64  // unreadable failure rows seen by this leader
+	LastRejected string // the last one: its key and what is wrong
+	RejectedAt   time.Time
+	Tally        Tally // for metrics
+}
+
+// Stale reports whether the evaluator has not finished a tick for three of
+// its intervals: no circuit is being counted, tripped or switched.
+func (s Status) Stale(now time.Time, interval time.Duration) bool {
+	return s.LastTickAt.IsZero() || now.Sub(s.LastTickAt.Add(s.TickDuration)) > 3*interval
+}
+
+// Store is what the evaluator needs of storage.
+type Store interface {
+	ListApps(ctx context.Context) ([]App, error)
+	ListCircuits(ctx context.Context) ([]Circuit, error)
+	// GetCircuit reads one circuit afresh, as storage holds it now.
+	GetCircuit(ctx context.Context, appID, function string) (Circuit, error)
+	// CircuitWindow reads one circuit's failure rows for seconds in
+	// [from, to] afresh: the read a report that may trip it costs.
+	CircuitWindow(ctx context.Context, appID, function string, from, to time.Time) ([]FailureRow, error)
+	// Transition records a state change and its flip on condition that
+	// the circuit is still at c.Version and the fence admits the write.
+	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
+	// TransitionGuarded is Transition for a trip the app's guardrail
+	// limits: admit is asked, on every circuit of the app as storage holds
+	// it after a read of the app's guard version, whether the trip may
+	// happen, and the write is conditional on that version too. admit's
+	// error comes back as it is.
+	TransitionGuarded(ctx context.Context, f lease.Fence, c Circuit, fl Flip, admit func(app []Circuit, unreadable int) error) error
+	// MarkApplied records that the trigger was set for episode at the time
+	// given; SetApplyError that it could not be, why, and when to retry.
+	// Both are refused if the circuit has moved to another episode.
+	MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error
+	SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error
+	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
+	// Window returns the failure rows for seconds in [from, to], and the
+	// unreadable rows not reported before. It may read only what changed
+	// since its previous call.
+	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
+	PutStatus(ctx context.Context, s Status) error
+	// StoredStatus reads what PutStatus last stored (the zero Status if nothing).
+	StoredStatus(ctx context.Context) (Status, error)
+	// Flips returns up to limit flip-log entries, newest first.
+	Flips(ctx context.Context, appID, function string, limit int) ([]Flip, error)
+}
+
+// Switch turns functions' triggers off and on for one kind of app.
+type Switch interface {
+	// Disabled returns the functions the app's settings switch off.
+	Disabled(ctx context.Context, app App) (map[string]bool, error)
+	// Apply switches each named function off (true) or on (false) in one
+	// change of the app's settings, since each change restarts the app.
+	// Settings it was not asked to change stay as they are.
+	Apply(ctx context.Context, app App, off map[string]bool) error
+}
+
+// Claimer takes short claims on one piece of work: a lease.Locker with
+// short timings. A claim lapses when its holder stops renewing it, so work
+// a frozen instance had claimed moves to another within the claim's
+// Duration.
+type Claimer interface {
+	AcquireWithin(ctx context.Context, name string, within time.Duration) (*lease.Lease, error)
+}
+
+// SwitchClaim names the claim under which an app's trigger settings are
+// read and written: one switch call per app at a time, across instances.
+func SwitchClaim(appID string) string { return "switch/" + appID }
+
+// EvaluatorSettings tune the evaluator. Zero values take the defaults.
+type EvaluatorSettings struct {
+	// Claims serialise each app's switch calls across instances. Required.
+	Claims     Claimer
+	Interval   time.Duration // between ticks; default 1s
+	DriftEvery time.Duration // how often actual trigger settings are read back; default 30s
+	// ApplyTimeout bounds one app's switch call, retries included; default 45s.
+	ApplyTimeout time.Duration
+	// Parallel bounds the apps switched at once; default 16. Each app has
+	// at most one call in flight, so a slow app delays only itself.
+	Parallel int
+	// RetryFirst and RetryMax bound the backoff after a failed switch:
+	// it doubles from RetryFirst up to RetryMax. Defaults 2s and 5m.
+	RetryFirst, RetryMax time.Duration
+	Clock                clock.Clock
+	Logger               *slog.Logger
+	Identity             string // reported as the leader in Status
+	// OnTransition, if set, is told of each transition the evaluator made
+	// and returns the context the switch call that applies it runs in
+	// (tracing: the trip's span). It must not block.
+	OnTransition func(ctx context.Context, c Circuit, fl Flip) context.Context
+}

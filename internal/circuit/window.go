@@ -1,0 +1,105 @@
+package circuit
+
+import (
+	"sort"
+	"time"
+)
+
+// FailureRow is one stored failure count: one writer's failures of one
+// function in one second.
+type FailureRow struct {
+	ID        string // stable identity of the stored row
+	Circuit   string // app/function
+	Second    time.Time
+	Count     int
+	Successes int       // successes the same writer reported for that second
+	Modified  time.Time // when storage last changed the row (its clock)
+	// TraceParent is the W3C traceparent of the report that wrote it, if any.
+	TraceParent string
+	// Source is the instance that reported the failures: the writer's
+	// own id for rows written to the table, the instance a client named
+	// for HTTP reports.
+	Source string
+}
+
+// SourceCount is one instance's share of a circuit's window.
+type SourceCount struct {
+	Source              string
+	Failures, Successes int
+}
+
+// BySource breaks a circuit's failures in (from, to] down by the instance
+// that reported them, most failures first, at most limit of them.
+func BySource(rows []FailureRow, circuitID string, from, to time.Time, limit int) []SourceCount {
+	sums := map[string]*SourceCount{}
+	for _, r := range rows {
+		if r.Circuit != circuitID || !r.Second.After(from) || r.Second.After(to) {
+			continue
+		}
+		s := sums[r.Source]
+		if s == nil {
+			s = &SourceCount{Source: r.Source}
+			sums[r.Source] = s
+		}
+		s.Failures += r.Count
+		s.Successes += r.Successes
+	}
+	out := make([]SourceCount, 0, len(sums))
+	for _, s := range sums {
+		out = append(out, *s)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Failures != out[j].Failures {
+			return out[i].Failures > out[j].Failures
+		}
+		return out[i].Source < out[j].Source
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out
+}
+
+// Rejection is a stored row that could not be read as a failure count.
+type Rejection struct {
+	ID     string
+	Reason string
+}
+
+// CountWindows adds up, for each circuit, the failures in its window
+// ending at now and those that count toward its next decision. Rows for
+// seconds after now (a writer whose clock runs ahead) wait until their
+// second comes.
+func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time) map[string]Counts {
+	type span struct{ window, counted time.Time }
+	spans := make(map[string]span, len(circuits))
+	counts := make(map[string]Counts, len(circuits))
+	for _, c := range circuits {
+		since, id := c.CountsFrom(now), c.ID() // an ID is built each call: once here, 10,000 times a tick at scale
+		spans[id] = span{now.Add(-c.Window), since}
+		counts[id] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
+	}
+	for _, r := range rows {
+		sp, ok := spans[r.Circuit]
+		if !ok || r.Second.After(now) {
+			continue
+		}
+		// A second [s, s+1) is in the window (now-W, now] when s > now-W,
+		// so that whole seconds fall in or out; the second in which the
+		// circuit last changed counts for the time before the change.
+		if !r.Second.After(sp.window) {
+			continue
+		}
+		n := counts[r.Circuit]
+		n.Window += r.Count
+		if r.Second.After(sp.counted) {
+			n.Counted += r.Count
+			n.Successes += r.Successes
+			if r.TraceParent != "" && !r.Second.Before(n.newest) {
+				n.TraceParent, n.newest = r.TraceParent, r.Second
+			}
+		}
+		counts[r.Circuit] = n
+	}
+	return counts
+}

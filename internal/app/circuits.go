@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/ingest"
@@ -50,9 +51,8 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		evaluator.Nudge(told)
 	})
 	arrivals := &otlp.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
-	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now)
-	actions.TraceOf = telemetry.TraceParent
-	actions.Functions = out.router
+	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now, circuit.ServiceSettings{
+		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
 	return breakers{
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
 		verifier:  circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),

@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"errors"
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/config"
@@ -55,5 +56,16 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 		easy = auth.NewEasyAuth(roles)
 	}
 	return web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
-		Tokens: auth.NewAPITokens(tokens)}, nil
+		Tokens: auth.NewAPITokens(tokens), AppKeys: appKeys(store)}, nil
+}
+
+// appKeys verify apps' report keys against the hashes the apps table keeps.
+func appKeys(store *storage.Store) *auth.AppKeys {
+	return &auth.AppKeys{Max: 10_000, Hash: func(ctx context.Context, appID string) (string, error) {
+		app, err := store.Apps.Get(ctx, appID)
+		if errors.Is(err, storage.ErrNoApp) {
+			return "", auth.ErrNoSuchApp
+		}
+		return app.APIKeyHash, err
+	}}
 }

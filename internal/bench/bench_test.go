@@ -907,7 +907,7 @@ func BenchmarkTripToDelivery(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := circuit.NewService(storage.EvaluatorStore{Store: w.store}, w.store.Audit, time.Now).Update(ctx, c.AppID, c.Function,
+		if _, err := circuit.NewService(storage.EvaluatorStore{Store: w.store}, w.store.Audit, time.Now, circuit.ServiceSettings{}).Update(ctx, c.AppID, c.Function,
 			circuit.Settings{Threshold: c.Threshold, Window: c.Window, Recipients: []string{"oncall@example.com"}, Channels: []string{"teams", "slack", "hook"}}, "bench"); err != nil {
 			b.Fatal(err)
 		}

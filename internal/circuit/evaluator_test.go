@@ -238,7 +238,7 @@ func (m moveFirst) Transition(ctx context.Context, f lease.Fence, c circuit.Circ
 func TestALateDecisionIsRefusedByTheCircuitsVersion(t *testing.T) {
 	r := newRig(t)
 	r.fail("instance-a", 101, 0)
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	late := circuit.NewEvaluator(moveFirst{storage.EvaluatorStore{Store: r.store}, func() {
 		if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "planned maintenance"); err != nil {
 			t.Fatal(err)
@@ -265,7 +265,7 @@ func TestALateDecisionIsRefusedByTheCircuitsVersion(t *testing.T) {
 // resume is an operator resuming through the service, as the pages do.
 func (r *rig) resume() {
 	r.t.Helper()
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Resume(r.t.Context(), "orders", "Process", "olivia", ""); err != nil {
 		r.t.Fatal(err)
 	}
@@ -502,7 +502,7 @@ func TestAStuckCircuitCanBeDeleted(t *testing.T) {
 	if err := r.store.Service.CreateTable(t.Context(), storage.TableAudit); err != nil {
 		t.Fatal(err)
 	}
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	r.fail("instance-a", 101, 0)
 	r.tick()
 	if err := svc.Delete(t.Context(), "orders", "Process", "olivia"); !errors.Is(err, circuit.ErrStillOpen) {
@@ -596,7 +596,7 @@ func TestAShadowCircuitNeverMovesTheTriggerUntilArmed(t *testing.T) {
 	if c := r.circuit(); c.Drift != "" {
 		t.Errorf("shadow circuit reported drift %q", c.Drift)
 	}
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, r.store.Audit, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, r.store.Audit, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Update(t.Context(), "orders", "Process", circuit.Settings{Threshold: 100, Window: 30 * time.Second}, "olivia"); err != nil {
 		t.Fatal(err)
 	}
@@ -735,7 +735,7 @@ func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
 	r := newRig(t)
 	r.tick() // the books counted up to now
 	decided := r.clock.Now().Add(-2 * time.Second)
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, func() time.Time { return decided })
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, func() time.Time { return decided }, circuit.ServiceSettings{})
 	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "decided two seconds before it was written"); err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +759,7 @@ func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
 func TestANewTenureDoesNotCountAgainAFlipOfTheLastCountsInstant(t *testing.T) {
 	r := newRig(t)
 	r.tick()
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	r.clock.Advance(time.Second)
 	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "in the very instant of the next count"); err != nil {
 		t.Fatal(err)
@@ -776,7 +776,7 @@ func TestANewTenureCountsAFlipWrittenInTheLastCountsInstantAfterIt(t *testing.T)
 	r.tick()
 	r.clock.Advance(time.Second)
 	r.tick() // the books counted up to this instant, without the trip
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "written in the instant of the last count, after it"); err != nil {
 		t.Fatal(err)
 	}
@@ -821,7 +821,7 @@ func TestFailingCountsOnlyTheCircuitsWithFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now)
+	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	failing, err := svc.Failing(t.Context(), all)
 	if err != nil {
 		t.Fatal(err)

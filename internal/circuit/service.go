@@ -43,12 +43,35 @@ type Service struct {
 	store ServiceStore
 	audit Auditor
 	now   func() time.Time
+	ServiceSettings
+}
+
+// ServiceSettings are the service's optional parts.
+type ServiceSettings struct {
 	// TraceOf, if set, gives the traceparent of the request acting, which
 	// the flip log keeps.
 	TraceOf func(context.Context) string
 	// Functions, if set, refuses circuits for functions a switch could
 	// not stop: not in the app, or disabled by other means.
 	Functions FunctionChecker
+	// Channels, if set, refuses circuits that name channels that do not
+	// exist (alerts.KnownChannels).
+	Channels ChannelChecker
+}
+
+// ChannelChecker refuses channel ids that name no channel, with a
+// ValidationError for the channels field.
+type ChannelChecker interface {
+	Check(ctx context.Context, ids []string) error
+}
+
+// CheckChannels refuses channel ids that name no channel: Create and
+// Update do, and a form asks first to show it beside its other problems.
+func (s *Service) CheckChannels(ctx context.Context, ids []string) error {
+	if s.Channels == nil {
+		return nil
+	}
+	return s.Channels.Check(ctx, ids)
 }
 
 // FunctionChecker says why a function of an app cannot be guarded by its
@@ -58,8 +81,8 @@ type FunctionChecker interface {
 }
 
 // NewService builds the service; now is the clock.
-func NewService(store ServiceStore, a Auditor, now func() time.Time) *Service {
-	return &Service{store: store, audit: a, now: now}
+func NewService(store ServiceStore, a Auditor, now func() time.Time, s ServiceSettings) *Service {
+	return &Service{store: store, audit: a, now: now, ServiceSettings: s}
 }
 
 // ErrConflictRetries is returned when a circuit kept changing under an
@@ -263,6 +286,9 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 	if err := c.Validate(app); err != nil {
 		return c, err
 	}
+	if err := s.CheckChannels(ctx, c.Channels); err != nil {
+		return c, err
+	}
 	if s.Functions != nil && app != nil {
 		if err := s.Functions.CheckFunction(ctx, *app, function); err != nil {
 			return c, ValidationError{{Field: "function", Message: err.Error()}}
@@ -290,6 +316,9 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		}
 		next := set.apply(cur)
 		if err := next.Validate(app); err != nil {
+			return next, err
+		}
+		if err := s.CheckChannels(ctx, next.Channels); err != nil {
 			return next, err
 		}
 		// Arming a circuit in shadow makes its trigger follow its state

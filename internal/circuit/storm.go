@@ -3,7 +3,10 @@ package circuit
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
+
+	"github.com/fusebox/fusebox/internal/audit"
 )
 
 // MaxStorm bounds how many circuits one storm action names.
@@ -18,6 +21,46 @@ type StormOutcome struct {
 
 // ErrNotAnID is a name that is not "app/function".
 var ErrNotAnID = errors.New("circuit: not a circuit: name it as app/function")
+
+// CheckStorm says what is wrong with a storm action, or "": one to
+// MaxStorm circuits, each named app/function, and a reason to resume
+// (acknowledging needs none: the triggers stay off).
+func CheckStorm(ids []string, reason string, acknowledge bool) string {
+	switch {
+	case len(ids) == 0:
+		return "Pick at least one circuit."
+	case len(ids) > MaxStorm:
+		return fmt.Sprintf("Pick at most %d circuits at a time.", MaxStorm)
+	case !acknowledge:
+		if msg := audit.CheckReason(reason, "every flip log"); msg != "" {
+			return msg
+		}
+	}
+	for _, id := range ids {
+		if _, _, ok := SplitID(id); !ok {
+			return "Each circuit must be named app/function."
+		}
+	}
+	return ""
+}
+
+// Storms are the apps with more than one circuit's trigger off, by app,
+// with how many are off: a shared dependency failing, whose circuits are
+// best resumed together.
+func Storms(cs []Circuit) map[string]int {
+	off := map[string]int{}
+	for _, c := range cs {
+		if c.State.TriggerOff() {
+			off[c.AppID]++
+		}
+	}
+	for app, n := range off {
+		if n < 2 {
+			delete(off, app)
+		}
+	}
+	return off
+}
 
 // SplitID reads "app/function".
 func SplitID(id string) (appID, function string, ok bool) {

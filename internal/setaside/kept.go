@@ -35,4 +35,3 @@ type AppSetAside struct {
 	// Runs are the latest send-back run of each queue, by queue.
 	Runs map[string]Run
 }
-

@@ -1,9 +1,7 @@
 package web
 
 import (
-	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"time"
 
@@ -97,26 +95,4 @@ func (s *Server) apiChannelTest(c echo.Context) error {
 		return c.JSON(http.StatusBadGateway, map[string]any{"delivered": false, "error": err.Error()})
 	}
 	return c.JSON(http.StatusOK, map[string]any{"delivered": true})
-}
-
-// checkChannels refuses channel ids that name no channel, with a message
-// for the form's channels field.
-func (s *Server) checkChannels(ctx context.Context, ids []string) error {
-	if len(ids) == 0 {
-		return nil
-	}
-	chs, err := s.Channels.ListChannels(ctx)
-	if err != nil {
-		return err
-	}
-	known := map[string]bool{}
-	for _, ch := range chs {
-		known[ch.ID] = true
-	}
-	for _, id := range ids {
-		if !known[id] {
-			return circuit.ValidationError{{Field: "channels", Message: fmt.Sprintf("there is no channel %q: make it on the Channels page first", id)}}
-		}
-	}
-	return nil
 }

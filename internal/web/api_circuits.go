@@ -173,9 +173,6 @@ func (s *Server) apiCircuitCreate(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := s.checkChannels(c.Request().Context(), j.Channels); err != nil {
-		return apiError(c, err)
-	}
 	p, _ := principal(c)
 	ci, err := s.Actions.Create(c.Request().Context(), j.App, j.Function, j.settings(), p.Name)
 	if err != nil {
@@ -193,9 +190,6 @@ func (s *Server) apiCircuitUpdate(c echo.Context) error {
 	j, err := bindSettings(c)
 	if err != nil {
 		return err
-	}
-	if err := s.checkChannels(c.Request().Context(), j.Channels); err != nil {
-		return apiError(c, err)
 	}
 	p, _ := principal(c)
 	if _, err := s.Actions.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.settings(), p.Name); err != nil {

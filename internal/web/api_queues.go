@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -12,6 +11,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/setaside/queues"
+	"github.com/fusebox/fusebox/internal/setaside/sendback"
 )
 
 // setAsideOf is the app the path names and whose work each of its queues
@@ -120,40 +120,12 @@ func (s *Server) keptOf(c echo.Context, appID string) setaside.AppSetAside {
 	return kept
 }
 
-// sendBackRequest is what a requeue or delete asks for, checked before
-// anything is read: the API's and the page's.
-type sendBackRequest struct {
+// sendBackBody is the API's requeue or delete request.
+type sendBackBody struct {
 	To     string   `json:"to"`
 	Count  int      `json:"count"`
 	IDs    []string `json:"ids"`
 	Reason string   `json:"reason"`
-}
-
-// maxIDLength bounds a message id a request names (the service's are
-// GUIDs).
-const maxIDLength = 100
-
-// check says what is wrong with the request, in words for its sender;
-// delete requests name no target.
-func (r sendBackRequest) check(from string, requeue bool) string {
-	switch {
-	case strings.TrimSpace(r.Reason) == "" || len(r.Reason) > 500:
-		return "Say why (1 to 500 characters): the audit log keeps it."
-	case requeue && r.To == "":
-		return "This queue has no source to go back to: name one in \"to\"."
-	case requeue && (!setaside.ValidQueueName(r.To) || r.To == from):
-		return "\"to\" must be another queue's name: 3 to 63 lowercase letters, digits and single hyphens."
-	case r.Count < 0:
-		return "\"count\" must be positive, or left out for as many as one request moves."
-	case len(r.IDs) > queues.MaxPeek:
-		return "Pick at most 32 messages (those a peek shows), or none to take from the head."
-	}
-	for _, id := range r.IDs {
-		if id == "" || len(id) > maxIDLength {
-			return "Each of \"ids\" must be a message id from a peek."
-		}
-	}
-	return ""
 }
 
 // apiAppQueueAction requeues (to the source queue, or to the queue the body
@@ -164,20 +136,21 @@ func (r sendBackRequest) check(from string, requeue bool) string {
 // audited.
 func (s *Server) apiAppQueueAction(requeue bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		var body sendBackRequest
-		if err := c.Bind(&body); err != nil {
+		var b sendBackBody
+		if err := c.Bind(&b); err != nil {
 			return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"reason": "...", "count": 100, "ids": ["..."], "to": "orders"}.`)
 		}
 		app, q, err := s.setAsideQueue(c)
 		if err != nil {
 			return err
 		}
+		body := sendback.Request(b)
 		if !requeue {
 			body.To = ""
 		} else if body.To == "" {
 			body.To = q.Source
 		}
-		if msg := body.check(q.Name, requeue); msg != "" {
+		if msg := body.Check(q.Name, requeue); msg != "" {
 			return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": msg})
 		}
 		n := body.Count

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"path"
 	"sort"
 	"strings"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -48,7 +48,7 @@ func (s *Server) appList(c echo.Context) error {
 		}
 	}
 	for _, a := range apps {
-		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: target(a),
+		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: funcapp.Target(a),
 			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a), NoCircuit: noCircuit[a.ID],
 			Telemetry: s.appTelemetry(ctx, a), SetAside: setAsideText(a, kept[a.ID], s.Queues != nil)})
 	}
@@ -111,17 +111,6 @@ func functionsWithoutCircuit(rates []storage.MinuteCount, has map[string]bool) m
 		})
 	}
 	return out
-}
-
-func target(a circuit.App) string {
-	if a.Switch == circuit.SwitchLocal {
-		return a.LocalSettings
-	}
-	t := path.Join(a.SubscriptionID, a.ResourceGroup, a.Site)
-	if a.Slot != "" {
-		t += " (slot " + a.Slot + ")"
-	}
-	return t
 }
 
 // insightText says what Fusebox reads of the app's own storage and hub.

@@ -213,7 +213,7 @@ func splitComma(s string) []string {
 
 // withChannelProblems adds a message when ids name no channel.
 func (s *Server) withChannelProblems(c echo.Context, ids []string, problems map[string]string) map[string]string {
-	err := s.checkChannels(c.Request().Context(), ids)
+	err := s.Actions.CheckChannels(c.Request().Context(), ids)
 	if err == nil {
 		return problems
 	}

@@ -47,7 +47,7 @@ func (s *Server) stormSubmit(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
 	ids, reason, acknowledge := form["circuit"], strings.TrimSpace(c.FormValue("reason")), c.FormValue("action") == "acknowledge"
-	if msg := checkStorm(ids, reason, acknowledge); msg != "" {
+	if msg := circuit.CheckStorm(ids, reason, acknowledge); msg != "" {
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, msg)
 	}
 	p, _ := principal(c)
@@ -66,24 +66,6 @@ func (s *Server) stormSubmit(c echo.Context) error {
 		m.Results = append(m.Results, r)
 	}
 	return render(c, http.StatusOK, views.StormPage(m))
-}
-
-// checkStorm says what is wrong with a storm request, or "".
-func checkStorm(ids []string, reason string, acknowledge bool) string {
-	switch {
-	case len(ids) == 0:
-		return "Pick at least one circuit."
-	case len(ids) > circuit.MaxStorm:
-		return "Pick at most 100 circuits at a time."
-	case !acknowledge && (reason == "" || len(reason) > 500):
-		return "Say why (1 to 500 characters): every flip log keeps it."
-	}
-	for _, id := range ids {
-		if _, _, ok := circuit.SplitID(id); !ok {
-			return "Each circuit must be named app/function."
-		}
-	}
-	return ""
 }
 
 // stormError says why one circuit was not changed, in Fusebox's words:
@@ -111,7 +93,7 @@ func (s *Server) apiCircuitsResume(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"circuits": ["app/function", ...], "reason": "..."}.`)
 	}
 	body.Reason = strings.TrimSpace(body.Reason)
-	if msg := checkStorm(body.Circuits, body.Reason, body.Acknowledge); msg != "" {
+	if msg := circuit.CheckStorm(body.Circuits, body.Reason, body.Acknowledge); msg != "" {
 		return c.JSON(http.StatusUnprocessableEntity, map[string]string{"error": msg})
 	}
 	p, _ := principal(c)

@@ -14,7 +14,7 @@ func TestAMissingDependencyIsNamed(t *testing.T) {
 	if err == nil {
 		t.Fatal("New accepted no dependencies")
 	}
-	for _, want := range []string{"Base.Config", "Identity.Sessions", "CircuitDeps.Actions", "JobDeps.Pings", "NotifyDeps.Delivery", "Ops.Ready"} {
+	for _, want := range []string{"Base.Config", "Identity.Sessions", "Identity.AppKeys", "CircuitDeps.Actions", "JobDeps.Pings", "NotifyDeps.Delivery", "Ops.Ready"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("%q does not name %s", err, want)
 		}

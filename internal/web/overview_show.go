@@ -300,15 +300,10 @@ func storms(apps []circuit.App, cs []circuit.Circuit, operator bool) []views.Sto
 	if !operator {
 		return nil
 	}
-	off := map[string]int{}
-	for _, c := range cs {
-		if c.State.TriggerOff() {
-			off[c.AppID]++
-		}
-	}
+	off := circuit.Storms(cs)
 	var out []views.StormLink
 	for _, a := range apps {
-		if off[a.ID] > 1 {
+		if off[a.ID] > 0 {
 			out = append(out, views.StormLink{App: a.ID, Name: appName(apps, a.ID), Open: off[a.ID]})
 		}
 	}

@@ -143,14 +143,14 @@ func (s *Server) queueAct(c echo.Context) error {
 	}
 	requeue := c.FormValue("action") == "requeue"
 	all := c.FormValue("scope") == "all"
-	req := sendBackRequest{To: c.FormValue("to"), Reason: c.FormValue("reason")}
+	req := sendback.Request{To: c.FormValue("to"), Reason: c.FormValue("reason")}
 	if !all {
 		req.IDs = form["id"]
 	}
 	if !requeue {
 		req.To = ""
 	}
-	msg := req.check(q.Name, requeue)
+	msg := req.Check(q.Name, requeue)
 	if msg == "" && !all && len(req.IDs) == 0 {
 		msg = "Pick the messages to send back, or choose every message."
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -60,6 +61,7 @@ type (
 		Update(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Delete(ctx context.Context, appID, function, actor string) error
 		Acknowledge(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
+		CheckChannels(ctx context.Context, ids []string) error
 	}
 	functionRunner interface {
 		Run(ctx context.Context, app circuit.App, function string) error
@@ -84,8 +86,10 @@ type (
 	hostSampleReader interface {
 		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]storage.ConcurrencySample, error)
 	}
-	hostingDetector interface {
-		Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error)
+	appRegistry interface {
+		Register(ctx context.Context, app circuit.App, actor string) (funcapp.Registered, error)
+		ReplaceKey(ctx context.Context, app circuit.App, actor string) (string, error)
+		UpdateHost(ctx context.Context, app circuit.App, h funcapp.HostChange, actor string) ([]string, error)
 	}
 	functionLister interface {
 		Functions(ctx context.Context, app circuit.App) ([]string, error)
@@ -204,10 +208,13 @@ type Identity struct {
 	OIDC     *auth.OIDC
 	EasyAuth *auth.EasyAuth
 	Tokens   *auth.APITokens
+	// AppKeys verify the keys of failure reports and OTLP exports.
+	AppKeys *auth.AppKeys
 }
 
 // CircuitDeps serve the apps, circuits, failures and resume links.
 type CircuitDeps struct {
+	Registry appRegistry
 	Apps     appLister
 	AppStore appStore
 	Circuits circuitLister
@@ -228,9 +235,6 @@ type CircuitDeps struct {
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
 	FunctionLister functionLister
-	// Hosting asks ARM how an app is hosted when it is registered; nil
-	// skips it.
-	Hosting hostingDetector
 	// HostInsight reads apps' own storage for the circuit and resume
 	// pages; nil shows none.
 	HostInsight hostReader
@@ -281,7 +285,6 @@ type Server struct {
 	pingCreates *rate.Limiter
 	// keys are what storage last said of the app keys reports name
 	// (ingest_gate.go).
-	keys appKeys
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
 }
@@ -307,8 +310,8 @@ func (d Deps) missing() []string {
 		nil  bool
 	}{
 		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil},
-		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil},
-		{"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
+		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil}, {"Identity.AppKeys", d.AppKeys == nil},
+		{"CircuitDeps.Registry", d.Registry == nil}, {"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
 		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.OTLP", d.OTLP == nil}, {"CircuitDeps.Arrivals", d.Arrivals == nil}, {"CircuitDeps.Window", d.Window == nil},
 		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
 		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},

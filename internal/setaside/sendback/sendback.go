@@ -141,3 +141,40 @@ func (r *Runner) audit(ctx context.Context, app circuit.App, mv queues.Move, mov
 	}
 	return r.Audit.Append(ctx, audit.Entry{At: r.Now(), Actor: by, Action: action, Target: app.ID + "/" + mv.From, Detail: detail + ". Reason: " + reason})
 }
+
+// Request is what a requeue or delete asks for, checked before anything
+// is read: the API's and the page's.
+type Request struct {
+	To     string
+	Count  int
+	IDs    []string
+	Reason string
+}
+
+// maxIDLength bounds a message id a request names (the service's are
+// GUIDs).
+const maxIDLength = 100
+
+// Check says what is wrong with the request, in words for its sender;
+// delete requests name no target.
+func (r Request) Check(from string, requeue bool) string {
+	if msg := audit.CheckReason(r.Reason, "the audit log"); msg != "" {
+		return msg
+	}
+	switch {
+	case requeue && r.To == "":
+		return "This queue has no source to go back to: name one in \"to\"."
+	case requeue && (!setaside.ValidQueueName(r.To) || r.To == from):
+		return "\"to\" must be another queue's name: 3 to 63 lowercase letters, digits and single hyphens."
+	case r.Count < 0:
+		return "\"count\" must be positive, or left out for as many as one request moves."
+	case len(r.IDs) > queues.MaxPeek:
+		return "Pick at most 32 messages (those a peek shows), or none to take from the head."
+	}
+	for _, id := range r.IDs {
+		if id == "" || len(id) > maxIDLength {
+			return "Each of \"ids\" must be a message id from a peek."
+		}
+	}
+	return ""
+}

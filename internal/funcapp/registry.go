@@ -1,0 +1,247 @@
+// Package funcapp registers the function apps Fusebox guards: the rules a
+// registration keeps (its channels exist, its host storage and hub are in
+// the cloud, ARM says how it is hosted, a local settings file is allowed),
+// its key, and what Fusebox reads of its host. The pages call it; so will
+// discovery.
+package funcapp
+
+import (
+	"context"
+	"errors"
+	"path"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/eventhub"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
+)
+
+// What the registry reads and writes.
+type (
+	Store interface {
+		Create(ctx context.Context, app circuit.App) error
+		Put(ctx context.Context, app circuit.App) error
+	}
+	Channels interface {
+		Check(ctx context.Context, ids []string) error
+	}
+	HostingDetector interface {
+		Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error)
+	}
+	Auditor interface {
+		Append(ctx context.Context, e audit.Entry) error
+	}
+	// KeyCache forgets an app's key the moment it is replaced here.
+	KeyCache interface {
+		Forget(appID string)
+	}
+)
+
+// Registry registers apps and keeps their keys and host settings.
+type Registry struct {
+	Store    Store
+	Channels Channels
+	// Hosting asks ARM how an app is hosted; nil when no credential.
+	Hosting   HostingDetector
+	Endpoints egress.Endpoints // where host storage and hubs may be
+	Local     localsettings.Where
+	Keys      KeyCache
+	Audit     Auditor
+	Now       func() time.Time
+}
+
+// Registered is a newly registered app and its key, shown once; Note says
+// what could not be told now (ARM not answering).
+type Registered struct {
+	App  circuit.App
+	Key  string
+	Note string
+}
+
+// ParseGuardrail reads the guardrail as a form gives it: a whole number
+// of circuits and a percentage, either empty for no limit.
+func ParseGuardrail(maxOff, sharePercent string) (circuit.Guardrail, error) {
+	var g circuit.Guardrail
+	var v circuit.ValidationError
+	if maxOff != "" {
+		n, err := strconv.Atoi(maxOff)
+		if err != nil {
+			v = append(v, circuit.FieldError{Field: "guardrail_max", Message: "must be a whole number of circuits, such as 3"})
+		}
+		g.MaxOff = n
+	}
+	if sharePercent = strings.TrimSpace(strings.TrimSuffix(sharePercent, "%")); sharePercent != "" {
+		pct, err := strconv.ParseFloat(sharePercent, 64)
+		if err != nil {
+			v = append(v, circuit.FieldError{Field: "guardrail_share", Message: "must be a percentage, such as 50"})
+		}
+		g.MaxShare = pct / 100
+	}
+	return g, v.Err()
+}
+
+// Register checks app and registers it with a new key, if its id is free:
+// the write is conditional, so two registrations of one id a moment apart
+// cannot both succeed. Problems come back as a ValidationError.
+func (r *Registry) Register(ctx context.Context, app circuit.App, actor string) (Registered, error) {
+	if err := r.check(ctx, app); err != nil {
+		return Registered{}, err
+	}
+	var note string
+	if app.Switch == circuit.SwitchARM && r.Hosting != nil {
+		h, err := r.Hosting.Detect(ctx, app)
+		switch {
+		case errors.Is(err, armwrite.ErrPermanent):
+			return Registered{}, circuit.ValidationError{{Field: "site", Message: err.Error()}}
+		case err != nil:
+			// ARM could not be asked now: register anyway; the switch
+			// reports what it finds on each circuit's page.
+			note = "Fusebox could not read the site from ARM to tell how it is hosted (" + err.Error() + "). It is registered; its circuits' pages show what the switch finds."
+		default:
+			app.Hosting = h
+			app.Linux = app.Linux || h.Linux
+		}
+	}
+	key, hash := auth.NewAppKey(app.ID)
+	app.APIKeyHash = hash
+	if err := r.Store.Create(ctx, app); err != nil {
+		if errors.Is(err, circuit.ErrConflict) {
+			return Registered{}, circuit.ValidationError{{Field: "id", Message: "an app with this id is registered already"}}
+		}
+		return Registered{}, err
+	}
+	return Registered{App: app, Key: key, Note: note}, r.audit(ctx, actor, "registered app", app.ID, Target(app))
+}
+
+func (r *Registry) check(ctx context.Context, app circuit.App) error {
+	if err := app.Validate(); err != nil {
+		return err
+	}
+	if err := r.Channels.Check(ctx, app.Channels); err != nil {
+		return err
+	}
+	if err := hostinsight.CheckHostStorage(r.Endpoints, app.HostStorage); err != nil {
+		return circuit.ValidationError{{Field: "host_storage", Message: err.Error()}}
+	}
+	if err := eventhub.Check(r.Endpoints, app.EventHubs); err != nil {
+		return circuit.ValidationError{{Field: "event_hubs", Message: err.Error()}}
+	}
+	if app.Switch == circuit.SwitchLocal {
+		if _, err := r.Local.Check(app.LocalSettings); err != nil {
+			return circuit.ValidationError{{Field: "local_settings", Message: err.Error()}}
+		}
+	}
+	return nil
+}
+
+// ReplaceKey gives app a new key; the old one stops on this instance now
+// and on the others within auth.AppKeyTTL.
+func (r *Registry) ReplaceKey(ctx context.Context, app circuit.App, actor string) (string, error) {
+	key, hash := auth.NewAppKey(app.ID)
+	app.APIKeyHash = hash
+	if err := r.Store.Put(ctx, app); err != nil {
+		return "", err
+	}
+	r.Keys.Forget(app.ID)
+	return key, r.audit(ctx, actor, "replaced app key", app.ID, Target(app))
+}
+
+// HostChange is what an operator changes of the app's host settings: the
+// secrets only when typed (or cleared), the rest as given.
+type HostChange struct {
+	HostID, HostStorage, EventHubs string
+	ClearHost, ClearHubs           bool
+	SetAsideLimit                  string // empty: the default
+}
+
+// UpdateHost changes what Fusebox reads of the app's own storage and hub.
+// It says what changed (never a secret's value), and audits it; nothing
+// changed writes nothing. Problems come back as a ValidationError.
+func (r *Registry) UpdateHost(ctx context.Context, app circuit.App, h HostChange, actor string) ([]string, error) {
+	var v circuit.ValidationError
+	if err := hostinsight.CheckHostStorage(r.Endpoints, h.HostStorage); err != nil {
+		v = append(v, circuit.FieldError{Field: "host_storage", Message: err.Error()})
+	}
+	if err := eventhub.Check(r.Endpoints, h.EventHubs); err != nil {
+		v = append(v, circuit.FieldError{Field: "event_hubs", Message: err.Error()})
+	}
+	var changed []string
+	next := app
+	next.HostStorage, changed = replaceSecret(app.HostStorage, h.HostStorage, h.ClearHost, "host storage", changed)
+	next.EventHubs, changed = replaceSecret(app.EventHubs, h.EventHubs, h.ClearHubs, "Event Hubs", changed)
+	limit := 0
+	if h.SetAsideLimit != "" {
+		n, err := strconv.Atoi(h.SetAsideLimit)
+		if err != nil || n <= 0 {
+			v = append(v, circuit.FieldError{Field: "set_aside_limit", Message: "must be a whole number of messages, or empty for the default"})
+		}
+		limit = n
+	}
+	if limit != app.SetAsideLimit {
+		changed = append(changed, "set-aside limit "+quoteOrDerived(h.SetAsideLimit))
+		next.SetAsideLimit = limit
+	}
+	if h.HostID != app.HostID {
+		changed = append(changed, "host id "+quoteOrDerived(h.HostID))
+		next.HostID = h.HostID
+	}
+	var ve circuit.ValidationError
+	if errors.As(next.Validate(), &ve) {
+		v = append(v, ve...)
+	}
+	if len(v) > 0 {
+		return nil, v
+	}
+	if len(changed) == 0 {
+		return nil, nil
+	}
+	if err := r.Store.Put(ctx, next); err != nil {
+		return nil, err
+	}
+	return changed, r.audit(ctx, actor, "changed host insight", app.ID, strings.Join(changed, "; "))
+}
+
+// audit records a change that was made: it is kept even when the asker
+// has gone away.
+func (r *Registry) audit(ctx context.Context, actor, action, appID, detail string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return r.Audit.Append(ctx, audit.Entry{At: r.Now(), Actor: actor, Action: action, Target: appID, Detail: detail})
+}
+
+// Target says where an app's switch writes: its local settings file, or
+// subscription/group/site and slot.
+func Target(a circuit.App) string {
+	if a.Switch == circuit.SwitchLocal {
+		return a.LocalSettings
+	}
+	t := path.Join(a.SubscriptionID, a.ResourceGroup, a.Site)
+	if a.Slot != "" {
+		t += " (slot " + a.Slot + ")"
+	}
+	return t
+}
+
+func replaceSecret(old, typed string, clear bool, name string, changed []string) (string, []string) {
+	switch {
+	case typed != "":
+		return typed, append(changed, name+" replaced")
+	case clear && old != "":
+		return "", append(changed, name+" cleared")
+	}
+	return old, changed
+}
+
+func quoteOrDerived(s string) string {
+	if s == "" {
+		return "derived"
+	}
+	return `"` + s + `"`
+}

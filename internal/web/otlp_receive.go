@@ -9,8 +9,6 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
-	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -49,38 +47,19 @@ const (
 	grpcMetrics = "/opentelemetry.proto.collector.metrics.v1.MetricsService/Export"
 )
 
-// otlpRoutes serves OTLP/HTTP at /v1/… and /otlp/v1/…, and OTLP/gRPC on
-// the same port (HTTP/2 without TLS is accepted: app.Serve), all behind
-// the app's key, which decides the app.
-func (s *Server) otlpRoutes(gate echo.MiddlewareFunc) {
-	limit := otlpBodyLimit()
-	slots := newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, 5*time.Second).middleware
-	for _, prefix := range []string{"", OTLPPrefix} {
-		// The limit first: a body's length costs nothing to check.
-		s.echo.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), limit, gate, slots)
-		s.echo.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), limit, gate, slots)
-		s.echo.POST(prefix+"/v1/metrics", s.otlpHTTP(""), limit, gate)
-	}
+// otlpGRPC serves OTLP/gRPC exports, behind the app's key, which decides
+// the app (routes.go).
+func (s *Server) otlpGRPC() echo.HandlerFunc {
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(OTLPMaxBytes), grpc.ForceServerCodec(otlpCodec{}))
 	g.RegisterService(&otlpTraceDesc, s)
 	g.RegisterService(&otlpLogsDesc, s)
 	g.RegisterService(&otlpMetricsDesc, s)
-	serve := func(c echo.Context) error {
+	return func(c echo.Context) error {
 		appID, _ := c.Get(ctxApp).(string)
 		r := c.Request().WithContext(context.WithValue(c.Request().Context(), otlpAppKey{}, appID))
 		g.ServeHTTP(c.Response(), r)
 		return nil
 	}
-	for _, m := range []string{grpcTraces, grpcLogs, grpcMetrics} {
-		s.echo.POST(m, serve, grpcAnswers, limit, gate, slots)
-	}
-}
-
-// isOTLP says whether a request is an OTLP export (a route otlpRoutes
-// serves), whose body has its own limit and whose answer is not compressed.
-func isOTLP(c echo.Context) bool {
-	p := c.Path()
-	return strings.HasPrefix(p, "/v1/") || strings.HasPrefix(p, OTLPPrefix+"/v1/") || strings.HasPrefix(p, "/opentelemetry.proto.collector.")
 }
 
 // otlpBodyLimit refuses a body larger than OTLPMaxBytes.

@@ -10,58 +10,69 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/static"
 )
 
-// routes lists every route Fusebox serves.
+// routes lists every route Fusebox serves. Two rooms share the port:
+// machine intake (failure reports, OTLP exports, pings), with a short
+// chain per route and none of the session machinery, and the people's
+// pages and API, behind sign-in, CSRF and roles.
 func (s *Server) routes() {
 	e := s.echo
 	e.Pre(middleware.RemoveTrailingSlash())
-	e.Use(
-		middleware.RequestID(),
-		s.logRequests,
-		storageBudget,
-		s.recoverPanics,
-		s.securityHeaders,
-		// Pings read their own bodies: a long log is cut, never refused.
-		// OTLP exports are limited by their own routes (otlp_receive.go).
-		middleware.BodyLimitWithConfig(middleware.BodyLimitConfig{Limit: bodyLimit(s.Config.MaxBodyBytes), Skipper: func(c echo.Context) bool { return isPing(c) || isOTLP(c) }}),
-		// Small JSON answers to machines gain nothing from compression.
-		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024, Skipper: func(c echo.Context) bool {
-			return c.Path() == "/metrics" || c.Path() == "/api/v1/failures" || isOTLP(c)
-		}}),
-	)
+	// Every request: an id, one log line, a storage budget, a panic
+	// answered as a 500, and the headers that keep a browser safe.
+	e.Use(middleware.RequestID(), s.logRequests, storageBudget, s.recoverPanics, s.securityHeaders)
+	// Pages, the JSON API and static files: a body limit (intake routes
+	// have their own) and compression of larger answers.
+	people := []echo.MiddlewareFunc{
+		middleware.BodyLimit(bodyLimit(s.Config.MaxBodyBytes)),
+		middleware.GzipWithConfig(middleware.GzipConfig{MinLength: 1024}),
+	}
 
 	// Open to all: probes, metrics and static files.
 	e.GET("/healthz", s.healthz)
 	e.GET("/readyz", s.readyz)
 	e.GET("/metrics", s.metricsHandler())
-	e.GET(static.Prefix+"*", echo.WrapHandler(s.Assets.Handler()))
+	e.GET(static.Prefix+"*", echo.WrapHandler(s.Assets.Handler()), people...)
 
-	// Machine APIs with keys of their own: no session, no CSRF.
-	// Both are rate limited, generously: pings per client address, failure
-	// reports per app once their key verified (a fleet behind one NAT
-	// address is one app's many instances), and keys not yet verified per
-	// client address (ingest_gate.go). A flood answers 429 with
+	// Machine intake, with keys of its own. Each chain checks what costs
+	// nothing first: the body's declared length, then the key (a storage
+	// read only for keys not verified lately, ingest_gate.go), then the
+	// app's budget; exports also wait for a decoding slot. Failure reports
+	// are limited per app once their key verified (a fleet behind one NAT
+	// address is one app's many instances), keys not yet verified per
+	// client address, pings per client address. A flood answers 429 with
 	// Retry-After and touches nothing.
 	gate := s.ingestGate()
-	e.POST("/api/v1/failures", s.failureIngest, gate, middleware.BodyLimit(bodyLimit(IngestMaxBytes)))
+	e.POST("/api/v1/failures", s.failureIngest, middleware.BodyLimit(bodyLimit(min(IngestMaxBytes, s.Config.MaxBodyBytes))), gate)
 	// The same reports as OpenTelemetry exports, behind the same key and
-	// the same budget per app.
-	s.otlpRoutes(gate)
-
-	// Pings from jobs, as Healthchecks.io takes them.
+	// the same budget per app: OTLP/HTTP at /v1/… and /otlp/v1/…, OTLP/gRPC
+	// on the same port (HTTP/2 without TLS: app.Serve).
+	exportLimit := otlpBodyLimit()
+	slots := newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, 5*time.Second).middleware
+	for _, prefix := range []string{"", OTLPPrefix} {
+		e.POST(prefix+"/v1/traces", s.otlpHTTP(otlp.Traces), exportLimit, gate, slots)
+		e.POST(prefix+"/v1/logs", s.otlpHTTP(otlp.Logs), exportLimit, gate, slots)
+		e.POST(prefix+"/v1/metrics", s.otlpHTTP(""), exportLimit, gate) // accepted, not decoded
+	}
+	grpcExports := s.otlpGRPC()
+	for _, method := range []string{grpcTraces, grpcLogs, grpcMetrics} {
+		e.POST(method, grpcExports, grpcAnswers, exportLimit, gate, slots)
+	}
+	// Pings from jobs, as Healthchecks.io takes them: each reads its own
+	// body, cutting a long log rather than refusing it.
 	pingLimit := machineLimit(s.Config.PingRateLimit, func(c echo.Context) string { return c.RealIP() },
 		"too many pings from your address; retry after a second")
 	for _, p := range []string{"/ping/:a", "/ping/:a/:b", "/ping/:a/:b/:c"} {
 		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping, pingLimit)
 	}
-
 	// Status badges: public behind an unguessable key.
-	e.GET("/badge/:key/:file", s.badge, pingLimit)
+	e.GET("/badge/:key/:file", s.badge, append(people, pingLimit)...)
 
 	// The JSON API: an API token, or a session with CSRF for changes.
-	api := e.Group("/api/v1", s.apiAuth, s.require(auth.RoleViewer))
+	api := e.Group("/api/v1", append(people, s.apiAuth, s.require(auth.RoleViewer))...)
 	apiOperator := s.require(auth.RoleOperator)
 	api.GET("/circuits", s.apiCircuitList)
 	api.POST("/circuits", s.apiCircuitCreate, apiOperator)
@@ -94,14 +105,10 @@ func (s *Server) routes() {
 	api.POST("/maintenance/:id/end", s.apiMaintenanceEnd, apiOperator)
 
 	// Pages for people: signed in or not, every form is CSRF-checked.
-	web := e.Group("", s.csrf, s.loadPrincipal)
-	loginLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.Config.LoginRateLimit), Burst: loginBurst, ExpiresIn: 5 * time.Minute,
-		}),
-		ErrorHandler: func(c echo.Context, err error) error { return s.rateLimitError(c, "", err) },
-		DenyHandler:  s.rateLimitError,
-	})
+	web := e.Group("", append(people, s.csrf, s.loadPrincipal)...)
+	// Sign-in attempts and resume links each have a budget per client
+	// address, apart: a flood of one locks nobody out of the other.
+	loginLimit := s.attemptLimit()
 	web.GET("/login", s.loginShow)
 	web.POST("/login", s.loginSubmit, loginLimit)
 	web.POST("/logout", s.logoutSubmit)
@@ -109,13 +116,7 @@ func (s *Server) routes() {
 	web.GET("/auth/oidc/callback", s.oidcCallback, loginLimit)
 	// Resume links from e-mail: no sign-in needed unless configured, rate
 	// limited per client; GET shows, only POST acts.
-	linkLimit := middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.Config.LoginRateLimit), Burst: loginBurst, ExpiresIn: 5 * time.Minute,
-		}),
-		ErrorHandler: func(c echo.Context, err error) error { return s.rateLimitError(c, "", err) },
-		DenyHandler:  s.rateLimitError,
-	})
+	linkLimit := s.attemptLimit()
 	web.GET("/resume/:token", s.resumeShow, linkLimit)
 	web.POST("/resume/:token", s.resumeSubmit, linkLimit)
 	web.POST("/resume/:token/acknowledge", s.resumeAck, linkLimit)
@@ -177,6 +178,18 @@ func (s *Server) routes() {
 	viewer.GET("/circuits/:app/:function/edit", s.circuitEdit, operator)
 	viewer.POST("/circuits/:app/:function/edit", s.circuitUpdate, operator)
 	viewer.POST("/circuits/:app/:function/delete", s.circuitDelete, operator)
+}
+
+// attemptLimit is a budget of FUSEBOX_LOGIN_RATE_LIMIT attempts a second
+// per client address, loginBurst at once.
+func (s *Server) attemptLimit() echo.MiddlewareFunc {
+	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
+		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
+			Rate: rate.Limit(s.Config.LoginRateLimit), Burst: loginBurst, ExpiresIn: 5 * time.Minute,
+		}),
+		ErrorHandler: func(c echo.Context, err error) error { return s.rateLimitError(c, "", err) },
+		DenyHandler:  s.rateLimitError,
+	})
 }
 
 func isPing(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/ping/") }

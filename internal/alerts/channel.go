@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"net"
 	"net/mail"
 	"net/url"
@@ -174,3 +175,10 @@ func (ch Channel) Rotated(now time.Time) Channel {
 	ch.OldSecret, ch.OldUntil, ch.Secret = ch.Secret, now.Add(SecretOverlap), NewWebhookSecret()
 	return ch
 }
+
+// ErrNoChannel is a channel that does not exist; ErrChannelExists an id
+// taken already.
+var (
+	ErrNoChannel     = fmt.Errorf("storage: no such channel (%w)", circuit.ErrNotFound)
+	ErrChannelExists = errors.New("storage: a channel with this id exists already")
+)

@@ -8,13 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/lease"
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // deliverAll sends due messages, one goroutine per destination (at most
@@ -102,7 +101,7 @@ func (s *Sender) deliver(ctx context.Context, f lease.Fence, m Message, key stri
 		s.s.Logger.Warn("alert refused for good", "subject", m.Circuit, "kind", m.Kind, "channel_kind", d.kind, "error", err)
 	case at.Sub(claimed.CreatedAt) >= s.s.GiveUpAfter:
 		claimed.State = Failed
-		claimed.LastError = fmt.Sprintf("gave up after %s of failed tries: %v", words.Duration(s.s.GiveUpAfter), err)
+		claimed.LastError = fmt.Sprintf("gave up after %s of failed tries: %v", spoken.Duration(s.s.GiveUpAfter), err)
 		s.failing(key, d.kind, channelName(m.To, channels), err, 0, at)
 		s.s.Observe(d.kind, OutcomeFailed)
 	default:
@@ -136,8 +135,8 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 		ch, kind = &c, c.Kind
 	}
 	d := delivery{kind: kind}
-	isJob := strings.HasPrefix(m.Circuit, JobPrefix)
-	isQueue := strings.HasPrefix(m.Circuit, SetAsidePrefix)
+	about := m.Subject().About
+	isJob, isQueue := about == AboutJob, about == AboutSetAside
 	var (
 		c   circuit.Circuit
 		app circuit.App

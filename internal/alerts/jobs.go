@@ -59,7 +59,7 @@ func JobNotifier(o Outbox, c Circuits) jobs.Notifier {
 				}
 			}
 		}
-		for _, m := range messages(JobPrefix+j.ID, at.Unix(), []string{kind}, dests, at) {
+		for _, m := range messages(JobSubject(j.ID), at.Unix(), []string{kind}, dests, at) {
 			if err := o.Ensure(ctx, m); err != nil {
 				return err
 			}

@@ -29,7 +29,7 @@ type breakers struct {
 	verifier  *circuit.Verifier
 	actions   *circuit.Service
 	reports   *ingest.Service
-	telemetry *ingest.Telemetry
+	exports   *ingest.Exports
 	arrivals  *otlp.Arrivals
 }
 
@@ -43,7 +43,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		Claims: claims, Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: st.locker.Identity(),
 		OnTransition: traceTransition,
 	})
-	reports := reportService(store, now, cfg.IngestRowLimit, func(counted []storage.Report) {
+	reports := reportService(store, now, cfg.IngestRowLimit, func(counted []ingest.Report) {
 		told := make([]circuit.Reported, len(counted))
 		for i, r := range counted {
 			told[i] = circuit.Reported{AppID: r.App, Function: r.Function, Failures: r.Count, Successes: r.Successes}
@@ -55,14 +55,14 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
 	return breakers{
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
-		verifier:  circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
-		telemetry: &ingest.Telemetry{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now},
+		verifier: circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
+		exports:  &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now},
 	}, nil
 }
 
 // reportService takes failure reports, from the HTTP API and the
 // OpenTelemetry receiver; stored is told of each report's counts.
-func reportService(store *storage.Store, now func() time.Time, rowsPerSecond float64, stored func([]storage.Report)) *ingest.Service {
+func reportService(store *storage.Store, now func() time.Time, rowsPerSecond float64, stored func([]ingest.Report)) *ingest.Service {
 	instance := make([]byte, 6)
 	_, _ = rand.Read(instance)
 	var requests atomic.Int64

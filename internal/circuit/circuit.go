@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/setaside"
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // State is where a circuit stands.
@@ -367,12 +367,12 @@ func (c Circuit) SwitchedAt() time.Time {
 
 // RuleText says the circuit's trip rule in words, as the form previews it.
 func (c Circuit) RuleText() string {
-	text := fmt.Sprintf("more than %d failures in %s", c.Threshold, words.Duration(c.Window))
+	text := fmt.Sprintf("more than %d failures in %s", c.Threshold, spoken.Duration(c.Window))
 	if c.Rule.Ratio > 0 {
-		text = fmt.Sprintf("%s of calls fail within %s, once %d calls happened in it", percent(c.Rule.Ratio), words.Duration(c.Window), c.Rule.MinCalls)
+		text = fmt.Sprintf("%s of calls fail within %s, once %d calls happened in it", percent(c.Rule.Ratio), spoken.Duration(c.Window), c.Rule.MinCalls)
 	}
 	if c.Rule.NoSuccess {
-		text += fmt.Sprintf(", or when calls fail and none succeeds for a whole %s", words.Duration(c.Window))
+		text += fmt.Sprintf(", or when calls fail and none succeeds for a whole %s", spoken.Duration(c.Window))
 	}
 	return text
 }

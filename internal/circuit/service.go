@@ -9,7 +9,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/lease"
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // ServiceStore is what operator actions need of storage.
@@ -389,12 +389,19 @@ func (s *Service) appOf(ctx context.Context, appID string) (*App, error) {
 // ErrNotFound is what a store's error wraps for a missing app or circuit.
 var ErrNotFound = errors.New("circuit: not found")
 
+// ErrNoApp and ErrNoCircuit are an app and a circuit that do not exist;
+// both are ErrNotFound too.
+var (
+	ErrNoApp     = fmt.Errorf("storage: no such app (%w)", ErrNotFound)
+	ErrNoCircuit = fmt.Errorf("storage: no such circuit (%w)", ErrNotFound)
+)
+
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 func describe(c Circuit) string {
 	d := "trips when " + c.RuleText()
 	if c.Policy.AutoResume {
-		d += fmt.Sprintf("; tries again after %s", words.Duration(c.Policy.Cooldown))
+		d += fmt.Sprintf("; tries again after %s", spoken.Duration(c.Policy.Cooldown))
 	}
 	if len(c.Recipients) > 0 {
 		d += "; mails " + strings.Join(c.Recipients, ", ")

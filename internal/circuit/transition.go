@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // Counts are the failures the evaluator saw for one circuit.
@@ -79,9 +79,9 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		}
 	case Open:
 		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) {
-			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", words.Duration(c.Cooldown().Round(time.Second)))
+			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", spoken.Duration(c.Cooldown().Round(time.Second)))
 			if c.Streak > 1 {
-				reason = fmt.Sprintf("cooldown of %s over (trip %d in a row): trigger on for a trial", words.Duration(c.Cooldown().Round(time.Second)), c.Streak)
+				reason = fmt.Sprintf("cooldown of %s over (trip %d in a row): trigger on for a trial", spoken.Duration(c.Cooldown().Round(time.Second)), c.Streak)
 			}
 			return flip(c, HalfOpen, EvaluatorActor, n, now, reason)
 		}
@@ -102,7 +102,7 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 				return next, f
 			case trialOver && calls >= c.Rule.MinCalls:
 				return flip(c, Closed, EvaluatorActor, n, now,
-					fmt.Sprintf("%d of %d calls failed in a whole window (%s) after the trigger went on, under the rule: recovered", n.Counted, calls, words.Duration(c.Window)))
+					fmt.Sprintf("%d of %d calls failed in a whole window (%s) after the trigger went on, under the rule: recovered", n.Counted, calls, spoken.Duration(c.Window)))
 			}
 			break
 		}
@@ -114,7 +114,7 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		}
 		if trialOver {
 			return flip(c, Closed, EvaluatorActor, n, now,
-				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", words.Duration(c.Window)))
+				fmt.Sprintf("no failure for a whole window (%s) after the trigger went on: recovered", spoken.Duration(c.Window)))
 		}
 	}
 	return c, nil
@@ -160,11 +160,11 @@ func starved(c Circuit, n Counts) bool {
 // cover the whole window.
 func tripReason(c Circuit, n Counts, now time.Time) string {
 	if starved(c, n) && !tripsOnItsMainRule(c, n) {
-		return fmt.Sprintf("%d failures and no successful call in %s (rule: no success for a whole window)", n.Counted, words.Duration(c.Window))
+		return fmt.Sprintf("%d failures and no successful call in %s (rule: no success for a whole window)", n.Counted, spoken.Duration(c.Window))
 	}
 	if c.Rule.Ratio > 0 {
 		calls := n.Counted + n.Successes
-		span := "in " + words.Duration(c.Window)
+		span := "in " + spoken.Duration(c.Window)
 		if n.Since.After(now.Add(-c.Window)) {
 			span = "since " + clockTime(n.Since)
 		}
@@ -172,9 +172,9 @@ func tripReason(c Circuit, n Counts, now time.Time) string {
 			thousands(calls), span, percent(c.Rule.Ratio), thousands(c.Rule.MinCalls))
 	}
 	if n.Since.After(now.Add(-c.Window)) {
-		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), words.Duration(c.Window), c.Threshold)
+		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), spoken.Duration(c.Window), c.Threshold)
 	}
-	return fmt.Sprintf("%d failures in %s (threshold %d)", n.Counted, words.Duration(c.Window), c.Threshold)
+	return fmt.Sprintf("%d failures in %s (threshold %d)", n.Counted, spoken.Duration(c.Window), c.Threshold)
 }
 
 func clockTime(t time.Time) string { return t.UTC().Format("15:04:05 MST") }

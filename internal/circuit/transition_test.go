@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
@@ -218,7 +218,7 @@ func TestShortDuration(t *testing.T) {
 		time.Hour: "1h", 90 * time.Minute: "1h30m", 2*time.Hour + 5*time.Second: "2h0m5s", 1500 * time.Millisecond: "1.5s",
 	}
 	for d, want := range tests {
-		if got := words.Duration(d); got != want {
+		if got := spoken.Duration(d); got != want {
 			t.Errorf("ShortDuration(%v) = %q, want %q", d, got, want)
 		}
 	}

@@ -7,9 +7,9 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/setaside"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/trigger"
 	"github.com/fusebox/fusebox/internal/validation"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // FieldError and ValidationError are validation's, so circuits, jobs and
@@ -70,7 +70,7 @@ func (c Circuit) Validate(app *App) error {
 	case c.Window <= 0:
 		add("window", "must be longer than zero, such as 30s or 5m")
 	case c.Window > MaxWindow:
-		add("window", "must be at most %s", words.Duration(MaxWindow))
+		add("window", "must be at most %s", spoken.Duration(MaxWindow))
 	case c.Window%time.Second != 0:
 		add("window", "must be whole seconds")
 	}
@@ -103,13 +103,13 @@ func (c Circuit) Validate(app *App) error {
 		case c.Policy.Cooldown < time.Second:
 			add("cooldown", "must be at least 1s when automatic resume is on")
 		case c.Policy.Cooldown > MaxCooldown:
-			add("cooldown", "must be at most %s", words.Duration(MaxCooldown))
+			add("cooldown", "must be at most %s", spoken.Duration(MaxCooldown))
 		}
 		switch {
 		case c.Policy.MaxCooldown != 0 && c.Policy.MaxCooldown < c.Policy.Cooldown:
-			add("max_cooldown", "must be at least the cooldown (%s): the cooldown doubles with each trip in a row up to this cap", words.Duration(c.Policy.Cooldown))
+			add("max_cooldown", "must be at least the cooldown (%s): the cooldown doubles with each trip in a row up to this cap", spoken.Duration(c.Policy.Cooldown))
 		case c.Policy.MaxCooldown > MaxCooldown:
-			add("max_cooldown", "must be at most %s", words.Duration(MaxCooldown))
+			add("max_cooldown", "must be at most %s", spoken.Duration(MaxCooldown))
 		}
 	}
 	if len(v) > 0 {

@@ -103,3 +103,12 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 	}
 	return counts
 }
+
+// MinuteCount is the failures of one function in one minute, added up
+// from its rows (the roll-up), for charts and the functions no circuit
+// guards.
+type MinuteCount struct {
+	Circuit string // app/function
+	Minute  time.Time
+	Count   int
+}

@@ -47,3 +47,9 @@ func (s *Sampler) Pass(ctx context.Context, _ lease.Fence) error {
 	}
 	return errors.Join(errs...)
 }
+
+// ConcurrencySample is a function's learned concurrency at one time.
+type ConcurrencySample struct {
+	At          time.Time
+	Concurrency int
+}

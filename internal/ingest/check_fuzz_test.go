@@ -3,8 +3,6 @@ package ingest
 import (
 	"testing"
 	"time"
-
-	"github.com/fusebox/fusebox/internal/storage"
 )
 
 // FuzzCheck checks that every item is either kept or refused by index, and
@@ -36,7 +34,7 @@ func FuzzCheck(f *testing.F) {
 				t.Fatalf("kept a report for app %q", r.App)
 			case r.Count < 0 || r.Count > MaxCount || r.Successes < 0 || r.Successes > MaxSuccesses || r.Count+r.Successes == 0:
 				t.Fatalf("kept counts %d/%d", r.Count, r.Successes)
-			case r.Second.Before(now.Add(-MaxAge)) || r.Second.After(now.Add(storage.MaxSkew)):
+			case r.Second.Before(now.Add(-MaxAge)) || r.Second.After(now.Add(MaxSkew)):
 				t.Fatalf("kept time %s", r.Second)
 			}
 		}

@@ -19,8 +19,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/storage"
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // CircuitLister lists every circuit (storage.Circuits, which reads only
@@ -70,7 +69,7 @@ func New(circuits CircuitLister, tallies Tallies, s Settings) *Router {
 
 // Routed is what became of an app's reports.
 type Routed struct {
-	Counted []storage.Report // for the failure rows
+	Counted []Report // for the failure rows
 	// Tallies are the failures of functions without a circuit per function
 	// and minute, for Keep.
 	Tallies []Tally
@@ -101,7 +100,7 @@ func (r Routed) Tallied() int {
 // Route splits reports (all of appID): the caller records Counted, and
 // keeps Tallies with Keep (not for a retried request, whose tallies the
 // first one kept). Reports that would need a row past maxRows are refused.
-func (r *Router) Route(ctx context.Context, appID string, reports []storage.Report, maxRows int, now time.Time) (Routed, error) {
+func (r *Router) Route(ctx context.Context, appID string, reports []Report, maxRows int, now time.Time) (Routed, error) {
 	known, longest, err := r.circuitsOf(ctx, now)
 	if err != nil {
 		return Routed{}, err
@@ -117,7 +116,7 @@ func (r *Router) Route(ctx context.Context, appID string, reports []storage.Repo
 	has := map[string]bool{} // per function: an export names few, many times
 	for i, rep := range reports {
 		if rep.Second.Before(now.Add(-horizon)) {
-			out.Refused[i] = fmt.Sprintf("at is more than %s ago: older than this app's longest circuit window and %s, it would count toward no circuit", words.Duration(horizon), words.Duration(HorizonSlack))
+			out.Refused[i] = fmt.Sprintf("at is more than %s ago: older than this app's longest circuit window and %s, it would count toward no circuit", spoken.Duration(horizon), spoken.Duration(HorizonSlack))
 			continue
 		}
 		counted, ok := has[rep.Function]
@@ -227,3 +226,19 @@ func (r *Router) admit(appID, function string, now time.Time) bool {
 	names[function] = true
 	return true
 }
+
+// Report is a count of failures of one function in one second, as the
+// failure rows keep it.
+type Report struct {
+	App, Function string
+	Second        time.Time // truncated to the second
+	Count         int       // failures
+	Successes     int       // successes, for ratio rules; 0 when not reported
+	Sample        string
+	TraceParent   string // of the report, so the trip it causes joins its trace
+	Instance      string // the instance that reported them, as the client named it
+}
+
+// MaxSkew is how far ahead of Fusebox's clock a report's second may be:
+// further is refused, nearer waits until its second comes.
+const MaxSkew = 5 * time.Minute

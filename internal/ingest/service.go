@@ -10,7 +10,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -92,7 +91,7 @@ const (
 
 // Recorder writes failure rows (storage.Failures).
 type Recorder interface {
-	Record(ctx context.Context, writer string, reports []storage.Report) error
+	Record(ctx context.Context, writer string, reports []Report) error
 }
 
 // Claims remember Idempotency-Keys: the first claim's time, for a key
@@ -117,7 +116,7 @@ type Service struct {
 	Budget *RowBudget
 	// Stored, if set, is told of the counts just kept, before the answer
 	// goes out: the evaluator ticks at once when they may trip a circuit.
-	Stored func([]storage.Report)
+	Stored func([]Report)
 }
 
 // Take checks, routes and keeps a batch. A Result with nothing accepted
@@ -212,9 +211,9 @@ func sortRejected(r []Rejection) {
 
 // check checks each item on its own: the reports to keep, the index of
 // each one's item, and the result so far, which names every refused item.
-func check(b Batch, now time.Time) ([]storage.Report, []int, Result) {
+func check(b Batch, now time.Time) ([]Report, []int, Result) {
 	res := Result{Rejected: []Rejection{}}
-	var reports []storage.Report
+	var reports []Report
 	var index []int
 	for i, it := range b.Items {
 		r, problem := checkItem(it, b.AppID, now)
@@ -235,9 +234,9 @@ func check(b Batch, now time.Time) ([]storage.Report, []int, Result) {
 	return reports, index, res
 }
 
-func checkItem(it Item, appID string, now time.Time) (storage.Report, string) {
+func checkItem(it Item, appID string, now time.Time) (Report, string) {
 	if it.Problem != "" {
-		return storage.Report{}, it.Problem
+		return Report{}, it.Problem
 	}
 	// An item is one failure unless it says otherwise; one that reports
 	// successes only counts no failure.
@@ -254,19 +253,19 @@ func checkItem(it Item, appID string, now time.Time) (storage.Report, string) {
 	}
 	switch {
 	case it.App != "" && it.App != appID:
-		return storage.Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App, appID)
+		return Report{}, fmt.Sprintf("app %q does not match the key, which belongs to %q", it.App, appID)
 	case !trigger.ValidName(it.Function):
-		return storage.Report{}, "function must be a function name: " + trigger.NameRule
+		return Report{}, "function must be a function name: " + trigger.NameRule
 	case count < 0 || count > MaxCount || (count == 0 && it.Successes == nil):
-		return storage.Report{}, fmt.Sprintf("count must be between 1 and %d (or 0 with successes)", MaxCount)
+		return Report{}, fmt.Sprintf("count must be between 1 and %d (or 0 with successes)", MaxCount)
 	case successes < 0 || successes > MaxSuccesses:
-		return storage.Report{}, fmt.Sprintf("successes must be between 0 and %d", MaxSuccesses)
+		return Report{}, fmt.Sprintf("successes must be between 0 and %d", MaxSuccesses)
 	case count == 0 && successes == 0:
-		return storage.Report{}, "the item counts nothing: give count or successes"
+		return Report{}, "the item counts nothing: give count or successes"
 	case at.Before(now.Add(-MaxAge)):
-		return storage.Report{}, "at is more than 24 hours ago"
-	case at.After(now.Add(storage.MaxSkew)):
-		return storage.Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", storage.MaxSkew)
+		return Report{}, "at is more than 24 hours ago"
+	case at.After(now.Add(MaxSkew)):
+		return Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", MaxSkew)
 	}
-	return storage.Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}, ""
+	return Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}, ""
 }

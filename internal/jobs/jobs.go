@@ -8,11 +8,12 @@
 package jobs
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // Status is a job's health as last computed by the scanner.
@@ -169,12 +170,12 @@ func (j Job) Rules() string {
 	if n := max(j.RecoverAfter, 1); n > 1 {
 		parts = append(parts, fmt.Sprintf("recovers after %d good runs in a row", n))
 	}
-	parts = append(parts, fmt.Sprintf("a run starting more than %s late is late", words.Duration(j.Grace)))
+	parts = append(parts, fmt.Sprintf("a run starting more than %s late is late", spoken.Duration(j.Grace)))
 	if j.MinDuration > 0 {
-		parts = append(parts, fmt.Sprintf("a run shorter than %s is an alert", words.Duration(j.MinDuration)))
+		parts = append(parts, fmt.Sprintf("a run shorter than %s is an alert", spoken.Duration(j.MinDuration)))
 	}
 	if j.MaxDuration > 0 {
-		parts = append(parts, fmt.Sprintf("a run longer than %s is an alert", words.Duration(j.MaxDuration)))
+		parts = append(parts, fmt.Sprintf("a run longer than %s is an alert", spoken.Duration(j.MaxDuration)))
 	}
 	return strings.Join(parts, "; ")
 }
@@ -225,3 +226,25 @@ func (j Job) Internal() bool { return strings.HasPrefix(j.ID, InternalPrefix) }
 
 // InternalID reports whether id is that of one of Fusebox's own loops.
 func InternalID(id string) bool { return strings.HasPrefix(strings.ToLower(id), InternalPrefix) }
+
+// StoredRun is a run as storage keeps it, with its state, exit status and
+// log, for the job page and the API.
+type StoredRun struct {
+	Run
+	State      string
+	ExitStatus int
+	Log        string
+}
+
+// RunCursor says where the next page of a job's runs begins; zero is the
+// first page. The API hands it out as an opaque cursor.
+type RunCursor struct {
+	NextPartitionKey string
+	NextRowKey       string
+}
+
+// IsZero reports whether there is no further page.
+func (c RunCursor) IsZero() bool { return c == RunCursor{} }
+
+// ErrNoWindow is a maintenance window that does not exist.
+var ErrNoWindow = errors.New("storage: no such maintenance window")

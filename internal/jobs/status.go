@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fusebox/fusebox/internal/words"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // StatusOf sums up a job's slots, as Scan judged them, into its status now.
@@ -122,9 +122,9 @@ func Why(j Job, results []SlotResult, st Status) string {
 	case Missing:
 		if r, n, ok := latest(func(s SlotStatus) bool { return s == SlotMissed }); ok {
 			if n > 1 {
-				return fmt.Sprintf("%d slots in a row had no run, the latest %s (grace %s)", n, at(r.At), words.Duration(j.Grace))
+				return fmt.Sprintf("%d slots in a row had no run, the latest %s (grace %s)", n, at(r.At), spoken.Duration(j.Grace))
 			}
-			return fmt.Sprintf("the slot of %s had no run within its grace of %s", at(r.At), words.Duration(j.Grace))
+			return fmt.Sprintf("the slot of %s had no run within its grace of %s", at(r.At), spoken.Duration(j.Grace))
 		}
 	case Failing:
 		if r, n, ok := latest(func(s SlotStatus) bool { return s == SlotFailed || s == SlotOverran || s == SlotTooFast }); ok {

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/trigger"
 	"github.com/fusebox/fusebox/internal/validation"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // FieldError and ValidationError are validation's, so jobs answer as
@@ -53,7 +53,7 @@ func (j Job) Validate() error {
 	case j.MinDuration < 0:
 		add("min_duration", "cannot be negative (0 means no limit)")
 	case j.MinDuration > 0 && j.MaxDuration > 0 && j.MinDuration >= j.MaxDuration:
-		add("min_duration", "must be shorter than the maximum duration (%s)", words.Duration(j.MaxDuration))
+		add("min_duration", "must be shorter than the maximum duration (%s)", spoken.Duration(j.MaxDuration))
 	}
 	switch j.Misfire {
 	case MisfireOff, MisfireOnce, MisfireEach:

@@ -35,7 +35,7 @@ const (
 // Signal is which of the records a host and its worker export told of an
 // invocation. The same run may come as the host's span, the worker's span
 // and the host's "Executed …" record; per function, the first of them in
-// this order that arrives at all is the one counted (ingest.Telemetry):
+// this order that arrives at all is the one counted (ingest.Exports):
 // the host's span covers every invocation whatever the log level, the
 // worker's covers it when the host sends no spans, and the record counts
 // functions no span tells of.

@@ -24,7 +24,7 @@ type counted struct {
 // MaxID bytes, and only invocations ingest accepted are remembered. An
 // export retried or its twin signal sent to another Fusebox instance is
 // handled by the rows' writer and by the per-function signal rule instead
-// (ingest.Telemetry).
+// (ingest.Exports).
 type Seen struct {
 	Keep     time.Duration // default 10 minutes
 	MaxBytes int           // per generation; default 32 MiB

@@ -89,7 +89,7 @@ func (a *Apps) List(ctx context.Context) ([]circuit.App, error) {
 
 // ErrNoApp is a lookup of an app that is not registered; it wraps
 // circuit.ErrNotFound.
-var ErrNoApp = fmt.Errorf("storage: no such app (%w)", circuit.ErrNotFound)
+var ErrNoApp = circuit.ErrNoApp
 
 // Get reads one app.
 func (a *Apps) Get(ctx context.Context, id string) (circuit.App, error) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
-	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
@@ -90,7 +89,7 @@ func (c *Channels) ListChannels(ctx context.Context) ([]alerts.Channel, error) {
 }
 
 // ErrNoChannel is a lookup of a channel that does not exist.
-var ErrNoChannel = fmt.Errorf("storage: no such channel (%w)", circuit.ErrNotFound)
+var ErrNoChannel = alerts.ErrNoChannel
 
 // Get reads one channel.
 func (c *Channels) Get(ctx context.Context, id string) (alerts.Channel, error) {
@@ -109,6 +108,9 @@ func (c *Channels) Create(ctx context.Context, ch alerts.Channel) error {
 	row := c.rowOf(ch)
 	row.ETag = ""
 	if err := c.table.Insert(ctx, row); err != nil {
+		if errors.Is(err, tablestore.ErrExists) {
+			err = fmt.Errorf("%w: %w", alerts.ErrChannelExists, err)
+		}
 		return fmt.Errorf("storage: create channel %s: %w", ch.ID, err)
 	}
 	return nil

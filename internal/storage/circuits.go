@@ -55,7 +55,7 @@ type listed struct {
 }
 
 // ErrNoCircuit is a circuit that does not exist; it wraps circuit.ErrNotFound.
-var ErrNoCircuit = fmt.Errorf("storage: no such circuit (%w)", circuit.ErrNotFound)
+var ErrNoCircuit = circuit.ErrNoCircuit
 
 const (
 	circuitPrefix = "c|"

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -44,7 +45,7 @@ func (f *Failures) Reader() *Failures { return &Failures{table: f.table} }
 // and still be counted: Window reads that far past its end, keeps such
 // rows, and returns each once its second has come. HTTP ingest refuses
 // seconds further ahead.
-const MaxSkew = 5 * time.Minute
+const MaxSkew = ingest.MaxSkew
 
 // Window returns the failure rows for seconds in [from, to], and every
 // unreadable row among those it holds: each call says the same of the same
@@ -158,15 +159,7 @@ type failureRow struct {
 }
 
 // Report is a count of failures of one function in one second.
-type Report struct {
-	App, Function string
-	Second        time.Time // truncated to the second
-	Count         int       // failures
-	Successes     int       // successes, for ratio rules; 0 when not reported
-	Sample        string
-	TraceParent   string // of the report, so the trip it causes joins its trace
-	Instance      string // the instance that reported them, as the client named it
-}
+type Report = ingest.Report
 
 // Record writes reports from one writer: counts for the same function and
 // second are added up into one row, rows are written in batches of one

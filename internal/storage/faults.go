@@ -7,18 +7,14 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/fault"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
 // Fault is a stored row that Fusebox could not read: another program wrote
 // it with a missing or wrong value. It is skipped, never taken for a zero
 // value, and listed on the dashboard until it is fixed or removed.
-type Fault struct {
-	Table   string // logical table name, e.g. Circuits
-	Key     string // PartitionKey/RowKey
-	Problem string
-	Seen    time.Time // when this process last read it
-}
+type Fault = fault.Row
 
 // maxFaults bounds what is kept per table, so a table full of bad rows
 // cannot grow this process's memory; the count still says how many.

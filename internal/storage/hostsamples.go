@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -27,10 +28,7 @@ func sampleKey(function string, at time.Time) string {
 }
 
 // ConcurrencySample is one function's learned concurrency at a time.
-type ConcurrencySample struct {
-	At          time.Time
-	Concurrency int
-}
+type ConcurrencySample = hostinsight.ConcurrencySample
 
 // PutConcurrency records a sample (one per function per minute).
 func (h *HostSamples) PutConcurrency(ctx context.Context, appID, function string, at time.Time, concurrency int) error {

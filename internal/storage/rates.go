@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -23,11 +24,7 @@ type rateRow struct {
 }
 
 // MinuteCount is one minute's failures of one circuit.
-type MinuteCount struct {
-	Circuit string // app/function
-	Minute  time.Time
-	Count   int
-}
+type MinuteCount = circuit.MinuteCount
 
 // Rollup adds up the failures of one minute per circuit and stores them.
 // It replaces what an earlier rollup of the same minute stored, so running

@@ -35,12 +35,7 @@ type runRow struct {
 }
 
 // StoredRun is a run as the dashboard shows it.
-type StoredRun struct {
-	jobs.Run
-	State      string
-	ExitStatus int
-	Log        string
-}
+type StoredRun = jobs.StoredRun
 
 func runKey(start time.Time, id string) string {
 	return fmt.Sprintf("%019d-%s", math.MaxInt64-start.UnixNano(), id)
@@ -155,9 +150,11 @@ func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time) (
 }
 
 // Recent returns a page of a job's runs and log entries, newest first.
-func (rs *Runs) Recent(ctx context.Context, jobID string, limit int, from tablestore.Continuation) ([]StoredRun, tablestore.Continuation, error) {
-	rows, bad, next, err := tablestore.PageSkipping[runRow](ctx, rs.table, tablestore.Query{Filter: tablestore.PartitionIs(jobID), Top: int32(limit)}, from)
+func (rs *Runs) Recent(ctx context.Context, jobID string, limit int, from jobs.RunCursor) ([]StoredRun, jobs.RunCursor, error) {
+	rows, bad, cont, err := tablestore.PageSkipping[runRow](ctx, rs.table, tablestore.Query{Filter: tablestore.PartitionIs(jobID), Top: int32(limit)},
+		tablestore.Continuation(from))
 	rs.report(bad)
+	next := jobs.RunCursor(cont)
 	if err != nil {
 		return nil, next, fmt.Errorf("storage: runs of %s: %w", jobID, err)
 	}

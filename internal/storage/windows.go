@@ -16,7 +16,7 @@ import (
 const windowsPartition = "window"
 
 // ErrNoWindow is a maintenance window that does not exist.
-var ErrNoWindow = errors.New("storage: no such maintenance window")
+var ErrNoWindow = jobs.ErrNoWindow
 
 type windowRow struct {
 	tablestore.Meta // PartitionKey: "window"; RowKey: window id

@@ -536,6 +536,13 @@ func (s *Service) ListTables(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
+// Unreachable says whether err is storage not answering (or answering
+// with an error of its own), rather than a row's state: worth a 503.
+func Unreachable(err error) bool {
+	var te *Error
+	return errors.As(err, &te) && te.Kind == nil
+}
+
 type budgetKey struct{}
 
 // WithBudget makes every storage call made under ctx end by t, its tries

@@ -13,7 +13,6 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
 type jobJSON struct {
@@ -139,7 +138,7 @@ func (s *Server) apiJobRuns(c echo.Context) error {
 	if n, err := strconv.Atoi(c.QueryParam("limit")); err == nil && n > 0 && n <= 500 {
 		limit = n
 	}
-	var from tablestore.Continuation
+	var from jobs.RunCursor
 	if cur := c.QueryParam("cursor"); cur != "" {
 		raw, err := base64.RawURLEncoding.DecodeString(cur)
 		if err != nil || json.Unmarshal(raw, &from) != nil {

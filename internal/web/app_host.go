@@ -10,13 +10,12 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/funcapp"
-	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
 func (s *Server) appOf(c echo.Context) (circuit.App, error) {
 	app, err := s.AppStore.Get(c.Request().Context(), c.Param("app"))
-	if errors.Is(err, storage.ErrNoApp) {
+	if errors.Is(err, circuit.ErrNoApp) {
 		return circuit.App{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
 	}
 	return app, err

@@ -14,7 +14,6 @@ import (
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/setaside"
-	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -90,7 +89,7 @@ func (s *Server) appTelemetry(ctx context.Context, a circuit.App) *views.AppTele
 
 // functionsWithoutCircuit are, per app, the functions that failed in the
 // minutes of rates and have no circuit, most failures first.
-func functionsWithoutCircuit(rates []storage.MinuteCount, has map[string]bool) map[string][]views.FunctionFailures {
+func functionsWithoutCircuit(rates []circuit.MinuteCount, has map[string]bool) map[string][]views.FunctionFailures {
 	sums := map[string]int{}
 	for _, r := range rates {
 		if !has[r.Circuit] {

@@ -10,8 +10,6 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/storage"
-	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -32,7 +30,7 @@ func (s *Server) channelEdit(c echo.Context) error {
 
 func (s *Server) channel(c echo.Context) (alerts.Channel, error) {
 	ch, err := s.Channels.Get(c.Request().Context(), c.Param("id"))
-	if errors.Is(err, storage.ErrNoChannel) {
+	if errors.Is(err, alerts.ErrNoChannel) {
 		return ch, echo.NewHTTPError(http.StatusNotFound, "There is no such channel.")
 	}
 	return ch, err
@@ -89,7 +87,7 @@ func (s *Server) saveChannel(c echo.Context, cur *alerts.Channel, in channelInpu
 	var err error
 	if cur == nil {
 		err = s.Channels.Create(ctx, ch)
-		if errors.Is(err, tablestore.ErrExists) {
+		if errors.Is(err, alerts.ErrChannelExists) {
 			return ch, "", circuit.ValidationError{{Field: "id", Message: "a channel with this id exists already"}}
 		}
 	} else {

@@ -4,12 +4,11 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/storage"
 )
 
 // sparks turns minute counts into one series per circuit: the last 60
 // minutes before now, oldest first.
-func sparks(rates []storage.MinuteCount, now time.Time) map[string][]int {
+func sparks(rates []circuit.MinuteCount, now time.Time) map[string][]int {
 	out := map[string][]int{}
 	end := now.UTC().Truncate(time.Minute)
 	for _, r := range rates {
@@ -29,7 +28,7 @@ func sparks(rates []storage.MinuteCount, now time.Time) map[string][]int {
 
 // dayBars buckets one circuit's minute counts into 96 quarters of an hour
 // ending now, oldest first.
-func dayBars(rates []storage.MinuteCount, now time.Time) []int {
+func dayBars(rates []circuit.MinuteCount, now time.Time) []int {
 	bars := make([]int, 96)
 	for _, r := range rates {
 		ago := now.Sub(r.Minute)

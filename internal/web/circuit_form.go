@@ -11,8 +11,8 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // circuitNew shows the form for a new circuit. With ?app=, it offers that
@@ -50,16 +50,16 @@ func (s *Server) circuitEdit(c echo.Context) error {
 		return err
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
-		Window: words.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, Queue: ci.Queue, Parking: ci.Parking, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
+		Window: spoken.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, Queue: ci.Queue, Parking: ci.Parking, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
 		Rule: "count", Ratio: "50", MinCalls: "100", NoSuccess: ci.Rule.NoSuccess, Preview: ci.RuleText(), Shadow: ci.Shadow}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
 	if ci.Policy.Cooldown > 0 {
-		m.Cooldown = words.Duration(ci.Policy.Cooldown)
+		m.Cooldown = spoken.Duration(ci.Policy.Cooldown)
 	}
 	if ci.Policy.MaxCooldown > 0 {
-		m.MaxCooldown = words.Duration(ci.Policy.MaxCooldown)
+		m.MaxCooldown = spoken.Duration(ci.Policy.MaxCooldown)
 	}
 	m.CanDelete = (ci.State == circuit.Closed && !ci.Pending()) || ci.Stuck()
 	return s.renderCircuitForm(c, http.StatusOK, m)

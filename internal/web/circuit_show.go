@@ -13,9 +13,8 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // circuitShow is one circuit's page: its count now, settings, drift and
@@ -57,22 +56,22 @@ func (s *Server) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Acked: ackedText(ci),
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
-		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: words.Duration(ci.Window), DayBars: dayBars(day, now),
+		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, now),
 	}
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
 	}
 	if ci.Policy.AutoResume {
 		policy := fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
-			words.Duration(ci.Policy.Cooldown), words.Duration(ci.Policy.CooldownFor(64, 0)))
+			spoken.Duration(ci.Policy.Cooldown), spoken.Duration(ci.Policy.CooldownFor(64, 0)))
 		if ci.Rule.Ratio > 0 {
 			policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; the trial passes after a whole window of at least %d calls under the rule",
-				words.Duration(ci.Policy.Cooldown), words.Duration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
+				spoken.Duration(ci.Policy.Cooldown), spoken.Duration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
 		}
 		m.Policy = views.Words(policy)
 		if at := ci.TrialAt(); !at.IsZero() {
 			m.Policy = m.Policy.Then(". Next trial: ").When(at, views.Long).
-				Then(fmt.Sprintf(" (trip %d in a row, cooldown %s)", max(ci.Streak, 1), words.Duration(ci.Cooldown().Round(time.Second))))
+				Then(fmt.Sprintf(" (trip %d in a row, cooldown %s)", max(ci.Streak, 1), spoken.Duration(ci.Cooldown().Round(time.Second))))
 		}
 	}
 	for _, f := range flips {
@@ -98,9 +97,9 @@ func countSpanOf(ci circuit.Circuit, n circuit.Counts, now time.Time) views.Sent
 	case ci.State == circuit.HalfOpen:
 		return views.Words("since the trigger went back on at ").When(n.Since, views.Clock)
 	case n.Since.After(now.Add(-ci.Window)):
-		return views.Words("since the last change at ").When(n.Since, views.Clock).Then(" (within the " + words.Duration(ci.Window) + " window)")
+		return views.Words("since the last change at ").When(n.Since, views.Clock).Then(" (within the " + spoken.Duration(ci.Window) + " window)")
 	}
-	return views.Words("in the last " + words.Duration(ci.Window))
+	return views.Words("in the last " + spoken.Duration(ci.Window))
 }
 
 // flipCount says what a flip-log entry counted: "101 / 100 in 30s", or
@@ -112,14 +111,14 @@ func flipCount(f circuit.Flip) views.Sentence {
 	if !f.Since.IsZero() && f.Since.After(f.At.Add(-f.Window)) {
 		return views.Words(fmt.Sprintf("%d / %d since ", f.Count, f.Threshold)).When(f.Since, views.Clock)
 	}
-	return views.Words(fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, words.Duration(f.Window)))
+	return views.Words(fmt.Sprintf("%d / %d in %s", f.Count, f.Threshold, spoken.Duration(f.Window)))
 }
 
 // circuitOf loads the circuit the path names; a missing one is a 404.
 func (s *Server) circuitOf(c echo.Context) (circuit.Circuit, error) {
 	appID, function := c.Param("app"), c.Param("function")
 	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
-	if errors.Is(err, storage.ErrNoCircuit) {
+	if errors.Is(err, circuit.ErrNoCircuit) {
 		return ci, echo.NewHTTPError(http.StatusNotFound, "There is no such circuit.")
 	}
 	return ci, err

@@ -7,7 +7,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -20,7 +19,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 	}
 	status, message := http.StatusInternalServerError, "Something went wrong on our side. It has been logged."
 	var he *echo.HTTPError
-	var te *tablestore.Error
 	switch {
 	case errors.As(err, &he):
 		status = he.Code
@@ -35,7 +33,7 @@ func (s *Server) handleError(err error, c echo.Context) {
 		if status == http.StatusRequestEntityTooLarge && message == http.StatusText(status) {
 			message = "The request body is larger than this server accepts."
 		}
-	case errors.As(err, &te) && te.Kind == nil:
+	case s.StorageDown(err):
 		status, message = http.StatusServiceUnavailable, "Table Storage is not answering. Try again in a moment."
 	}
 	requestID := c.Response().Header().Get(echo.HeaderXRequestID)

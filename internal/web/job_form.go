@@ -10,10 +10,10 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // jobNew shows the form for a new job.
@@ -28,12 +28,12 @@ func (s *Server) jobEdit(c echo.Context) error {
 		return err
 	}
 	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
-		TimeZone: j.TimeZone, Grace: words.Duration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused}
+		TimeZone: j.TimeZone, Grace: spoken.Duration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused}
 	if j.MaxDuration > 0 {
-		m.MaxDuration = words.Duration(j.MaxDuration)
+		m.MaxDuration = spoken.Duration(j.MaxDuration)
 	}
 	if j.MinDuration > 0 {
-		m.MinDuration = words.Duration(j.MinDuration)
+		m.MinDuration = spoken.Duration(j.MinDuration)
 	}
 	if j.FailAfter > 1 {
 		m.FailAfter = strconv.Itoa(j.FailAfter)
@@ -175,7 +175,7 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 		}
 	}
 	if j.AppID != "" && problems["app"] == "" {
-		if _, err := s.AppStore.Get(c.Request().Context(), j.AppID); errors.Is(err, storage.ErrNoApp) {
+		if _, err := s.AppStore.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) {
 			problems["app"] = "there is no such function app"
 		}
 	}
@@ -210,7 +210,7 @@ func optionalDuration(s string) (time.Duration, error) {
 
 func (s *Server) jobOf(c echo.Context) (jobs.Job, error) {
 	j, err := s.JobStore.Get(c.Request().Context(), c.Param("id"))
-	if errors.Is(err, storage.ErrNoJob) {
+	if errors.Is(err, jobs.ErrNoJob) {
 		return j, echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
 	}
 	return j, err

@@ -13,9 +13,8 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // The form's datetime-local inputs send minutes, or seconds when a browser
@@ -60,7 +59,7 @@ func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowFo
 		row := views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until,
 			State: st, Tone: windowTones[st]}
 		if w.Recurring() {
-			row.Recurs = fmt.Sprintf("%s (%s) for %s", w.Recurs, w.TimeZone, words.Duration(w.Duration))
+			row.Recurs = fmt.Sprintf("%s (%s) for %s", w.Recurs, w.TimeZone, spoken.Duration(w.Duration))
 			row.Next = w.Next(now, 3)
 		}
 		m.Rows = append(m.Rows, row)
@@ -159,7 +158,7 @@ func (s *Server) endWindow(c echo.Context) (jobs.Window, error) {
 	ctx, cancel := detached(c)
 	defer cancel()
 	w, err := s.JobStore.EndWindow(ctx, c.Param("id"), s.Now())
-	if errors.Is(err, storage.ErrNoWindow) {
+	if errors.Is(err, jobs.ErrNoWindow) {
 		return jobs.Window{}, echo.NewHTTPError(http.StatusNotFound, "There is no such maintenance window.")
 	}
 	if err != nil {

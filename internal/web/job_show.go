@@ -15,9 +15,8 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // jobWeek is a job's last seven days: its slots judged against its runs.
@@ -140,9 +139,9 @@ func (s *Server) jobShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var from tablestore.Continuation
+	var from jobs.RunCursor
 	if pk, rk := c.QueryParam("pk"), c.QueryParam("rk"); pk != "" || rk != "" {
-		from = tablestore.Continuation{NextPartitionKey: pk, NextRowKey: rk}
+		from = jobs.RunCursor{NextPartitionKey: pk, NextRowKey: rk}
 	}
 	runs, next, err := s.RunReader.Recent(ctx, j.ID, 25, from)
 	if err != nil {
@@ -155,7 +154,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	base := s.Config.BaseURL.String()
 	m := views.JobDetail{
 		Page: s.page(c, j.Name, "jobs"), ID: j.ID, Name: j.Name, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
-		Status: j.Status.String(), Tone: statusTone(j.Status), Grace: words.Duration(j.Grace), NextRun: week.next,
+		Status: j.Status.String(), Tone: statusTone(j.Status), Grace: spoken.Duration(j.Grace), NextRun: week.next,
 		PingURL: s.pingURL(c, j), Success: views.Pct(week.success),
 	}
 	if j.AppID != "" {
@@ -164,7 +163,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	m.CanRun = canAct(c) && j.AppID != "" && j.Function != "" && s.FunctionRunner != nil
 	m.CanEdit = canAct(c)
 	if j.MaxDuration > 0 {
-		m.MaxRun = words.Duration(j.MaxDuration)
+		m.MaxRun = spoken.Duration(j.MaxDuration)
 	}
 	if j.Slug != "" && s.Config.PingKey != "" {
 		m.SlugURL = base + "/ping/<ping key>/" + j.Slug
@@ -184,7 +183,7 @@ func (s *Server) jobShow(c echo.Context) error {
 			for _, t := range w.Next(now, 3) {
 				next = append(next, t.In(time.UTC).Format("Mon 2 Jan 15:04 MST"))
 			}
-			line = fmt.Sprintf("every %s (%s) for %s: %s; next %s", w.Recurs, w.TimeZone, words.Duration(w.Duration), w.Reason, strings.Join(next, ", "))
+			line = fmt.Sprintf("every %s (%s) for %s: %s; next %s", w.Recurs, w.TimeZone, spoken.Duration(w.Duration), w.Reason, strings.Join(next, ", "))
 		}
 		m.Maintenance = append(m.Maintenance, line)
 	}
@@ -207,7 +206,7 @@ func (s *Server) jobShow(c echo.Context) error {
 		row := views.RunRow{Start: r.Start, State: r.State, Log: r.Log}
 		row.Tone = map[string]string{"ok": "ok", "failed": "bad", "running": "info", "log": "muted"}[r.State]
 		if !r.End.IsZero() && r.State != "log" {
-			row.Duration = words.Duration(r.End.Sub(r.Start).Round(time.Second))
+			row.Duration = spoken.Duration(r.End.Sub(r.Start).Round(time.Second))
 		}
 		if r.ExitStatus >= 0 {
 			row.Exit = fmt.Sprint(r.ExitStatus)

@@ -14,8 +14,8 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // lockList shows every lease: who holds it, its generation, when it was
@@ -32,12 +32,12 @@ func (s *Server) lockList(c echo.Context) error {
 	rows := make([]views.LockRow, len(recs))
 	for i, r := range recs {
 		row := views.LockRow{Name: r.Name, Holder: r.Holder, Generation: r.Generation, RenewedAt: r.RenewedAt,
-			Duration: words.Duration(r.Duration), Mine: r.Holder != "" && r.Holder == s.Leases.Identity()}
+			Duration: spoken.Duration(r.Duration), Mine: r.Holder != "" && r.Holder == s.Leases.Identity()}
 		switch expires := r.RenewedAt.Add(r.Duration).Sub(now); {
 		case r.Holder == "":
 			row.State, row.Tone = "free", "muted"
 		case expires > 0:
-			row.State, row.Tone, row.ExpiresIn = "held", "ok", words.Duration(expires.Round(time.Second))
+			row.State, row.Tone, row.ExpiresIn = "held", "ok", spoken.Duration(expires.Round(time.Second))
 		default:
 			row.State, row.Tone = "expired", "warn"
 		}
@@ -62,7 +62,7 @@ func (s *Server) lockList(c echo.Context) error {
 				row := views.HostLockRow{App: a.ID, Blob: l.Blob, Kind: l.Kind, State: l.State, Duration: l.Duration,
 					Since: views.Ago(now, l.Since), FunctionInstance: l.FunctionInstance, Breakable: l.Breakable(now, s.Config.HostLockBreakAfter)}
 				if !l.HeldSince.IsZero() {
-					row.Held = "at least " + words.Duration(now.Sub(l.HeldSince).Round(time.Second)) + " (seen by this instance)"
+					row.Held = "at least " + spoken.Duration(now.Sub(l.HeldSince).Round(time.Second)) + " (seen by this instance)"
 				}
 				m.HostLocks = append(m.HostLocks, row)
 			}
@@ -87,7 +87,7 @@ func (s *Server) hostLockFor(c echo.Context, appID, blob string) (circuit.App, h
 	for _, l := range snap.Locks {
 		if l.Blob == blob {
 			if !l.Breakable(s.Now(), s.Config.HostLockBreakAfter) {
-				return app, l, echo.NewHTTPError(http.StatusConflict, "This lock may not be broken now: the host lock never, others only once seen held for "+words.Duration(s.Config.HostLockBreakAfter)+".")
+				return app, l, echo.NewHTTPError(http.StatusConflict, "This lock may not be broken now: the host lock never, others only once seen held for "+spoken.Duration(s.Config.HostLockBreakAfter)+".")
 			}
 			return app, l, nil
 		}
@@ -102,7 +102,7 @@ func (s *Server) hostLockConfirm(c echo.Context) error {
 		return err
 	}
 	return render(c, http.StatusOK, views.HostLockBreakPage(views.HostLockBreak{Page: s.page(c, "Break a lock", "locks"), App: app.ID, Blob: l.Blob,
-		Held: "for at least " + words.Duration(s.Now().Sub(l.HeldSince).Round(time.Second))}))
+		Held: "for at least " + spoken.Duration(s.Now().Sub(l.HeldSince).Round(time.Second))}))
 }
 
 // hostLockBreak breaks it, and records who did.
@@ -118,7 +118,7 @@ func (s *Server) hostLockBreak(c echo.Context) error {
 	ctx, cancel := detached(c)
 	defer cancel()
 	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "broke host lock", Target: app.ID,
-		Detail: fmt.Sprintf("%s (%s), held for at least %s", l.Blob, l.Kind, words.Duration(s.Now().Sub(l.HeldSince).Round(time.Second)))}); err != nil {
+		Detail: fmt.Sprintf("%s (%s), held for at least %s", l.Blob, l.Kind, spoken.Duration(s.Now().Sub(l.HeldSince).Round(time.Second)))}); err != nil {
 		return err
 	}
 	s.setFlash(c, "lock-broken")

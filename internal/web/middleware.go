@@ -22,7 +22,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/fusebox/fusebox/internal/metrics"
-	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/telemetry"
 )
 
@@ -171,11 +170,11 @@ func detached(c echo.Context) (context.Context, context.CancelFunc) {
 // 503 within about this, never after the SDK's tries run out.
 const StorageBudget = 4 * time.Second
 
-// storageBudget gives each request its StorageBudget (tablestore.WithBudget).
-func storageBudget(next echo.HandlerFunc) echo.HandlerFunc {
+// storageBudget gives each request its StorageBudget (Base.StorageBudget).
+func (s *Server) storageBudget(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		c.SetRequest(r.WithContext(tablestore.WithBudget(r.Context(), time.Now().Add(StorageBudget))))
+		c.SetRequest(r.WithContext(s.Base.StorageBudget(r.Context(), time.Now().Add(StorageBudget))))
 		return next(c)
 	}
 }

@@ -11,11 +11,11 @@ import (
 
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/fault"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/setaside"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // overviewShow renders the home page from storage. htmx's periodic refresh
@@ -29,7 +29,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		counts   map[string]circuit.Counts
 		jobList  []jobs.Job
 		recent   []audit.Entry
-		rates    []storage.MinuteCount
+		rates    []circuit.MinuteCount
 	)
 	g, ctx := errgroup.WithContext(c.Request().Context())
 	g.Go(func() (err error) { apps, err = s.Apps.List(ctx); return err })
@@ -243,10 +243,10 @@ func (s *Server) evaluatorStale(st circuit.Status) string {
 		who = " on " + st.Leader
 	}
 	return fmt.Sprintf("The evaluator last finished a tick %s ago%s (it ticks every %s): circuits are not counted or tripped meanwhile. A stuck holder gives up its lease after %s and another instance takes over; if none does, check the instances' logs.",
-		now.Sub(st.LastTickAt.Add(st.TickDuration)).Round(time.Second), who, words.Duration(s.Config.EvaluatorInterval), words.Duration(s.Config.EvaluatorDeadline))
+		now.Sub(st.LastTickAt.Add(st.TickDuration)).Round(time.Second), who, spoken.Duration(s.Config.EvaluatorInterval), spoken.Duration(s.Config.EvaluatorDeadline))
 }
 
-func faultRows(fs []storage.Fault) []views.FaultRow {
+func faultRows(fs []fault.Row) []views.FaultRow {
 	out := make([]views.FaultRow, 0, min(len(fs), 50))
 	for _, f := range fs {
 		if len(out) == 50 {

@@ -12,7 +12,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/jobs"
-	"github.com/fusebox/fusebox/internal/storage"
 )
 
 // The ping API answers like Healthchecks.io, so the curl lines people
@@ -64,13 +63,13 @@ func (s *Server) ping(c echo.Context) error {
 	case s.Config.PingKey != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(s.Config.PingKey.Reveal())) == 1:
 		job, err = s.JobStore.BySlug(c.Request().Context(), b)
 		action = cc
-		if errors.Is(err, storage.ErrNoJob) && c.QueryParam("create") == "1" {
+		if errors.Is(err, jobs.ErrNoJob) && c.QueryParam("create") == "1" {
 			return s.pingCreate(c, b, action)
 		}
 	default:
 		return c.String(http.StatusNotFound, "not found")
 	}
-	if errors.Is(err, storage.ErrNoJob) {
+	if errors.Is(err, jobs.ErrNoJob) {
 		if id, ok := jobs.PingTokenJob(a); ok && cc == "" {
 			s.unknownPings.add(id)
 		} else if uuidPattern.MatchString(a) { // slug pings need the ping key: no cache for them

@@ -11,7 +11,6 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
-	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
 const (
@@ -55,7 +54,7 @@ func curl(t *testing.T, method, url, body string) response {
 
 func runs(t *testing.T, srv *apptest.Server, id string) []storage.StoredRun {
 	t.Helper()
-	rs, _, err := srv.App.Store.Runs.Recent(t.Context(), id, 100, tablestore.Continuation{})
+	rs, _, err := srv.App.Store.Runs.Recent(t.Context(), id, 100, jobs.RunCursor{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,9 +12,8 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
-	"github.com/fusebox/fusebox/internal/words"
 )
 
 // Resume links come from e-mail. Mail scanners open every link they see,
@@ -113,7 +112,7 @@ func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error
 	}
 	appID, function, _ := strings.Cut(link.Circuit, "/")
 	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
-	if errors.Is(err, storage.ErrNoCircuit) {
+	if errors.Is(err, circuit.ErrNoCircuit) {
 		return link, ci, echo.NewHTTPError(http.StatusGone, "The circuit this link is about no longer exists.")
 	}
 	if err != nil {
@@ -145,7 +144,7 @@ func (s *Server) renderResume(c echo.Context, link alerts.Link, ci circuit.Circu
 	}
 	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
 		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
-		Window: words.Duration(ci.Window), WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), Recipient: link.Recipient,
+		Window: spoken.Duration(ci.Window), WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), Recipient: link.Recipient,
 		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function)}
 	return render(c, http.StatusOK, views.ResumePage(m))
 }

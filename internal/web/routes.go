@@ -23,7 +23,7 @@ func (s *Server) routes() {
 	e.Pre(middleware.RemoveTrailingSlash())
 	// Every request: an id, one log line, a storage budget, a panic
 	// answered as a 500, and the headers that keep a browser safe.
-	e.Use(middleware.RequestID(), s.logRequests, storageBudget, s.recoverPanics, s.securityHeaders)
+	e.Use(middleware.RequestID(), s.logRequests, s.storageBudget, s.recoverPanics, s.securityHeaders)
 	// Pages, the JSON API and static files: a body limit (intake routes
 	// have their own) and compression of larger answers.
 	people := []echo.MiddlewareFunc{

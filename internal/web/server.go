@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/fault"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/ingest"
@@ -30,8 +31,6 @@ import (
 	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/setaside/queues"
 	"github.com/fusebox/fusebox/internal/setaside/sendback"
-	"github.com/fusebox/fusebox/internal/storage"
-	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/static"
 )
 
@@ -84,7 +83,7 @@ type (
 		Start(ctx context.Context, app circuit.App, mv queues.Move, by, reason string) error
 	}
 	hostSampleReader interface {
-		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]storage.ConcurrencySample, error)
+		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]hostinsight.ConcurrencySample, error)
 	}
 	appRegistry interface {
 		Register(ctx context.Context, app circuit.App, actor string) (funcapp.Registered, error)
@@ -95,8 +94,8 @@ type (
 		Functions(ctx context.Context, app circuit.App) ([]string, error)
 	}
 	rateReader interface {
-		Since(ctx context.Context, from time.Time) ([]storage.MinuteCount, error)
-		Of(ctx context.Context, appID, function string, from time.Time) ([]storage.MinuteCount, error)
+		Since(ctx context.Context, from time.Time) ([]circuit.MinuteCount, error)
+		Of(ctx context.Context, appID, function string, from time.Time) ([]circuit.MinuteCount, error)
 	}
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
@@ -119,14 +118,14 @@ type (
 	}
 	runReader interface {
 		Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error)
-		Recent(ctx context.Context, jobID string, limit int, from tablestore.Continuation) ([]storage.StoredRun, tablestore.Continuation, error)
+		Recent(ctx context.Context, jobID string, limit int, from jobs.RunCursor) ([]jobs.StoredRun, jobs.RunCursor, error)
 	}
 	outboxStore interface {
 		Recent(ctx context.Context, limit int) ([]alerts.Message, error)
 		Update(ctx context.Context, f lease.Fence, m alerts.Message) (alerts.Message, error)
 	}
 	faultLister interface {
-		List() []storage.Fault
+		List() []fault.Row
 	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
@@ -197,6 +196,11 @@ type Base struct {
 	// Endpoints are the storage and Event Hubs endpoints an app's host
 	// insight may name.
 	Endpoints egress.Endpoints
+	// StorageBudget bounds every storage call made under a context by a
+	// deadline (tablestore.WithBudget); StorageDown says an error is
+	// storage not answering (tablestore.Unreachable), answered 503.
+	StorageBudget func(ctx context.Context, until time.Time) context.Context
+	StorageDown   func(error) bool
 }
 
 // Identity is who may sign in and how: sessions, CSRF, local users, OpenID
@@ -223,7 +227,7 @@ type CircuitDeps struct {
 	// (ingest.Service).
 	Reports reportTaker
 	// OTLP counts what function hosts export over OpenTelemetry
-	// (ingest.Telemetry); Arrivals reads what arrived, for the Apps page.
+	// (ingest.Exports); Arrivals reads what arrived, for the Apps page.
 	OTLP     otlpTaker
 	Arrivals arrivalReader
 	Window   windowReader
@@ -309,7 +313,7 @@ func (d Deps) missing() []string {
 		name string
 		nil  bool
 	}{
-		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil},
+		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil}, {"Base.StorageBudget", d.StorageBudget == nil}, {"Base.StorageDown", d.StorageDown == nil},
 		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil}, {"Identity.AppKeys", d.AppKeys == nil},
 		{"CircuitDeps.Registry", d.Registry == nil}, {"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
 		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.OTLP", d.OTLP == nil}, {"CircuitDeps.Arrivals", d.Arrivals == nil}, {"CircuitDeps.Window", d.Window == nil},

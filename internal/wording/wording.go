@@ -186,7 +186,7 @@ type jobWords struct {
 }
 
 func (c JobComposer) words(ctx context.Context, m alerts.Message) (jobWords, error) {
-	j, err := c.Jobs.Get(ctx, strings.TrimPrefix(m.Circuit, alerts.JobPrefix))
+	j, err := c.Jobs.Get(ctx, m.Subject().ID)
 	if err != nil {
 		return jobWords{}, fmt.Errorf("%w: %v", alerts.ErrPermanent, err)
 	}

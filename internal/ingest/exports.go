@@ -26,8 +26,9 @@ type Answer struct {
 	Message  string // why, for the exporter's log
 }
 
-// Telemetry counts what apps export.
-type Telemetry struct {
+// Exports takes what apps export over OpenTelemetry (the OTLP receiver
+// decodes, this counts), beside the failure API's Service.
+type Exports struct {
 	Reports  *Service
 	Seen     *otlp.Seen
 	Arrivals *otlp.Arrivals
@@ -49,7 +50,7 @@ type heardKey struct {
 const maxHeard = 100_000
 
 // hear remembers that signal told of function now.
-func (r *Telemetry) hear(appID, function string, signal otlp.Signal, at time.Time) {
+func (r *Exports) hear(appID, function string, signal otlp.Signal, at time.Time) {
 	k := heardKey{appID, function, signal}
 	if r.heard == nil || len(r.heard) >= maxHeard {
 		r.heard = map[heardKey]time.Time{}
@@ -64,7 +65,7 @@ func (r *Telemetry) hear(appID, function string, signal otlp.Signal, at time.Tim
 // function may send spans while another sends only records, and a log
 // level that hides the host's "Executed … (Succeeded …)" records must
 // not leave its failures counted alone.
-func (r *Telemetry) outranked(appID string, inv otlp.Invocation, now time.Time) bool {
+func (r *Exports) outranked(appID string, inv otlp.Invocation, now time.Time) bool {
 	if now.Sub(r.heard[heardKey{appID, inv.Function, otlp.SpansMissFailures}]) < otlp.Expect {
 		return inv.Signal != otlp.ExecutedRecord && now.Sub(r.heard[heardKey{appID, inv.Function, otlp.ExecutedRecord}]) < otlp.Quiet
 	}
@@ -79,7 +80,7 @@ func (r *Telemetry) outranked(appID string, inv otlp.Invocation, now time.Time) 
 // readOthers learns, at most every 30 s per app, which functions other
 // instances heard spans of. A failed read leaves what is known: a double
 // count for a while is better than none.
-func (r *Telemetry) readOthers(ctx context.Context, appID string, now time.Time) {
+func (r *Exports) readOthers(ctx context.Context, appID string, now time.Time) {
 	r.mu.Lock()
 	due := now.Sub(r.read[appID]) >= 30*time.Second
 	if due {
@@ -112,7 +113,7 @@ const maxApps = 10_000
 
 // Take counts an export. An error wraps ingest.ErrUnavailable: nothing
 // was kept and the exporter should send it again.
-func (r *Telemetry) Take(ctx context.Context, e Export) (Answer, error) {
+func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 	now := r.Now()
 	m := e.Mapped
 	got := otlp.Arrival{App: e.AppID, Source: m.Source, Protocol: e.Protocol, Exports: 1, Records: m.Records,

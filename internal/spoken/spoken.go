@@ -1,6 +1,6 @@
-// Package words is how Fusebox says numbers and durations to people, the
+// Package spoken is how Fusebox says numbers and durations to people, the
 // same way on every page, mail and error.
-package words
+package spoken
 
 import (
 	"strings"

@@ -26,11 +26,11 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now, Endpoints: out.endpoints,
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
 		Identity: id,
-		CircuitDeps: web.CircuitDeps{Registry: registry, Apps: store.Apps, AppStore: store.Apps, Circuits: store.Circuits,
+		CircuitDeps: web.CircuitDeps{Registry: registry, Apps: store.Apps, Circuits: store.Circuits,
 			Actions: b.actions, Reports: b.reports, OTLP: b.exports, Arrivals: store.Arrivals, Window: store.Failures.Reader(), Rates: store.Rates, Status: store.Status,
 			Links: tell.signer, Outbox: store.Outbox, FunctionLister: out.router, HostInsight: out.hosts, HostSamples: store.HostSamples,
 			Queues: out.queues, Kept: store.SetAside, SendBack: out.sendBack},
-		JobDeps:    web.JobDeps{Jobs: store.Jobs, JobStore: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: out.router},
+		JobDeps:    web.JobDeps{Jobs: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: out.router},
 		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status, TestChannel: tell.tester.Test},
 		Ops:        web.Ops{Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Ready: st.ready},
 	})

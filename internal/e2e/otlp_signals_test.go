@@ -94,7 +94,7 @@ func waitCounted(t *testing.T, srv *apptest.Server, function string, failures, s
 // spans cover all of them. 2,000 invocations with 10 % failures are 10 %
 // against a 50 % rule, not "100 % of 200 calls".
 func TestALogLevelThatHidesSucceededRecordsTripsNoRatioRule(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.SeededRealClock(t)
 	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 	if err != nil {
 		t.Fatal(err)
@@ -121,7 +121,7 @@ func TestALogLevelThatHidesSucceededRecordsTripsNoRatioRule(t *testing.T) {
 // records, only spans remain), another sends records as usual; the first
 // is counted and trips.
 func TestAFunctionReportedBySpansAloneTripsInAnAppThatSendsRecords(t *testing.T) {
-	srv, settings := seeded(t)
+	srv, settings := apptest.SeededRealClock(t)
 	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: time.Minute, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +145,7 @@ func TestAFunctionReportedBySpansAloneTripsInAnAppThatSendsRecords(t *testing.T)
 // worker exporting its own span beside the host's (same invocation id) and
 // no records, each invocation counts once.
 func TestTheHostsAndTheWorkersSpanOfOneInvocationCountOnce(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.SeededRealClock(t)
 	host := shapedHost(t, srv, demo.Shape{NoRecords: true, WorkerSpans: true})
 	run(t, host, "ProcessOrders", 50, true)
 	waitCounted(t, srv, "ProcessOrders", 5, 45)
@@ -155,7 +155,7 @@ func TestTheHostsAndTheWorkersSpanOfOneInvocationCountOnce(t *testing.T) {
 // September 2025 sets no ERROR status on a failed invocation's span; its
 // Executed records say which failed, and they count the function.
 func TestAnOlderHostsSpansThatMissFailuresStillTrip(t *testing.T) {
-	srv, settings := seeded(t)
+	srv, settings := apptest.SeededRealClock(t)
 	host := shapedHost(t, srv, demo.Shape{NoSpanStatus: true})
 	run(t, host, "ProcessOrders", 20, false)
 	for range 101 {

@@ -66,16 +66,6 @@ func waitOpen(t *testing.T, srv *apptest.Server, settings string) time.Duration 
 	return off.Sub(start)
 }
 
-func seeded(t *testing.T) (*apptest.Server, string) {
-	t.Helper()
-	srv := apptest.StartRealClock(t, nil)
-	settings := t.TempDir() + "/local.settings.json"
-	if err := demo.Seed(t.Context(), srv.App.Store, settings, time.Now()); err != nil {
-		t.Fatal(err)
-	}
-	return srv, settings
-}
-
 // failuresCounted adds up ProcessOrders' failure rows of the last minute.
 func failuresCounted(t *testing.T, srv *apptest.Server) (failures, successes int) {
 	t.Helper()
@@ -97,7 +87,7 @@ func failuresCounted(t *testing.T, srv *apptest.Server) (failures, successes int
 // Fusebox's own port (spans gzipped); 101 failed invocations in ProcessOrders' 30 s window
 // (threshold 100) switch its trigger off.
 func TestTheHostsOwnExportTripsTheBreakerOverGRPC(t *testing.T) {
-	srv, settings := seeded(t)
+	srv, settings := apptest.SeededRealClock(t)
 	endpoint := strings.TrimPrefix(srv.URL, "http://")
 	headers := map[string]string{"authorization": "Bearer " + demo.Key}
 	spans, err := otlptracegrpc.New(t.Context(), otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure(), otlptracegrpc.WithHeaders(headers),
@@ -124,7 +114,7 @@ func TestTheHostsOwnExportTripsTheBreakerOverGRPC(t *testing.T) {
 // OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf: spans gzipped under the
 // /otlp prefix, log records at the root.
 func TestTheHostsOwnExportTripsTheBreakerOverHTTP(t *testing.T) {
-	srv, settings := seeded(t)
+	srv, settings := apptest.SeededRealClock(t)
 	spans, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(srv.URL+"/otlp/v1/traces"),
 		otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + demo.Key}), otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
 	if err != nil {
@@ -147,7 +137,7 @@ func TestTheHostsOwnExportTripsTheBreakerOverHTTP(t *testing.T) {
 // TestAKeyThatDoesNotVerifyIsRefusedOverGRPC: the exporter is told
 // Unauthenticated, and nothing is counted.
 func TestAKeyThatDoesNotVerifyIsRefusedOverGRPC(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.SeededRealClock(t)
 	endpoint := strings.TrimPrefix(srv.URL, "http://")
 	forged := map[string]string{"authorization": "Bearer fbx_" + demo.AppID + "_not-the-key"}
 	spans, err := otlptracegrpc.New(t.Context(), otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure(),

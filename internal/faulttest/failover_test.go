@@ -131,7 +131,7 @@ func TestAFrozenInstanceHoldsUpNoTripOrAlert(t *testing.T) {
 		}
 	}
 	for _, in := range []*faulttest.Instance{keeper, applier, sender} {
-		if refused := grepLines(in.Log(), "fenced"); refused != "" {
+		if refused := testenv.GrepLines(in.Log(), "fenced"); refused != "" {
 			t.Logf("%s's late writes refused by a fence:\n%s", in.Name, refused)
 		}
 	}

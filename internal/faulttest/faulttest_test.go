@@ -228,7 +228,7 @@ func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
 		t.Errorf("%d 'is open' mails, want 1", n)
 	}
 	if woken := frozen.Log()[logFrom:]; strings.Contains(woken, "fence") {
-		t.Logf("the woken holder's writes were refused by the fence:\n%s", grepLines(woken, "fence"))
+		t.Logf("the woken holder's writes were refused by the fence:\n%s", testenv.GrepLines(woken, "fence"))
 	}
 }
 
@@ -326,14 +326,4 @@ func okCount(as []apiAnswer) int {
 		}
 	}
 	return n
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

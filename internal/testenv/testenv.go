@@ -96,3 +96,15 @@ func StuckLock(t testing.TB, container, key string) (string, *blob.Client) {
 	t.Cleanup(func() { _, _ = lc.BreakLease(context.Background(), nil) })
 	return name, b
 }
+
+// GrepLines keeps the lines of s that hold sub, for log assertions that
+// show only what matters when they fail.
+func GrepLines(s, sub string) string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if strings.Contains(l, sub) {
+			out = append(out, l)
+		}
+	}
+	return strings.Join(out, "\n")
+}

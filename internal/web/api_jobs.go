@@ -227,7 +227,7 @@ func (s *Server) apiJobFlips(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	flips, err := s.JobStore.Flips(c.Request().Context(), j.ID, 100)
+	flips, err := s.Jobs.Flips(c.Request().Context(), j.ID, 100)
 	if err != nil {
 		return err
 	}

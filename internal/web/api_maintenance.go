@@ -57,7 +57,7 @@ func recurrence(w *jobs.Window, recurs, zone, duration string) map[string]string
 
 // apiMaintenanceList lists the maintenance windows, latest start first.
 func (s *Server) apiMaintenanceList(c echo.Context) error {
-	ws, err := s.JobStore.Windows(c.Request().Context())
+	ws, err := s.Jobs.Windows(c.Request().Context())
 	if err != nil {
 		return err
 	}

@@ -19,7 +19,7 @@ import (
 // otherwise. Only Fusebox's own tables are read.
 func (s *Server) setAsideOf(c echo.Context) (circuit.App, setaside.Owners, error) {
 	ctx := c.Request().Context()
-	app, err := s.AppStore.Get(ctx, c.Param("app"))
+	app, err := s.Apps.Get(ctx, c.Param("app"))
 	if errors.Is(err, circuit.ErrNotFound) {
 		return app, setaside.Owners{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 type apiClient struct {
@@ -262,7 +263,7 @@ func TestAPIRecurringMaintenance(t *testing.T) {
 	b.signIn("victor")
 	page := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01").body
 	if !strings.Contains(page, "every 0 2 * * 0 (Europe/Berlin) for 2h: weekly backups; next Sun") {
-		t.Errorf("the job page does not list the recurring window:\n%s", grepLines(page, "every"))
+		t.Errorf("the job page does not list the recurring window:\n%s", testenv.GrepLines(page, "every"))
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 )
 
 func (s *Server) appOf(c echo.Context) (circuit.App, error) {
-	app, err := s.AppStore.Get(c.Request().Context(), c.Param("app"))
+	app, err := s.Apps.Get(c.Request().Context(), c.Param("app"))
 	if errors.Is(err, circuit.ErrNoApp) {
 		return circuit.App{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
 	}

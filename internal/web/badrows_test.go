@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -23,7 +24,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	if err != nil {
 		t.Fatal("node is not installed: run the tests with `make test`")
 	}
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	_, here, _, _ := runtime.Caller(0)
 	root := filepath.Join(filepath.Dir(here), "..", "..")
 	cmd := exec.CommandContext(t.Context(), node, filepath.Join(root, "scripts", "crosslang", "write-bad-rows.mjs"))
@@ -71,24 +72,14 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	}
 	metrics := b.get("/metrics").body
 	if !strings.Contains(metrics, `fusebox_unreadable_rows{table="Circuits"} 2`) {
-		t.Errorf("metrics lack the count of unreadable circuit rows:\n%s", grepLines(metrics, "unreadable"))
+		t.Errorf("metrics lack the count of unreadable circuit rows:\n%s", testenv.GrepLines(metrics, "unreadable"))
 	}
-}
-
-func grepLines(s, sub string) string {
-	var out []string
-	for _, l := range strings.Split(s, "\n") {
-		if strings.Contains(l, sub) {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }
 
 // The status rows' tallies are Fusebox's own, but a hand-edited one that
 // does not read stops neither the pages, nor /readyz, nor a scrape.
 func TestABadTallyStopsNothing(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	type statusRow struct {
 		tablestore.Meta
 		LastTickAt time.Time
@@ -105,6 +96,6 @@ func TestABadTallyStopsNothing(t *testing.T) {
 	wantStatus(t, b.get("/"), http.StatusOK)
 	wantStatus(t, b.get("/readyz"), http.StatusOK)
 	if m := b.get("/metrics"); !strings.Contains(m.body, "fusebox_state_up 1") {
-		t.Errorf("a bad tally broke the state metrics:\n%s", grepLines(m.body, "fusebox_state"))
+		t.Errorf("a bad tally broke the state metrics:\n%s", testenv.GrepLines(m.body, "fusebox_state"))
 	}
 }

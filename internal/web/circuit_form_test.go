@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 )
 
 func TestOperatorCreatesEditsAndDeletesACircuitWithForms(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
 	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/circuits/new")); return v }
@@ -71,7 +72,7 @@ func TestOperatorCreatesEditsAndDeletesACircuitWithForms(t *testing.T) {
 }
 
 func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
 	csrf := b.csrf("/apps/new")
@@ -124,7 +125,7 @@ func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
 // A circuit can trip on a failure ratio; the form says the rule in words
 // and names what is wrong with a ratio or minimum that cannot be.
 func TestARatioCircuitFromTheForm(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
 	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/circuits/new")); return v }
@@ -152,7 +153,7 @@ func TestARatioCircuitFromTheForm(t *testing.T) {
 // The no-success rule is a box on the form beside either rule; it is
 // stored, previewed in words, shown again on the edit form and in the API.
 func TestTheNoSuccessRuleFromTheFormAndTheAPI(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
 	ok := b.post("/circuits/new", url.Values{"_csrf": {b.csrf("/circuits/new")}, "app": {demo.AppID}, "function": {"NightlyExport"},

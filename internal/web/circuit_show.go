@@ -133,7 +133,7 @@ func (s *Server) channelsText(ctx context.Context, ci circuit.Circuit) string {
 	if len(ci.Channels) > 0 {
 		return strings.Join(ci.Channels, ", ")
 	}
-	app, err := s.AppStore.Get(ctx, ci.AppID)
+	app, err := s.Apps.Get(ctx, ci.AppID)
 	if err != nil || len(app.Channels) == 0 {
 		return ""
 	}

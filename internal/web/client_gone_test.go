@@ -9,6 +9,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/faulttest"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // A function host that restarts while its report waits on storage leaves
@@ -35,6 +36,6 @@ func TestAClientThatLeavesIsNotAServerError(t *testing.T) {
 	}
 	scrape := waitMetrics(t, srv.URL, []string{series("499")}, nil)
 	if strings.Contains(scrape, `code="5`) {
-		t.Errorf("a request whose client left is counted as a server error:\n%s", grepLines(scrape, "fusebox_http_requests_total"))
+		t.Errorf("a request whose client left is counted as a server error:\n%s", testenv.GrepLines(scrape, "fusebox_http_requests_total"))
 	}
 }

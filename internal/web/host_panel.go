@@ -115,7 +115,7 @@ func (s *Server) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsi
 	if s.HostInsight == nil {
 		return hostinsight.Snapshot{}, false
 	}
-	app, err := s.AppStore.Get(ctx, ci.AppID)
+	app, err := s.Apps.Get(ctx, ci.AppID)
 	if err != nil {
 		return hostinsight.Snapshot{}, false
 	}

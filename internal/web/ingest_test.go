@@ -27,16 +27,6 @@ func postJSON(t *testing.T, url, key, body string) response {
 	return newBrowser(t, url).do(req)
 }
 
-func seeded(t *testing.T) (*apptest.Server, string) {
-	t.Helper()
-	srv := apptest.Start(t, nil)
-	settings := t.TempDir() + "/local.settings.json"
-	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
-		t.Fatal(err)
-	}
-	return srv, settings
-}
-
 func storedFailures(t *testing.T, srv *apptest.Server) int { return storedFailuresOf(t, srv, "") }
 
 // storedFailuresOf adds up the stored failures of one circuit
@@ -58,7 +48,7 @@ func storedFailuresOf(t *testing.T, srv *apptest.Server, circuitID string) int {
 }
 
 func TestIngestNeedsTheAppsKey(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	body := `{"failures": [{"function": "ProcessOrders"}]}`
 	for name, key := range map[string]string{
 		"no key":             "",
@@ -77,7 +67,7 @@ func TestIngestNeedsTheAppsKey(t *testing.T) {
 }
 
 func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	at := srv.Clock.Now().Add(-10 * time.Second).Format(time.RFC3339)
 	body := `{"failures": [
 		{"function": "ProcessOrders", "at": "` + at + `", "count": 3, "error": "timeout"},
@@ -124,7 +114,7 @@ func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
 }
 
 func TestIngestAnswers503WhenItCannotStore(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	if err := srv.App.Store.Service.DeleteTable(t.Context(), storage.TableFailures); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +126,7 @@ func TestIngestAnswers503WhenItCannotStore(t *testing.T) {
 }
 
 func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
-	srv, settings := seeded(t)
+	srv, settings := apptest.Seeded(t)
 	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`)
 	wantStatus(t, r, http.StatusAccepted)
 	srv.Clock.Advance(time.Second) // the evaluator's next tick
@@ -150,7 +140,7 @@ func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
 }
 
 func TestChartsShowFailures(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	now := srv.Clock.Now()
 	if err := srv.App.Store.Failures.Record(t.Context(), "w", []storage.Report{
 		{App: demo.AppID, Function: "ProcessOrders", Second: now.Add(-5 * time.Second), Count: 7},
@@ -190,7 +180,7 @@ func postWithHeaders(t *testing.T, url, body string, headers map[string]string) 
 // The client's X-Request-ID names nothing stored: two requests carrying
 // the same one in the same second are both counted.
 func TestTwoRequestsWithTheSameRequestIDAreBothCounted(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	before := storedFailures(t, srv)
 	for range 2 {
 		r := postWithHeaders(t, srv.URL, `{"failures": [{"function": "ProcessOrders", "count": 7}]}`, map[string]string{"X-Request-ID": "same-id"})
@@ -204,7 +194,7 @@ func TestTwoRequestsWithTheSameRequestIDAreBothCounted(t *testing.T) {
 // A request retried with the same Idempotency-Key, even a few seconds
 // later, is counted once; another key is another request.
 func TestARetriedRequestWithTheSameIdempotencyKeyCountsOnce(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	before := storedFailures(t, srv)
 	body := `{"failures": [{"function": "ProcessOrders", "count": 5}, {"function": "SendReceipts", "count": 2}]}`
 	wantStatus(t, postWithHeaders(t, srv.URL, body, map[string]string{"Idempotency-Key": "b1946ac9-2d1f-4c6e-9f1c-0d3c4c1f6a10"}), http.StatusAccepted)
@@ -223,7 +213,7 @@ func TestARetriedRequestWithTheSameIdempotencyKeyCountsOnce(t *testing.T) {
 // Successes travel in the same report; an item of successes alone counts
 // no failure; negative successes are refused by index.
 func TestIngestTakesSuccesses(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	r := postJSON(t, srv.URL, demo.Key, `{"failures": [
 		{"function": "ProcessOrders", "count": 3, "successes": 97},
 		{"function": "ProcessOrders", "successes": 50},
@@ -258,7 +248,7 @@ func TestIngestTakesSuccesses(t *testing.T) {
 // The circuit page breaks the window's failures down by instance: the one
 // a client names for HTTP reports, the writer for rows written directly.
 func TestTheCircuitPageShowsWhichInstanceFails(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	for _, inst := range []string{"a1b2c3d4e5f6", "a1b2c3d4e5f6", "0f9e8d7c6b5a"} {
 		n := map[string]int{"a1b2c3d4e5f6": 30, "0f9e8d7c6b5a": 2}[inst]
 		body := `{"failures": [{"function": "ProcessOrders", "count": ` + strconv.Itoa(n) + `, "successes": 5}]}`

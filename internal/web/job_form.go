@@ -175,7 +175,7 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 		}
 	}
 	if j.AppID != "" && problems["app"] == "" {
-		if _, err := s.AppStore.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) {
+		if _, err := s.Apps.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) {
 			problems["app"] = "there is no such function app"
 		}
 	}
@@ -209,7 +209,7 @@ func optionalDuration(s string) (time.Duration, error) {
 }
 
 func (s *Server) jobOf(c echo.Context) (jobs.Job, error) {
-	j, err := s.JobStore.Get(c.Request().Context(), c.Param("id"))
+	j, err := s.Jobs.Get(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, jobs.ErrNoJob) {
 		return j, echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
 	}

@@ -41,7 +41,7 @@ func (s *Server) maintenanceList(c echo.Context) error {
 
 func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowForm) error {
 	ctx := c.Request().Context()
-	ws, err := s.JobStore.Windows(ctx)
+	ws, err := s.Jobs.Windows(ctx)
 	if err != nil {
 		return err
 	}
@@ -146,7 +146,7 @@ func (s *Server) checkWindow(c echo.Context, w jobs.Window) (map[string]string, 
 func (s *Server) saveWindow(c echo.Context, w jobs.Window) error {
 	ctx, cancel := detached(c)
 	defer cancel()
-	if err := s.JobStore.PutWindow(ctx, w); err != nil {
+	if err := s.Jobs.PutWindow(ctx, w); err != nil {
 		return err
 	}
 	return s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: w.CreatedBy, Action: "created maintenance window", Target: windowScope(w),
@@ -157,7 +157,7 @@ func (s *Server) saveWindow(c echo.Context, w jobs.Window) error {
 func (s *Server) endWindow(c echo.Context) (jobs.Window, error) {
 	ctx, cancel := detached(c)
 	defer cancel()
-	w, err := s.JobStore.EndWindow(ctx, c.Param("id"), s.Now())
+	w, err := s.Jobs.EndWindow(ctx, c.Param("id"), s.Now())
 	if errors.Is(err, jobs.ErrNoWindow) {
 		return jobs.Window{}, echo.NewHTTPError(http.StatusNotFound, "There is no such maintenance window.")
 	}

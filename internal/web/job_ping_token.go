@@ -19,7 +19,7 @@ func (s *Server) jobRotatePingToken(c echo.Context) error {
 	if j.Internal() {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no page here.")
 	}
-	if _, err := s.JobStore.RotatePingToken(c.Request().Context(), j.ID); err != nil {
+	if _, err := s.Jobs.RotatePingToken(c.Request().Context(), j.ID); err != nil {
 		return err
 	}
 	p, _ := principal(c)
@@ -30,7 +30,7 @@ func (s *Server) jobRotatePingToken(c echo.Context) error {
 		return err
 	}
 	if isAPI(c) {
-		j, err = s.JobStore.Get(c.Request().Context(), j.ID)
+		j, err = s.Jobs.Get(c.Request().Context(), j.ID)
 		if err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ func (s *Server) jobRun(c echo.Context) error {
 	if j.AppID == "" || j.Function == "" {
 		return echo.NewHTTPError(http.StatusConflict, "This job names no function app and function, so Fusebox cannot run it.")
 	}
-	app, err := s.AppStore.Get(ctx, j.AppID)
+	app, err := s.Apps.Get(ctx, j.AppID)
 	if err != nil {
 		return err
 	}

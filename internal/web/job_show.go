@@ -28,7 +28,7 @@ type jobWeek struct {
 
 // jobWeek assesses one job's last seven days.
 func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
-	ws, err := s.JobStore.Windows(c.Request().Context())
+	ws, err := s.Jobs.Windows(c.Request().Context())
 	if err != nil {
 		return jobWeek{}, err
 	}
@@ -54,7 +54,7 @@ func (s *Server) appsByID(c echo.Context) (map[string]circuit.App, error) {
 
 // jobWeeks assesses many jobs, reading the maintenance windows once.
 func (s *Server) jobWeeks(c echo.Context, js []jobs.Job) (map[string]jobWeek, error) {
-	ws, err := s.JobStore.Windows(c.Request().Context())
+	ws, err := s.Jobs.Windows(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
@@ -171,7 +171,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	if ends := j.PingByIDEnds(s.Config.PingIDGrace); j.PingsByID(s.Now(), s.Config.PingIDGrace) {
 		m.IDPingsUntil = ends.UTC().Format("Mon 2 Jan 2006 15:04 MST")
 	}
-	ws, err := s.JobStore.Windows(ctx)
+	ws, err := s.Jobs.Windows(ctx)
 	if err != nil {
 		return err
 	}
@@ -187,7 +187,7 @@ func (s *Server) jobShow(c echo.Context) error {
 		}
 		m.Maintenance = append(m.Maintenance, line)
 	}
-	flips, err := s.JobStore.Flips(ctx, j.ID, 20)
+	flips, err := s.Jobs.Flips(ctx, j.ID, 20)
 	if err != nil {
 		return err
 	}

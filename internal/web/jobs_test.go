@@ -9,10 +9,11 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
 	list := b.get("/jobs")
@@ -59,7 +60,7 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 	// range, in UTC and in its Tokyo time.
 	reminders := b.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02").body
 	if !regexp.MustCompile(`\d+ slots missed`).MatchString(reminders) || !strings.Contains(reminders, "JST") {
-		t.Errorf("the missed days are not one range with the job's zone beside UTC:\n%s", grepLines(reminders, "missed"))
+		t.Errorf("the missed days are not one range with the job's zone beside UTC:\n%s", testenv.GrepLines(reminders, "missed"))
 	}
 	if !strings.Contains(op.get("/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02").body, `data-testid="run-slots"`) {
 		t.Error("an operator cannot run one slot of a missed range")
@@ -72,7 +73,7 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 }
 
 func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
 	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/jobs/new")); return v }
@@ -162,7 +163,7 @@ func loopsWithoutRuns(t *testing.T, srv *apptest.Server, want map[string]string)
 }
 
 func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	const nightly = "/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"
 	viewer := newBrowser(t, srv.URL)
 	viewer.signIn("victor")
@@ -235,7 +236,7 @@ func heatmap(page string) string {
 // The job's alert rules: each field refused with a message when it cannot
 // be, previewed in words, saved, and shown back on the edit form.
 func TestJobAlertRulesFromTheForm(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
 	form := func(v url.Values) url.Values {

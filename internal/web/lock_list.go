@@ -79,7 +79,7 @@ func (s *Server) hostLockFor(c echo.Context, appID, blob string) (circuit.App, h
 	if s.HostInsight == nil {
 		return circuit.App{}, hostinsight.Lock{}, echo.NewHTTPError(http.StatusNotFound)
 	}
-	app, err := s.AppStore.Get(c.Request().Context(), appID)
+	app, err := s.Apps.Get(c.Request().Context(), appID)
 	if err != nil {
 		return app, hostinsight.Lock{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // waitMetrics scrapes url until every line in want is in the scrape and no
@@ -33,7 +34,7 @@ func waitMetrics(t *testing.T, url string, want, gone []string) string {
 			return body
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s the scrape lacks %v or still has %v:\n%s", want, gone, grepLines(body, "fusebox_"))
+			t.Fatalf("after 20 s the scrape lacks %v or still has %v:\n%s", want, gone, testenv.GrepLines(body, "fusebox_"))
 		}
 		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
 	}
@@ -43,7 +44,7 @@ func waitMetrics(t *testing.T, url string, want, gone []string) string {
 // the evaluator and the scanner stored: circuits by state, the open ones,
 // trips and resumes by who made them, jobs by status.
 func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	other := apptest.Start(t, map[string]string{"FUSEBOX_TABLE_PREFIX": srv.Config.Storage.TablePrefix})
 	srv.Clock.Advance(30 * time.Second) // the loops' next passes see the demo
 
@@ -66,19 +67,19 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 		`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`,
 	}, nil)
 	if strings.Contains(body, "5f0c6a1e-") {
-		t.Errorf("a job's id, which pinged it before ping tokens, is on /metrics:\n%s", grepLines(body, "5f0c6a1e-"))
+		t.Errorf("a job's id, which pinged it before ping tokens, is on /metrics:\n%s", testenv.GrepLines(body, "5f0c6a1e-"))
 	}
 	if !strings.Contains(body, "\n"+`fusebox_circuit_open{app="orders-demo",function="ProcessOrders",state="open"} `) {
-		t.Errorf("no series for the open ProcessOrders:\n%s", grepLines(body, "fusebox_circuit_open"))
+		t.Errorf("no series for the open ProcessOrders:\n%s", testenv.GrepLines(body, "fusebox_circuit_open"))
 	}
 	// Switch calls are counted by the instance that made them (the one
 	// the report woke), as counters per process are; the other made none.
 	body = waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`}, nil)
 	if !strings.Contains(body, `fusebox_trigger_apply_duration_seconds_count{switch="local"} 1`) {
-		t.Errorf("no apply latency:\n%s", grepLines(body, "apply_duration"))
+		t.Errorf("no apply latency:\n%s", testenv.GrepLines(body, "apply_duration"))
 	}
 	if body := waitMetrics(t, other.URL, nil, nil); strings.Contains(body, `fusebox_trigger_applies_total{outcome="ok"`) {
-		t.Errorf("the instance that switched nothing exports switch calls:\n%s", grepLines(body, "applies_total"))
+		t.Errorf("the instance that switched nothing exports switch calls:\n%s", testenv.GrepLines(body, "applies_total"))
 	}
 
 	// An operator resumes it: a resume by an operator, and its series is gone.
@@ -97,7 +98,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 // Every metric the Grafana dashboard and the alert rules use is one that
 // /metrics exports, so neither drifts from the code.
 func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	// Let every family have a sample: a trip, its switch, an HTTP request.
 	srv.Clock.Advance(30 * time.Second) // the scanner's next pass sees the demo's missing job
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)

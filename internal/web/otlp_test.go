@@ -20,9 +20,11 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 func otlpKV(k, v string) *commonpb.KeyValue {
@@ -70,7 +72,7 @@ func postOTLP(t *testing.T, base, path, key, ctype string, body []byte, zip bool
 // An exporter that does not hear back sends the same export again; it is
 // counted once, over protobuf and over JSON alike.
 func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	body, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 3))
 	for range 2 {
 		r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false)
@@ -101,7 +103,7 @@ func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
 // What the receiver cannot read is refused whole with a status that says
 // so; nothing is counted.
 func TestAnExportThatDoesNotReadIsRefused(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	good, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 1))
 	bomb := bytes.Repeat([]byte{0}, 5<<20) // 5 MiB of zeros gzip to a few KiB
 	cases := []struct {
@@ -131,7 +133,7 @@ func TestAnExportThatDoesNotReadIsRefused(t *testing.T) {
 // An export past the limit of records keeps the first ones and tells the
 // exporter, in OTLP's partial success, how many it refused.
 func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	body, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 0, manySpans(srv.Clock.Now(), 10_005)...))
 	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false)
 	wantStatus(t, r, http.StatusOK)
@@ -151,7 +153,7 @@ func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
 // of its own, is counted whole: the 200 rows an API report may write do
 // not apply to it, since no exporter sends refused spans again.
 func TestAFullSDKBatchSpreadOverSecondsIsCountedWhole(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	now := srv.Clock.Now()
 	spans := manySpans(now, 512)
 	for i, sp := range spans {
@@ -185,7 +187,7 @@ func manySpans(at time.Time, n int) []*tracepb.Span {
 // counts for A, and the Apps page says so; spans that name no function
 // are counted as such and shown with why.
 func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	_, hashB := auth.NewAppKey("billing")
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "billing", Site: "func-billing", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/b.json", APIKeyHash: hashB}); err != nil {
 		t.Fatal(err)
@@ -213,7 +215,7 @@ func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
 		`data-testid="telemetry-orders-demo-traces"`,
 	} {
 		if !strings.Contains(page, want) {
-			t.Errorf("the Apps page does not say %q:\n%s", want, grepLines(page, "telemetry"))
+			t.Errorf("the Apps page does not say %q:\n%s", want, testenv.GrepLines(page, "telemetry"))
 		}
 	}
 	if strings.Contains(page, `data-testid="telemetry-billing"`) {
@@ -222,7 +224,7 @@ func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
 	// An app whose export stops is alertable from the metrics.
 	metrics := b.get("/metrics").body
 	if !strings.Contains(metrics, `fusebox_otlp_last_export_timestamp_seconds{app="orders-demo",signal="traces"}`) || strings.Contains(metrics, `app="billing"`) {
-		t.Errorf("metrics:\n%s", grepLines(metrics, "otlp"))
+		t.Errorf("metrics:\n%s", testenv.GrepLines(metrics, "otlp"))
 	}
 }
 
@@ -262,7 +264,7 @@ func protowireLen(n int) []byte {
 // of 2 million empty spans is cut on the wire to the first 10,000, the
 // rest refused with OTLP's partial success.
 func TestAnExportThatWouldCostTooMuchToDecodeIsRefused(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", emptyResources(2_000_000), true)
 	wantStatus(t, r, http.StatusRequestEntityTooLarge)
 	if !strings.Contains(r.body, "memory to decode") {
@@ -298,7 +300,7 @@ func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(dat
 // Over gRPC the same: the bytes are weighed before anything is built, and
 // refused with ResourceExhausted; the cut spans are told as partial success.
 func TestAnExportThatWouldCostTooMuchToDecodeIsRefusedOverGRPC(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	conn, err := grpc.NewClient(strings.TrimPrefix(srv.URL, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(8<<20)))
 	if err != nil {

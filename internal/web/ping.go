@@ -49,7 +49,7 @@ func (s *Server) ping(c echo.Context) error {
 		if !ok || jobs.InternalID(id) || s.unknownPings.has(id) {
 			return c.String(http.StatusNotFound, "not found") // no storage read
 		}
-		job, err = s.JobStore.Get(c.Request().Context(), id)
+		job, err = s.Jobs.Get(c.Request().Context(), id)
 		if err == nil && !job.PingsWith(a) {
 			return c.String(http.StatusNotFound, "not found")
 		}
@@ -58,10 +58,10 @@ func (s *Server) ping(c echo.Context) error {
 		if jobs.InternalID(a) || s.unknownPings.has(a) {
 			return c.String(http.StatusNotFound, "not found") // no storage read
 		}
-		job, err = s.JobStore.Get(c.Request().Context(), a)
+		job, err = s.Jobs.Get(c.Request().Context(), a)
 		action, byID = b, true
 	case s.Config.PingKey != "" && b != "" && subtle.ConstantTimeCompare([]byte(a), []byte(s.Config.PingKey.Reveal())) == 1:
-		job, err = s.JobStore.BySlug(c.Request().Context(), b)
+		job, err = s.Jobs.BySlug(c.Request().Context(), b)
 		action = cc
 		if errors.Is(err, jobs.ErrNoJob) && c.QueryParam("create") == "1" {
 			return s.pingCreate(c, b, action)

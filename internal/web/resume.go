@@ -118,7 +118,7 @@ func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error
 	if err != nil {
 		return link, ci, err
 	}
-	app, err := s.AppStore.Get(c.Request().Context(), appID)
+	app, err := s.Apps.Get(c.Request().Context(), appID)
 	if err != nil {
 		return link, ci, err
 	}

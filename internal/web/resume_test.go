@@ -16,7 +16,7 @@ import (
 )
 
 func TestResumeLinksThatMustNotWork(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	signer := srv.App.Web.Links
 	open := func(l alerts.Link) string { return "/resume/" + signer.Sign(l) }
 	now := srv.Clock.Now()

@@ -37,8 +37,9 @@ import (
 // The small interfaces handlers need, satisfied by internal/storage and
 // the lease.Locker.
 type (
-	appLister interface {
+	appReader interface {
 		List(context.Context) ([]circuit.App, error)
+		Get(ctx context.Context, id string) (circuit.App, error)
 	}
 	circuitLister interface {
 		List(context.Context) ([]circuit.Circuit, error)
@@ -101,6 +102,7 @@ type (
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
 	}
 	jobStore interface {
+		List(context.Context) ([]jobs.Job, error)
 		Get(ctx context.Context, id string) (jobs.Job, error)
 		BySlug(ctx context.Context, slug string) (jobs.Job, error)
 		Windows(ctx context.Context) ([]jobs.Window, error)
@@ -129,14 +131,6 @@ type (
 	}
 	statusReader interface {
 		Evaluator(ctx context.Context) (circuit.Status, error)
-	}
-	jobLister interface {
-		List(context.Context) ([]jobs.Job, error)
-	}
-	appStore interface {
-		Get(ctx context.Context, id string) (circuit.App, error)
-		Put(ctx context.Context, app circuit.App) error
-		Create(ctx context.Context, app circuit.App) error
 	}
 	otlpTaker interface {
 		Take(ctx context.Context, e ingest.Export) (ingest.Answer, error)
@@ -219,8 +213,7 @@ type Identity struct {
 // CircuitDeps serve the apps, circuits, failures and resume links.
 type CircuitDeps struct {
 	Registry appRegistry
-	Apps     appLister
-	AppStore appStore
+	Apps     appReader
 	Circuits circuitLister
 	Actions  circuitActions
 	// Reports take failure reports: where a report becomes rows
@@ -255,8 +248,7 @@ type CircuitDeps struct {
 
 // JobDeps serve jobs, their runs and pings.
 type JobDeps struct {
-	Jobs      jobLister
-	JobStore  jobStore
+	Jobs      jobStore
 	Pings     pingRecorder // where a ping becomes a run (jobs.Recorder)
 	Catalog   jobCatalog   // saves jobs by the jobs' rules (jobs.Catalog)
 	RunReader runReader
@@ -287,8 +279,6 @@ type Server struct {
 	readiness    readiness // the last /readyz answer, for a second
 	// pingCreates bounds the jobs the ping key's ?create=1 makes.
 	pingCreates *rate.Limiter
-	// keys are what storage last said of the app keys reports name
-	// (ingest_gate.go).
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
 }
@@ -315,10 +305,10 @@ func (d Deps) missing() []string {
 	}{
 		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil}, {"Base.StorageBudget", d.StorageBudget == nil}, {"Base.StorageDown", d.StorageDown == nil},
 		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil}, {"Identity.AppKeys", d.AppKeys == nil},
-		{"CircuitDeps.Registry", d.Registry == nil}, {"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.AppStore", d.AppStore == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
+		{"CircuitDeps.Registry", d.Registry == nil}, {"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
 		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.OTLP", d.OTLP == nil}, {"CircuitDeps.Arrivals", d.Arrivals == nil}, {"CircuitDeps.Window", d.Window == nil},
 		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
-		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.JobStore", d.JobStore == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},
+		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},
 		{"NotifyDeps.Channels", d.Channels == nil}, {"NotifyDeps.TestChannel", d.TestChannel == nil}, {"NotifyDeps.Delivery", d.Delivery == nil},
 		{"Ops.Audit", d.Audit == nil}, {"Ops.Leases", d.Leases == nil}, {"Ops.Faults", d.Faults == nil}, {"Ops.Ready", d.Ready == nil},
 	}

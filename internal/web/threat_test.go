@@ -69,7 +69,7 @@ func TestAFloodOfMadeUpAppsFromManyAddressesLeavesRealReportsAccepted(t *testing
 	})
 	metrics := newBrowser(t, srv.URL).get("/metrics").body
 	if !strings.Contains(metrics, fmt.Sprintf(`fusebox_ingest_unverified_total{reason="malformed"} %d`+"\n", addresses*each/5)) {
-		t.Errorf("want the %d keys naming invalid ids refused as malformed, before any read:\n%s", addresses*each/5, grepLines(metrics, "fusebox_ingest_unverified"))
+		t.Errorf("want the %d keys naming invalid ids refused as malformed, before any read:\n%s", addresses*each/5, testenv.GrepLines(metrics, "fusebox_ingest_unverified"))
 	}
 }
 
@@ -95,14 +95,14 @@ func TestAForgedKeyFloodLeavesTheRealKeysReportsAccepted(t *testing.T) {
 	if forged[http.StatusTooManyRequests] == 0 {
 		t.Errorf("forged requests answered %v: none was limited per client", forged)
 	}
-	lines := grepLines(log.String(), "route=/api/v1/failures status=4")
+	lines := testenv.GrepLines(log.String(), "route=/api/v1/failures status=4")
 	if n := strings.Count(lines, "\n") + 1; lines == "" || n > 4 {
 		t.Errorf("%d log lines for the flood's refusals, want one or two per status:\n%s", n, lines)
 	}
 	metrics := newBrowser(t, srv.URL).get("/metrics").body
 	for _, reason := range []string{"unknown", "limited"} {
 		if regexp.MustCompile(`fusebox_ingest_unverified_total\{reason="` + reason + `"\} 0\n`).MatchString(metrics) {
-			t.Errorf("no refusal counted as %s:\n%s", reason, grepLines(metrics, "fusebox_ingest_unverified"))
+			t.Errorf("no refusal counted as %s:\n%s", reason, testenv.GrepLines(metrics, "fusebox_ingest_unverified"))
 		}
 	}
 }
@@ -177,7 +177,7 @@ func with(env map[string]string, k, v string) map[string]string {
 // names an app an hour (the rest are refused item by item), the evaluator
 // reads none of them, and the Apps page lists them with Create circuit….
 func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	items := make([]string, 0, 10_000)
 	refusedWant := 0
 	for i := range 10_000 {
@@ -233,7 +233,7 @@ func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
 	b.signIn("olivia")
 	page := b.get("/apps").body
 	if !strings.Contains(page, "Reporting, no circuit") || !strings.Contains(page, "Made00 (169 failures in the last hour)") {
-		t.Errorf("the Apps page does not list the functions without a circuit:\n%s", grepLines(page, "Made0"))
+		t.Errorf("the Apps page does not list the functions without a circuit:\n%s", testenv.GrepLines(page, "Made0"))
 	}
 	link := "/circuits/new?app=" + demo.AppID + "&amp;function=Made00"
 	if !strings.Contains(page, link) {
@@ -295,7 +295,7 @@ func TestASingleSignOnRoleIsReadAgainWithinFiveMinutes(t *testing.T) {
 // add up: they come back refused, to be sent again; the function with a
 // circuit beside them is counted, and another function's tally is kept.
 func TestABadTallyRowRefusesOnlyItsOwnItems(t *testing.T) {
-	srv, _ := seeded(t)
+	srv, _ := apptest.Seeded(t)
 	minute := srv.Clock.Now().UTC().Truncate(time.Minute)
 	sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), nil)
 	if err != nil {
@@ -435,7 +435,7 @@ func TestAFunctionReportingWithoutACircuitGetsOneOnTheRealClock(t *testing.T) {
 	page := b.get("/apps").body
 	link := "/circuits/new?app=" + demo.AppID + "&amp;function=ShipParcels"
 	if !strings.Contains(page, "ShipParcels (1 failure in the last hour)") || !strings.Contains(page, link) {
-		t.Fatalf("the Apps page does not offer a circuit for ShipParcels:\n%s", grepLines(page, "ShipParcels"))
+		t.Fatalf("the Apps page does not offer a circuit for ShipParcels:\n%s", testenv.GrepLines(page, "ShipParcels"))
 	}
 	form := "/circuits/new?app=" + demo.AppID + "&function=ShipParcels"
 	wantStatus(t, b.post("/circuits/new", url.Values{"_csrf": {b.csrf(form)}, "app": {demo.AppID}, "function": {"ShipParcels"},

@@ -85,10 +85,6 @@ func NewService(store ServiceStore, a Auditor, now func() time.Time, s ServiceSe
 	return &Service{store: store, audit: a, now: now, ServiceSettings: s}
 }
 
-// ErrConflictRetries is returned when a circuit kept changing under an
-// action; the person should look again.
-var ErrConflictRetries = errors.New("circuit: the circuit kept changing; look at it again and retry")
-
 // Counts returns the current counts of every given circuit, reading the
 // failures of the longest window once.
 func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Counts, error) {
@@ -169,16 +165,6 @@ type LinkClaim struct {
 	Recipient       string
 }
 
-// Why a resume link no longer acts.
-var (
-	ErrEpisodeEnded   = errors.New("circuit: this link belongs to an episode of the circuit that has ended: it was resumed or changed since")
-	ErrRecreated      = errors.New("circuit: the circuit this link was sent for was deleted; the one there now is another")
-	ErrNotRecipient   = errors.New("circuit: the address this link was sent to no longer receives this circuit's alerts")
-	ErrForcedByHand   = errors.New("circuit: an operator switched this trigger off by hand; only an operator signed in to Fusebox can resume it")
-	ErrNotLinkAction  = errors.New("circuit: links resume only circuits the evaluator opened")
-	errLinkCheckTypes = []error{ErrEpisodeEnded, ErrRecreated, ErrNotRecipient, ErrForcedByHand, ErrNotLinkAction}
-)
-
 // IsLinkRefusal reports whether err is one of the reasons a link does not act.
 func IsLinkRefusal(err error) bool {
 	for _, e := range errLinkCheckTypes {
@@ -248,13 +234,6 @@ func (s *Service) ResumeByLink(ctx context.Context, l LinkClaim, actor, reason s
 		return Resume(c, actor, reason, n, now)
 	})
 }
-
-// Errors of settings changes.
-var (
-	ErrExists    = errors.New("circuit: a circuit for this function already exists")
-	ErrStillOpen = errors.New("circuit: the trigger is off; resume the circuit before deleting it, or the function stays disabled")
-	ErrSwitching = errors.New("circuit: the trigger is being switched; wait a moment and delete it then")
-)
 
 // Settings are the parts of a circuit people edit.
 type Settings struct {
@@ -386,16 +365,6 @@ func (s *Service) appOf(ctx context.Context, appID string) (*App, error) {
 	return &app, nil
 }
 
-// ErrNotFound is what a store's error wraps for a missing app or circuit.
-var ErrNotFound = errors.New("circuit: not found")
-
-// ErrNoApp and ErrNoCircuit are an app and a circuit that do not exist;
-// both are ErrNotFound too.
-var (
-	ErrNoApp     = fmt.Errorf("storage: no such app (%w)", ErrNotFound)
-	ErrNoCircuit = fmt.Errorf("storage: no such circuit (%w)", ErrNotFound)
-)
-
 func isNotFound(err error) bool { return errors.Is(err, ErrNotFound) }
 
 func describe(c Circuit) string {
@@ -414,9 +383,6 @@ func describe(c Circuit) string {
 	}
 	return d
 }
-
-// ErrNothingToAcknowledge is an acknowledgement of a circuit whose trigger is on.
-var ErrNothingToAcknowledge = errors.New("circuit: the trigger is on; there is nothing to acknowledge")
 
 // Acknowledge records that actor is on the current episode of an open
 // circuit: its reminders stop. The trigger stays off.
@@ -445,9 +411,6 @@ func (s *Service) Acknowledge(ctx context.Context, appID, function, actor string
 	}
 	return Circuit{}, ErrConflictRetries
 }
-
-// ErrNoDrift is an adopt or override of a circuit without drift.
-var ErrNoDrift = errors.New("circuit: there is no drift to settle")
 
 // Adopt accepts a trigger someone moved by hand: the circuit follows it.
 func (s *Service) Adopt(ctx context.Context, appID, function, actor string) (Circuit, error) {
@@ -512,9 +475,5 @@ func (s *Service) act(ctx context.Context, appID, function, actor, verb string, 
 	}
 	return Circuit{}, ErrConflictRetries
 }
-
-// ErrConflict is what a store's error wraps when a conditional write lost
-// a race: the caller should reread and decide again.
-var ErrConflict = errors.New("circuit: changed concurrently")
 
 func isConflict(err error) bool { return errors.Is(err, ErrConflict) }

@@ -179,6 +179,6 @@ func (ch Channel) Rotated(now time.Time) Channel {
 // ErrNoChannel is a channel that does not exist; ErrChannelExists an id
 // taken already.
 var (
-	ErrNoChannel     = fmt.Errorf("storage: no such channel (%w)", circuit.ErrNotFound)
-	ErrChannelExists = errors.New("storage: a channel with this id exists already")
+	ErrNoChannel     = fmt.Errorf("alerts: no such channel (%w)", circuit.ErrNotFound)
+	ErrChannelExists = errors.New("alerts: a channel with this id exists already")
 )

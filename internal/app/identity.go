@@ -61,7 +61,7 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 
 // appKeys verify apps' report keys against the hashes the apps table keeps.
 func appKeys(store *storage.Store) *auth.AppKeys {
-	return &auth.AppKeys{Max: 10_000, Hash: func(ctx context.Context, appID string) (string, error) {
+	return &auth.AppKeys{Hash: func(ctx context.Context, appID string) (string, error) {
 		app, err := store.Apps.Get(ctx, appID)
 		if errors.Is(err, storage.ErrNoApp) {
 			return "", auth.ErrNoSuchApp

@@ -4,14 +4,20 @@ import (
 	"context"
 	"crypto/subtle"
 	"errors"
-	"maps"
 	"sync"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/bounded"
 )
 
 // AppKeyTTL is how long a verified app key is believed without a read: a
 // key replaced on another Fusebox instance stops working within it.
 const AppKeyTTL = time.Minute
+
+// DefaultMaxAppKeys bounds each of AppKeys' maps unless Max says
+// otherwise: an entry is an app id (at most 64 bytes) and a 64-byte hash,
+// so about 2 MB for both maps when full.
+const DefaultMaxAppKeys = 10_000
 
 // ErrNoSuchApp is what an AppKeys lookup answers for an id that names no
 // app.
@@ -37,12 +43,13 @@ var (
 // it without spending its address's budget. Only a read that found the
 // app adds to known, so a flood of made-up ids fills absent alone and
 // never pushes out a real app's entry, fresh or not. Each map holds at
-// most Max ids.
+// most Max ids, and
+// only after a storage read: a made-up id costs its sender a read first.
 type AppKeys struct {
 	// Hash reads the app's key hash from storage; ErrNoSuchApp when the
 	// id names no app.
 	Hash func(ctx context.Context, appID string) (string, error)
-	Max  int
+	Max  int // default DefaultMaxAppKeys
 
 	mu     sync.Mutex
 	known  map[string]appKey
@@ -89,6 +96,13 @@ func (k *AppKeys) Verify(ctx context.Context, appID, key string, now time.Time, 
 	return nil
 }
 
+func (k *AppKeys) max() int {
+	if k.Max > 0 {
+		return k.Max
+	}
+	return DefaultMaxAppKeys
+}
+
 // Forget drops an app's key, when it is replaced on this instance.
 func (k *AppKeys) Forget(appID string) {
 	k.mu.Lock()
@@ -123,23 +137,13 @@ func (k *AppKeys) remember(appID, hash string, now time.Time) {
 	until := now.Add(AppKeyTTL)
 	if hash == "" {
 		delete(k.known, appID)
-		if _, ok := k.absent[appID]; ok || makeRoom(k.absent, k.Max, now.After) {
+		if _, ok := k.absent[appID]; ok || bounded.MakeRoom(k.absent, k.max(), now.After) {
 			k.absent[appID] = until
 		}
 		return
 	}
 	delete(k.absent, appID)
-	if _, ok := k.known[appID]; ok || makeRoom(k.known, k.Max, func(e appKey) bool { return now.After(e.until) }) {
+	if _, ok := k.known[appID]; ok || bounded.MakeRoom(k.known, k.max(), func(e appKey) bool { return now.After(e.until) }) {
 		k.known[appID] = appKey{hash: hash, until: until}
 	}
-}
-
-// makeRoom says whether m may take one more entry, after dropping the
-// expired ones when it is full.
-func makeRoom[V any](m map[string]V, max int, expired func(V) bool) bool {
-	if len(m) < max {
-		return true
-	}
-	maps.DeleteFunc(m, func(_ string, v V) bool { return expired(v) })
-	return len(m) < max
 }

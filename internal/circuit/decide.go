@@ -21,7 +21,7 @@ type Decision struct {
 // of the app's total circuits are off (off of them, this trip not counted).
 func Decide(c Circuit, n Counts, now time.Time, g Guardrail, off, total int) Decision {
 	next, fl := Evaluate(c, n, now)
-	limit, weighs := g.Weighs(c, fl, total)
+	limit, weighs := g.weighs(c, fl, total)
 	switch {
 	case !weighs:
 		return Decision{Next: next, Flip: fl}
@@ -32,10 +32,10 @@ func Decide(c Circuit, n Counts, now time.Time, g Guardrail, off, total int) Dec
 	return Decision{Next: next, Flip: fl, Guarded: true}
 }
 
-// Weighs says whether the guardrail limits fl, a transition of c in an
+// weighs says whether the guardrail limits fl, a transition of c in an
 // app of total circuits, and its limit then: only a trip that switches a
 // trigger off is weighed, and never a shadow circuit's.
-func (g Guardrail) Weighs(c Circuit, fl *Flip, total int) (limit int, weighs bool) {
+func (g Guardrail) weighs(c Circuit, fl *Flip, total int) (limit int, weighs bool) {
 	if fl == nil || !fl.To.TriggerOff() || fl.From.TriggerOff() || c.Shadow {
 		return 0, false
 	}

@@ -32,8 +32,8 @@ var ErrNotFound = errors.New("circuit: not found")
 // ErrNoApp and ErrNoCircuit are an app and a circuit that do not exist;
 // both are ErrNotFound too.
 var (
-	ErrNoApp     = fmt.Errorf("storage: no such app (%w)", ErrNotFound)
-	ErrNoCircuit = fmt.Errorf("storage: no such circuit (%w)", ErrNotFound)
+	ErrNoApp     = fmt.Errorf("circuit: no such app (%w)", ErrNotFound)
+	ErrNoCircuit = fmt.Errorf("circuit: no such circuit (%w)", ErrNotFound)
 )
 
 // ErrNothingToAcknowledge is an acknowledgement of a circuit whose trigger is on.

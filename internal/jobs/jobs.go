@@ -247,4 +247,4 @@ type RunCursor struct {
 func (c RunCursor) IsZero() bool { return c == RunCursor{} }
 
 // ErrNoWindow is a maintenance window that does not exist.
-var ErrNoWindow = errors.New("storage: no such maintenance window")
+var ErrNoWindow = errors.New("jobs: no such maintenance window")

@@ -22,9 +22,8 @@ func (s *Server) appCreate(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
 		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
-		GuardrailMax: v("guardrail_max"), GuardrailShare: v("guardrail_share"), Channels: v("channels"),
+		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%"), Channels: v("channels"),
 		HostStorage: v("host_storage"), HostID: v("host_id"), EventHubs: v("event_hubs")}
-	m.GuardrailShare = strings.TrimSuffix(m.GuardrailShare, "%")
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
 		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels),
 		HostStorage: m.HostStorage, HostID: m.HostID, EventHubs: m.EventHubs}

@@ -27,7 +27,9 @@ func (s *Server) circuitNew(c echo.Context) error {
 func (s *Server) circuitCreate(c echo.Context) error {
 	m := formValues(c)
 	set, problems := parseSettings(m)
-	problems = s.withChannelProblems(c, set.Channels, problems)
+	if len(problems) > 0 { // else the service checks the channels, once
+		problems = s.withChannelProblems(c, set.Channels, problems)
+	}
 	p, _ := principal(c)
 	if len(problems) == 0 {
 		ci, err := s.Actions.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
@@ -74,7 +76,9 @@ func (s *Server) circuitUpdate(c echo.Context) error {
 	m := formValues(c)
 	m.Editing, m.App, m.Function = true, ci.AppID, ci.Function
 	set, problems := parseSettings(m)
-	problems = s.withChannelProblems(c, set.Channels, problems)
+	if len(problems) > 0 { // else the service checks the channels, once
+		problems = s.withChannelProblems(c, set.Channels, problems)
+	}
 	p, _ := principal(c)
 	if len(problems) == 0 {
 		_, err := s.Actions.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
@@ -211,7 +215,9 @@ func splitComma(s string) []string {
 	return out
 }
 
-// withChannelProblems adds a message when ids name no channel.
+// withChannelProblems adds a message when ids name no channel, so a form
+// with other problems shows that one too; a form with none leaves the
+// check to the service's Create or Update.
 func (s *Server) withChannelProblems(c echo.Context, ids []string, problems map[string]string) map[string]string {
 	err := s.Actions.CheckChannels(c.Request().Context(), ids)
 	if err == nil {

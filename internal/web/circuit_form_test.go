@@ -173,3 +173,23 @@ func TestTheNoSuccessRuleFromTheFormAndTheAPI(t *testing.T) {
 		t.Errorf("the API does not show the rule: %s", got.body)
 	}
 }
+
+// A form naming a channel that does not exist is refused with that
+// message beside the field, whether or not the form has other problems,
+// and nothing is created.
+func TestTheCircuitFormSaysWhichChannelDoesNotExist(t *testing.T) {
+	srv, _ := apptest.Seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	form := func(v url.Values) url.Values { v.Set("_csrf", b.csrf("/circuits/new")); return v }
+	for name, threshold := range map[string]string{"otherwise valid": "25", "with another problem": "lots"} {
+		r := b.post("/circuits/new", form(url.Values{"app": {demo.AppID}, "function": {"ShipParcels"}, "threshold": {threshold}, "window": {"1m"}, "channels": {"nope"}}))
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(r.body, "there is no channel &#34;nope&#34;") && !strings.Contains(r.body, `there is no channel "nope"`) {
+			t.Errorf("%s: the form does not name the missing channel", name)
+		}
+	}
+	if _, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ShipParcels"); err == nil {
+		t.Error("a circuit naming a missing channel was created")
+	}
+}

@@ -7,6 +7,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
+
+	"github.com/fusebox/fusebox/internal/bounded"
 )
 
 // keyedLimiter is a token bucket per key (a client address, a verified
@@ -44,7 +46,7 @@ func (l *keyedLimiter) allow(key string) bool {
 	l.mu.Lock()
 	b, ok := l.buckets[key]
 	if !ok {
-		if !makeRoom(l.buckets, l.max, func(old *bucket) bool { return now.Sub(old.seen) > l.idle }) {
+		if !bounded.MakeRoom(l.buckets, l.max, func(old *bucket) bool { return now.Sub(old.seen) > l.idle }) {
 			l.mu.Unlock()
 			return l.overflow.AllowN(now, 1)
 		}
@@ -108,7 +110,7 @@ func (s *logSampler) allow(key string) (bool, int) {
 		return false, 0
 	}
 	if !ok {
-		if !makeRoom(s.seen, s.max, func(old *sampled) bool { return now.After(old.next) }) {
+		if !bounded.MakeRoom(s.seen, s.max, func(old *sampled) bool { return now.After(old.next) }) {
 			return false, 0 // full of live keys: hold this one back too
 		}
 		e = &sampled{}

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -69,10 +70,10 @@ func (s *Server) routes() {
 		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.ping, pingLimit)
 	}
 	// Status badges: public behind an unguessable key.
-	e.GET("/badge/:key/:file", s.badge, append(people, pingLimit)...)
+	e.GET("/badge/:key/:file", s.badge, slices.Concat(people, []echo.MiddlewareFunc{pingLimit})...)
 
 	// The JSON API: an API token, or a session with CSRF for changes.
-	api := e.Group("/api/v1", append(people, s.apiAuth, s.require(auth.RoleViewer))...)
+	api := e.Group("/api/v1", slices.Concat(people, []echo.MiddlewareFunc{s.apiAuth, s.require(auth.RoleViewer)})...)
 	apiOperator := s.require(auth.RoleOperator)
 	api.GET("/circuits", s.apiCircuitList)
 	api.POST("/circuits", s.apiCircuitCreate, apiOperator)
@@ -105,7 +106,7 @@ func (s *Server) routes() {
 	api.POST("/maintenance/:id/end", s.apiMaintenanceEnd, apiOperator)
 
 	// Pages for people: signed in or not, every form is CSRF-checked.
-	web := e.Group("", append(people, s.csrf, s.loadPrincipal)...)
+	web := e.Group("", slices.Concat(people, []echo.MiddlewareFunc{s.csrf, s.loadPrincipal})...)
 	// Sign-in attempts and resume links each have a budget per client
 	// address, apart: a flood of one locks nobody out of the other.
 	loginLimit := s.attemptLimit()

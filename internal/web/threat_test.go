@@ -502,3 +502,40 @@ func floodWhileTheRealAppReports(t *testing.T, url string, workers, each int, fo
 	}
 	return forged
 }
+
+// TestMachineIntakeRunsNoneOfThePeoplesChain: a report or a ping is
+// checked by its own short chain. A body over the limit is refused before
+// its key is looked at (no verdict on the key is counted); a report needs
+// no CSRF token, and neither a report nor a ping is answered with a
+// cookie, so no session or CSRF state is made for a machine.
+func TestMachineIntakeRunsNoneOfThePeoplesChain(t *testing.T) {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_MAX_BODY_BYTES": "2048"})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	big := `{"failures": [{"function": "ProcessOrders", "error": "` + strings.Repeat("x", 3000) + `"}]}`
+	if r := postJSON(t, srv.URL, "fbx_made-up-app_forged", big); r.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("a 3 kB report under a 2 kB limit: %d, want 413", r.StatusCode)
+	}
+	metrics := newBrowser(t, srv.URL).get("/metrics").body
+	for _, reason := range []string{"malformed", "unknown", "limited"} {
+		if !strings.Contains(metrics, `fusebox_ingest_unverified_total{reason="`+reason+`"} 0`+"\n") {
+			t.Errorf("the oversized report's key was looked at (%s):\n%s", reason, testenv.GrepLines(metrics, "fusebox_ingest_unverified"))
+		}
+	}
+
+	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 1}]}`)
+	if r.StatusCode != http.StatusAccepted {
+		t.Errorf("a report with no CSRF token: %d %s, want 202", r.StatusCode, r.body)
+	}
+	if c := r.Header.Values("Set-Cookie"); len(c) > 0 {
+		t.Errorf("a report was answered with cookies: %q", c)
+	}
+	ping := newBrowser(t, srv.URL).get("/ping/" + demo.PingToken("5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03"))
+	if ping.StatusCode != http.StatusOK {
+		t.Errorf("the demo job's ping: %d", ping.StatusCode)
+	}
+	if c := ping.Header.Values("Set-Cookie"); len(c) > 0 {
+		t.Errorf("a ping was answered with cookies: %q", c)
+	}
+}

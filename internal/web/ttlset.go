@@ -1,9 +1,10 @@
 package web
 
 import (
-	"maps"
 	"sync"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/bounded"
 )
 
 // ttlSet remembers keys for a while, up to a bound: pings for ids that do
@@ -38,21 +39,10 @@ func (s *ttlSet) add(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if !makeRoom(s.keys, s.max, func(exp time.Time) bool { return now.After(exp) }) {
+	if !bounded.MakeRoom(s.keys, s.max, func(exp time.Time) bool { return now.After(exp) }) {
 		return
 	}
 	s.keys[key] = now.Add(s.ttl)
-}
-
-// makeRoom keeps a map keyed by what requests name bounded: when m holds
-// max keys, it forgets the ones expired calls expired, and reports whether there
-// is room for one more. Every such map in this package goes through it.
-func makeRoom[V any](m map[string]V, max int, expired func(V) bool) bool {
-	if len(m) < max {
-		return true
-	}
-	maps.DeleteFunc(m, func(_ string, v V) bool { return expired(v) })
-	return len(m) < max
 }
 
 // clear forgets every key, when something they may name comes to exist.

@@ -81,7 +81,9 @@ type App struct {
 	Store   *storage.Store
 	Metrics *metrics.Metrics
 	Web     *web.Server
-	Locker  *lease.Locker
+	// Links signs and verifies resume links, for tests that follow a mailed one.
+	Links  *alerts.Signer
+	Locker *lease.Locker
 
 	breakers breakers
 	scanner  *jobs.Scanner
@@ -142,7 +144,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	}
 	store := st.store
 	a := &App{
-		cfg: cfg, log: o.Logger, clock: o.Clock, Store: store, Metrics: m, Web: srv, Locker: st.locker,
+		cfg: cfg, log: o.Logger, clock: o.Clock, Store: store, Metrics: m, Web: srv, Links: tell.signer, Locker: st.locker,
 		breakers: b, sender: tell.sender, hubs: out.hubs,
 		scanner: jobScanner(o, store, out), // jobs.go
 		watcher: &watcher.Watcher{Apps: store.Apps, Circuits: store.Circuits, Kept: store.SetAside, Queues: out.queues,

@@ -56,7 +56,7 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 		easy = auth.NewEasyAuth(roles)
 	}
 	return web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
-		Tokens: auth.NewAPITokens(tokens), AppKeys: appKeys(store)}, nil
+		Tokens: auth.NewAPITokens(tokens)}, nil
 }
 
 // appKeys verify apps' report keys against the hashes the apps table keeps.

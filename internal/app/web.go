@@ -19,19 +19,30 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		return nil, err
 	}
 	store := st.store
-	registry := &funcapp.Registry{Store: store.Apps, Channels: alerts.KnownChannels{Channels: store.Channels}, Endpoints: out.endpoints,
+	keys := appKeys(store) // identity.go
+	jobStore, known := store.Jobs, alerts.KnownChannels{Channels: store.Channels}
+	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},
-		Hosting: out.router, Keys: id.AppKeys, Audit: store.Audit, Now: o.Clock.Now}
-	return web.New(web.Deps{
-		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now, Endpoints: out.endpoints,
+		Hosting: out.router, Keys: keys, Audit: store.Audit, Now: o.Clock.Now}
+	return web.New(web.Parts{
+		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now,
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
 		Identity: id,
-		CircuitDeps: web.CircuitDeps{Registry: registry, Apps: store.Apps, Circuits: store.Circuits,
-			Actions: b.actions, Reports: b.reports, OTLP: b.exports, Arrivals: store.Arrivals, Window: store.Failures.Reader(), Rates: store.Rates, Status: store.Status,
-			Links: tell.signer, Outbox: store.Outbox, FunctionLister: out.router, HostInsight: out.hosts, HostSamples: store.HostSamples,
+		Intake: web.Intake{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
+			Jobs: jobStore, Pings: pings(store), Catalog: jobs.Catalog{Store: jobStore}},
+		SignIn: web.SignIn{Audit: store.Audit},
+		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
+			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: store.Failures.Reader(),
+			Rates: store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router,
+			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
+		Apps: web.AppPages{Registry: registry, Apps: store.Apps, Circuits: store.Circuits, Rates: store.Rates, Arrivals: store.Arrivals,
 			Queues: out.queues, Kept: store.SetAside, SendBack: out.sendBack},
-		JobDeps:    web.JobDeps{Jobs: store.Jobs, Pings: pings(store), Catalog: jobs.Catalog{Store: store.Jobs}, RunReader: store.Runs, FunctionRunner: out.router},
-		NotifyDeps: web.NotifyDeps{Channels: store.Channels, Delivery: store.Status, TestChannel: tell.tester.Test},
-		Ops:        web.Ops{Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Ready: st.ready},
+		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: jobs.Catalog{Store: jobStore}, RunReader: store.Runs, Audit: store.Audit,
+			FunctionRunner: out.router, HostInsight: out.hosts, Channels: known},
+		Notify: web.NotifyPages{Channels: store.Channels, TestChannel: tell.tester.Test, Delivery: store.Status, Outbox: store.Outbox,
+			Audit: store.Audit, Apps: store.Apps, Circuits: store.Circuits, Jobs: jobStore},
+		Ops: web.OpsPages{Apps: store.Apps, Circuits: store.Circuits, Counter: b.actions, Rates: store.Rates, Status: store.Status,
+			Jobs: jobStore, Kept: store.SetAside, Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Delivery: store.Status,
+			HostInsight: out.hosts, Ready: st.ready},
 	})
 }

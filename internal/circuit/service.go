@@ -65,9 +65,9 @@ type ChannelChecker interface {
 	Check(ctx context.Context, ids []string) error
 }
 
-// CheckChannels refuses channel ids that name no channel: Create and
-// Update do, and a form asks first to show it beside its other problems.
-func (s *Service) CheckChannels(ctx context.Context, ids []string) error {
+// checkChannels refuses channel ids that name no channel, for Create and
+// Update.
+func (s *Service) checkChannels(ctx context.Context, ids []string) error {
 	if s.Channels == nil {
 		return nil
 	}
@@ -265,7 +265,7 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 	if err := c.Validate(app); err != nil {
 		return c, err
 	}
-	if err := s.CheckChannels(ctx, c.Channels); err != nil {
+	if err := s.checkChannels(ctx, c.Channels); err != nil {
 		return c, err
 	}
 	if s.Functions != nil && app != nil {
@@ -297,7 +297,7 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		if err := next.Validate(app); err != nil {
 			return next, err
 		}
-		if err := s.CheckChannels(ctx, next.Channels); err != nil {
+		if err := s.checkChannels(ctx, next.Channels); err != nil {
 			return next, err
 		}
 		// Arming a circuit in shadow makes its trigger follow its state

@@ -152,7 +152,7 @@ func resumeLink(text string) string { return linkPattern.FindString(text) }
 func linkEpisode(t *testing.T, srv *apptest.Server, link string) int64 {
 	t.Helper()
 	token := link[strings.LastIndex(link, "/resume/")+len("/resume/"):]
-	l, err := srv.App.Web.Links.Verify(token, time.Now())
+	l, err := srv.App.Links.Verify(token, time.Now())
 	if err != nil {
 		return -1
 	}

@@ -150,6 +150,6 @@ func mailedResumeLink(t *testing.T, srv *apptest.Server) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return "/resume/" + srv.App.Web.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
+	return "/resume/" + srv.App.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
 		Action: "resume", Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
 }

@@ -28,7 +28,7 @@ func toChannelJSON(ch alerts.Channel) channelJSON {
 }
 
 // apiChannelList lists the channels.
-func (s *Server) apiChannelList(c echo.Context) error {
+func (s *NotifyPages) apiChannelList(c echo.Context) error {
 	chs, err := s.Channels.ListChannels(c.Request().Context())
 	if err != nil {
 		return err
@@ -41,7 +41,7 @@ func (s *Server) apiChannelList(c echo.Context) error {
 }
 
 // apiChannelSave creates (POST) or changes (PUT /:id) a channel.
-func (s *Server) apiChannelSave(c echo.Context) error {
+func (s *NotifyPages) apiChannelSave(c echo.Context) error {
 	var in channelInput
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"id": "oncall", "name": "On call", "kind": "teams", "url": "https://…"}.`)
@@ -74,7 +74,7 @@ func (s *Server) apiChannelSave(c echo.Context) error {
 }
 
 // apiChannelDelete removes a channel.
-func (s *Server) apiChannelDelete(c echo.Context) error {
+func (s *NotifyPages) apiChannelDelete(c echo.Context) error {
 	ch, err := s.channel(c)
 	if err != nil {
 		return err
@@ -86,7 +86,7 @@ func (s *Server) apiChannelDelete(c echo.Context) error {
 }
 
 // apiChannelTest sends a test message now.
-func (s *Server) apiChannelTest(c echo.Context) error {
+func (s *NotifyPages) apiChannelTest(c echo.Context) error {
 	ch, err := s.channel(c)
 	if err != nil {
 		return err

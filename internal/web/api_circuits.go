@@ -90,13 +90,13 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 
 // apiCircuitList lists the circuits, optionally of one app or state, with
 // their failures in the window now.
-func (s *Server) apiCircuitList(c echo.Context) error {
+func (s *CircuitPages) apiCircuitList(c echo.Context) error {
 	all, err := s.Circuits.List(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	cs := filterCircuits(all, c.QueryParam("app"), c.QueryParam("state"), c.QueryParam("q"))
-	counts, err := s.Actions.Counts(c.Request().Context(), cs)
+	counts, err := s.Counter.Counts(c.Request().Context(), cs)
 	if err != nil {
 		return err
 	}
@@ -108,7 +108,7 @@ func (s *Server) apiCircuitList(c echo.Context) error {
 }
 
 // apiCircuitShow returns one circuit with its last 20 flips.
-func (s *Server) apiCircuitShow(c echo.Context) error {
+func (s *CircuitPages) apiCircuitShow(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -116,9 +116,9 @@ func (s *Server) apiCircuitShow(c echo.Context) error {
 	return s.circuitJSONResponse(c, http.StatusOK, ci)
 }
 
-func (s *Server) circuitJSONResponse(c echo.Context, status int, ci circuit.Circuit) error {
+func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circuit.Circuit) error {
 	ctx := c.Request().Context()
-	counts, err := s.Actions.Counts(ctx, []circuit.Circuit{ci})
+	counts, err := s.Counter.Counts(ctx, []circuit.Circuit{ci})
 	if err != nil {
 		return err
 	}
@@ -168,13 +168,13 @@ func bindSettings(c echo.Context) (settingsJSON, error) {
 }
 
 // apiCircuitCreate creates a closed circuit.
-func (s *Server) apiCircuitCreate(c echo.Context) error {
+func (s *CircuitPages) apiCircuitCreate(c echo.Context) error {
 	j, err := bindSettings(c)
 	if err != nil {
 		return err
 	}
 	p, _ := principal(c)
-	ci, err := s.Actions.Create(c.Request().Context(), j.App, j.Function, j.settings(), p.Name)
+	ci, err := s.Settings.Create(c.Request().Context(), j.App, j.Function, j.settings(), p.Name)
 	if err != nil {
 		return apiError(c, err)
 	}
@@ -186,13 +186,13 @@ func (s *Server) apiCircuitCreate(c echo.Context) error {
 }
 
 // apiCircuitUpdate replaces a circuit's settings.
-func (s *Server) apiCircuitUpdate(c echo.Context) error {
+func (s *CircuitPages) apiCircuitUpdate(c echo.Context) error {
 	j, err := bindSettings(c)
 	if err != nil {
 		return err
 	}
 	p, _ := principal(c)
-	if _, err := s.Actions.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.settings(), p.Name); err != nil {
+	if _, err := s.Settings.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.settings(), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	ci, err := s.circuitOf(c)
@@ -203,16 +203,16 @@ func (s *Server) apiCircuitUpdate(c echo.Context) error {
 }
 
 // apiCircuitDelete removes a closed circuit.
-func (s *Server) apiCircuitDelete(c echo.Context) error {
+func (s *CircuitPages) apiCircuitDelete(c echo.Context) error {
 	p, _ := principal(c)
-	if err := s.Actions.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+	if err := s.Settings.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
 }
 
 // apiCircuitAction trips or resumes a circuit.
-func (s *Server) apiCircuitAction(action string) echo.HandlerFunc {
+func (s *CircuitPages) apiCircuitAction(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var body struct {
 			Reason string `json:"reason"`
@@ -222,9 +222,9 @@ func (s *Server) apiCircuitAction(action string) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		var err error
 		if action == "trip" {
-			_, err = s.Actions.Trip(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
+			_, err = s.Switch.Trip(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
 		} else {
-			_, err = s.Actions.Resume(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
+			_, err = s.Switch.Resume(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
 		}
 		if err != nil {
 			return apiError(c, err)

@@ -47,7 +47,7 @@ type gapJSON struct {
 	Status string    `json:"status"`
 }
 
-func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
+func (s *JobPages) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags, Misfire: j.Misfire,
 		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
@@ -74,7 +74,7 @@ func (s *Server) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 }
 
 // apiJobList lists every job with its status, next slot and 7-day success.
-func (s *Server) apiJobList(c echo.Context) error {
+func (s *JobPages) apiJobList(c echo.Context) error {
 	all, err := s.Jobs.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -87,7 +87,7 @@ func (s *Server) apiJobList(c echo.Context) error {
 		}
 		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": problem, "fields": map[string]string{field: problem}})
 	}
-	weeks, err := s.jobWeeks(c, js)
+	weeks, err := s.weeks.all(c, js)
 	if err != nil {
 		return err
 	}
@@ -99,12 +99,12 @@ func (s *Server) apiJobList(c echo.Context) error {
 }
 
 // apiJobShow returns one job with the last week's gaps.
-func (s *Server) apiJobShow(c echo.Context) error {
+func (s *JobPages) apiJobShow(c echo.Context) error {
 	j, err := s.jobOf(c)
 	if err != nil {
 		return err
 	}
-	w, err := s.jobWeek(c, j)
+	w, err := s.weeks.one(c, j)
 	if err != nil {
 		return err
 	}
@@ -129,7 +129,7 @@ type runJSON struct {
 }
 
 // apiJobRuns pages through a job's runs, newest first.
-func (s *Server) apiJobRuns(c echo.Context) error {
+func (s *JobPages) apiJobRuns(c echo.Context) error {
 	j, err := s.jobOf(c)
 	if err != nil {
 		return err
@@ -170,7 +170,7 @@ func (s *Server) apiJobRuns(c echo.Context) error {
 }
 
 // apiJobSave creates (POST) or replaces the settings of (PUT) a job.
-func (s *Server) apiJobSave(c echo.Context) error {
+func (s *JobPages) apiJobSave(c echo.Context) error {
 	var in jobInput
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"name": "Nightly", "schedule": "0 0 1 * * *", "time_zone": "Asia/Tokyo", "grace": "10m"}.`)
@@ -202,7 +202,7 @@ func (s *Server) apiJobSave(c echo.Context) error {
 	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
 		return err
 	}
-	w, err := s.jobWeek(c, j)
+	w, err := s.weeks.one(c, j)
 	if err != nil {
 		return err
 	}
@@ -211,7 +211,7 @@ func (s *Server) apiJobSave(c echo.Context) error {
 
 // pingURL is a job's ping URL for operators. A ping URL records runs
 // without a key, so viewers do not get it; Fusebox's own loops have none.
-func (s *Server) pingURL(c echo.Context, j jobs.Job) string {
+func (s *JobPages) pingURL(c echo.Context, j jobs.Job) string {
 	if p, ok := principal(c); !ok || !p.Role.Allows(auth.RoleOperator) || j.Internal() {
 		return ""
 	}
@@ -222,7 +222,7 @@ func (s *Server) pingURL(c echo.Context, j jobs.Job) string {
 }
 
 // apiJobFlips lists a job's changes of status, newest first.
-func (s *Server) apiJobFlips(c echo.Context) error {
+func (s *JobPages) apiJobFlips(c echo.Context) error {
 	j, err := s.jobOf(c)
 	if err != nil {
 		return err

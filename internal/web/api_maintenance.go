@@ -26,7 +26,7 @@ type windowJSON struct {
 	Next            []time.Time `json:"next,omitempty"`
 }
 
-func (s *Server) toWindowJSON(w jobs.Window) windowJSON {
+func (s *JobPages) toWindowJSON(w jobs.Window) windowJSON {
 	out := windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
 	if w.Recurring() {
 		out.Recurs, out.TimeZone, out.DurationSeconds, out.Next = w.Recurs, w.TimeZone, int(w.Duration/time.Second), w.Next(s.Now(), 5)
@@ -56,8 +56,8 @@ func recurrence(w *jobs.Window, recurs, zone, duration string) map[string]string
 }
 
 // apiMaintenanceList lists the maintenance windows, latest start first.
-func (s *Server) apiMaintenanceList(c echo.Context) error {
-	ws, err := s.Jobs.Windows(c.Request().Context())
+func (s *JobPages) apiMaintenanceList(c echo.Context) error {
+	ws, err := s.Windows.Windows(c.Request().Context())
 	if err != nil {
 		return err
 	}
@@ -71,7 +71,7 @@ func (s *Server) apiMaintenanceList(c echo.Context) error {
 // apiMaintenanceCreate sets a window, for a deploy pipeline to silence
 // job alerts while it works: from defaults to now, and a duration may
 // stand for until.
-func (s *Server) apiMaintenanceCreate(c echo.Context) error {
+func (s *JobPages) apiMaintenanceCreate(c echo.Context) error {
 	var in struct {
 		App      string    `json:"app"`
 		From     time.Time `json:"from"`
@@ -120,7 +120,7 @@ func (s *Server) apiMaintenanceCreate(c echo.Context) error {
 }
 
 // apiMaintenanceEnd ends a window now, or cancels one that has not begun.
-func (s *Server) apiMaintenanceEnd(c echo.Context) error {
+func (s *JobPages) apiMaintenanceEnd(c echo.Context) error {
 	w, err := s.endWindow(c)
 	if err != nil {
 		return err

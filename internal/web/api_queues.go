@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -17,7 +18,7 @@ import (
 // setAsideOf is the app the path names and whose work each of its queues
 // holds, when Fusebox reads the app's own storage; a 404 that says why
 // otherwise. Only Fusebox's own tables are read.
-func (s *Server) setAsideOf(c echo.Context) (circuit.App, setaside.Owners, error) {
+func (s *AppPages) setAsideOf(c echo.Context) (circuit.App, setaside.Owners, error) {
 	ctx := c.Request().Context()
 	app, err := s.Apps.Get(ctx, c.Param("app"))
 	if errors.Is(err, circuit.ErrNotFound) {
@@ -42,7 +43,7 @@ func (s *Server) setAsideOf(c echo.Context) (circuit.App, setaside.Owners, error
 
 // setAsideQueue is the set-aside queue the path names, checked against
 // the app's owners before anything of the app's storage is read.
-func (s *Server) setAsideQueue(c echo.Context) (circuit.App, setaside.Queue, error) {
+func (s *AppPages) setAsideQueue(c echo.Context) (circuit.App, setaside.Queue, error) {
 	name := c.Param("queue")
 	if !setaside.ValidQueueName(name) {
 		return circuit.App{}, setaside.Queue{}, echo.NewHTTPError(http.StatusNotFound, "That is not a queue name.")
@@ -72,7 +73,7 @@ type setAsideJSON struct {
 // and parking queues, with how many messages each holds and the oldest
 // one's age, read from the queues' properties, never by reading them all;
 // and how much each grew in the last hour, from what the watcher kept.
-func (s *Server) apiAppQueues(c echo.Context) error {
+func (s *AppPages) apiAppQueues(c echo.Context) error {
 	ctx := c.Request().Context()
 	app, owners, err := s.setAsideOf(c)
 	if err != nil {
@@ -83,7 +84,7 @@ func (s *Server) apiAppQueues(c echo.Context) error {
 		// A class of failure, in Fusebox's words (queues.Source).
 		return echo.NewHTTPError(http.StatusBadGateway, "The app's queue storage could not be read: "+err.Error()).SetInternal(err)
 	}
-	kept := s.keptOf(c, app.ID)
+	kept := keptOf(c, s.Kept, s.Logger, app.ID)
 	now := s.Now()
 	out := struct {
 		ReadAt time.Time      `json:"read_at"`
@@ -109,15 +110,15 @@ func (s *Server) apiAppQueues(c echo.Context) error {
 
 // keptOf is what the watcher last saw of the app's queues; nothing when
 // it cannot be read (the page says so through its own read).
-func (s *Server) keptOf(c echo.Context, appID string) setaside.AppSetAside {
-	if s.Kept == nil {
+func keptOf(c echo.Context, kept keptSetAside, log *slog.Logger, appID string) setaside.AppSetAside {
+	if kept == nil {
 		return setaside.AppSetAside{AppID: appID}
 	}
-	kept, err := s.Kept.OfApp(c.Request().Context(), appID)
+	got, err := kept.OfApp(c.Request().Context(), appID)
 	if err != nil {
-		s.Logger.Warn("set-aside queues not read", "app", appID, "error", err)
+		log.Warn("set-aside queues not read", "app", appID, "error", err)
 	}
-	return kept
+	return got
 }
 
 // sendBackBody is the API's requeue or delete request.
@@ -134,7 +135,7 @@ type sendBackBody struct {
 // so that none is lost if Fusebox stops midway (one may be put twice, and
 // the answer says how many were). An operator's action, with a reason,
 // audited.
-func (s *Server) apiAppQueueAction(requeue bool) echo.HandlerFunc {
+func (s *AppPages) apiAppQueueAction(requeue bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var b sendBackBody
 		if err := c.Bind(&b); err != nil {

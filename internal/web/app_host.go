@@ -13,7 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/views"
 )
 
-func (s *Server) appOf(c echo.Context) (circuit.App, error) {
+func (s *AppPages) appOf(c echo.Context) (circuit.App, error) {
 	app, err := s.Apps.Get(c.Request().Context(), c.Param("app"))
 	if errors.Is(err, circuit.ErrNoApp) {
 		return circuit.App{}, echo.NewHTTPError(http.StatusNotFound, "There is no such app.")
@@ -23,7 +23,7 @@ func (s *Server) appOf(c echo.Context) (circuit.App, error) {
 
 // appHost shows the form that changes what Fusebox reads of an app's own
 // storage and hub.
-func (s *Server) appHost(c echo.Context) error {
+func (s *AppPages) appHost(c echo.Context) error {
 	app, err := s.appOf(c)
 	if err != nil {
 		return err
@@ -34,7 +34,7 @@ func (s *Server) appHost(c echo.Context) error {
 
 // appHostSave changes them. The secrets are replaced only when given,
 // and the audit log says what changed, never what they are.
-func (s *Server) appHostSave(c echo.Context) error {
+func (s *AppPages) appHostSave(c echo.Context) error {
 	app, err := s.appOf(c)
 	if err != nil {
 		return err

@@ -18,7 +18,7 @@ import (
 )
 
 // appList shows the registered function apps.
-func (s *Server) appList(c echo.Context) error {
+func (s *AppPages) appList(c echo.Context) error {
 	ctx := c.Request().Context()
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
@@ -57,7 +57,7 @@ func (s *Server) appList(c echo.Context) error {
 // appTelemetry is what an app exported over OpenTelemetry, from every
 // Fusebox instance's rows; nil when it sent nothing in a day. Rows that
 // cannot be read now are said so, and the page is still shown.
-func (s *Server) appTelemetry(ctx context.Context, a circuit.App) *views.AppTelemetry {
+func (s *AppPages) appTelemetry(ctx context.Context, a circuit.App) *views.AppTelemetry {
 	now := s.Now()
 	rows, err := s.Arrivals.ArrivalsOf(ctx, a.ID, now.Add(-otlp.Expect))
 	if err != nil {

@@ -13,12 +13,12 @@ import (
 )
 
 // appNew shows the form that registers a function app.
-func (s *Server) appNew(c echo.Context) error {
+func (s *AppPages) appNew(c echo.Context) error {
 	return render(c, http.StatusOK, views.AppFormPage(views.AppForm{Page: s.page(c, "Register an app", "apps"), Switch: "arm"}))
 }
 
 // appCreate registers an app and shows its new key once.
-func (s *Server) appCreate(c echo.Context) error {
+func (s *AppPages) appCreate(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
 		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
@@ -50,7 +50,7 @@ func (s *Server) appCreate(c echo.Context) error {
 }
 
 // appKey replaces an app's failure-reporting key.
-func (s *Server) appKey(c echo.Context) error {
+func (s *AppPages) appKey(c echo.Context) error {
 	app, err := s.appOf(c)
 	if err != nil {
 		return err
@@ -64,7 +64,7 @@ func (s *Server) appKey(c echo.Context) error {
 }
 
 // showKey shows an app's new key, this once.
-func (s *Server) showKey(c echo.Context, app circuit.App, key, note string) error {
+func (s *AppPages) showKey(c echo.Context, app circuit.App, key, note string) error {
 	return render(c, http.StatusOK, views.AppKeyPage(views.AppKey{Page: s.page(c, "Key of "+app.ID, "apps"), AppID: app.ID, Key: key, URL: s.Config.BaseURL.String(),
 		Hosting: hostingText(app.Hosting), Note: note}))
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // auditList shows who did what, newest first.
-func (s *Server) auditList(c echo.Context) error {
+func (s *OpsPages) auditList(c echo.Context) error {
 	es, err := s.Audit.Recent(c.Request().Context(), s.Now(), 200)
 	if err != nil {
 		return err

@@ -11,11 +11,11 @@ import (
 )
 
 // channelList shows the channels, their URLs masked.
-func (s *Server) channelList(c echo.Context) error {
+func (s *NotifyPages) channelList(c echo.Context) error {
 	return s.renderChannels(c, http.StatusOK, nil)
 }
 
-func (s *Server) renderChannels(c echo.Context, status int, flash *views.Flash) error {
+func (s *NotifyPages) renderChannels(c echo.Context, status int, flash *views.Flash) error {
 	ctx := c.Request().Context()
 	chs, err := s.Channels.ListChannels(ctx)
 	if err != nil {
@@ -40,7 +40,7 @@ func (s *Server) renderChannels(c echo.Context, status int, flash *views.Flash) 
 }
 
 // channelUsers counts the circuits, jobs and apps naming each channel.
-func (s *Server) channelUsers(c echo.Context) (map[string]int, error) {
+func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	ctx := c.Request().Context()
 	out := map[string]int{}
 	cs, err := s.Circuits.Recent(ctx, listFreshness)

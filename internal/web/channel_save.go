@@ -14,12 +14,12 @@ import (
 )
 
 // channelNew shows the form for a new channel.
-func (s *Server) channelNew(c echo.Context) error {
+func (s *NotifyPages) channelNew(c echo.Context) error {
 	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "New channel", "channels"), Kind: alerts.ChannelTeams}))
 }
 
 // channelEdit shows a channel's form; its URL is never put in it.
-func (s *Server) channelEdit(c echo.Context) error {
+func (s *NotifyPages) channelEdit(c echo.Context) error {
 	ch, err := s.channel(c)
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func (s *Server) channelEdit(c echo.Context) error {
 		ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: strings.Join(ch.Addresses, ", "), MaskedURL: ch.MaskedURL()}))
 }
 
-func (s *Server) channel(c echo.Context) (alerts.Channel, error) {
+func (s *NotifyPages) channel(c echo.Context) (alerts.Channel, error) {
 	ch, err := s.Channels.Get(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, alerts.ErrNoChannel) {
 		return ch, echo.NewHTTPError(http.StatusNotFound, "There is no such channel.")
@@ -59,7 +59,7 @@ func channelFromForm(c echo.Context) channelInput {
 
 // saveChannel creates (cur nil) or changes a channel and records it.
 // It returns the channel and, when it made one, the new signing secret.
-func (s *Server) saveChannel(c echo.Context, cur *alerts.Channel, in channelInput) (alerts.Channel, string, error) {
+func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in channelInput) (alerts.Channel, string, error) {
 	ctx := c.Request().Context()
 	now := s.Now()
 	var ch alerts.Channel
@@ -111,9 +111,9 @@ func (s *Server) saveChannel(c echo.Context, cur *alerts.Channel, in channelInpu
 }
 
 // channelCreate and channelUpdate save the form.
-func (s *Server) channelCreate(c echo.Context) error { return s.channelSubmit(c, nil) }
+func (s *NotifyPages) channelCreate(c echo.Context) error { return s.channelSubmit(c, nil) }
 
-func (s *Server) channelUpdate(c echo.Context) error {
+func (s *NotifyPages) channelUpdate(c echo.Context) error {
 	cur, err := s.channel(c)
 	if err != nil {
 		return err
@@ -121,7 +121,7 @@ func (s *Server) channelUpdate(c echo.Context) error {
 	return s.channelSubmit(c, &cur)
 }
 
-func (s *Server) channelSubmit(c echo.Context, cur *alerts.Channel) error {
+func (s *NotifyPages) channelSubmit(c echo.Context, cur *alerts.Channel) error {
 	in := channelFromForm(c)
 	if cur != nil {
 		in.ID, in.Kind = cur.ID, cur.Kind
@@ -151,7 +151,7 @@ func (s *Server) channelSubmit(c echo.Context, cur *alerts.Channel) error {
 
 // channelDelete removes a channel. Circuits and jobs that still name it
 // keep their other destinations; their messages to it fail, saying so.
-func (s *Server) channelDelete(c echo.Context) error {
+func (s *NotifyPages) channelDelete(c echo.Context) error {
 	ch, err := s.channel(c)
 	if err != nil {
 		return err
@@ -171,7 +171,7 @@ func (s *Server) channelDelete(c echo.Context) error {
 
 // channelTest sends a test message to a channel now, past the outbox,
 // and says how it went.
-func (s *Server) channelTest(c echo.Context) error {
+func (s *NotifyPages) channelTest(c echo.Context) error {
 	ch, err := s.channel(c)
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 // circuitConfirm asks before a trip or resume: a link never acts, only the
 // form it leads to does.
-func (s *Server) circuitConfirm(action string) echo.HandlerFunc {
+func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ci, err := s.circuitOf(c)
 		if err != nil {
@@ -20,7 +20,7 @@ func (s *Server) circuitConfirm(action string) echo.HandlerFunc {
 		if (action == "trip") == ci.State.TriggerOff() {
 			return c.Redirect(http.StatusSeeOther, circuitHref(ci)) // nothing to confirm any more
 		}
-		counts, err := s.Actions.Counts(c.Request().Context(), []circuit.Circuit{ci})
+		counts, err := s.Counter.Counts(c.Request().Context(), []circuit.Circuit{ci})
 		if err != nil {
 			return err
 		}

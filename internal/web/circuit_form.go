@@ -17,22 +17,22 @@ import (
 
 // circuitNew shows the form for a new circuit. With ?app=, it offers that
 // app's functions as ARM lists them.
-func (s *Server) circuitNew(c echo.Context) error {
+func (s *CircuitPages) circuitNew(c echo.Context) error {
 	m := views.CircuitForm{Threshold: "100", Window: "30s", Rule: "count", Ratio: "50", MinCalls: "100", Cooldown: "5m", App: c.QueryParam("app"), Function: c.QueryParam("function")}
 	return s.renderCircuitForm(c, http.StatusOK, m)
 }
 
 // circuitCreate saves a new circuit; invalid settings come back with a
 // message per field.
-func (s *Server) circuitCreate(c echo.Context) error {
+func (s *CircuitPages) circuitCreate(c echo.Context) error {
 	m := formValues(c)
 	set, problems := parseSettings(m)
 	if len(problems) > 0 { // else the service checks the channels, once
-		problems = s.withChannelProblems(c, set.Channels, problems)
+		problems = withChannelProblems(c, s.Channels, set.Channels, problems)
 	}
 	p, _ := principal(c)
 	if len(problems) == 0 {
-		ci, err := s.Actions.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
+		ci, err := s.Settings.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
 		if err == nil {
 			s.setFlash(c, "created")
 			return c.Redirect(http.StatusSeeOther, circuitHref(ci))
@@ -46,7 +46,7 @@ func (s *Server) circuitCreate(c echo.Context) error {
 }
 
 // circuitEdit shows a circuit's settings for change.
-func (s *Server) circuitEdit(c echo.Context) error {
+func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -68,7 +68,7 @@ func (s *Server) circuitEdit(c echo.Context) error {
 }
 
 // circuitUpdate saves changed settings.
-func (s *Server) circuitUpdate(c echo.Context) error {
+func (s *CircuitPages) circuitUpdate(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -77,11 +77,11 @@ func (s *Server) circuitUpdate(c echo.Context) error {
 	m.Editing, m.App, m.Function = true, ci.AppID, ci.Function
 	set, problems := parseSettings(m)
 	if len(problems) > 0 { // else the service checks the channels, once
-		problems = s.withChannelProblems(c, set.Channels, problems)
+		problems = withChannelProblems(c, s.Channels, set.Channels, problems)
 	}
 	p, _ := principal(c)
 	if len(problems) == 0 {
-		_, err := s.Actions.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
+		_, err := s.Settings.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
 		if err == nil {
 			s.setFlash(c, "saved")
 			return c.Redirect(http.StatusSeeOther, circuitHref(ci))
@@ -95,9 +95,9 @@ func (s *Server) circuitUpdate(c echo.Context) error {
 }
 
 // circuitDelete removes a closed circuit.
-func (s *Server) circuitDelete(c echo.Context) error {
+func (s *CircuitPages) circuitDelete(c echo.Context) error {
 	p, _ := principal(c)
-	if err := s.Actions.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+	if err := s.Settings.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
 		if errors.Is(err, circuit.ErrStillOpen) || errors.Is(err, circuit.ErrSwitching) {
 			return echo.NewHTTPError(http.StatusConflict, err.Error())
 		}
@@ -107,7 +107,7 @@ func (s *Server) circuitDelete(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/circuits")
 }
 
-func (s *Server) renderCircuitForm(c echo.Context, status int, m views.CircuitForm) error {
+func (s *CircuitPages) renderCircuitForm(c echo.Context, status int, m views.CircuitForm) error {
 	ctx := c.Request().Context()
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
@@ -218,8 +218,8 @@ func splitComma(s string) []string {
 // withChannelProblems adds a message when ids name no channel, so a form
 // with other problems shows that one too; a form with none leaves the
 // check to the service's Create or Update.
-func (s *Server) withChannelProblems(c echo.Context, ids []string, problems map[string]string) map[string]string {
-	err := s.Actions.CheckChannels(c.Request().Context(), ids)
+func withChannelProblems(c echo.Context, known channelChecker, ids []string, problems map[string]string) map[string]string {
+	err := known.Check(c.Request().Context(), ids)
 	if err == nil {
 		return problems
 	}

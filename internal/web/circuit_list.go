@@ -17,7 +17,7 @@ import (
 
 // circuitList shows every circuit with its failures now, filtered by app
 // and state. htmx asks for the body alone to refresh it.
-func (s *Server) circuitList(c echo.Context) error {
+func (s *CircuitPages) circuitList(c echo.Context) error {
 	ctx := c.Request().Context()
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
@@ -31,7 +31,7 @@ func (s *Server) circuitList(c echo.Context) error {
 	matched := filterCircuits(all, appFilter, stateFilter, search)
 	page, pages := pageOf(c.QueryParam("page"), len(matched))
 	shown := matched[(page-1)*circuitsPerPage : min(page*circuitsPerPage, len(matched))]
-	counts, err := s.Actions.Counts(ctx, shown)
+	counts, err := s.Counter.Counts(ctx, shown)
 	if err != nil {
 		return err
 	}

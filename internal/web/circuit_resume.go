@@ -3,23 +3,23 @@ package web
 import "github.com/labstack/echo/v4"
 
 // circuitResume switches a circuit's trigger back on.
-func (s *Server) circuitResume(c echo.Context) error {
+func (s *CircuitPages) circuitResume(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.Actions.Resume(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name, c.FormValue("reason"))
+	ci, err := s.Switch.Resume(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name, c.FormValue("reason"))
 	return s.afterAction(c, ci, err, "resumed")
 }
 
 // circuitAcknowledge stops the reminders of an open circuit's episode.
-func (s *Server) circuitAcknowledge(c echo.Context) error {
+func (s *CircuitPages) circuitAcknowledge(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.Actions.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
+	ci, err := s.Switch.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
 	return s.afterAction(c, ci, err, "acknowledged")
 }
 
 // apiCircuitAcknowledge is circuitAcknowledge for the API.
-func (s *Server) apiCircuitAcknowledge(c echo.Context) error {
+func (s *CircuitPages) apiCircuitAcknowledge(c echo.Context) error {
 	p, _ := principal(c)
-	if _, err := s.Actions.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+	if _, err := s.Switch.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	ci, err := s.circuitOf(c)

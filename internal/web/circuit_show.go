@@ -19,13 +19,13 @@ import (
 
 // circuitShow is one circuit's page: its count now, settings, drift and
 // flip log, with trip and resume for operators.
-func (s *Server) circuitShow(c echo.Context) error {
+func (s *CircuitPages) circuitShow(c echo.Context) error {
 	ctx := c.Request().Context()
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
 	}
-	counts, err := s.Actions.Counts(ctx, []circuit.Circuit{ci})
+	counts, err := s.Counter.Counts(ctx, []circuit.Circuit{ci})
 	if err != nil {
 		return err
 	}
@@ -115,7 +115,7 @@ func flipCount(f circuit.Flip) views.Sentence {
 }
 
 // circuitOf loads the circuit the path names; a missing one is a 404.
-func (s *Server) circuitOf(c echo.Context) (circuit.Circuit, error) {
+func (s *CircuitPages) circuitOf(c echo.Context) (circuit.Circuit, error) {
 	appID, function := c.Param("app"), c.Param("function")
 	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
 	if errors.Is(err, circuit.ErrNoCircuit) {
@@ -129,7 +129,7 @@ func circuitHref(ci circuit.Circuit) string {
 }
 
 // channelsText names where a circuit's alerts go besides its addresses.
-func (s *Server) channelsText(ctx context.Context, ci circuit.Circuit) string {
+func (s *CircuitPages) channelsText(ctx context.Context, ci circuit.Circuit) string {
 	if len(ci.Channels) > 0 {
 		return strings.Join(ci.Channels, ", ")
 	}

@@ -14,7 +14,7 @@ import (
 
 // stormShow lists the open circuits (of one app, all picked, when the
 // query names it: the storm case) to resume or acknowledge in one action.
-func (s *Server) stormShow(c echo.Context) error {
+func (s *CircuitPages) stormShow(c echo.Context) error {
 	ctx := c.Request().Context()
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
@@ -41,7 +41,7 @@ func (s *Server) stormShow(c echo.Context) error {
 
 // stormSubmit resumes (or acknowledges) the picked circuits with one
 // reason, and says what happened to each.
-func (s *Server) stormSubmit(c echo.Context) error {
+func (s *CircuitPages) stormSubmit(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
@@ -55,7 +55,7 @@ func (s *Server) stormSubmit(c echo.Context) error {
 	if acknowledge {
 		m.Action = "acknowledge"
 	}
-	for _, o := range s.Actions.ResumeEach(c.Request().Context(), ids, p.Name, reason, acknowledge) {
+	for _, o := range s.Switch.ResumeEach(c.Request().Context(), ids, p.Name, reason, acknowledge) {
 		r := views.StormResult{ID: o.ID, Href: "/circuits", State: o.Circuit.State.String(), Tone: stateTone(o.Circuit.State), Error: stormError(o.Err)}
 		if app, fn, ok := circuit.SplitID(o.ID); ok {
 			r.Href = "/circuits/" + url.PathEscape(app) + "/" + url.PathEscape(fn)
@@ -83,7 +83,7 @@ func stormError(err error) string {
 }
 
 // apiCircuitsResume is stormSubmit for the API.
-func (s *Server) apiCircuitsResume(c echo.Context) error {
+func (s *CircuitPages) apiCircuitsResume(c echo.Context) error {
 	var body struct {
 		Circuits    []string `json:"circuits"`
 		Reason      string   `json:"reason"`
@@ -106,7 +106,7 @@ func (s *Server) apiCircuitsResume(c echo.Context) error {
 	out := struct {
 		Results []result `json:"results"`
 	}{Results: []result{}}
-	for _, o := range s.Actions.ResumeEach(c.Request().Context(), body.Circuits, p.Name, body.Reason, body.Acknowledge) {
+	for _, o := range s.Switch.ResumeEach(c.Request().Context(), body.Circuits, p.Name, body.Reason, body.Acknowledge) {
 		r := result{Circuit: o.ID, State: o.Circuit.State.String(), Episode: o.Circuit.Episode, Error: stormError(o.Err)}
 		if o.Err != nil {
 			r.State, r.Episode = "", 0

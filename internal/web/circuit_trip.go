@@ -10,15 +10,15 @@ import (
 )
 
 // circuitTrip switches a circuit's trigger off by hand.
-func (s *Server) circuitTrip(c echo.Context) error {
+func (s *CircuitPages) circuitTrip(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.Actions.Trip(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name, c.FormValue("reason"))
+	ci, err := s.Switch.Trip(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name, c.FormValue("reason"))
 	return s.afterAction(c, ci, err, "tripped")
 }
 
 // afterAction sends the browser back to the circuit with a flash, or
 // explains why nothing happened.
-func (s *Server) afterAction(c echo.Context, ci circuit.Circuit, err error, flash string) error {
+func (s *CircuitPages) afterAction(c echo.Context, ci circuit.Circuit, err error, flash string) error {
 	switch {
 	case errors.Is(err, circuit.ErrAlreadyOpen), errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrNoDrift), errors.Is(err, circuit.ErrConflictRetries), errors.Is(err, circuit.ErrNothingToAcknowledge):
 		return echo.NewHTTPError(http.StatusConflict, err.Error())

@@ -13,7 +13,7 @@ import (
 // handleError is the one place errors become responses: an HTML page for
 // browsers, JSON under /api/. Details of unexpected errors go to the log
 // (by logRequests), never to the client; the request id links the two.
-func (s *Server) handleError(err error, c echo.Context) {
+func (s *core) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}

@@ -68,7 +68,7 @@ func (l *lenient[T]) UnmarshalJSON(b []byte) error {
 // failureIngest takes failure reports from functions over HTTP: it
 // decodes them, and ingest.Service checks, routes and keeps them. It
 // answers 202 only once the valid items are stored.
-func (s *Server) failureIngest(c echo.Context) error {
+func (s *Intake) failureIngest(c echo.Context) error {
 	appID, _ := c.Get(ctxApp).(string) // ingestGate verified its key
 	if appID == "" {
 		return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API key.")

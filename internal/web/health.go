@@ -13,7 +13,7 @@ import (
 
 // healthz says the process is alive; it checks nothing else, so a storage
 // outage never gets healthy instances restarted.
-func (s *Server) healthz(c echo.Context) error {
+func (s *OpsPages) healthz(c echo.Context) error {
 	return c.String(http.StatusOK, "ok")
 }
 
@@ -23,12 +23,12 @@ func (s *Server) healthz(c echo.Context) error {
 // three storage reads are made at most once a second, whoever asks and
 // however often: the answer is shared, on the real clock, so anonymous
 // probes cost the store nothing more.
-func (s *Server) readyz(c echo.Context) error {
+func (s *OpsPages) readyz(c echo.Context) error {
 	code, body := s.readiness.answer(func() (int, map[string]string) { return s.ready(context.WithoutCancel(c.Request().Context())) })
 	return c.JSON(code, body)
 }
 
-func (s *Server) ready(ctx context.Context) (int, map[string]string) {
+func (s *OpsPages) ready(ctx context.Context) (int, map[string]string) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	if err := s.Ready(ctx); err != nil {
@@ -65,7 +65,7 @@ func (r *readiness) answer(check func() (int, map[string]string)) (int, map[stri
 
 // metricsHandler serves Prometheus metrics, behind a bearer token when one
 // is configured.
-func (s *Server) metricsHandler() echo.HandlerFunc {
+func (s *OpsPages) metricsHandler() echo.HandlerFunc {
 	h := echo.WrapHandler(promhttp.HandlerFor(s.Metrics.Registry, promhttp.HandlerOpts{}))
 	want := []byte("Bearer " + s.Config.MetricsToken.Reveal())
 	return func(c echo.Context) error {

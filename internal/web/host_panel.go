@@ -17,7 +17,7 @@ import (
 
 // hostPanel builds what the circuit and resume pages show of the app's own
 // storage; nil when the app has none configured or nobody can read it.
-func (s *Server) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
+func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
 	snap, ok := s.hostSnapshot(ctx, ci)
 	if !ok {
 		return nil
@@ -93,7 +93,7 @@ func withoutProblems(m *views.HostPanel) *views.HostPanel {
 // circuitWaiting is the count of events waiting behind a circuit's
 // checkpoints, alone, for the lists' Waiting cells: they ask for it after
 // the page has loaded, so a slow host account never holds up a list.
-func (s *Server) circuitWaiting(c echo.Context) error {
+func (s *CircuitPages) circuitWaiting(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -111,7 +111,7 @@ func (s *Server) circuitWaiting(c echo.Context) error {
 
 // hostSnapshot is what the app's own storage and hub say of ci's app;
 // false when Fusebox reads neither.
-func (s *Server) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, bool) {
+func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, bool) {
 	if s.HostInsight == nil {
 		return hostinsight.Snapshot{}, false
 	}
@@ -144,7 +144,7 @@ func partly(counted, of int) string {
 
 // concurrencyDay is the learned concurrency over the last 24 hours, the
 // highest sample in each quarter hour (0 where none was taken).
-func (s *Server) concurrencyDay(ctx context.Context, ci circuit.Circuit, now time.Time) []int {
+func (s *CircuitPages) concurrencyDay(ctx context.Context, ci circuit.Circuit, now time.Time) []int {
 	if s.HostSamples == nil {
 		return nil
 	}

@@ -39,7 +39,7 @@ func ingestKey(r *http.Request) string {
 const ctxApp = "fusebox.ingest.app"
 
 // ingestGate verifies a report's key, then spends the app's budget.
-func (s *Server) ingestGate() echo.MiddlewareFunc {
+func (s *Intake) ingestGate() echo.MiddlewareFunc {
 	perApp := newKeyedLimiter(s.Config.IngestRateLimit, int(s.Config.IngestRateLimit*10))
 	unverified := newKeyedLimiter(unverifiedRate, unverifiedBurst)
 	return func(next echo.HandlerFunc) echo.HandlerFunc {

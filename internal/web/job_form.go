@@ -17,12 +17,12 @@ import (
 )
 
 // jobNew shows the form for a new job.
-func (s *Server) jobNew(c echo.Context) error {
+func (s *JobPages) jobNew(c echo.Context) error {
 	return s.renderJobForm(c, http.StatusOK, views.JobForm{Schedule: "0 0 1 * * *", TimeZone: "UTC", Grace: "5m"}, "")
 }
 
 // jobEdit shows a job's settings.
-func (s *Server) jobEdit(c echo.Context) error {
+func (s *JobPages) jobEdit(c echo.Context) error {
 	j, err := s.jobOf(c)
 	if err != nil {
 		return err
@@ -46,7 +46,7 @@ func (s *Server) jobEdit(c echo.Context) error {
 }
 
 // jobSave creates or updates a job, or only previews its next runs.
-func (s *Server) jobSave(c echo.Context) error {
+func (s *JobPages) jobSave(c echo.Context) error {
 	id := c.Param("id")
 	var existing jobs.Job
 	if id != "" {
@@ -135,7 +135,7 @@ type jobInput struct {
 
 // buildJob applies input to an existing job (or a new one) and checks it,
 // returning a message per field that is wrong.
-func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs.Job, map[string]string) {
+func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs.Job, map[string]string) {
 	j := jobs.Fresh(s.Now())
 	if existing != nil {
 		j = *existing
@@ -179,12 +179,12 @@ func (s *Server) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs
 			problems["app"] = "there is no such function app"
 		}
 	}
-	return j, s.withChannelProblems(c, j.Channels, problems)
+	return j, withChannelProblems(c, s.Channels, j.Channels, problems)
 }
 
 // saveJob saves j through the catalog, which keeps the jobs' rules (one
 // job per slug); what breaks them comes back as problems per field.
-func (s *Server) saveJob(c echo.Context, j jobs.Job, create bool) (map[string]string, error) {
+func (s *JobPages) saveJob(c echo.Context, j jobs.Job, create bool) (map[string]string, error) {
 	save := s.Catalog.Update
 	if create {
 		save = s.Catalog.Create
@@ -208,7 +208,7 @@ func optionalDuration(s string) (time.Duration, error) {
 	return time.ParseDuration(s)
 }
 
-func (s *Server) jobOf(c echo.Context) (jobs.Job, error) {
+func (s *JobPages) jobOf(c echo.Context) (jobs.Job, error) {
 	j, err := s.Jobs.Get(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, jobs.ErrNoJob) {
 		return j, echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
@@ -216,7 +216,7 @@ func (s *Server) jobOf(c echo.Context) (jobs.Job, error) {
 	return j, err
 }
 
-func (s *Server) renderJobForm(c echo.Context, status int, m views.JobForm, id string) error {
+func (s *JobPages) renderJobForm(c echo.Context, status int, m views.JobForm, id string) error {
 	apps, err := s.Apps.List(c.Request().Context())
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 )
 
 // jobList shows every job, or those with ?tag= and in ?status=.
-func (s *Server) jobList(c echo.Context) error {
+func (s *JobPages) jobList(c echo.Context) error {
 	apps, err := s.Apps.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -28,7 +28,7 @@ func (s *Server) jobList(c echo.Context) error {
 	}
 	tag, status := c.QueryParam("tag"), c.QueryParam("status")
 	js, problem := filterJobs(all, tag, status)
-	weeks, err := s.jobWeeks(c, js)
+	weeks, err := s.weeks.all(c, js)
 	if err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func tagsOf(js []jobs.Job) []string {
 
 // badgeKey is the unguessable part of badge URLs: derived from the session
 // key, so it is the same on every instance and changes with it.
-func (s *Server) badgeKey() string {
+func (s *JobPages) badgeKey() string {
 	m := hmac.New(sha256.New, []byte(s.Config.Session.Key.Reveal()))
 	m.Write([]byte("fusebox-badge\x00"))
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
@@ -92,7 +92,7 @@ var badgeColours = map[string]string{"up": "#2e9e5b", "late": "#d98b1a", "down":
 
 // badge answers /badge/<key>/<tag>.svg and .json (a Shields endpoint):
 // the worst status of the tag's jobs.
-func (s *Server) badge(c echo.Context) error {
+func (s *JobPages) badge(c echo.Context) error {
 	if subtle.ConstantTimeCompare([]byte(c.Param("key")), []byte(s.badgeKey())) != 1 {
 		return c.String(http.StatusNotFound, "not found")
 	}

@@ -32,16 +32,16 @@ func parseLocal(v string) (time.Time, bool) {
 
 // maintenanceList shows the maintenance windows and, to operators, the
 // form that adds one.
-func (s *Server) maintenanceList(c echo.Context) error {
+func (s *JobPages) maintenanceList(c echo.Context) error {
 	now := s.Now().UTC()
 	return s.renderMaintenance(c, http.StatusOK, views.WindowForm{
 		From: now.Format(localLayouts[0]), Until: now.Add(time.Hour).Format(localLayouts[0]),
 	})
 }
 
-func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowForm) error {
+func (s *JobPages) renderMaintenance(c echo.Context, code int, form views.WindowForm) error {
 	ctx := c.Request().Context()
-	ws, err := s.Jobs.Windows(ctx)
+	ws, err := s.Windows.Windows(ctx)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (s *Server) renderMaintenance(c echo.Context, code int, form views.WindowFo
 }
 
 // maintenanceCreate adds a window.
-func (s *Server) maintenanceCreate(c echo.Context) error {
+func (s *JobPages) maintenanceCreate(c echo.Context) error {
 	form := views.WindowForm{App: strings.TrimSpace(c.FormValue("app")), From: strings.TrimSpace(c.FormValue("from")),
 		Until: strings.TrimSpace(c.FormValue("until")), Reason: strings.TrimSpace(c.FormValue("reason")),
 		Recurs: strings.TrimSpace(c.FormValue("recurs")), TimeZone: strings.TrimSpace(c.FormValue("time_zone")), Duration: strings.TrimSpace(c.FormValue("duration"))}
@@ -104,7 +104,7 @@ func (s *Server) maintenanceCreate(c echo.Context) error {
 }
 
 // maintenanceEnd ends a window now, or cancels one that has not begun.
-func (s *Server) maintenanceEnd(c echo.Context) error {
+func (s *JobPages) maintenanceEnd(c echo.Context) error {
 	if _, err := s.endWindow(c); err != nil {
 		return err
 	}
@@ -122,7 +122,7 @@ func windowScope(w jobs.Window) string {
 }
 
 // checkWindow returns a message per field that is wrong with a new window.
-func (s *Server) checkWindow(c echo.Context, w jobs.Window) (map[string]string, error) {
+func (s *JobPages) checkWindow(c echo.Context, w jobs.Window) (map[string]string, error) {
 	errs := w.Validate()
 	if errs == nil {
 		errs = map[string]string{}
@@ -143,10 +143,10 @@ func (s *Server) checkWindow(c echo.Context, w jobs.Window) (map[string]string, 
 }
 
 // saveWindow stores a checked window and audits it.
-func (s *Server) saveWindow(c echo.Context, w jobs.Window) error {
+func (s *JobPages) saveWindow(c echo.Context, w jobs.Window) error {
 	ctx, cancel := detached(c)
 	defer cancel()
-	if err := s.Jobs.PutWindow(ctx, w); err != nil {
+	if err := s.Windows.PutWindow(ctx, w); err != nil {
 		return err
 	}
 	return s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: w.CreatedBy, Action: "created maintenance window", Target: windowScope(w),
@@ -154,10 +154,10 @@ func (s *Server) saveWindow(c echo.Context, w jobs.Window) error {
 }
 
 // endWindow ends the window named in the path, and audits it.
-func (s *Server) endWindow(c echo.Context) (jobs.Window, error) {
+func (s *JobPages) endWindow(c echo.Context) (jobs.Window, error) {
 	ctx, cancel := detached(c)
 	defer cancel()
-	w, err := s.Jobs.EndWindow(ctx, c.Param("id"), s.Now())
+	w, err := s.Windows.EndWindow(ctx, c.Param("id"), s.Now())
 	if errors.Is(err, jobs.ErrNoWindow) {
 		return jobs.Window{}, echo.NewHTTPError(http.StatusNotFound, "There is no such maintenance window.")
 	}

@@ -11,7 +11,7 @@ import (
 // jobRotatePingToken gives a job a new ping token: the old token, and the
 // job's id if it still pinged, stop pinging at once. For a token that
 // leaked into a log or a chat.
-func (s *Server) jobRotatePingToken(c echo.Context) error {
+func (s *JobPages) jobRotatePingToken(c echo.Context) error {
 	j, err := s.jobOf(c)
 	if err != nil {
 		return err
@@ -19,7 +19,7 @@ func (s *Server) jobRotatePingToken(c echo.Context) error {
 	if j.Internal() {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no page here.")
 	}
-	if _, err := s.Jobs.RotatePingToken(c.Request().Context(), j.ID); err != nil {
+	if _, err := s.Tokens.RotatePingToken(c.Request().Context(), j.ID); err != nil {
 		return err
 	}
 	p, _ := principal(c)

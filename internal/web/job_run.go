@@ -11,7 +11,7 @@ import (
 
 // jobRun makes up a missed slot: it runs the job's function once, now,
 // through its host's admin API, and records who did it for which slot.
-func (s *Server) jobRun(c echo.Context) error {
+func (s *JobPages) jobRun(c echo.Context) error {
 	ctx := c.Request().Context()
 	j, err := s.jobOf(c)
 	if err != nil {

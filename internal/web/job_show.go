@@ -1,114 +1,18 @@
 package web
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/errgroup"
 
-	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 )
-
-// jobWeek is a job's last seven days: its slots judged against its runs.
-type jobWeek struct {
-	results []jobs.SlotResult
-	next    time.Time
-	success float64
-}
-
-// jobWeek assesses one job's last seven days.
-func (s *Server) jobWeek(c echo.Context, j jobs.Job) (jobWeek, error) {
-	ws, err := s.Jobs.Windows(c.Request().Context())
-	if err != nil {
-		return jobWeek{}, err
-	}
-	apps, err := s.appsByID(c)
-	if err != nil {
-		return jobWeek{}, err
-	}
-	return s.assessWeek(c, j, ws, apps)
-}
-
-// appsByID reads the apps once for pages that assess many jobs.
-func (s *Server) appsByID(c echo.Context) (map[string]circuit.App, error) {
-	list, err := s.Apps.List(c.Request().Context())
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]circuit.App, len(list))
-	for _, a := range list {
-		out[a.ID] = a
-	}
-	return out, nil
-}
-
-// jobWeeks assesses many jobs, reading the maintenance windows once.
-func (s *Server) jobWeeks(c echo.Context, js []jobs.Job) (map[string]jobWeek, error) {
-	ws, err := s.Jobs.Windows(c.Request().Context())
-	if err != nil {
-		return nil, err
-	}
-	apps, err := s.appsByID(c)
-	if err != nil {
-		return nil, err
-	}
-	// One read of runs per job: side by side, so a page of many jobs costs
-	// about one read, not one per job.
-	out := make(map[string]jobWeek, len(js))
-	var mu sync.Mutex
-	var g errgroup.Group
-	g.SetLimit(8)
-	for _, j := range js {
-		g.Go(func() error {
-			w, err := s.assessWeek(c, j, ws, apps)
-			mu.Lock()
-			out[j.ID] = w
-			mu.Unlock()
-			return err
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func (s *Server) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window, apps map[string]circuit.App) (jobWeek, error) {
-	now := s.Now()
-	sched, err := j.ParseSchedule()
-	if err != nil {
-		return jobWeek{success: -1}, nil // an unreadable schedule shows as such, not as an error page
-	}
-	ctx := c.Request().Context()
-	from := now.Add(-7 * 24 * time.Hour)
-	first, last := j.RunRange(from, now)
-	runs, err := s.RunReader.Between(ctx, j.ID, first, last)
-	if err != nil {
-		return jobWeek{}, err
-	}
-	var w jobWeek
-	if w.results, err = jobs.Assess(j, runs, ws, from, now); err != nil {
-		return jobWeek{}, err
-	}
-	if t, ok := s.timerOf(ctx, apps[j.AppID], j, now); ok {
-		jobs.Witness(w.results, t.Last)
-	}
-	w.success = jobs.SuccessRate(w.results)
-	if next := sched.Slots(now.Add(time.Second), now.Add(7*24*time.Hour)); len(next) > 0 {
-		w.next = next[0]
-	}
-	return w, nil
-}
 
 func slotTone(st jobs.SlotStatus) string {
 	switch st {
@@ -129,13 +33,13 @@ var worse = map[jobs.SlotStatus]int{jobs.SlotPending: 0, jobs.SlotSkipped: 0, jo
 
 // jobShow is one job's page: schedule, how to ping, a heatmap of its slots,
 // the gaps, run durations and the run list.
-func (s *Server) jobShow(c echo.Context) error {
+func (s *JobPages) jobShow(c echo.Context) error {
 	ctx := c.Request().Context()
 	j, err := s.jobOf(c)
 	if err != nil {
 		return err
 	}
-	week, err := s.jobWeek(c, j)
+	week, err := s.weeks.one(c, j)
 	if err != nil {
 		return err
 	}
@@ -171,7 +75,7 @@ func (s *Server) jobShow(c echo.Context) error {
 	if ends := j.PingByIDEnds(s.Config.PingIDGrace); j.PingsByID(s.Now(), s.Config.PingIDGrace) {
 		m.IDPingsUntil = ends.UTC().Format("Mon 2 Jan 2006 15:04 MST")
 	}
-	ws, err := s.Jobs.Windows(ctx)
+	ws, err := s.Windows.Windows(ctx)
 	if err != nil {
 		return err
 	}
@@ -195,7 +99,7 @@ func (s *Server) jobShow(c echo.Context) error {
 		m.Flips = append(m.Flips, views.JobFlipRow{At: f.At, From: f.From.String(), To: f.To.String(), ToTone: statusTone(f.To), Why: f.Why})
 	}
 	m.Heat = heat(week.results, s.Now())
-	if t, ok := s.timerOf(ctx, appOf(apps, j.AppID), j, s.Now()); ok {
+	if t, ok := s.weeks.timerOf(ctx, appOf(apps, j.AppID), j, s.Now()); ok {
 		m.Timer = &views.Timer{Last: t.Last, Next: t.Next, Written: t.LastUpdated, Now: s.Now()}
 	}
 	loc, _ := jobs.LoadZone(j.TimeZone)
@@ -243,19 +147,6 @@ func heat(results []jobs.SlotResult, now time.Time) []views.HeatDay {
 		}
 	}
 	return days
-}
-
-// timerOf is what the host's timer status says of job j's timer, when the
-// job names a function of app and the app has host storage.
-func (s *Server) timerOf(ctx context.Context, app circuit.App, j jobs.Job, now time.Time) (hostinsight.Timer, bool) {
-	if s.HostInsight == nil || j.Function == "" || app.ID == "" || app.ID != j.AppID {
-		return hostinsight.Timer{}, false
-	}
-	snap, ok := s.HostInsight.Snapshot(ctx, app, now)
-	if !ok {
-		return hostinsight.Timer{}, false
-	}
-	return hostinsight.TimerOf(snap, j.Function)
 }
 
 // gapRow says a gap as a person reads it: "Mon 30 Nov 06:35–08:05 UTC: 19

@@ -22,7 +22,7 @@ import (
 // last renewed and when it would expire. Those times are as the holder
 // wrote them and as this instance's clock reads them, so across machines
 // they are a guide for people, not what contenders decide by.
-func (s *Server) lockList(c echo.Context) error {
+func (s *OpsPages) lockList(c echo.Context) error {
 	recs, err := s.Leases.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -75,7 +75,7 @@ func (s *Server) lockList(c echo.Context) error {
 }
 
 // hostLockFor finds a lock of an app that an operator may break now.
-func (s *Server) hostLockFor(c echo.Context, appID, blob string) (circuit.App, hostinsight.Lock, error) {
+func (s *OpsPages) hostLockFor(c echo.Context, appID, blob string) (circuit.App, hostinsight.Lock, error) {
 	if s.HostInsight == nil {
 		return circuit.App{}, hostinsight.Lock{}, echo.NewHTTPError(http.StatusNotFound)
 	}
@@ -96,7 +96,7 @@ func (s *Server) hostLockFor(c echo.Context, appID, blob string) (circuit.App, h
 }
 
 // hostLockConfirm asks before breaking a function app's lock.
-func (s *Server) hostLockConfirm(c echo.Context) error {
+func (s *OpsPages) hostLockConfirm(c echo.Context) error {
 	app, l, err := s.hostLockFor(c, c.QueryParam("app"), c.QueryParam("blob"))
 	if err != nil {
 		return err
@@ -106,7 +106,7 @@ func (s *Server) hostLockConfirm(c echo.Context) error {
 }
 
 // hostLockBreak breaks it, and records who did.
-func (s *Server) hostLockBreak(c echo.Context) error {
+func (s *OpsPages) hostLockBreak(c echo.Context) error {
 	app, l, err := s.hostLockFor(c, c.FormValue("app"), c.FormValue("blob"))
 	if err != nil {
 		return err

@@ -11,7 +11,7 @@ import (
 
 // loginShow offers the sign-in methods that are configured. Someone already
 // signed in goes straight on.
-func (s *Server) loginShow(c echo.Context) error {
+func (s *SignIn) loginShow(c echo.Context) error {
 	next := safeNext(c.QueryParam("next"))
 	if _, ok := principal(c); ok {
 		return c.Redirect(http.StatusSeeOther, next)
@@ -19,7 +19,7 @@ func (s *Server) loginShow(c echo.Context) error {
 	return render(c, http.StatusOK, views.LoginPage(s.loginModel(c, next, "", "")))
 }
 
-func (s *Server) loginModel(c echo.Context, next, userName, problem string) views.Login {
+func (s *SignIn) loginModel(c echo.Context, next, userName, problem string) views.Login {
 	m := views.Login{
 		Page:         s.page(c, "Sign in", ""),
 		LocalEnabled: s.Local.Enabled(),

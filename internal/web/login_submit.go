@@ -12,7 +12,7 @@ import (
 )
 
 // loginSubmit checks a local user's password and starts a session.
-func (s *Server) loginSubmit(c echo.Context) error {
+func (s *SignIn) loginSubmit(c echo.Context) error {
 	if !s.Local.Enabled() {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
@@ -29,7 +29,7 @@ func (s *Server) loginSubmit(c echo.Context) error {
 }
 
 // signIn starts a session for p, records it and sends the browser on.
-func (s *Server) signIn(c echo.Context, p auth.Principal, next string) error {
+func (s *SignIn) signIn(c echo.Context, p auth.Principal, next string) error {
 	// End any earlier session of this browser, so a session id fixed
 	// before sign-in never carries over.
 	if old := s.cookie(c, "fusebox_session"); old != "" {

@@ -10,7 +10,7 @@ import (
 
 // logoutSubmit ends the session in storage, so the cookie stops working
 // everywhere, not just in this browser.
-func (s *Server) logoutSubmit(c echo.Context) error {
+func (s *SignIn) logoutSubmit(c echo.Context) error {
 	if v := s.cookie(c, "fusebox_session"); v != "" {
 		if err := s.Sessions.End(c.Request().Context(), v); err != nil {
 			return err

@@ -29,7 +29,7 @@ func bodyLimit(n int64) string { return strconv.FormatInt(n, 10) + "B" }
 
 // logRequests logs each request once, after it is served. It logs the
 // route pattern, never the raw path or query, because links carry tokens.
-func (s *Server) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *core) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		// A span per request, continuing the caller's trace when it sends
@@ -117,7 +117,7 @@ func logCause(err error, status int) string {
 const statusClientClosed = 499
 
 // recoverPanics turns a panic into a 500, keeping the stack for the log.
-func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *core) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) (err error) {
 		defer func() {
 			if r := recover(); r != nil {
@@ -133,7 +133,7 @@ func (s *Server) recoverPanics(next echo.HandlerFunc) echo.HandlerFunc {
 
 // securityHeaders sets a strict policy: no inline script or style, no
 // framing, no referrer leaks of tokenised URLs.
-func (s *Server) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *core) securityHeaders(next echo.HandlerFunc) echo.HandlerFunc {
 	const csp = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; " +
 		"connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; form-action 'self'"
 	return func(c echo.Context) error {
@@ -171,7 +171,7 @@ func detached(c echo.Context) (context.Context, context.CancelFunc) {
 const StorageBudget = 4 * time.Second
 
 // storageBudget gives each request its StorageBudget (Base.StorageBudget).
-func (s *Server) storageBudget(next echo.HandlerFunc) echo.HandlerFunc {
+func (s *core) storageBudget(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
 		c.SetRequest(r.WithContext(s.Base.StorageBudget(r.Context(), time.Now().Add(StorageBudget))))

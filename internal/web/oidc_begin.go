@@ -10,7 +10,7 @@ import (
 
 // oidcBegin sends the browser to the OpenID Connect provider. The flow's
 // state, nonce and PKCE verifier travel in a signed, short-lived cookie.
-func (s *Server) oidcBegin(c echo.Context) error {
+func (s *SignIn) oidcBegin(c echo.Context) error {
 	if s.OIDC == nil {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}

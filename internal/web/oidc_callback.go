@@ -11,7 +11,7 @@ import (
 )
 
 // oidcCallback finishes an OpenID Connect sign-in.
-func (s *Server) oidcCallback(c echo.Context) error {
+func (s *SignIn) oidcCallback(c echo.Context) error {
 	if s.OIDC == nil {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}

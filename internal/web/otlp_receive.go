@@ -49,7 +49,7 @@ const (
 
 // otlpGRPC serves OTLP/gRPC exports, behind the app's key, which decides
 // the app (routes.go).
-func (s *Server) otlpGRPC() echo.HandlerFunc {
+func (s *Intake) otlpGRPC() echo.HandlerFunc {
 	g := grpc.NewServer(grpc.MaxRecvMsgSize(OTLPMaxBytes), grpc.ForceServerCodec(otlpCodec{}))
 	g.RegisterService(&otlpTraceDesc, s)
 	g.RegisterService(&otlpLogsDesc, s)
@@ -78,7 +78,7 @@ func otlpBodyLimit() echo.MiddlewareFunc {
 
 // otlpHTTP takes an OTLP/HTTP export: protobuf, or JSON for people with
 // curl; gzip or not. source "" is metrics, accepted and not read.
-func (s *Server) otlpHTTP(source otlp.Source) echo.HandlerFunc {
+func (s *Intake) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		appID, _ := c.Get(ctxApp).(string)
 		ctype, _, _ := mime.ParseMediaType(c.Request().Header.Get("Content-Type"))
@@ -203,7 +203,7 @@ func readOTLP(r *http.Request) ([]byte, error) {
 	return b, nil
 }
 
-func (s *Server) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest, cut int) (*coltracepb.ExportTraceServiceResponse, error) {
+func (s *Intake) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest, cut int) (*coltracepb.ExportTraceServiceResponse, error) {
 	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromTraces(req)})
 	if err != nil {
 		return nil, err
@@ -217,7 +217,7 @@ func (s *Server) takeTraces(ctx context.Context, appID, protocol string, req *co
 	return out, nil
 }
 
-func (s *Server) takeLogs(ctx context.Context, appID, protocol string, req *collogspb.ExportLogsServiceRequest, cut int) (*collogspb.ExportLogsServiceResponse, error) {
+func (s *Intake) takeLogs(ctx context.Context, appID, protocol string, req *collogspb.ExportLogsServiceRequest, cut int) (*collogspb.ExportLogsServiceResponse, error) {
 	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromLogs(req)})
 	if err != nil {
 		return nil, err
@@ -274,20 +274,20 @@ func (otlpCodec) Unmarshal(data []byte, v any) error {
 }
 
 // exportMethod is a unary Export method that takes the raw bytes.
-func exportMethod(take func(s *Server, ctx context.Context, b []byte) (any, error)) grpc.MethodDesc {
+func exportMethod(take func(s *Intake, ctx context.Context, b []byte) (any, error)) grpc.MethodDesc {
 	return grpc.MethodDesc{MethodName: "Export", Handler: func(srv any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 		var raw rawExport
 		if err := dec(&raw); err != nil {
 			return nil, err
 		}
-		return take(srv.(*Server), ctx, raw.b)
+		return take(srv.(*Intake), ctx, raw.b)
 	}}
 }
 
 var otlpTraceDesc = grpc.ServiceDesc{
 	ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
 	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{exportMethod(func(s *Server, ctx context.Context, b []byte) (any, error) {
+	Methods: []grpc.MethodDesc{exportMethod(func(s *Intake, ctx context.Context, b []byte) (any, error) {
 		req, cut, err := otlp.DecodeTraces(b)
 		if err != nil {
 			return nil, grpcRefused(err)
@@ -301,7 +301,7 @@ var otlpTraceDesc = grpc.ServiceDesc{
 var otlpLogsDesc = grpc.ServiceDesc{
 	ServiceName: "opentelemetry.proto.collector.logs.v1.LogsService",
 	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{exportMethod(func(s *Server, ctx context.Context, b []byte) (any, error) {
+	Methods: []grpc.MethodDesc{exportMethod(func(s *Intake, ctx context.Context, b []byte) (any, error) {
 		req, cut, err := otlp.DecodeLogs(b)
 		if err != nil {
 			return nil, grpcRefused(err)
@@ -324,7 +324,7 @@ func grpcRefused(err error) error {
 var otlpMetricsDesc = grpc.ServiceDesc{
 	ServiceName: "opentelemetry.proto.collector.metrics.v1.MetricsService",
 	HandlerType: (*any)(nil),
-	Methods: []grpc.MethodDesc{exportMethod(func(*Server, context.Context, []byte) (any, error) {
+	Methods: []grpc.MethodDesc{exportMethod(func(*Intake, context.Context, []byte) (any, error) {
 		return &colmetricspb.ExportMetricsServiceResponse{}, nil
 	})},
 }

@@ -15,7 +15,7 @@ import (
 )
 
 // outboxList shows every alert message, its channel and its state.
-func (s *Server) outboxList(c echo.Context) error {
+func (s *NotifyPages) outboxList(c echo.Context) error {
 	ctx := c.Request().Context()
 	msgs, err := s.Outbox.Recent(ctx, 200)
 	if err != nil {
@@ -29,7 +29,7 @@ func (s *Server) outboxList(c echo.Context) error {
 	for _, ch := range chs {
 		byID[ch.ID] = ch
 	}
-	failing, err := s.failingRows(ctx)
+	failing, err := failingRows(ctx, s.Delivery)
 	if err != nil {
 		return err
 	}
@@ -53,8 +53,8 @@ func (s *Server) outboxList(c echo.Context) error {
 }
 
 // failingRows are the destinations the sender last found failing.
-func (s *Server) failingRows(ctx context.Context) ([]views.FailingRow, error) {
-	hs, err := s.Delivery.Delivery(ctx)
+func failingRows(ctx context.Context, d deliveryReader) ([]views.FailingRow, error) {
+	hs, err := d.Delivery(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -70,7 +70,7 @@ func (s *Server) failingRows(ctx context.Context) ([]views.FailingRow, error) {
 }
 
 // outboxResend queues a sent or failed message again.
-func (s *Server) outboxResend(c echo.Context) error {
+func (s *NotifyPages) outboxResend(c echo.Context) error {
 	id := c.FormValue("id")
 	msgs, err := s.Outbox.Recent(c.Request().Context(), 1000)
 	if err != nil {

@@ -20,7 +20,7 @@ import (
 
 // overviewShow renders the home page from storage. htmx's periodic refresh
 // asks for the body alone.
-func (s *Server) overviewShow(c echo.Context) error {
+func (s *OpsPages) overviewShow(c echo.Context) error {
 	// The reads are independent: run them side by side, so the page costs
 	// the slowest read rather than their sum.
 	var (
@@ -37,7 +37,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		if circuits, err = s.Circuits.Recent(ctx, listFreshness); err != nil {
 			return err
 		}
-		counts, err = s.Actions.Failing(ctx, circuits) // a circuit left out has no failure to count
+		counts, err = s.Counter.Failing(ctx, circuits) // a circuit left out has no failure to count
 		return err
 	})
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
@@ -46,7 +46,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 	var status circuit.Status
 	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
 	var failing []views.FailingRow
-	g.Go(func() (err error) { failing, err = s.failingRows(ctx); return err })
+	g.Go(func() (err error) { failing, err = failingRows(ctx, s.Delivery); return err })
 	var growing []views.SetAsideRow
 	if s.Kept != nil {
 		g.Go(func() error {
@@ -59,7 +59,7 @@ func (s *Server) overviewShow(c echo.Context) error {
 		return err
 	}
 	// Next expected and the last 7 days, as /jobs shows them.
-	weeks, err := s.jobWeeks(c, jobList)
+	weeks, err := s.weeks.all(c, jobList)
 	if err != nil {
 		return err
 	}
@@ -230,7 +230,7 @@ func auditRows(es []audit.Entry) []views.AuditRow {
 }
 
 // evaluatorStale says, for people, that the evaluator has stalled, or "".
-func (s *Server) evaluatorStale(st circuit.Status) string {
+func (s *OpsPages) evaluatorStale(st circuit.Status) string {
 	now := s.Now()
 	if !st.Stale(now, s.Config.EvaluatorInterval) {
 		return ""

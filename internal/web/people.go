@@ -22,7 +22,7 @@ import (
 // the per-second rate applies.
 const loginBurst = 10
 
-func (s *Server) cookieName(base string) string {
+func (s *core) cookieName(base string) string {
 	// __Host- cookies are pinned to this host and path /, and must be Secure.
 	if s.Config.SecureCookies() {
 		return "__Host-" + base
@@ -34,7 +34,7 @@ func (s *Server) cookieName(base string) string {
 // positive maxAge bounds its life; it is relative, so it holds whatever the
 // server's and the browser's clocks say. Zero makes a browser-session
 // cookie; an empty value deletes the cookie.
-func (s *Server) setCookie(c echo.Context, name, value string, maxAge time.Duration) {
+func (s *core) setCookie(c echo.Context, name, value string, maxAge time.Duration) {
 	ck := &http.Cookie{
 		Name: s.cookieName(name), Value: value, Path: "/", HttpOnly: true,
 		Secure: s.Config.SecureCookies(), SameSite: http.SameSiteLaxMode,
@@ -47,7 +47,7 @@ func (s *Server) setCookie(c echo.Context, name, value string, maxAge time.Durat
 	c.SetCookie(ck)
 }
 
-func (s *Server) cookie(c echo.Context, name string) string {
+func (s *core) cookie(c echo.Context, name string) string {
 	ck, err := c.Cookie(s.cookieName(name))
 	if err != nil {
 		return ""
@@ -214,6 +214,6 @@ func safeNext(next string) string {
 	return next
 }
 
-func (s *Server) rateLimitError(c echo.Context, _ string, _ error) error {
+func (s *core) rateLimitError(c echo.Context, _ string, _ error) error {
 	return echo.NewHTTPError(http.StatusTooManyRequests, "Too many attempts from your address. Wait a minute and try again.")
 }

@@ -36,7 +36,7 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]
 // connection; a larger body has the connection closed after the answer.
 const pingDrainMax = 16 << 20
 
-func (s *Server) ping(c echo.Context) error {
+func (s *Intake) ping(c echo.Context) error {
 	c.Response().Header().Set("Ping-Body-Limit", strconv.Itoa(jobs.MaxLog))
 	a, b, cc := c.Param("a"), c.Param("b"), c.Param("c")
 	var job jobs.Job
@@ -95,7 +95,7 @@ func (s *Server) ping(c echo.Context) error {
 // recordPing binds one ping of job and has jobs.Recorder record it; it
 // answers the request itself when the ping is refused (and then returns
 // errAnswered).
-func (s *Server) recordPing(c echo.Context, job jobs.Job, action string) error {
+func (s *Intake) recordPing(c echo.Context, job jobs.Job, action string) error {
 	answer := func(code int, text string) error {
 		_ = c.String(code, text)
 		return errAnswered
@@ -153,7 +153,7 @@ const pingCreatesPerHour = 50
 // pingCreate makes the job a slug names on its first ping (with
 // Healthchecks' defaults for auto-provisioned checks: jobs.Provisioned),
 // then records the ping as usual, answering 201 as Healthchecks does.
-func (s *Server) pingCreate(c echo.Context, slug, action string) error {
+func (s *Intake) pingCreate(c echo.Context, slug, action string) error {
 	j := jobs.Provisioned(slug, s.Now())
 	if err := j.Validate(); err != nil {
 		return c.String(http.StatusBadRequest, "invalid slug: use lower-case letters, digits and dashes")

@@ -54,21 +54,21 @@ func setAsideRow(appID string, k setaside.Kept, now time.Time) views.SetAsideRow
 
 // functionSetAside is what the function's own set-aside queues hold, for
 // its circuit page and the resume pages.
-func (s *Server) functionSetAside(c echo.Context, appID, function string) []views.SetAsideRow {
-	if s.Queues == nil {
+func (s *CircuitPages) functionSetAside(c echo.Context, appID, function string) []views.SetAsideRow {
+	if s.SetAside == nil {
 		return nil
 	}
-	return setAsideRows(s.keptOf(c, appID), function, s.Now())
+	return setAsideRows(keptOf(c, s.SetAside, s.Logger, appID), function, s.Now())
 }
 
 // appQueuesShow lists the app's set-aside queues as the watcher last saw
 // them: no read of the app's storage, whatever they hold.
-func (s *Server) appQueuesShow(c echo.Context) error {
+func (s *AppPages) appQueuesShow(c echo.Context) error {
 	app, _, err := s.setAsideOf(c)
 	if err != nil {
 		return err
 	}
-	kept := s.keptOf(c, app.ID)
+	kept := keptOf(c, s.Kept, s.Logger, app.ID)
 	return render(c, http.StatusOK, views.AppQueuesPage(views.AppQueues{Page: s.page(c, "Set aside: "+app.ID, "apps"), AppID: app.ID, App: app.ID,
 		Rows: setAsideRows(kept, "", s.Now()), Problem: kept.Problem}))
 }
@@ -76,14 +76,14 @@ func (s *Server) appQueuesShow(c echo.Context) error {
 // queueShow shows one set-aside queue: what the watcher last saw, the
 // latest send-back, and a peek at its head (bodies as text, cut; the whole
 // body for operators only).
-func (s *Server) queueShow(c echo.Context) error {
+func (s *AppPages) queueShow(c echo.Context) error {
 	app, q, err := s.setAsideQueue(c)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
 	now := s.Now()
-	kept := s.keptOf(c, app.ID)
+	kept := keptOf(c, s.Kept, s.Logger, app.ID)
 	k, _ := keptNamed(kept, q.Name)
 	k.Queue = q // the owners as the circuits say now
 	m := views.Queue{Page: s.page(c, q.Name, "apps"), AppID: app.ID, App: app.ID, Base: queueHref(app.ID, q.Name),
@@ -132,7 +132,7 @@ func queueRun(r setaside.Run, now time.Time) *views.QueueRun {
 
 // queueAct asks, then requeues or deletes the picked messages or all of
 // them, in the background; the queue's page shows the progress.
-func (s *Server) queueAct(c echo.Context) error {
+func (s *AppPages) queueAct(c echo.Context) error {
 	app, q, err := s.setAsideQueue(c)
 	if err != nil {
 		return err
@@ -157,7 +157,7 @@ func (s *Server) queueAct(c echo.Context) error {
 	if msg != "" {
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, msg)
 	}
-	k, _ := keptNamed(s.keptOf(c, app.ID), q.Name)
+	k, _ := keptNamed(keptOf(c, s.Kept, s.Logger, app.ID), q.Name)
 	count := k.Count
 	action := "delete"
 	if requeue {

@@ -23,7 +23,7 @@ func render(c echo.Context, status int, comp templ.Component) error {
 }
 
 // page fills what the layout needs for the current request.
-func (s *Server) page(c echo.Context, title, nav string) views.Page {
+func (s *core) page(c echo.Context, title, nav string) views.Page {
 	p := views.Page{Title: title, Nav: nav, CSRF: csrfToken(c), Asset: s.Assets.URL, Now: s.Now(), Flash: s.takeFlash(c)}
 	if pr, ok := principal(c); ok {
 		p.User = &views.User{Name: pr.Name, Role: pr.Role.String()}
@@ -54,11 +54,11 @@ var flashes = map[string]views.Flash{
 	"window-end":       {Kind: "success", Text: "The maintenance window has ended."},
 }
 
-func (s *Server) setFlash(c echo.Context, code string) {
+func (s *core) setFlash(c echo.Context, code string) {
 	s.setCookie(c, "fusebox_flash", code, time.Minute)
 }
 
-func (s *Server) takeFlash(c echo.Context) *views.Flash {
+func (s *core) takeFlash(c echo.Context) *views.Flash {
 	code := s.cookie(c, "fusebox_flash")
 	if code == "" {
 		return nil

@@ -21,7 +21,7 @@ import (
 // makes, with the page's CSRF token, resumes anything.
 
 // resumeShow shows what a resume link is about.
-func (s *Server) resumeShow(c echo.Context) error {
+func (s *CircuitPages) resumeShow(c echo.Context) error {
 	link, ci, err := s.resumeLink(c)
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func (s *Server) resumeShow(c echo.Context) error {
 }
 
 // resumeSubmit resumes the circuit a link names.
-func (s *Server) resumeSubmit(c echo.Context) error {
+func (s *CircuitPages) resumeSubmit(c echo.Context) error {
 	link, ci, err := s.resumeLink(c)
 	if err != nil {
 		return err
@@ -39,7 +39,7 @@ func (s *Server) resumeSubmit(c echo.Context) error {
 	if p, ok := principal(c); ok {
 		actor = p.Name + " (resume link sent to " + link.Recipient + ")"
 	}
-	next, err := s.Actions.ResumeByLink(c.Request().Context(), claimOf(link, ci), actor, "resumed via e-mail link by "+link.Recipient)
+	next, err := s.Switch.ResumeByLink(c.Request().Context(), claimOf(link, ci), actor, "resumed via e-mail link by "+link.Recipient)
 	if circuit.IsLinkRefusal(err) {
 		return linkRefused(err)
 	}
@@ -51,7 +51,7 @@ func (s *Server) resumeSubmit(c echo.Context) error {
 
 // resumeAck acknowledges the episode a link names: its reminders stop and
 // the trigger stays off. Like resuming, only the page's POST does it.
-func (s *Server) resumeAck(c echo.Context) error {
+func (s *CircuitPages) resumeAck(c echo.Context) error {
 	link, ci, err := s.resumeLink(c)
 	if err != nil {
 		return err
@@ -60,7 +60,7 @@ func (s *Server) resumeAck(c echo.Context) error {
 	if p, ok := principal(c); ok {
 		actor = p.Name + " (link sent to " + link.Recipient + ")"
 	}
-	next, err := s.Actions.Acknowledge(c.Request().Context(), ci.AppID, ci.Function, actor)
+	next, err := s.Switch.Acknowledge(c.Request().Context(), ci.AppID, ci.Function, actor)
 	if err != nil {
 		return err
 	}
@@ -87,7 +87,7 @@ func linkRefused(err error) error {
 
 // resumeLink checks the link in the path against the key and the circuit's
 // current episode.
-func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
+func (s *CircuitPages) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
 	if s.Links == nil {
 		return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusNotFound)
 	}
@@ -130,7 +130,7 @@ func (s *Server) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error
 	return link, ci, nil
 }
 
-func (s *Server) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {
+func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {
 	ctx := c.Request().Context()
 	now := s.Now()
 	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)

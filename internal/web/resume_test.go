@@ -17,7 +17,7 @@ import (
 
 func TestResumeLinksThatMustNotWork(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
-	signer := srv.App.Web.Links
+	signer := srv.App.Links
 	open := func(l alerts.Link) string { return "/resume/" + signer.Sign(l) }
 	now := srv.Clock.Now()
 	sync, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"strings"
 	"time"
 
@@ -19,7 +20,6 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
-	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/fault"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/hostinsight"
@@ -34,8 +34,9 @@ import (
 	"github.com/fusebox/fusebox/static"
 )
 
-// The small interfaces handlers need, satisfied by internal/storage and
-// the lease.Locker.
+// The small interfaces handler groups hold, each the few methods its
+// handlers call; internal/storage, the services and the lease.Locker
+// satisfy them.
 type (
 	appReader interface {
 		List(context.Context) ([]circuit.App, error)
@@ -48,20 +49,40 @@ type (
 		Get(ctx context.Context, appID, function string) (circuit.Circuit, error)
 		Flips(ctx context.Context, appID, function string, limit int) ([]circuit.Flip, error)
 	}
-	circuitActions interface {
+	recentCircuits interface {
+		// Recent may answer from this instance's last list (see listFreshness).
+		Recent(ctx context.Context, maxAge time.Duration) ([]circuit.Circuit, error)
+	}
+	circuitsNow interface {
+		List(context.Context) ([]circuit.Circuit, error)
+		Recent(ctx context.Context, maxAge time.Duration) ([]circuit.Circuit, error)
+	}
+	circuitCounter interface {
 		Counts(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
+	}
+	failingCounter interface {
 		Failing(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
+	}
+	circuitSwitch interface {
 		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []circuit.StormOutcome
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
-		Adopt(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
-		Override(ctx context.Context, appID, function, actor string) error
+		Acknowledge(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
+	}
+	circuitSettings interface {
 		Create(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Update(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)
 		Delete(ctx context.Context, appID, function, actor string) error
-		Acknowledge(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
-		CheckChannels(ctx context.Context, ids []string) error
+	}
+	driftResolver interface {
+		Adopt(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
+		Override(ctx context.Context, appID, function, actor string) error
+	}
+	// channelChecker says which of the channel ids name no channel
+	// (alerts.KnownChannels).
+	channelChecker interface {
+		Check(ctx context.Context, ids []string) error
 	}
 	functionRunner interface {
 		Run(ctx context.Context, app circuit.App, function string) error
@@ -69,6 +90,9 @@ type (
 	hostReader interface {
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
 		SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (hostinsight.Snapshot, bool)
+	}
+	hostLocks interface {
+		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
 		Break(ctx context.Context, app circuit.App, blob string) error
 	}
 	setAsideReader interface {
@@ -101,14 +125,25 @@ type (
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
 	}
-	jobStore interface {
+	jobReader interface {
 		List(context.Context) ([]jobs.Job, error)
 		Get(ctx context.Context, id string) (jobs.Job, error)
+		Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error)
+	}
+	jobLister interface {
+		List(context.Context) ([]jobs.Job, error)
+	}
+	// pingJobs finds the job a ping names, by its ping id or its slug.
+	pingJobs interface {
+		Get(ctx context.Context, id string) (jobs.Job, error)
 		BySlug(ctx context.Context, slug string) (jobs.Job, error)
+	}
+	maintenanceWindows interface {
 		Windows(ctx context.Context) ([]jobs.Window, error)
 		PutWindow(ctx context.Context, w jobs.Window) error
 		EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error)
-		Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error)
+	}
+	pingTokens interface {
 		RotatePingToken(ctx context.Context, id string) (string, error)
 	}
 	pingRecorder interface {
@@ -117,6 +152,9 @@ type (
 	jobCatalog interface {
 		Create(ctx context.Context, j jobs.Job) error
 		Update(ctx context.Context, j jobs.Job) error
+	}
+	jobCreator interface {
+		Create(ctx context.Context, j jobs.Job) error
 	}
 	runReader interface {
 		Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error)
@@ -155,30 +193,14 @@ type (
 	deliveryReader interface {
 		Delivery(ctx context.Context) ([]alerts.Health, error)
 	}
+	auditAppender interface {
+		Append(context.Context, audit.Entry) error
+	}
 	auditLog interface {
 		Append(context.Context, audit.Entry) error
 		Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error)
 	}
 )
-
-// Deps is everything the web layer uses. OIDC and EasyAuth are nil when off.
-type Deps struct {
-	Base
-	Identity
-	CircuitDeps
-	JobDeps
-	NotifyDeps
-	Ops
-}
-
-// NotifyDeps serve alert channels and the state of deliveries.
-type NotifyDeps struct {
-	Channels channelStore
-	// TestChannel sends a test message to a channel now.
-	TestChannel func(ctx context.Context, ch alerts.Channel) error
-	// Delivery reads the destinations the sender finds failing.
-	Delivery deliveryReader
-}
 
 // Base is what every handler may use.
 type Base struct {
@@ -187,9 +209,6 @@ type Base struct {
 	Metrics *metrics.Metrics
 	Assets  *static.Assets
 	Now     func() time.Time
-	// Endpoints are the storage and Event Hubs endpoints an app's host
-	// insight may name.
-	Endpoints egress.Endpoints
 	// StorageBudget bounds every storage call made under a context by a
 	// deadline (tablestore.WithBudget); StorageDown says an error is
 	// storage not answering (tablestore.Unreachable), answered 503.
@@ -198,124 +217,99 @@ type Base struct {
 }
 
 // Identity is who may sign in and how: sessions, CSRF, local users, OpenID
-// Connect, Easy Auth and API tokens.
+// Connect, Easy Auth and API tokens. OIDC and EasyAuth are nil when off.
 type Identity struct {
 	Sessions *auth.Sessions
 	CSRF     *auth.CSRF
 	Local    *auth.LocalUsers
-	OIDC     *auth.OIDC
-	EasyAuth *auth.EasyAuth
+	OIDC     *auth.OIDC     `web:"optional"`
+	EasyAuth *auth.EasyAuth `web:"optional"`
 	Tokens   *auth.APITokens
-	// AppKeys verify the keys of failure reports and OTLP exports.
-	AppKeys *auth.AppKeys
 }
 
-// CircuitDeps serve the apps, circuits, failures and resume links.
-type CircuitDeps struct {
-	Registry appRegistry
-	Apps     appReader
-	Circuits circuitLister
-	Actions  circuitActions
-	// Reports take failure reports: where a report becomes rows
-	// (ingest.Service).
-	Reports reportTaker
-	// OTLP counts what function hosts export over OpenTelemetry
-	// (ingest.Exports); Arrivals reads what arrived, for the Apps page.
-	OTLP     otlpTaker
-	Arrivals arrivalReader
-	Window   windowReader
-	Rates    rateReader
-	Status   statusReader
-	// Links verifies resume links.
-	Links  *alerts.Signer
-	Outbox outboxStore
-	// FunctionLister lists an app's functions for the circuit form's
-	// picker; nil leaves the picker empty.
-	FunctionLister functionLister
-	// HostInsight reads apps' own storage for the circuit and resume
-	// pages; nil shows none.
-	HostInsight hostReader
-	// HostSamples hold the hosts' learned concurrency over time; nil
-	// draws no history.
-	HostSamples hostSampleReader
-	// Queues reads the work apps set aside (poison and parking queues),
-	// Kept is what the watcher last saw of them, and SendBack requeues or
-	// deletes them; with Queues nil none of it is shown.
-	Queues   setAsideReader
-	Kept     keptSetAside
-	SendBack sendBacker
+// Parts are what the server is built from: what every handler may use, who
+// may sign in, and each room's handlers with the few things they use. No
+// handler sees another group's parts.
+type Parts struct {
+	Base     Base
+	Identity Identity
+	Intake   Intake
+	SignIn   SignIn
+	Circuits CircuitPages
+	Apps     AppPages
+	Jobs     JobPages
+	Notify   NotifyPages
+	Ops      OpsPages
 }
 
-// JobDeps serve jobs, their runs and pings.
-type JobDeps struct {
-	Jobs      jobStore
-	Pings     pingRecorder // where a ping becomes a run (jobs.Recorder)
-	Catalog   jobCatalog   // saves jobs by the jobs' rules (jobs.Catalog)
-	RunReader runReader
-	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
-	FunctionRunner functionRunner
-}
-
-// Ops are what operators look at about Fusebox itself.
-type Ops struct {
-	Audit  auditLog
-	Leases leaseLister
-	// Faults lists stored rows that could not be read.
-	Faults faultLister
-	// Ready reports whether Fusebox can serve: storage reachable and
-	// migrations applied.
-	Ready func(context.Context) error
-}
-
-// Server serves Fusebox over HTTP.
-type Server struct {
-	Deps
-	echo    *echo.Echo
-	started time.Time // readiness allows the first ticks their time
-
-	// unknownPings are ping ids found not to exist lately (a new job's id
-	// is forgotten here when the job is created).
-	unknownPings *ttlSet
-	readiness    readiness // the last /readyz answer, for a second
-	// pingCreates bounds the jobs the ping key's ?create=1 makes.
-	pingCreates *rate.Limiter
+// core is what every handler group shares: the base parts and the helpers
+// that render pages, set cookies and answer errors.
+type core struct {
+	Base
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
 }
 
+// Server serves Fusebox over HTTP.
+type Server struct {
+	*core
+	Identity // the people's middleware: sessions, CSRF, roles
+	echo     *echo.Echo
+
+	intake   *Intake
+	signIn   *SignIn
+	circuits *CircuitPages
+	apps     *AppPages
+	jobs     *JobPages
+	notify   *NotifyPages
+	ops      *OpsPages
+}
+
 // New builds the server and its routes.
-func New(d Deps) (*Server, error) {
-	if missing := d.missing(); len(missing) > 0 {
-		return nil, fmt.Errorf("web: required dependencies are missing: %s", strings.Join(missing, ", "))
+func New(p Parts) (*Server, error) {
+	if missing := p.missing(); len(missing) > 0 {
+		return nil, fmt.Errorf("web: required parts are missing: %s", strings.Join(missing, ", "))
 	}
-	s := &Server{Deps: d, echo: echo.New(), started: d.Now(), unknownPings: newTTLSet(30*time.Second, 10_000),
-		pingCreates: rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour), refusals: newLogSampler(time.Minute)}
+	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute)}
+	// A new job's id or slug may have been pinged before it existed: the
+	// job pages forget it from the ping intake's list of unknown ids.
+	unknownPings := newTTLSet(30*time.Second, 10_000)
+	s := &Server{core: co, Identity: p.Identity, echo: echo.New(),
+		intake: &p.Intake, signIn: &p.SignIn, circuits: &p.Circuits, apps: &p.Apps, jobs: &p.Jobs, notify: &p.Notify, ops: &p.Ops}
+	s.intake.core, s.intake.unknownPings = co, unknownPings
+	s.intake.pingCreates = rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour)
+	s.signIn.core, s.signIn.identity = co, p.Identity
+	s.circuits.core, s.apps.core, s.notify.core = co, co, co
+	// The overview assesses jobs' weeks as the job pages do.
+	weeks := &weekAssessor{apps: p.Jobs.Apps, windows: p.Jobs.Windows, runs: p.Jobs.RunReader, hosts: p.Jobs.HostInsight, now: p.Base.Now}
+	s.jobs.core, s.jobs.weeks, s.jobs.unknownPings = co, weeks, unknownPings
+	s.ops.core, s.ops.weeks, s.ops.started, s.ops.readiness = co, weeks, p.Base.Now(), &readiness{}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
-	s.echo.IPExtractor = clientIP(d.Config.TrustProxyHeaders)
+	s.echo.IPExtractor = clientIP(p.Base.Config.TrustProxyHeaders)
 	s.routes()
 	return s, nil
 }
 
-// missing names the required dependencies d lacks, as Group.Field.
-func (d Deps) missing() []string {
-	required := []struct {
-		name string
-		nil  bool
-	}{
-		{"Base.Config", d.Config == nil}, {"Base.Logger", d.Logger == nil}, {"Base.Metrics", d.Metrics == nil}, {"Base.Assets", d.Assets == nil}, {"Base.Now", d.Now == nil}, {"Base.StorageBudget", d.StorageBudget == nil}, {"Base.StorageDown", d.StorageDown == nil},
-		{"Identity.Sessions", d.Sessions == nil}, {"Identity.CSRF", d.CSRF == nil}, {"Identity.Local", d.Local == nil}, {"Identity.Tokens", d.Tokens == nil}, {"Identity.AppKeys", d.AppKeys == nil},
-		{"CircuitDeps.Registry", d.Registry == nil}, {"CircuitDeps.Apps", d.Apps == nil}, {"CircuitDeps.Circuits", d.Circuits == nil}, {"CircuitDeps.Actions", d.Actions == nil},
-		{"CircuitDeps.Reports", d.Reports == nil}, {"CircuitDeps.OTLP", d.OTLP == nil}, {"CircuitDeps.Arrivals", d.Arrivals == nil}, {"CircuitDeps.Window", d.Window == nil},
-		{"CircuitDeps.Rates", d.Rates == nil}, {"CircuitDeps.Status", d.Status == nil}, {"CircuitDeps.Outbox", d.Outbox == nil},
-		{"JobDeps.Jobs", d.Jobs == nil}, {"JobDeps.Pings", d.Pings == nil}, {"JobDeps.Catalog", d.Catalog == nil}, {"JobDeps.RunReader", d.RunReader == nil},
-		{"NotifyDeps.Channels", d.Channels == nil}, {"NotifyDeps.TestChannel", d.TestChannel == nil}, {"NotifyDeps.Delivery", d.Delivery == nil},
-		{"Ops.Audit", d.Audit == nil}, {"Ops.Leases", d.Leases == nil}, {"Ops.Faults", d.Faults == nil}, {"Ops.Ready", d.Ready == nil},
-	}
+// missing names the required parts p lacks, as Group.Field: every
+// exported field that can be nil is required unless tagged web:"optional".
+func (p Parts) missing() []string {
 	var out []string
-	for _, r := range required {
-		if r.nil {
-			out = append(out, r.name)
+	v := reflect.ValueOf(p)
+	for i := range v.NumField() {
+		group := v.Type().Field(i).Name
+		g := v.Field(i)
+		for j := range g.NumField() {
+			f := g.Type().Field(j)
+			if !f.IsExported() || f.Anonymous || f.Tag.Get("web") == "optional" {
+				continue
+			}
+			switch fv := g.Field(j); fv.Kind() {
+			case reflect.Pointer, reflect.Interface, reflect.Func, reflect.Map, reflect.Slice:
+				if fv.IsNil() {
+					out = append(out, group+"."+f.Name)
+				}
+			}
 		}
 	}
 	return out

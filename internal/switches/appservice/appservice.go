@@ -362,25 +362,37 @@ func (s *Switch) Detect(ctx context.Context, app circuit.App) (circuit.Hosting, 
 	if err != nil {
 		return circuit.Hosting{}, describe(app, "read", err)
 	}
+	h, ok := hostingOf(resp.Site)
+	if !ok {
+		return h, fmt.Errorf("appservice: %s is a %q site, not a function app: %w", app.Site, h.Kind, armwrite.ErrPermanent)
+	}
+	if h.Plan == circuit.PlanFlex {
+		h.RollingUpdates = rollingUpdates(raw)
+	}
+	return h, nil
+}
+
+// hostingOf says how a site is hosted, and whether it is a function app
+// at all. RollingUpdates needs the raw answer (rollingUpdates).
+func hostingOf(site armappservice.Site) (circuit.Hosting, bool) {
 	h := circuit.Hosting{Plan: circuit.PlanAppService}
-	if resp.Kind != nil {
-		h.Kind = *resp.Kind
+	if site.Kind != nil {
+		h.Kind = *site.Kind
 	}
 	kind := strings.ToLower(h.Kind)
 	h.Linux = strings.Contains(kind, "linux")
 	if !strings.Contains(kind, "functionapp") {
-		return h, fmt.Errorf("appservice: %s is a %q site, not a function app: %w", app.Site, h.Kind, armwrite.ErrPermanent)
+		return h, false
 	}
-	p := resp.Properties
+	p := site.Properties
 	switch {
 	case p != nil && p.FunctionAppConfig != nil:
 		h.Plan = circuit.PlanFlex
 		h.Linux = true // Flex Consumption runs Linux only
-		h.RollingUpdates = rollingUpdates(raw)
 	case p != nil && p.ManagedEnvironmentID != nil && *p.ManagedEnvironmentID != "":
 		h.Plan = circuit.PlanContainerApps
 	}
-	return h, nil
+	return h, true
 }
 
 // rollingUpdates reads properties.functionAppConfig.siteUpdateStrategy,

@@ -1,0 +1,229 @@
+package appservice
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/fleet"
+)
+
+// SurveyTimeout bounds the listing of one subscription: one that does not
+// answer in time is reported as such and holds up no other.
+const SurveyTimeout = 20 * time.Second
+
+// surveysAtOnce bounds the subscriptions listed side by side.
+const surveysAtOnce = 8
+
+// Discoverer lists what Fusebox can see in Azure: the function apps of
+// subscriptions (Reader is enough) and each app's functions with their
+// triggers (Reader too; resolving %Setting% values also needs
+// Microsoft.Web/sites/config/list/action, and without it says so).
+type Discoverer struct {
+	cred    azcore.TokenCredential
+	opts    *arm.ClientOptions
+	timeout time.Duration
+}
+
+// NewDiscoverer builds a discoverer on cred, with the switch's settings
+// (transport, tracing, per-request time-out); perSubscription bounds the
+// listing of each subscription (zero: SurveyTimeout).
+func NewDiscoverer(cred azcore.TokenCredential, s Settings, perSubscription time.Duration) *Discoverer {
+	s.Policy = s.Policy.WithDefaults()
+	if perSubscription <= 0 {
+		perSubscription = SurveyTimeout
+	}
+	return &Discoverer{cred: cred, opts: s.ClientOptions(s.Transport, s.Tracing), timeout: perSubscription}
+}
+
+// Survey lists the function apps of each subscription, side by side, each
+// within its own time-out. A subscription that refuses or does not answer
+// is a Refusal; what the others found is kept.
+func (d *Discoverer) Survey(ctx context.Context, subscriptions []string) fleet.Survey {
+	var (
+		out  fleet.Survey
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		sema = make(chan struct{}, surveysAtOnce)
+	)
+	for _, sub := range dedupe(subscriptions) {
+		wg.Go(func() {
+			sema <- struct{}{}
+			defer func() { <-sema }()
+			sctx, cancel := context.WithTimeout(ctx, d.timeout)
+			defer cancel()
+			sites, cut, err := d.list(sctx, sub)
+			mu.Lock()
+			defer mu.Unlock()
+			out.Sites = append(out.Sites, sites...)
+			if cut {
+				out.Cut = append(out.Cut, sub)
+			}
+			if err != nil {
+				out.Refused = append(out.Refused, fleet.Refusal{Subscription: sub, Reason: refusal(sctx, err, d.timeout)})
+			}
+		})
+	}
+	wg.Wait()
+	out.Sort()
+	return out
+}
+
+// list pages through one subscription's sites, keeping function apps.
+func (d *Discoverer) list(ctx context.Context, sub string) ([]fleet.Site, bool, error) {
+	c, err := armappservice.NewWebAppsClient(sub, d.cred, d.opts)
+	if err != nil {
+		return nil, false, err
+	}
+	var sites []fleet.Site
+	seen := 0
+	p := c.NewListPager(nil)
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return sites, false, err
+		}
+		for _, s := range page.Value {
+			if seen++; seen > fleet.MaxSitesPerSubscription {
+				return sites, true, nil
+			}
+			if site, ok := siteOf(sub, s); ok {
+				sites = append(sites, site)
+			}
+		}
+	}
+	return sites, false, nil
+}
+
+// siteOf reads a listed site; sites that are not function apps, or whose
+// id is not a site's, are left out.
+func siteOf(sub string, s *armappservice.Site) (fleet.Site, bool) {
+	if s == nil || s.ID == nil {
+		return fleet.Site{}, false
+	}
+	h, ok := hostingOf(*s)
+	if !ok {
+		return fleet.Site{}, false
+	}
+	id, err := arm.ParseResourceID(*s.ID)
+	if err != nil || !strings.EqualFold(id.ResourceType.String(), "Microsoft.Web/sites") {
+		return fleet.Site{}, false
+	}
+	site := fleet.Site{Subscription: sub, ResourceGroup: id.ResourceGroupName, Name: id.Name, Hosting: h}
+	if s.Location != nil {
+		site.Region = *s.Location
+	}
+	return site, true
+}
+
+// refusal says why a subscription could not be listed, in Fusebox's words:
+// ARM's own message never reaches a page.
+func refusal(ctx context.Context, err error, timeout time.Duration) string {
+	var re *azcore.ResponseError
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Sprintf("did not answer within %s", timeout)
+	case errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized):
+		return "Fusebox may not list its sites: grant its identity Reader on the subscription (deploy/discovery.bicep)"
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+		return "no such subscription, or Fusebox's identity cannot see it"
+	case errors.As(err, &re):
+		return fmt.Sprintf("ARM answered %d", re.StatusCode)
+	}
+	return "ARM could not be reached"
+}
+
+// Functions lists an app's functions with their triggers, resolving
+// %Setting% values from its settings when Fusebox may read them.
+func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Function, error) {
+	c, err := armappservice.NewWebAppsClient(app.SubscriptionID, d.cred, d.opts)
+	if err != nil {
+		return nil, err
+	}
+	settings, unread := d.settings(ctx, c, app)
+	var out []fleet.Function
+	p := c.NewListFunctionsPager(app.ResourceGroup, app.Site, nil)
+	for p.More() {
+		page, err := p.NextPage(ctx)
+		if err != nil {
+			return out, describe(app, "list the functions of", err)
+		}
+		for _, e := range page.Value {
+			if len(out) >= fleet.MaxFunctions {
+				return out, nil
+			}
+			if e == nil || e.Name == nil {
+				continue
+			}
+			out = append(out, functionOf(e, settings, unread))
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func functionOf(e *armappservice.FunctionEnvelope, settings fleet.Settings, unread string) fleet.Function {
+	// ARM names a function "site/function".
+	f := fleet.Function{Name: *e.Name}
+	if i := strings.LastIndexByte(f.Name, '/'); i >= 0 {
+		f.Name = f.Name[i+1:]
+	}
+	if e.Properties == nil || e.Properties.Config == nil {
+		f.Problem = "ARM lists no config for this function"
+		return f
+	}
+	raw, err := json.Marshal(e.Properties.Config)
+	if err != nil {
+		f.Problem = "its config could not be read"
+		return f
+	}
+	if f.Trigger, err = fleet.ParseTrigger(raw, settings, unread); err != nil {
+		f.Problem = strings.TrimPrefix(err.Error(), "fleet: ")
+	}
+	return f
+}
+
+// settings reads the app's settings for %Setting% values; without the
+// right, nil and why.
+func (d *Discoverer) settings(ctx context.Context, c *armappservice.WebAppsClient, app circuit.App) (fleet.Settings, string) {
+	resp, err := c.ListApplicationSettings(ctx, app.ResourceGroup, app.Site, nil)
+	var re *azcore.ResponseError
+	switch {
+	case errors.As(err, &re) && re.StatusCode == http.StatusForbidden:
+		return nil, "Fusebox may not list them (Microsoft.Web/sites/config/list/action)"
+	case err != nil:
+		return nil, "ARM did not answer when Fusebox read them"
+	}
+	out := make(fleet.Settings, len(resp.Properties))
+	for k, v := range resp.Properties {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out, ""
+}
+
+func dedupe(subs []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, s := range subs {
+		s = strings.TrimSpace(s)
+		if s == "" || seen[strings.ToLower(s)] {
+			continue
+		}
+		seen[strings.ToLower(s)] = true
+		out = append(out, s)
+	}
+	return out
+}

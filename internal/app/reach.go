@@ -10,6 +10,7 @@ import (
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/eventhub"
+	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/setaside/queues"
@@ -33,6 +34,9 @@ type reach struct {
 	queues    *queues.Source
 	sendBack  *sendback.Runner
 	poster    notify.Poster
+	// fleet finds the subscriptions' function apps; nil without an Azure
+	// identity or subscriptions to survey.
+	fleet *fleet.Finder
 }
 
 // reachOut builds the outbound side. Host insight and chat channels reach
@@ -51,8 +55,13 @@ func reachOut(life context.Context, cfg *config.Config, o Options, store *storag
 	endpoints := egress.Endpoints{Cloud: egress.Clouds[cfg.AzureCloud], Development: cfg.Env == config.Development}
 	hubs := &eventhub.Reader{Credential: insightCred, Endpoints: endpoints, Policy: outbound}
 	queueSource := &queues.Source{Credential: insightCred, Transport: outbound.Transporter(), Endpoints: endpoints}
+	var finder *fleet.Finder
+	if azureCred != nil && len(cfg.DiscoverSubscriptions) > 0 {
+		d := appservice.NewDiscoverer(azureCred, appservice.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}, 0)
+		finder = &fleet.Finder{Survey: d.Survey, Subscriptions: cfg.DiscoverSubscriptions, Apps: store.Apps, Now: o.Clock.Now}
+	}
 	return reach{
-		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource,
+		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource, fleet: finder,
 		hosts:    &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs},
 		sendBack: &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: o.Clock.Now, Logger: o.Logger, Life: life},
 		poster:   notify.Poster{Now: o.Clock.Now, Client: outbound.Client(5 * time.Second)},

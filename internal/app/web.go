@@ -24,6 +24,11 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},
 		Hosting: out.router, Keys: keys, Audit: store.Audit, Now: o.Clock.Now}
+	apps := web.AppPages{Registry: registry, Apps: store.Apps, Circuits: store.Circuits, Rates: store.Rates, Arrivals: store.Arrivals,
+		Queues: out.queues, Kept: store.SetAside, SendBack: out.sendBack}
+	if out.fleet != nil {
+		apps.Fleet = out.fleet
+	}
 	return web.New(web.Parts{
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now,
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
@@ -35,8 +40,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: store.Failures.Reader(),
 			Rates: store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router,
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
-		Apps: web.AppPages{Registry: registry, Apps: store.Apps, Circuits: store.Circuits, Rates: store.Rates, Arrivals: store.Arrivals,
-			Queues: out.queues, Kept: store.SetAside, SendBack: out.sendBack},
+		Apps: apps,
 		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: jobs.Catalog{Store: jobStore}, RunReader: store.Runs, Audit: store.Audit,
 			FunctionRunner: out.router, HostInsight: out.hosts, Channels: known},
 		Notify: web.NotifyPages{Channels: store.Channels, TestChannel: tell.tester.Test, Delivery: store.Status, Outbox: store.Outbox,

@@ -73,6 +73,9 @@ type Config struct {
 	// (the private endpoints of guarded apps' storage); every other
 	// private, loopback and link-local address is refused.
 	EgressAllow []netip.Prefix
+	// DiscoverSubscriptions are the subscriptions whose function apps the
+	// Apps page's Discover lists (Reader on each is enough); empty: none.
+	DiscoverSubscriptions []string
 	// HostInsightClientID is the client id of a user-assigned managed
 	// identity for host insight's reads, kept apart from the identity that
 	// switches triggers; empty: the same identity.
@@ -200,8 +203,9 @@ const (
 )
 
 var (
-	tablePrefixPattern = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,39}$`)
-	userNamePattern    = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+	tablePrefixPattern  = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9]{0,39}$`)
+	userNamePattern     = regexp.MustCompile(`^[A-Za-z0-9._@-]{1,64}$`)
+	subscriptionPattern = regexp.MustCompile(`^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$`)
 )
 
 // Load builds a Config from the environment. lookup is os.LookupEnv in
@@ -254,6 +258,13 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 			continue
 		}
 		c.EgressAllow = append(c.EgressAllow, p.Masked())
+	}
+	for _, v := range r.list("FUSEBOX_DISCOVER_SUBSCRIPTIONS") {
+		if !subscriptionPattern.MatchString(v) {
+			r.fail("FUSEBOX_DISCOVER_SUBSCRIPTIONS", "must be subscription ids (GUIDs) separated by commas, got %q", v)
+			continue
+		}
+		c.DiscoverSubscriptions = append(c.DiscoverSubscriptions, strings.ToLower(v))
 	}
 	if c.EasyAuth {
 		r.easyAuthPlatform()

@@ -100,6 +100,7 @@ func TestEveryProblemIsNamed(t *testing.T) {
 		{"short secrets key", map[string]string{"FUSEBOX_SECRETS_KEYS": "k1:short"}, []string{"FUSEBOX_SECRETS_KEYS: entry 1 (k1): the key must be at least 32 characters"}},
 		{"bad cloud", map[string]string{"FUSEBOX_AZURE_CLOUD": "germany"}, []string{"FUSEBOX_AZURE_CLOUD: must be public, usgov or china"}},
 		{"bad egress range", map[string]string{"FUSEBOX_EGRESS_ALLOW_CIDRS": "10.0.0.0/8,private"}, []string{"FUSEBOX_EGRESS_ALLOW_CIDRS: must be address ranges"}},
+		{"bad subscription", map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": "0b1f6471-1bf0-4dda-aec3-111122223333, my-subscription"}, []string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS: must be subscription ids (GUIDs)"}},
 		{"bad SMTP port", map[string]string{"FUSEBOX_SMTP_PORT": "smtp"}, []string{"FUSEBOX_SMTP_PORT: must be a port number, such as 587"}},
 		{"bad reminder count", map[string]string{"FUSEBOX_REMINDER_MAX": "many"}, []string{"FUSEBOX_REMINDER_MAX: must be a whole number of reminders"}},
 		{"link lifetime over a week", map[string]string{"FUSEBOX_LINK_TTL": "200h"}, []string{"FUSEBOX_LINK_TTL: must be between 1m and 168h"}},

@@ -90,6 +90,9 @@ type (
 		Queues   setAsideReader `web:"optional"`
 		Kept     keptSetAside
 		SendBack sendBacker `web:"optional"`
+		// Fleet is the last survey of the subscriptions' function apps;
+		// nil when Fusebox surveys none.
+		Fleet fleetFinder `web:"optional"`
 	}
 
 	// JobPages show jobs, their runs and gaps, edit them and their

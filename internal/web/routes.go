@@ -157,6 +157,7 @@ func (s *Server) routes() {
 	viewer.POST("/channels/:id/edit", s.notify.channelUpdate, s.require(auth.RoleOperator))
 	viewer.POST("/channels/:id/delete", s.notify.channelDelete, s.require(auth.RoleOperator))
 	viewer.POST("/channels/:id/test", s.notify.channelTest, s.require(auth.RoleOperator))
+	viewer.GET("/apps/discover", s.apps.appDiscover)
 	viewer.GET("/apps/new", s.apps.appNew, s.require(auth.RoleOperator))
 	viewer.POST("/apps/new", s.apps.appCreate, s.require(auth.RoleOperator))
 	viewer.POST("/apps/:app/key", s.apps.appKey, s.require(auth.RoleOperator))

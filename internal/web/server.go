@@ -21,6 +21,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/fault"
+	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/ingest"
@@ -114,6 +115,9 @@ type (
 		Register(ctx context.Context, app circuit.App, actor string) (funcapp.Registered, error)
 		ReplaceKey(ctx context.Context, app circuit.App, actor string) (string, error)
 		UpdateHost(ctx context.Context, app circuit.App, h funcapp.HostChange, actor string) ([]string, error)
+	}
+	fleetFinder interface {
+		Latest(ctx context.Context) (fleet.Survey, time.Time, error)
 	}
 	functionLister interface {
 		Functions(ctx context.Context, app circuit.App) ([]string, error)

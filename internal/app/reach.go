@@ -37,6 +37,9 @@ type reach struct {
 	// fleet finds the subscriptions' function apps; nil without an Azure
 	// identity or subscriptions to survey.
 	fleet *fleet.Finder
+	// discoverer lists apps' functions and triggers; nil without an
+	// Azure identity.
+	discoverer *appservice.Discoverer
 }
 
 // reachOut builds the outbound side. Host insight and chat channels reach
@@ -56,12 +59,15 @@ func reachOut(life context.Context, cfg *config.Config, o Options, store *storag
 	hubs := &eventhub.Reader{Credential: insightCred, Endpoints: endpoints, Policy: outbound}
 	queueSource := &queues.Source{Credential: insightCred, Transport: outbound.Transporter(), Endpoints: endpoints}
 	var finder *fleet.Finder
-	if azureCred != nil && len(cfg.DiscoverSubscriptions) > 0 {
-		d := appservice.NewDiscoverer(azureCred, appservice.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}, 0)
-		finder = &fleet.Finder{Survey: d.Survey, Subscriptions: cfg.DiscoverSubscriptions, Apps: store.Apps, Now: o.Clock.Now}
+	var discoverer *appservice.Discoverer
+	if azureCred != nil {
+		discoverer = appservice.NewDiscoverer(azureCred, appservice.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}, 0)
+		if len(cfg.DiscoverSubscriptions) > 0 {
+			finder = &fleet.Finder{Survey: discoverer.Survey, Subscriptions: cfg.DiscoverSubscriptions, Apps: store.Apps, Now: o.Clock.Now}
+		}
 	}
 	return reach{
-		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource, fleet: finder,
+		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource, fleet: finder, discoverer: discoverer,
 		hosts:    &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs},
 		sendBack: &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: o.Clock.Now, Logger: o.Logger, Life: life},
 		poster:   notify.Poster{Now: o.Clock.Now, Client: outbound.Client(5 * time.Second)},

@@ -29,6 +29,9 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	if out.fleet != nil {
 		apps.Fleet = out.fleet
 	}
+	if out.discoverer != nil {
+		apps.Triggers = out.discoverer
+	}
 	return web.New(web.Parts{
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now,
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},

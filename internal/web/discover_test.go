@@ -1,10 +1,12 @@
 package web_test
 
 import (
+	"context"
 	"html"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
@@ -54,6 +56,21 @@ func TestDiscoverListsTheFleetAndWhatIsGuarded(t *testing.T) {
 		}}}, nil)
 		return
 	}}
+	arm.NewListFunctionsPager = func(rg, name string, _ *armappservice.WebAppsClientListFunctionsOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]) {
+		fn := func(n string, binding map[string]any) *armappservice.FunctionEnvelope {
+			return &armappservice.FunctionEnvelope{Name: to.Ptr(name + "/" + n), Properties: &armappservice.FunctionEnvelopeProperties{Config: map[string]any{"bindings": []any{binding}}}}
+		}
+		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListFunctionsResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{Value: []*armappservice.FunctionEnvelope{
+			fn("ProcessOrders", map[string]any{"type": "eventHubTrigger", "eventHubName": "%OrdersHub%", "connection": "EventHub"}),
+			fn("TakeOrders", map[string]any{"type": "queueTrigger", "queueName": "orders", "connection": "AzureWebJobsStorage"}),
+			fn("Nightly", map[string]any{"type": "timerTrigger", "schedule": "0 0 2 * * *"}),
+		}}}, nil)
+		return
+	}
+	arm.ListApplicationSettings = func(context.Context, string, string, *armappservice.WebAppsClientListApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], errResp azfake.ErrorResponder) {
+		errResp.SetResponseError(http.StatusForbidden, "AuthorizationFailed") // Reader cannot list settings
+		return
+	}
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": subOrders + "," + subRefused},
 		apptest.Options{ARMTransport: refuses{sub: subRefused, next: armfake.NewWebAppsServerTransport(arm)}})
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
@@ -88,6 +105,34 @@ func TestDiscoverListsTheFleetAndWhatIsGuarded(t *testing.T) {
 		if !strings.Contains(form.body, want) {
 			t.Errorf("the Register form lacks %s", want)
 		}
+	}
+
+	// The guarded app's functions: each trigger with its bindings, the
+	// guarded one linked, the unguarded event-driven one offered a circuit,
+	// the timer left alone, and the circuit whose function is gone named.
+	for _, fn := range []string{"ProcessOrders", "Retired"} {
+		if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: fn, Threshold: 10, Window: time.Minute, State: circuit.Closed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fpage := operator.get("/apps/orders/functions")
+	wantStatus(t, fpage, http.StatusOK)
+	frows := strings.Split(fpage.body, `data-testid="function-row"`)[1:]
+	if len(frows) != 3 {
+		t.Fatalf("%d function rows, want 3:\n%s", len(frows), fpage.body)
+	}
+	nightly, process, take := frows[0], frows[1], frows[2]
+	if !strings.Contains(nightly, "timer") || !strings.Contains(nightly, "0 0 2 * * *") || strings.Contains(nightly, "create-circuit") {
+		t.Errorf("Nightly: %s", nightly)
+	}
+	if !strings.Contains(process, "eventHub") || !strings.Contains(process, ">guarded<") || !strings.Contains(process, "config/list/action") {
+		t.Errorf("ProcessOrders: %s", process)
+	}
+	if !strings.Contains(take, "queue") || !strings.Contains(take, "orders") || !strings.Contains(take, `data-testid="create-circuit"`) {
+		t.Errorf("TakeOrders: %s", take)
+	}
+	if !strings.Contains(fpage.body, `data-testid="gone"`) || !strings.Contains(fpage.body, "Retired") {
+		t.Errorf("the circuit of a function that is gone is not named")
 	}
 
 	viewer := newBrowser(t, srv.URL)

@@ -93,6 +93,9 @@ type (
 		// Fleet is the last survey of the subscriptions' function apps;
 		// nil when Fusebox surveys none.
 		Fleet fleetFinder `web:"optional"`
+		// Triggers lists an ARM app's functions with their triggers; nil
+		// without an Azure identity.
+		Triggers functionTriggers `web:"optional"`
 	}
 
 	// JobPages show jobs, their runs and gaps, edit them and their

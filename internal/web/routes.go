@@ -158,6 +158,7 @@ func (s *Server) routes() {
 	viewer.POST("/channels/:id/delete", s.notify.channelDelete, s.require(auth.RoleOperator))
 	viewer.POST("/channels/:id/test", s.notify.channelTest, s.require(auth.RoleOperator))
 	viewer.GET("/apps/discover", s.apps.appDiscover)
+	viewer.GET("/apps/:app/functions", s.apps.appFunctions)
 	viewer.GET("/apps/new", s.apps.appNew, s.require(auth.RoleOperator))
 	viewer.POST("/apps/new", s.apps.appCreate, s.require(auth.RoleOperator))
 	viewer.POST("/apps/:app/key", s.apps.appKey, s.require(auth.RoleOperator))

@@ -116,6 +116,9 @@ type (
 		ReplaceKey(ctx context.Context, app circuit.App, actor string) (string, error)
 		UpdateHost(ctx context.Context, app circuit.App, h funcapp.HostChange, actor string) ([]string, error)
 	}
+	functionTriggers interface {
+		Functions(ctx context.Context, app circuit.App) ([]fleet.Function, error)
+	}
 	fleetFinder interface {
 		Latest(ctx context.Context) (fleet.Survey, time.Time, error)
 	}

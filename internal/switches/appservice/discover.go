@@ -153,20 +153,28 @@ func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Fu
 	}
 	settings, unread := d.settings(ctx, c, app)
 	var out []fleet.Function
-	p := c.NewListFunctionsPager(app.ResourceGroup, app.Site, nil)
-	for p.More() {
-		page, err := p.NextPage(ctx)
-		if err != nil {
-			return out, describe(app, "list the functions of", err)
+	add := func(envs []*armappservice.FunctionEnvelope) {
+		for _, e := range envs {
+			if len(out) < fleet.MaxFunctions && e != nil && e.Name != nil {
+				out = append(out, functionOf(e, settings, unread))
+			}
 		}
-		for _, e := range page.Value {
-			if len(out) >= fleet.MaxFunctions {
-				return out, nil
+	}
+	if app.Slot == "" {
+		for p := c.NewListFunctionsPager(app.ResourceGroup, app.Site, nil); p.More() && len(out) < fleet.MaxFunctions; {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, describe(app, "list the functions of", err)
 			}
-			if e == nil || e.Name == nil {
-				continue
+			add(page.Value)
+		}
+	} else {
+		for p := c.NewListInstanceFunctionsSlotPager(app.ResourceGroup, app.Site, app.Slot, nil); p.More() && len(out) < fleet.MaxFunctions; {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return nil, describe(app, "list the functions of", err)
 			}
-			out = append(out, functionOf(e, settings, unread))
+			add(page.Value)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
@@ -197,7 +205,17 @@ func functionOf(e *armappservice.FunctionEnvelope, settings fleet.Settings, unre
 // settings reads the app's settings for %Setting% values; without the
 // right, nil and why.
 func (d *Discoverer) settings(ctx context.Context, c *armappservice.WebAppsClient, app circuit.App) (fleet.Settings, string) {
-	resp, err := c.ListApplicationSettings(ctx, app.ResourceGroup, app.Site, nil)
+	var props map[string]*string
+	var err error
+	if app.Slot == "" {
+		var resp armappservice.WebAppsClientListApplicationSettingsResponse
+		resp, err = c.ListApplicationSettings(ctx, app.ResourceGroup, app.Site, nil)
+		props = resp.Properties
+	} else {
+		var resp armappservice.WebAppsClientListApplicationSettingsSlotResponse
+		resp, err = c.ListApplicationSettingsSlot(ctx, app.ResourceGroup, app.Site, app.Slot, nil)
+		props = resp.Properties
+	}
 	var re *azcore.ResponseError
 	switch {
 	case errors.As(err, &re) && re.StatusCode == http.StatusForbidden:
@@ -205,8 +223,8 @@ func (d *Discoverer) settings(ctx context.Context, c *armappservice.WebAppsClien
 	case err != nil:
 		return nil, "ARM did not answer when Fusebox read them"
 	}
-	out := make(fleet.Settings, len(resp.Properties))
-	for k, v := range resp.Properties {
+	out := make(fleet.Settings, len(props))
+	for k, v := range props {
 		if v != nil {
 			out[k] = *v
 		}

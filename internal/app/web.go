@@ -21,6 +21,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	store := st.store
 	keys := appKeys(store) // identity.go
 	jobStore, known := store.Jobs, alerts.KnownChannels{Channels: store.Channels}
+	catalog := jobs.Catalog{Store: jobStore}
 	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},
 		Hosting: out.router, Keys: keys, Audit: store.Audit, Now: o.Clock.Now}
@@ -37,14 +38,14 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
 		Identity: id,
 		Intake: web.Intake{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
-			Jobs: jobStore, Pings: pings(store), Catalog: jobs.Catalog{Store: jobStore}},
+			Jobs: jobStore, Pings: pings(store), Catalog: catalog},
 		SignIn: web.SignIn{Audit: store.Audit},
 		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: store.Failures.Reader(),
 			Rates: store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router,
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
 		Apps: apps,
-		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: jobs.Catalog{Store: jobStore}, RunReader: store.Runs, Audit: store.Audit,
+		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,
 			FunctionRunner: out.router, HostInsight: out.hosts, Channels: known},
 		Notify: web.NotifyPages{Channels: store.Channels, TestChannel: tell.tester.Test, Delivery: store.Status, Outbox: store.Outbox,
 			Audit: store.Audit, Apps: store.Apps, Circuits: store.Circuits, Jobs: jobStore},

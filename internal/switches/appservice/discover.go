@@ -135,7 +135,7 @@ func refusal(ctx context.Context, err error, timeout time.Duration) string {
 	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Sprintf("did not answer within %s", timeout)
 	case errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized):
-		return "Fusebox may not list its sites: grant its identity Reader on the subscription (deploy/discovery.bicep)"
+		return "Fusebox may not list its sites: grant its identity Reader on the subscription (deploy/azure/discovery.bicep)"
 	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
 		return "no such subscription, or Fusebox's identity cannot see it"
 	case errors.As(err, &re):
@@ -164,7 +164,7 @@ func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Fu
 		for p := c.NewListFunctionsPager(app.ResourceGroup, app.Site, nil); p.More() && len(out) < fleet.MaxFunctions; {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return nil, describe(app, "list the functions of", err)
+				return nil, functionsRefused(ctx, app, err)
 			}
 			add(page.Value)
 		}
@@ -172,13 +172,30 @@ func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Fu
 		for p := c.NewListInstanceFunctionsSlotPager(app.ResourceGroup, app.Site, app.Slot, nil); p.More() && len(out) < fleet.MaxFunctions; {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return nil, describe(app, "list the functions of", err)
+				return nil, functionsRefused(ctx, app, err)
 			}
 			add(page.Value)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// functionsRefused says why an app's functions could not be listed, with
+// what listing needs (Reader, not the switch's role), never ARM's words.
+func functionsRefused(ctx context.Context, app circuit.App, err error) error {
+	var re *azcore.ResponseError
+	switch {
+	case ctx.Err() != nil || errors.Is(err, context.DeadlineExceeded):
+		return fmt.Errorf("ARM did not answer in time when listing the functions of %s", siteName(app))
+	case errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized):
+		return fmt.Errorf("listing the functions of %s is not allowed: grant Fusebox's identity Reader on the app or its resource group (deploy/azure/discovery.bicep)", siteName(app))
+	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
+		return fmt.Errorf("ARM has no site %s: was the app deleted or renamed? Register it again, or delete its circuits", siteName(app))
+	case errors.As(err, &re):
+		return fmt.Errorf("ARM answered %d when listing the functions of %s", re.StatusCode, siteName(app))
+	}
+	return fmt.Errorf("ARM could not be reached to list the functions of %s", siteName(app))
 }
 
 func functionOf(e *armappservice.FunctionEnvelope, settings fleet.Settings, unread string) fleet.Function {

@@ -92,7 +92,7 @@ func TestSurveyListsFunctionAppsAndNamesWhatRefused(t *testing.T) {
 		t.Errorf("sites %v, want %s", got, want)
 	}
 	if len(s.Refused) != 2 || s.Refused[0].Subscription != "sub-b" || !strings.Contains(s.Refused[0].Reason, "grant its identity Reader") ||
-		s.Refused[1].Subscription != "sub-c" || !strings.Contains(s.Refused[1].Reason, "did not answer within 300ms") {
+		!strings.Contains(s.Refused[0].Reason, "deploy/azure/discovery.bicep") || s.Refused[1].Subscription != "sub-c" || !strings.Contains(s.Refused[1].Reason, "did not answer within 300ms") {
 		t.Errorf("refused %+v", s.Refused)
 	}
 	for _, r := range s.Refused {
@@ -147,6 +147,22 @@ func TestFunctionsCarryTheirTriggers(t *testing.T) {
 		}
 		if s, _ := fns[2].Trigger.Get("schedule"); s.Value != "0 */5 * * * *" {
 			t.Errorf("schedule %+v", s)
+		}
+	}
+}
+
+// A site that is gone, or an identity without Reader, is said in
+// Fusebox's words with what to do, never ARM's.
+func TestFunctionsSayWhyTheyWereNotListed(t *testing.T) {
+	for status, want := range map[int]string{http.StatusNotFound: "was the app deleted or renamed", http.StatusForbidden: "grant Fusebox's identity Reader"} {
+		srv := &fake.WebAppsServer{NewListFunctionsPager: func(string, string, *armappservice.WebAppsClientListFunctionsOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]) {
+			resp.AddResponseError(status, "SecretCodeFromARM")
+			return
+		}}
+		d := appservice.NewDiscoverer(&azfake.TokenCredential{}, appservice.Settings{Transport: fake.NewWebAppsServerTransport(srv)}, 0)
+		_, err := d.Functions(context.Background(), circuit.App{SubscriptionID: "sub-a", ResourceGroup: "rg", Site: "func-gone"})
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "func-gone") || strings.Contains(err.Error(), "SecretCodeFromARM") {
+			t.Errorf("%d: %v, want it to say %q", status, err, want)
 		}
 	}
 }

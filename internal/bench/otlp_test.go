@@ -34,15 +34,27 @@ func otlpExport(tag string, at time.Time, spans, functions, seconds int) *coltra
 	out := make([]*tracepb.Span, spans)
 	for i := range out {
 		end := at.Add(time.Duration(i%seconds) * time.Second)
+		// Shaped like a host's span: trace and parent ids, ten
+		// attributes of which Fusebox reads two, an exception event.
 		out[i] = &tracepb.Span{Name: fmt.Sprintf("F%d", i%functions), Kind: tracepb.Span_SPAN_KIND_SERVER,
+			TraceId: []byte("0123456789abcdef"), ParentSpanId: []byte("01234567"),
 			SpanId: []byte{byte(i >> 8), byte(i), 0, 0, 0, 0, 0, 1}, EndTimeUnixNano: uint64(end.UnixNano()), StartTimeUnixNano: uint64(end.UnixNano()),
-			Attributes: []*commonpb.KeyValue{{Key: "faas.invocation_id", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: fmt.Sprintf("%s-%d", tag, i)}}}},
-			Status:     &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR}}
+			Attributes: []*commonpb.KeyValue{str("faas.invocation_id", fmt.Sprintf("%s-%d", tag, i)), str("faas.name", fmt.Sprintf("F%d", i%functions)),
+				str("faas.trigger", "pubsub"), str("az.schema_url", "https://opentelemetry.io/schemas/1.17.0"), str("messaging.system", "eventhubs"),
+				str("messaging.destination.name", "orders"), str("server.address", "ns.servicebus.windows.net"), str("code.function", "Contoso.Orders.Run"),
+				str("process.pid", "4242"), str("host.name", "10-30-0-4")},
+			Events: []*tracepb.Span_Event{{Name: "exception", TimeUnixNano: uint64(end.UnixNano()), Attributes: []*commonpb.KeyValue{
+				str("exception.type", "System.TimeoutException"), str("exception.message", "The store did not answer within 30 s.")}}},
+			Status: &tracepb.Status{Code: tracepb.Status_STATUS_CODE_ERROR, Message: "The store did not answer within 30 s."}}
 	}
 	return &coltracepb.ExportTraceServiceRequest{ResourceSpans: []*tracepb.ResourceSpans{{
 		Resource:   &resourcepb.Resource{Attributes: []*commonpb.KeyValue{{Key: "service.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "func-bench"}}}}},
 		ScopeSpans: []*tracepb.ScopeSpans{{Scope: &commonpb.InstrumentationScope{Name: "Microsoft.Azure.WebJobs.Host"}, Spans: out}},
 	}}}
+}
+
+func str(key, value string) *commonpb.KeyValue {
+	return &commonpb.KeyValue{Key: key, Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: value}}}
 }
 
 func postExport(client *http.Client, url, key string, body []byte) (int, error) {

@@ -43,8 +43,11 @@ var recordPath = []protowire.Number{1, 2, 2}
 // DecodeTraces decodes an ExportTraceServiceRequest, keeping its first
 // MaxRecords spans; cut says how many were cut.
 func DecodeTraces(b []byte) (req *coltracepb.ExportTraceServiceRequest, cut int, err error) {
-	req = &coltracepb.ExportTraceServiceRequest{}
-	cut, err = decode(b, req)
+	// The lean decoder charges what it builds as it goes: no weighing.
+	cut, err = decode(b, nil, func(kept []byte) (err error) {
+		req, err = leanTraces(kept)
+		return err
+	})
 	return req, cut, err
 }
 
@@ -52,7 +55,7 @@ func DecodeTraces(b []byte) (req *coltracepb.ExportTraceServiceRequest, cut int,
 // MaxRecords log records; cut says how many were cut.
 func DecodeLogs(b []byte) (req *collogspb.ExportLogsServiceRequest, cut int, err error) {
 	req = &collogspb.ExportLogsServiceRequest{}
-	cut, err = decode(b, req)
+	cut, err = decode(b, req, func(kept []byte) error { return proto.Unmarshal(kept, req) })
 	return req, cut, err
 }
 
@@ -61,7 +64,10 @@ func DecodeLogs(b []byte) (req *collogspb.ExportLogsServiceRequest, cut int, err
 // MaxDecoded even so (a host's batch of 512 spans, ~100 kB) is not weighed.
 const maxGrowth = 160
 
-func decode(b []byte, m proto.Message) (int, error) {
+// decode cuts b's records past MaxRecords, weighs what is kept as an
+// export of m's kind (unless m is nil: read charges as it builds), then
+// has read decode it.
+func decode(b []byte, m proto.Message, read func(kept []byte) error) (int, error) {
 	kept, cut := b, 0
 	if len(b)/2 > MaxRecords && countRecords(b, recordPath) > MaxRecords {
 		var err error
@@ -69,13 +75,15 @@ func decode(b []byte, m proto.Message) (int, error) {
 			return 0, err
 		}
 	}
-	if len(kept)*maxGrowth > MaxDecoded {
+	if m != nil && len(kept)*maxGrowth > MaxDecoded {
 		cost := 0
 		if err := weigh(kept, m.ProtoReflect().Descriptor(), 0, &cost); err != nil {
 			return 0, err
 		}
 	}
-	if err := proto.Unmarshal(kept, m); err != nil {
+	if err := read(kept); errors.Is(err, ErrTooCostly) {
+		return 0, err
+	} else if err != nil {
 		return 0, ErrUnreadable
 	}
 	return cut, nil

@@ -34,7 +34,7 @@ param smtpUsername string = ''
 @secure()
 param smtpPassword string = ''
 param mailFrom string = 'fusebox@example.com'
-@description('A resource group (same subscription) whose function apps Fusebox switches; empty: assign the role yourself')
+@description('A resource group (same subscription) whose function apps Fusebox switches; empty: assign the role yourself. Not Fusebox\'s own group: a role there would let Fusebox rewrite itself, and none is granted')
 param guardedResourceGroup string = ''
 @allowed(['appservice', 'containerapp'])
 param guardedHosting string = 'appservice'
@@ -42,9 +42,10 @@ param guardedHosting string = 'appservice'
 var storageName = toLower(take('${replace(name, '-', '')}${uniqueString(resourceGroup().id)}', 24))
 var tableEndpoint = 'https://${storageName}.table.${environment().suffixes.storage}'
 var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
-var websiteContributor = 'de139f84-1756-47ae-9be6-808fbbe84772'
 var containerAppsContributor = '358470bc-b998-42bd-ab17-a7e34c199c0f'
-var guardRole = guardedHosting == 'containerapp' ? containerAppsContributor : websiteContributor
+// Fusebox is never given a role on its own group: its identity could then
+// rewrite its own settings, sign-in and storage.
+var guardsOwnGroup = toLower(guardedResourceGroup) == toLower(resourceGroup().name)
 var appName = '${name}-app'
 // Routes with authentication of their own (keys, tokens, signed links) or
 // none by design (probes, assets): App Service Authentication lets them by.
@@ -200,12 +201,13 @@ resource tableRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
-module guard 'guard.bicep' = if (!empty(guardedResourceGroup)) {
+module guard 'guard.bicep' = if (!empty(guardedResourceGroup) && !guardsOwnGroup) {
   name: '${name}-guard'
-  scope: resourceGroup(empty(guardedResourceGroup) ? resourceGroup().name : guardedResourceGroup)
-  params: { principalId: principalId, roleId: guardRole }
+  scope: resourceGroup(empty(guardedResourceGroup) || guardsOwnGroup ? resourceGroup().name : guardedResourceGroup)
+  params: { principalId: principalId, guardedHosting: guardedHosting, containerAppsContributor: containerAppsContributor }
 }
 
 output url string = hosting == 'containerapp' ? 'https://${containerApp.properties.configuration.ingress.fqdn}' : 'https://${appName}.azurewebsites.net'
 output principalId string = principalId
 output tableEndpoint string = tableEndpoint
+output guard string = empty(guardedResourceGroup) ? 'No role granted: no guardedResourceGroup given (docs/deploy.md says which to grant).' : guardsOwnGroup ? 'No role granted: guardedResourceGroup is Fusebox\'s own group. Put the function apps in another group.' : 'Granted on ${guardedResourceGroup}: ${guardedHosting == 'containerapp' ? 'Container Apps Contributor' : 'Fusebox trigger switch (a custom role)'}.'

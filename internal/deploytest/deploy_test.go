@@ -11,7 +11,10 @@ import (
 	"runtime"
 	"slices"
 	"sort"
+	"strings"
 	"testing"
+
+	"github.com/fusebox/fusebox/internal/switches/appservice"
 )
 
 func root(t *testing.T) string {
@@ -84,9 +87,11 @@ func TestTemplateMatchesCodeAndDocs(t *testing.T) {
 	if !slices.Equal(inTable, params) {
 		t.Errorf("docs/deploy.md documents %v, the template has %v", inTable, params)
 	}
+	// The guard module is deployed on its own for more guarded groups.
+	guardParams := names(regexp.MustCompile(`(?m)^param (\w+)`), read(t, "deploy/azure/guard.bicep"))
 	for _, m := range regexp.MustCompile(`\b(\w+)=`).FindAllStringSubmatch(docs, -1) {
-		if m[1] != "" && regexp.MustCompile(`^[a-z]`).MatchString(m[1]) && !slices.Contains(params, m[1]) {
-			t.Errorf("docs/deploy.md passes %s=, which the template has no parameter for", m[1])
+		if m[1] != "" && regexp.MustCompile(`^[a-z]`).MatchString(m[1]) && !slices.Contains(params, m[1]) && !slices.Contains(guardParams, m[1]) {
+			t.Errorf("docs/deploy.md passes %s=, which neither template has a parameter for", m[1])
 		}
 	}
 
@@ -164,5 +169,59 @@ func TestEasyAuthDeploymentsRequireSignIn(t *testing.T) {
 	}
 	if !regexp.MustCompile(`string\(not\(empty\(parameters\('easyAuthClientId'\)\)\)\)`).MatchString(raw) {
 		t.Error("FUSEBOX_EASYAUTH_ENABLED is not tied to the client id")
+	}
+}
+
+// TestTheGuardRoleIsWhatTheSwitchCalls: the custom role the template
+// grants in a guarded group is exactly appservice.RoleActions (which
+// TestEveryCallIsInTheGuardRole holds to the calls made), in main.json and
+// in guard.bicep alike; and no role is granted on Fusebox's own group.
+func TestTheGuardRoleIsWhatTheSwitchCalls(t *testing.T) {
+	var tmpl struct {
+		Resources []struct {
+			Name       string `json:"name"`
+			Condition  string `json:"condition"`
+			Properties struct {
+				Template struct {
+					Variables struct {
+						SwitchActions []string `json:"switchActions"`
+					} `json:"variables"`
+					Resources []struct {
+						Type string `json:"type"`
+					} `json:"resources"`
+				} `json:"template"`
+			} `json:"properties"`
+		} `json:"resources"`
+	}
+	if err := json.Unmarshal([]byte(read(t, "deploy/azure/main.json")), &tmpl); err != nil {
+		t.Fatal(err)
+	}
+	want := slices.Sorted(slices.Values(appservice.RoleActions))
+	found := false
+	for _, r := range tmpl.Resources {
+		if r.Name != "[concat(parameters('name'), '-guard')]" {
+			continue
+		}
+		found = true
+		got := slices.Sorted(slices.Values(r.Properties.Template.Variables.SwitchActions))
+		if !slices.Equal(got, want) {
+			t.Errorf("main.json's guard role grants %v, want appservice.RoleActions %v", got, want)
+		}
+		if !strings.Contains(r.Condition, "not(variables('guardsOwnGroup'))") {
+			t.Errorf("main.json guards Fusebox's own group too: condition %s", r.Condition)
+		}
+	}
+	if !found {
+		t.Fatal("main.json has no guard deployment")
+	}
+	bicep := names(regexp.MustCompile(`(?m)^  '(Microsoft\.[^']+)'$`), read(t, "deploy/azure/guard.bicep"))
+	if !slices.Equal(bicep, want) {
+		t.Errorf("guard.bicep's role grants %v, want %v", bicep, want)
+	}
+	if main := read(t, "deploy/azure/main.bicep"); !strings.Contains(main, "if (!empty(guardedResourceGroup) && !guardsOwnGroup)") {
+		t.Error("main.bicep guards Fusebox's own group too")
+	}
+	if strings.Contains(read(t, "deploy/azure/main.json"), "de139f84-1756-47ae-9be6-808fbbe84772") {
+		t.Error("main.json still grants Website Contributor")
 	}
 }

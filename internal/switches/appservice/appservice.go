@@ -263,7 +263,7 @@ func describe(app circuit.App, doing string, err error) error {
 		Package: "appservice",
 		Name:    siteName(app),
 		Scope:   fmt.Sprintf("/subscriptions/%s/resourceGroups/%s/providers/Microsoft.Web/sites/%s", app.SubscriptionID, app.ResourceGroup, app.Site),
-		Grant:   "the Website Contributor role",
+		Grant:   "the Fusebox trigger switch role (deploy/azure/guard.bicep) or Website Contributor",
 		Needs:   "Microsoft.Web/sites/config/list/action and Microsoft.Web/sites/config/write",
 		Gone:    "was the app deleted or renamed? Register it again, or delete its circuits",
 	}.Describe(doing, err)

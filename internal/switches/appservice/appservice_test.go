@@ -391,7 +391,7 @@ func TestNotFoundAndForbiddenSayWhatToDo(t *testing.T) {
 		status int
 		want   string
 	}{
-		{http.StatusForbidden, "Website Contributor role on /subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"},
+		{http.StatusForbidden, "Fusebox trigger switch role (deploy/azure/guard.bicep) or Website Contributor on /subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"},
 		{http.StatusNotFound, "was the app deleted or renamed?"},
 	} {
 		s := newSite(map[string]string{})

@@ -96,6 +96,11 @@ type (
 		// Triggers lists an ARM app's functions with their triggers; nil
 		// without an Azure identity.
 		Triggers functionTriggers `web:"optional"`
+		// Inspector reads what guarding a found site needs (its
+		// functions and a few settings), and Guarding saves a confirmed
+		// plan; nil without an Azure identity.
+		Inspector appInspector `web:"optional"`
+		Guarding  appGuarding
 	}
 
 	// JobPages show jobs, their runs and gaps, edit them and their

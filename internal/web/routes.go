@@ -161,6 +161,8 @@ func (s *Server) routes() {
 	viewer.GET("/apps/:app/functions", s.apps.appFunctions)
 	viewer.GET("/apps/new", s.apps.appNew, s.require(auth.RoleOperator))
 	viewer.POST("/apps/new", s.apps.appCreate, s.require(auth.RoleOperator))
+	viewer.GET("/apps/discover/guard", s.apps.appGuardShow, s.require(auth.RoleOperator))
+	viewer.POST("/apps/discover/guard", s.apps.appGuard, s.require(auth.RoleOperator))
 	viewer.POST("/apps/:app/key", s.apps.appKey, s.require(auth.RoleOperator))
 	viewer.GET("/apps/:app/queues", s.apps.appQueuesShow)
 	viewer.GET("/apps/:app/queues/:queue", s.apps.queueShow)

@@ -74,7 +74,7 @@ func otlpRoute(path string) bool {
 // operatorPages are the pages (GET) that only operators may open: forms and
 // confirmations of changes. Viewers may open every other page.
 func operatorPage(path string) bool {
-	for _, suffix := range []string{"/new", "/edit", "/trip", "/resume", "/break"} {
+	for _, suffix := range []string{"/new", "/edit", "/trip", "/resume", "/break", "/guard"} {
 		if strings.HasSuffix(path, suffix) && !strings.HasPrefix(path, "/resume/") {
 			return true
 		}

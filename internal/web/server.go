@@ -119,6 +119,12 @@ type (
 	functionTriggers interface {
 		Functions(ctx context.Context, app circuit.App) ([]fleet.Function, error)
 	}
+	appInspector interface {
+		Inspect(ctx context.Context, app circuit.App) (fleet.Inspection, error)
+	}
+	appGuarding interface {
+		Guard(ctx context.Context, p fleet.Plan, actor string) (funcapp.Guarded, error)
+	}
 	fleetFinder interface {
 		Latest(ctx context.Context) (fleet.Survey, time.Time, error)
 	}

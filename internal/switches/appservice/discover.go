@@ -147,9 +147,16 @@ func refusal(ctx context.Context, err error, timeout time.Duration) string {
 // Functions lists an app's functions with their triggers, resolving
 // %Setting% values from its settings when Fusebox may read them.
 func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Function, error) {
+	in, err := d.Inspect(ctx, app)
+	return in.Functions, err
+}
+
+// Inspect is Functions with the settings a plan to guard the app reads
+// (fleet.PlanSettings); the rest of the app's settings are not kept.
+func (d *Discoverer) Inspect(ctx context.Context, app circuit.App) (fleet.Inspection, error) {
 	c, err := armappservice.NewWebAppsClient(app.SubscriptionID, d.cred, d.opts)
 	if err != nil {
-		return nil, err
+		return fleet.Inspection{}, err
 	}
 	settings, unread := d.settings(ctx, c, app)
 	var out []fleet.Function
@@ -164,7 +171,7 @@ func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Fu
 		for p := c.NewListFunctionsPager(app.ResourceGroup, app.Site, nil); p.More() && len(out) < fleet.MaxFunctions; {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return nil, functionsRefused(ctx, app, err)
+				return fleet.Inspection{}, functionsRefused(ctx, app, err)
 			}
 			add(page.Value)
 		}
@@ -172,13 +179,13 @@ func (d *Discoverer) Functions(ctx context.Context, app circuit.App) ([]fleet.Fu
 		for p := c.NewListInstanceFunctionsSlotPager(app.ResourceGroup, app.Site, app.Slot, nil); p.More() && len(out) < fleet.MaxFunctions; {
 			page, err := p.NextPage(ctx)
 			if err != nil {
-				return nil, functionsRefused(ctx, app, err)
+				return fleet.Inspection{}, functionsRefused(ctx, app, err)
 			}
 			add(page.Value)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return fleet.Inspection{Functions: out, Settings: fleet.PlanSettings(settings, out), Unread: unread}, nil
 }
 
 // functionsRefused says why an app's functions could not be listed, with

@@ -1,0 +1,172 @@
+package web_test
+
+import (
+	"context"
+	"errors"
+	"html"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
+	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
+)
+
+// guardableARM is a subscription with one function app: an Event Hubs
+// function, a queue function, a timer, an HTTP function and one of a
+// trigger Fusebox has no defaults for; identity-based host storage and
+// Event Hubs settings, a time zone, and a secret no page may show.
+func guardableARM() *armfake.WebAppsServer {
+	siteID := "/subscriptions/" + subOrders + "/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"
+	arm := &armfake.WebAppsServer{NewListPager: func(*armappservice.WebAppsClientListOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListResponse]) {
+		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListResponse{WebAppCollection: armappservice.WebAppCollection{Value: []*armappservice.Site{
+			{ID: to.Ptr(siteID), Kind: to.Ptr("functionapp"), Location: to.Ptr("westeurope"), Properties: &armappservice.SiteProperties{}},
+		}}}, nil)
+		return
+	}}
+	arm.Get = func(context.Context, string, string, *armappservice.WebAppsClientGetOptions) (resp azfake.Responder[armappservice.WebAppsClientGetResponse], errResp azfake.ErrorResponder) {
+		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientGetResponse{Site: armappservice.Site{ID: to.Ptr(siteID), Kind: to.Ptr("functionapp"), Properties: &armappservice.SiteProperties{}}}, nil)
+		return
+	}
+	arm.NewListFunctionsPager = func(rg, name string, _ *armappservice.WebAppsClientListFunctionsOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]) {
+		fn := func(n string, binding map[string]any) *armappservice.FunctionEnvelope {
+			return &armappservice.FunctionEnvelope{Name: to.Ptr(name + "/" + n), Properties: &armappservice.FunctionEnvelopeProperties{Config: map[string]any{"bindings": []any{binding}}}}
+		}
+		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListFunctionsResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{Value: []*armappservice.FunctionEnvelope{
+			fn("ProcessOrders", map[string]any{"type": "eventHubTrigger", "eventHubName": "%OrdersHub%", "consumerGroup": "fusebox", "connection": "EventHub"}),
+			fn("TakeOrders", map[string]any{"type": "queueTrigger", "queueName": "orders", "connection": "AzureWebJobsStorage"}),
+			fn("Nightly", map[string]any{"type": "timerTrigger", "schedule": "0 0 2 * * *"}),
+			fn("Api", map[string]any{"type": "httpTrigger", "route": "orders"}),
+			fn("Mirror", map[string]any{"type": "sqlTrigger", "tableName": "dbo.Orders"}),
+		}}}, nil)
+		return
+	}
+	arm.ListApplicationSettings = func(context.Context, string, string, *armappservice.WebAppsClientListApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], errResp azfake.ErrorResponder) {
+		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsResponse{StringDictionary: armappservice.StringDictionary{Properties: map[string]*string{
+			"AzureWebJobsStorage__accountName":  to.Ptr("ordersstore"),
+			"WEBSITE_TIME_ZONE":                 to.Ptr("W. Europe Standard Time"),
+			"OrdersHub":                         to.Ptr("orders"),
+			"EventHub__fullyQualifiedNamespace": to.Ptr("orders-ns.servicebus.windows.net"),
+			"PAYMENT_API_KEY":                   to.Ptr("sk_live_do-not-show-me"),
+		}}}, nil)
+		return
+	}
+	return arm
+}
+
+// An operator opens Discover, follows Guard… on the unguarded app, and
+// reviews the plan: a circuit for each event-driven function with the
+// defaults of its kind (the Event Hubs one trips early on a count, the
+// queue one on a sustained share), a job for the timer with its schedule
+// and the app's time zone, and why the HTTP and SQL functions get nothing.
+// A threshold that is no number is refused and nothing is made; then she
+// unticks the queue circuit, tunes the Event Hubs one and confirms once:
+// the app is registered with identity-based host storage and Event Hubs
+// (no secret copied), and exactly what was ticked is created.
+func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
+	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": subOrders},
+		apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(guardableARM())})
+	operator := newBrowser(t, srv.URL)
+	operator.signIn("olivia")
+	rows := testRows(operator.get("/apps/discover").body)
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want the one function app", len(rows))
+	}
+	href := html.UnescapeString(attr(rows[0], `data-testid="guard"`, "href"))
+	page := operator.get(href)
+	wantStatus(t, page, http.StatusOK)
+	circuits := strings.Split(page.body, `data-testid="proposed-circuit"`)[1:]
+	if len(circuits) != 2 {
+		t.Fatalf("%d proposed circuits, want ProcessOrders and TakeOrders:\n%s", len(circuits), page.body)
+	}
+	if c := circuits[0]; !strings.Contains(c, "ProcessOrders") || !strings.Contains(c, "orders/fusebox") || !strings.Contains(c, `name="threshold_ProcessOrders" value="10"`) || !strings.Contains(c, "trips early") {
+		t.Errorf("the Event Hubs circuit is not proposed with its kind's defaults: %s", c)
+	}
+	if c := circuits[1]; !strings.Contains(c, "TakeOrders") || !strings.Contains(c, "50") || strings.Contains(c, "threshold_TakeOrders") {
+		t.Errorf("the queue circuit is not proposed with a ratio rule: %s", c)
+	}
+	proposed := strings.Split(page.body, `data-testid="proposed-job"`)[1:]
+	if len(proposed) != 1 || !strings.Contains(proposed[0], "0 0 2 * * *") || !strings.Contains(proposed[0], "W. Europe Standard Time") {
+		t.Errorf("the timer's job is not proposed with its schedule and time zone:\n%s", page.body)
+	}
+	left := page.body[strings.Index(page.body, `data-testid="left"`):]
+	if !strings.Contains(left, "Api") || !strings.Contains(left, "HTTP") || !strings.Contains(left, "Mirror") || !strings.Contains(left, "sqlTrigger") {
+		t.Errorf("the functions proposed nothing are not named with why: %s", left)
+	}
+	if !strings.Contains(page.body, "AzureWebJobsStorage__accountName (identity-based)") {
+		t.Errorf("the page does not say where host storage comes from:\n%s", page.body)
+	}
+	if strings.Contains(page.body, "sk_live_do-not-show-me") {
+		t.Fatal("an app setting's secret reached the page")
+	}
+
+	csrf := csrfField.FindStringSubmatch(page.body)[1]
+	form := url.Values{"_csrf": {csrf}, "subscription": {subOrders}, "resource_group": {"rg-orders"}, "site": {"func-orders"},
+		"id": {"orders"}, "name": {"Orders"}, "recipients": {"oncall@example.com"},
+		"circuit": {"ProcessOrders"}, "threshold_ProcessOrders": {"many"}, "window_ProcessOrders": {"2m"}, "window_TakeOrders": {"5m"},
+		"job": {"Nightly"}, "grace_Nightly": {"10m"}}
+	refused := operator.post("/apps/discover/guard", form)
+	wantStatus(t, refused, http.StatusUnprocessableEntity)
+	if !strings.Contains(refused.body, "ProcessOrders: the failures must be a whole number") {
+		t.Errorf("a bad threshold is not explained:\n%s", refused.body)
+	}
+	if _, err := srv.App.Store.Apps.Get(t.Context(), "orders"); !errors.Is(err, circuit.ErrNoApp) {
+		t.Fatalf("a refused plan registered the app: %v", err)
+	}
+
+	form.Set("threshold_ProcessOrders", "25")
+	done := operator.post("/apps/discover/guard", form)
+	wantStatus(t, done, http.StatusOK)
+	if !strings.Contains(done.body, `data-testid="app-key"`) || !strings.Contains(done.body, "Circuit ProcessOrders: ") || !strings.Contains(done.body, "Job Nightly: ") {
+		t.Errorf("the key page does not say what was made:\n%s", done.body)
+	}
+	app, err := srv.App.Store.Apps.Get(t.Context(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.HostStorage != "https://ordersstore.blob.core.windows.net" || app.EventHubs != "orders-ns.servicebus.windows.net" || app.Site != "func-orders" || app.Switch != circuit.SwitchARM || app.Hosting.Plan != circuit.PlanAppService {
+		t.Errorf("registered %+v", app)
+	}
+	cs, err := srv.App.Store.Circuits.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cs) != 1 {
+		t.Fatalf("%d circuits, want only the ticked ProcessOrders", len(cs))
+	}
+	if c := cs[0]; c.Function != "ProcessOrders" || c.Threshold != 25 || c.Window != 2*time.Minute || c.EventHub != "orders/fusebox" || !slices.Equal(c.Recipients, []string{"oncall@example.com"}) || c.State != circuit.Closed {
+		t.Errorf("circuit %+v", c)
+	}
+	all, err := srv.App.Store.Jobs.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js []jobs.Job
+	for _, j := range all {
+		if j.AppID != "" { // Fusebox's own jobs name no app
+			js = append(js, j)
+		}
+	}
+	if len(js) != 1 || js[0].Function != "Nightly" || js[0].AppID != "orders" || js[0].Name != "Nightly (orders)" || js[0].Schedule != "0 0 2 * * *" || js[0].TimeZone != "W. Europe Standard Time" || js[0].Grace != 10*time.Minute {
+		t.Errorf("jobs %+v", js)
+	}
+
+	again := operator.get(href)
+	if !strings.Contains(again.body, "guarded already") {
+		t.Errorf("a guarded site is offered again:\n%s", again.body)
+	}
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	if r := viewer.get(href); r.StatusCode != http.StatusForbidden {
+		t.Errorf("a viewer opened the guard page: %d", r.StatusCode)
+	}
+}

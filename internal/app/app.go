@@ -25,6 +25,7 @@ import (
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/eventhub"
+	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
@@ -54,6 +55,9 @@ type Options struct {
 	// SetAsideEvery is how often apps' poison and parking queues are
 	// looked at; default 30s.
 	SetAsideEvery time.Duration
+	// DriftEvery is how often each ARM app's functions are compared with
+	// its circuits and jobs (zero: every 10 minutes).
+	DriftEvery time.Duration
 	// WrapHandler, when set, wraps the web handler: tests check every API
 	// answer against docs/openapi.yaml with it.
 	WrapHandler func(http.Handler) http.Handler
@@ -91,6 +95,7 @@ type App struct {
 	watcher  *watcher.Watcher
 	sampler  *hostinsight.Sampler
 	hubs     *eventhub.Reader
+	drift    *fleet.DriftWatch // nil without an Azure identity
 	runner   *loop.Runner
 	books    atomic.Pointer[lease.Fence] // the books' lease while held here
 	// phase shifts this instance's evaluator ticks within the interval, at
@@ -137,6 +142,9 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	m.WatchState(stateOf(st.store, b.evaluator), o.Clock.Now)
+	if out.drift != nil {
+		m.WatchUnguarded(out.drift.Unguarded)
+	}
 	srv, err := webServer(cfg, o, m, st, id, out, tell, b) // web.go
 	if err != nil {
 		stopLife()
@@ -145,7 +153,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	store := st.store
 	a := &App{
 		cfg: cfg, log: o.Logger, clock: o.Clock, Store: store, Metrics: m, Web: srv, Links: tell.signer, Locker: st.locker,
-		breakers: b, sender: tell.sender, hubs: out.hubs,
+		breakers: b, sender: tell.sender, hubs: out.hubs, drift: out.drift,
 		scanner: jobScanner(o, store, out), // jobs.go
 		watcher: &watcher.Watcher{Apps: store.Apps, Circuits: store.Circuits, Kept: store.SetAside, Queues: out.queues,
 			Outbox: store.Outbox, Now: o.Clock.Now, Logger: o.Logger},
@@ -211,6 +219,10 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		return nil
 	})
 	g.Go(func() error { return a.Locker.Run(ctx, BooksLease, a.keepBooks) })
+	if a.drift != nil {
+		// Every instance keeps its own: a page and a scrape read memory.
+		g.Go(func() error { a.drift.Run(ctx); return nil })
+	}
 	for _, l := range a.loops() {
 		if l.lease == "" {
 			g.Go(func() error { return a.everywhere(ctx, l.Loop) })
@@ -239,3 +251,11 @@ func (a *App) handler() http.Handler {
 // FlushTelemetry writes what this instance received over OpenTelemetry
 // now, instead of at its next flush (every 5 s), for tests and shutdown.
 func (a *App) FlushTelemetry(ctx context.Context) error { return a.breakers.arrivals.Flush(ctx) }
+
+// CheckDrift compares every ARM app's functions with its circuits and
+// jobs now, as the background check does every DriftEvery.
+func (a *App) CheckDrift(ctx context.Context) {
+	if a.drift != nil {
+		a.drift.Check(ctx)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/setaside/queues"
 	"github.com/fusebox/fusebox/internal/setaside/sendback"
@@ -40,6 +41,9 @@ type reach struct {
 	// discoverer lists apps' functions and triggers; nil without an
 	// Azure identity.
 	discoverer *appservice.Discoverer
+	// drift checks what changed in Azure under each ARM app; nil without
+	// an Azure identity.
+	drift *fleet.DriftWatch
 }
 
 // reachOut builds the outbound side. Host insight and chat channels reach
@@ -60,14 +64,17 @@ func reachOut(life context.Context, cfg *config.Config, o Options, store *storag
 	queueSource := &queues.Source{Credential: insightCred, Transport: outbound.Transporter(), Endpoints: endpoints}
 	var finder *fleet.Finder
 	var discoverer *appservice.Discoverer
+	var drift *fleet.DriftWatch
 	if azureCred != nil {
 		discoverer = appservice.NewDiscoverer(azureCred, appservice.Settings{Transport: o.ARMTransport, Tracing: telemetry.AzureProvider()}, 0)
 		if len(cfg.DiscoverSubscriptions) > 0 {
 			finder = &fleet.Finder{Survey: discoverer.Survey, Subscriptions: cfg.DiscoverSubscriptions, Apps: store.Apps, Now: o.Clock.Now}
 		}
+		drift = &fleet.DriftWatch{Apps: store.Apps, Circuits: store.Circuits, JobFunctions: jobFunctions(store.Jobs),
+			Functions: discoverer.Functions, Every: o.DriftEvery, Now: o.Clock.Now}
 	}
 	return reach{
-		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource, fleet: finder, discoverer: discoverer,
+		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource, fleet: finder, discoverer: discoverer, drift: drift,
 		hosts:    &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs},
 		sendBack: &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: o.Clock.Now, Logger: o.Logger, Life: life},
 		poster:   notify.Poster{Now: o.Clock.Now, Client: outbound.Client(5 * time.Second)},
@@ -99,4 +106,23 @@ func azureCredentials(cfg *config.Config, o Options) (arm, insight azcore.TokenC
 		insightBase = cred
 	}
 	return arm, egress.ForStorageAndEventHubs(insightBase)
+}
+
+// jobFunctions lists, by app, the functions the jobs name.
+func jobFunctions(js interface {
+	List(context.Context) ([]jobs.Job, error)
+}) func(context.Context) (map[string][]string, error) {
+	return func(ctx context.Context) (map[string][]string, error) {
+		all, err := js.List(ctx)
+		if err != nil {
+			return nil, err
+		}
+		out := map[string][]string{}
+		for _, j := range all {
+			if j.AppID != "" && j.Function != "" {
+				out[j.AppID] = append(out[j.AppID], j.Function)
+			}
+		}
+		return out, nil
+	}
 }

@@ -33,6 +33,9 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	if out.discoverer != nil {
 		apps.Triggers, apps.Inspector = out.discoverer, out.discoverer
 	}
+	if out.drift != nil {
+		apps.Drift = out.drift
+	}
 	apps.Guarding = funcapp.Guarding{Apps: registry, Circuits: b.actions, Jobs: catalog, Audit: store.Audit, Now: o.Clock.Now}
 	return web.New(web.Parts{
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now,

@@ -213,16 +213,29 @@ func (o LeaseObserver) Renewed(name string, elapsed time.Duration, err error) {
 // instance could not read (fusebox_unreadable_rows), asking counts at
 // each scrape.
 func (m *Metrics) WatchUnreadableRows(counts func() map[string]int) {
-	m.Registry.MustRegister(unreadable{counts})
+	m.Registry.MustRegister(gauges{unreadableDesc, counts})
 }
 
 var unreadableDesc = prometheus.NewDesc("fusebox_unreadable_rows", "Stored rows this instance could not read and skips, by table.", []string{"table"}, nil)
 
-type unreadable struct{ counts func() map[string]int }
+// gauges is one gauge family of one label, its values asked at each scrape.
+type gauges struct {
+	desc   *prometheus.Desc
+	counts func() map[string]int
+}
 
-func (u unreadable) Describe(ch chan<- *prometheus.Desc) { ch <- unreadableDesc }
-func (u unreadable) Collect(ch chan<- prometheus.Metric) {
-	for table, n := range u.counts() {
-		ch <- prometheus.MustNewConstMetric(unreadableDesc, prometheus.GaugeValue, float64(n), table)
+func (g gauges) Describe(ch chan<- *prometheus.Desc) { ch <- g.desc }
+func (g gauges) Collect(ch chan<- prometheus.Metric) {
+	for label, n := range g.counts() {
+		ch <- prometheus.MustNewConstMetric(g.desc, prometheus.GaugeValue, float64(n), label)
 	}
 }
+
+// WatchUnguarded exports, per app, the event-driven functions ARM lists
+// that no circuit guards (fusebox_unguarded_functions), from this
+// instance's last drift check, asking counts at each scrape.
+func (m *Metrics) WatchUnguarded(counts func() map[string]int) {
+	m.Registry.MustRegister(gauges{unguardedDesc, counts})
+}
+
+var unguardedDesc = prometheus.NewDesc("fusebox_unguarded_functions", "Event-driven functions of each app switched through ARM that no circuit guards, as this instance last checked (every 10 minutes).", []string{"app"}, nil)

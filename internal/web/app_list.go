@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/setaside"
@@ -50,6 +51,12 @@ func (s *AppPages) appList(c echo.Context) error {
 		m.Rows = append(m.Rows, views.AppRow{ID: a.ID, Name: appName(apps, a.ID), Switch: string(a.Switch), Target: funcapp.Target(a),
 			Circuits: perApp[a.ID], HasKey: a.APIKeyHash != "", Hosting: hostingText(a.Hosting), Insight: insightText(a), NoCircuit: noCircuit[a.ID],
 			Telemetry: s.appTelemetry(ctx, a), SetAside: setAsideText(a, kept[a.ID], s.Queues != nil)})
+		if s.Drift != nil {
+			if d, ok := s.Drift.Of(a.ID); ok {
+				row := &m.Rows[len(m.Rows)-1]
+				row.Drift, row.DriftChecked = driftLines(d), views.Ago(s.Now(), d.CheckedAt)
+			}
+		}
 	}
 	return render(c, http.StatusOK, views.AppsPage(m))
 }
@@ -142,4 +149,39 @@ func setAsideText(a circuit.App, kept setaside.AppSetAside, reads bool) string {
 		return "nothing"
 	}
 	return fmt.Sprintf("%d messages in %d %s", n, queues, map[bool]string{true: "queue", false: "queues"}[queues == 1])
+}
+
+// driftLines say what changed in Azure under an app, for its row.
+func driftLines(d fleet.AppDrift) []string {
+	switch {
+	case d.Gone:
+		return []string{d.Problem}
+	case d.Problem != "":
+		return []string{"Not checked: " + d.Problem}
+	}
+	var out []string
+	if len(d.Unguarded) > 0 {
+		out = append(out, "No circuit for event-driven "+names(d.Unguarded))
+	}
+	if len(d.Untimed) > 0 {
+		out = append(out, "No job for timer "+names(d.Untimed))
+	}
+	if len(d.GoneCircuits) > 0 {
+		out = append(out, "Circuits whose function is gone: "+names(d.GoneCircuits))
+	}
+	if len(d.GoneJobs) > 0 {
+		out = append(out, "Jobs whose function is gone: "+names(d.GoneJobs))
+	}
+	for _, ch := range d.Changed {
+		out = append(out, "Circuit "+ch.Function+" was set up for "+ch.Was+"; its trigger is now "+ch.Now)
+	}
+	return out
+}
+
+// names lists function names, the first ten.
+func names(fns []string) string {
+	if len(fns) > 10 {
+		return strings.Join(fns[:10], ", ") + fmt.Sprintf(" and %d more", len(fns)-10)
+	}
+	return strings.Join(fns, ", ")
 }

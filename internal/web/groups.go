@@ -101,6 +101,9 @@ type (
 		// plan; nil without an Azure identity.
 		Inspector appInspector `web:"optional"`
 		Guarding  appGuarding
+		// Drift is the last check of what changed in Azure under each
+		// ARM app; nil without an Azure identity.
+		Drift driftReader `web:"optional"`
 	}
 
 	// JobPages show jobs, their runs and gaps, edit them and their

@@ -170,3 +170,40 @@ func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
 		t.Errorf("a viewer opened the guard page: %d", r.StatusCode)
 	}
 }
+
+// The Apps page says what changed in Azure under a guarded app, as the
+// background check last found it (at start and every 10 minutes): the
+// event-driven function no circuit guards, the timer without a job, the
+// circuit whose function is gone and the one whose hub changed; /metrics
+// counts the unguarded functions.
+func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
+	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(guardableARM())})
+	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []circuit.Circuit{{Function: "ProcessOrders", EventHub: "orders-old"}, {Function: "Retired"}} {
+		c.AppID, c.Threshold, c.Window, c.State = "orders", 10, time.Minute, circuit.Closed
+		if err := srv.App.Store.Circuits.Put(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	srv.App.CheckDrift(t.Context())
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	page := viewer.get("/apps")
+	i := strings.Index(page.body, `data-testid="drift"`)
+	if i < 0 {
+		t.Fatalf("no drift on the Apps page:\n%s", page.body)
+	}
+	drift := page.body[i:]
+	drift = drift[:strings.Index(drift, "</div>")]
+	for _, want := range []string{"No circuit for event-driven Mirror, TakeOrders", "No job for timer Nightly", "Circuits whose function is gone: Retired",
+		"Circuit ProcessOrders was set up for hub orders-old; its trigger is now hub orders"} {
+		if !strings.Contains(drift, want) {
+			t.Errorf("the drift lacks %q:\n%s", want, drift)
+		}
+	}
+	if m := viewer.get("/metrics"); !strings.Contains(m.body, `fusebox_unguarded_functions{app="orders"} 2`) {
+		t.Errorf("/metrics does not count the unguarded function")
+	}
+}

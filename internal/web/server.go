@@ -122,6 +122,9 @@ type (
 	appInspector interface {
 		Inspect(ctx context.Context, app circuit.App) (fleet.Inspection, error)
 	}
+	driftReader interface {
+		Of(appID string) (fleet.AppDrift, bool)
+	}
 	appGuarding interface {
 		Guard(ctx context.Context, p fleet.Plan, actor string) (funcapp.Guarded, error)
 	}

@@ -198,12 +198,18 @@ func functionsRefused(ctx context.Context, app circuit.App, err error) error {
 	case errors.As(err, &re) && (re.StatusCode == http.StatusForbidden || re.StatusCode == http.StatusUnauthorized):
 		return fmt.Errorf("listing the functions of %s is not allowed: grant Fusebox's identity Reader on the app or its resource group (deploy/azure/discovery.bicep)", siteName(app))
 	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
-		return fmt.Errorf("ARM has no site %s: was the app deleted or renamed? Register it again, or delete its circuits", siteName(app))
+		return goneError(fmt.Sprintf("ARM has no site %s: was the app deleted or renamed? Register it again, or delete its circuits", siteName(app)))
 	case errors.As(err, &re):
 		return fmt.Errorf("ARM answered %d when listing the functions of %s", re.StatusCode, siteName(app))
 	}
 	return fmt.Errorf("ARM could not be reached to list the functions of %s", siteName(app))
 }
+
+// goneError is ARM's 404 for a site, in Fusebox's words; it is fleet.ErrGone.
+type goneError string
+
+func (e goneError) Error() string        { return string(e) }
+func (e goneError) Is(target error) bool { return target == fleet.ErrGone }
 
 func functionOf(e *armappservice.FunctionEnvelope, settings fleet.Settings, unread string) fleet.Function {
 	// ARM names a function "site/function".

@@ -2,6 +2,7 @@ package appservice_test
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
@@ -163,6 +164,9 @@ func TestFunctionsSayWhyTheyWereNotListed(t *testing.T) {
 		_, err := d.Functions(context.Background(), circuit.App{SubscriptionID: "sub-a", ResourceGroup: "rg", Site: "func-gone"})
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "func-gone") || strings.Contains(err.Error(), "SecretCodeFromARM") {
 			t.Errorf("%d: %v, want it to say %q", status, err, want)
+		}
+		if gone := errors.Is(err, fleet.ErrGone); gone != (status == http.StatusNotFound) {
+			t.Errorf("%d: errors.Is(err, fleet.ErrGone) = %v", status, gone)
 		}
 	}
 }

@@ -36,7 +36,11 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	if out.drift != nil {
 		apps.Drift = out.drift
 	}
-	apps.Guarding = funcapp.Guarding{Apps: registry, Circuits: b.actions, Jobs: catalog, Audit: store.Audit, Now: o.Clock.Now}
+	guarding := funcapp.Guarding{Apps: registry, Circuits: b.actions, Jobs: catalog, Audit: store.Audit, Now: o.Clock.Now, BaseURL: cfg.BaseURL.String()}
+	if w, ok := out.router.ARM.(funcapp.SettingsWriter); ok {
+		guarding.Settings = w
+	}
+	apps.Guarding = guarding
 	return web.New(web.Parts{
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now,
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},

@@ -47,6 +47,9 @@ type Plan struct {
 	EventHubsFrom string
 	Circuits      []ProposedCircuit
 	Jobs          []ProposedJob
+	// ZeroCode asks for the app's zero-code reporting to be switched on
+	// (ZeroCodeSettings) once it is registered; the operator's choice.
+	ZeroCode bool
 	// Left are the functions proposed nothing, and why.
 	Left []Left
 }

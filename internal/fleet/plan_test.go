@@ -81,3 +81,23 @@ func TestPlanSettingsKeepNoSecret(t *testing.T) {
 		t.Error("no settings read became some")
 	}
 }
+
+// TestZeroCodeLeavesAnotherCollectorAlone: the four settings point the
+// host at Fusebox with the key; an app exporting elsewhere is refused,
+// one already pointed at Fusebox is not.
+func TestZeroCodeLeavesAnotherCollectorAlone(t *testing.T) {
+	s := ZeroCodeSettings("https://fusebox.example.com/", "fbx_orders_k")
+	if s["OTEL_EXPORTER_OTLP_ENDPOINT"] != "https://fusebox.example.com" || s["OTEL_EXPORTER_OTLP_HEADERS"] != "Authorization=Bearer fbx_orders_k" ||
+		s["AzureFunctionsJobHost__telemetryMode"] != "OpenTelemetry" || s["OTEL_EXPORTER_OTLP_PROTOCOL"] != "http/protobuf" {
+		t.Errorf("settings %v", s)
+	}
+	check := ZeroCodeConflict("https://fusebox.example.com")
+	if err := check(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"}); err == nil || strings.Contains(err.Error(), "collector.example.com") {
+		t.Errorf("another collector: %v (want a refusal that does not repeat the setting)", err)
+	}
+	for _, ok := range []map[string]string{{}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://FUSEBOX.example.com/"}} {
+		if err := check(ok); err != nil {
+			t.Errorf("%v: %v", ok, err)
+		}
+	}
+}

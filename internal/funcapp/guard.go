@@ -29,6 +29,16 @@ type Guarding struct {
 	}
 	Audit Auditor
 	Now   func() time.Time
+	// Settings writes app settings through ARM, for zero-code reporting;
+	// BaseURL is where the host is to export. Nil: not offered.
+	Settings SettingsWriter
+	BaseURL  string
+}
+
+// SettingsWriter writes app settings in one read–merge–write
+// (appservice.Switch), check seeing them first.
+type SettingsWriter interface {
+	SetSettings(ctx context.Context, app circuit.App, want map[string]string, check func(current map[string]string) error) error
 }
 
 // Guarded is what guarding made.
@@ -37,6 +47,9 @@ type Guarded struct {
 	Circuits   []string // functions given a circuit
 	Jobs       []string // functions given a job
 	Refused    []fleet.Left
+	// ZeroCode says what became of switching on zero-code reporting;
+	// empty when it was not asked for.
+	ZeroCode string
 }
 
 // Guard registers p.App and creates p's circuits and jobs.
@@ -65,6 +78,21 @@ func (g Guarding) Guard(ctx context.Context, p fleet.Plan, actor string) (Guarde
 			return out, err
 		}
 		out.Jobs = append(out.Jobs, pj.Function)
+	}
+	switch {
+	case !p.ZeroCode:
+	case g.Settings == nil:
+		out.ZeroCode = "Zero-code reporting was not switched on: Fusebox has no Azure identity to write app settings with."
+	default:
+		err := g.Settings.SetSettings(ctx, reg.App, fleet.ZeroCodeSettings(g.BaseURL, reg.Key), fleet.ZeroCodeConflict(g.BaseURL))
+		if err != nil {
+			out.ZeroCode = "Zero-code reporting was not switched on: " + err.Error()
+			break
+		}
+		out.ZeroCode = "Zero-code reporting is on: the host exports every invocation to Fusebox (the app restarts once to take the settings)."
+		if err := g.Audit.Append(ctx, audit.Entry{At: g.Now(), Actor: actor, Action: "switched on zero-code reporting", Target: reg.App.ID, Detail: "OpenTelemetry to " + g.BaseURL}); err != nil {
+			return out, err
+		}
 	}
 	return out, nil
 }

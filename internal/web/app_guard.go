@@ -185,6 +185,8 @@ func confirmed(plan fleet.Plan, m views.GuardPlan, form map[string][]string) (fl
 		jobs = append(jobs, pj)
 	}
 	plan.Circuits, plan.Jobs = circuits, jobs
+	plan.ZeroCode = v("zero_code") == "on"
+	m.ZeroCode = plan.ZeroCode
 	if len(bad) > 0 {
 		problems["plan"] = strings.Join(bad, "; ")
 	}
@@ -210,6 +212,9 @@ func guardedLines(plan fleet.Plan, g funcapp.Guarded) []string {
 	}
 	for _, r := range g.Refused {
 		out = append(out, "Not made, "+r.Function+": "+r.Why)
+	}
+	if g.ZeroCode != "" {
+		out = append(out, g.ZeroCode)
 	}
 	if plan.HostStorageFrom != "" {
 		out = append(out, "Host storage: "+plan.HostStorageFrom+".")

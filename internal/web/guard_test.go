@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"html"
+	"maps"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -25,7 +28,7 @@ import (
 // function, a queue function, a timer, an HTTP function and one of a
 // trigger Fusebox has no defaults for; identity-based host storage and
 // Event Hubs settings, a time zone, and a secret no page may show.
-func guardableARM() *armfake.WebAppsServer {
+func guardableARM() (*armfake.WebAppsServer, func() map[string]string) {
 	siteID := "/subscriptions/" + subOrders + "/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"
 	arm := &armfake.WebAppsServer{NewListPager: func(*armappservice.WebAppsClientListOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListResponse]) {
 		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListResponse{WebAppCollection: armappservice.WebAppCollection{Value: []*armappservice.Site{
@@ -50,17 +53,36 @@ func guardableARM() *armfake.WebAppsServer {
 		}}}, nil)
 		return
 	}
+	var mu sync.Mutex
+	settings := map[string]*string{
+		"AzureWebJobsStorage__accountName":  to.Ptr("ordersstore"),
+		"WEBSITE_TIME_ZONE":                 to.Ptr("W. Europe Standard Time"),
+		"OrdersHub":                         to.Ptr("orders"),
+		"EventHub__fullyQualifiedNamespace": to.Ptr("orders-ns.servicebus.windows.net"),
+		"PAYMENT_API_KEY":                   to.Ptr("sk_live_do-not-show-me"),
+	}
 	arm.ListApplicationSettings = func(context.Context, string, string, *armappservice.WebAppsClientListApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], errResp azfake.ErrorResponder) {
-		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsResponse{StringDictionary: armappservice.StringDictionary{Properties: map[string]*string{
-			"AzureWebJobsStorage__accountName":  to.Ptr("ordersstore"),
-			"WEBSITE_TIME_ZONE":                 to.Ptr("W. Europe Standard Time"),
-			"OrdersHub":                         to.Ptr("orders"),
-			"EventHub__fullyQualifiedNamespace": to.Ptr("orders-ns.servicebus.windows.net"),
-			"PAYMENT_API_KEY":                   to.Ptr("sk_live_do-not-show-me"),
-		}}}, nil)
+		mu.Lock()
+		defer mu.Unlock()
+		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsResponse{StringDictionary: armappservice.StringDictionary{Properties: maps.Clone(settings)}}, nil)
 		return
 	}
-	return arm
+	arm.UpdateApplicationSettings = func(_ context.Context, _, _ string, d armappservice.StringDictionary, _ *armappservice.WebAppsClientUpdateApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse], errResp azfake.ErrorResponder) {
+		mu.Lock()
+		defer mu.Unlock()
+		settings = maps.Clone(d.Properties)
+		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsResponse{StringDictionary: d}, nil)
+		return
+	}
+	return arm, func() map[string]string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]string{}
+		for k, v := range settings {
+			out[k] = *v
+		}
+		return out
+	}
 }
 
 // An operator opens Discover, follows Guard… on the unguarded app, and
@@ -73,8 +95,9 @@ func guardableARM() *armfake.WebAppsServer {
 // the app is registered with identity-based host storage and Event Hubs
 // (no secret copied), and exactly what was ticked is created.
 func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
+	arm, appSettings := guardableARM()
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": subOrders},
-		apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(guardableARM())})
+		apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	operator := newBrowser(t, srv.URL)
 	operator.signIn("olivia")
 	rows := testRows(operator.get("/apps/discover").body)
@@ -124,10 +147,22 @@ func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
 	}
 
 	form.Set("threshold_ProcessOrders", "25")
+	form.Set("zero_code", "on")
 	done := operator.post("/apps/discover/guard", form)
 	wantStatus(t, done, http.StatusOK)
 	if !strings.Contains(done.body, `data-testid="app-key"`) || !strings.Contains(done.body, "Circuit ProcessOrders: ") || !strings.Contains(done.body, "Job Nightly: ") {
 		t.Errorf("the key page does not say what was made:\n%s", done.body)
+	}
+	if !strings.Contains(done.body, "Zero-code reporting is on") {
+		t.Errorf("the key page does not say zero-code reporting is on:\n%s", done.body)
+	}
+	key := regexp.MustCompile(`data-testid="app-key">([^<]+)<`).FindStringSubmatch(done.body)[1]
+	got := appSettings()
+	for k, want := range map[string]string{"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry", "OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
+		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer " + key, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "PAYMENT_API_KEY": "sk_live_do-not-show-me"} {
+		if got[k] != want {
+			t.Errorf("app setting %s = %q, want %q", k, got[k], want)
+		}
 	}
 	app, err := srv.App.Store.Apps.Get(t.Context(), "orders")
 	if err != nil {
@@ -177,7 +212,8 @@ func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
 // circuit whose function is gone and the one whose hub changed; /metrics
 // counts the unguarded functions.
 func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
-	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(guardableARM())})
+	arm, _ := guardableARM()
+	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
 		t.Fatal(err)
 	}

@@ -416,3 +416,43 @@ func rollingUpdates(raw *http.Response) bool {
 	}
 	return json.Unmarshal(body, &site) == nil && strings.EqualFold(site.Properties.FunctionAppConfig.SiteUpdateStrategy.Type, "RollingUpdate")
 }
+
+// SetSettings writes want into the app's settings in one read–merge–write,
+// keeping every other setting; check sees the settings first and may
+// refuse (another collector's endpoint, say). Nothing is written when
+// they hold want already. The write restarts the app.
+func (s *Switch) SetSettings(ctx context.Context, app circuit.App, want map[string]string, check func(current map[string]string) error) error {
+	same := func(props map[string]*string) bool {
+		for k, v := range want {
+			if props[k] == nil || *props[k] != v {
+				return false
+			}
+		}
+		return true
+	}
+	return armwrite.Apply(ctx, s.s.Policy, armwrite.Change[map[string]*string]{
+		Read: func(ctx context.Context) (map[string]*string, error) { return s.read(ctx, app) },
+		Merge: func(props map[string]*string) (map[string]*string, bool, error) {
+			current := make(map[string]string, len(props))
+			for k, v := range props {
+				if v != nil {
+					current[k] = *v
+				}
+			}
+			if err := check(current); err != nil {
+				return nil, false, err
+			}
+			if same(props) {
+				return props, false, nil
+			}
+			next := maps.Clone(props)
+			for k, v := range want {
+				next[k] = &v
+			}
+			return next, true, nil
+		},
+		Write:    func(ctx context.Context, next map[string]*string) error { return s.write(ctx, app, next) },
+		Holds:    func(after map[string]*string) (bool, error) { return same(after), nil },
+		Replaced: fmt.Errorf("appservice: the settings of %s were replaced by another writer right after Fusebox wrote them", siteName(app)),
+	})
+}

@@ -20,6 +20,9 @@ type FailureRow struct {
 	// own id for rows written to the table, the instance a client named
 	// for HTTP reports.
 	Source string
+	// Sample is the last error text the row's writer sent; only reads of
+	// one circuit's rows carry it (the evaluator's window does not).
+	Sample string
 }
 
 // SourceCount is one instance's share of a circuit's window.

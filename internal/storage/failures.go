@@ -281,8 +281,12 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 		if source == "" {
 			source = row.RowKey[strings.LastIndexByte(row.RowKey, '|')+1:]
 		}
-		out = append(out, circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
-			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source})
+		fr := circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
+			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source}
+		if rowPrefix != "" {
+			fr.Sample = truncate(row.Sample, 1024) // someone else's row: bounded again
+		}
+		out = append(out, fr)
 	}
 	return out, rejected, nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -58,6 +59,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, now),
 	}
+	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
 	}
@@ -179,4 +181,34 @@ func countThreshold(ci circuit.Circuit) int {
 		return 0
 	}
 	return ci.Threshold
+}
+
+// maxErrorGroups bounds the groups a circuit page shows.
+const maxErrorGroups = 10
+
+// errorGroups groups the failures of the window before the trip (while the
+// trigger is off) or of the window now, by their error text.
+func (s *CircuitPages) errorGroups(ctx context.Context, ci circuit.Circuit, now time.Time) ([]views.ErrorGroupRow, int, string) {
+	from, to, span := now.Add(-ci.Window), now, "the window (the last "+spoken.Duration(ci.Window)+")"
+	if ci.State.TriggerOff() && !ci.ChangedAt.IsZero() {
+		to = ci.ChangedAt
+		from, span = to.Add(-ci.Window), "the "+spoken.Duration(ci.Window)+" before it opened"
+	}
+	rows, err := s.Samples.CircuitWindow(ctx, ci.AppID, ci.Function, from.Truncate(time.Second), to)
+	if err != nil {
+		return nil, 0, span + " (its failures could not be read now)"
+	}
+	samples := make([]errgroups.Sample, 0, len(rows))
+	for _, r := range rows {
+		samples = append(samples, errgroups.Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent})
+	}
+	groups, other := errgroups.Of(samples, maxErrorGroups)
+	out := make([]views.ErrorGroupRow, 0, len(groups))
+	for _, g := range groups {
+		out = append(out, views.ErrorGroupRow{Example: g.Example, Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces})
+		if g.Fingerprint == errgroups.NoText {
+			out[len(out)-1].Example = errgroups.NoText
+		}
+	}
+	return out, other, span
 }

@@ -53,8 +53,10 @@ type (
 		Settings circuitSettings
 		Drift    driftResolver
 		Window   windowReader
-		Rates    rateReader
-		Status   statusReader
+		// Samples reads one circuit's rows with their error texts.
+		Samples circuitSamples
+		Rates   rateReader
+		Status  statusReader
 		// Links verifies resume links.
 		Links *alerts.Signer
 		// FunctionLister lists an app's functions for the circuit form's

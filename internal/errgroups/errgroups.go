@@ -1,0 +1,127 @@
+// Package errgroups groups a circuit's failures by what their error text
+// says, the way a person reads them: the same error with another id,
+// number, path or quoted value is one group.
+package errgroups
+
+import (
+	"cmp"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// What varies between occurrences of one error, folded in this order
+// (a GUID holds hex and numbers; a URL holds a path).
+var folds = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}`), "<guid>"},
+	{regexp.MustCompile(`[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'"]+`), "<url>"},
+	{regexp.MustCompile(`'[^']*'|"[^"]*"|‘[^’]*’|“[^”]*”`), "<quoted>"},
+	{regexp.MustCompile(`(?:[A-Za-z]:\\|\\\\|/)[^\s'":,;]*[/\\][^\s'":,;]*`), "<path>"},
+	{regexp.MustCompile(`\b0x[0-9a-fA-F]+\b|\b[0-9a-fA-F]{8,}\b`), "<hex>"},
+	{regexp.MustCompile(`[-+]?\d+(?:[.,:]\d+)*`), "<n>"},
+	{regexp.MustCompile(`\s+`), " "},
+}
+
+// MaxText bounds the text a fingerprint reads: samples are kept at 1 kB.
+const MaxText = 1024
+
+// Fingerprint is msg with what varies folded: "Timeout after 30 s
+// reading 'orders/42'" and "Timeout after 12 s reading 'orders/7'" are
+// one group.
+func Fingerprint(msg string) string {
+	if len(msg) > MaxText {
+		msg = msg[:MaxText]
+	}
+	for _, f := range folds {
+		msg = f.re.ReplaceAllString(msg, f.with)
+	}
+	return strings.TrimSpace(msg)
+}
+
+// Sample is one stored failure row's error text: Count failures of one
+// second from one source (a row keeps the last text its writer sent).
+type Sample struct {
+	Text   string
+	At     time.Time
+	Count  int
+	Source string // the instance
+	Trace  string // a W3C traceparent, when the report had one
+}
+
+// Group is the failures whose text folds to one fingerprint.
+type Group struct {
+	Fingerprint string
+	Example     string // the latest text of the group, as it was
+	Count       int
+	First, Last time.Time
+	Sources     []string // the instances that reported it, at most MaxListed
+	Traces      []string // sample trace ids, at most MaxListed
+}
+
+// MaxListed bounds a group's instances and trace ids.
+const MaxListed = 5
+
+// NoText names the group of failures reported without an error text.
+const NoText = "(no error text was reported)"
+
+// Of groups samples, most failures first, and keeps at most max groups;
+// other counts the failures of the groups left out.
+func Of(samples []Sample, max int) (groups []Group, other int) {
+	byPrint := map[string]*Group{}
+	for _, s := range samples {
+		if s.Count <= 0 {
+			continue
+		}
+		fp := NoText
+		if strings.TrimSpace(s.Text) != "" {
+			fp = Fingerprint(s.Text)
+		}
+		g, ok := byPrint[fp]
+		if !ok {
+			g = &Group{Fingerprint: fp, First: s.At, Last: s.At, Example: s.Text}
+			byPrint[fp] = g
+		}
+		g.Count += s.Count
+		if s.At.Before(g.First) {
+			g.First = s.At
+		}
+		if !s.At.Before(g.Last) {
+			g.Last, g.Example = s.At, cmp.Or(s.Text, g.Example)
+		}
+		if s.Source != "" && !slices.Contains(g.Sources, s.Source) && len(g.Sources) < MaxListed {
+			g.Sources = append(g.Sources, s.Source)
+		}
+		if id := traceID(s.Trace); id != "" && !slices.Contains(g.Traces, id) && len(g.Traces) < MaxListed {
+			g.Traces = append(g.Traces, id)
+		}
+	}
+	for _, g := range byPrint {
+		groups = append(groups, *g)
+	}
+	slices.SortFunc(groups, func(a, b Group) int {
+		return cmp.Or(cmp.Compare(b.Count, a.Count), b.Last.Compare(a.Last), cmp.Compare(a.Fingerprint, b.Fingerprint))
+	})
+	if max >= 0 && len(groups) > max {
+		for _, g := range groups[max:] {
+			other += g.Count
+		}
+		groups = groups[:max]
+	}
+	for i := range groups {
+		slices.Sort(groups[i].Sources)
+	}
+	return groups, other
+}
+
+// traceID is the trace id of a W3C traceparent ("00-<32 hex>-<16 hex>-01").
+func traceID(tp string) string {
+	parts := strings.Split(tp, "-")
+	if len(parts) == 4 && len(parts[1]) == 32 {
+		return parts[1]
+	}
+	return ""
+}

@@ -1,0 +1,48 @@
+package web_test
+
+import (
+	"fmt"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+// The circuit page says what failed: the reports' error texts grouped by
+// what they say (the timeouts with other numbers and keys are one group),
+// most failures first, with first and last seen and the instance.
+func TestTheCircuitPageSaysWhatFailed(t *testing.T) {
+	srv, _ := apptest.Seeded(t)
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: time.Minute, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	now := srv.Clock.Now()
+	var items []string
+	for i, msg := range []string{"Timeout after 30 s reading 'leads/42'", "Timeout after 12 s reading 'leads/7'", "Timeout after 9 s reading 'leads/1'", "Connection refused by 10.0.0.4:1433", "Timeout after 30 s reading 'leads/3'"} {
+		items = append(items, fmt.Sprintf(`{"function":"ScoreLeads","at":%q,"error":%q}`, now.Add(-time.Duration(i+1)*time.Second).Format(time.RFC3339), msg))
+	}
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(`{"failures":[`+strings.Join(items, ",")+`]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+demo.Key)
+	req.Header.Set("X-Fusebox-Instance", "vm-7")
+	wantStatus(t, newBrowser(t, srv.URL).do(req), http.StatusAccepted)
+
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/circuits/" + demo.AppID + "/ScoreLeads")
+	wantStatus(t, page, http.StatusOK)
+	groups := strings.Split(page.body, `data-testid="error-group"`)[1:]
+	if len(groups) != 2 {
+		t.Fatalf("%d error groups, want the timeouts and the refused connection:\n%s", len(groups), page.body)
+	}
+	if g := groups[0]; !strings.Contains(g, "Timeout after 30 s reading &#39;leads/42&#39;") || !strings.Contains(g, "<td>4</td>") || !strings.Contains(g, "vm-7") {
+		t.Errorf("the timeouts' group: %s", g)
+	}
+	if g := groups[1]; !strings.Contains(g, "Connection refused") || !strings.Contains(g, "<td>1</td>") {
+		t.Errorf("the refused connection's group: %s", g)
+	}
+}

@@ -43,7 +43,7 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 		reminders = -1 // the sender reads 0 as "the default"
 	}
 	store := st.store
-	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now}
+	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: store.Failures.Reader()}
 	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
 	sender := alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,

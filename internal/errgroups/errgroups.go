@@ -5,10 +5,15 @@ package errgroups
 
 import (
 	"cmp"
+	"context"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // What varies between occurrences of one error, folded in this order
@@ -124,4 +129,56 @@ func traceID(tp string) string {
 		return parts[1]
 	}
 	return ""
+}
+
+// Rows reads one circuit's failure rows with their texts
+// (storage.Failures.CircuitWindow).
+type Rows interface {
+	CircuitWindow(ctx context.Context, app, function string, from, to time.Time) ([]circuit.FailureRow, error)
+}
+
+// OfCircuit groups the failures of a circuit's window: the window before
+// it opened while its trigger is off, else the window up to now. span
+// says which, in words.
+func OfCircuit(ctx context.Context, rows Rows, ci circuit.Circuit, now time.Time, max int) (groups []Group, other int, span string, err error) {
+	from, to, span := now.Add(-ci.Window), now, "the window (the last "+spoken.Duration(ci.Window)+")"
+	if ci.State.TriggerOff() && !ci.ChangedAt.IsZero() {
+		to = ci.ChangedAt
+		from, span = to.Add(-ci.Window), "the "+spoken.Duration(ci.Window)+" before it opened"
+	}
+	rs, err := rows.CircuitWindow(ctx, ci.AppID, ci.Function, from.Truncate(time.Second), to)
+	if err != nil {
+		return nil, 0, span, err
+	}
+	samples := make([]Sample, 0, len(rs))
+	for _, r := range rs {
+		samples = append(samples, Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent})
+	}
+	groups, other = Of(samples, max)
+	return groups, other, span, nil
+}
+
+// Text is the group's latest text, or NoText.
+func (g Group) Text() string {
+	if g.Fingerprint == NoText {
+		return NoText
+	}
+	return g.Example
+}
+
+// Line says a group in one line for mail and chat: "4 × Timeout after
+// 30 s (vm-1, vm-2)", its text cut at n bytes.
+func (g Group) Line(n int) string {
+	text := g.Text()
+	if len(text) > n {
+		for n > 0 && text[n]&0xc0 == 0x80 {
+			n--
+		}
+		text = text[:n] + "…"
+	}
+	line := fmt.Sprintf("%d × %s", g.Count, text)
+	if len(g.Sources) > 0 {
+		line += " (" + strings.Join(g.Sources, ", ") + ")"
+	}
+	return line
 }

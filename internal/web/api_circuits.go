@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/errgroups"
 )
 
 // The JSON API for circuits (docs/openapi.yaml). Scripts authenticate with
@@ -46,6 +47,19 @@ type circuitJSON struct {
 	Drift           string     `json:"drift,omitempty"`
 	DriftSince      *time.Time `json:"drift_since,omitempty"`
 	Flips           []flipJSON `json:"flips,omitempty"`
+	// Errors group what failed in the window before the trip (trigger
+	// off) or the window now; only a single circuit's answer has them.
+	Errors      []errorGroupJSON `json:"errors,omitempty"`
+	ErrorsOther int              `json:"errors_other,omitempty"`
+}
+
+type errorGroupJSON struct {
+	Example   string    `json:"example"`
+	Count     int       `json:"count"`
+	First     time.Time `json:"first"`
+	Last      time.Time `json:"last"`
+	Instances []string  `json:"instances"`
+	TraceIDs  []string  `json:"trace_ids,omitempty"`
 }
 
 type flipJSON struct {
@@ -127,6 +141,13 @@ func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circui
 		return err
 	}
 	j := toJSON(ci, counts[ci.ID()])
+	if groups, other, _, err := errgroups.OfCircuit(ctx, s.Samples, ci, s.Now(), maxErrorGroups); err == nil {
+		j.ErrorsOther = other
+		for _, g := range groups {
+			j.Errors = append(j.Errors, errorGroupJSON{Example: g.Text(),
+				Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces})
+		}
+	}
 	for _, f := range flips {
 		j.Flips = append(j.Flips, flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
 			Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})

@@ -189,26 +189,13 @@ const maxErrorGroups = 10
 // errorGroups groups the failures of the window before the trip (while the
 // trigger is off) or of the window now, by their error text.
 func (s *CircuitPages) errorGroups(ctx context.Context, ci circuit.Circuit, now time.Time) ([]views.ErrorGroupRow, int, string) {
-	from, to, span := now.Add(-ci.Window), now, "the window (the last "+spoken.Duration(ci.Window)+")"
-	if ci.State.TriggerOff() && !ci.ChangedAt.IsZero() {
-		to = ci.ChangedAt
-		from, span = to.Add(-ci.Window), "the "+spoken.Duration(ci.Window)+" before it opened"
-	}
-	rows, err := s.Samples.CircuitWindow(ctx, ci.AppID, ci.Function, from.Truncate(time.Second), to)
+	groups, other, span, err := errgroups.OfCircuit(ctx, s.Samples, ci, now, maxErrorGroups)
 	if err != nil {
 		return nil, 0, span + " (its failures could not be read now)"
 	}
-	samples := make([]errgroups.Sample, 0, len(rows))
-	for _, r := range rows {
-		samples = append(samples, errgroups.Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent})
-	}
-	groups, other := errgroups.Of(samples, maxErrorGroups)
 	out := make([]views.ErrorGroupRow, 0, len(groups))
 	for _, g := range groups {
-		out = append(out, views.ErrorGroupRow{Example: g.Example, Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces})
-		if g.Fingerprint == errgroups.NoText {
-			out[len(out)-1].Example = errgroups.NoText
-		}
+		out = append(out, views.ErrorGroupRow{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces})
 	}
 	return out, other, span
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -44,5 +45,17 @@ func TestTheCircuitPageSaysWhatFailed(t *testing.T) {
 	}
 	if g := groups[1]; !strings.Contains(g, "Connection refused") || !strings.Contains(g, "<td>1</td>") {
 		t.Errorf("the refused connection's group: %s", g)
+	}
+	api := b.get("/api/v1/circuits/" + demo.AppID + "/ScoreLeads")
+	wantStatus(t, api, http.StatusOK)
+	var got struct {
+		Errors []struct {
+			Example   string   `json:"example"`
+			Count     int      `json:"count"`
+			Instances []string `json:"instances"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(api.body), &got); err != nil || len(got.Errors) != 2 || got.Errors[0].Count != 4 || got.Errors[0].Instances[0] != "vm-7" {
+		t.Errorf("the API's errors: %+v (%v)\n%s", got.Errors, err, api.body)
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/errgroups"
 )
 
 // The handler groups, one per room. Each holds only what its handlers use;
@@ -54,7 +55,7 @@ type (
 		Drift    driftResolver
 		Window   windowReader
 		// Samples reads one circuit's rows with their error texts.
-		Samples circuitSamples
+		Samples errgroups.Rows
 		Rates   rateReader
 		Status  statusReader
 		// Links verifies resume links.

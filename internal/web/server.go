@@ -138,9 +138,6 @@ type (
 		Since(ctx context.Context, from time.Time) ([]circuit.MinuteCount, error)
 		Of(ctx context.Context, appID, function string, from time.Time) ([]circuit.MinuteCount, error)
 	}
-	circuitSamples interface {
-		CircuitWindow(ctx context.Context, app, function string, from, to time.Time) ([]circuit.FailureRow, error)
-	}
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -24,6 +25,34 @@ type Composer struct {
 	BaseURL *url.URL
 	LinkTTL time.Duration
 	Now     func() time.Time
+	// Errors, when set, reads what failed in a circuit's window
+	// (errgroups.OfCircuit), for the alerts that a trip or a reminder
+	// sends; an error leaves them out.
+	Errors errgroups.Rows
+}
+
+// mailErrors is how many groups of what failed an alert names.
+const mailErrors = 3
+
+// errorsOf are the top groups of what failed, in lines, and over when.
+func (c Composer) errorsOf(ci circuit.Circuit) ([]string, string) {
+	if c.Errors == nil {
+		return nil, ""
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	groups, other, span, err := errgroups.OfCircuit(ctx, c.Errors, ci, c.Now(), mailErrors)
+	if err != nil || len(groups) == 0 {
+		return nil, ""
+	}
+	lines := make([]string, 0, len(groups)+1)
+	for _, g := range groups {
+		lines = append(lines, g.Line(200))
+	}
+	if other > 0 {
+		lines = append(lines, fmt.Sprintf("and %d more with other errors", other))
+	}
+	return lines, span
 }
 
 // Compose writes one message: HTML and plain text with the same words.
@@ -105,6 +134,7 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		model.Intro = fmt.Sprintf("An operator switched off the trigger of %s in %s: %s. It stays off until an operator resumes it in Fusebox.", ci.Function, name, ci.Reason)
 	default:
 		link()
+		model.Errors, model.ErrorsSpan = c.errorsOf(ci)
 		w.title = fmt.Sprintf("%s / %s is %s: trigger off", name, ci.Function, ci.State)
 		model.Heading = ci.Function + "'s trigger is off"
 		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s because %s.", ci.Function, name, ci.Reason)
@@ -128,6 +158,10 @@ func (c Composer) Notice(m alerts.Message, ci circuit.Circuit, app circuit.App) 
 		LinkURL: w.model.CircuitURL, LinkText: "Open the circuit in Fusebox",
 		Data: map[string]any{"app": ci.AppID, "function": ci.Function, "state": ci.State.String(), "episode": ci.Episode,
 			"reason": ci.Reason, "rule": w.model.Rule, "changed_at": ci.ChangedAt.UTC(), "circuit_url": w.model.CircuitURL, "kind": m.Kind}}
+	if len(w.model.Errors) > 0 {
+		n.Facts = append(n.Facts, alerts.Fact{Name: "What failed", Value: strings.Join(w.model.Errors, "\n")})
+		n.Data["errors"] = w.model.Errors
+	}
 	// A channel is read by everyone in it, and a webhook by whoever runs
 	// the receiver: the bearer resume link stays in mail, addressed to one
 	// recipient. Channels link to the circuit's page, behind sign-in.
@@ -138,6 +172,13 @@ func text(m views.AlertMail) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n%s\n\nFunction:  %s in %s\nState:     %s\nWhy:       %s\nTrips at:  %s\nWhen:      %s\n\n",
 		m.Heading, m.Intro, m.Function, m.App, m.State, m.Reason, m.Rule, m.ChangedAt)
+	if len(m.Errors) > 0 {
+		fmt.Fprintf(&b, "What failed, in %s:\n\n", m.ErrorsSpan)
+		for _, e := range m.Errors {
+			fmt.Fprintf(&b, "  %s\n", e)
+		}
+		b.WriteString("\n")
+	}
 	if m.ResumeURL != "" {
 		fmt.Fprintf(&b, "Events wait in the hub and its checkpoint stays put while the trigger is off.\nOnce the cause is fixed, resume the function: it continues from its\nlast checkpoint and nothing is lost. Review and resume here (the link asks\nbefore it acts; it works until %s, or until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)
 	}

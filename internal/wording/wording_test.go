@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/wording"
 )
 
@@ -56,5 +58,48 @@ func TestOnlyCircuitsTheEvaluatorOpenedCarryAResumeLink(t *testing.T) {
 				t.Errorf("the link names %+v (err %v), want episode 4 of incarnation abc for ops@example.com", l, err)
 			}
 		}
+	}
+}
+
+// The alert of a trip says what failed in the window before it opened:
+// the top groups of error texts with their counts and instances, in the
+// mail's text and HTML and in a channel's notice, read from the stored
+// rows.
+func TestATripsAlertSaysWhatFailed(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	now := srv.Clock.Now()
+	var reports []storage.Report
+	for i, msg := range []string{"Timeout after 30 s reading 'orders/1'", "Timeout after 9 s reading 'orders/2'", "Login failed for user 'svc'"} {
+		reports = append(reports, storage.Report{App: "orders", Function: "Process", Second: now.Add(-time.Duration(i+1) * time.Second), Count: 3 - i, Sample: msg})
+	}
+	if err := srv.App.Store.Failures.Record(t.Context(), "vm-1", reports); err != nil {
+		t.Fatal(err)
+	}
+	signer, err := alerts.NewSigner("k", map[string][]byte{"k": []byte(strings.Repeat("k", 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse("https://fusebox.example.com")
+	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: srv.App.Store.Failures.Reader()}
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 4, Window: 30 * time.Second, State: circuit.Open, Episode: 1, ChangedAt: now, Reason: "5 failures in 30s (threshold 4)"}
+	m := alerts.Message{ID: alerts.MessageID(c.ID(), 1, alerts.KindOpened, "ops@example.com"), Circuit: c.ID(), Episode: 1, Kind: alerts.KindOpened, To: "ops@example.com"}
+	mail, err := comp.Compose(m, c, circuit.App{ID: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"What failed, in the 30s before it opened", "5 × Timeout after 30 s reading 'orders/1' (vm-1)", "1 × Login failed for user 'svc' (vm-1)"} {
+		if !strings.Contains(mail.Text, want) {
+			t.Errorf("the mail's text lacks %q:\n%s", want, mail.Text)
+		}
+	}
+	if !strings.Contains(mail.HTML, "5 × Timeout after 30 s reading &#39;orders/1&#39; (vm-1)") {
+		t.Errorf("the mail's HTML lacks the timeouts:\n%s", mail.HTML)
+	}
+	n, err := comp.Notice(m, c, circuit.App{ID: "orders"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f := n.Facts[len(n.Facts)-1]; f.Name != "What failed" || !strings.Contains(f.Value, "5 × Timeout") {
+		t.Errorf("the notice's last fact: %+v", f)
 	}
 }

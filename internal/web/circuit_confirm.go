@@ -1,7 +1,9 @@
 package web
 
 import (
+	"context"
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -32,10 +34,31 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 			Page: s.page(c, action+" "+ci.Function, "circuits"), Action: action, App: appName(apps, ci.AppID), Function: ci.Function,
 			Base: circuitHref(ci), State: ci.State.String(), Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		}
+		if action == "trip" {
+			m.Cost = s.switchCost(c.Request().Context(), ci)
+		}
 		if action == "resume" {
 			m.Host = s.hostPanel(c.Request().Context(), ci)
 			m.SetAside = s.functionSetAside(c, ci.AppID, ci.Function)
 		}
 		return render(c, http.StatusOK, views.ConfirmPage(m))
 	}
+}
+
+// switchCost says what switching ci's trigger costs its app, naming the
+// app's other functions when they can be listed within 5 s.
+func (s *CircuitPages) switchCost(ctx context.Context, ci circuit.Circuit) string {
+	app, err := s.Apps.Get(ctx, ci.AppID)
+	if err != nil {
+		return ""
+	}
+	var others []string
+	if s.FunctionLister != nil {
+		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if fns, err := s.FunctionLister.Functions(lctx, app); err == nil {
+			others = fns // nil where the switch cannot list them (local apps)
+		}
+	}
+	return app.SwitchCost(ci.Function, others)
 }

@@ -60,6 +60,11 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, now),
 	}
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
+	for _, a := range apps {
+		if a.ID == ci.AppID {
+			m.Cost = a.SwitchCost(ci.Function, nil) // listing the others costs an ARM call: the trip's confirmation names them
+		}
+	}
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
 	}

@@ -59,3 +59,23 @@ func TestTheCircuitPageSaysWhatFailed(t *testing.T) {
 		t.Errorf("the API's errors: %+v (%v)\n%s", got.Errors, err, api.body)
 	}
 }
+
+// Before a trip by hand the confirmation says what switching costs: the
+// demo's Functions host restarts, and every other function with it (a
+// local app's functions cannot be listed; an ARM app's are named, as
+// TestSwitchCostSaysWhatRestarts shows).
+func TestATripSaysWhatSwitchingCosts(t *testing.T) {
+	srv, _ := apptest.Seeded(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders/trip")
+	wantStatus(t, page, http.StatusOK)
+	i := strings.Index(page.body, `data-testid="switch-cost"`)
+	if i < 0 {
+		t.Fatalf("the trip's confirmation does not say what switching costs:\n%s", page.body)
+	}
+	cost := page.body[i : i+strings.Index(page.body[i:], "</p>")]
+	if !strings.Contains(cost, "Functions host restarts: every other function of the app restarts with it") || !strings.Contains(cost, "at least once") {
+		t.Errorf("cost: %s", cost)
+	}
+}

@@ -135,6 +135,7 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 	default:
 		link()
 		model.Errors, model.ErrorsSpan = c.errorsOf(ci)
+		model.Cost = app.SwitchCost(ci.Function, nil)
 		w.title = fmt.Sprintf("%s / %s is %s: trigger off", name, ci.Function, ci.State)
 		model.Heading = ci.Function + "'s trigger is off"
 		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s because %s.", ci.Function, name, ci.Reason)
@@ -158,6 +159,9 @@ func (c Composer) Notice(m alerts.Message, ci circuit.Circuit, app circuit.App) 
 		LinkURL: w.model.CircuitURL, LinkText: "Open the circuit in Fusebox",
 		Data: map[string]any{"app": ci.AppID, "function": ci.Function, "state": ci.State.String(), "episode": ci.Episode,
 			"reason": ci.Reason, "rule": w.model.Rule, "changed_at": ci.ChangedAt.UTC(), "circuit_url": w.model.CircuitURL, "kind": m.Kind}}
+	if w.model.Cost != "" {
+		n.Facts = append(n.Facts, alerts.Fact{Name: "Switching", Value: w.model.Cost})
+	}
 	if len(w.model.Errors) > 0 {
 		n.Facts = append(n.Facts, alerts.Fact{Name: "What failed", Value: strings.Join(w.model.Errors, "\n")})
 		n.Data["errors"] = w.model.Errors
@@ -172,6 +176,9 @@ func text(m views.AlertMail) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n%s\n\nFunction:  %s in %s\nState:     %s\nWhy:       %s\nTrips at:  %s\nWhen:      %s\n\n",
 		m.Heading, m.Intro, m.Function, m.App, m.State, m.Reason, m.Rule, m.ChangedAt)
+	if m.Cost != "" {
+		fmt.Fprintf(&b, "%s\n\n", m.Cost)
+	}
 	if len(m.Errors) > 0 {
 		fmt.Fprintf(&b, "What failed, in %s:\n\n", m.ErrorsSpan)
 		for _, e := range m.Errors {

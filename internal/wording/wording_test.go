@@ -83,7 +83,7 @@ func TestATripsAlertSaysWhatFailed(t *testing.T) {
 	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: srv.App.Store.Failures.Reader()}
 	c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 4, Window: 30 * time.Second, State: circuit.Open, Episode: 1, ChangedAt: now, Reason: "5 failures in 30s (threshold 4)"}
 	m := alerts.Message{ID: alerts.MessageID(c.ID(), 1, alerts.KindOpened, "ops@example.com"), Circuit: c.ID(), Episode: 1, Kind: alerts.KindOpened, To: "ops@example.com"}
-	mail, err := comp.Compose(m, c, circuit.App{ID: "orders"})
+	mail, err := comp.Compose(m, c, circuit.App{ID: "orders", Switch: circuit.SwitchARM})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,11 +95,17 @@ func TestATripsAlertSaysWhatFailed(t *testing.T) {
 	if !strings.Contains(mail.HTML, "5 × Timeout after 30 s reading &#39;orders/1&#39; (vm-1)") {
 		t.Errorf("the mail's HTML lacks the timeouts:\n%s", mail.HTML)
 	}
-	n, err := comp.Notice(m, c, circuit.App{ID: "orders"})
+	n, err := comp.Notice(m, c, circuit.App{ID: "orders", Switch: circuit.SwitchARM})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if f := n.Facts[len(n.Facts)-1]; f.Name != "What failed" || !strings.Contains(f.Value, "5 × Timeout") {
 		t.Errorf("the notice's last fact: %+v", f)
+	}
+	if f := n.Facts[len(n.Facts)-2]; f.Name != "Switching" || !strings.Contains(f.Value, "restarts the app") {
+		t.Errorf("the notice does not say what switching cost: %+v", f)
+	}
+	if !strings.Contains(mail.Text, "Writing the app's settings restarts the app: every other function of the app restarts with it") {
+		t.Errorf("the mail does not say what switching cost:\n%s", mail.Text)
 	}
 }

@@ -95,7 +95,11 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 	if err != nil {
 		return err
 	}
-	if err := demo.Seed(ctx, st, *localSettings, time.Now()); err != nil {
+	now := time.Now()
+	if err := demo.Seed(ctx, st, *localSettings, now); err != nil {
+		return err
+	}
+	if err := demo.SeedHistory(ctx, st, now); err != nil {
 		return err
 	}
 	if *receiver != "" {

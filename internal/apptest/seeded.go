@@ -21,6 +21,17 @@ func SeededRealClock(t *testing.T) (*Server, string) {
 	return seed(t, StartRealClock(t, nil))
 }
 
+// SeededWithHistory is Seeded with the history `make run` seeds too
+// (demo.SeedHistory): the open circuit's failures and flips.
+func SeededWithHistory(t *testing.T) (*Server, string) {
+	t.Helper()
+	srv, settings := Seeded(t)
+	if err := demo.SeedHistory(t.Context(), srv.App.Store, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	return srv, settings
+}
+
 func seed(t *testing.T, srv *Server) (*Server, string) {
 	t.Helper()
 	settings := t.TempDir() + "/local.settings.json"

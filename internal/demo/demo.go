@@ -77,6 +77,65 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 	return st.Audit.Append(ctx, audit.Entry{At: now, Actor: "system", Action: "seeded the demo", Target: AppID})
 }
 
+// SeedHistory writes what the demo's state tells happened before: the
+// open circuit's failures, error texts and flips. `make run` seeds it
+// beside Seed; tests that count stored failures start without it.
+func SeedHistory(ctx context.Context, st *storage.Store, now time.Time) error {
+	c, err := st.Circuits.Get(ctx, AppID, "SyncInventory")
+	if err != nil {
+		return err
+	}
+	return seedSyncInventory(ctx, st, c, now)
+}
+
+// seedSyncInventory gives the open circuit the history its state tells:
+// it opened once two days ago and alice resumed it, then 142 failures in
+// the minute before it opened again (episode 3), from two host instances,
+// mostly the inventory store timing out and some refused connections, so
+// its page's charts, error groups and flip log agree with its reason.
+func seedSyncInventory(ctx context.Context, st *storage.Store, c circuit.Circuit, now time.Time) error {
+	tripAt := c.ChangedAt
+	reports := map[string][]storage.Report{}
+	total := 0
+	for sec := 0; total < 142; sec++ {
+		at := tripAt.Add(-59 * time.Second).Add(time.Duration(sec) * time.Second).Truncate(time.Second)
+		for w, writer := range []string{"demo-host-1", "demo-host-2"} {
+			n := min(1+(sec+w)%3, 142-total)
+			if n == 0 {
+				break
+			}
+			text := fmt.Sprintf("Inventory store did not answer within 30 s (GET /stock/%d)", 4700+sec*7+w)
+			if (sec+w)%6 == 0 {
+				text = fmt.Sprintf("Connection refused by inventory-db.internal:1433 (attempt %d)", 1+sec%3)
+			}
+			reports[writer] = append(reports[writer], storage.Report{App: AppID, Function: c.Function, Second: at, Count: n, Sample: text})
+			total += n
+		}
+	}
+	for writer, rs := range reports {
+		if err := st.Failures.Record(ctx, writer, rs); err != nil {
+			return err
+		}
+	}
+	for m := tripAt.Add(-time.Minute).Truncate(time.Minute); !m.After(tripAt); m = m.Add(time.Minute) {
+		if _, err := st.Rates.Rollup(ctx, st.Failures, m); err != nil {
+			return err
+		}
+	}
+	first := now.Add(-2 * 24 * time.Hour)
+	flips := []circuit.Flip{
+		{Episode: 1, From: circuit.Closed, To: circuit.Open, At: first, Actor: circuit.EvaluatorActor, Count: 88, Since: first.Add(-time.Minute), Threshold: 50, Window: time.Minute, Reason: "88 failures in 1m (threshold 50)"},
+		{Episode: 2, From: circuit.Open, To: circuit.Closed, At: first.Add(40 * time.Minute), Actor: "alice", Reason: "resumed by alice: the inventory store failed over"},
+		{Episode: 3, From: circuit.Closed, To: circuit.Open, At: tripAt, Actor: circuit.EvaluatorActor, Count: 142, Since: tripAt.Add(-time.Minute), Threshold: 50, Window: time.Minute, Reason: c.Reason},
+	}
+	for _, f := range flips {
+		if err := st.Circuits.PutFlip(ctx, c, f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // seedRuns gives the demo jobs a week of history with the gaps operators
 // look for: a nightly summary that missed one night and failed another,
 // reminders that stopped two days ago, and a five-minutely check with a

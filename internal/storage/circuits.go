@@ -395,6 +395,15 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 	return nil
 }
 
+// PutFlip writes a flip-log entry of ci as it is (seeding a demo's
+// history); the same episode again replaces it.
+func (c *Circuits) PutFlip(ctx context.Context, ci circuit.Circuit, fl circuit.Flip) error {
+	if err := c.table.Upsert(ctx, flipRowOf(ci, fl)); err != nil {
+		return fmt.Errorf("storage: put flip %d of %s: %w", fl.Episode, ci.ID(), err)
+	}
+	return nil
+}
+
 // Transition records a state change and its flip-log entry in one batch,
 // on condition that the circuit is still at ci.Version (else
 // tablestore.ErrConflict) and that f admits the write (else lease.ErrFenced).

@@ -79,3 +79,36 @@ func TestATripSaysWhatSwitchingCosts(t *testing.T) {
 		t.Errorf("cost: %s", cost)
 	}
 }
+
+// The demo's open circuit tells one story: the 142 failures its reason
+// names are the failures of its error groups, from the two demo host
+// instances, and its flip log holds the three episodes its state counts.
+func TestTheDemosOpenCircuitTellsOneStory(t *testing.T) {
+	srv, _ := apptest.SeededWithHistory(t)
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/circuits/" + demo.AppID + "/SyncInventory")
+	wantStatus(t, page, http.StatusOK)
+	total := 0
+	for _, g := range strings.Split(page.body, `data-testid="error-group"`)[1:] {
+		var n int
+		cells := strings.Split(g, "<td>")
+		if len(cells) < 3 {
+			t.Fatalf("an error group without cells: %s", g)
+		}
+		if _, err := fmt.Sscanf(cells[2], "%d", &n); err != nil {
+			t.Fatalf("count of %s: %v", g, err)
+		}
+		total += n
+		if !strings.Contains(g, "demo-host-1") && !strings.Contains(g, "demo-host-2") {
+			t.Errorf("a group names neither demo host: %s", g)
+		}
+	}
+	if total != 142 || !strings.Contains(page.body, "142 failures in 1m (threshold 50)") {
+		t.Errorf("the error groups add up to %d, the reason says 142", total)
+	}
+	flips := page.body[strings.Index(page.body, `data-testid="flips"`):]
+	if !strings.Contains(flips, "88 failures in 1m") || !strings.Contains(flips, "resumed by alice") || !strings.Contains(flips, "142 failures in 1m") {
+		t.Errorf("the flip log does not hold the three episodes:\n%s", page.body)
+	}
+}

@@ -125,7 +125,7 @@ func seedSyncInventory(ctx context.Context, st *storage.Store, c circuit.Circuit
 	first := now.Add(-2 * 24 * time.Hour)
 	flips := []circuit.Flip{
 		{Episode: 1, From: circuit.Closed, To: circuit.Open, At: first, Actor: circuit.EvaluatorActor, Count: 88, Since: first.Add(-time.Minute), Threshold: 50, Window: time.Minute, Reason: "88 failures in 1m (threshold 50)"},
-		{Episode: 2, From: circuit.Open, To: circuit.Closed, At: first.Add(40 * time.Minute), Actor: "alice", Reason: "resumed by alice: the inventory store failed over"},
+		{Episode: 2, From: circuit.Open, To: circuit.Closed, At: first.Add(40 * time.Minute), Actor: "alice", Threshold: 50, Window: time.Minute, Reason: "resumed by alice: the inventory store failed over"},
 		{Episode: 3, From: circuit.Closed, To: circuit.Open, At: tripAt, Actor: circuit.EvaluatorActor, Count: 142, Since: tripAt.Add(-time.Minute), Threshold: 50, Window: time.Minute, Reason: c.Reason},
 	}
 	for _, f := range flips {

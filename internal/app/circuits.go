@@ -14,6 +14,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/ingest"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/otlp"
@@ -56,8 +57,22 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	return breakers{
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
 		verifier: circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
-		exports:  &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now},
+		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
+			Runs: timerRuns(&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Now: now})},
 	}, nil
+}
+
+// timerRuns keeps a timer function's counted invocations, as its host
+// exported them, as runs of the jobs that name it: no ping needed.
+func timerRuns(v *jobs.Invocations) func(context.Context, string, []otlp.Invocation) (int, error) {
+	return func(ctx context.Context, appID string, invs []otlp.Invocation) (int, error) {
+		runs := make([]jobs.Invocation, len(invs))
+		for i, inv := range invs {
+			runs[i] = jobs.Invocation{Function: inv.Function, ID: inv.ID, Start: inv.Start, End: inv.At, Failed: inv.Failed, Error: inv.Sample}
+		}
+		kept, _, err := v.Take(ctx, appID, runs)
+		return kept, err
+	}
 }
 
 // reportService takes failure reports, from the HTTP API and the

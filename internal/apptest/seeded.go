@@ -18,7 +18,14 @@ func Seeded(t *testing.T) (*Server, string) {
 // through real windows.
 func SeededRealClock(t *testing.T) (*Server, string) {
 	t.Helper()
-	return seed(t, StartRealClock(t, nil))
+	return SeededRealClockWith(t, nil)
+}
+
+// SeededRealClockWith is SeededRealClock with env set (a mail server's,
+// say).
+func SeededRealClockWith(t *testing.T, env map[string]string) (*Server, string) {
+	t.Helper()
+	return seed(t, StartRealClock(t, env))
 }
 
 // SeededWithHistory is Seeded with the history `make run` seeds too

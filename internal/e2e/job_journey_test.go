@@ -59,6 +59,16 @@ func TestRealClockJobJourney(t *testing.T) {
 	}
 	t.Logf("recovery mail %s after the ping", time.Since(pinged).Round(time.Millisecond))
 
+	if got := jobStatusShown(t, srv, id); got != "up" {
+		t.Errorf("the job page shows the job %q, want up", got)
+	}
+	onlyMissingAndRecovered(t, smtp, "Hourly export")
+}
+
+// jobStatusShown signs in as an operator and reads the job's status off
+// its page.
+func jobStatusShown(t *testing.T, srv *apptest.Server, id string) string {
+	t.Helper()
 	p := newPage(t)
 	p.do(t,
 		chromedp.Navigate(srv.URL+"/login"),
@@ -70,11 +80,15 @@ func TestRealClockJobJourney(t *testing.T) {
 		chromedp.Navigate(srv.URL+"/jobs/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="job-status"]`)),
 	)
-	if got := p.text(t, `[data-testid="job-status"]`); got != "up" {
-		t.Errorf("the job page shows the job %q, want up", got)
-	}
+	return p.text(t, `[data-testid="job-status"]`)
+}
+
+// onlyMissingAndRecovered fails on any mail about the job but its missing
+// and recovered ones.
+func onlyMissingAndRecovered(t *testing.T, smtp *mailtest.Server, name string) {
+	t.Helper()
 	for _, m := range smtp.Messages() {
-		if strings.Contains(m.Subject, "Hourly export") && m.Subject != "[Fusebox] Job Hourly export is missing" && m.Subject != "[Fusebox] Job Hourly export recovered" {
+		if strings.Contains(m.Subject, name) && m.Subject != "[Fusebox] Job "+name+" is missing" && m.Subject != "[Fusebox] Job "+name+" recovered" {
 			t.Errorf("an unexpected mail: %q", m.Subject)
 		}
 	}

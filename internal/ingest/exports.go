@@ -33,6 +33,11 @@ type Exports struct {
 	Seen     *otlp.Seen
 	Arrivals *otlp.Arrivals
 	Now      func() time.Time
+	// Runs, if set, keeps the counted invocations of functions that jobs
+	// name as those jobs' runs (jobs.Invocations), and says how many it
+	// kept. An error leaves the export unanswered, for the exporter to
+	// send again: its rows are replaced then, and its runs kept once.
+	Runs func(ctx context.Context, appID string, invs []otlp.Invocation) (int, error)
 
 	mu    sync.Mutex
 	heard map[heardKey]time.Time // a function's span signal -> when it last arrived, on any instance
@@ -169,7 +174,15 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 		if err != nil {
 			return Answer{}, err
 		}
-		r.Seen.Counted(e.AppID, key, accepted(invs, res.Rejected), now)
+		kept := accepted(invs, res.Rejected)
+		if r.Runs != nil {
+			runs, err := r.Runs(ctx, e.AppID, kept)
+			if err != nil {
+				return Answer{}, fmt.Errorf("%w: runs of jobs: %w", ErrUnavailable, err)
+			}
+			got.JobRuns = runs
+		}
+		r.Seen.Counted(e.AppID, key, kept, now)
 		got.Counted, got.Failures, got.Rejected = res.Accepted, res.Failures, len(res.Rejected)
 		if len(res.Rejected) > 0 {
 			ans = Answer{Rejected: len(res.Rejected), Message: fmt.Sprintf("%d invocations refused; the first: %s", len(res.Rejected), res.Rejected[0].Error)}

@@ -40,6 +40,9 @@ type Arrival struct {
 	// MissedFailures counts failed Executed records of invocations whose
 	// span said they succeeded: the host's spans miss failures.
 	MissedFailures int
+	// JobRuns counts counted invocations kept as runs of the jobs that
+	// name their functions: a timer's runs with no ping.
+	JobRuns int
 	// Functions are the functions span invocations named, each with the
 	// best signal that told of it: what tells the other instances which
 	// signal counts a function (ingest.Exports). At most MaxFunctions.
@@ -61,6 +64,7 @@ func (a *Arrival) add(b Arrival) {
 	a.ThroughLogs += b.ThroughLogs
 	a.Outranked += b.Outranked
 	a.MissedFailures += b.MissedFailures
+	a.JobRuns += b.JobRuns
 	a.Rejected += b.Rejected
 	for fn, sig := range b.Functions {
 		if have, ok := a.Functions[fn]; ok && have <= sig || !ok && len(a.Functions) >= MaxFunctions {

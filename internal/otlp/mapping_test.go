@@ -103,6 +103,9 @@ func TestWhichSpansAreInvocations(t *testing.T) {
 			if inv.Function != c.function || inv.ID != c.id || inv.Failed != c.failed || !inv.At.Equal(at.Add(time.Second)) || inv.Instance != "vm-1" {
 				t.Errorf("got %+v, want %s id %s failed %v at the span's end on vm-1", inv, c.function, c.id, c.failed)
 			}
+			if !inv.Start.Equal(at) {
+				t.Errorf("began %s, want the span's start %s", inv.Start, at)
+			}
 		})
 	}
 }
@@ -126,16 +129,22 @@ func TestWhichLogRecordsAreInvocations(t *testing.T) {
 		id       string
 		failed   bool
 		why      string
+		took     time.Duration // the run's length the record gives: At - Start
 	}{
-		{"a failed invocation", record("Executed 'Functions.ProcessOrders' (Failed, Id=0b8e-41, Duration=153ms)"), "ProcessOrders", "0b8e-41", true, ""},
-		{"a successful one", record("Executed 'Functions.ProcessOrders' (Succeeded, Id=0b8e-42, Duration=3ms)"), "ProcessOrders", "0b8e-42", false, ""},
+		{"a failed invocation", record("Executed 'Functions.ProcessOrders' (Failed, Id=0b8e-41, Duration=153ms)"), "ProcessOrders", "0b8e-41", true, "", 153 * time.Millisecond},
+		{"a successful one", record("Executed 'Functions.ProcessOrders' (Succeeded, Id=0b8e-42, Duration=3ms)"), "ProcessOrders", "0b8e-42", false, "", 3 * time.Millisecond},
+		{"no duration: it began as it ended", record("Executed 'Functions.ProcessOrders' (Succeeded, Id=0b8e-43)"), "ProcessOrders", "0b8e-43", false, "", 0},
 		{"the template with its values", record("Executed '{functionName}' ({status}, Id={invocationId}, Duration={executionDuration}ms)",
-			kv("functionName", "Functions.SyncInventory"), kv("status", "Failed"), kv("invocationId", "abc")), "SyncInventory", "abc", true, ""},
-		{"any other record", record("Executing 'Functions.ProcessOrders' (Reason='New events', Id=1)"), "", "", false, ""},
-		{"an Executed record in another form", record("Executed 'Functions.ProcessOrders' (Cancelled, Id=1)"), "", "", false, WhyUnreadable},
-		{"an Executed record with a bad name", record("Executed 'Functions.drop table' (Failed, Id=1)"), "", "", false, WhyLogName},
+			kv("functionName", "Functions.SyncInventory"), kv("status", "Failed"), kv("invocationId", "abc")), "SyncInventory", "abc", true, "", 0},
+		{"the template's duration as the host logs it, a double", record("Executed '{functionName}' ({status}, Id={invocationId}, Duration={executionDuration}ms)",
+			kv("functionName", "Functions.NightlyExport"), kv("status", "Succeeded"), kv("invocationId", "abd"),
+			&commonpb.KeyValue{Key: "executionDuration", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_DoubleValue{DoubleValue: 61250.5}}}),
+			"NightlyExport", "abd", false, "", 61250500 * time.Microsecond},
+		{"any other record", record("Executing 'Functions.ProcessOrders' (Reason='New events', Id=1)"), "", "", false, "", 0},
+		{"an Executed record in another form", record("Executed 'Functions.ProcessOrders' (Cancelled, Id=1)"), "", "", false, WhyUnreadable, 0},
+		{"an Executed record with a bad name", record("Executed 'Functions.drop table' (Failed, Id=1)"), "", "", false, WhyLogName, 0},
 		{"the template with an id of 65 bytes is refused, not remembered", record("Executed '{functionName}' ({status}, Id={invocationId}, Duration={executionDuration}ms)",
-			kv("functionName", "Functions.SyncInventory"), kv("status", "Failed"), kv("invocationId", strings.Repeat("a", 65))), "", "", false, WhyLongID},
+			kv("functionName", "Functions.SyncInventory"), kv("status", "Failed"), kv("invocationId", strings.Repeat("a", 65))), "", "", false, WhyLongID, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -156,6 +165,9 @@ func TestWhichLogRecordsAreInvocations(t *testing.T) {
 				inv := m.Invocations[0]
 				if inv.Function != c.function || inv.ID != c.id || inv.Failed != c.failed || !inv.At.Equal(at) {
 					t.Errorf("got %+v", inv)
+				}
+				if took := inv.At.Sub(inv.Start); took != c.took {
+					t.Errorf("the run took %s by its record, want %s", took, c.took)
 				}
 			}
 		})

@@ -69,6 +69,7 @@ type Invocation struct {
 	// "span:" and the span id: what makes two records the same run.
 	ID       string
 	At       time.Time // when it ended
+	Start    time.Time // when it began; zero when the record does not say
 	Failed   bool
 	Instance string // faas.instance, else the resource's service.instance.id
 	Sample   string // for a failure: the span's status message, cut

@@ -126,7 +126,7 @@ func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bo
 	if id == "" && len(span.GetSpanId()) > 0 {
 		id = "span:" + hex.EncodeToString(span.GetSpanId())
 	}
-	inv = Invocation{Function: name, ID: id, At: at, Failed: spanFailed(span, kind), Signal: HostSpan}
+	inv = Invocation{Function: name, ID: id, At: at, Start: unixNano(span.GetStartTimeUnixNano()), Failed: spanFailed(span, kind), Signal: HostSpan}
 	if kind == workerScope || kind == otherScope {
 		inv.Signal = WorkerSpan
 	}

@@ -39,6 +39,7 @@ type arrivalRow struct {
 	ThroughLogs     int32
 	Outranked       int32
 	MissedFailures  int32
+	JobRuns         int32 // counted invocations kept as runs of jobs
 	Rejected        int32
 	Functions       string // "<name> <signal>" lines: the span signals per function
 	Unattributed    string // JSON: why -> count
@@ -65,7 +66,7 @@ func (a *Arrivals) PutArrivals(ctx context.Context, rows []otlp.Arrival) error {
 			Source: string(r.Source), Bucket: r.Bucket, Instance: r.Instance, Protocol: r.Protocol,
 			Exports: clamp32(r.Exports), Records: clamp32(r.Records), Invocations: clamp32(r.Invocations), Counted: clamp32(r.Counted),
 			Failures: clamp32(r.Failures), Duplicates: clamp32(r.Duplicates), ThroughLogs: clamp32(r.ThroughLogs), Rejected: clamp32(r.Rejected),
-			Outranked: clamp32(r.Outranked), MissedFailures: clamp32(r.MissedFailures), Functions: strings.Join(fns, "\n"), Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Last: r.Last,
+			Outranked: clamp32(r.Outranked), MissedFailures: clamp32(r.MissedFailures), JobRuns: clamp32(r.JobRuns), Functions: strings.Join(fns, "\n"), Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Last: r.Last,
 		}
 		if err := a.table.Upsert(ctx, row); err != nil {
 			return fmt.Errorf("storage: arrivals of %s: %w", r.App, err)
@@ -95,11 +96,11 @@ func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time)
 func openArrival(row arrivalRow) (otlp.Arrival, error) {
 	x := otlp.Arrival{App: row.PartitionKey, Source: otlp.Source(row.Source), Bucket: row.Bucket, Instance: row.Instance, Protocol: row.Protocol,
 		Exports: int(row.Exports), Records: int(row.Records), Invocations: int(row.Invocations), Counted: int(row.Counted),
-		Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Outranked: int(row.Outranked), MissedFailures: int(row.MissedFailures), Last: row.Last}
+		Failures: int(row.Failures), Duplicates: int(row.Duplicates), ThroughLogs: int(row.ThroughLogs), Rejected: int(row.Rejected), Outranked: int(row.Outranked), MissedFailures: int(row.MissedFailures), JobRuns: int(row.JobRuns), Last: row.Last}
 	if x.Source != otlp.Traces && x.Source != otlp.Logs {
 		return otlp.Arrival{}, fmt.Errorf("the source %q must be traces or logs", row.Source)
 	}
-	if min(row.Exports, row.Records, row.Invocations, row.Counted, row.Failures, row.Duplicates, row.ThroughLogs, row.Rejected, row.Outranked, row.MissedFailures) < 0 {
+	if min(row.Exports, row.Records, row.Invocations, row.Counted, row.Failures, row.Duplicates, row.ThroughLogs, row.Rejected, row.Outranked, row.MissedFailures, row.JobRuns) < 0 {
 		return otlp.Arrival{}, errors.New("counts must not be negative")
 	}
 	if err := json.Unmarshal([]byte(row.Unattributed), &x.Unattributed); row.Unattributed != "" && err != nil {

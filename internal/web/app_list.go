@@ -84,7 +84,7 @@ func (s *AppPages) appTelemetry(ctx context.Context, a circuit.App) *views.AppTe
 			continue
 		}
 		sig := views.TelemetrySignal{Source: string(src), Protocol: h.Protocol, Exports: h.Exports, Records: h.Records, Invocations: h.Invocations,
-			Counted: h.Counted, Failures: h.Failures, Duplicates: h.Duplicates, ThroughLogs: h.ThroughLogs, Refused: h.Rejected, Outranked: h.Outranked, MissedFailures: h.MissedFailures}
+			Counted: h.Counted, Failures: h.Failures, Duplicates: h.Duplicates, ThroughLogs: h.ThroughLogs, Refused: h.Rejected, Outranked: h.Outranked, MissedFailures: h.MissedFailures, JobRuns: h.JobRuns}
 		for why, n := range h.Unattributed {
 			sig.Unattributed = append(sig.Unattributed, views.Because{Why: why, Count: n})
 		}

@@ -28,12 +28,18 @@ import (
 
 // Which attributes FromTraces reads, of a resource and of a span.
 var (
-	resourceKeys = map[string]bool{"service.name": true, "service.instance.id": true}
-	spanKeys     = map[string]bool{
-		"faas.name": true, "faas.invocation_id": true, "faas.execution": true, "faas.instance": true,
-		"http.response.status_code": true, "http.status_code": true,
-	}
+	resourceKeys = keySet("service.name", "service.instance.id")
+	spanKeys     = keySet("faas.name", "faas.invocation_id", "faas.execution", "faas.instance", "http.response.status_code", "http.status_code")
 )
+
+// keySet maps each key to itself: a kept key is this string, not a copy.
+func keySet(keys ...string) map[string]string {
+	m := make(map[string]string, len(keys))
+	for _, k := range keys {
+		m[k] = k
+	}
+	return m
+}
 
 // leanTraces decodes b, an ExportTraceServiceRequest, keeping what
 // FromTraces reads.
@@ -104,8 +110,31 @@ func leanCost(b []byte) int {
 	return cost
 }
 
-// lean is one export's decoding: what it has built so far, in bytes.
-type lean struct{ cost int }
+// lean is one export's decoding: what it has built so far, in bytes, and
+// the slabs it builds from (a few allocations an export instead of a few
+// for every attribute: the garbage collector's work was most of decoding).
+type lean struct {
+	cost     int
+	spans    slab[tracepb.Span]
+	statuses slab[tracepb.Status]
+	kvs      slab[commonpb.KeyValue]
+	values   slab[commonpb.AnyValue]
+	strs     slab[commonpb.AnyValue_StringValue]
+	ints     slab[commonpb.AnyValue_IntValue]
+}
+
+// slab hands out pointers into arrays of T allocated 64 at a time: at most
+// 63 unused, whatever the export.
+type slab[T any] struct{ free []T }
+
+func (s *slab[T]) next() *T {
+	if len(s.free) == 0 {
+		s.free = make([]T, 64)
+	}
+	p := &s.free[0]
+	s.free = s.free[1:]
+	return p
+}
 
 // charge adds n bytes built, or says the export costs too much.
 func (d *lean) charge(n int) error {
@@ -172,7 +201,7 @@ func (d *lean) scopeSpans(b []byte, ss *tracepb.ScopeSpans) error {
 			if err := d.charge(spanCost + len(value)); err != nil {
 				return err
 			}
-			span := &tracepb.Span{}
+			span := d.spans.next()
 			ss.Spans = append(ss.Spans, span)
 			return d.span(nested(value), span)
 		}
@@ -198,7 +227,7 @@ func (d *lean) span(b []byte, span *tracepb.Span) error {
 			return d.keyValue(nested(value), spanKeys, &span.Attributes)
 		case num == 15 && typ == protowire.BytesType:
 			if span.Status == nil {
-				span.Status = &tracepb.Status{}
+				span.Status = d.statuses.next()
 			}
 			return d.status(nested(value), span.Status)
 		}
@@ -223,7 +252,7 @@ func (d *lean) status(b []byte, st *tracepb.Status) error {
 // kept when it is a string or an integer, the kinds FromTraces reads; any
 // other kind is kept as an empty value, so that a key given twice with
 // different kinds still reads as conflicting.
-func (d *lean) keyValue(b []byte, keys map[string]bool, into *[]*commonpb.KeyValue) error {
+func (d *lean) keyValue(b []byte, keys map[string]string, into *[]*commonpb.KeyValue) error {
 	var key, val []byte
 	var keyed, valued bool
 	err := eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
@@ -245,36 +274,43 @@ func (d *lean) keyValue(b []byte, keys map[string]bool, into *[]*commonpb.KeyVal
 		}
 		return nil
 	})
-	if err != nil || !keyed || !keys[string(key)] {
+	canonical, wanted := keys[string(key)]
+	if err != nil || !keyed || !wanted {
 		return err
 	}
 	if err := d.charge(keyValueCost + len(b)); err != nil {
 		return err
 	}
-	kv := &commonpb.KeyValue{Key: string(key)}
+	kv := d.kvs.next()
+	kv.Key = canonical
 	if valued {
-		kv.Value = &commonpb.AnyValue{}
-		if err := leanAnyValue(val, kv.Value); err != nil {
+		kv.Value = d.values.next()
+		if err := d.anyValue(val, kv.Value); err != nil {
 			return err
 		}
+	}
+	if *into == nil {
+		*into = make([]*commonpb.KeyValue, 0, 4)
 	}
 	*into = append(*into, kv)
 	return nil
 }
 
-// leanAnyValue reads the oneof's last case, as proto.Unmarshal does.
-func leanAnyValue(b []byte, v *commonpb.AnyValue) error {
+// anyValue reads the oneof's last case, as proto.Unmarshal does.
+func (d *lean) anyValue(b []byte, v *commonpb.AnyValue) error {
 	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
 		switch {
 		case num == 1 && typ == protowire.BytesType:
-			var s string
-			if err := leanString(nested(value), &s); err != nil {
+			sv := d.strs.next()
+			if err := leanString(nested(value), &sv.StringValue); err != nil {
 				return err
 			}
-			v.Value = &commonpb.AnyValue_StringValue{StringValue: s}
+			v.Value = sv
 		case num == 3 && typ == protowire.VarintType:
 			n, _ := protowire.ConsumeVarint(value)
-			v.Value = &commonpb.AnyValue_IntValue{IntValue: int64(n)}
+			iv := d.ints.next()
+			iv.IntValue = int64(n)
+			v.Value = iv
 		case num == 2 && typ == protowire.VarintType,
 			num == 4 && typ == protowire.Fixed64Type,
 			num >= 5 && num <= 7 && typ == protowire.BytesType:

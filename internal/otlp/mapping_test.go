@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -283,5 +284,31 @@ func TestSeenIsBoundedInBytes(t *testing.T) {
 	s.Counted("app", "long", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at)
 	if fresh, _ := s.Fresh("app", "other", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at); len(fresh) != 1 {
 		t.Error("an id longer than MaxID was remembered")
+	}
+}
+
+// TestSeenEntryBytes holds entryBytes to what the runtime spends: the
+// heap a generation of ids takes, at sizes just after and just before its
+// map grows, is at most entryBytes an id.
+func TestSeenEntryBytes(t *testing.T) {
+	for _, n := range []int{7 << 14, 7 << 15, 7<<15 + 1} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		s := Seen{MaxBytes: 1 << 30}
+		invs := make([]Invocation, n)
+		for i := range invs {
+			invs[i] = Invocation{Function: "F", ID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", i)}
+		}
+		s.Counted("app", "export", invs, at)
+		invs = nil
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per := float64(after.HeapAlloc-before.HeapAlloc) / float64(n)
+		t.Logf("%d ids: %.1f bytes each", n, per)
+		if per > entryBytes {
+			t.Errorf("%d ids take %.1f bytes each, over entryBytes (%d)", n, per, entryBytes)
+		}
+		runtime.KeepAlive(&s)
 	}
 }

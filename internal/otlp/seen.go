@@ -1,16 +1,23 @@
 package otlp
 
 import (
+	"hash/maphash"
 	"sync"
 	"time"
 )
 
-type seenKey struct{ app, id string }
+// seenKey names an invocation of an app by a hash of the two: 128 bits
+// from two per-process seeds, so a sender cannot aim a collision at
+// another app's invocation. Keys and values hold no pointer, so a
+// generation of a few hundred thousand ids costs the garbage collector
+// nothing to scan.
+type seenKey [2]uint64
 
-// counted is who counted an invocation, and how.
+// counted is who counted an invocation, and how: the export by a hash of
+// its key.
 type counted struct {
-	export string
-	signal Signal
+	export uint64
+	signal int8 // a Signal
 	failed bool
 }
 
@@ -20,11 +27,11 @@ type counted struct {
 // first attempt may not have been stored.
 //
 // It is this instance's memory, kept in two generations (an id is known
-// for between Keep and twice Keep) and bounded in bytes: ids are at most
-// MaxID bytes, and only invocations ingest accepted are remembered. An
-// export retried or its twin signal sent to another Fusebox instance is
-// handled by the rows' writer and by the per-function signal rule instead
-// (ingest.Exports).
+// for between Keep and twice Keep) and bounded in bytes: only invocations
+// ingest accepted are remembered, each at a fixed cost whatever its id's
+// length. An export retried or its twin signal sent to another Fusebox
+// instance is handled by the rows' writer and by the per-function signal
+// rule instead (ingest.Exports).
 type Seen struct {
 	Keep     time.Duration // default 10 minutes
 	MaxBytes int           // per generation; default 32 MiB
@@ -35,20 +42,33 @@ type Seen struct {
 	started  time.Time
 }
 
-// entryBytes is what one remembered id costs, map overhead included: the
-// key's two strings, the export's string header (its bytes are shared by
-// every id of the export) and the bucket's share.
-func entryBytes(k seenKey) int { return len(k.app) + len(k.id) + 3*16 + 16 + 32 }
+var seenSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
+
+func keyOf(appID, id string) seenKey {
+	var k seenKey
+	for i, seed := range seenSeeds {
+		var h maphash.Hash
+		h.SetSeed(seed)
+		_, _ = h.WriteString(appID)
+		_ = h.WriteByte(0)
+		_, _ = h.WriteString(id)
+		k[i] = h.Sum64()
+	}
+	return k
+}
+
+func exportOf(export string) uint64 { return maphash.String(seenSeeds[0], export) }
+
+// entryBytes is what one remembered id costs at most, map overhead
+// included: a slot of key and value (32 bytes) with its control byte, in
+// a table between 7/16 full (just grown) and 7/8 (TestSeenEntryBytes).
+const entryBytes = 80
 
 // Bytes is what the ids held cost, both generations.
 func (s *Seen) Bytes() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	n := s.curBytes
-	for k := range s.old {
-		n += entryBytes(k)
-	}
-	return n
+	return s.curBytes + len(s.old)*entryBytes
 }
 
 func (s *Seen) rotate(now time.Time) {
@@ -74,9 +94,10 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 	s.rotate(now)
 	fresh = invs[:0:0]
 	here := make(map[seenKey]bool, len(invs)) // the same invocation twice in one export
+	this := exportOf(export)
 	for _, inv := range invs {
 		if inv.ID != "" {
-			k := seenKey{appID, inv.ID}
+			k := keyOf(appID, inv.ID)
 			if here[k] {
 				dropped++
 				continue
@@ -86,8 +107,8 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 			if !ok {
 				by, ok = s.old[k]
 			}
-			missed := by.signal != ExecutedRecord && !by.failed && inv.Signal == ExecutedRecord && inv.Failed
-			if ok && by.export != export && !missed {
+			missed := Signal(by.signal) != ExecutedRecord && !by.failed && inv.Signal == ExecutedRecord && inv.Failed
+			if ok && by.export != this && !missed {
 				dropped++
 				continue
 			}
@@ -106,12 +127,12 @@ func (s *Seen) MissedFailure(appID string, inv Invocation) bool {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	k := seenKey{appID, inv.ID}
+	k := keyOf(appID, inv.ID)
 	by, ok := s.cur[k]
 	if !ok {
 		by, ok = s.old[k]
 	}
-	return ok && by.signal != ExecutedRecord && !by.failed
+	return ok && Signal(by.signal) != ExecutedRecord && !by.failed
 }
 
 // Counted remembers that export counted invs.
@@ -119,15 +140,16 @@ func (s *Seen) Counted(appID, export string, invs []Invocation, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rotate(now)
+	this := exportOf(export)
 	for _, inv := range invs {
 		if inv.ID == "" || len(inv.ID) > MaxID {
 			continue
 		}
-		k := seenKey{appID, inv.ID}
+		k := keyOf(appID, inv.ID)
 		if _, ok := s.cur[k]; !ok {
-			s.curBytes += entryBytes(k)
+			s.curBytes += entryBytes
 		}
-		s.cur[k] = counted{export, inv.Signal, inv.Failed}
+		s.cur[k] = counted{this, int8(inv.Signal), inv.Failed}
 		s.rotate(now)
 	}
 }

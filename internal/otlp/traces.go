@@ -51,6 +51,13 @@ const (
 // spans (dependencies, the function's own) are not invocations.
 func FromTraces(req *coltracepb.ExportTraceServiceRequest) Mapped {
 	m := Mapped{Source: Traces}
+	n := 0
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			n += len(ss.GetSpans())
+		}
+	}
+	m.Invocations = make([]Invocation, 0, n)
 	for _, rs := range req.GetResourceSpans() {
 		m.serviceName(rs.GetResource())
 		instance, _ := attr(rs.GetResource().GetAttributes(), "service.instance.id")

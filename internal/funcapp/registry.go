@@ -8,7 +8,9 @@ package funcapp
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -165,6 +167,50 @@ type HostChange struct {
 // It says what changed (never a secret's value), and audits it; nothing
 // changed writes nothing. Problems come back as a ValidationError.
 func (r *Registry) UpdateHost(ctx context.Context, app circuit.App, h HostChange, actor string) ([]string, error) {
+	next, changed, v := r.hostChange(app, h)
+	return r.save(ctx, app, next, changed, v, actor, "changed host insight")
+}
+
+// Settings are what an app's registration may change once it is made.
+// Where its switch writes (switch, subscription, group, site, slot, local
+// settings file) is not among them: an app that moves is another app.
+type Settings struct {
+	DisplayName string
+	Linux       bool
+	Guardrail   circuit.Guardrail
+	Channels    []string
+	Host        HostChange
+}
+
+// Update changes an app's settings, host insight included, with the same
+// checks as registering it. It says what changed (never a secret's value)
+// and audits it; nothing changed writes nothing.
+func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, actor string) ([]string, error) {
+	next, changed, v := r.hostChange(app, s.Host)
+	if s.DisplayName != app.DisplayName {
+		next.DisplayName, changed = s.DisplayName, append(changed, fmt.Sprintf("name %q", s.DisplayName))
+	}
+	if s.Linux != app.Linux {
+		next.Linux, changed = s.Linux, append(changed, fmt.Sprintf("linux %t", s.Linux))
+	}
+	if s.Guardrail != app.Guardrail {
+		next.Guardrail, changed = s.Guardrail, append(changed, fmt.Sprintf("guardrail %d circuits, %g %%", s.Guardrail.MaxOff, s.Guardrail.MaxShare*100))
+	}
+	if !slices.Equal(s.Channels, app.Channels) {
+		if err := r.Channels.Check(ctx, s.Channels); err != nil {
+			var ve circuit.ValidationError
+			if !errors.As(err, &ve) {
+				return nil, err
+			}
+			v = append(v, ve...)
+		}
+		next.Channels, changed = s.Channels, append(changed, "channels "+strings.Join(s.Channels, ", "))
+	}
+	return r.save(ctx, app, next, changed, v, actor, "changed app")
+}
+
+// hostChange is app with h applied, what changed, and h's problems.
+func (r *Registry) hostChange(app circuit.App, h HostChange) (circuit.App, []string, circuit.ValidationError) {
 	var v circuit.ValidationError
 	if err := hostinsight.CheckHostStorage(r.Endpoints, h.HostStorage); err != nil {
 		v = append(v, circuit.FieldError{Field: "host_storage", Message: err.Error()})
@@ -192,6 +238,11 @@ func (r *Registry) UpdateHost(ctx context.Context, app circuit.App, h HostChange
 		changed = append(changed, "host id "+quoteOrDerived(h.HostID))
 		next.HostID = h.HostID
 	}
+	return next, changed, v
+}
+
+// save writes next over app when it is valid and something changed.
+func (r *Registry) save(ctx context.Context, app, next circuit.App, changed []string, v circuit.ValidationError, actor, action string) ([]string, error) {
 	var ve circuit.ValidationError
 	if errors.As(next.Validate(), &ve) {
 		v = append(v, ve...)
@@ -205,7 +256,7 @@ func (r *Registry) UpdateHost(ctx context.Context, app circuit.App, h HostChange
 	if err := r.Store.Put(ctx, next); err != nil {
 		return nil, err
 	}
-	return changed, r.audit(ctx, actor, "changed host insight", app.ID, strings.Join(changed, "; "))
+	return changed, r.audit(ctx, actor, action, app.ID, strings.Join(changed, "; "))
 }
 
 // audit records a change that was made: it is kept even when the asker

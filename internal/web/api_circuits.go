@@ -33,6 +33,8 @@ type circuitJSON struct {
 	AckedEpisode    int64      `json:"acknowledged_episode,omitempty"`
 	AutoResume      bool       `json:"auto_resume"`
 	CooldownSeconds int        `json:"cooldown_seconds"`
+	MaxCooldownSecs int        `json:"max_cooldown_seconds,omitempty"`
+	EventHub        string     `json:"event_hub,omitempty"`
 	Streak          int        `json:"trips_in_a_row"`
 	Shadow          bool       `json:"shadow"`
 	Queue           string     `json:"queue,omitempty"`
@@ -81,7 +83,7 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
-		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second),
+		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second), MaxCooldownSecs: int(c.Policy.MaxCooldown / time.Second), EventHub: c.EventHub,
 		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Queue: c.Queue, ParkingQueue: c.Parking}
 	if j.Channels == nil {
 		j.Channels = []string{}

@@ -309,3 +309,49 @@ func TestAPIResumesAStormInOneCall(t *testing.T) {
 		}
 	}
 }
+
+// TestAPIApps: viewers list and read apps, their secrets only as set or
+// not; operators register one (its key in that answer only) and change
+// its settings; a body that would move an app is refused field by field.
+func TestAPIApps(t *testing.T) {
+	_, op, viewer := apiServer(t)
+	body := `{"id": "billing", "display_name": "Billing", "switch": "arm", "subscription": "00000000-0000-4000-8000-000000000001", "resource_group": "billing",
+		"site": "func-billing", "guardrail_max": 2, "host_storage": "https://billingstore.blob.core.windows.net"}`
+	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/apps", body), http.StatusForbidden)
+	created := op.call(http.MethodPost, "/api/v1/apps", body)
+	wantStatus(t, created, http.StatusCreated)
+	var reg struct {
+		App map[string]any
+		Key string
+	}
+	if err := json.Unmarshal([]byte(created.body), &reg); err != nil || !strings.HasPrefix(reg.Key, "fbx_") || reg.App["host_storage_set"] != true {
+		t.Fatalf("register: %v %s", err, created.body)
+	}
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/apps", body), http.StatusUnprocessableEntity)
+
+	list := viewer.call(http.MethodGet, "/api/v1/apps", "")
+	wantStatus(t, list, http.StatusOK)
+	if strings.Contains(list.body, "billingstore") || strings.Contains(list.body, reg.Key) {
+		t.Errorf("the list shows a secret: %s", list.body)
+	}
+	var apps []map[string]any
+	if err := json.Unmarshal([]byte(list.body), &apps); err != nil || len(apps) != 2 || apps[0]["id"] != "billing" || apps[1]["id"] != demo.AppID {
+		t.Fatalf("list: %v %s; want billing and the demo app, by id", err, list.body)
+	}
+
+	upd := op.call(http.MethodPut, "/api/v1/apps/billing", `{"id": "billing", "display_name": "Billing (EU)", "switch": "arm", "subscription": "00000000-0000-4000-8000-000000000001",
+		"resource_group": "billing", "site": "func-billing", "guardrail_max": 3, "guardrail_share_percent": 50}`)
+	wantStatus(t, upd, http.StatusOK)
+	for _, want := range []string{`"display_name":"Billing (EU)"`, `"guardrail_max":3`, `"guardrail_share_percent":50`, `"host_storage_set":true`} {
+		if !strings.Contains(upd.body, want) {
+			t.Errorf("after PUT the app lacks %s (an omitted secret is kept): %s", want, upd.body)
+		}
+	}
+	moved := op.call(http.MethodPut, "/api/v1/apps/billing", `{"id": "billing", "switch": "arm", "subscription": "00000000-0000-4000-8000-000000000001", "resource_group": "billing", "site": "func-billing-2"}`)
+	wantStatus(t, moved, http.StatusUnprocessableEntity)
+	if !strings.Contains(moved.body, `"site"`) {
+		t.Errorf("moving the app is not refused on its site: %s", moved.body)
+	}
+	wantStatus(t, viewer.call(http.MethodPut, "/api/v1/apps/billing", `{"id": "billing"}`), http.StatusForbidden)
+	wantStatus(t, viewer.call(http.MethodGet, "/api/v1/apps/nope", ""), http.StatusNotFound)
+}

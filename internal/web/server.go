@@ -115,6 +115,7 @@ type (
 		Register(ctx context.Context, app circuit.App, actor string) (funcapp.Registered, error)
 		ReplaceKey(ctx context.Context, app circuit.App, actor string) (string, error)
 		UpdateHost(ctx context.Context, app circuit.App, h funcapp.HostChange, actor string) ([]string, error)
+		Update(ctx context.Context, app circuit.App, s funcapp.Settings, actor string) ([]string, error)
 	}
 	functionTriggers interface {
 		Functions(ctx context.Context, app circuit.App) ([]fleet.Function, error)

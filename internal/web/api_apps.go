@@ -1,0 +1,167 @@
+package web
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/funcapp"
+)
+
+// appJSON is an app's registration as the API shows it: its secrets only
+// as whether they are set.
+type appJSON struct {
+	ID             string   `json:"id"`
+	DisplayName    string   `json:"display_name,omitempty"`
+	Switch         string   `json:"switch"`
+	Subscription   string   `json:"subscription,omitempty"`
+	ResourceGroup  string   `json:"resource_group,omitempty"`
+	Site           string   `json:"site,omitempty"`
+	Slot           string   `json:"slot,omitempty"`
+	LocalSettings  string   `json:"local_settings,omitempty"`
+	Linux          bool     `json:"linux"`
+	GuardrailMax   int      `json:"guardrail_max,omitempty"`
+	GuardrailShare float64  `json:"guardrail_share_percent,omitempty"`
+	HostID         string   `json:"host_id,omitempty"`
+	SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
+	Channels       []string `json:"channels"`
+	Hosting        string   `json:"hosting,omitempty"`
+	HostStorageSet bool     `json:"host_storage_set"`
+	EventHubsSet   bool     `json:"event_hubs_set"`
+}
+
+// appInput is what POST and PUT take: appJSON's settings and the two
+// secrets, write-only (omitted on PUT: kept).
+type appInput struct {
+	appJSON
+	HostStorage      string `json:"host_storage"`
+	EventHubs        string `json:"event_hubs"`
+	ClearHostStorage bool   `json:"clear_host_storage"`
+	ClearEventHubs   bool   `json:"clear_event_hubs"`
+}
+
+func toAppJSON(a circuit.App) appJSON {
+	return appJSON{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
+		Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.Guardrail.MaxOff,
+		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, SetAsideLimit: a.SetAsideLimit, Channels: nonNil(a.Channels),
+		Hosting: a.Hosting.Plan, HostStorageSet: a.HostStorage != "", EventHubsSet: a.EventHubs != ""}
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+func bindApp(c echo.Context) (appInput, error) {
+	var in appInput
+	if err := c.Bind(&in); err != nil {
+		return in, echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"id": "orders-prod", "switch": "arm", "subscription": "…", "resource_group": "orders", "site": "func-orders"}.`)
+	}
+	return in, nil
+}
+
+func (in appInput) host() funcapp.HostChange {
+	limit := ""
+	if in.SetAsideLimit != 0 {
+		limit = strconv.Itoa(in.SetAsideLimit)
+	}
+	return funcapp.HostChange{HostID: in.HostID, HostStorage: in.HostStorage, EventHubs: in.EventHubs,
+		ClearHost: in.ClearHostStorage, ClearHubs: in.ClearEventHubs, SetAsideLimit: limit}
+}
+
+func (in appInput) guardrail() circuit.Guardrail {
+	return circuit.Guardrail{MaxOff: in.GuardrailMax, MaxShare: in.GuardrailShare / 100}
+}
+
+// apiAppList lists the registered apps, by id.
+func (s *AppPages) apiAppList(c echo.Context) error {
+	apps, err := s.Apps.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(apps, func(a, b circuit.App) int { return cmp.Compare(a.ID, b.ID) })
+	out := make([]appJSON, len(apps))
+	for i, a := range apps {
+		out[i] = toAppJSON(a)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// apiAppShow is one app.
+func (s *AppPages) apiAppShow(c echo.Context) error {
+	app, err := s.appOf(c)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, toAppJSON(app))
+}
+
+// apiAppCreate registers an app, as the Register form does; the answer
+// carries its failure-reporting key, this once.
+func (s *AppPages) apiAppCreate(c echo.Context) error {
+	in, err := bindApp(c)
+	if err != nil {
+		return err
+	}
+	app := circuit.App{ID: in.ID, DisplayName: in.DisplayName, Switch: circuit.SwitchKind(in.Switch), SubscriptionID: in.Subscription,
+		ResourceGroup: in.ResourceGroup, Site: in.Site, Slot: in.Slot, LocalSettings: in.LocalSettings, Linux: in.Linux,
+		Guardrail: in.guardrail(), Channels: in.Channels, HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, SetAsideLimit: in.SetAsideLimit}
+	p, _ := principal(c)
+	reg, err := s.Registry.Register(c.Request().Context(), app, p.Name)
+	if err != nil {
+		return apiAppError(c, err)
+	}
+	return c.JSON(http.StatusCreated, map[string]any{"app": toAppJSON(reg.App), "key": reg.Key, "note": reg.Note})
+}
+
+// apiAppUpdate changes an app's settings. Where its switch writes is not
+// a setting: a body that moves it is refused, field by field.
+func (s *AppPages) apiAppUpdate(c echo.Context) error {
+	app, err := s.appOf(c)
+	if err != nil {
+		return err
+	}
+	in, err := bindApp(c)
+	if err != nil {
+		return err
+	}
+	var moved circuit.ValidationError
+	for _, f := range []struct{ field, given, have string }{
+		{"id", in.ID, app.ID}, {"switch", in.Switch, string(app.Switch)}, {"subscription", in.Subscription, app.SubscriptionID},
+		{"resource_group", in.ResourceGroup, app.ResourceGroup}, {"site", in.Site, app.Site}, {"slot", in.Slot, app.Slot},
+		{"local_settings", in.LocalSettings, app.LocalSettings},
+	} {
+		if f.given != f.have {
+			moved = append(moved, circuit.FieldError{Field: f.field, Message: "an app's place cannot change: register the new place as another app"})
+		}
+	}
+	if len(moved) > 0 {
+		return apiAppError(c, moved)
+	}
+	p, _ := principal(c)
+	_, err = s.Registry.Update(c.Request().Context(), app, funcapp.Settings{DisplayName: in.DisplayName, Linux: in.Linux,
+		Guardrail: in.guardrail(), Channels: in.Channels, Host: in.host()}, p.Name)
+	if err != nil {
+		return apiAppError(c, err)
+	}
+	return s.apiAppShow(c)
+}
+
+func apiAppError(c echo.Context, err error) error {
+	var v circuit.ValidationError
+	if errors.As(err, &v) {
+		fields := map[string]string{}
+		for _, f := range v {
+			fields[f.Field] = f.Message
+		}
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the app's settings are not valid", "fields": fields})
+	}
+	return err
+}

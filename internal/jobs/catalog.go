@@ -14,7 +14,12 @@ type Store interface {
 	// UpdateSettings replaces a job's settings and keeps what runs and
 	// the scanner wrote meanwhile: status, last run, creation time.
 	UpdateSettings(ctx context.Context, j Job) error
+	// Delete removes a job; ErrNoJob when there is none.
+	Delete(ctx context.Context, id string) error
 }
+
+// ErrInternal is a change Fusebox's own loops' jobs do not take.
+var ErrInternal = errors.New("jobs: Fusebox's own loops' jobs are kept by Fusebox")
 
 // Catalog saves jobs by the rules every job keeps: valid settings, and a
 // slug that names one job only (a slug ping must not feed two jobs, nor
@@ -44,6 +49,14 @@ func (c Catalog) Update(ctx context.Context, j Job) error {
 		return err
 	}
 	return c.Store.UpdateSettings(ctx, j)
+}
+
+// Delete removes a job that is not one of Fusebox's own loops'.
+func (c Catalog) Delete(ctx context.Context, id string) error {
+	if InternalID(id) {
+		return ErrInternal
+	}
+	return c.Store.Delete(ctx, id)
 }
 
 func (c Catalog) check(ctx context.Context, j Job) error {

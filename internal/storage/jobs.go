@@ -193,6 +193,18 @@ func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) {
 	return j.open(row)
 }
 
+// Delete removes a job. Its runs and flips are left to age out with
+// everyone's (their retention), unreachable from any page.
+func (j *Jobs) Delete(ctx context.Context, id string) error {
+	if _, err := j.Get(ctx, id); err != nil {
+		return err
+	}
+	if err := j.table.Delete(ctx, jobsPartition, id, tablestore.AnyETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+		return fmt.Errorf("storage: delete job %s: %w", id, err)
+	}
+	return nil
+}
+
 // BySlug finds the job with a slug.
 func (j *Jobs) BySlug(ctx context.Context, slug string) (jobs.Job, error) {
 	rows, err := tablestore.All[jobRow](ctx, j.table, tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(jobsPartition), tablestore.Eq("Slug", slug))})

@@ -3,6 +3,7 @@ package web
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -207,6 +208,27 @@ func (s *JobPages) apiJobSave(c echo.Context) error {
 		return err
 	}
 	return c.JSON(status, s.toJobJSON(c, j, w))
+}
+
+// apiJobDelete removes a job, audited; Fusebox's own loops' jobs stay.
+func (s *JobPages) apiJobDelete(c echo.Context) error {
+	j, err := s.jobOf(c)
+	if err != nil {
+		return err
+	}
+	switch err := s.Catalog.Delete(c.Request().Context(), j.ID); {
+	case errors.Is(err, jobs.ErrInternal):
+		return echo.NewHTTPError(http.StatusConflict, "This job is one of Fusebox's own loops; it cannot be deleted.")
+	case errors.Is(err, jobs.ErrNoJob):
+		return echo.NewHTTPError(http.StatusNotFound, "There is no such job.")
+	case err != nil:
+		return err
+	}
+	p, _ := principal(c)
+	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted job", Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
 }
 
 // pingURL is a job's ping URL for operators. A ping URL records runs

@@ -355,3 +355,33 @@ func TestAPIApps(t *testing.T) {
 	wantStatus(t, viewer.call(http.MethodPut, "/api/v1/apps/billing", `{"id": "billing"}`), http.StatusForbidden)
 	wantStatus(t, viewer.call(http.MethodGet, "/api/v1/apps/nope", ""), http.StatusNotFound)
 }
+
+// TestAPIJobDelete: an operator deletes a job, audited, and it is gone
+// from the list and from pings; a viewer cannot; Fusebox's own loops'
+// jobs stay.
+func TestAPIJobDelete(t *testing.T) {
+	srv, op, viewer := apiServer(t)
+	const id = "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02" // the demo's Reminder mails
+	wantStatus(t, viewer.call(http.MethodDelete, "/api/v1/jobs/"+id, ""), http.StatusForbidden)
+	wantStatus(t, op.call(http.MethodDelete, "/api/v1/jobs/"+id, ""), http.StatusNoContent)
+	wantStatus(t, op.call(http.MethodGet, "/api/v1/jobs/"+id, ""), http.StatusNotFound)
+	wantStatus(t, op.call(http.MethodDelete, "/api/v1/jobs/"+id, ""), http.StatusNotFound)
+	if list := viewer.call(http.MethodGet, "/api/v1/jobs", ""); strings.Contains(list.body, id) {
+		t.Errorf("the deleted job is still listed: %s", list.body)
+	}
+	entries, err := srv.App.Store.Audit.Recent(t.Context(), srv.Clock.Now(), 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) == 0 || entries[0].Action != "deleted job" || entries[0].Target != "Reminder mails" || entries[0].Actor != "deploy-bot" {
+		t.Errorf("the audit's last entry is %+v, want deploy-bot deleted job Reminder mails", entries)
+	}
+	var loops struct{ Jobs []struct{ ID string } }
+	_ = json.Unmarshal([]byte(viewer.call(http.MethodGet, "/api/v1/jobs", "").body), &loops)
+	for _, j := range loops.Jobs {
+		if jobs.InternalID(j.ID) {
+			wantStatus(t, op.call(http.MethodDelete, "/api/v1/jobs/"+j.ID, ""), http.StatusConflict)
+			break
+		}
+	}
+}

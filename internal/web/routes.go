@@ -95,6 +95,7 @@ func (s *Server) routes() {
 	api.POST("/jobs", s.jobs.apiJobSave, apiOperator)
 	api.GET("/jobs/:id", s.jobs.apiJobShow)
 	api.PUT("/jobs/:id", s.jobs.apiJobSave, apiOperator)
+	api.DELETE("/jobs/:id", s.jobs.apiJobDelete, apiOperator)
 	api.GET("/jobs/:id/runs", s.jobs.apiJobRuns)
 	api.GET("/jobs/:id/flips", s.jobs.apiJobFlips)
 	api.POST("/jobs/:id/run", s.jobs.jobRun, apiOperator)

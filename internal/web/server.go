@@ -169,6 +169,7 @@ type (
 	jobCatalog interface {
 		Create(ctx context.Context, j jobs.Job) error
 		Update(ctx context.Context, j jobs.Job) error
+		Delete(ctx context.Context, id string) error
 	}
 	jobCreator interface {
 		Create(ctx context.Context, j jobs.Job) error

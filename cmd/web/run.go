@@ -30,6 +30,11 @@ commands:
   hash-password   read a password on standard input, print its bcrypt hash
   app-key APP     make a new failure-reporting key for an app (the old one stops working)
   api-token NAME ROLE   make a token for the JSON API and print the FUSEBOX_API_TOKENS entry
+  export          write apps, circuits, jobs, channels and maintenance windows as YAML (secrets named, never written)
+  apply -f FILE [--dry-run] [--prune]
+                  make Fusebox match FILE; --dry-run prints the plan and exits 0 (no change) or 2 (changes)
+
+export and apply use the HTTP API: FUSEBOX_URL and FUSEBOX_API_TOKEN.
 
 Configuration comes from FUSEBOX_* environment variables: see docs/configuration.md.
 The demo that make run starts is a separate binary, fusebox-dev (cmd/fusebox-dev).`
@@ -52,6 +57,10 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return appKey(ctx, args, lookup, stdout)
 	case "api-token":
 		return apiToken(args, stdout)
+	case "export":
+		return exportCmd(ctx, args, lookup, stdout)
+	case "apply":
+		return applyCmd(ctx, args, lookup, stdin, stdout)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil

@@ -1,0 +1,232 @@
+package manifest
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/validation"
+)
+
+// Env reads an environment variable.
+type Env func(string) (string, bool)
+
+// Check finds every problem of doc against what Fusebox holds now
+// (current): each entry by the domain's own rules, names given twice,
+// references to apps and channels that neither the file nor Fusebox has
+// (with prune, that the file does not keep), and secrets a new entry needs
+// but whose variable is not set. It changes nothing.
+func Check(doc, current Doc, prune bool, env Env) Problems {
+	var ps Problems
+	channels := map[string]bool{}
+	for _, ch := range doc.Channels {
+		channels[ch.ID] = true
+	}
+	if !prune {
+		for _, ch := range current.Channels {
+			channels[ch.ID] = true
+		}
+	}
+	apps := map[string]App{}
+	for _, a := range current.Apps {
+		apps[a.ID] = a
+	}
+	for _, a := range doc.Apps {
+		apps[a.ID] = a
+	}
+	refer := func(line int, ids []string) {
+		for _, id := range ids {
+			if !channels[id] {
+				ps.add(line, "channels: there is no channel %q in the file%s", id, map[bool]string{false: " or in Fusebox", true: " (with --prune, Fusebox's others go)"}[prune])
+			}
+		}
+	}
+	secret := func(line int, field, name string, needed bool) {
+		if name == "" {
+			if needed {
+				ps.add(line, "%s: a new entry needs its secret: name the variable that holds it", field)
+			}
+			return
+		}
+		if v, ok := env(name); needed && (!ok || v == "") {
+			ps.add(line, "%s: the variable %s is not set, and a new entry needs its secret", field, name)
+		}
+	}
+
+	seen := map[string]int{}
+	twice := func(kind, key string, line int) bool {
+		k := kind + " " + key
+		if first, ok := seen[k]; ok {
+			ps.add(line, "the %s %s is given twice (first at line %d)", kind, key, first)
+			return true
+		}
+		seen[k] = line
+		return false
+	}
+
+	have := func(kind string, key string) bool {
+		switch kind {
+		case "channel":
+			return slices.ContainsFunc(current.Channels, func(c Channel) bool { return c.ID == key })
+		case "app":
+			return slices.ContainsFunc(current.Apps, func(a App) bool { return a.ID == key })
+		}
+		return false
+	}
+
+	for _, ch := range doc.Channels {
+		twice("channel", ch.ID, ch.Line)
+		c := alerts.Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses}
+		isNew := !have("channel", ch.ID)
+		if ch.Kind != alerts.ChannelMail {
+			c.URL = "https://unread.example/" // the URL is the variable's, checked when it is set
+			if v, ok := env(ch.URLEnv); ok && v != "" {
+				c.URL = v
+			}
+			secret(ch.Line, "url_env", ch.URLEnv, isNew)
+		}
+		if ch.Kind == alerts.ChannelWebhook {
+			c.Secret = webhookPlaceholder
+		}
+		fields(&ps, ch.Line, c.Validate(true), nil)
+	}
+	for _, a := range doc.Apps {
+		twice("app", a.ID, a.Line)
+		fields(&ps, a.Line, a.domain().Validate(), map[string]string{"guardrail_share": "guardrail_share_percent"})
+		refer(a.Line, a.Channels)
+		secret(a.Line, "host_storage_env", a.HostStorageEnv, false)
+		secret(a.Line, "event_hubs_env", a.EventHubsEnv, false)
+		if cur, ok := appByID(current.Apps, a.ID); ok {
+			for _, f := range moved(cur, a) {
+				ps.add(a.Line, "%s: the app %s is registered with %s %q; apply does not move an app: register the new place as another app", f.field, a.ID, f.field, f.have)
+			}
+		}
+	}
+	for _, c := range doc.Circuits {
+		twice("circuit", c.App+"/"+c.Function, c.Line)
+		var app *circuit.App
+		if a, ok := apps[c.App]; ok {
+			d := a.domain()
+			app = &d
+		}
+		fields(&ps, c.Line, c.domain().Validate(app), map[string]string{"ratio": "failure_ratio"})
+		refer(c.Line, c.Channels)
+	}
+	for _, j := range doc.Jobs {
+		twice("job", j.Key(), j.Line)
+		fields(&ps, j.Line, j.domain().Validate(), nil)
+		if j.App != "" {
+			if _, ok := apps[j.App]; !ok {
+				ps.add(j.Line, "app: there is no app %q in the file or in Fusebox", j.App)
+			}
+		}
+		refer(j.Line, j.Channels)
+	}
+	for _, w := range doc.Maintenance {
+		twice("maintenance window", w.Key(), w.Line)
+		for f, msg := range w.domain().Validate() {
+			ps.add(w.Line, "%s: %s", f, msg)
+		}
+		if w.App != "" {
+			if _, ok := apps[w.App]; !ok {
+				ps.add(w.Line, "app: there is no app %q in the file or in Fusebox", w.App)
+			}
+		}
+	}
+	return ps.sorted()
+}
+
+// webhookPlaceholder stands for a webhook's signing secret, which Fusebox
+// makes itself.
+var webhookPlaceholder = "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 24))
+
+// fields adds a domain validation error's problems at line, with the
+// file's names for the domain's fields.
+func fields(ps *Problems, line int, err error, names map[string]string) {
+	var v validation.Error
+	if !errors.As(err, &v) {
+		if err != nil {
+			ps.add(line, "%s", err)
+		}
+		return
+	}
+	for _, f := range v {
+		name := f.Field
+		if n, ok := names[name]; ok {
+			name = n
+		}
+		ps.add(line, "%s: %s", name, f.Message)
+	}
+}
+
+func appByID(apps []App, id string) (App, bool) {
+	i := slices.IndexFunc(apps, func(a App) bool { return a.ID == id })
+	if i < 0 {
+		return App{}, false
+	}
+	return apps[i], true
+}
+
+type placeField struct{ field, have string }
+
+// moved lists where a's place differs from cur's.
+func moved(cur, a App) []placeField {
+	var out []placeField
+	for _, f := range []struct{ field, have, given string }{
+		{"switch", cur.Switch, a.Switch}, {"subscription", cur.Subscription, a.Subscription}, {"resource_group", cur.ResourceGroup, a.ResourceGroup},
+		{"site", cur.Site, a.Site}, {"slot", cur.Slot, a.Slot}, {"local_settings", cur.LocalSettings, a.LocalSettings},
+	} {
+		if f.have != f.given {
+			out = append(out, placeField{f.field, f.have})
+		}
+	}
+	return out
+}
+
+func (a App) domain() circuit.App {
+	return circuit.App{ID: a.ID, DisplayName: a.DisplayName, Switch: circuit.SwitchKind(a.Switch), SubscriptionID: a.Subscription,
+		ResourceGroup: a.ResourceGroup, Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux,
+		Guardrail: circuit.Guardrail{MaxOff: a.GuardrailMax, MaxShare: a.GuardrailShare / 100}, HostID: a.HostID,
+		SetAsideLimit: a.SetAsideLimit, Channels: a.Channels}
+}
+
+func (c Circuit) domain() circuit.Circuit {
+	return circuit.Circuit{AppID: c.App, Function: c.Function, Threshold: c.Threshold, Window: time.Duration(c.Window),
+		Rule:       circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess},
+		Recipients: c.Recipients, Channels: c.Channels, EventHub: c.EventHub, Queue: c.Queue, Parking: c.ParkingQueue, Shadow: c.Shadow,
+		Policy: circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}
+}
+
+func (j Job) domain() jobs.Job {
+	tz := j.TimeZone
+	if tz == "" {
+		tz = "UTC"
+	}
+	return jobs.Job{Name: j.Name, Slug: j.Slug, AppID: j.App, Function: j.Function, Schedule: j.Schedule, TimeZone: tz,
+		Grace: time.Duration(j.Grace), MaxDuration: time.Duration(j.MaxDuration), MinDuration: time.Duration(j.MinDuration),
+		FailAfter: j.FailAfter, RecoverAfter: j.RecoverAfter, Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags,
+		Misfire: j.Misfire, Paused: j.Paused, CreatedAt: time.Unix(0, 0)}
+}
+
+func (w Window) domain() jobs.Window {
+	return jobs.Window{AppID: w.App, From: w.From, Until: w.Until, Reason: w.Reason, Recurs: w.Recurs, TimeZone: w.TimeZone, Duration: time.Duration(w.Duration)}
+}
+
+// String names an entry for people.
+func (c Circuit) String() string { return c.App + "/" + c.Function }
+
+func (w Window) String() string {
+	s := fmt.Sprintf("%s to %s", w.From.UTC().Format(time.RFC3339), w.Until.UTC().Format(time.RFC3339))
+	if w.Recurs != "" {
+		s = fmt.Sprintf("%q (%s, %s each) between %s", w.Recurs, w.TimeZone, w.Duration, s)
+	}
+	if w.App != "" {
+		s += " for " + w.App
+	}
+	return s + ": " + w.Reason
+}

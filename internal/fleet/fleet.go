@@ -30,7 +30,23 @@ type Site struct {
 	Hosting       circuit.Hosting
 	// Guarded says an app registered in Fusebox names this site.
 	Guarded bool
+	// Slots are the site's deployment slots (App Service plans only;
+	// Flex Consumption and Container Apps have none).
+	Slots []Slot
+	// SlotsUnread says the slots were not read: ARM refused or was slow,
+	// or the subscription has more sites than MaxSlotReads.
+	SlotsUnread bool
 }
+
+// Slot is a deployment slot of a site, and whether an app names it.
+type Slot struct {
+	Name    string
+	Guarded bool
+}
+
+// MaxSlotReads bounds the sites of one subscription whose slots are read
+// (one ARM call each) in a survey.
+const MaxSlotReads = 200
 
 // Key names a site the way registered apps are matched to it: ARM's names
 // are case-insensitive.
@@ -67,10 +83,18 @@ func (s *Survey) Sort() {
 func (s *Survey) MarkGuarded(apps []circuit.App) {
 	guarded := make(map[string]bool, len(apps))
 	for _, a := range apps {
-		guarded[Site{Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup, Name: a.Site}.Key()] = true
+		key := Site{Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup, Name: a.Site}.Key()
+		guarded[key] = true
+		if a.Slot != "" {
+			guarded[key+"/"+strings.ToLower(a.Slot)] = true
+		}
 	}
 	for i := range s.Sites {
-		s.Sites[i].Guarded = guarded[s.Sites[i].Key()]
+		site := &s.Sites[i]
+		site.Guarded = guarded[site.Key()]
+		for j := range site.Slots {
+			site.Slots[j].Guarded = guarded[site.Key()+"/"+strings.ToLower(site.Slots[j].Name)]
+		}
 	}
 }
 

@@ -31,8 +31,12 @@ func (s *AppPages) appDiscover(c echo.Context) error {
 		} else {
 			hosting += ", Windows"
 		}
-		m.Rows = append(m.Rows, views.DiscoverRow{Subscription: site.Subscription, ResourceGroup: site.ResourceGroup, Site: site.Name,
-			Hosting: hosting, Region: site.Region, Linux: site.Hosting.Linux, Guarded: site.Guarded})
+		row := views.DiscoverRow{Subscription: site.Subscription, ResourceGroup: site.ResourceGroup, Site: site.Name,
+			Hosting: hosting, Region: site.Region, Linux: site.Hosting.Linux, Guarded: site.Guarded, SlotsUnread: site.SlotsUnread}
+		for _, sl := range site.Slots {
+			row.Slots = append(row.Slots, views.DiscoverSlot{Name: sl.Name, Guarded: sl.Guarded})
+		}
+		m.Rows = append(m.Rows, row)
 	}
 	for _, r := range sv.Refused {
 		m.Refused = append(m.Refused, views.DiscoverRefusal{Subscription: r.Subscription, Reason: r.Reason})

@@ -17,7 +17,7 @@ func (s *AppPages) appNew(c echo.Context) error {
 	// Discover's Register link fills in where the site is, as ARM said.
 	q := func(k string) string { return strings.TrimSpace(c.QueryParam(k)) }
 	return render(c, http.StatusOK, views.AppFormPage(views.AppForm{Page: s.page(c, "Register an app", "apps"), Switch: "arm",
-		Subscription: q("subscription"), ResourceGroup: q("resource_group"), Site: q("site"), Name: q("site"), Linux: q("linux") == "on"}))
+		Subscription: q("subscription"), ResourceGroup: q("resource_group"), Site: q("site"), Slot: q("slot"), Name: q("site"), Linux: q("linux") == "on"}))
 }
 
 // appCreate registers an app and shows its new key once.

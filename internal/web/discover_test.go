@@ -67,6 +67,10 @@ func TestDiscoverListsTheFleetAndWhatIsGuarded(t *testing.T) {
 		}}}, nil)
 		return
 	}
+	arm.NewListSlotsPager = func(rg, name string, _ *armappservice.WebAppsClientListSlotsOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListSlotsResponse]) {
+		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListSlotsResponse{WebAppCollection: armappservice.WebAppCollection{Value: []*armappservice.Site{{Name: to.Ptr(name + "/staging")}}}}, nil)
+		return
+	}
 	arm.ListApplicationSettings = func(context.Context, string, string, *armappservice.WebAppsClientListApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], errResp azfake.ErrorResponder) {
 		errResp.SetResponseError(http.StatusForbidden, "AuthorizationFailed") // Reader cannot list settings
 		return
@@ -90,6 +94,14 @@ func TestDiscoverListsTheFleetAndWhatIsGuarded(t *testing.T) {
 	}
 	if !strings.Contains(rows[1], "func-orders") || !strings.Contains(rows[1], "App Service, Windows") || !strings.Contains(rows[1], "guarded") || strings.Contains(rows[1], "Register") {
 		t.Errorf("orders' row: %s", rows[1])
+	}
+	if !strings.Contains(rows[1], "<code>staging</code>") || !strings.Contains(rows[0], "none") {
+		t.Errorf("the slots are not shown: orders %s\nbilling (Flex: none) %s", rows[1], rows[0])
+	}
+	slotForm := operator.get(html.UnescapeString(hrefAfter(rows[1], "<code>staging</code>")))
+	wantStatus(t, slotForm, http.StatusOK)
+	if !strings.Contains(slotForm.body, `value="staging"`) || !strings.Contains(slotForm.body, `value="func-orders"`) {
+		t.Errorf("the slot's register link does not fill the slot:\n%s", slotForm.body)
 	}
 	if !strings.Contains(page.body, "1 app is not guarded yet") {
 		t.Errorf("the unguarded count is not said:\n%s", page.body)
@@ -178,4 +190,12 @@ func attr(s, marker, name string) string {
 	}
 	v := tag[k+len(name)+2:]
 	return v[:strings.Index(v, `"`)]
+}
+
+// hrefAfter is the first href after marker in s.
+func hrefAfter(s, marker string) string {
+	_, rest, _ := strings.Cut(s, marker)
+	_, rest, _ = strings.Cut(rest, `href="`)
+	href, _, _ := strings.Cut(rest, `"`)
+	return href
 }

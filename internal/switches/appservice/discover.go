@@ -96,6 +96,7 @@ func (d *Discoverer) list(ctx context.Context, sub string) ([]fleet.Site, bool, 
 		}
 		for _, s := range page.Value {
 			if seen++; seen > fleet.MaxSitesPerSubscription {
+				d.slots(ctx, c, sites)
 				return sites, true, nil
 			}
 			if site, ok := siteOf(sub, s); ok {
@@ -103,7 +104,54 @@ func (d *Discoverer) list(ctx context.Context, sub string) ([]fleet.Site, bool, 
 			}
 		}
 	}
+	d.slots(ctx, c, sites)
 	return sites, false, nil
+}
+
+// slotReadsAtOnce bounds the slot listings of one subscription in flight.
+const slotReadsAtOnce = 4
+
+// slots reads the deployment slots of the App Service sites among sites,
+// at most fleet.MaxSlotReads of them, within the subscription's time-out;
+// a site whose slots are not read says so.
+func (d *Discoverer) slots(ctx context.Context, c *armappservice.WebAppsClient, sites []fleet.Site) {
+	var wg sync.WaitGroup
+	sema := make(chan struct{}, slotReadsAtOnce)
+	reads := 0
+	for i := range sites {
+		site := &sites[i]
+		if site.Hosting.Plan != circuit.PlanAppService {
+			continue
+		}
+		if reads++; reads > fleet.MaxSlotReads {
+			site.SlotsUnread = true
+			continue
+		}
+		wg.Go(func() {
+			sema <- struct{}{}
+			defer func() { <-sema }()
+			page, err := c.NewListSlotsPager(site.ResourceGroup, site.Name, nil).NextPage(ctx)
+			if err != nil {
+				site.SlotsUnread = true
+				return
+			}
+			for _, s := range page.Value {
+				if s == nil || s.Name == nil {
+					continue
+				}
+				// ARM names a slot "site/slot".
+				name := *s.Name
+				if i := strings.LastIndexByte(name, '/'); i >= 0 {
+					name = name[i+1:]
+				}
+				if name != "" && len(site.Slots) < 20 {
+					site.Slots = append(site.Slots, fleet.Slot{Name: name})
+				}
+			}
+			sort.Slice(site.Slots, func(a, b int) bool { return site.Slots[a].Name < site.Slots[b].Name })
+		})
+	}
+	wg.Wait()
 }
 
 // siteOf reads a listed site; sites that are not function apps, or whose

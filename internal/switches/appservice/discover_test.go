@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -168,5 +169,49 @@ func TestFunctionsSayWhyTheyWereNotListed(t *testing.T) {
 		if gone := errors.Is(err, fleet.ErrGone); gone != (status == http.StatusNotFound) {
 			t.Errorf("%d: errors.Is(err, fleet.ErrGone) = %v", status, gone)
 		}
+	}
+}
+
+// A survey lists the deployment slots of App Service sites (Flex
+// Consumption and Container Apps have none, and are not asked), marks a
+// slot guarded when an app names it, and says of a site whose slots ARM
+// would not list that they were not read.
+func TestSurveyListsSlots(t *testing.T) {
+	srv := listing([]*armappservice.Site{
+		listedSite("sub-a", "rg-orders", "func-orders", "functionapp", &armappservice.SiteProperties{}),
+		listedSite("sub-a", "rg-orders", "func-locked", "functionapp", &armappservice.SiteProperties{}),
+		listedSite("sub-a", "rg-flex", "func-flex", "functionapp,linux", &armappservice.SiteProperties{FunctionAppConfig: &armappservice.FunctionAppConfig{}}),
+	})
+	var mu sync.Mutex
+	asked := map[string]bool{}
+	srv.NewListSlotsPager = func(rg, name string, _ *armappservice.WebAppsClientListSlotsOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListSlotsResponse]) {
+		mu.Lock()
+		asked[name] = true
+		mu.Unlock()
+		if name == "func-locked" {
+			resp.AddResponseError(http.StatusForbidden, "AuthorizationFailed")
+			return
+		}
+		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListSlotsResponse{WebAppCollection: armappservice.WebAppCollection{Value: []*armappservice.Site{
+			{Name: to.Ptr(name + "/staging")}, {Name: to.Ptr(name + "/canary")},
+		}}}, nil)
+		return
+	}
+	d := appservice.NewDiscoverer(&azfake.TokenCredential{}, appservice.Settings{Transport: fake.NewWebAppsServerTransport(srv), Policy: armwrite.Policy{RetryDelay: time.Millisecond}}, 5*time.Second)
+	s := d.Survey(context.Background(), []string{"sub-a"})
+	s.MarkGuarded([]circuit.App{{SubscriptionID: "sub-a", ResourceGroup: "rg-orders", Site: "func-orders", Slot: "Staging"}})
+	got := map[string]fleet.Site{}
+	for _, site := range s.Sites {
+		got[site.Name] = site
+	}
+	orders := got["func-orders"]
+	if len(orders.Slots) != 2 || orders.Slots[0] != (fleet.Slot{Name: "canary"}) || orders.Slots[1] != (fleet.Slot{Name: "staging", Guarded: true}) || orders.SlotsUnread {
+		t.Errorf("func-orders' slots %+v (unread %v), want canary, and staging guarded", orders.Slots, orders.SlotsUnread)
+	}
+	if !got["func-locked"].SlotsUnread || len(got["func-locked"].Slots) != 0 {
+		t.Errorf("func-locked: %+v, want its slots said unread", got["func-locked"])
+	}
+	if asked["func-flex"] || len(got["func-flex"].Slots) != 0 || got["func-flex"].SlotsUnread {
+		t.Errorf("a Flex Consumption site's slots were asked for (%v) or said: %+v", asked["func-flex"], got["func-flex"])
 	}
 }

@@ -56,6 +56,9 @@ bench "host insight: one page's snapshot"  ./internal/bench '^BenchmarkHostSnaps
 bench "P4 set-aside pages, 10,000 messages" ./internal/bench '^BenchmarkSetAsidePages$'      200x
 bench "requeue rate vs raw azqueue"        ./internal/bench '^BenchmarkRequeueRate$'         1x
 bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitListPaged$'   200x
+bench "fleet: discovery of 1,000 apps"      ./internal/bench '^BenchmarkDiscovery$'          1x
+bench "P4 Discover page, 1,000 apps"        ./internal/bench '^BenchmarkDiscoverPage$'       200x
+bench "fleet: apply 1,000 circuits"         ./internal/bench '^BenchmarkApply$'              1x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

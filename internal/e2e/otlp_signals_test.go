@@ -20,7 +20,14 @@ import (
 // shapedHost exports to srv as a host set up as shape says.
 func shapedHost(t *testing.T, srv *apptest.Server, shape demo.Shape) *demo.Telemetry {
 	t.Helper()
-	auth := map[string]string{"Authorization": "Bearer " + demo.Key}
+	return hostWithKey(t, srv, demo.Key, shape)
+}
+
+// hostWithKey exports to srv with an app's key, as a host set up as shape
+// says.
+func hostWithKey(t *testing.T, srv *apptest.Server, key string, shape demo.Shape) *demo.Telemetry {
+	t.Helper()
+	auth := map[string]string{"Authorization": "Bearer " + key}
 	spans, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"), otlptracehttp.WithHeaders(auth))
 	if err != nil {
 		t.Fatal(err)

@@ -1,89 +1,22 @@
 package web_test
 
 import (
-	"context"
 	"errors"
 	"html"
-	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
-	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
-	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
-
-// guardableARM is a subscription with one function app: an Event Hubs
-// function, a queue function, a timer, an HTTP function and one of a
-// trigger Fusebox has no defaults for; identity-based host storage and
-// Event Hubs settings, a time zone, and a secret no page may show.
-func guardableARM() (*armfake.WebAppsServer, func() map[string]string) {
-	siteID := "/subscriptions/" + subOrders + "/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"
-	arm := &armfake.WebAppsServer{NewListPager: func(*armappservice.WebAppsClientListOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListResponse]) {
-		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListResponse{WebAppCollection: armappservice.WebAppCollection{Value: []*armappservice.Site{
-			{ID: to.Ptr(siteID), Kind: to.Ptr("functionapp"), Location: to.Ptr("westeurope"), Properties: &armappservice.SiteProperties{}},
-		}}}, nil)
-		return
-	}}
-	arm.Get = func(context.Context, string, string, *armappservice.WebAppsClientGetOptions) (resp azfake.Responder[armappservice.WebAppsClientGetResponse], errResp azfake.ErrorResponder) {
-		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientGetResponse{Site: armappservice.Site{ID: to.Ptr(siteID), Kind: to.Ptr("functionapp"), Properties: &armappservice.SiteProperties{}}}, nil)
-		return
-	}
-	arm.NewListFunctionsPager = func(rg, name string, _ *armappservice.WebAppsClientListFunctionsOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse]) {
-		fn := func(n string, binding map[string]any) *armappservice.FunctionEnvelope {
-			return &armappservice.FunctionEnvelope{Name: to.Ptr(name + "/" + n), Properties: &armappservice.FunctionEnvelopeProperties{Config: map[string]any{"bindings": []any{binding}}}}
-		}
-		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListFunctionsResponse{FunctionEnvelopeCollection: armappservice.FunctionEnvelopeCollection{Value: []*armappservice.FunctionEnvelope{
-			fn("ProcessOrders", map[string]any{"type": "eventHubTrigger", "eventHubName": "%OrdersHub%", "consumerGroup": "fusebox", "connection": "EventHub"}),
-			fn("TakeOrders", map[string]any{"type": "queueTrigger", "queueName": "orders", "connection": "AzureWebJobsStorage"}),
-			fn("Nightly", map[string]any{"type": "timerTrigger", "schedule": "0 0 2 * * *"}),
-			fn("Api", map[string]any{"type": "httpTrigger", "route": "orders"}),
-			fn("Mirror", map[string]any{"type": "sqlTrigger", "tableName": "dbo.Orders"}),
-		}}}, nil)
-		return
-	}
-	var mu sync.Mutex
-	settings := map[string]*string{
-		"AzureWebJobsStorage__accountName":  to.Ptr("ordersstore"),
-		"WEBSITE_TIME_ZONE":                 to.Ptr("W. Europe Standard Time"),
-		"OrdersHub":                         to.Ptr("orders"),
-		"EventHub__fullyQualifiedNamespace": to.Ptr("orders-ns.servicebus.windows.net"),
-		"PAYMENT_API_KEY":                   to.Ptr("sk_live_do-not-show-me"),
-	}
-	arm.ListApplicationSettings = func(context.Context, string, string, *armappservice.WebAppsClientListApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], errResp azfake.ErrorResponder) {
-		mu.Lock()
-		defer mu.Unlock()
-		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientListApplicationSettingsResponse{StringDictionary: armappservice.StringDictionary{Properties: maps.Clone(settings)}}, nil)
-		return
-	}
-	arm.UpdateApplicationSettings = func(_ context.Context, _, _ string, d armappservice.StringDictionary, _ *armappservice.WebAppsClientUpdateApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientUpdateApplicationSettingsResponse], errResp azfake.ErrorResponder) {
-		mu.Lock()
-		defer mu.Unlock()
-		settings = maps.Clone(d.Properties)
-		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsResponse{StringDictionary: d}, nil)
-		return
-	}
-	return arm, func() map[string]string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := map[string]string{}
-		for k, v := range settings {
-			out[k] = *v
-		}
-		return out
-	}
-}
 
 // An operator opens Discover, follows Guard… on the unguarded app, and
 // reviews the plan: a circuit for each event-driven function with the
@@ -95,7 +28,7 @@ func guardableARM() (*armfake.WebAppsServer, func() map[string]string) {
 // the app is registered with identity-based host storage and Event Hubs
 // (no secret copied), and exactly what was ticked is created.
 func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
-	arm, appSettings := guardableARM()
+	arm, appSettings := apptest.GuardableARM(subOrders)
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": subOrders},
 		apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	operator := newBrowser(t, srv.URL)
@@ -212,7 +145,7 @@ func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
 // circuit whose function is gone and the one whose hub changed; /metrics
 // counts the unguarded functions.
 func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
-	arm, _ := guardableARM()
+	arm, _ := apptest.GuardableARM(subOrders)
 	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
 		t.Fatal(err)

@@ -186,6 +186,8 @@ func refusal(ctx context.Context, err error, timeout time.Duration) string {
 		return "Fusebox may not list its sites: grant its identity Reader on the subscription (deploy/azure/discovery.bicep)"
 	case errors.As(err, &re) && re.StatusCode == http.StatusNotFound:
 		return "no such subscription, or Fusebox's identity cannot see it"
+	case errors.As(err, &re) && re.StatusCode == http.StatusTooManyRequests:
+		return "ARM is throttling Fusebox's calls to it (429); the next survey, in five minutes, tries again"
 	case errors.As(err, &re):
 		return fmt.Sprintf("ARM answered %d", re.StatusCode)
 	}

@@ -3,6 +3,7 @@ package appservice_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -213,5 +214,38 @@ func TestSurveyListsSlots(t *testing.T) {
 	}
 	if asked["func-flex"] || len(got["func-flex"].Slots) != 0 || got["func-flex"].SlotsUnread {
 		t.Errorf("a Flex Consumption site's slots were asked for (%v) or said: %+v", asked["func-flex"], got["func-flex"])
+	}
+}
+
+// A survey of a thousand function apps over ten pages lists each once,
+// while a subscription ARM throttles (429 on every try) is named as such
+// and holds up neither the list nor the result.
+func TestSurveyOfAThousandAppsBesideAThrottledSubscription(t *testing.T) {
+	var pages [][]*armappservice.Site
+	for p := range 10 {
+		var page []*armappservice.Site
+		for i := range 100 {
+			page = append(page, listedSite("sub-a", fmt.Sprintf("rg-%d", p), fmt.Sprintf("func-%04d", p*100+i), "functionapp,linux", &armappservice.SiteProperties{FunctionAppConfig: &armappservice.FunctionAppConfig{}}))
+		}
+		pages = append(pages, page)
+	}
+	throttled := &fake.WebAppsServer{NewListPager: func(*armappservice.WebAppsClientListOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListResponse]) {
+		for range 10 {
+			resp.AddResponseError(http.StatusTooManyRequests, "TooManyRequests")
+		}
+		return
+	}}
+	transport := bySubscription{"sub-a": fake.NewWebAppsServerTransport(listing(pages...)), "sub-t": fake.NewWebAppsServerTransport(throttled)}
+	d := appservice.NewDiscoverer(&azfake.TokenCredential{}, appservice.Settings{Transport: transport, Policy: armwrite.Policy{RetryDelay: time.Millisecond}}, 5*time.Second)
+	s := d.Survey(context.Background(), []string{"sub-a", "sub-t"})
+	seen := map[string]bool{}
+	for _, site := range s.Sites {
+		seen[site.Name] = true
+	}
+	if len(s.Sites) != 1000 || len(seen) != 1000 {
+		t.Errorf("listed %d sites (%d distinct), want 1,000 each once", len(s.Sites), len(seen))
+	}
+	if len(s.Refused) != 1 || s.Refused[0].Subscription != "sub-t" || !strings.Contains(s.Refused[0].Reason, "429") || strings.Contains(s.Refused[0].Reason, "TooManyRequests") {
+		t.Errorf("refused %+v, want sub-t named with ARM's status in Fusebox's words", s.Refused)
 	}
 }

@@ -38,6 +38,7 @@ demo_hash=$(printf '%s\n' "$demo_password" | bin/fusebox hash-password)
 export FUSEBOX_ENV=development
 export FUSEBOX_STORAGE_CONNECTION_STRING=UseDevelopmentStorage=true
 export FUSEBOX_HTTP_ADDR=127.0.0.1:${FUSEBOX_PORT:-8080}
+export FUSEBOX_DISCOVER_SUBSCRIPTIONS=7e2c1f4a-5b6d-4e8f-9a0b-1c2d3e4f5a6b # the demo's, answered by demo.ARM
 export FUSEBOX_SESSION_KEY
 FUSEBOX_SESSION_KEY=$(cat "$DEV/session.key")
 export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
@@ -82,10 +83,13 @@ cat <<MSG
   Demo host    http://127.0.0.1:7072   (ProcessOrders consuming a simulated hub, TakeOrders a queue; break them here)
   Demo hub     127.0.0.1:7073          (AMQP: answers as an Event Hubs namespace how far each partition has got)
   Demo switch  .dev/orders-demo/local.settings.json
+  Demo Azure   Apps → Discover: func-billing and func-shipping, a stand-in for ARM in memory; Guard… them
 
   Press Ctrl-C to stop Fusebox, Azurite and maildev.
 
 MSG
-bin/fusebox serve &
+# Fusebox itself, with the demo's stand-in for Azure Resource Manager (the
+# same app.New as bin/fusebox serve; the product binary links no fake).
+bin/fusebox-dev serve-demo &
 PIDS+=($!)
 wait "${PIDS[-1]}"

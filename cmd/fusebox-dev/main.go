@@ -20,6 +20,7 @@ import (
 	"syscall"
 	"time"
 
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
@@ -38,6 +39,8 @@ commands:
   demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
   demo-host       the demo function app's stand-in host (-settings PATH -addr 127.0.0.1:7072)
   demo-hub        the demo's Event Hubs namespace: answers partition reads over AMQP (-addr 127.0.0.1:7073)
+  serve-demo      fusebox serve, with the demo's stand-in for Azure Resource Manager (demo.ARM): Apps → Discover
+                  lists the demo subscription's function apps, and guarding one switches its triggers there
 
 Storage comes from FUSEBOX_STORAGE_CONNECTION_STRING, as for fusebox.`
 
@@ -64,6 +67,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return demoHub(ctx, args, stderr)
 	case "demo-receiver":
 		return demoReceiver(ctx, args, stderr)
+	case "serve-demo":
+		return serveDemo(ctx, lookup, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -266,4 +271,26 @@ func demoHub(ctx context.Context, args []string, stderr io.Writer) error {
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	log.Info("demo hub listening", "addr", l.Addr().String(), "hub", "orders")
 	return (&amqphub.Server{Hub: demo.OrdersStream(epoch).Served(), Logger: log}).Serve(l)
+}
+
+// serveDemo is fusebox serve (the same app.New) with ARM answered by the
+// demo's stand-in, which the product binary never links.
+func serveDemo(ctx context.Context, lookup func(string) (string, bool), stderr io.Writer) error {
+	cfg, err := config.Load(lookup)
+	if err != nil {
+		return err
+	}
+	log := app.NewLogger(cfg, stderr)
+	a, err := app.New(ctx, cfg, app.Options{Logger: log, ARMCredential: &azfake.TokenCredential{}, ARMTransport: demo.ARM(cfg.Storage.ConnectionString.Reveal())})
+	if err != nil {
+		return err
+	}
+	l, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (FUSEBOX_HTTP_ADDR): %w", cfg.HTTPAddr, err)
+	}
+	log.Info("fusebox is serving, with the demo's stand-in for Azure Resource Manager", "addr", l.Addr().String(), "url", cfg.BaseURL.String())
+	err = a.Serve(ctx, l)
+	log.Info("fusebox stopped")
+	return err
 }

@@ -26,7 +26,10 @@ import (
 // sustained share of failures instead.
 var (
 	MovesOnDefaults = circuit.Settings{Threshold: 10, Window: time.Minute}
-	RetriesDefaults = circuit.Settings{Window: 5 * time.Minute, Rule: circuit.Rule{Ratio: 0.5, MinCalls: 100}}
+	// A ratio rule does not read the threshold, but every circuit keeps a
+	// valid one (the form and the API require it): it was 0 here, and
+	// guarding a queue function was refused.
+	RetriesDefaults = circuit.Settings{Threshold: 100, Window: 5 * time.Minute, Rule: circuit.Rule{Ratio: 0.5, MinCalls: 100}}
 	// TimerGrace is how late a timer's run may start before its job is
 	// missing.
 	TimerGrace = 5 * time.Minute

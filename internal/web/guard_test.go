@@ -14,8 +14,10 @@ import (
 	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // An operator opens Discover, follows Guard… on the unguarded app, and
@@ -174,5 +176,62 @@ func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
 	}
 	if m := viewer.get("/metrics"); !strings.Contains(m.body, `fusebox_unguarded_functions{app="orders"} 2`) {
 		t.Errorf("/metrics does not count the unguarded function")
+	}
+}
+
+// The demo's Azure (`make run`'s stand-in for ARM, demo.ARM) is
+// discoverable and guardable as a real subscription is: Discover lists
+// func-billing with its staging slot and func-shipping on Flex
+// Consumption; guarding func-billing with the plan as proposed makes its
+// two event-driven circuits and its timer's job, takes its host storage
+// (the demo's Azurite) sealed, and copies no key-based Event Hubs
+// connection.
+func TestTheDemosAzureIsGuardable(t *testing.T) {
+	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": demo.Subscription},
+		apptest.Options{ARMTransport: demo.ARM(testenv.ConnectionString(t))})
+	operator := newBrowser(t, srv.URL)
+	operator.signIn("olivia")
+	rows := testRows(operator.get("/apps/discover").body)
+	if len(rows) != 2 || !strings.Contains(rows[0], demo.BillingSite) || !strings.Contains(rows[0], "<code>staging</code>") ||
+		!strings.Contains(rows[1], demo.ShippingSite) || !strings.Contains(rows[1], "Flex Consumption") {
+		t.Fatalf("the demo's Discover rows: %v", rows)
+	}
+	page := operator.get(html.UnescapeString(attr(rows[0], `data-testid="guard"`, "href")))
+	wantStatus(t, page, http.StatusOK)
+	form := url.Values{"_csrf": {csrfField.FindStringSubmatch(page.body)[1]}, "subscription": {demo.Subscription}, "resource_group": {"rg-billing"},
+		"site": {demo.BillingSite}, "id": {"func-billing"}, "name": {"Billing"}, "recipients": {"billing-oncall@example.com"},
+		"circuit": {"ChargeCards", "RetryRefunds"}, "job": {"NightlyInvoices"}}
+	for _, f := range []string{"threshold_ChargeCards", "window_ChargeCards", "window_RetryRefunds", "grace_NightlyInvoices"} {
+		form.Set(f, html.UnescapeString(attr(page.body, `name="`+f+`"`, "value")))
+	}
+	done := operator.post("/apps/discover/guard", form)
+	wantStatus(t, done, http.StatusOK)
+	app, err := srv.App.Store.Apps.Get(t.Context(), "func-billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if app.HostStorage != testenv.ConnectionString(t) || app.EventHubs != "" || !app.Linux {
+		t.Errorf("registered host storage %t, Event Hubs %q, Linux %v", app.HostStorage != "", app.EventHubs, app.Linux)
+	}
+	cs, err := srv.App.Store.Circuits.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range cs {
+		names = append(names, c.Function)
+	}
+	slices.Sort(names)
+	if strings.Join(names, " ") != "ChargeCards RetryRefunds" {
+		t.Errorf("circuits %v, want ChargeCards and RetryRefunds:\n%s", names, done.body)
+	}
+	js, err := srv.App.Store.Jobs.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(js, func(j jobs.Job) bool {
+		return j.Function == "NightlyInvoices" && j.Schedule == "0 0 3 * * *" && j.TimeZone == "W. Europe Standard Time"
+	}) {
+		t.Errorf("no job for NightlyInvoices with its schedule and zone")
 	}
 }

@@ -42,6 +42,11 @@ export FUSEBOX_DISCOVER_SUBSCRIPTIONS=7e2c1f4a-5b6d-4e8f-9a0b-1c2d3e4f5a6b # the
 export FUSEBOX_SESSION_KEY
 FUSEBOX_SESSION_KEY=$(cat "$DEV/session.key")
 export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
+# An operator's API token for fusebox export and apply, kept across restarts.
+[[ -s "$DEV/api-token" ]] || bin/fusebox api-token demo-cli operator | awk 'NR==2 || NR==5 {print $1}' >"$DEV/api-token"
+api_token=$(sed -n 1p "$DEV/api-token")
+export FUSEBOX_API_TOKENS
+FUSEBOX_API_TOKENS=$(sed -n 2p "$DEV/api-token")
 # Mail goes to maildev; its web UI shows every message.
 export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost
 
@@ -84,6 +89,8 @@ cat <<MSG
   Demo hub     127.0.0.1:7073          (AMQP: answers as an Event Hubs namespace how far each partition has got)
   Demo switch  .dev/orders-demo/local.settings.json
   Demo Azure   Apps → Discover: func-billing and func-shipping, a stand-in for ARM in memory; Guard… them
+  As a file    FUSEBOX_URL=http://$FUSEBOX_HTTP_ADDR FUSEBOX_API_TOKEN=$api_token bin/fusebox export > fusebox.yaml
+               (then bin/fusebox apply -f fusebox.yaml --dry-run, with the same two variables)
 
   Press Ctrl-C to stop Fusebox, Azurite and maildev.
 

@@ -26,18 +26,35 @@ func sparks(rates []circuit.MinuteCount, now time.Time) map[string][]int {
 	return out
 }
 
-// dayBars buckets one circuit's minute counts into 96 quarters of an hour
-// ending now, oldest first.
-func dayBars(rates []circuit.MinuteCount, now time.Time) []int {
+// dayBars buckets one circuit's failures into 96 quarters of an hour
+// ending now, oldest first: the roll-up's minutes before recentFrom, and
+// its rows (recent) since.
+func dayBars(rates []circuit.MinuteCount, recent []circuit.FailureRow, recentFrom, now time.Time) []int {
 	bars := make([]int, 96)
-	for _, r := range rates {
-		ago := now.Sub(r.Minute)
+	add := func(at time.Time, n int) {
+		ago := now.Sub(at)
 		i := 95 - int(ago/(15*time.Minute))
-		if i >= 0 && i < 96 {
-			bars[i] += r.Count
+		if ago >= 0 && i >= 0 && i < 96 {
+			bars[i] += n
+		}
+	}
+	for _, r := range rates {
+		if r.Minute.Before(recentFrom) {
+			add(r.Minute, r.Count)
+		}
+	}
+	for _, r := range recent {
+		if !r.Second.Before(recentFrom) {
+			add(r.Second, r.Count)
 		}
 	}
 	return bars
+}
+
+// rolledUpTo is where the minute roll-up (storage.Rates.RollupRecent,
+// every 30 s, the last two whole minutes) may not have reached yet at now.
+func rolledUpTo(now time.Time) time.Time {
+	return now.Add(-2 * time.Minute).Truncate(time.Minute)
 }
 
 // windowBars buckets a circuit's failure rows across its window ending now

@@ -43,6 +43,13 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The roll-up keeps whole minutes, up to two behind: the minutes since
+	// come from the circuit's own rows, or a burst just counted shows 0.
+	recentFrom := rolledUpTo(now)
+	recent, err := s.Window.CircuitWindow(ctx, ci.AppID, ci.Function, recentFrom, now)
+	if err != nil {
+		return err
+	}
 	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)
 	if err != nil {
 		return err
@@ -57,7 +64,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Acked: ackedText(ci),
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
-		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, now),
+		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, recent, recentFrom, now),
 	}
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
 	for _, a := range apps {

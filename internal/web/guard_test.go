@@ -14,8 +14,8 @@ import (
 	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
 	"github.com/fusebox/fusebox/internal/apptest"
-	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/testenv"
 )

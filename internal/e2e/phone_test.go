@@ -153,3 +153,25 @@ func mailedResumeLink(t *testing.T, srv *apptest.Server) string {
 	return "/resume/" + srv.App.Links.Sign(alerts.Link{Circuit: demo.AppID + "/SyncInventory", Episode: sync.Episode, Incarnation: sync.Incarnation,
 		Action: "resume", Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
 }
+
+// TestTheResumePageFitsItsCardOnADesktop: on a 1280 px screen the mailed
+// resume page's checkpoint table stays inside its card (it ran past the
+// card's right edge).
+func TestTheResumePageFitsItsCardOnADesktop(t *testing.T) {
+	srv, p, _ := signedIn(t, "olivia")
+	link := mailedResumeLink(t, srv)
+	p.do(t, chromedp.EmulateViewport(1280, 900, chromedp.EmulateScale(1)),
+		chromedp.Navigate(srv.URL+link), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))
+	out, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`(() => {
+		const table = document.querySelector('[data-testid="checkpoints"]'), card = table.closest('.confirm');
+		if (!card) return "no card holds the table";
+		const t = table.getBoundingClientRect(), c = card.getBoundingClientRect();
+		return t.right <= c.right + 0.5 ? "" : "the table ends at " + t.right + " px, its card at " + c.right + " px";
+	})()`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "" {
+		t.Error(out)
+	}
+}

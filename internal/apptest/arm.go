@@ -18,7 +18,7 @@ import (
 // trigger Fusebox has no defaults for; identity-based host storage and
 // Event Hubs settings, a time zone, and a secret no page may show. The
 // second result reads the app's settings as the fake holds them.
-func GuardableARM(sub string) (*armfake.WebAppsServer, func() map[string]string) {
+func GuardableARM(sub string) (*armfake.WebAppsServer, *ARMSettings) {
 	siteID := "/subscriptions/" + sub + "/resourceGroups/rg-orders/providers/Microsoft.Web/sites/func-orders"
 	arm := &armfake.WebAppsServer{NewListPager: func(*armappservice.WebAppsClientListOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListResponse]) {
 		resp.AddPage(http.StatusOK, armappservice.WebAppsClientListResponse{WebAppCollection: armappservice.WebAppCollection{Value: []*armappservice.Site{
@@ -43,7 +43,8 @@ func GuardableARM(sub string) (*armfake.WebAppsServer, func() map[string]string)
 		}}}, nil)
 		return
 	}
-	var mu sync.Mutex
+	held := &ARMSettings{changed: make(chan struct{})}
+	mu := &held.mu
 	settings := map[string]*string{
 		"AzureWebJobsStorage__accountName":  to.Ptr("ordersstore"),
 		"WEBSITE_TIME_ZONE":                 to.Ptr("W. Europe Standard Time"),
@@ -61,6 +62,9 @@ func GuardableARM(sub string) (*armfake.WebAppsServer, func() map[string]string)
 		mu.Lock()
 		defer mu.Unlock()
 		settings = maps.Clone(d.Properties)
+		held.settings = settings
+		close(held.changed)
+		held.changed = make(chan struct{})
 		resp.SetResponse(http.StatusOK, armappservice.WebAppsClientUpdateApplicationSettingsResponse{StringDictionary: d}, nil)
 		return
 	}
@@ -74,13 +78,31 @@ func GuardableARM(sub string) (*armfake.WebAppsServer, func() map[string]string)
 			Name: to.Ptr(name + "/" + fn), Properties: &armappservice.FunctionEnvelopeProperties{IsDisabled: to.Ptr(disabled)}}}, nil)
 		return
 	}
-	return arm, func() map[string]string {
-		mu.Lock()
-		defer mu.Unlock()
-		out := map[string]string{}
-		for k, v := range settings {
-			out[k] = *v
-		}
-		return out
+	held.settings = settings
+	return arm, held
+}
+
+// ARMSettings are a fake site's app settings as ARM holds them.
+type ARMSettings struct {
+	mu       sync.Mutex
+	settings map[string]*string
+	changed  chan struct{} // closed, and replaced, when the settings are written
+}
+
+// Get is the settings now.
+func (a *ARMSettings) Get() map[string]string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := make(map[string]string, len(a.settings))
+	for k, v := range a.settings {
+		out[k] = *v
 	}
+	return out
+}
+
+// Changed is closed at the next write of the settings.
+func (a *ARMSettings) Changed() <-chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.changed
 }

@@ -70,13 +70,8 @@ func TestRealClockJobJourney(t *testing.T) {
 func jobStatusShown(t *testing.T, srv *apptest.Server, id string) string {
 	t.Helper()
 	p := newPage(t)
+	p.signIn(t, srv.URL, "victor")
 	p.do(t,
-		chromedp.Navigate(srv.URL+"/login"),
-		chromedp.WaitVisible(chromedp.CSS("#username")),
-		chromedp.SendKeys(chromedp.CSS("#username"), "victor"),
-		chromedp.SendKeys(chromedp.CSS("#password"), apptest.Password),
-		chromedp.Click(chromedp.CSS(`form[action="/login"] button[type="submit"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`[data-testid="signed-in-as"]`)),
 		chromedp.Navigate(srv.URL+"/jobs/"+id),
 		chromedp.WaitVisible(chromedp.CSS(`[data-testid="job-status"]`)),
 	)

@@ -92,7 +92,7 @@ func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
 		t.Errorf("the key page does not say zero-code reporting is on:\n%s", done.body)
 	}
 	key := regexp.MustCompile(`data-testid="app-key">([^<]+)<`).FindStringSubmatch(done.body)[1]
-	got := appSettings()
+	got := appSettings.Get()
 	for k, want := range map[string]string{"AzureFunctionsJobHost__telemetryMode": "OpenTelemetry", "OTEL_EXPORTER_OTLP_ENDPOINT": srv.URL,
 		"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer " + key, "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf", "PAYMENT_API_KEY": "sk_live_do-not-show-me"} {
 		if got[k] != want {

@@ -66,9 +66,15 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 // exported them, as runs of the jobs that name it: no ping needed.
 func timerRuns(v *jobs.Invocations) func(context.Context, string, []otlp.Invocation) (int, error) {
 	return func(ctx context.Context, appID string, invs []otlp.Invocation) (int, error) {
-		runs := make([]jobs.Invocation, len(invs))
-		for i, inv := range invs {
-			runs[i] = jobs.Invocation{Function: inv.Function, ID: inv.ID, Start: inv.Start, End: inv.At, Failed: inv.Failed, Error: inv.Sample}
+		watched, err := v.Watched(ctx, appID)
+		if err != nil {
+			return 0, err
+		}
+		var runs []jobs.Invocation
+		for _, inv := range invs {
+			if watched(inv.Function) {
+				runs = append(runs, jobs.Invocation{Function: inv.Function, ID: inv.ID, Start: inv.Start, End: inv.At, Failed: inv.Failed, Error: inv.Sample})
+			}
 		}
 		kept, _, err := v.Take(ctx, appID, runs)
 		return kept, err

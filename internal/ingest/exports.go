@@ -149,7 +149,7 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 	for k := range heard {
 		r.hear(e.AppID, k.function, k.signal, now)
 	}
-	invs := m.Invocations[:0:0]
+	invs := make([]otlp.Invocation, 0, len(m.Invocations))
 	for _, inv := range m.Invocations {
 		if r.Seen.MissedFailure(e.AppID, inv) {
 			// Counted as a success from its span: this one failure is

@@ -106,7 +106,7 @@ func (r *Router) Route(ctx context.Context, appID string, reports []Report, maxR
 		return Routed{}, err
 	}
 	horizon := max(longest[appID], time.Hour) + HorizonSlack
-	out := Routed{Refused: map[int]string{}}
+	out := Routed{Refused: map[int]string{}, Counted: make([]Report, 0, len(reports))}
 	type rowKey struct {
 		function string
 		at       time.Time // a second for a failure row, a minute for a tally

@@ -213,8 +213,8 @@ func sortRejected(r []Rejection) {
 // each one's item, and the result so far, which names every refused item.
 func check(b Batch, now time.Time) ([]Report, []int, Result) {
 	res := Result{Rejected: []Rejection{}}
-	var reports []Report
-	var index []int
+	reports := make([]Report, 0, len(b.Items))
+	index := make([]int, 0, len(b.Items))
 	for i, it := range b.Items {
 		r, problem := checkItem(it, b.AppID, now)
 		if problem != "" {

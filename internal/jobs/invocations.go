@@ -81,6 +81,16 @@ func (v *Invocations) Take(ctx context.Context, appID string, invs []Invocation)
 	return kept, skipped, errors.Join(errs...)
 }
 
+// Watched says which of appID's functions a job names: an export's
+// invocations of the others need not be made into runs at all.
+func (v *Invocations) Watched(ctx context.Context, appID string) (func(function string) bool, error) {
+	byFunc, err := v.jobsByFunction(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return func(function string) bool { return len(byFunc[appFunction{appID, function}]) > 0 }, nil
+}
+
 func (v *Invocations) jobsByFunction(ctx context.Context) (map[appFunction][]Job, error) {
 	fresh := v.Fresh
 	if fresh <= 0 {

@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"errors"
+	"reflect"
 	"runtime"
 	"testing"
 
@@ -123,5 +124,38 @@ func TestWeighJSONRefusesEmptyObjects(t *testing.T) {
 	}
 	if err := WeighJSON([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"A {not an object}","attributes":[{"key":"faas.name","value":{"stringValue":"A"}}]}]}]}]}`)); err != nil {
 		t.Errorf("one span: %v", err)
+	}
+}
+
+// TestDecodedExportsKeepNothingOfTheBody: the receiver hands an export's
+// buffer to the next export once it is decoded, so what decoding keeps
+// must be copies. Overwriting the body afterwards changes nothing mapped.
+func TestDecodedExportsKeepNothingOfTheBody(t *testing.T) {
+	body := hostLikeExport()
+	req, _, err := DecodeTraces(body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := FromTraces(req).Invocations
+	for i := range body {
+		body[i] = 'x'
+	}
+	if got := FromTraces(req).Invocations; len(got) != 512 || !reflect.DeepEqual(got, want) {
+		t.Fatalf("spans after their body was overwritten: %d invocations, first %+v; want 512, first %+v", len(got), got[0], want[0])
+	}
+
+	failed := record("Executed 'Functions.ProcessOrders' (Failed, Id=0c6bd5d3-3f3a-4c1b-9a4e-000000000001, Duration=12ms)",
+		kv("InvocationId", "0c6bd5d3-3f3a-4c1b-9a4e-000000000001"), kv("Category", "Function.ProcessOrders"))
+	logBody, _ := proto.Marshal(logs(failed))
+	logReq, _, err := DecodeLogs(logBody)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantLogs := FromLogs(logReq).Invocations
+	for i := range logBody {
+		logBody[i] = 'x'
+	}
+	if got := FromLogs(logReq).Invocations; len(got) != 1 || !reflect.DeepEqual(got, wantLogs) {
+		t.Fatalf("records after their body was overwritten: %+v; want %+v", got, wantLogs)
 	}
 }

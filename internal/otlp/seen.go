@@ -38,6 +38,7 @@ type Seen struct {
 
 	mu       sync.Mutex
 	cur, old map[seenKey]counted
+	here     map[seenKey]bool // Fresh's, between two calls always empty
 	curBytes int
 	started  time.Time
 }
@@ -92,8 +93,14 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.rotate(now)
-	fresh = invs[:0:0]
-	here := make(map[seenKey]bool, len(invs)) // the same invocation twice in one export
+	fresh = make([]Invocation, 0, len(invs))
+	// The same invocation twice in one export: one map kept and cleared,
+	// under the lock, rather than one made per export.
+	if s.here == nil {
+		s.here = map[seenKey]bool{}
+	}
+	here := s.here
+	defer clear(here)
 	this := exportOf(export)
 	for _, inv := range invs {
 		if inv.ID != "" {

@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"strconv"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
@@ -102,6 +103,9 @@ func (s *Intake) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
+		// Decoding copies what it keeps: the body's buffer is not read
+		// after this handler.
+		defer putBody(body)
 		var out proto.Message
 		switch source {
 		case otlp.Traces:
@@ -211,7 +215,7 @@ func readAtMost(r io.Reader, limit int, length int64, plain bool) ([]byte, error
 	if !plain || length <= 0 || length > int64(limit) {
 		return io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	}
-	b := make([]byte, length, length+1)
+	b := getBody(int(length) + 1)[:length]
 	if _, err := io.ReadFull(r, b); err != nil {
 		return nil, err
 	}
@@ -222,6 +226,26 @@ func readAtMost(r io.Reader, limit int, length int64, plain bool) ([]byte, error
 		return append(b, one[0]), nil
 	}
 	return b, nil
+}
+
+// bodies keeps export buffers for the next export: a host's is 100–250 kB,
+// and one made and cleared for every export was a large share of what the
+// collector had to do. Buffers larger than maxPooledBody are left to it.
+var bodies sync.Pool
+
+const maxPooledBody = 1 << 20
+
+func getBody(n int) []byte {
+	if p, ok := bodies.Get().(*[]byte); ok && cap(*p) >= n {
+		return (*p)[:n]
+	}
+	return make([]byte, n)
+}
+
+func putBody(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxPooledBody {
+		bodies.Put(&b)
+	}
 }
 
 func (s *Intake) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest, cut int) (*coltracepb.ExportTraceServiceResponse, error) {

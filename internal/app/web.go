@@ -3,9 +3,11 @@ package app
 import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/web"
@@ -50,7 +52,8 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		SignIn: web.SignIn{Audit: store.Audit},
 		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: store.Failures.Reader(), Samples: store.Failures.Reader(),
-			Rates: store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router,
+			Episodes: episode.Reader{Flips: store.Circuits, Notices: store.Outbox, Audit: store.Audit, Rows: store.Failures.Reader(), Kept: storage.FailureRetention},
+			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router,
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
 		Apps: apps,
 		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,

@@ -129,8 +129,13 @@ func TestRealClockJourney(t *testing.T) {
 // one more than its threshold, with the demo app's key.
 func reportOverThreshold(t *testing.T, base string) {
 	t.Helper()
-	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/failures",
-		strings.NewReader(`{"failures": [{"function": "ProcessOrders", "count": 101, "error": "Timeout talking to inventory"}]}`))
+	postFailures(t, base, `{"failures": [{"function": "ProcessOrders", "count": 101, "error": "Timeout talking to inventory"}]}`)
+}
+
+// postFailures posts a failure report with the demo app's key.
+func postFailures(t *testing.T, base, body string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/api/v1/failures", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer "+demo.Key)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := http.DefaultClient.Do(req)

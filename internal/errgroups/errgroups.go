@@ -146,16 +146,22 @@ func OfCircuit(ctx context.Context, rows Rows, ci circuit.Circuit, now time.Time
 		to = ci.ChangedAt
 		from, span = to.Add(-ci.Window), "the "+spoken.Duration(ci.Window)+" before it opened"
 	}
-	rs, err := rows.CircuitWindow(ctx, ci.AppID, ci.Function, from.Truncate(time.Second), to)
+	groups, other, err = Between(ctx, rows, ci.AppID, ci.Function, from, to, max)
+	return groups, other, span, err
+}
+
+// Between groups one circuit's failures from from to to.
+func Between(ctx context.Context, rows Rows, appID, function string, from, to time.Time, max int) (groups []Group, other int, err error) {
+	rs, err := rows.CircuitWindow(ctx, appID, function, from.Truncate(time.Second), to)
 	if err != nil {
-		return nil, 0, span, err
+		return nil, 0, err
 	}
 	samples := make([]Sample, 0, len(rs))
 	for _, r := range rs {
 		samples = append(samples, Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent})
 	}
 	groups, other = Of(samples, max)
-	return groups, other, span, nil
+	return groups, other, nil
 }
 
 // Text is the group's latest text, or NoText.

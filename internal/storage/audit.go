@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -61,5 +62,31 @@ func (a *Audit) Recent(ctx context.Context, now time.Time, limit int) ([]audit.E
 		}
 		month = month.AddDate(0, -1, 0)
 	}
+	return out, nil
+}
+
+// About returns up to limit entries about target made from from to to,
+// oldest first.
+func (a *Audit) About(ctx context.Context, target string, from, to time.Time, limit int) ([]audit.Entry, error) {
+	var out []audit.Entry
+	month := time.Date(to.Year(), to.Month(), 1, 0, 0, 0, 0, time.UTC)
+	for i := 0; i < 13 && !month.Before(time.Date(from.Year(), from.Month(), 1, 0, 0, 0, 0, time.UTC)); i++ {
+		q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(month.Format("2006-01")), tablestore.Eq("Target", target),
+			tablestore.Ge("At", from.UTC()), tablestore.Le("At", to.UTC()))}
+		for r, err := range tablestore.Rows[auditRow](ctx, a.table, q) {
+			if err != nil {
+				return nil, fmt.Errorf("storage: audit entries about %s: %w", target, err)
+			}
+			out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail})
+			if len(out) == limit {
+				break
+			}
+		}
+		if len(out) == limit {
+			break
+		}
+		month = month.AddDate(0, -1, 0)
+	}
+	slices.SortStableFunc(out, func(a, b audit.Entry) int { return a.At.Compare(b.At) })
 	return out, nil
 }

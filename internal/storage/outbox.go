@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
@@ -148,4 +149,27 @@ func (o *Outbox) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
 		return sent + failed, fmt.Errorf("storage: prune outbox: %w", err)
 	}
 	return sent + failed, nil
+}
+
+// OfEpisodes returns the messages of one circuit's episodes first to
+// last, oldest first, at most limit of them.
+func (o *Outbox) OfEpisodes(ctx context.Context, circuitID string, first, last int64, limit int) ([]alerts.Message, error) {
+	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(outboxPartition), tablestore.Eq("Circuit", circuitID),
+		tablestore.Ge("Episode", first), tablestore.Le("Episode", last))}
+	var out []alerts.Message
+	for r, err := range tablestore.Rows[outboxRow](ctx, o.table, q) {
+		if err != nil {
+			return nil, fmt.Errorf("storage: outbox of %s: %w", circuitID, err)
+		}
+		m, err := r.read()
+		if err != nil {
+			continue // a fault: the Notifications page lists it
+		}
+		out = append(out, m)
+		if len(out) == limit {
+			break
+		}
+	}
+	slices.SortStableFunc(out, func(a, b alerts.Message) int { return a.CreatedAt.Compare(b.CreatedAt) })
+	return out, nil
 }

@@ -146,15 +146,22 @@ func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circui
 	if groups, other, _, err := errgroups.OfCircuit(ctx, s.Samples, ci, s.Now(), maxErrorGroups); err == nil {
 		j.ErrorsOther = other
 		for _, g := range groups {
-			j.Errors = append(j.Errors, errorGroupJSON{Example: g.Text(),
-				Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces})
+			j.Errors = append(j.Errors, toErrorGroupJSON(g))
 		}
 	}
 	for _, f := range flips {
-		j.Flips = append(j.Flips, flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
-			Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason})
+		j.Flips = append(j.Flips, toFlipJSON(f))
 	}
 	return c.JSON(status, j)
+}
+
+func toFlipJSON(f circuit.Flip) flipJSON {
+	return flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
+		Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason}
+}
+
+func toErrorGroupJSON(g errgroups.Group) errorGroupJSON {
+	return errorGroupJSON{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces}
 }
 
 type settingsJSON struct {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
@@ -90,7 +92,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	}
 	for _, f := range flips {
 		m.Flips = append(m.Flips, views.FlipRow{Episode: f.Episode, From: f.From.String(), To: f.To.String(), ToTone: stateTone(f.To),
-			At: f.At, Actor: f.Actor, Count: flipCount(f), Reason: f.Reason})
+			At: f.At, Actor: f.Actor, Count: flipCount(f), Reason: f.Reason, Record: episodeHref(ci, f)})
 	}
 	return render(c, http.StatusOK, views.CircuitPage(m))
 }
@@ -136,6 +138,15 @@ func (s *CircuitPages) circuitOf(c echo.Context) (circuit.Circuit, error) {
 		return ci, echo.NewHTTPError(http.StatusNotFound, "There is no such circuit.")
 	}
 	return ci, err
+}
+
+// episodeHref is the record of the episode a trip started; "" for a flip
+// that was no trip.
+func episodeHref(ci circuit.Circuit, f circuit.Flip) string {
+	if !episode.Starts(f) {
+		return ""
+	}
+	return circuitHref(ci) + "/episodes/" + strconv.FormatInt(f.Episode, 10)
 }
 
 func circuitHref(ci circuit.Circuit) string {

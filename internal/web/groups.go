@@ -56,8 +56,10 @@ type (
 		Window   windowReader
 		// Samples reads one circuit's rows with their error texts.
 		Samples errgroups.Rows
-		Rates   rateReader
-		Status  statusReader
+		// Episodes assemble an episode's record from the trip on.
+		Episodes episodeReader
+		Rates    rateReader
+		Status   statusReader
 		// Links verifies resume links.
 		Links *alerts.Signer
 		// FunctionLister lists an app's functions for the circuit form's

@@ -146,6 +146,9 @@ func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit
 		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		Window: spoken.Duration(ci.Window), WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), Recipient: link.Recipient,
 		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function)}
+	if !done {
+		m.Errors, m.ErrorsOther, _ = s.errorGroups(ctx, ci, now)
+	}
 	return render(c, http.StatusOK, views.ResumePage(m))
 }
 

@@ -96,7 +96,7 @@ func (r route) api() bool { return strings.HasPrefix(r.path, "/api/") }
 // that a request that got past the checks would act on something real.
 func (r route) url() string {
 	fill := map[string]string{":app": demo.AppID, ":function": "ProcessOrders", ":id": "00000000-0000-4000-8000-000000000001",
-		":token": "x", ":key": "x", ":file": "x.svg", ":a": "x", ":b": "x", ":c": "x"}
+		":token": "x", ":key": "x", ":episode": "3", ":file": "x.svg", ":a": "x", ":b": "x", ":c": "x"}
 	parts := strings.Split(r.path, "/")
 	for i, p := range parts {
 		if v, ok := fill[p]; ok {

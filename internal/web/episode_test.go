@@ -1,0 +1,55 @@
+package web_test
+
+import (
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+)
+
+// A viewer opens the demo's open circuit's episode (SyncInventory, episode 3) from its flip log: the
+// record names the trip and what failed. An episode path that is not a
+// number from 1 is refused (400) before any circuit is looked up, so a
+// made-up app in the same path gets the same answer, not the 404 of a
+// circuit that is not there.
+func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedHistory(t.Context(), srv.App.Store, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	victor := newBrowser(t, srv.URL)
+	victor.signIn("victor")
+	page := victor.get("/circuits/" + demo.AppID + "/SyncInventory")
+	m := regexp.MustCompile(`href="(/circuits/[^"]+/episodes/(\d+))" data-testid="episode-link"`).FindStringSubmatch(page.body)
+	if m == nil {
+		t.Fatalf("the open circuit's flip log links to no episode:\n%.2000s", page.body)
+	}
+	rec := victor.get(m[1])
+	if rec.StatusCode != http.StatusOK || !strings.Contains(rec.body, "episode "+m[2]) || !strings.Contains(rec.body, `data-testid="error-group"`) {
+		t.Fatalf("the episode's page: %d, want its number and what failed\n%.2000s", rec.StatusCode, rec.body)
+	}
+
+	for _, path := range []string{
+		"/circuits/" + demo.AppID + "/SyncInventory/episodes/0",
+		"/circuits/" + demo.AppID + "/SyncInventory/episodes/-1",
+		"/circuits/" + demo.AppID + "/SyncInventory/episodes/1e3",
+		"/circuits/" + demo.AppID + "/SyncInventory/episodes/99999999999999999999999999",
+		"/circuits/no-such-app/NoSuchFunction/episodes/x",
+		"/api/v1/circuits/no-such-app/NoSuchFunction/episodes/x",
+	} {
+		got := victor.get(path)
+		if got.StatusCode != http.StatusBadRequest || !strings.Contains(got.body, "An episode is a number from 1.") {
+			t.Errorf("GET %s: %d %.200s; want 400 saying what an episode is", path, got.StatusCode, got.body)
+		}
+	}
+	// A later episode than the circuit has had did not start with a trip.
+	if got := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/1000"); got.StatusCode != http.StatusNotFound {
+		t.Errorf("an episode yet to come: %d, want 404", got.StatusCode)
+	}
+}

@@ -26,6 +26,9 @@ const (
 	KindResumed  = "resumed"
 	KindHeld     = "held"     // a trip the app's guardrail held
 	KindFlapping = "flapping" // one summary an hour while a circuit flaps
+	// KindEscalated goes to the circuit's escalation list once an open
+	// episode has gone unacknowledged for as long as it allows.
+	KindEscalated = "escalated"
 )
 
 // Message is one alert to one destination about one episode of one

@@ -74,6 +74,19 @@ func Owed(c circuit.Circuit, dests []string, now time.Time, p Policy) []Message 
 	return messages(c.ID(), c.Episode, kinds, dests, now)
 }
 
+// Escalations lists the escalation an open, unacknowledged episode is
+// owed: one message to each of the circuit's escalation list, once the
+// episode has gone unacknowledged for Escalate.After, and no later than
+// the policy still mails first alerts after that (an episode older than
+// that when escalation was set up is not escalated out of the blue).
+func Escalations(c circuit.Circuit, now time.Time, p Policy) []Message {
+	if !c.EscalationDue(now) || now.Sub(c.ChangedAt) > c.Escalate.After+p.Within {
+		return nil
+	}
+	addresses, channels := c.Escalate.Split()
+	return messages(c.ID(), c.Episode, []string{KindEscalated}, Destinations(addresses, channels, nil), now)
+}
+
 func messages(subject string, episode int64, kinds, dests []string, now time.Time) []Message {
 	var out []Message
 	for _, k := range kinds {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -146,7 +147,7 @@ func (s *Sender) Pass(ctx context.Context, f lease.Fence) error {
 	for _, c := range cs {
 		byID[c.ID()] = c
 		dests := Destinations(c.Recipients, c.Channels, appByID[c.AppID].Channels)
-		for _, m := range Owed(c, dests, now, s.policy()) {
+		for _, m := range slices.Concat(Owed(c, dests, now, s.policy()), Escalations(c, now, s.policy())) {
 			if err := s.ensure(ctx, m, now); err != nil {
 				errs = append(errs, err)
 			}

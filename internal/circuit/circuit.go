@@ -211,6 +211,8 @@ type Circuit struct {
 	Recipients []string      // who is mailed when it opens
 	// Channels names the channels its alerts go to; none: the app's.
 	Channels []string
+	// Escalate is who else is told when an episode goes unacknowledged.
+	Escalate Escalation
 	// EventHub is the hub the function's trigger consumes — hub,
 	// hub/consumer group or namespace/hub/consumer group (see Consumes) —
 	// so its page shows its own checkpoints; empty: every checkpoint in the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,6 +73,21 @@ func (s *Service) checkChannels(ctx context.Context, ids []string) error {
 		return nil
 	}
 	return s.Channels.Check(ctx, ids)
+}
+
+// checkEscalation refuses escalation channel ids that name no channel,
+// said of the escalate_to field.
+func (s *Service) checkEscalation(ctx context.Context, e Escalation) error {
+	_, channels := e.Split()
+	err := s.checkChannels(ctx, channels)
+	var v ValidationError
+	if errors.As(err, &v) {
+		for i := range v {
+			v[i].Field = "escalate_to"
+		}
+		return v
+	}
+	return err
 }
 
 // FunctionChecker says why a function of an app cannot be guarded by its
@@ -203,7 +219,8 @@ func hasRecipient(c Circuit, app App, to string) bool {
 		if len(channels) == 0 {
 			channels = app.Channels
 		}
-		for _, ch := range channels {
+		_, escalation := c.Escalate.Split()
+		for _, ch := range slices.Concat(channels, escalation) {
 			if ch == id {
 				return true
 			}
@@ -211,6 +228,13 @@ func hasRecipient(c Circuit, app App, to string) bool {
 		return false
 	}
 	for _, r := range c.Recipients {
+		if strings.EqualFold(r, to) {
+			return true
+		}
+	}
+	// Whoever the episode was escalated to may act on it as well.
+	addresses, _ := c.Escalate.Split()
+	for _, r := range addresses {
 		if strings.EqualFold(r, to) {
 			return true
 		}
@@ -242,6 +266,7 @@ type Settings struct {
 	Rule       Rule
 	Recipients []string
 	Channels   []string
+	Escalate   Escalation
 	EventHub   string
 	Queue      string
 	Parking    string
@@ -251,7 +276,7 @@ type Settings struct {
 
 func (s Settings) apply(c Circuit) Circuit {
 	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
-	c.Channels, c.EventHub, c.Queue, c.Parking = s.Channels, s.EventHub, s.Queue, s.Parking
+	c.Channels, c.EventHub, c.Queue, c.Parking, c.Escalate = s.Channels, s.EventHub, s.Queue, s.Parking, s.Escalate
 	return c
 }
 
@@ -266,6 +291,9 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 		return c, err
 	}
 	if err := s.checkChannels(ctx, c.Channels); err != nil {
+		return c, err
+	}
+	if err := s.checkEscalation(ctx, c.Escalate); err != nil {
 		return c, err
 	}
 	if s.Functions != nil && app != nil {
@@ -298,6 +326,9 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 			return next, err
 		}
 		if err := s.checkChannels(ctx, next.Channels); err != nil {
+			return next, err
+		}
+		if err := s.checkEscalation(ctx, next.Escalate); err != nil {
 			return next, err
 		}
 		// Arming a circuit in shadow makes its trigger follow its state

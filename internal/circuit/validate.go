@@ -98,6 +98,7 @@ func (c Circuit) Validate(app *App) error {
 			break
 		}
 	}
+	c.Escalate.validate(add)
 	if c.Policy.AutoResume {
 		switch {
 		case c.Policy.Cooldown < time.Second:

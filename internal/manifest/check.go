@@ -116,6 +116,8 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 		}
 		fields(&ps, c.Line, c.domain().Validate(app), map[string]string{"ratio": "failure_ratio"})
 		refer(c.Line, c.Channels)
+		_, escalation := c.domain().Escalate.Split()
+		refer(c.Line, escalation)
 	}
 	for _, j := range doc.Jobs {
 		twice("job", j.Key(), j.Line)
@@ -199,7 +201,8 @@ func (c Circuit) domain() circuit.Circuit {
 	return circuit.Circuit{AppID: c.App, Function: c.Function, Threshold: c.Threshold, Window: time.Duration(c.Window),
 		Rule:       circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess},
 		Recipients: c.Recipients, Channels: c.Channels, EventHub: c.EventHub, Queue: c.Queue, Parking: c.ParkingQueue, Shadow: c.Shadow,
-		Policy: circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}
+		Escalate: circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)},
+		Policy:   circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}
 }
 
 func (j Job) domain() jobs.Job {

@@ -132,6 +132,8 @@ type (
 		NoSuccess       bool     `json:"no_success"`
 		Recipients      []string `json:"recipients"`
 		Channels        []string `json:"channels"`
+		EscalateTo      []string `json:"escalate_to"`
+		EscalateSeconds int      `json:"escalate_after_seconds"`
 		AutoResume      bool     `json:"auto_resume"`
 		CooldownSeconds int      `json:"cooldown_seconds"`
 		MaxCooldownSecs int      `json:"max_cooldown_seconds"`
@@ -244,6 +246,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 	for _, ci := range cs.Circuits {
 		doc.Circuits = append(doc.Circuits, Circuit{App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
 			FailureRatio: ci.FailureRatio, MinCalls: ci.MinCalls, NoSuccess: ci.NoSuccess, Recipients: ci.Recipients, Channels: ci.Channels,
+			EscalateTo: ci.EscalateTo, EscalateAfter: seconds(ci.EscalateSeconds),
 			AutoResume: ci.AutoResume, Cooldown: seconds(ci.CooldownSeconds), MaxCooldown: seconds(ci.MaxCooldownSecs), Shadow: ci.Shadow,
 			EventHub: ci.EventHub, Queue: ci.Queue, ParkingQueue: ci.ParkingQueue})
 	}
@@ -358,6 +361,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		x := ch.Circuit
 		body := apiCircuit{App: x.App, Function: x.Function, Threshold: x.Threshold, WindowSeconds: int(time.Duration(x.Window) / time.Second),
 			FailureRatio: x.FailureRatio, MinCalls: x.MinCalls, NoSuccess: x.NoSuccess, Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels),
+			EscalateTo: nonNil(x.EscalateTo), EscalateSeconds: int(time.Duration(x.EscalateAfter) / time.Second),
 			AutoResume: x.AutoResume, CooldownSeconds: int(time.Duration(x.Cooldown) / time.Second), MaxCooldownSecs: int(time.Duration(x.MaxCooldown) / time.Second),
 			Shadow: x.Shadow, EventHub: x.EventHub, Queue: x.Queue, ParkingQueue: x.ParkingQueue}
 		path := "/api/v1/circuits/" + esc(x.App) + "/" + esc(x.Function)

@@ -70,23 +70,25 @@ type App struct {
 
 // Circuit is a circuit, by its app and function.
 type Circuit struct {
-	App          string   `yaml:"app"`
-	Function     string   `yaml:"function"`
-	Threshold    int      `yaml:"threshold"`
-	Window       Duration `yaml:"window"`
-	FailureRatio float64  `yaml:"failure_ratio,omitempty"`
-	MinCalls     int      `yaml:"min_calls,omitempty"`
-	NoSuccess    bool     `yaml:"no_success,omitempty"`
-	Recipients   []string `yaml:"recipients,omitempty"`
-	Channels     []string `yaml:"channels,omitempty"`
-	AutoResume   bool     `yaml:"auto_resume,omitempty"`
-	Cooldown     Duration `yaml:"cooldown,omitempty"`
-	MaxCooldown  Duration `yaml:"max_cooldown,omitempty"`
-	Shadow       bool     `yaml:"shadow,omitempty"`
-	EventHub     string   `yaml:"event_hub,omitempty"`
-	Queue        string   `yaml:"queue,omitempty"`
-	ParkingQueue string   `yaml:"parking_queue,omitempty"`
-	Line         int      `yaml:"-" plan:"-"`
+	App           string   `yaml:"app"`
+	Function      string   `yaml:"function"`
+	Threshold     int      `yaml:"threshold"`
+	Window        Duration `yaml:"window"`
+	FailureRatio  float64  `yaml:"failure_ratio,omitempty"`
+	MinCalls      int      `yaml:"min_calls,omitempty"`
+	NoSuccess     bool     `yaml:"no_success,omitempty"`
+	Recipients    []string `yaml:"recipients,omitempty"`
+	Channels      []string `yaml:"channels,omitempty"`
+	EscalateTo    []string `yaml:"escalate_to,omitempty"`
+	EscalateAfter Duration `yaml:"escalate_after,omitempty"`
+	AutoResume    bool     `yaml:"auto_resume,omitempty"`
+	Cooldown      Duration `yaml:"cooldown,omitempty"`
+	MaxCooldown   Duration `yaml:"max_cooldown,omitempty"`
+	Shadow        bool     `yaml:"shadow,omitempty"`
+	EventHub      string   `yaml:"event_hub,omitempty"`
+	Queue         string   `yaml:"queue,omitempty"`
+	ParkingQueue  string   `yaml:"parking_queue,omitempty"`
+	Line          int      `yaml:"-" plan:"-"`
 }
 
 // Job is a scheduled job, by its slug, else its name. Fusebox's own

@@ -179,6 +179,7 @@ func (d *Doc) sort() {
 	for i := range d.Circuits {
 		slices.Sort(d.Circuits[i].Recipients)
 		slices.Sort(d.Circuits[i].Channels)
+		slices.Sort(d.Circuits[i].EscalateTo)
 	}
 	for i := range d.Jobs {
 		slices.Sort(d.Jobs[i].Recipients)

@@ -78,6 +78,8 @@ type circuitRow struct {
 	NoSuccess          bool    // optional: also trip when calls fail and none succeeds for a whole window
 	Recipients         string  // comma-separated addresses
 	Channels           string  // comma-separated channel ids
+	EscalateTo         string  // comma-separated addresses and channel ids told when an episode goes unacknowledged...
+	EscalateSeconds    int32   // ...this long; 0: no escalation
 	EventHub           string  // optional: hub[/consumer group] the function consumes
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
@@ -133,7 +135,8 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
-		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub, Queue: r.Queue, Parking: r.Parking,
+		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub,
+		Escalate: circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)}, Queue: r.Queue, Parking: r.Parking,
 		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
@@ -161,6 +164,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.FailureRatio, r.MinCalls, r.NoSuccess = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess
 	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
 	r.Queue, r.Parking = c.Queue, c.Parking
+	r.EscalateTo, r.EscalateSeconds = strings.Join(c.Escalate.To, ","), int32(c.Escalate.After/time.Second)
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
@@ -247,6 +251,7 @@ func (c *Circuits) convert() []circuit.Circuit {
 	for _, k := range keys {
 		ci, _ := c.cache[k].toCircuit() // checked when read
 		ci.Recipients, ci.Channels, ci.RecentChanges = slices.Clip(ci.Recipients), slices.Clip(ci.Channels), slices.Clip(ci.RecentChanges)
+		ci.Escalate.To = slices.Clip(ci.Escalate.To)
 		out = append(out, ci)
 	}
 	return out

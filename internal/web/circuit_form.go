@@ -63,6 +63,10 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	if ci.Policy.MaxCooldown > 0 {
 		m.MaxCooldown = spoken.Duration(ci.Policy.MaxCooldown)
 	}
+	m.EscalateTo = strings.Join(ci.Escalate.To, ", ")
+	if ci.Escalate.After > 0 {
+		m.EscalateAfter = spoken.Duration(ci.Escalate.After)
+	}
 	m.CanDelete = (ci.State == circuit.Closed && !ci.Pending()) || ci.Stuck()
 	return s.renderCircuitForm(c, http.StatusOK, m)
 }
@@ -148,6 +152,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")), NoSuccess: c.FormValue("no_success") == "on",
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), Queue: strings.TrimSpace(c.FormValue("queue")), Parking: strings.TrimSpace(c.FormValue("parking_queue")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
+		EscalateTo: strings.TrimSpace(c.FormValue("escalate_to")), EscalateAfter: strings.TrimSpace(c.FormValue("escalate_after")),
 	}
 }
 
@@ -183,6 +188,14 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	set.Rule.NoSuccess = m.NoSuccess
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
 	set.Queue, set.Parking = m.Queue, m.Parking
+	set.Escalate.To = splitComma(m.EscalateTo)
+	if m.EscalateAfter != "" {
+		d, err := time.ParseDuration(m.EscalateAfter)
+		if err != nil {
+			problems["escalate_after"] = "must be a duration such as 30m, or empty for no escalation"
+		}
+		set.Escalate.After = d
+	}
 	set.Policy.AutoResume, set.Shadow = m.AutoResume, m.Shadow
 	if m.AutoResume {
 		cd, err := time.ParseDuration(m.Cooldown)

@@ -16,6 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -123,6 +124,20 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		w.title = fmt.Sprintf("%s / %s would have been switched off (shadow mode)", name, ci.Function)
 		model.Heading = ci.Function + " would have been switched off"
 		model.Intro = fmt.Sprintf("The circuit of %s in %s is in shadow mode: it would have switched the trigger off because %s. The trigger was left on. Arm the circuit in Fusebox to let it act.", ci.Function, name, ci.Reason)
+	case m.Kind == alerts.KindEscalated:
+		w.typ = "circuit.escalated"
+		link()
+		model.Errors, model.ErrorsSpan = c.errorsOf(ci)
+		model.Cost = app.SwitchCost(ci.Function, nil)
+		after := spoken.Duration(ci.Escalate.After)
+		w.title = fmt.Sprintf("Escalated: %s / %s is off, unacknowledged for %s", name, ci.Function, after)
+		model.Heading = ci.Function + " is off and nobody has acknowledged it"
+		told := "Its alerts went out"
+		if len(ci.Recipients) > 0 {
+			told = "Its recipients (" + strings.Join(ci.Recipients, ", ") + ") were told"
+		}
+		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s at %s because %s. %s, and nobody has acknowledged it in %s, so you are told as its escalation list. Acknowledge it from the link to say you are on it, or resume it once the cause is fixed.",
+			ci.Function, name, model.ChangedAt, ci.Reason, told, after)
 	case ci.State == circuit.ForcedOpen:
 		// A trip by hand is deliberate: the alert informs, and only an
 		// operator signed in to Fusebox undoes it, so it carries no link.

@@ -8,6 +8,8 @@ import (
 	"net"
 	"net/mail"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -20,10 +22,43 @@ const (
 	ChannelTeams   = "teams"
 	ChannelSlack   = "slack"
 	ChannelWebhook = "webhook"
+	// ChannelPagerDuty sends Events API v2 events with the service's
+	// integration (routing) key; ChannelOpsgenie makes and closes alerts
+	// with an API integration's key. Either opens one incident per
+	// episode, updates it while the episode lasts and resolves it when the
+	// circuit closes or the job recovers.
+	ChannelPagerDuty = "pagerduty"
+	ChannelOpsgenie  = "opsgenie"
 )
 
 // ChannelKinds lists the kinds in the order the dashboard offers them.
-var ChannelKinds = []string{ChannelMail, ChannelTeams, ChannelSlack, ChannelWebhook}
+var ChannelKinds = []string{ChannelMail, ChannelTeams, ChannelSlack, ChannelWebhook, ChannelPagerDuty, ChannelOpsgenie}
+
+// The on-call services' endpoints, in the US and the EU service regions:
+// a PagerDuty or Opsgenie channel posts to one of these and nowhere else
+// (or to loopback, in development).
+var onCallEndpoints = map[string][]string{
+	ChannelPagerDuty: {"https://events.pagerduty.com/v2/enqueue", "https://events.eu.pagerduty.com/v2/enqueue"},
+	ChannelOpsgenie:  {"https://api.opsgenie.com", "https://api.eu.opsgenie.com"},
+}
+
+// OnCall says whether a kind of channel is an on-call service, which
+// keeps incidents rather than showing messages.
+func OnCall(kind string) bool { _, ok := onCallEndpoints[kind]; return ok }
+
+// DefaultEndpoint is where an on-call channel posts when its URL is left
+// empty: the service's US region.
+func DefaultEndpoint(kind string) string {
+	if eps := onCallEndpoints[kind]; len(eps) > 0 {
+		return eps[0]
+	}
+	return ""
+}
+
+var (
+	pagerDutyKey = regexp.MustCompile(`^[A-Za-z0-9]{32}$`)
+	opsgenieKey  = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+)
 
 // Channel is a place alerts go: a list of mail addresses, a Microsoft
 // Teams Workflows webhook, a Slack incoming webhook, or a signed generic
@@ -34,8 +69,10 @@ type Channel struct {
 	Name      string
 	Kind      string
 	Addresses []string // mail
-	URL       string   // teams, slack, webhook
-	// Secret signs webhook deliveries (Standard Webhooks, "whsec_…").
+	URL       string   // teams, slack, webhook; pagerduty and opsgenie: the service's endpoint
+	// Secret signs webhook deliveries (Standard Webhooks, "whsec_…"); for
+	// pagerduty it is the integration (routing) key, for opsgenie the API
+	// integration's key.
 	// After a rotation the previous one still signs until OldUntil, so
 	// receivers can switch over without refusing deliveries.
 	Secret    string
@@ -43,6 +80,15 @@ type Channel struct {
 	OldUntil  time.Time
 	CreatedAt time.Time
 	Version   string
+}
+
+// WithDefaults fills what an operator may leave out: an on-call
+// channel's endpoint.
+func (ch Channel) WithDefaults() Channel {
+	if ch.URL == "" && OnCall(ch.Kind) {
+		ch.URL = DefaultEndpoint(ch.Kind)
+	}
+	return ch
 }
 
 // Destination is the outbox's name for where one message goes.
@@ -129,6 +175,19 @@ func (ch Channel) Validate(allowLoopback bool) error {
 			if _, err := SecretKey(ch.Secret); err != nil {
 				add("secret", "%s", err.Error())
 			}
+		}
+	case ChannelPagerDuty, ChannelOpsgenie:
+		switch {
+		case slices.Contains(onCallEndpoints[ch.Kind], ch.URL):
+		case allowLoopback && checkURL(ch.URL, true) == "" && strings.HasPrefix(ch.URL, "http://"):
+		default:
+			add("url", "must be empty or one of %s", strings.Join(onCallEndpoints[ch.Kind], ", "))
+		}
+		if ch.Kind == ChannelPagerDuty && !pagerDutyKey.MatchString(ch.Secret) {
+			add("key", "must be the service's integration key: 32 letters and digits (the service's Integrations tab, Events API v2)")
+		}
+		if ch.Kind == ChannelOpsgenie && !opsgenieKey.MatchString(ch.Secret) {
+			add("key", "must be the API integration's key, such as 12345678-abcd-4ef0-9876-0123456789ab")
 		}
 	default:
 		add("kind", "must be one of %s", strings.Join(ChannelKinds, ", "))

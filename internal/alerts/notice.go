@@ -25,6 +25,27 @@ type Notice struct {
 	At       time.Time
 	// Data is the event's fields for webhook receivers.
 	Data map[string]any
+	// Incident names what on-call services keep as one incident: a
+	// circuit's incarnation (each trip while the last incident is
+	// resolved opens a new one), a job, a queue. Empty: none is kept.
+	Incident string
+}
+
+// Incident actions of a notice.
+const (
+	IncidentTrigger = "trigger"
+	IncidentResolve = "resolve"
+)
+
+// IncidentAction says what a notice does to its incident: a circuit that
+// closed again or a job that recovered resolves it, anything else opens
+// it or adds to the open one.
+func IncidentAction(n Notice) string {
+	switch n.Type {
+	case "circuit.resumed", "job.recovered", "test.resolved":
+		return IncidentResolve
+	}
+	return IncidentTrigger
 }
 
 // Fact is one labelled value of a notice.
@@ -65,7 +86,7 @@ func retryAfter(err error) (time.Duration, bool) {
 
 // TestNotice is what "send a test" posts to a channel.
 func TestNotice(ch Channel, fuseboxURL string, at time.Time) Notice {
-	return Notice{Type: "test", Title: "Fusebox test message", At: at,
+	return Notice{Type: "test", Title: "Fusebox test message", At: at, Incident: "fusebox/test/" + ch.ID,
 		Text:    fmt.Sprintf("This is a test of the channel %q. Alerts about circuits and jobs that name it will arrive here like this.", ch.Name),
 		Facts:   []Fact{{Name: "Channel", Value: ch.Name + " (" + ch.Kind + ")"}, {Name: "Sent", Value: at.UTC().Format("Mon 2 Jan 2006 15:04:05 MST")}},
 		LinkURL: fuseboxURL, LinkText: "Open Fusebox", Data: map[string]any{"channel": ch.ID}}

@@ -87,6 +87,25 @@ func Escalations(c circuit.Circuit, now time.Time, p Policy) []Message {
 	return messages(c.ID(), c.Episode, []string{KindEscalated}, Destinations(addresses, channels, nil), now)
 }
 
+// Resolutions lists the resumed notices a closed circuit owes the
+// on-call services of its escalation list (onCall says which channel ids
+// are such): an incident an escalation may have opened there is resolved
+// with the others. Resolving one that was never opened changes nothing
+// there; mail and chat on the list hear only of escalations.
+func Resolutions(c circuit.Circuit, onCall func(channelID string) bool, now time.Time, p Policy) []Message {
+	if c.State != circuit.Closed || c.Held || c.Episode < 2 || !c.Escalate.On() || now.Sub(c.ChangedAt) > p.Within {
+		return nil
+	}
+	_, channels := c.Escalate.Split()
+	var dests []string
+	for _, id := range channels {
+		if onCall(id) {
+			dests = append(dests, ChannelPrefix+id)
+		}
+	}
+	return messages(c.ID(), c.Episode, []string{KindResumed}, dests, now)
+}
+
 func messages(subject string, episode int64, kinds, dests []string, now time.Time) []Message {
 	var out []Message
 	for _, k := range kinds {

@@ -83,7 +83,18 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 		twice("channel", ch.ID, ch.Line)
 		c := alerts.Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses}
 		isNew := !have("channel", ch.ID)
-		if ch.Kind != alerts.ChannelMail {
+		switch {
+		case alerts.OnCall(ch.Kind):
+			if v, ok := env(ch.URLEnv); ok && v != "" {
+				c.URL = v
+			}
+			c = c.WithDefaults()
+			c.Secret = onCallPlaceholder[ch.Kind] // the key is the variable's, checked when it is set
+			if v, ok := env(ch.KeyEnv); ok && v != "" {
+				c.Secret = v
+			}
+			secret(ch.Line, "key_env", ch.KeyEnv, isNew)
+		case ch.Kind != alerts.ChannelMail:
 			c.URL = "https://unread.example/" // the URL is the variable's, checked when it is set
 			if v, ok := env(ch.URLEnv); ok && v != "" {
 				c.URL = v
@@ -145,6 +156,12 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 
 // webhookPlaceholder stands for a webhook's signing secret, which Fusebox
 // makes itself.
+// onCallPlaceholder stands for a key a file does not hold, in its form.
+var onCallPlaceholder = map[string]string{
+	alerts.ChannelPagerDuty: "R0000000000000000000000000000000",
+	alerts.ChannelOpsgenie:  "00000000-0000-0000-0000-000000000000",
+}
+
 var webhookPlaceholder = "whsec_" + base64.StdEncoding.EncodeToString(make([]byte, 24))
 
 // fields adds a domain validation error's problems at line, with the

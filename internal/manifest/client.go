@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
@@ -185,6 +186,7 @@ type (
 		Kind      string   `json:"kind"`
 		Addresses []string `json:"addresses,omitempty"`
 		URL       string   `json:"url,omitempty"`
+		Key       string   `json:"key,omitempty"`
 	}
 	apiWindow struct {
 		ID              string    `json:"id,omitempty"`
@@ -236,6 +238,9 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		x := Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses}
 		if ch.Kind != "mail" {
 			x.URLEnv = SecretVar("channel", ch.ID, "URL")
+		}
+		if alerts.OnCall(ch.Kind) {
+			x.KeyEnv = SecretVar("channel", ch.ID, "KEY")
 		}
 		doc.Channels = append(doc.Channels, x)
 	}
@@ -331,7 +336,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 	switch {
 	case ch.Channel != nil:
 		x := ch.Channel
-		body := apiChannel{ID: x.ID, Name: x.Name, Kind: x.Kind, Addresses: x.Addresses, URL: secret(x.URLEnv)}
+		body := apiChannel{ID: x.ID, Name: x.Name, Kind: x.Kind, Addresses: x.Addresses, URL: secret(x.URLEnv), Key: secret(x.KeyEnv)}
 		switch ch.Action {
 		case Create:
 			return c.call(ctx, http.MethodPost, "/api/v1/channels", body, nil)

@@ -42,6 +42,9 @@ type Channel struct {
 	Addresses []string `yaml:"addresses,omitempty"`
 	// URLEnv names the variable holding a chat or webhook channel's URL.
 	URLEnv string `yaml:"url_env,omitempty" plan:"-"`
+	// KeyEnv names the variable holding a PagerDuty or Opsgenie channel's
+	// integration key (their url_env is optional: unset, the US region).
+	KeyEnv string `yaml:"key_env,omitempty" plan:"-"`
 	Line   int    `yaml:"-" plan:"-"`
 }
 

@@ -1,7 +1,8 @@
 // Package notify posts alerts to Microsoft Teams (Workflows webhooks with
-// an Adaptive Card), Slack (incoming webhooks with Block Kit) and generic
-// webhooks signed per the Standard Webhooks specification: the HTTP
-// adapters behind alerts.Poster.
+// an Adaptive Card), Slack (incoming webhooks with Block Kit), generic
+// webhooks signed per the Standard Webhooks specification, PagerDuty
+// (Events API v2) and Opsgenie (Alert API): the HTTP adapters behind
+// alerts.Poster.
 //
 // Channel URLs are secrets: no error, log line or span carries one. A
 // receiver gets 5 seconds and at most 64 KiB of its answer is read, and
@@ -79,6 +80,7 @@ func (p Poster) Post(ctx context.Context, ch alerts.Channel, id string, n alerts
 		body []byte
 		err  error
 		hdr  = http.Header{"Content-Type": {"application/json"}}
+		to   = ch.URL
 	)
 	switch ch.Kind {
 	case alerts.ChannelTeams:
@@ -90,19 +92,26 @@ func (p Poster) Post(ctx context.Context, ch alerts.Channel, id string, n alerts
 		if err == nil {
 			err = Sign(hdr, ch.Secrets(p.now()), WebhookID(id), p.now(), body)
 		}
+	case alerts.ChannelPagerDuty, alerts.ChannelOpsgenie:
+		var v any
+		if to, hdr, v, err = onCallRequest(ch, n); err == nil {
+			body, err = json.Marshal(v)
+		}
 	default:
 		return fmt.Errorf("%w: channel %s: kind %q is not posted over HTTP", alerts.ErrPermanent, ch.ID, ch.Kind)
 	}
 	if err != nil {
 		return fmt.Errorf("%w: channel %s: %v", alerts.ErrPermanent, ch.ID, err)
 	}
-	return p.send(ctx, ch, hdr, body)
+	return p.send(ctx, ch, to, hdr, body)
 }
 
-func (p Poster) send(ctx context.Context, ch alerts.Channel, hdr http.Header, body []byte) error {
+// send posts body to the URL to, a channel's own (or, for Opsgenie, made
+// from its base).
+func (p Poster) send(ctx context.Context, ch alerts.Channel, to string, hdr http.Header, body []byte) error {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout())
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, ch.URL, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, bytes.NewReader(body))
 	if err != nil {
 		return fmt.Errorf("%w: channel %s: its URL does not make a request", alerts.ErrPermanent, ch.ID)
 	}

@@ -30,8 +30,19 @@ func (t Tester) Test(ctx context.Context, ch alerts.Channel) error {
 	n := alerts.TestNotice(ch, t.FuseboxURL, now)
 	ctx, cancel := context.WithTimeout(ctx, testTimeout)
 	defer cancel()
+	id := "test|" + ch.ID + "|" + strconv.FormatInt(now.UnixNano(), 10)
+	if alerts.OnCall(ch.Kind) {
+		// A test opens an incident of its own and resolves it at once, so
+		// nobody is left with an open test incident.
+		n.Incident += "/" + strconv.FormatInt(now.UnixNano(), 10)
+		if err := t.Poster.Post(ctx, ch, id, n); err != nil {
+			return err
+		}
+		n.Type = "test.resolved"
+		return t.Poster.Post(ctx, ch, id+"|resolved", n)
+	}
 	if ch.Kind != alerts.ChannelMail {
-		return t.Poster.Post(ctx, ch, "test|"+ch.ID+"|"+strconv.FormatInt(now.UnixNano(), 10), n)
+		return t.Poster.Post(ctx, ch, id, n)
 	}
 	if t.Mail == nil {
 		return errors.New("mail is off on this instance: set FUSEBOX_SMTP_HOST")

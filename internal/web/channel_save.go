@@ -43,12 +43,13 @@ type channelInput struct {
 	Kind      string   `json:"kind"`
 	Addresses []string `json:"addresses"`
 	URL       string   `json:"url"`    // empty on an edit: keep the stored one
+	Key       string   `json:"key"`    // pagerduty, opsgenie: the integration key; empty on an edit: keep it
 	Rotate    bool     `json:"rotate"` // webhook: make a new signing secret
 }
 
 func channelFromForm(c echo.Context) channelInput {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
-	in := channelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Rotate: c.FormValue("rotate") == "on"}
+	in := channelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Key: v("key"), Rotate: c.FormValue("rotate") == "on"}
 	for _, a := range strings.Split(v("addresses"), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			in.Addresses = append(in.Addresses, a)
@@ -81,6 +82,10 @@ func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in channe
 	if in.URL != "" || cur == nil {
 		ch.URL = in.URL
 	}
+	if alerts.OnCall(ch.Kind) && (in.Key != "" || cur == nil) {
+		ch.Secret = in.Key
+	}
+	ch = ch.WithDefaults()
 	if err := ch.Validate(s.Config.AllowLoopbackChannels()); err != nil {
 		return ch, "", err
 	}

@@ -86,3 +86,45 @@ func TestAPIChannels(t *testing.T) {
 	wantStatus(t, op.call(http.MethodDelete, "/api/v1/channels/pager", ""), http.StatusNoContent)
 	wantStatus(t, op.call(http.MethodPost, "/api/v1/channels/pager/test", ""), http.StatusNotFound)
 }
+
+// A PagerDuty channel: the key is taken, never answered or shown, kept on
+// an edit that leaves it out, and the endpoint is PagerDuty's own (the US
+// region when left out); an escalation may name it.
+func TestAPIOnCallChannelsKeepTheirKey(t *testing.T) {
+	srv, op, viewer := apiServer(t)
+	const key = "R0123456789abcdefABCDEF012345678"
+	created := op.call(http.MethodPost, "/api/v1/channels", `{"id": "oncall", "name": "Orders on call", "kind": "pagerduty", "key": "`+key+`"}`)
+	wantStatus(t, created, http.StatusCreated)
+	renamed := op.call(http.MethodPut, "/api/v1/channels/oncall", `{"name": "Orders, on call"}`)
+	wantStatus(t, renamed, http.StatusOK)
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	for what, body := range map[string]string{"create": created.body, "update": renamed.body, "list": viewer.call(http.MethodGet, "/api/v1/channels", "").body,
+		"edit page": b.get("/channels/oncall/edit").body, "channels page": b.get("/channels").body} {
+		if strings.Contains(body, key) {
+			t.Errorf("the %s shows the integration key", what)
+		}
+	}
+	stored, err := srv.App.Store.Channels.Get(t.Context(), "oncall")
+	if err != nil || stored.Secret != key || stored.URL != "https://events.pagerduty.com/v2/enqueue" || stored.Name != "Orders, on call" {
+		t.Errorf("stored %s %s, key kept %v (err %v): want the key kept and PagerDuty's US endpoint", stored.Name, stored.URL, stored.Secret == key, err)
+	}
+	for name, body := range map[string]string{
+		"another host":  `{"id": "pd2", "name": "x", "kind": "pagerduty", "key": "` + key + `", "url": "https://collector.example/v2/enqueue"}`,
+		"no key":        `{"id": "pd3", "name": "x", "kind": "pagerduty"}`,
+		"opsgenie key":  `{"id": "og1", "name": "x", "kind": "opsgenie", "key": "` + key + `"}`,
+		"opsgenie host": `{"id": "og2", "name": "x", "kind": "opsgenie", "key": "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", "url": "https://10.0.0.4"}`,
+	} {
+		if r := op.call(http.MethodPost, "/api/v1/channels", body); r.StatusCode != http.StatusUnprocessableEntity {
+			t.Errorf("%s: %d %s; want 422", name, r.StatusCode, r.body)
+		}
+	}
+	circuit := `{"app": "orders-demo", "function": "ShipParcels", "threshold": 25, "window_seconds": 60, "escalate_to": ["oncall", "lead@example.com"], "escalate_after_seconds": 1800}`
+	if r := op.call(http.MethodPost, "/api/v1/circuits", circuit); r.StatusCode != http.StatusCreated || !strings.Contains(r.body, `"escalate_to":["oncall","lead@example.com"]`) {
+		t.Errorf("a circuit escalating to the channel: %d %s", r.StatusCode, r.body)
+	}
+	circuit = strings.Replace(strings.Replace(circuit, `"oncall"`, `"nope"`, 1), "ShipParcels", "TakeOrders", 1)
+	if r := op.call(http.MethodPost, "/api/v1/circuits", circuit); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, `"escalate_to"`) {
+		t.Errorf("a circuit escalating to a channel that does not exist: %d %s; want 422 naming escalate_to", r.StatusCode, r.body)
+	}
+}

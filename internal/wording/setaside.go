@@ -100,5 +100,6 @@ func (c SetAsideComposer) SetAsideNotice(ctx context.Context, m alerts.Message) 
 	return alerts.Notice{Type: typ, Title: w.title, Text: w.what, At: c.Now().UTC(),
 		Facts:   []alerts.Fact{{Name: "App", Value: w.app}, {Name: "Queue", Value: w.queue}, {Name: "Messages", Value: fmt.Sprint(w.count)}, {Name: "Oldest", Value: w.oldest}},
 		LinkURL: w.link, LinkText: "See them in Fusebox",
-		Data: map[string]any{"app": w.app, "queue": w.queue, "count": w.count, "grew_in_hour": w.growth, "episode": m.Episode, "queue_url": w.link, "kind": m.Kind}}, nil
+		Data:     map[string]any{"app": w.app, "queue": w.queue, "count": w.count, "grew_in_hour": w.growth, "episode": m.Episode, "queue_url": w.link, "kind": m.Kind},
+		Incident: "fusebox/setaside/" + w.app + "/" + w.queue}, nil
 }

@@ -174,6 +174,13 @@ func (c Composer) Notice(m alerts.Message, ci circuit.Circuit, app circuit.App) 
 		LinkURL: w.model.CircuitURL, LinkText: "Open the circuit in Fusebox",
 		Data: map[string]any{"app": ci.AppID, "function": ci.Function, "state": ci.State.String(), "episode": ci.Episode,
 			"reason": ci.Reason, "rule": w.model.Rule, "changed_at": ci.ChangedAt.UTC(), "circuit_url": w.model.CircuitURL, "kind": m.Kind}}
+	// One incident per trip: the circuit's incarnation names it while it
+	// is open, and a resume resolves it. A held trip is its own, left for
+	// a person to resolve, since the circuit never opened.
+	n.Incident = "fusebox/circuit/" + ci.ID() + "/" + ci.Incarnation
+	if m.Kind == alerts.KindHeld {
+		n.Incident = fmt.Sprintf("fusebox/held/%s/%s/%d", ci.ID(), ci.Incarnation, ci.Episode)
+	}
 	if w.model.Cost != "" {
 		n.Facts = append(n.Facts, alerts.Fact{Name: "Switching", Value: w.model.Cost})
 	}
@@ -240,7 +247,8 @@ func (c JobComposer) JobNotice(ctx context.Context, m alerts.Message) (alerts.No
 	return alerts.Notice{Type: "job." + strings.TrimPrefix(m.Kind, "job-"), Title: w.title, Text: w.what, At: time.Unix(m.Episode, 0).UTC(),
 		Facts:   []alerts.Fact{{Name: "Job", Value: j.Name}, {Name: "Schedule", Value: j.Schedule + " (" + j.TimeZone + ")"}, {Name: "Since", Value: w.since}},
 		LinkURL: w.link, LinkText: "Open the job in Fusebox",
-		Data: map[string]any{"job": j.ID, "name": j.Name, "schedule": j.Schedule, "time_zone": j.TimeZone, "since": time.Unix(m.Episode, 0).UTC(), "job_url": w.link, "kind": m.Kind}}, nil
+		Data:     map[string]any{"job": j.ID, "name": j.Name, "schedule": j.Schedule, "time_zone": j.TimeZone, "since": time.Unix(m.Episode, 0).UTC(), "job_url": w.link, "kind": m.Kind},
+		Incident: "fusebox/job/" + j.ID}, nil
 }
 
 type jobWords struct {

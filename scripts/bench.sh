@@ -48,6 +48,7 @@ bench "P7 trip latency through OTLP"       ./internal/bench '^BenchmarkOTLPTripL
 bench "OTLP under attack, peak memory"     ./internal/bench '^BenchmarkOTLPUnderAttack$'     1x
 bench "P3 rows per tick, 10/1k/10k"        ./internal/bench '^BenchmarkTickQueries$'         15x
 bench "P4 pages, evaluator running"        ./internal/bench '^BenchmarkOverviewPage$'        300x
+bench "P4 circuit page, 10,000 error texts" ./internal/bench '^BenchmarkCircuitPageErrors$'   300x
 bench "P5 gap scan, a year of minutes"     ./internal/jobs  '^BenchmarkScanYearOfMinutelySlots$' 20x
 bench "P6 partitions and ceilings"         ./internal/bench '^BenchmarkPartitionSpread$'     200x
 bench "alerts: trip to delivery"           ./internal/bench '^BenchmarkTripToDelivery$'      1x

@@ -6,6 +6,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -43,7 +44,7 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 		reminders = -1 // the sender reads 0 as "the default"
 	}
 	store := st.store
-	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: store.Failures.Reader()}
+	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: &errgroups.Cache{Rows: store.Failures.Reader()}}
 	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
 	sender := alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,

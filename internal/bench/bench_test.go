@@ -26,6 +26,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/loop"
 	"github.com/fusebox/fusebox/internal/mailtest"
@@ -725,8 +726,28 @@ func BenchmarkTickQueries(b *testing.B) {
 //
 //	go test ./internal/bench -run '^$' -bench Ingest -benchtime 5s
 func BenchmarkIngest(b *testing.B) {
-	const workers, perRequest = 4, 100
-	b.Run("fusebox-http", func(b *testing.B) {
+	// With errors, every item carries an error text (#36), and so does
+	// every raw row: the texts are stored either way.
+	for _, withErrors := range []bool{false, true} {
+		suffix := ""
+		if withErrors {
+			suffix = "-errors"
+		}
+		b.Run("fusebox-http"+suffix, func(b *testing.B) { ingestHTTP(b, withErrors) })
+		b.Run("raw-aztables"+suffix, func(b *testing.B) { ingestRaw(b, withErrors) })
+	}
+}
+
+// errorText is the error an ingest benchmark's item i carries.
+func errorText(i int) string {
+	return fmt.Sprintf("Timeout talking to inventory after 30 s (order %d, attempt 3 of 3)", 4700+i)
+}
+
+const ingestWorkers, ingestPerRequest = 4, 100
+
+func ingestHTTP(b *testing.B, withErrors bool) {
+	const workers, perRequest = ingestWorkers, ingestPerRequest
+	{
 		// The store's throughput is measured, not the per-app row budget
 		// (FUSEBOX_INGEST_ROW_LIMIT), which would hold one app to 500 rows a second.
 		srv := apptest.Start(b, map[string]string{"FUSEBOX_INGEST_ROW_LIMIT": "10000000"})
@@ -745,7 +766,11 @@ func BenchmarkIngest(b *testing.B) {
 		at := srv.Clock.Now().Format(time.RFC3339)
 		var items []map[string]any
 		for i := range perRequest {
-			items = append(items, map[string]any{"function": fmt.Sprintf("F%04d", i), "at": at, "count": 1})
+			item := map[string]any{"function": fmt.Sprintf("F%04d", i), "at": at, "count": 1}
+			if withErrors {
+				item["error"] = errorText(i)
+			}
+			items = append(items, item)
 		}
 		body, _ := json.Marshal(map[string]any{"failures": items})
 		var sent atomic.Int64
@@ -770,8 +795,12 @@ func BenchmarkIngest(b *testing.B) {
 		})
 		b.ReportMetric(float64(sent.Load())/b.Elapsed().Seconds(), "rows/s")
 		b.ReportMetric(0, "ns/op")
-	})
-	b.Run("raw-aztables", func(b *testing.B) {
+	}
+}
+
+func ingestRaw(b *testing.B, withErrors bool) {
+	const workers, perRequest = ingestWorkers, ingestPerRequest
+	{
 		client := rawTable(b)
 		now := time.Now().UTC()
 		pk := now.Format("200601021504")
@@ -786,6 +815,9 @@ func BenchmarkIngest(b *testing.B) {
 				for i := range perRequest {
 					e := map[string]any{"PartitionKey": pk, "RowKey": fmt.Sprintf("bench|F%04d|%02d|raw.%d", i, now.Second(), writer),
 						"App": "bench", "Function": fmt.Sprintf("F%04d", i), "Second": now.Format(time.RFC3339), "Second@odata.type": "Edm.DateTime", "Count": 1}
+					if withErrors {
+						e["Sample"] = errorText(i)
+					}
 					data, _ := json.Marshal(e)
 					actions[i] = aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data}
 				}
@@ -797,7 +829,7 @@ func BenchmarkIngest(b *testing.B) {
 		})
 		b.ReportMetric(float64(sent.Load())/b.Elapsed().Seconds(), "rows/s")
 		b.ReportMetric(0, "ns/op")
-	})
+	}
 }
 
 // BenchmarkOverviewPage is P4: the overview and a failing circuit's page
@@ -897,6 +929,8 @@ func BenchmarkTripToDelivery(b *testing.B) {
 		{ID: "teams", Name: "Teams", Kind: alerts.ChannelTeams, URL: receiver("teams")},
 		{ID: "slack", Name: "Slack", Kind: alerts.ChannelSlack, URL: receiver("slack")},
 		{ID: "hook", Name: "Hook", Kind: alerts.ChannelWebhook, URL: receiver("webhook"), Secret: alerts.NewWebhookSecret()},
+		{ID: "pd", Name: "PagerDuty", Kind: alerts.ChannelPagerDuty, URL: receiver("pagerduty") + "/v2/enqueue", Secret: "Rabcdefghijklmnopqrstuvwxyz12345"}, // no "F" and digits: probeName finds the function
+		{ID: "og", Name: "Opsgenie", Kind: alerts.ChannelOpsgenie, URL: receiver("opsgenie"), Secret: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"},
 	} {
 		if err := w.store.Channels.Create(ctx, ch); err != nil {
 			b.Fatal(err)
@@ -908,14 +942,16 @@ func BenchmarkTripToDelivery(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := circuit.NewService(storage.EvaluatorStore{Store: w.store}, w.store.Audit, time.Now, circuit.ServiceSettings{}).Update(ctx, c.AppID, c.Function,
-			circuit.Settings{Threshold: c.Threshold, Window: c.Window, Recipients: []string{"oncall@example.com"}, Channels: []string{"teams", "slack", "hook"}}, "bench"); err != nil {
+			circuit.Settings{Threshold: c.Threshold, Window: c.Window, Recipients: []string{"oncall@example.com"}, Channels: []string{"teams", "slack", "hook", "pd", "og"}}, "bench"); err != nil {
 			b.Fatal(err)
 		}
 	}
 	smtp := mailtest.Start(b)
 	signer, _ := alerts.NewSigner("k", map[string][]byte{"k": []byte(strings.Repeat("k", 32))})
 	base, _ := url.Parse("http://fusebox.test")
-	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now}
+	// The alerts name what failed, read from the failure rows as in
+	// production (wording.Composer.Errors).
+	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now, Errors: &errgroups.Cache{Rows: w.store.Failures.Reader()}}
 	sender := alerts.NewSender(w.store.Outbox, storage.EvaluatorStore{Store: w.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"}, comp,
 		alerts.SenderSettings{Channels: w.store.Channels, Poster: notify.Poster{Egress: egress.Policy{AllowLoopback: true}}, Notices: benchNotices{comp}})
@@ -928,18 +964,24 @@ func BenchmarkTripToDelivery(b *testing.B) {
 		b.Fatal(err)
 	}
 
-	kinds := []string{"mail", "teams", "slack", "webhook"}
+	kinds := []string{"mail", "teams", "slack", "webhook", "pagerduty", "opsgenie"}
 	latencies := map[string][]time.Duration{}
 	for b.Loop() {
 		clear(latencies)
 		for p := range probes {
 			fn := fmt.Sprintf("F%04d", p)
 			time.Sleep(time.Duration(p*53%1000) * time.Millisecond) // land anywhere in the tick
-			if err := w.store.Failures.Record(ctx, "probe", []storage.Report{{App: "bench", Function: fn, Second: time.Now(), Count: 101}}); err != nil {
+			// Three kinds of error, as a real burst has: the alerts name them.
+			now := time.Now()
+			if err := w.store.Failures.Record(ctx, "probe-1", []storage.Report{{App: "bench", Function: fn, Second: now, Count: 90, Sample: "Timeout talking to inventory after 30 s (order 4711)"}}); err != nil {
+				b.Fatal(err)
+			}
+			if err := w.store.Failures.Record(ctx, "probe-2", []storage.Report{{App: "bench", Function: fn, Second: now, Count: 8, Sample: "Connection refused by 10.0.0.4:5432"},
+				{App: "bench", Function: fn, Second: now.Add(-time.Second), Count: 3, Sample: "Deadlock on table Orders (victim 57)"}}); err != nil {
 				b.Fatal(err)
 			}
 			written := time.Now()
-			pending := map[string]bool{"teams": true, "slack": true, "webhook": true}
+			pending := map[string]bool{"teams": true, "slack": true, "webhook": true, "pagerduty": true, "opsgenie": true}
 			deadline := time.After(30 * time.Second)
 			for len(pending) > 0 {
 				select {
@@ -955,6 +997,9 @@ func BenchmarkTripToDelivery(b *testing.B) {
 			m, ok := smtp.WaitFor(func(m mailtest.Message) bool { return strings.Contains(m.Subject, " "+fn+" ") }, 30*time.Second)
 			if !ok {
 				b.Fatalf("no mail for %s 30 s after its crossing failure", fn)
+			}
+			if !strings.Contains(m.Text, "90 × Timeout talking to inventory") {
+				b.Fatalf("the mail for %s does not name its commonest error:\n%s", fn, m.Text)
 			}
 			latencies["mail"] = append(latencies["mail"], m.At.Sub(written))
 		}

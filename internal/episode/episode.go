@@ -37,8 +37,11 @@ type Record struct {
 	Errors      []errgroups.Group
 	ErrorsOther int
 	ErrorsGone  bool
-	Notices     []alerts.Message
-	Actions     []audit.Entry // who did what to the circuit meanwhile
+	// ErrorsPartial says the window held more rows than a grouping reads
+	// (errgroups.MaxRows): the groups are of its first stored seconds.
+	ErrorsPartial bool
+	Notices       []alerts.Message
+	Actions       []audit.Entry // who did what to the circuit meanwhile
 }
 
 // Flips finds episode n's trip among flips (any order) and the flips
@@ -168,6 +171,9 @@ func (r Record) Markdown(now time.Time) string {
 		}
 		if r.ErrorsOther > 0 {
 			fmt.Fprintf(&b, "\nAnd %d failures of other errors.\n", r.ErrorsOther)
+		}
+		if r.ErrorsPartial {
+			fmt.Fprintf(&b, "\nGrouped from the window's first %d stored seconds; the rest were not read.\n", errgroups.MaxRows)
 		}
 	}
 

@@ -63,7 +63,7 @@ func (r Reader) Of(ctx context.Context, ci circuit.Circuit, n int64, now time.Ti
 		rec.ErrorsGone = true
 		return rec, nil
 	}
-	if rec.Errors, rec.ErrorsOther, err = errgroups.Between(ctx, r.Rows, ci.AppID, ci.Function, from, trip.At, MaxGroups); err != nil {
+	if rec.Errors, rec.ErrorsOther, rec.ErrorsPartial, err = errgroups.Between(ctx, r.Rows, ci.AppID, ci.Function, from, trip.At, MaxGroups); err != nil {
 		return Record{}, err
 	}
 	return rec, nil

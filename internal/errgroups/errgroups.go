@@ -131,11 +131,17 @@ func traceID(tp string) string {
 	return ""
 }
 
-// Rows reads one circuit's failure rows with their texts
-// (storage.Failures.CircuitWindow).
+// Rows reads at most limit of one circuit's failure rows with their texts
+// (storage.Failures.CircuitSamples); more says rows were left unread.
 type Rows interface {
-	CircuitWindow(ctx context.Context, app, function string, from, to time.Time) ([]circuit.FailureRow, error)
+	CircuitSamples(ctx context.Context, app, function string, from, to time.Time, limit int) (rows []circuit.FailureRow, more bool, err error)
 }
+
+// MaxRows bounds the failure rows one grouping reads: a row is one
+// second of one instance, so a long window of a large fleet would
+// otherwise cost every page view millions of rows. Past it, the groups
+// are of the window's first MaxRows stored seconds, and say so.
+const MaxRows = 2000
 
 // OfCircuit groups the failures of a circuit's window: the window before
 // it opened while its trigger is off, else the window up to now. span
@@ -146,22 +152,26 @@ func OfCircuit(ctx context.Context, rows Rows, ci circuit.Circuit, now time.Time
 		to = ci.ChangedAt
 		from, span = to.Add(-ci.Window), "the "+spoken.Duration(ci.Window)+" before it opened"
 	}
-	groups, other, err = Between(ctx, rows, ci.AppID, ci.Function, from, to, max)
+	groups, other, partial, err := Between(ctx, rows, ci.AppID, ci.Function, from, to, max)
+	if partial {
+		span += fmt.Sprintf(", of its first %d stored seconds (the rest were not read)", MaxRows)
+	}
 	return groups, other, span, err
 }
 
-// Between groups one circuit's failures from from to to.
-func Between(ctx context.Context, rows Rows, appID, function string, from, to time.Time, max int) (groups []Group, other int, err error) {
-	rs, err := rows.CircuitWindow(ctx, appID, function, from.Truncate(time.Second), to)
+// Between groups one circuit's failures from from to to, reading at most
+// MaxRows rows; partial says the rest were not read.
+func Between(ctx context.Context, rows Rows, appID, function string, from, to time.Time, max int) (groups []Group, other int, partial bool, err error) {
+	rs, partial, err := rows.CircuitSamples(ctx, appID, function, from.Truncate(time.Second), to, MaxRows)
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, false, err
 	}
 	samples := make([]Sample, 0, len(rs))
 	for _, r := range rs {
 		samples = append(samples, Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent})
 	}
 	groups, other = Of(samples, max)
-	return groups, other, nil
+	return groups, other, partial, nil
 }
 
 // Text is the group's latest text, or NoText.

@@ -61,7 +61,7 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	if from.Before(f.from) {
 		full, since = true, time.Time{}
 	}
-	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served, "")
+	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served, "", 0)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -234,18 +234,30 @@ func utf8Start(b byte) bool { return b&0xC0 != 0x80 }
 // do not parse. When changedSince is not zero, only rows the service has
 // modified since then are read (an incremental read).
 func (f *Failures) ReadFailures(ctx context.Context, from, to, changedSince time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
-	return f.readFailures(ctx, from, to, changedSince, nil, "")
+	return f.readFailures(ctx, from, to, changedSince, nil, "", 0)
 }
 
 // CircuitWindow reads one circuit's rows for seconds in [from, to]
 // afresh: every minute's partitions, only that function's row keys. It is
 // the ingest path's read, for a circuit a report may have tripped.
 func (f *Failures) CircuitWindow(ctx context.Context, app, function string, from, to time.Time) ([]circuit.FailureRow, error) {
-	rows, _, err := f.readFailures(ctx, from, to, time.Time{}, nil, app+"|"+function+"|")
+	rows, _, err := f.readFailures(ctx, from, to, time.Time{}, nil, app+"|"+function+"|", 0)
 	return rows, err
 }
 
-func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time.Time, served func(time.Time), rowPrefix string) ([]circuit.FailureRow, []circuit.Rejection, error) {
+// CircuitSamples reads at most limit of one circuit's rows of [from, to]
+// with their error texts, oldest minutes first; more says rows were left
+// unread. What a page reads for people is bounded before it is read.
+func (f *Failures) CircuitSamples(ctx context.Context, app, function string, from, to time.Time, limit int) (rows []circuit.FailureRow, more bool, err error) {
+	rows, _, err = f.readFailures(ctx, from, to, time.Time{}, nil, app+"|"+function+"|", limit+1)
+	if len(rows) > limit {
+		return rows[:limit], true, err
+	}
+	return rows, false, err
+}
+
+// readFailures reads the rows of [from, to]; limit > 0 stops at that many.
+func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time.Time, served func(time.Time), rowPrefix string, limit int) ([]circuit.FailureRow, []circuit.Rejection, error) {
 	// Every partition of the minutes from..to, in both layouts: "…1246"
 	// and "…1246-07" sort at or after the minute and before the next one.
 	filter := tablestore.And(
@@ -260,7 +272,11 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 	}
 	var out []circuit.FailureRow
 	var rejected []circuit.Rejection
-	for row, err := range tablestore.Rows[failureRow](ctx, f.table, tablestore.Query{Filter: filter, Served: served}) {
+	q := tablestore.Query{Filter: filter, Served: served}
+	if limit > 0 && limit < 1000 {
+		q.Top = int32(limit) // a page holds up to 1,000 rows: ask for no more than needed
+	}
+	for row, err := range tablestore.Rows[failureRow](ctx, f.table, q) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
 			rejected = append(rejected, circuit.Rejection{ID: rowErr.PartitionKey + "/" + rowErr.RowKey, Reason: rowErr.Err.Error()})
@@ -287,6 +303,9 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 			fr.Sample = truncate(row.Sample, 1024) // someone else's row: bounded again
 		}
 		out = append(out, fr)
+		if limit > 0 && len(out) == limit {
+			break
+		}
 	}
 	return out, rejected, nil
 }

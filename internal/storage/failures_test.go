@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -182,5 +184,38 @@ func TestAQuietSecondAfterABurstReadsNothing(t *testing.T) {
 			t.Fatalf("5 s after the burst each incremental read still fetches %d rows", last)
 		}
 		<-tick.C
+	}
+}
+
+// What a page groups is bounded before it is read: a window of 2,500
+// stored seconds is grouped from its first 2,000, and says so.
+func TestGroupingReadsAtMostMaxRows(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	for w := range 25 {
+		var rs []storage.Report
+		for s := range 100 {
+			rs = append(rs, storage.Report{App: "orders", Function: "Process", Second: now.Add(-time.Duration(s+1) * time.Second), Count: 1, Sample: "Timeout after " + strconv.Itoa(s) + " s"})
+		}
+		if err := st.Failures.Record(t.Context(), "w"+strconv.Itoa(w), rs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ci := circuit.Circuit{AppID: "orders", Function: "Process", Window: 5 * time.Minute, State: circuit.Closed}
+	groups, other, span, err := errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 1 || groups[0].Count != errgroups.MaxRows || other != 0 || !strings.Contains(span, "first 2000 stored seconds") {
+		t.Errorf("groups %+v, other %d, span %q; want one group of the first %d rows, said so", groups, other, span, errgroups.MaxRows)
+	}
+	ci.Window = 30 * time.Second // 750 rows: all read, nothing said
+	groups, _, span, err = errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
+	if err != nil || len(groups) != 1 || groups[0].Count != 750 || strings.Contains(span, "stored seconds") {
+		t.Errorf("a 30 s window: %+v, %q, %v; want its 750 failures, all read", groups, span, err)
 	}
 }

@@ -149,7 +149,7 @@ func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circui
 		return err
 	}
 	j := toJSON(ci, counts[ci.ID()])
-	if groups, other, _, err := errgroups.OfCircuit(ctx, s.Samples, ci, s.Now(), maxErrorGroups); err == nil {
+	if groups, other, _, err := s.Samples.OfCircuit(ctx, ci, s.Now(), maxErrorGroups); err == nil {
 		j.ErrorsOther = other
 		for _, g := range groups {
 			j.Errors = append(j.Errors, toErrorGroupJSON(g))

@@ -13,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -51,6 +52,9 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 		Tripped: rec.Trip.At, TripBy: rec.Trip.Actor, Counted: episode.Counted(rec.Trip), Reason: rec.Trip.Reason,
 		ErrorsOther: rec.ErrorsOther, ErrorsGone: rec.ErrorsGone, Markdown: rec.Markdown(now),
 		Lasted: episode.AfterTrip(rec.Trip.At, rec.Ended(now))}
+	if rec.ErrorsPartial {
+		m.ErrorsRead = errgroups.MaxRows
+	}
 	if a, ok := rec.Acknowledged(); ok {
 		m.Acked, m.AckedAt, m.AckedBy = true, a.At, a.Actor
 	}

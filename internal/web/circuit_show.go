@@ -15,7 +15,6 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
-	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -47,14 +46,23 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	}
 	// The roll-up keeps whole minutes, up to two behind: the minutes since
 	// come from the circuit's own rows, or a burst just counted shows 0.
+	// Both come from one read of the page's own window reader, which
+	// reads only what changed since its last read: a separate read of the
+	// circuit's rows cost every view every row of those minutes.
 	recentFrom := rolledUpTo(now)
-	recent, err := s.Window.CircuitWindow(ctx, ci.AppID, ci.Function, recentFrom, now)
+	from := now.Add(-ci.Window).Truncate(time.Second)
+	if recentFrom.Before(from) {
+		from = recentFrom
+	}
+	rows, _, err := s.Window.Window(ctx, from, now)
 	if err != nil {
 		return err
 	}
-	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)
-	if err != nil {
-		return err
+	var recent []circuit.FailureRow
+	for _, r := range rows {
+		if r.Circuit == ci.ID() && !r.Second.Before(recentFrom) {
+			recent = append(recent, r)
+		}
 	}
 	p, _ := principal(c)
 	m := views.Circuit{
@@ -229,7 +237,7 @@ const maxErrorGroups = 10
 // errorGroups groups the failures of the window before the trip (while the
 // trigger is off) or of the window now, by their error text.
 func (s *CircuitPages) errorGroups(ctx context.Context, ci circuit.Circuit, now time.Time) ([]views.ErrorGroupRow, int, string) {
-	groups, other, span, err := errgroups.OfCircuit(ctx, s.Samples, ci, now, maxErrorGroups)
+	groups, other, span, err := s.Samples.OfCircuit(ctx, ci, now, maxErrorGroups)
 	if err != nil {
 		return nil, 0, span + " (its failures could not be read now)"
 	}

@@ -55,7 +55,7 @@ type (
 		Drift    driftResolver
 		Window   windowReader
 		// Samples reads one circuit's rows with their error texts.
-		Samples errgroups.Rows
+		Samples errgroups.Grouper
 		// Episodes assemble an episode's record from the trip on.
 		Episodes episodeReader
 		Rates    rateReader

@@ -141,8 +141,6 @@ type (
 	}
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
-		// CircuitWindow reads one circuit's rows for seconds in [from, to].
-		CircuitWindow(ctx context.Context, app, function string, from, to time.Time) ([]circuit.FailureRow, error)
 	}
 	jobReader interface {
 		List(context.Context) ([]jobs.Job, error)

@@ -29,7 +29,7 @@ type Composer struct {
 	// Errors, when set, reads what failed in a circuit's window
 	// (errgroups.OfCircuit), for the alerts that a trip or a reminder
 	// sends; an error leaves them out.
-	Errors errgroups.Rows
+	Errors errgroups.Grouper
 }
 
 // mailErrors is how many groups of what failed an alert names.
@@ -42,7 +42,7 @@ func (c Composer) errorsOf(ci circuit.Circuit) ([]string, string) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
-	groups, other, span, err := errgroups.OfCircuit(ctx, c.Errors, ci, c.Now(), mailErrors)
+	groups, other, span, err := c.Errors.OfCircuit(ctx, ci, c.Now(), mailErrors)
 	if err != nil || len(groups) == 0 {
 		return nil, ""
 	}

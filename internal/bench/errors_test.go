@@ -1,0 +1,97 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/storage"
+)
+
+// BenchmarkCircuitPageErrors is #36's P4 case: the page of a circuit whose
+// window holds 10,000 failures with 10,000 distinct error texts (100
+// instances × 100 seconds, each text differing in words, so no two fold
+// into one group), fetched by a signed-in client while Fusebox runs as in
+// production. The page groups them (errgroups) and shows the top ten: it
+// reads at most errgroups.MaxRows of them, and keeps the grouping for a
+// while (errgroups.Cache): 5 s for a closed circuit, whose window moves,
+// 30 s for an open one, whose window before the trip stands still.
+//
+//	go test ./internal/bench -run '^$' -bench CircuitPageErrors -benchtime 300x
+func BenchmarkCircuitPageErrors(b *testing.B) {
+	srv := apptest.StartRealClock(b, nil)
+	ctx := context.Background()
+	st := srv.App.Store
+	if err := st.Apps.Put(ctx, circuit.App{ID: "bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null"}); err != nil {
+		b.Fatal(err)
+	}
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "Noisy", Threshold: 1 << 20, Window: 30 * time.Minute}); err != nil {
+		b.Fatal(err)
+	}
+	now := time.Now()
+	for w := range 100 {
+		reports := make([]storage.Report, 0, 100)
+		for s := range 100 {
+			reports = append(reports, storage.Report{App: "bench", Function: "Noisy", Second: now.Add(-time.Duration(s+1) * time.Second), Count: 1,
+				Sample: fmt.Sprintf("Store %s refused the write of %s", words(w), words(100+s))})
+		}
+		if err := st.Failures.Record(ctx, fmt.Sprintf("instance-%03d", w), reports); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.Logf("10,000 rows written in %s", time.Since(now).Round(time.Millisecond))
+	c := signIn(b, srv)
+	for _, state := range []circuit.State{circuit.Closed, circuit.Open} {
+		b.Run(state.String(), func(b *testing.B) {
+			ci, err := st.Circuits.Get(ctx, "bench", "Noisy")
+			if err != nil {
+				b.Fatal(err)
+			}
+			if state == circuit.Open {
+				ci.State, ci.Episode, ci.ChangedAt, ci.Reason = circuit.Open, ci.Episode+1, time.Now(), "10000 failures in 30m (threshold 9999)"
+				if err := st.Circuits.Put(ctx, ci); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var times []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				resp, err := c.Get(srv.URL + "/circuits/bench/Noisy")
+				if err != nil {
+					b.Fatal(err)
+				}
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				times = append(times, time.Since(start))
+				if resp.StatusCode != http.StatusOK || strings.Count(string(body), `data-testid="error-group"`) != 10 || !strings.Contains(string(body), "the rest were not read") {
+					i := strings.Index(string(body), "What failed")
+					b.Fatalf("status %d; want the ten largest groups of the rows read, and that the rest were not:\n%.3000s", resp.StatusCode, string(body)[max(i, 0):])
+				}
+			}
+			b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
+			b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
+			b.ReportMetric(ms(slices.Max(times)), "max-ms")
+			b.ReportMetric(0, "ns/op")
+		})
+	}
+}
+
+// words spells n in letters only, so error texts differ in what
+// fingerprinting keeps (it folds digits).
+func words(n int) string {
+	var b []byte
+	for {
+		b = append(b, byte('a'+n%26))
+		n /= 26
+		if n == 0 {
+			return "x" + string(b)
+		}
+	}
+}

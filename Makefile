@@ -10,7 +10,7 @@ test: ## install what the tests need and run every check and test
 bench: ## measure P1–P6 against fresh Azurites, three runs each (docs/benchmarks.md)
 	@scripts/bench.sh
 
-screenshots: ## the overview, circuit and resume pages at desktop and phone width, into docs/screenshots
+screenshots: ## the overview, circuit, resume and episode pages and the trip mail at desktop and phone width, into docs/screenshots
 	@scripts/screenshots.sh
 
 build: ## build bin/fusebox

@@ -1,13 +1,20 @@
 package e2e_test
 
 import (
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/wording"
 )
 
 // TestScreenshots writes the overview, a circuit page and the mailed
@@ -24,11 +31,17 @@ func TestScreenshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv, p, _ := signedIn(t, "olivia")
+	if err := demo.SeedHistory(t.Context(), srv.App.Store, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
 	link := mailedResumeLink(t, srv)
+	mail := tripMail(t, srv)
 	pages := []struct{ name, path, ready string }{
 		{"overview", "/", `[data-testid="apps-count"]`},
 		{"circuit", "/circuits/" + demo.AppID + "/SyncInventory", `[data-testid="state"]`},
 		{"resume", link, `[data-testid="resume"]`},
+		{"episode", "/circuits/" + demo.AppID + "/SyncInventory/episodes/3", `[data-testid="episode-timeline"]`},
+		{"mail", mail, "h1"},
 	}
 	for _, size := range []struct {
 		name   string
@@ -41,7 +54,11 @@ func TestScreenshots(t *testing.T) {
 		}
 		p.do(t, chromedp.EmulateViewport(size.w, size.h, opts...))
 		for _, pg := range pages {
-			p.do(t, chromedp.Navigate(srv.URL+pg.path), chromedp.WaitVisible(chromedp.CSS(pg.ready)))
+			to := srv.URL + pg.path
+			if strings.HasPrefix(pg.path, "file://") {
+				to = pg.path
+			}
+			p.do(t, chromedp.Navigate(to), chromedp.WaitVisible(chromedp.CSS(pg.ready)))
 			png, err := chromedp.Run(p.ctx, chromedp.FullScreenshot(100))
 			if err != nil {
 				t.Fatal(err)
@@ -51,4 +68,30 @@ func TestScreenshots(t *testing.T) {
 			}
 		}
 	}
+}
+
+// tripMail writes the demo's open circuit's trip mail (HTML, as the
+// recipient's mail program shows it) beside the screenshots and returns
+// its file URL.
+func tripMail(t *testing.T, srv *apptest.Server) string {
+	t.Helper()
+	ci, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "SyncInventory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse(srv.URL)
+	comp := wording.Composer{Signer: srv.App.Links, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: &errgroups.Cache{Rows: srv.App.Store.Failures.Reader()}}
+	m, err := comp.Compose(alerts.Message{Circuit: ci.ID(), Episode: ci.Episode, Kind: alerts.KindOpened, To: "oncall@example.com"}, ci, app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "mail.html")
+	if err := os.WriteFile(file, []byte(m.HTML), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return "file://" + file
 }

@@ -102,6 +102,9 @@ func TestTheEpisodeRecordEndToEnd(t *testing.T) {
 	if got := p.text(t, `[data-testid="episode-notices"]`); !contains(got, "opened", "oncall@example.com", "delivered") {
 		t.Errorf("the notices say %q; want the trip mail to oncall@example.com, delivered", got)
 	}
+	if got := p.text(t, `[data-testid="episode-catchup"]`); !strings.Contains(got, "host storage") {
+		t.Errorf("the catch-up of the latest episode says %q; want why it cannot show the checkpoints (the app has no host storage here)", got)
+	}
 	markdown := p.text(t, `[data-testid="episode-markdown"]`)
 	if !contains(markdown, fmt.Sprintf("# %s/ProcessOrders, episode %d", demo.AppID, opened.Episode), "| 90 | Timeout talking to inventory", "**Acknowledged**", "**Closed**") {
 		t.Errorf("the Markdown for the postmortem:\n%s", markdown)

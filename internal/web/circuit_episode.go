@@ -55,6 +55,14 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 	if rec.ErrorsPartial {
 		m.ErrorsRead = errgroups.MaxRows
 	}
+	switch _, closed := rec.Closed(); {
+	case !closed:
+		m.CatchUp = "open"
+	case rec.Last() != ci.Episode:
+		m.CatchUp = "later"
+	default:
+		m.CatchUp, m.CatchUpHost = "latest", s.hostPanel(c.Request().Context(), ci)
+	}
 	if a, ok := rec.Acknowledged(); ok {
 		m.Acked, m.AckedAt, m.AckedBy = true, a.At, a.Actor
 	}

@@ -35,6 +35,14 @@ func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
 		t.Fatalf("the episode's page: %d, want its number and what failed\n%.2000s", rec.StatusCode, rec.body)
 	}
 
+	if !strings.Contains(rec.body, "Not resumed yet") {
+		t.Errorf("the open episode's catch-up does not say it is not resumed yet")
+	}
+	if first := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/1"); first.StatusCode != http.StatusOK || !strings.Contains(first.body, "Later episodes followed") ||
+		!strings.Contains(first.body, "resumed by alice") {
+		t.Errorf("the first episode's record: %d; want alice's resume and that later episodes followed", first.StatusCode)
+	}
+
 	for _, path := range []string{
 		"/circuits/" + demo.AppID + "/SyncInventory/episodes/0",
 		"/circuits/" + demo.AppID + "/SyncInventory/episodes/-1",

@@ -8,7 +8,10 @@ import "time"
 type Watch struct {
 	Count  int
 	Oldest time.Time // the oldest message's insertion time; zero when empty
-	ReadAt time.Time
+	// Expires is when the oldest message expires; zero when empty or
+	// never (Storage queues' default time-to-live is 7 days).
+	Expires time.Time
+	ReadAt  time.Time
 	// Episode counts the times the queue went from empty to holding work;
 	// notices are owed once per episode and destination.
 	Episode int64
@@ -100,3 +103,7 @@ func record(samples []Sample, s Sample) []Sample {
 	}
 	return append(out, s)
 }
+
+// NeverExpires says whether a message's expiry time is the service's
+// "never" (a time-to-live of -1 reads as the end of year 9999).
+func NeverExpires(t time.Time) bool { return t.Year() >= 9999 }

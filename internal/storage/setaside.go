@@ -31,6 +31,7 @@ type setAsideRow struct {
 	Function        string
 	Count           int32
 	Oldest          time.Time
+	Expires         time.Time // when the oldest message expires; zero: never, or empty
 	ReadAt          time.Time
 	Episode         int64
 	Since           time.Time
@@ -69,7 +70,7 @@ func (r setAsideRow) read() (setaside.Kept, error) {
 	if err != nil {
 		return setaside.Kept{}, err
 	}
-	return setaside.Kept{Queue: q, Watch: setaside.Watch{Count: int(r.Count), Oldest: r.Oldest, ReadAt: r.ReadAt, Episode: r.Episode,
+	return setaside.Kept{Queue: q, Watch: setaside.Watch{Count: int(r.Count), Oldest: r.Oldest, Expires: r.Expires, ReadAt: r.ReadAt, Episode: r.Episode,
 		Since: r.Since, Grew: r.Grew, Samples: samples}}, nil
 }
 
@@ -97,7 +98,7 @@ func (s *SetAside) Put(ctx context.Context, appID string, q setaside.Queue, w se
 		fmt.Fprintf(&b, "%d:%d", x.At.Unix(), x.Count)
 	}
 	row := &setAsideRow{Meta: tablestore.Meta{PartitionKey: appID, RowKey: q.Name}, Kind: string(q.Kind), Source: q.Source, Function: q.Function,
-		Count: int32(min(w.Count, 1<<31-1)), Oldest: w.Oldest, ReadAt: w.ReadAt, Episode: w.Episode, Since: w.Since, Grew: w.Grew, Samples: b.String()}
+		Count: int32(min(w.Count, 1<<31-1)), Oldest: w.Oldest, Expires: w.Expires, ReadAt: w.ReadAt, Episode: w.Episode, Since: w.Since, Grew: w.Grew, Samples: b.String()}
 	if err := s.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: set-aside %s/%s: %w", appID, q.Name, err)
 	}

@@ -92,8 +92,10 @@ func until(now, t time.Time) string {
 		return fmt.Sprintf("in %d s", int(d.Seconds()))
 	case d < time.Hour:
 		return fmt.Sprintf("in %d min", int(d.Minutes()+0.5))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("in %d h", int(d.Hours()+0.5))
 	}
-	return fmt.Sprintf("in %d h", int(d.Hours()+0.5))
+	return fmt.Sprintf("in %d days %d h", int(d.Hours())/24, int(d.Hours())%24)
 }
 
 // Ago is ago for handlers that build words for a page.

@@ -65,8 +65,9 @@ type setAsideJSON struct {
 	Source     string     `json:"source,omitempty"`
 	Function   string     `json:"function,omitempty"`
 	Count      int        `json:"count"`
-	Oldest     *time.Time `json:"oldest"`       // null: empty
-	GrewInHour *int       `json:"grew_in_hour"` // null: not watched yet
+	Oldest     *time.Time `json:"oldest"`         // null: empty
+	Expires    *time.Time `json:"oldest_expires"` // null: empty, or it never expires
+	GrewInHour *int       `json:"grew_in_hour"`   // null: not watched yet
 }
 
 // apiAppQueues lists the work an app set aside: its poison, blob poison
@@ -95,6 +96,10 @@ func (s *AppPages) apiAppQueues(c echo.Context) error {
 		if !f.Oldest.IsZero() {
 			oldest := f.Oldest.UTC()
 			q.Oldest = &oldest
+		}
+		if !f.Expires.IsZero() {
+			expires := f.Expires.UTC()
+			q.Expires = &expires
 		}
 		for _, k := range kept.Queues {
 			if k.Name == f.Name {

@@ -45,7 +45,7 @@ func setAsideRows(kept setaside.AppSetAside, function string, now time.Time) []v
 
 func setAsideRow(appID string, k setaside.Kept, now time.Time) views.SetAsideRow {
 	r := views.SetAsideRow{App: appID, Name: k.Name, Kind: string(k.Kind), Source: k.Source, Function: k.Function, Count: k.Count,
-		Oldest: k.Oldest, Growth: k.Growth(now), ReadAt: k.ReadAt, Href: queueHref(appID, k.Name)}
+		Oldest: k.Oldest, Expires: k.Expires, Growth: k.Growth(now), ReadAt: k.ReadAt, Href: queueHref(appID, k.Name)}
 	if k.Function != "" {
 		r.FunctionHref = "/circuits/" + url.PathEscape(appID) + "/" + url.PathEscape(k.Function)
 	}

@@ -115,6 +115,9 @@ func TestPoisonMessagesAreShownToldAndSentBackFromThePages(t *testing.T) {
 	if !strings.Contains(page.body, `data-testid="setaside-count">3<`) {
 		t.Fatalf("the circuit page does not say 3 messages are set aside:\n%s", page.body)
 	}
+	if !strings.Contains(page.body, `data-testid="setaside-expires">expires in `) {
+		t.Errorf("the circuit page does not say when the oldest set-aside message expires (Storage queues keep it 7 days)")
+	}
 
 	queuePage := "/apps/" + demo.AppID + "/queues/" + source + "-poison"
 	seen := viewer.get(queuePage)

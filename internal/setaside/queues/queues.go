@@ -59,6 +59,9 @@ type Found struct {
 	setaside.Queue
 	Count  int       // approximate, as the service counts it
 	Oldest time.Time // the oldest message's insertion time; zero when empty
+	// Expires is when the oldest message expires (the queue drops it);
+	// zero when empty or when it never does (a time-to-live of -1).
+	Expires time.Time
 }
 
 // List finds the set-aside queues (setaside.Classify, with the circuits'
@@ -108,6 +111,9 @@ func (a *Account) describe(ctx context.Context, q setaside.Queue) (Found, error)
 		}
 		if len(peek.Messages) > 0 && peek.Messages[0].InsertionTime != nil {
 			f.Oldest = *peek.Messages[0].InsertionTime
+		}
+		if len(peek.Messages) > 0 && peek.Messages[0].ExpirationTime != nil && !setaside.NeverExpires(*peek.Messages[0].ExpirationTime) {
+			f.Expires = *peek.Messages[0].ExpirationTime
 		}
 	}
 	return f, nil

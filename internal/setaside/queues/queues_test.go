@@ -289,3 +289,40 @@ func TestAnEndpointOutsideTheCloudIsNeverCalled(t *testing.T) {
 		}
 	}
 }
+
+// The oldest message's expiry is read with its age: the service's default
+// time-to-live is 7 days; a message that never expires (-1) has none.
+func TestTheOldestMessagesExpiryIsRead(t *testing.T) {
+	c := conn(t)
+	s := stem(t)
+	put(t, c, s+"-poison")
+	put(t, c, s+"-parked")
+	enqueue := func(queue string, ttl int32) {
+		qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := qc.EnqueueMessage(t.Context(), "set aside", &azqueue.EnqueueMessageOptions{TimeToLive: &ttl}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	enqueue(s+"-poison", 2*3600)
+	enqueue(s+"-parked", -1)
+	start := time.Now()
+	found, err := open(t, c, nil).List(t.Context(), setaside.Owners{Parking: map[string]string{s + "-parked": "ProcessOrders"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range found {
+		switch f.Name {
+		case s + "-poison":
+			if d := f.Expires.Sub(start); d < 2*time.Hour-time.Minute || d > 2*time.Hour+time.Minute {
+				t.Errorf("the poison message expires %s after the look; want 2 h", d)
+			}
+		case s + "-parked":
+			if !f.Expires.IsZero() {
+				t.Errorf("a message that never expires reads as expiring at %s", f.Expires)
+			}
+		}
+	}
+}

@@ -122,9 +122,10 @@ func (w *Watcher) watchApp(ctx context.Context, app circuit.App, cs []circuit.Ci
 	}
 	seen := map[string]bool{}
 	var errs []error
-	look := func(q setaside.Queue, count int, oldest time.Time) {
+	look := func(q setaside.Queue, count int, oldest, expires time.Time) {
 		seen[q.Name] = true
 		watch, changes := setaside.Observe(byName[q.Name].Watch, count, oldest, now, app.SetAsideLimit)
+		watch.Expires = expires
 		if err := w.Kept.Put(ctx, app.ID, q, watch); err != nil {
 			errs = append(errs, err)
 			return // told next time: the episode is not written yet
@@ -139,12 +140,12 @@ func (w *Watcher) watchApp(ctx context.Context, app circuit.App, cs []circuit.Ci
 		}
 	}
 	for _, f := range found {
-		look(f.Queue, f.Count, f.Oldest)
+		look(f.Queue, f.Count, f.Oldest, f.Expires)
 	}
 	// A queue that is gone (deleted by someone) holds nothing.
 	for _, k := range kept.Queues {
 		if !seen[k.Name] && k.Count > 0 {
-			look(k.Queue, 0, time.Time{})
+			look(k.Queue, 0, time.Time{}, time.Time{})
 		}
 	}
 	return errors.Join(errs...)

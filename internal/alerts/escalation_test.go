@@ -1,11 +1,13 @@
 package alerts_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/mailtest"
 )
 
 // An open episode is escalated once, to the second list only, from the
@@ -53,5 +55,35 @@ func TestEscalationsGoToTheSecondListOnceDue(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A circuit that sets no escalation takes its app's; one that sets its
+// own keeps it.
+func TestTheAppsEscalationIsTheDefault(t *testing.T) {
+	r := newRig(t)
+	app, err := r.store.Apps.Get(t.Context(), "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.Escalate = circuit.Escalation{After: time.Hour, To: []string{"head-of-ops@example.com"}}
+	if err := r.store.Apps.Put(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	smtp := mailtest.Start(t)
+	pass := passer(t, r.channelSender(smtp.Port, ""))
+	pass()
+	r.clock.Advance(time.Hour)
+	pass()
+	m, ok := smtp.WaitFor(func(m mailtest.Message) bool { return strings.Contains(m.Subject, "Escalated") }, 10*time.Second)
+	if !ok || m.To != "head-of-ops@example.com" || !strings.Contains(m.Text, "nobody has acknowledged it in 1h") {
+		t.Fatalf("no escalation to the app's list after an hour: %+v", smtp.Messages())
+	}
+
+	c, _ := r.store.Circuits.Get(t.Context(), "orders", "Process")
+	own := circuit.Escalation{After: time.Minute, To: []string{"lead@example.com"}}
+	c.Escalate = own
+	if got := c.EscalationOf(app); got.After != own.After || got.To[0] != "lead@example.com" {
+		t.Errorf("a circuit's own escalation gave way to the app's: %+v", got)
 	}
 }

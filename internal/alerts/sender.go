@@ -145,6 +145,8 @@ func (s *Sender) Pass(ctx context.Context, f lease.Fence) error {
 	}
 	byID := map[string]circuit.Circuit{}
 	for _, c := range cs {
+		// An escalation the circuit does not set is its app's.
+		c.Escalate = c.EscalationOf(appByID[c.AppID])
 		byID[c.ID()] = c
 		dests := Destinations(c.Recipients, c.Channels, appByID[c.AppID].Channels)
 		onCall := func(id string) bool { return OnCall(channels[id].Kind) }

@@ -106,6 +106,9 @@ type App struct {
 	// Channels are the alert channels of circuits and jobs of this app
 	// that name none of their own.
 	Channels []string
+	// Escalate is the escalation of the app's circuits that set none of
+	// their own.
+	Escalate Escalation
 	// APIKeyHash is the SHA-256 (hex) of the key functions of this app use
 	// to report failures over HTTP. The key itself is never stored.
 	APIKeyHash string

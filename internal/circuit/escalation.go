@@ -40,6 +40,15 @@ func (e Escalation) Split() (addresses, channels []string) {
 	return addresses, channels
 }
 
+// EscalationOf is c's escalation: its own when it sets one, else its
+// app's.
+func (c Circuit) EscalationOf(app App) Escalation {
+	if c.Escalate.On() {
+		return c.Escalate
+	}
+	return app.Escalate
+}
+
 // EscalationDue says whether an open episode of c, unacknowledged, is owed
 // its escalation at now. A trip by hand is someone's deliberate act: it
 // escalates to nobody.

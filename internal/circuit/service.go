@@ -219,7 +219,7 @@ func hasRecipient(c Circuit, app App, to string) bool {
 		if len(channels) == 0 {
 			channels = app.Channels
 		}
-		_, escalation := c.Escalate.Split()
+		_, escalation := c.EscalationOf(app).Split()
 		for _, ch := range slices.Concat(channels, escalation) {
 			if ch == id {
 				return true
@@ -233,7 +233,7 @@ func hasRecipient(c Circuit, app App, to string) bool {
 		}
 	}
 	// Whoever the episode was escalated to may act on it as well.
-	addresses, _ := c.Escalate.Split()
+	addresses, _ := c.EscalationOf(app).Split()
 	for _, r := range addresses {
 		if strings.EqualFold(r, to) {
 			return true

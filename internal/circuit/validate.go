@@ -135,6 +135,7 @@ func (a App) Validate() error {
 	if a.Guardrail.MaxShare < 0 || a.Guardrail.MaxShare > 1 {
 		add("guardrail_share", "must be between 0 %% (no limit) and 100 %% of the app's circuits")
 	}
+	a.Escalate.validate(add)
 	if a.SetAsideLimit < 0 || a.SetAsideLimit > 1_000_000 {
 		add("set_aside_limit", "must be a number of messages from 1 to 1000000, or empty for the default of %d", setaside.DefaultGrowthLimit)
 	}

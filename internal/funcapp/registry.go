@@ -129,6 +129,9 @@ func (r *Registry) check(ctx context.Context, app circuit.App) error {
 	if err := r.Channels.Check(ctx, app.Channels); err != nil {
 		return err
 	}
+	if err := r.checkEscalation(ctx, app.Escalate); err != nil {
+		return err
+	}
 	if err := hostinsight.CheckHostStorage(r.Endpoints, app.HostStorage); err != nil {
 		return circuit.ValidationError{{Field: "host_storage", Message: err.Error()}}
 	}
@@ -179,6 +182,7 @@ type Settings struct {
 	Linux       bool
 	Guardrail   circuit.Guardrail
 	Channels    []string
+	Escalate    circuit.Escalation
 	Host        HostChange
 }
 
@@ -205,6 +209,16 @@ func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, acto
 			v = append(v, ve...)
 		}
 		next.Channels, changed = s.Channels, append(changed, "channels "+strings.Join(s.Channels, ", "))
+	}
+	if s.Escalate.After != app.Escalate.After || !slices.Equal(s.Escalate.To, app.Escalate.To) {
+		if err := r.checkEscalation(ctx, s.Escalate); err != nil {
+			var ve circuit.ValidationError
+			if !errors.As(err, &ve) {
+				return nil, err
+			}
+			v = append(v, ve...)
+		}
+		next.Escalate, changed = s.Escalate, append(changed, fmt.Sprintf("escalation to %s after %s", strings.Join(s.Escalate.To, ", "), s.Escalate.After))
 	}
 	return r.save(ctx, app, next, changed, v, actor, "changed app")
 }
@@ -295,4 +309,19 @@ func quoteOrDerived(s string) string {
 		return "derived"
 	}
 	return `"` + s + `"`
+}
+
+// checkEscalation refuses escalation channel ids that name no channel,
+// said of the escalate_to field.
+func (r *Registry) checkEscalation(ctx context.Context, e circuit.Escalation) error {
+	_, channels := e.Split()
+	err := r.Channels.Check(ctx, channels)
+	var v circuit.ValidationError
+	if errors.As(err, &v) {
+		for i := range v {
+			v[i].Field = "escalate_to"
+		}
+		return v
+	}
+	return err
 }

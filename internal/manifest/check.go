@@ -110,6 +110,8 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 		twice("app", a.ID, a.Line)
 		fields(&ps, a.Line, a.domain().Validate(), map[string]string{"guardrail_share": "guardrail_share_percent"})
 		refer(a.Line, a.Channels)
+		_, appEscalation := a.domain().Escalate.Split()
+		refer(a.Line, appEscalation)
 		secret(a.Line, "host_storage_env", a.HostStorageEnv, false)
 		secret(a.Line, "event_hubs_env", a.EventHubsEnv, false)
 		if cur, ok := appByID(current.Apps, a.ID); ok {
@@ -211,7 +213,7 @@ func (a App) domain() circuit.App {
 	return circuit.App{ID: a.ID, DisplayName: a.DisplayName, Switch: circuit.SwitchKind(a.Switch), SubscriptionID: a.Subscription,
 		ResourceGroup: a.ResourceGroup, Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux,
 		Guardrail: circuit.Guardrail{MaxOff: a.GuardrailMax, MaxShare: a.GuardrailShare / 100}, HostID: a.HostID,
-		SetAsideLimit: a.SetAsideLimit, Channels: a.Channels}
+		SetAsideLimit: a.SetAsideLimit, Channels: a.Channels, Escalate: circuit.Escalation{To: a.EscalateTo, After: time.Duration(a.EscalateAfter)}}
 }
 
 func (c Circuit) domain() circuit.Circuit {

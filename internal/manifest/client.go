@@ -118,6 +118,8 @@ type (
 		HostID         string   `json:"host_id,omitempty"`
 		SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
 		Channels       []string `json:"channels"`
+		EscalateTo     []string `json:"escalate_to"`
+		EscalateAfter  int      `json:"escalate_after_seconds"`
 		HostStorageSet bool     `json:"host_storage_set,omitempty"`
 		EventHubsSet   bool     `json:"event_hubs_set,omitempty"`
 		HostStorage    string   `json:"host_storage,omitempty"`
@@ -221,7 +223,8 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 	for _, a := range apps {
 		x := App{ID: a.ID, DisplayName: a.DisplayName, Switch: a.Switch, Subscription: a.Subscription, ResourceGroup: a.ResourceGroup,
 			Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.GuardrailMax,
-			GuardrailShare: a.GuardrailShare, HostID: a.HostID, SetAsideLimit: a.SetAsideLimit, Channels: a.Channels}
+			GuardrailShare: a.GuardrailShare, HostID: a.HostID, SetAsideLimit: a.SetAsideLimit, Channels: a.Channels,
+			EscalateTo: a.EscalateTo, EscalateAfter: seconds(a.EscalateAfter)}
 		if a.HostStorageSet {
 			x.HostStorageEnv = SecretVar("app", a.ID, "HOST_STORAGE")
 		}
@@ -349,7 +352,8 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		x := ch.App
 		body := apiApp{ID: x.ID, DisplayName: x.DisplayName, Switch: x.Switch, Subscription: x.Subscription, ResourceGroup: x.ResourceGroup,
 			Site: x.Site, Slot: x.Slot, LocalSettings: x.LocalSettings, Linux: x.Linux, GuardrailMax: x.GuardrailMax, GuardrailShare: x.GuardrailShare,
-			HostID: x.HostID, SetAsideLimit: x.SetAsideLimit, Channels: nonNil(x.Channels), HostStorage: secret(x.HostStorageEnv), EventHubs: secret(x.EventHubsEnv)}
+			HostID: x.HostID, SetAsideLimit: x.SetAsideLimit, Channels: nonNil(x.Channels),
+			EscalateTo: nonNil(x.EscalateTo), EscalateAfter: int(time.Duration(x.EscalateAfter) / time.Second), HostStorage: secret(x.HostStorageEnv), EventHubs: secret(x.EventHubsEnv)}
 		switch ch.Action {
 		case Create:
 			var reg struct{ Key string }

@@ -66,6 +66,8 @@ type App struct {
 	HostID         string   `yaml:"host_id,omitempty"`
 	SetAsideLimit  int      `yaml:"set_aside_limit,omitempty"`
 	Channels       []string `yaml:"channels,omitempty"`
+	EscalateTo     []string `yaml:"escalate_to,omitempty"`
+	EscalateAfter  Duration `yaml:"escalate_after,omitempty"`
 	HostStorageEnv string   `yaml:"host_storage_env,omitempty" plan:"-"`
 	EventHubsEnv   string   `yaml:"event_hubs_env,omitempty" plan:"-"`
 	Line           int      `yaml:"-" plan:"-"`

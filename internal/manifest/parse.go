@@ -188,6 +188,7 @@ func (d *Doc) sort() {
 	}
 	for i := range d.Apps {
 		slices.Sort(d.Apps[i].Channels)
+		slices.Sort(d.Apps[i].EscalateTo)
 	}
 	for i := range d.Channels {
 		slices.Sort(d.Channels[i].Addresses)

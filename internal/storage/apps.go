@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/sealed"
@@ -23,25 +24,27 @@ const appsPartition = "app"
 
 type appRow struct {
 	tablestore.Meta
-	DisplayName    string
-	SubscriptionID string
-	ResourceGroup  string
-	Site           string
-	Slot           string
-	Switch         string
-	LocalSettings  string
-	Linux          bool
-	APIKeyHash     string  // SHA-256 (hex) of the app's failure-reporting key
-	GuardrailMax   int32   // optional: at most this many circuits switched off automatically at once
-	GuardrailShare float64 // optional: at most this share (0, 1] of the app's circuits
-	Channels       string  // comma-separated ids of the default alert channels
-	HostingKind    string  // the site's kind when it was registered
-	HostingPlan    string  // appservice, flex or containerapps; empty: not detected
-	RollingUpdates bool    // Flex: settings changes roll out instance by instance
-	HostStorage    string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
-	HostID         string  // optional override of the derived host id
-	EventHubs      string  // Event Hubs connection string or namespace host, for lag (a secret)
-	SetAsideLimit  int32   // optional: growth in an hour of a set-aside queue that is told
+	DisplayName     string
+	SubscriptionID  string
+	ResourceGroup   string
+	Site            string
+	Slot            string
+	Switch          string
+	LocalSettings   string
+	Linux           bool
+	APIKeyHash      string  // SHA-256 (hex) of the app's failure-reporting key
+	GuardrailMax    int32   // optional: at most this many circuits switched off automatically at once
+	GuardrailShare  float64 // optional: at most this share (0, 1] of the app's circuits
+	Channels        string  // comma-separated ids of the default alert channels
+	EscalateTo      string  // comma-separated addresses and channel ids: the escalation of circuits that set none...
+	EscalateSeconds int32   // ...after this long unacknowledged; 0: none
+	HostingKind     string  // the site's kind when it was registered
+	HostingPlan     string  // appservice, flex or containerapps; empty: not detected
+	RollingUpdates  bool    // Flex: settings changes roll out instance by instance
+	HostStorage     string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
+	HostID          string  // optional override of the derived host id
+	EventHubs       string  // Event Hubs connection string or namespace host, for lag (a secret)
+	SetAsideLimit   int32   // optional: growth in an hour of a set-aside queue that is told
 }
 
 func (r *appRow) secrets() map[string]*string {
@@ -72,6 +75,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		ResourceGroup: r.ResourceGroup, Site: r.Site, Slot: r.Slot, Switch: sw, LocalSettings: r.LocalSettings,
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
 		Channels:    commaList(r.Channels),
+		Escalate:    circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)},
 		HostStorage: r.HostStorage, HostID: r.HostID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
 		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
@@ -133,7 +137,8 @@ func (a *Apps) row(app circuit.App) *appRow {
 		DisplayName: app.DisplayName, SubscriptionID: app.SubscriptionID, ResourceGroup: app.ResourceGroup,
 		Site: app.Site, Slot: app.Slot, Switch: string(app.Switch), LocalSettings: app.LocalSettings,
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
-		Channels:    strings.Join(app.Channels, ","),
+		Channels:   strings.Join(app.Channels, ","),
+		EscalateTo: strings.Join(app.Escalate.To, ","), EscalateSeconds: int32(app.Escalate.After / time.Second),
 		HostStorage: app.HostStorage, HostID: app.HostID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -30,6 +31,8 @@ type appJSON struct {
 	HostID         string   `json:"host_id,omitempty"`
 	SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
 	Channels       []string `json:"channels"`
+	EscalateTo     []string `json:"escalate_to"`
+	EscalateAfter  int      `json:"escalate_after_seconds"`
 	Hosting        string   `json:"hosting,omitempty"`
 	HostStorageSet bool     `json:"host_storage_set"`
 	EventHubsSet   bool     `json:"event_hubs_set"`
@@ -49,6 +52,7 @@ func toAppJSON(a circuit.App) appJSON {
 	return appJSON{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
 		Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.Guardrail.MaxOff,
 		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, SetAsideLimit: a.SetAsideLimit, Channels: nonNil(a.Channels),
+		EscalateTo: nonNil(a.Escalate.To), EscalateAfter: int(a.Escalate.After / time.Second),
 		Hosting: a.Hosting.Plan, HostStorageSet: a.HostStorage != "", EventHubsSet: a.EventHubs != ""}
 }
 
@@ -65,6 +69,10 @@ func bindApp(c echo.Context) (appInput, error) {
 		return in, echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"id": "orders-prod", "switch": "arm", "subscription": "…", "resource_group": "orders", "site": "func-orders"}.`)
 	}
 	return in, nil
+}
+
+func (in appInput) escalation() circuit.Escalation {
+	return circuit.Escalation{To: in.EscalateTo, After: time.Duration(in.EscalateAfter) * time.Second}
 }
 
 func (in appInput) host() funcapp.HostChange {
@@ -112,7 +120,7 @@ func (s *AppPages) apiAppCreate(c echo.Context) error {
 	}
 	app := circuit.App{ID: in.ID, DisplayName: in.DisplayName, Switch: circuit.SwitchKind(in.Switch), SubscriptionID: in.Subscription,
 		ResourceGroup: in.ResourceGroup, Site: in.Site, Slot: in.Slot, LocalSettings: in.LocalSettings, Linux: in.Linux,
-		Guardrail: in.guardrail(), Channels: in.Channels, HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, SetAsideLimit: in.SetAsideLimit}
+		Guardrail: in.guardrail(), Channels: in.Channels, Escalate: in.escalation(), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, SetAsideLimit: in.SetAsideLimit}
 	p, _ := principal(c)
 	reg, err := s.Registry.Register(c.Request().Context(), app, p.Name)
 	if err != nil {
@@ -147,7 +155,7 @@ func (s *AppPages) apiAppUpdate(c echo.Context) error {
 	}
 	p, _ := principal(c)
 	_, err = s.Registry.Update(c.Request().Context(), app, funcapp.Settings{DisplayName: in.DisplayName, Linux: in.Linux,
-		Guardrail: in.guardrail(), Channels: in.Channels, Host: in.host()}, p.Name)
+		Guardrail: in.guardrail(), Channels: in.Channels, Escalate: in.escalation(), Host: in.host()}, p.Name)
 	if err != nil {
 		return apiAppError(c, err)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -26,12 +27,19 @@ func (s *AppPages) appCreate(c echo.Context) error {
 	m := views.AppForm{ID: v("id"), Name: v("name"), Switch: v("switch"), Subscription: v("subscription"), ResourceGroup: v("resource_group"),
 		Site: v("site"), Slot: v("slot"), LocalSettings: v("local_settings"), Linux: c.FormValue("linux") == "on",
 		GuardrailMax: v("guardrail_max"), GuardrailShare: strings.TrimSuffix(v("guardrail_share"), "%"), Channels: v("channels"),
+		EscalateTo: v("escalate_to"), EscalateAfter: v("escalate_after"),
 		HostStorage: v("host_storage"), HostID: v("host_id"), EventHubs: v("event_hubs")}
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
 		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels),
 		HostStorage: m.HostStorage, HostID: m.HostID, EventHubs: m.EventHubs}
 	g, err := funcapp.ParseGuardrail(m.GuardrailMax, m.GuardrailShare)
 	app.Guardrail = g
+	app.Escalate.To = splitComma(m.EscalateTo)
+	if m.EscalateAfter != "" && err == nil {
+		if app.Escalate.After, err = time.ParseDuration(m.EscalateAfter); err != nil {
+			err = circuit.ValidationError{{Field: "escalate_after", Message: "must be a duration such as 30m, or empty for no escalation"}}
+		}
+	}
 	var reg funcapp.Registered
 	if err == nil {
 		p, _ := principal(c)

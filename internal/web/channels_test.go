@@ -123,6 +123,25 @@ func TestAPIOnCallChannelsKeepTheirKey(t *testing.T) {
 	if r := op.call(http.MethodPost, "/api/v1/circuits", circuit); r.StatusCode != http.StatusCreated || !strings.Contains(r.body, `"escalate_to":["oncall","lead@example.com"]`) {
 		t.Errorf("a circuit escalating to the channel: %d %s", r.StatusCode, r.body)
 	}
+	// The app's default escalation, through the API: its circuits that set
+	// none say so.
+	var app map[string]any
+	if err := json.Unmarshal([]byte(op.call(http.MethodGet, "/api/v1/apps/orders-demo", "").body), &app); err != nil {
+		t.Fatal(err)
+	}
+	app["escalate_to"], app["escalate_after_seconds"] = []string{"nope"}, 900
+	bad, _ := json.Marshal(app)
+	if r := op.call(http.MethodPut, "/api/v1/apps/orders-demo", string(bad)); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, `"escalate_to"`) {
+		t.Errorf("an app escalating to a channel that does not exist: %d %s; want 422 naming escalate_to", r.StatusCode, r.body)
+	}
+	app["escalate_to"] = []string{"oncall"}
+	good, _ := json.Marshal(app)
+	wantStatus(t, op.call(http.MethodPut, "/api/v1/apps/orders-demo", string(good)), http.StatusOK)
+	if page := b.get("/circuits/orders-demo/ProcessOrders").body; !strings.Contains(page, "oncall, after 15m unacknowledged (the app&#39;s)") {
+		i := strings.Index(page, `data-testid="escalation"`)
+		t.Errorf("the circuit page does not show the app's escalation: %.200s", page[max(i, 0):])
+	}
+
 	circuit = strings.Replace(strings.Replace(circuit, `"oncall"`, `"nope"`, 1), "ShipParcels", "TakeOrders", 1)
 	if r := op.call(http.MethodPost, "/api/v1/circuits", circuit); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, `"escalate_to"`) {
 		t.Errorf("a circuit escalating to a channel that does not exist: %d %s; want 422 naming escalate_to", r.StatusCode, r.body)

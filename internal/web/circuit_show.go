@@ -72,7 +72,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(), Shadow: ci.Shadow,
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
-		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Escalation: escalationText(ci, now), Acked: ackedText(ci),
+		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Escalation: escalationText(ci, appOf(apps, ci.AppID), now), Acked: ackedText(ci),
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, recent, recentFrom, now),
 	}
@@ -175,11 +175,16 @@ func (s *CircuitPages) channelsText(ctx context.Context, ci circuit.Circuit) str
 
 // escalationText says who else is told when an episode goes
 // unacknowledged, and when the open one does.
-func escalationText(ci circuit.Circuit, now time.Time) string {
+func escalationText(ci circuit.Circuit, app circuit.App, now time.Time) string {
+	own := ci.Escalate.On()
+	ci.Escalate = ci.EscalationOf(app)
 	if !ci.Escalate.On() {
 		return ""
 	}
 	text := strings.Join(ci.Escalate.To, ", ") + ", after " + spoken.Duration(ci.Escalate.After) + " unacknowledged"
+	if !own {
+		text += " (the app's)"
+	}
 	switch at := ci.ChangedAt.Add(ci.Escalate.After); {
 	case ci.State != circuit.Open || ci.Shadow || ci.AckedEpisode == ci.Episode:
 	case ci.EscalationDue(now):

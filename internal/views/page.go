@@ -59,9 +59,11 @@ func ago(now, t time.Time) string {
 	}
 	d := now.Sub(t)
 	switch {
-	case d < 0:
+	case d < -time.Minute:
 		return "in the future"
 	case d < 10*time.Second:
+		// A few seconds ahead is another clock's skew (the storage
+		// service stamps blobs with its own), not the future.
 		return "just now"
 	case d < time.Minute:
 		return fmt.Sprintf("%d s ago", int(d.Seconds()))

@@ -17,6 +17,8 @@ const SetAsidePrefix = "queue:"
 const (
 	KindSetAsideAppeared = "setaside-appeared" // a poison or parking queue went from empty to holding work
 	KindSetAsideGrew     = "setaside-grew"     // it grew past the app's limit within an hour
+	// KindSetAsideExpiring: its oldest message expires within a day.
+	KindSetAsideExpiring = "setaside-expiring"
 )
 
 // SetAsideSubject is the outbox subject of an app's set-aside queue.
@@ -58,8 +60,11 @@ func SetAsideDestinations(app circuit.App, circuits []circuit.Circuit, function 
 // never makes a second one.
 func SetAsideMessages(appID, queue string, episode int64, change setaside.Change, dests []string, now time.Time) []Message {
 	kind := KindSetAsideAppeared
-	if change == setaside.Grew {
+	switch change {
+	case setaside.Grew:
 		kind = KindSetAsideGrew
+	case setaside.Expiring:
+		kind = KindSetAsideExpiring
 	}
 	return messages(SetAsideSubject(appID, queue), episode, []string{kind}, dests, now)
 }

@@ -17,7 +17,10 @@ type Watch struct {
 	Episode int64
 	Since   time.Time // when this episode began; zero while empty
 	Grew    bool      // this episode's growth notice is owed already
-	Samples []Sample  // at most one a minute, the last hour
+	// ExpiryTold says this episode's notice that the oldest message
+	// expires soon is owed already.
+	ExpiryTold bool
+	Samples    []Sample // at most one a minute, the last hour
 }
 
 // Sample is a count at a time.
@@ -33,7 +36,14 @@ type Change string
 const (
 	Appeared Change = "appeared" // the queue went from empty to holding work
 	Grew     Change = "grew"     // it grew past the app's limit within an hour
+	// Expiring: its oldest message expires within ExpiryWarning, and the
+	// queue then drops it for good.
+	Expiring Change = "expiring"
 )
+
+// ExpiryWarning is how long before its oldest message expires a queue's
+// people are told, once an episode.
+const ExpiryWarning = 24 * time.Hour
 
 // DefaultGrowthLimit is how many messages in an hour make a growth notice
 // when the app sets no limit of its own.
@@ -59,10 +69,10 @@ func Observe(prev Watch, count int, oldest, now time.Time, growthLimit int) (Wat
 	var changes []Change
 	switch {
 	case next.Count == 0:
-		next.Since, next.Grew = time.Time{}, false
+		next.Since, next.Grew, next.ExpiryTold = time.Time{}, false, false
 	case prev.Count == 0 || prev.Since.IsZero():
 		next.Episode++
-		next.Since, next.Grew = now, false
+		next.Since, next.Grew, next.ExpiryTold = now, false, false
 		changes = append(changes, Appeared)
 	}
 	next.Samples = record(prev.Samples, Sample{At: now, Count: next.Count})
@@ -107,3 +117,15 @@ func record(samples []Sample, s Sample) []Sample {
 // NeverExpires says whether a message's expiry time is the service's
 // "never" (a time-to-live of -1 reads as the end of year 9999).
 func NeverExpires(t time.Time) bool { return t.Year() >= 9999 }
+
+// Expiry records when the oldest message expires (zero: never, or empty)
+// and says Expiring, once an episode, when that is within ExpiryWarning
+// of now and not yet past.
+func Expiry(w Watch, expires, now time.Time) (Watch, []Change) {
+	w.Expires = expires
+	if w.Count == 0 || expires.IsZero() || w.ExpiryTold || !expires.After(now) || expires.Sub(now) > ExpiryWarning {
+		return w, nil
+	}
+	w.ExpiryTold = true
+	return w, []Change{Expiring}
+}

@@ -84,3 +84,34 @@ func TestLooksWithinAMinuteKeepTheLow(t *testing.T) {
 		t.Errorf("growth %d, want 55", g)
 	}
 }
+
+// People are told once an episode that the oldest message expires within
+// a day, not before, not once it has, and again after the queue emptied
+// and filled.
+func TestAnExpiringMessageIsToldOnceAnEpisode(t *testing.T) {
+	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	held, _ := setaside.Observe(setaside.Watch{}, 3, now.Add(-6*24*time.Hour), now, 0)
+	for _, tc := range []struct {
+		name    string
+		w       setaside.Watch
+		expires time.Time
+		told    bool
+	}{
+		{"in two days", held, now.Add(48 * time.Hour), false},
+		{"in 23 hours", held, now.Add(23 * time.Hour), true},
+		{"never", held, time.Time{}, false},
+		{"already gone", held, now.Add(-time.Minute), false},
+		{"told already this episode", func() setaside.Watch { w := held; w.ExpiryTold = true; return w }(), now.Add(time.Hour), false},
+	} {
+		w, ch := setaside.Expiry(tc.w, tc.expires, now)
+		if got := len(ch) == 1 && ch[0] == setaside.Expiring; got != tc.told || !w.Expires.Equal(tc.expires) {
+			t.Errorf("%s: told %v (%v), expires %s; want told %v", tc.name, got, ch, w.Expires, tc.told)
+		}
+	}
+	w, _ := setaside.Expiry(held, now.Add(time.Hour), now)
+	w, _ = setaside.Observe(w, 0, time.Time{}, now.Add(time.Minute), 0)
+	w, _ = setaside.Observe(w, 1, now, now.Add(2*time.Minute), 0)
+	if _, ch := setaside.Expiry(w, now.Add(3*time.Hour), now.Add(2*time.Minute)); len(ch) != 1 {
+		t.Errorf("a new episode's expiring message is not told: %v", ch)
+	}
+}

@@ -36,6 +36,7 @@ type setAsideRow struct {
 	Episode         int64
 	Since           time.Time
 	Grew            bool
+	ExpiryTold      bool
 	Samples         string // unix:count,… oldest first
 	Problem         string // the read-problem row only
 	// A run's row ("!run-<queue>") only:
@@ -71,7 +72,7 @@ func (r setAsideRow) read() (setaside.Kept, error) {
 		return setaside.Kept{}, err
 	}
 	return setaside.Kept{Queue: q, Watch: setaside.Watch{Count: int(r.Count), Oldest: r.Oldest, Expires: r.Expires, ReadAt: r.ReadAt, Episode: r.Episode,
-		Since: r.Since, Grew: r.Grew, Samples: samples}}, nil
+		Since: r.Since, Grew: r.Grew, ExpiryTold: r.ExpiryTold, Samples: samples}}, nil
 }
 
 func readSamples(s string) ([]setaside.Sample, error) {
@@ -98,7 +99,7 @@ func (s *SetAside) Put(ctx context.Context, appID string, q setaside.Queue, w se
 		fmt.Fprintf(&b, "%d:%d", x.At.Unix(), x.Count)
 	}
 	row := &setAsideRow{Meta: tablestore.Meta{PartitionKey: appID, RowKey: q.Name}, Kind: string(q.Kind), Source: q.Source, Function: q.Function,
-		Count: int32(min(w.Count, 1<<31-1)), Oldest: w.Oldest, Expires: w.Expires, ReadAt: w.ReadAt, Episode: w.Episode, Since: w.Since, Grew: w.Grew, Samples: b.String()}
+		Count: int32(min(w.Count, 1<<31-1)), Oldest: w.Oldest, Expires: w.Expires, ReadAt: w.ReadAt, Episode: w.Episode, Since: w.Since, Grew: w.Grew, ExpiryTold: w.ExpiryTold, Samples: b.String()}
 	if err := s.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: set-aside %s/%s: %w", appID, q.Name, err)
 	}

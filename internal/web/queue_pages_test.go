@@ -243,3 +243,57 @@ func TestAnAppWhoseQueuesHangHoldsUpNoOther(t *testing.T) {
 		t.Errorf("the hanging app's page does not say its storage timed out:\n%s", page.body)
 	}
 }
+
+// A poison message that expires within a day is told before the queue
+// drops it: the queue's page warns, and its recipients get one notice.
+// On the real clock: the service stamps the message's expiry with its own.
+func TestAPoisonMessageAboutToExpireIsTold(t *testing.T) {
+	srv := apptest.StartWith(t, nil, apptest.Options{RealClock: true, SetAsideEvery: time.Second})
+	ctx := t.Context()
+	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	conn := queueConn(t)
+	if err := demo.SeedHostStorage(ctx, srv.App.Store, conn, time.Now(), demo.HostSeed{}); err != nil {
+		t.Fatal(err)
+	}
+	source := queueStem()
+	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Threshold: 10, Window: time.Minute,
+		State: circuit.Closed, ChangedAt: time.Now(), Queue: source, Recipients: []string{"queues@example.com"}}); err != nil {
+		t.Fatal(err)
+	}
+	makeQueue(t, conn, source)
+	poison := makeQueue(t, conn, source+"-poison")
+	ttl := int32(2 * 3600)
+	if _, err := poison.EnqueueMessage(ctx, "order 7", &azqueue.EnqueueMessageOptions{TimeToLive: &ttl}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	deadline := time.Now().Add(20 * time.Second)
+	for page := ""; !strings.Contains(page, `data-testid="setaside-expires">expires in 2 h`); page = viewer.get("/apps/" + demo.AppID + "/queues/" + source + "-poison").body {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue's page does not say its message expires in 2 h:\n%s", page)
+		}
+		time.Sleep(100 * time.Millisecond) // poll, bounded by the deadline: the watcher announces nothing
+	}
+	for {
+		msgs, err := srv.App.Store.Outbox.Recent(ctx, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		kinds := map[string]int{}
+		for _, m := range msgs {
+			if m.Circuit == alerts.SetAsideSubject(demo.AppID, source+"-poison") && m.To == "queues@example.com" {
+				kinds[m.Kind]++
+			}
+		}
+		if kinds[alerts.KindSetAsideExpiring] == 1 && kinds[alerts.KindSetAsideAppeared] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("notices about the poison queue: %v; want one appeared and one expiring", kinds)
+		}
+		time.Sleep(100 * time.Millisecond) // poll, bounded by the deadline: the watcher announces nothing
+	}
+}

@@ -65,6 +65,13 @@ func (c SetAsideComposer) words(ctx context.Context, m alerts.Message) (setAside
 		of = " (" + q.Function + ")"
 	}
 	switch m.Kind {
+	case alerts.KindSetAsideExpiring:
+		left := "soon"
+		if !q.Expires.IsZero() {
+			left = "at " + q.Expires.UTC().Format("Mon 2 Jan 15:04 MST")
+		}
+		w.title = fmt.Sprintf("%s in %s: its oldest message expires %s", queue, appID, left)
+		w.what = fmt.Sprintf("%s%s in %s holds %d messages: %s. The oldest expires %s, and the queue then drops it for good. Send them back to work before then, once the cause is fixed.", queue, of, appID, q.Count, why, left)
 	case alerts.KindSetAsideGrew:
 		w.title = fmt.Sprintf("%s in %s grew by %d in an hour", queue, appID, w.growth)
 		w.what = fmt.Sprintf("%s%s in %s holds %d messages, %d more than an hour ago: %s.", queue, of, appID, q.Count, w.growth, why)
@@ -94,8 +101,11 @@ func (c SetAsideComposer) SetAsideNotice(ctx context.Context, m alerts.Message) 
 		return alerts.Notice{}, err
 	}
 	typ := "setaside.appeared"
-	if m.Kind == alerts.KindSetAsideGrew {
+	switch m.Kind {
+	case alerts.KindSetAsideGrew:
 		typ = "setaside.grew"
+	case alerts.KindSetAsideExpiring:
+		typ = "setaside.expiring"
 	}
 	return alerts.Notice{Type: typ, Title: w.title, Text: w.what, At: c.Now().UTC(),
 		Facts:   []alerts.Fact{{Name: "App", Value: w.app}, {Name: "Queue", Value: w.queue}, {Name: "Messages", Value: fmt.Sprint(w.count)}, {Name: "Oldest", Value: w.oldest}},

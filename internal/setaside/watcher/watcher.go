@@ -125,7 +125,8 @@ func (w *Watcher) watchApp(ctx context.Context, app circuit.App, cs []circuit.Ci
 	look := func(q setaside.Queue, count int, oldest, expires time.Time) {
 		seen[q.Name] = true
 		watch, changes := setaside.Observe(byName[q.Name].Watch, count, oldest, now, app.SetAsideLimit)
-		watch.Expires = expires
+		watch, expiring := setaside.Expiry(watch, expires, now)
+		changes = append(changes, expiring...)
 		if err := w.Kept.Put(ctx, app.ID, q, watch); err != nil {
 			errs = append(errs, err)
 			return // told next time: the episode is not written yet

@@ -1,6 +1,8 @@
 package circuit
 
 import (
+	"context"
+	"errors"
 	"net/mail"
 	"strings"
 	"time"
@@ -86,4 +88,19 @@ func (e Escalation) validate(add func(field, format string, args ...any)) {
 			return
 		}
 	}
+}
+
+// CheckEscalationChannels asks check (a channel registry's Check) whether
+// e's channel ids name channels, and says its problems of escalate_to.
+func CheckEscalationChannels(ctx context.Context, check func(context.Context, []string) error, e Escalation) error {
+	_, channels := e.Split()
+	err := check(ctx, channels)
+	var v ValidationError
+	if errors.As(err, &v) {
+		for i := range v {
+			v[i].Field = "escalate_to"
+		}
+		return v
+	}
+	return err
 }

@@ -75,19 +75,9 @@ func (s *Service) checkChannels(ctx context.Context, ids []string) error {
 	return s.Channels.Check(ctx, ids)
 }
 
-// checkEscalation refuses escalation channel ids that name no channel,
-// said of the escalate_to field.
+// checkEscalation refuses escalation channel ids that name no channel.
 func (s *Service) checkEscalation(ctx context.Context, e Escalation) error {
-	_, channels := e.Split()
-	err := s.checkChannels(ctx, channels)
-	var v ValidationError
-	if errors.As(err, &v) {
-		for i := range v {
-			v[i].Field = "escalate_to"
-		}
-		return v
-	}
-	return err
+	return CheckEscalationChannels(ctx, s.checkChannels, e)
 }
 
 // FunctionChecker says why a function of an app cannot be guarded by its

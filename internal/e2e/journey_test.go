@@ -41,16 +41,7 @@ func TestRealClockJourney(t *testing.T) {
 	}
 	waitFor := func(what string, ok func(circuit.Circuit) bool) circuit.Circuit {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			if c := get(); ok(c) {
-				return c
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("ProcessOrders not %s within 20 s: %+v", what, get())
-			}
-			time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-		}
+		return waitState(t, srv, "ProcessOrders", what, ok)
 	}
 	mailAbout := func(episode int64) mailtest.Message {
 		t.Helper()

@@ -38,7 +38,10 @@ type cached struct {
 	ttl    time.Duration
 }
 
-// maxCached bounds the entries: past it, the expired go, then all.
+// maxCached bounds the entries: past it, the expired go, then all. An
+// entry is at most a page's groups (10 × a 1 kB text, 5 instances and 5
+// trace ids), so about 12 MB in all; its key is a stored circuit's, never
+// a name a request brings before the circuit is found.
 const maxCached = 1000
 
 // OfCircuit is OfCircuit of the cache's rows, from the cache while fresh.

@@ -311,17 +311,7 @@ func quoteOrDerived(s string) string {
 	return `"` + s + `"`
 }
 
-// checkEscalation refuses escalation channel ids that name no channel,
-// said of the escalate_to field.
+// checkEscalation refuses escalation channel ids that name no channel.
 func (r *Registry) checkEscalation(ctx context.Context, e circuit.Escalation) error {
-	_, channels := e.Split()
-	err := r.Channels.Check(ctx, channels)
-	var v circuit.ValidationError
-	if errors.As(err, &v) {
-		for i := range v {
-			v[i].Field = "escalate_to"
-		}
-		return v
-	}
-	return err
+	return circuit.CheckEscalationChannels(ctx, r.Channels.Check, e)
 }

@@ -150,7 +150,7 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 			d.closed = "the episode ended before the alert could be sent"
 			return d
 		}
-		if m.Kind == KindEscalated && c.AckedEpisode == c.Episode {
+		if (m.Kind == KindEscalated || m.Kind == KindExpiringEscalated) && c.AckedEpisode == c.Episode {
 			d.closed = "someone acknowledged the episode before the escalation was sent"
 			return d
 		}

@@ -4,7 +4,8 @@
 // namespace, which cannot be reached from here, in `make run` and in
 // tests, so that Fusebox's real azeventhubs client is what reads it.
 //
-// It is not a broker: it neither accepts nor delivers events. What it
+// It is not a broker: it accepts no events, and delivers only what a
+// partition's description implies (see Partition.EnqueuedAt). What it
 // copies from the service, and from where:
 //   - SASL ANONYMOUS, then a put-token on the $cbs node, as the Event Hubs
 //     clients do (azeventhubs internal/cbs.go, NegotiateClaim); any token
@@ -15,6 +16,14 @@
 //     status-description and a map body with the keys azeventhubs reads
 //     (mgmt.go: newEventHubProperties, newPartitionProperties), correlated
 //     by the request's message-id;
+//   - a receiver on <hub>/ConsumerGroups/<group>/Partitions/<id> with the
+//     selector filter azeventhubs sends for a sequence-number start
+//     (partition_client.go: getStartExpression, "amqp.annotation.x-opt-
+//     sequence-number > 'N'"), served as far as the peer grants credit:
+//     each event settled, with the x-opt-sequence-number, x-opt-offset and
+//     x-opt-enqueued-time annotations (event_data.go) and a data section;
+//     a start before the first retained event begins at that one, as the
+//     service does;
 //   - plain AMQP on a local port, as the Event Hubs emulator serves it to
 //     a connection string with UseDevelopmentEmulator=true.
 package amqphub
@@ -28,6 +37,8 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -38,6 +49,18 @@ type Partition struct {
 	LastOffset   string
 	LastEnqueued time.Time
 	Empty        bool
+	// FirstEnqueued is when event First arrived; zero: as LastEnqueued.
+	FirstEnqueued time.Time
+}
+
+// EnqueuedAt is when event seq arrived, for a partition whose events
+// arrived evenly between First and Last (the fixture's only model).
+func (p Partition) EnqueuedAt(seq int64) time.Time {
+	if p.FirstEnqueued.IsZero() || p.Last <= p.First {
+		return p.LastEnqueued
+	}
+	span := p.LastEnqueued.Sub(p.FirstEnqueued)
+	return p.FirstEnqueued.Add(time.Duration(float64(span) * float64(seq-p.First) / float64(p.Last-p.First)))
 }
 
 // Hub answers for the event hubs of one namespace.
@@ -125,7 +148,19 @@ type link struct {
 	// deliveries counts the peer's deliveries on a link it sends on, from
 	// its initial delivery-count: credit is topped up as they arrive.
 	deliveries uint32
+	// events is set on a receiver of a partition's events.
+	events *eventCursor
 }
+
+// eventCursor is where a partition receiver stands.
+type eventCursor struct {
+	hub, partition string
+	next           int64 // the next sequence number to deliver
+	sent           uint32
+}
+
+// maxBatch bounds the events sent for one grant of credit.
+const maxBatch = 100
 
 // credit is what the peer may send on a link before it hears again.
 const credit = 1000
@@ -153,7 +188,10 @@ const (
 	descSASLInit       = 0x41
 	descSASLOutcome    = 0x44
 	descProperties     = 0x73
+	descError          = 0x1d
+	descAnnotations    = 0x72
 	descAppProperties  = 0x74
+	descData           = 0x75
 	descValue          = 0x77
 )
 
@@ -236,9 +274,14 @@ func (cn *conn) run(ctx context.Context) error {
 		case descClose:
 			_ = cn.send(0, 0, described{descClose, list{}}, nil)
 			return nil
-		case descFlow, descDisposition:
-			// Credit and settlement the peer grants: replies are few and
-			// sent settled, so there is nothing to track.
+		case descFlow:
+			// Credit the peer grants: replies are few and need none
+			// tracked; a partition receiver is sent what it asks for.
+			if err := cn.flow(ctx, ch, fields); err != nil {
+				return err
+			}
+		case descDisposition:
+			// Everything is sent settled: nothing to track.
 		default:
 			return fmt.Errorf("amqphub: unexpected performative 0x%02x", code)
 		}
@@ -362,6 +405,7 @@ func (cn *conn) attach(ch uint16, f list) error {
 		l.address = tgt
 	} else {
 		l.address, l.reply = src, tgt
+		l.events = cursorOf(src, field(f, 5))
 	}
 	s.links[fieldUint(f, 1)] = l
 	incoming, outgoing := s.nextIncoming, s.nextOutgoing
@@ -373,6 +417,20 @@ func (cn *conn) attach(ch uint16, f list) error {
 		}
 		// Credit for the peer's requests.
 		return cn.send(0, ch, described{descFlow, list{incoming, uint32(65535), outgoing, uint32(65535), l.ours, l.deliveries, uint32(credit)}}, nil)
+	}
+	if l.events != nil {
+		if _, ok := cn.srv.Hub.Partition(context.Background(), l.events.hub, l.events.partition); !ok {
+			// As the service refuses a receiver of an entity it has not:
+			// an attach without a source, then a detach that says why.
+			cn.smu.Lock()
+			delete(s.links, fieldUint(f, 1))
+			cn.smu.Unlock()
+			if err := cn.send(0, ch, described{descAttach, list{field(f, 0), l.ours, false, field(f, 3), field(f, 4), nil, nil, nil, false, uint32(0)}}, nil); err != nil {
+				return err
+			}
+			why := fmt.Sprintf("The messaging entity '%s/Partitions/%s' could not be found.", l.events.hub, l.events.partition)
+			return cn.send(0, ch, described{descDetach, list{l.ours, true, described{descError, list{symbol("amqp:not-found"), why}}}}, nil)
+		}
 	}
 	return cn.send(0, ch, described{descAttach, list{field(f, 0), l.ours, false, field(f, 3), field(f, 4), source, target, nil, false, uint32(0)}}, nil)
 }
@@ -427,6 +485,86 @@ func (cn *conn) transfer(ctx context.Context, ch uint16, f list, payload []byte)
 		}
 	}()
 	return nil
+}
+
+// cursorOf reads a partition receiver's source: its address and the
+// sequence number its selector filter starts after (or at); nil for any
+// other link, or a start other than a sequence number, which this fixture
+// does not serve.
+func cursorOf(address string, source any) *eventCursor {
+	parts := strings.Split(address, "/")
+	if len(parts) != 5 || !strings.EqualFold(parts[1], "ConsumerGroups") || !strings.EqualFold(parts[3], "Partitions") {
+		return nil
+	}
+	d, _ := source.(described)
+	l, _ := d.value.(list)
+	filters, _ := field(l, 7).(mapVal)
+	for _, p := range filters {
+		sel, _ := p.value.(described)
+		expr, _ := sel.value.(string)
+		rest, ok := strings.CutPrefix(expr, "amqp.annotation.x-opt-sequence-number ")
+		if !ok {
+			continue
+		}
+		op, num, _ := strings.Cut(rest, " ")
+		n, err := strconv.ParseInt(strings.Trim(num, "'"), 10, 64)
+		if err != nil || (op != ">" && op != ">=") {
+			return nil
+		}
+		if op == ">" {
+			n++
+		}
+		return &eventCursor{hub: parts[0], partition: parts[4], next: n}
+	}
+	return nil
+}
+
+// flow sends a partition receiver the events its credit asks for, as far
+// as the partition has them.
+func (cn *conn) flow(ctx context.Context, ch uint16, f list) error {
+	s := cn.session(ch)
+	if s == nil || field(f, 4) == nil {
+		return nil
+	}
+	cn.smu.Lock()
+	l := s.links[fieldUint(f, 4)] // the peer's handle
+	cn.smu.Unlock()
+	if l == nil || l.events == nil {
+		return nil
+	}
+	// Credit counts from the delivery-count the peer has seen.
+	credit := int64(fieldUint(f, 5)) + int64(fieldUint(f, 6)) - int64(l.events.sent)
+	p, ok := cn.srv.Hub.Partition(ctx, l.events.hub, l.events.partition)
+	if !ok || p.Empty {
+		return nil
+	}
+	l.events.next = max(l.events.next, p.First)
+	for n := int64(0); n < min(credit, maxBatch) && l.events.next <= p.Last; n++ {
+		if err := cn.deliver(s, l, p, l.events.next); err != nil {
+			return err
+		}
+		l.events.next++
+		l.events.sent++
+	}
+	return nil
+}
+
+// deliver sends event seq, settled.
+func (cn *conn) deliver(s *session, l *link, p Partition, seq int64) error {
+	cn.smu.Lock()
+	delivery := s.nextDelivery
+	s.nextDelivery++
+	s.nextOutgoing++
+	cn.smu.Unlock()
+	e := &encoder{}
+	e.value(described{descAnnotations, mapVal{
+		{symbol("x-opt-sequence-number"), seq},
+		{symbol("x-opt-offset"), strconv.FormatInt(seq*256, 10)},
+		{symbol("x-opt-enqueued-time"), p.EnqueuedAt(seq).UTC()},
+	}})
+	e.value(described{descData, binaryVal(fmt.Appendf(nil, `{"sequence":%d}`, seq))})
+	tag := binary.BigEndian.AppendUint32(nil, delivery)
+	return cn.send(0, s.channel, described{descTransfer, list{l.ours, delivery, binaryVal(tag), uint32(0), true}}, e.b)
 }
 
 type request struct {

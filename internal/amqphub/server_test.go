@@ -137,3 +137,39 @@ func TestManyReadsOnOneConnection(t *testing.T) {
 		}
 	}
 }
+
+// A partition receiver started after a sequence number gets the events
+// after it, stamped with when each arrived; one started before the first
+// retained event gets that one, as from the service.
+func TestTheEventHubsClientReceivesTheEventsAfterASequenceNumber(t *testing.T) {
+	first := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	conn := serve(t, amqphub.Fixed{"orders": {
+		"0": {First: 100, Last: 200, FirstEnqueued: first, LastEnqueued: first.Add(100 * time.Second)},
+	}})
+	c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, "orders", azeventhubs.DefaultConsumerGroup, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close(context.Background())
+	for _, tc := range []struct {
+		after, want int64
+	}{{141, 142}, {10, 100}} {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		pc, err := c.NewPartitionClient("0", &azeventhubs.PartitionClientOptions{StartPosition: azeventhubs.StartPosition{SequenceNumber: &tc.after}, Prefetch: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := pc.ReceiveEvents(ctx, 2, nil)
+		cancel()
+		_ = pc.Close(context.Background())
+		if err != nil {
+			t.Fatalf("after %d: %v", tc.after, err)
+		}
+		if len(got) != 2 || got[0].SequenceNumber != tc.want || got[1].SequenceNumber != tc.want+1 {
+			t.Fatalf("after %d: received %d events, first %+v", tc.after, len(got), got)
+		}
+		if at := first.Add(time.Duration(tc.want-100) * time.Second); got[0].EnqueuedTime == nil || !got[0].EnqueuedTime.Equal(at) {
+			t.Fatalf("after %d: event %d enqueued %v, want %v", tc.after, tc.want, got[0].EnqueuedTime, at)
+		}
+	}
+}

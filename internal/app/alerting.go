@@ -2,11 +2,13 @@ package app
 
 import (
 	"context"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -44,7 +46,16 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 		reminders = -1 // the sender reads 0 as "the default"
 	}
 	store := st.store
-	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: &errgroups.Cache{Rows: store.Failures.Reader()}}
+	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: &errgroups.Cache{Rows: store.Failures.Reader()},
+		Retention: func(ci circuit.Circuit, app circuit.App) (hostinsight.Retention, bool) {
+			if !ci.State.TriggerOff() || ci.Pending() {
+				return hostinsight.Retention{}, false
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r, _, ok := out.hosts.OffRetention(ctx, app, ci, now(), ci.SwitchedAt())
+			return r, ok
+		}}
 	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
 	sender := alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,

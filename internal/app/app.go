@@ -55,6 +55,9 @@ type Options struct {
 	// SetAsideEvery is how often apps' poison and parking queues are
 	// looked at; default 30s.
 	SetAsideEvery time.Duration
+	// RetentionEvery is how often waiting events of switched-off Event
+	// Hubs triggers are looked at; default a minute.
+	RetentionEvery time.Duration
 	// DriftEvery is how often each ARM app's functions are compared with
 	// its circuits and jobs (zero: every 10 minutes).
 	DriftEvery time.Duration
@@ -94,10 +97,13 @@ type App struct {
 	sender   *alerts.Sender
 	watcher  *watcher.Watcher
 	sampler  *hostinsight.Sampler
-	hubs     *eventhub.Reader
-	drift    *fleet.DriftWatch // nil without an Azure identity
-	runner   *loop.Runner
-	books    atomic.Pointer[lease.Fence] // the books' lease while held here
+	// retention reminds of waiting events before their hub drops them.
+	retention      *alerts.RetentionWatch
+	retentionEvery time.Duration
+	hubs           *eventhub.Reader
+	drift          *fleet.DriftWatch // nil without an Azure identity
+	runner         *loop.Runner
+	books          atomic.Pointer[lease.Fence] // the books' lease while held here
 	// phase shifts this instance's evaluator ticks within the interval, at
 	// random: instances that tick at different moments see a table
 	// writer's crossing sooner than one would.
@@ -157,11 +163,13 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		scanner: jobScanner(o, store, out), // jobs.go
 		watcher: &watcher.Watcher{Apps: store.Apps, Circuits: store.Circuits, Kept: store.SetAside, Queues: out.queues,
 			Outbox: store.Outbox, Now: o.Clock.Now, Logger: o.Logger},
-		sampler:       &hostinsight.Sampler{Apps: store.Apps, Hosts: out.hosts, Samples: store.HostSamples, Now: o.Clock.Now},
-		runner:        &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m},
-		phase:         time.Duration(mathrand.Int64N(int64(b.evaluator.Interval()))),
-		setAsideEvery: cmp.Or(o.SetAsideEvery, 30*time.Second),
-		stopLife:      stopLife, stopTracing: stopTracing, wrap: o.WrapHandler,
+		sampler:        &hostinsight.Sampler{Apps: store.Apps, Hosts: out.hosts, Samples: store.HostSamples, Now: o.Clock.Now},
+		retention:      &alerts.RetentionWatch{Circuits: storage.EvaluatorStore{Store: store}, Reader: out.hosts, Outbox: store.Outbox, Clock: o.Clock},
+		runner:         &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m},
+		phase:          time.Duration(mathrand.Int64N(int64(b.evaluator.Interval()))),
+		setAsideEvery:  cmp.Or(o.SetAsideEvery, 30*time.Second),
+		retentionEvery: cmp.Or(o.RetentionEvery, time.Minute),
+		stopLife:       stopLife, stopTracing: stopTracing, wrap: o.WrapHandler,
 	}
 	a.runner.Recorder = loopRecorder{a} // loops.go
 	if err := a.ensureLoopJobs(ctx); err != nil {

@@ -49,6 +49,10 @@ func (a *App) loops() []background {
 		// The watcher looks at apps' poison and parking queues.
 		{"setaside/watcher", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000009", Name: "Fusebox: set-aside watcher", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
 			loop.Loop{Name: "setaside_watcher", Every: a.setAsideEvery, RecordEvery: time.Minute, Pass: a.watcher.Pass}},
+		// The retention watch reads, each minute, how long the events
+		// waiting behind switched-off Event Hubs triggers are safe.
+		{"hub/retention", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000a", Name: "Fusebox: retention watch", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
+			loop.Loop{Name: "retention_watch", Every: a.retentionEvery, Pass: a.retention.Pass}},
 		// The sampler keeps each app's learned concurrency every 5 minutes.
 		{"host/sampler", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000008", Name: "Fusebox: host sampler", Schedule: "0 */5 * * * *", Grace: 5 * time.Minute},
 			loop.Loop{Name: "host_sampler", Every: 5 * time.Minute, Pass: a.sampler.Pass}},

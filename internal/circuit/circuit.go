@@ -221,6 +221,10 @@ type Circuit struct {
 	// so its page shows its own checkpoints; empty: every checkpoint in the
 	// app's storage, unattributed.
 	EventHub string
+	// HubRetention is how long that hub keeps an event (its message
+	// retention), so the page and reminders say when waiting events begin
+	// to expire; zero: not known.
+	HubRetention time.Duration
 	// Queue is the queue that triggers the function, for a queue-triggered
 	// one: the host sets its poison messages aside in "<Queue>-poison".
 	Queue string

@@ -46,3 +46,34 @@ func TestAnEscalationNamesWhoAndWhenTogether(t *testing.T) {
 		})
 	}
 }
+
+// A hub's retention is whole hours up to Event Hubs' 90 days, and only
+// beside the hub it belongs to.
+func TestAHubRetentionIsWholeHoursOfANamedHub(t *testing.T) {
+	app := &circuit.App{ID: "orders"}
+	for _, tc := range []struct {
+		name string
+		hub  string
+		keep time.Duration
+		says string
+	}{
+		{"unknown", "orders", 0, ""},
+		{"a day", "orders", 24 * time.Hour, ""},
+		{"90 days", "orders", 90 * 24 * time.Hour, ""},
+		{"91 days", "orders", 91 * 24 * time.Hour, "at most 90 days"},
+		{"negative", "orders", -time.Hour, "at most 90 days"},
+		{"half an hour", "orders", 30 * time.Minute, "whole hours"},
+		{"no hub", "", 24 * time.Hour, "needs the event hub"},
+	} {
+		c := circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 1, Window: time.Minute, EventHub: tc.hub, HubRetention: tc.keep}
+		err := c.Validate(app)
+		var v circuit.ValidationError
+		switch {
+		case tc.says == "" && err != nil:
+			t.Errorf("%s: refused: %v", tc.name, err)
+		case tc.says == "":
+		case !errors.As(err, &v) || !strings.Contains(v.For("event_hub_retention"), tc.says):
+			t.Errorf("%s: %v; want event_hub_retention to say %q", tc.name, err, tc.says)
+		}
+	}
+}

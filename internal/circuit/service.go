@@ -258,15 +258,18 @@ type Settings struct {
 	Channels   []string
 	Escalate   Escalation
 	EventHub   string
-	Queue      string
-	Parking    string
-	Policy     Policy
-	Shadow     bool
+	// HubRetention is the hub's message retention; zero: unknown.
+	HubRetention time.Duration
+	Queue        string
+	Parking      string
+	Policy       Policy
+	Shadow       bool
 }
 
 func (s Settings) apply(c Circuit) Circuit {
 	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
 	c.Channels, c.EventHub, c.Queue, c.Parking, c.Escalate = s.Channels, s.EventHub, s.Queue, s.Parking, s.Escalate
+	c.HubRetention = s.HubRetention
 	return c
 }
 

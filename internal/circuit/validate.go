@@ -34,6 +34,10 @@ func ValidAppID(id string) bool { return appIDPattern.MatchString(id) }
 
 // Validate checks a circuit's settings against its app. app may be nil
 // when the app is unknown, which is itself a problem.
+// MaxHubRetention is the longest Event Hubs keeps an event (Premium and
+// Dedicated: 90 days).
+const MaxHubRetention = 90 * 24 * time.Hour
+
 func (c Circuit) Validate(app *App) error {
 	var v ValidationError
 	add := v.Add
@@ -82,6 +86,14 @@ func (c Circuit) Validate(app *App) error {
 	}
 	if len(c.EventHub) > 300 || strings.Count(c.EventHub, "/") > 2 || strings.Contains(c.EventHub, "//") {
 		add("event_hub", "must be a hub name, hub/consumer group, or namespace/hub/consumer group")
+	}
+	switch {
+	case c.HubRetention < 0 || c.HubRetention > MaxHubRetention:
+		add("event_hub_retention", "must be at most 90 days (2160h), as Event Hubs keeps events no longer")
+	case c.HubRetention%time.Hour != 0:
+		add("event_hub_retention", "must be whole hours, as Event Hubs sets it")
+	case c.HubRetention > 0 && c.EventHub == "":
+		add("event_hub_retention", "needs the event hub it consumes")
 	}
 	if c.Queue != "" && !setaside.ValidQueueName(c.Queue) {
 		add("queue", "must be a queue name: 3 to 63 lowercase letters, digits and single hyphens")

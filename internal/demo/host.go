@@ -39,6 +39,20 @@ const (
 	ParkingQueue = "orders-parked"
 )
 
+// seededCheckpoints are the sequence numbers SeedHostStorage checkpoints
+// on partitions 0 to 3; partition 1's is the furthest behind.
+var seededCheckpoints = []int64{48211, 47930, 48502, 48117}
+
+// AgedStream is an orders hub of rate events a second per partition,
+// keeping them keep, in which the oldest event waiting behind the seeded
+// checkpoints (partition 1's, after 47930) arrived at oldest; now is its
+// clock (nil: the real one).
+func AgedStream(oldest time.Time, rate float64, keep time.Duration, now func() time.Time) Stream {
+	next := seededCheckpoints[1] + 1
+	return Stream{Name: "orders", Partitions: len(seededCheckpoints), Rate: rate, Retention: keep, Now: now,
+		Epoch: oldest.Add(-time.Duration(float64(next+1) / rate * float64(time.Second)))}
+}
+
 // SeedHostStorage writes, into the blob service of connectionString, what
 // a Functions host keeps in its AzureWebJobsStorage — Event Hubs
 // checkpoints and ownership for the demo's orders hub, a learned-
@@ -74,7 +88,7 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 	if ns == "" {
 		ns = "orders-demo.servicebus.windows.net"
 	}
-	still := []int64{48211, 47930, 48502, 48117}
+	still := seededCheckpoints
 	if o.Live {
 		still = nil
 	}
@@ -117,6 +131,9 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 		return err
 	}
 	ci.EventHub = ns + "/orders/$default"
+	// As the demo's hub keeps them: its page counts down to the first
+	// waiting event's expiry while the trigger is off.
+	ci.HubRetention = OrdersStream(now).Retention
 	if o.Queues {
 		ci.Parking = ParkingQueue
 	}

@@ -24,6 +24,20 @@ type Stream struct {
 	Rate       float64 // events per second per partition
 	Epoch      time.Time
 	Retention  time.Duration
+	// Now is the hub's clock; nil: the real one.
+	Now func() time.Time
+}
+
+func (s Stream) now() time.Time {
+	if s.Now == nil {
+		return time.Now()
+	}
+	return s.Now()
+}
+
+// EnqueuedAt is when event seq arrived.
+func (s Stream) EnqueuedAt(seq int64) time.Time {
+	return s.Epoch.Add(time.Duration(float64(seq+1) / s.Rate * float64(time.Second)))
 }
 
 // Head is the last sequence number of each partition at now; -1: none yet.
@@ -62,12 +76,14 @@ func (h served) Partition(_ context.Context, hub, id string) (amqphub.Partition,
 	if !strings.EqualFold(hub, h.s.Name) || err != nil || p < 0 || p >= h.s.Partitions || strconv.Itoa(p) != id {
 		return amqphub.Partition{}, false
 	}
-	last := h.s.Head(time.Now())
+	now := h.s.now()
+	last := h.s.Head(now)
 	if last < 0 {
 		return amqphub.Partition{First: 0, Last: -1, Empty: true}, true
 	}
-	at := h.s.Epoch.Add(time.Duration(float64(last+1) / h.s.Rate * float64(time.Second)))
-	return amqphub.Partition{First: min(h.s.First(time.Now()), last), Last: last, LastOffset: strconv.FormatInt(last*256, 10), LastEnqueued: at}, true
+	first := min(h.s.First(now), last)
+	return amqphub.Partition{First: first, Last: last, LastOffset: strconv.FormatInt(last*256, 10),
+		LastEnqueued: h.s.EnqueuedAt(last), FirstEnqueued: h.s.EnqueuedAt(first)}, true
 }
 
 // OrdersStream is the hub the demo app's ProcessOrders consumes under

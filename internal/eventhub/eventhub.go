@@ -1,6 +1,8 @@
 // Package eventhub reads, through azeventhubs, the newest sequence number
 // of each partition of an event hub, so that the events waiting behind a
-// function's checkpoints can be counted. It only reads.
+// function's checkpoints can be counted, and when the first of them
+// arrived, so that the page can say when retention begins to drop them.
+// It only reads, and never checkpoints.
 package eventhub
 
 import (
@@ -10,6 +12,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
@@ -117,6 +120,58 @@ wait:
 		r.drop(key, c)
 	}
 	return heads, errors.Join(errs...)
+}
+
+// Oldest is when the first event after sequence number after arrived on
+// partition of hub: the oldest event waiting behind a checkpoint there,
+// which retention drops first. It receives that one event and no more
+// (no prefetch), on the $Default consumer group without an owner level:
+// the service refuses it while a host holds the partition with one, and
+// the host's receiver, when it comes, takes the partition back, so a read
+// never holds up the function. Ask only while its trigger is off.
+func (r *Reader) Oldest(ctx context.Context, conn, namespace, hub, partition string, after int64) (time.Time, error) {
+	key := conn + "|" + namespace + "|" + hub
+	c, err := r.client(ctx, key, conn, namespace, hub)
+	if err != nil {
+		return time.Time{}, err
+	}
+	type result struct {
+		at  time.Time
+		err error
+	}
+	// Like the partition reads: abandoned at ctx's end, whatever the SDK
+	// does meanwhile.
+	done := make(chan result, 1)
+	go func() {
+		pc, err := c.NewPartitionClient(partition, &azeventhubs.PartitionClientOptions{
+			StartPosition: azeventhubs.StartPosition{SequenceNumber: &after}, Prefetch: -1})
+		if err != nil {
+			done <- result{err: err}
+			return
+		}
+		defer func() { _ = pc.Close(context.WithoutCancel(ctx)) }()
+		evs, err := pc.ReceiveEvents(ctx, 1, nil)
+		switch {
+		case err != nil:
+			done <- result{err: err}
+		case len(evs) == 0 || evs[0].EnqueuedTime == nil:
+			done <- result{err: errors.New("the event carries no enqueued time")}
+		default:
+			done <- result{at: *evs[0].EnqueuedTime}
+		}
+	}()
+	select {
+	case res := <-done:
+		if res.err != nil {
+			if ctx.Err() != nil {
+				return time.Time{}, fmt.Errorf("eventhub: %s partition %s did not deliver its oldest waiting event in time: %w", hub, partition, context.DeadlineExceeded)
+			}
+			return time.Time{}, &readError{msg: "eventhub: partition " + partition + ": " + class(res.err), err: res.err}
+		}
+		return res.at, nil
+	case <-ctx.Done():
+		return time.Time{}, fmt.Errorf("eventhub: %s partition %s did not deliver its oldest waiting event in time: %w", hub, partition, context.DeadlineExceeded)
+	}
 }
 
 // timedOut reports whether a read ended on a network time-out: the SDK

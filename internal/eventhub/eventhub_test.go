@@ -274,3 +274,27 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 		}
 	}
 }
+
+// The oldest waiting event is the one after the checkpoint, read from the
+// hub with the time it arrived; a checkpoint before the first retained
+// event reads that one.
+func TestOldestIsWhenTheEventAfterTheCheckpointArrived(t *testing.T) {
+	first := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
+	conn := serve(t, amqphub.Fixed{"orders": {"0": {First: 1000, Last: 2000, FirstEnqueued: first, LastEnqueued: first.Add(1000 * time.Second)}}})
+	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
+	defer r.Close(context.Background())
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, tc := range []struct {
+		after int64
+		want  time.Time
+	}{{1499, first.Add(500 * time.Second)}, {10, first}} {
+		got, err := r.Oldest(ctx, conn, "orders.servicebus.windows.net", "orders", "0", tc.after)
+		if err != nil || !got.Equal(tc.want) {
+			t.Errorf("after %d: oldest %v (%v), want %v", tc.after, got, err, tc.want)
+		}
+	}
+	if _, err := r.Oldest(ctx, conn, "orders.servicebus.windows.net", "orders", "9", 10); err == nil {
+		t.Error("a partition the hub does not have gave an arrival time")
+	}
+}

@@ -42,6 +42,9 @@ type HeadReader interface {
 	// conn. It returns ErrOtherHub when conn does not lead there, and
 	// the heads it read beside an error for those it could not.
 	Heads(ctx context.Context, conn, namespace, hub string, partitions []string) (map[string]Head, error)
+	// Oldest reads when the first event after sequence number after
+	// arrived on a partition.
+	Oldest(ctx context.Context, conn, namespace, hub, partition string, after int64) (time.Time, error)
 }
 
 // ErrOtherHub is a connection for another namespace or event hub.

@@ -20,6 +20,38 @@ type Position struct {
 	// switched off. It should not have been: something else consumes with
 	// the same consumer group, or the host had not stopped yet.
 	MovedWhileOff bool
+	// Oldest is when the first waiting event arrived (zero: not read);
+	// retention drops it first.
+	Oldest time.Time
+}
+
+// Expires is when the hub's retention begins to drop the events waiting
+// behind p: its oldest waiting event's arrival plus retention. False when
+// nothing waits, the oldest was not read, or the retention is unknown.
+func (p Position) Expires(retention time.Duration) (time.Time, bool) {
+	if !p.Counted || p.Waiting == 0 || p.Oldest.IsZero() || retention <= 0 {
+		return time.Time{}, false
+	}
+	return p.Oldest.Add(retention), true
+}
+
+// FirstExpiry is the earliest Expires of ps, and its partition.
+func FirstExpiry(ps []Position, retention time.Duration) (at time.Time, partition Position, ok bool) {
+	for _, p := range ps {
+		if e, has := p.Expires(retention); has && (!ok || e.Before(at)) {
+			at, partition, ok = e, p, true
+		}
+	}
+	return at, partition, ok
+}
+
+// Lost adds up the events retention dropped before they were read.
+func Lost(ps []Position) int64 {
+	var n int64
+	for _, p := range ps {
+		n += p.Expired
+	}
+	return n
 }
 
 // Positions are the checkpoints of the hub ref names, each with what waits

@@ -59,6 +59,8 @@ type Source struct {
 	// cells, one per open circuit of an app) to a single read.
 	flight singleflight.Group
 
+	oldest oldestCache
+
 	mu    sync.Mutex
 	cache map[string]cached
 	held  map[string]time.Time // app|blob -> when first seen leased

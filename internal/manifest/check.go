@@ -220,8 +220,8 @@ func (c Circuit) domain() circuit.Circuit {
 	return circuit.Circuit{AppID: c.App, Function: c.Function, Threshold: c.Threshold, Window: time.Duration(c.Window),
 		Rule:       circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess},
 		Recipients: c.Recipients, Channels: c.Channels, EventHub: c.EventHub, Queue: c.Queue, Parking: c.ParkingQueue, Shadow: c.Shadow,
-		Escalate: circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)},
-		Policy:   circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}
+		Escalate: circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)}, HubRetention: time.Duration(c.HubRetention),
+		Policy: circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}
 }
 
 func (j Job) domain() jobs.Job {

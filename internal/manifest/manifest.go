@@ -91,6 +91,7 @@ type Circuit struct {
 	MaxCooldown   Duration `yaml:"max_cooldown,omitempty"`
 	Shadow        bool     `yaml:"shadow,omitempty"`
 	EventHub      string   `yaml:"event_hub,omitempty"`
+	HubRetention  Duration `yaml:"event_hub_retention,omitempty"`
 	Queue         string   `yaml:"queue,omitempty"`
 	ParkingQueue  string   `yaml:"parking_queue,omitempty"`
 	Line          int      `yaml:"-" plan:"-"`

@@ -79,7 +79,7 @@ func NewPagerDutyEvent(n alerts.Notice, routingKey string) PagerDutyEvent {
 // warning or info); Opsgenie's priority follows it.
 func severity(typ string) string {
 	switch typ {
-	case "circuit.opened", "circuit.reminder", "circuit.escalated":
+	case "circuit.opened", "circuit.reminder", "circuit.escalated", "circuit.expiring", "circuit.expiring_escalated", "circuit.events_lost":
 		return "critical"
 	case "circuit.held", "circuit.flapping", "job.missing", "job.failing":
 		return "error"

@@ -81,6 +81,7 @@ type circuitRow struct {
 	EscalateTo         string  // comma-separated addresses and channel ids told when an episode goes unacknowledged...
 	EscalateSeconds    int32   // ...this long; 0: no escalation
 	EventHub           string  // optional: hub[/consumer group] the function consumes
+	HubRetentionHours  int32   // optional: that hub's message retention
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
@@ -137,6 +138,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub,
 		Escalate: circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)}, Queue: r.Queue, Parking: r.Parking,
+		HubRetention:  hubRetention(r.HubRetentionHours),
 		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
@@ -146,6 +148,16 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
 		Incarnation: r.Incarnation, Version: string(r.ETag),
 	}, nil
+}
+
+// hubRetention is a row's hub retention; out of range (written by hand)
+// it is not known, which costs only the countdown, not the circuit.
+func hubRetention(hours int32) time.Duration {
+	d := time.Duration(hours) * time.Hour
+	if d < 0 || d > circuit.MaxHubRetention {
+		return 0
+	}
+	return d
 }
 
 // setState copies a circuit's state fields into the row.
@@ -163,7 +175,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
 	r.FailureRatio, r.MinCalls, r.NoSuccess = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess
 	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
-	r.Queue, r.Parking = c.Queue, c.Parking
+	r.Queue, r.Parking, r.HubRetentionHours = c.Queue, c.Parking, int32(c.HubRetention/time.Hour)
 	r.EscalateTo, r.EscalateSeconds = strings.Join(c.Escalate.To, ","), int32(c.Escalate.After/time.Second)
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)

@@ -219,7 +219,7 @@ func AlertMailHTML(m AlertMail) templ.Component {
 			}
 		}
 		if m.ResumeURL != "" {
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<p>Events wait in the hub and its checkpoint stays put while the trigger is off. Once the cause is fixed, resume the function: it continues from its last checkpoint and nothing is lost.</p><p><a href=\"")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 17, "<p>Events wait in the hub and its checkpoint stays put while the trigger is off, for as long as the hub's retention keeps them. Once the cause is fixed, resume the function: it continues from its last checkpoint.</p><p><a href=\"")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

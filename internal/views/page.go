@@ -110,3 +110,6 @@ func plural(n int, one, many string) string {
 	}
 	return many
 }
+
+// Until is until for handlers that build words for a page.
+func Until(now, t time.Time) string { return until(now, t) }

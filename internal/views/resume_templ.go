@@ -283,7 +283,7 @@ func ResumePage(m Resume) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<p>While the trigger is off, events wait in the hub and the checkpoint stays where it is. Resuming switches the trigger on; the function continues from its last checkpoint, so nothing is lost. If the failures go on, the circuit trips again.</p><form method=\"post\" action=\"")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 20, "<p>While the trigger is off, events wait in the hub and the checkpoint stays where it is. Resuming switches the trigger on; the function continues from its last checkpoint, so nothing the hub still keeps is lost. If the failures go on, the circuit trips again.</p><form method=\"post\" action=\"")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -32,6 +32,7 @@ type circuitJSON struct {
 	Channels        []string   `json:"channels"`
 	EscalateTo      []string   `json:"escalate_to"`
 	EscalateSeconds int        `json:"escalate_after_seconds"`
+	RetentionHours  int        `json:"event_hub_retention_hours,omitempty"`
 	AckedEpisode    int64      `json:"acknowledged_episode,omitempty"`
 	AutoResume      bool       `json:"auto_resume"`
 	CooldownSeconds int        `json:"cooldown_seconds"`
@@ -85,7 +86,7 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
-		EscalateTo: c.Escalate.To, EscalateSeconds: int(c.Escalate.After / time.Second),
+		EscalateTo: c.Escalate.To, EscalateSeconds: int(c.Escalate.After / time.Second), RetentionHours: int(c.HubRetention / time.Hour),
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second), MaxCooldownSecs: int(c.Policy.MaxCooldown / time.Second), EventHub: c.EventHub,
 		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Queue: c.Queue, ParkingQueue: c.Parking}
 	if j.Channels == nil {
@@ -183,6 +184,7 @@ type settingsJSON struct {
 	EscalateTo      []string `json:"escalate_to"`
 	EscalateSeconds int      `json:"escalate_after_seconds"`
 	EventHub        string   `json:"event_hub"`
+	RetentionHours  int      `json:"event_hub_retention_hours"`
 	Queue           string   `json:"queue,omitempty"`
 	ParkingQueue    string   `json:"parking_queue,omitempty"`
 	AutoResume      bool     `json:"auto_resume"`
@@ -193,8 +195,8 @@ type settingsJSON struct {
 
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
-		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second},
-		Rule:     circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess}, Shadow: j.Shadow,
+		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
+		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
 

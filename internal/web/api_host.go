@@ -20,17 +20,26 @@ type positionJSON struct {
 	Owner         string    `json:"owner,omitempty"`
 	Waiting       *int64    `json:"waiting"` // null: unknown
 	Expired       int64     `json:"expired"`
-	MovedWhileOff bool      `json:"moved_while_off"`
+	// Oldest is when the oldest waiting event arrived, read while the
+	// trigger is off; Expires when retention drops it (null: unknown).
+	Oldest        *time.Time `json:"oldest_waiting,omitempty"`
+	Expires       *time.Time `json:"expires,omitempty"`
+	MovedWhileOff bool       `json:"moved_while_off"`
 }
 
 type hostJSON struct {
 	ReadAt time.Time `json:"read_at"`
 	// Own: the circuit names its hub, and these are its checkpoints.
-	Own         bool           `json:"own"`
-	Positions   []positionJSON `json:"positions"`
-	Waiting     *int64         `json:"waiting"` // over the counted partitions; null: none counted
-	Concurrency *int           `json:"learned_concurrency"`
-	Problems    []problemJSON  `json:"problems"`
+	Own       bool           `json:"own"`
+	Positions []positionJSON `json:"positions"`
+	Waiting   *int64         `json:"waiting"` // over the counted partitions; null: none counted
+	// Expires is when the first waiting event expires, and Lost how many
+	// expired before they were read; set while the trigger is off.
+	Expires        *time.Time    `json:"expires,omitempty"`
+	Lost           int64         `json:"lost"`
+	RetentionHours int           `json:"event_hub_retention_hours,omitempty"`
+	Concurrency    *int          `json:"learned_concurrency"`
+	Problems       []problemJSON `json:"problems"`
 }
 
 type problemJSON struct {
@@ -45,11 +54,11 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	snap, ok := s.hostSnapshot(c.Request().Context(), ci)
+	snap, app, ok := s.hostSnapshot(c.Request().Context(), ci)
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
 	}
-	ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
+	ps, own := s.behind(c.Request().Context(), ci, app, &snap)
 	j := hostJSON{ReadAt: snap.ReadAt, Own: own, Positions: []positionJSON{}, Problems: []problemJSON{}}
 	for _, p := range ps {
 		pj := positionJSON{Namespace: p.Namespace, Hub: p.Hub, ConsumerGroup: p.ConsumerGroup, Partition: p.Partition, Offset: p.Offset,
@@ -60,11 +69,21 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 		if p.Counted {
 			pj.Waiting = &p.Waiting
 		}
+		if !p.Oldest.IsZero() {
+			pj.Oldest = &p.Oldest
+			if e, ok := p.Expires(ci.HubRetention); ok {
+				pj.Expires = &e
+			}
+		}
 		j.Positions = append(j.Positions, pj)
 	}
 	if waiting, counted, _ := hostinsight.Waiting(ps); counted > 0 {
 		j.Waiting = &waiting
 	}
+	if r := hostinsight.RetentionOf(ps, ci.HubRetention); !r.Expires.IsZero() {
+		j.Expires = &r.Expires
+	}
+	j.Lost, j.RetentionHours = hostinsight.Lost(ps), int(ci.HubRetention/time.Hour)
 	if snap.Concurrency != nil {
 		if n, ok := snap.Concurrency.Functions[ci.Function]; ok {
 			j.Concurrency = &n

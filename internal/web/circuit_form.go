@@ -64,6 +64,9 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 		m.MaxCooldown = spoken.Duration(ci.Policy.MaxCooldown)
 	}
 	m.EscalateTo = strings.Join(ci.Escalate.To, ", ")
+	if ci.HubRetention > 0 {
+		m.HubRetention = spoken.Duration(ci.HubRetention)
+	}
 	if ci.Escalate.After > 0 {
 		m.EscalateAfter = spoken.Duration(ci.Escalate.After)
 	}
@@ -153,6 +156,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), Queue: strings.TrimSpace(c.FormValue("queue")), Parking: strings.TrimSpace(c.FormValue("parking_queue")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 		EscalateTo: strings.TrimSpace(c.FormValue("escalate_to")), EscalateAfter: strings.TrimSpace(c.FormValue("escalate_after")),
+		HubRetention: strings.TrimSpace(c.FormValue("event_hub_retention")),
 	}
 }
 
@@ -189,6 +193,13 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
 	set.Queue, set.Parking = m.Queue, m.Parking
 	set.Escalate.To = splitComma(m.EscalateTo)
+	if m.HubRetention != "" {
+		d, err := time.ParseDuration(m.HubRetention)
+		if err != nil {
+			problems["event_hub_retention"] = "must be a duration in hours, such as 24h or 168h, or empty when not known"
+		}
+		set.HubRetention = d
+	}
 	if m.EscalateAfter != "" {
 		d, err := time.ParseDuration(m.EscalateAfter)
 		if err != nil {

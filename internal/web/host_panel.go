@@ -13,18 +13,22 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/views"
+	"github.com/fusebox/fusebox/internal/wording"
 )
 
 // hostPanel builds what the circuit and resume pages show of the app's own
 // storage; nil when the app has none configured or nobody can read it.
 func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
-	snap, ok := s.hostSnapshot(ctx, ci)
+	snap, app, ok := s.hostSnapshot(ctx, ci)
 	if !ok {
 		return nil
 	}
 	now := s.Now()
 	m := &views.HostPanel{ReadAt: views.Ago(now, snap.ReadAt)}
-	ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
+	ps, own := s.behind(ctx, ci, app, &snap)
+	if own && !offSince(ci).IsZero() {
+		m.Retention, m.RetentionUrgent = wording.Retention(hostinsight.RetentionOf(ps, ci.HubRetention), now)
+	}
 	if !own && len(ps) > 0 {
 		m.Note = "These are every checkpoint in the app's storage. Name the event hub " + ci.Function + " consumes in its settings to see which are its own, where it resumes, and whether they moved while it was off."
 	}
@@ -39,6 +43,12 @@ func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views
 			Offset: p.Offset, Moved: views.Ago(now, p.Moved), Owner: p.Owner, MovedWhileOff: p.MovedWhileOff}
 		if p.Counted {
 			row.Waiting = strconv.FormatInt(p.Waiting, 10)
+		}
+		if !p.Oldest.IsZero() {
+			row.Oldest, m.ShowOldest = views.Ago(now, p.Oldest), true
+			if e, ok := p.Expires(ci.HubRetention); ok {
+				row.Expires = views.Until(now, e)
+			}
 		}
 		if p.Expired > 0 {
 			lost = append(lost, fmt.Sprintf("%d on %s/%s", p.Expired, p.Hub, p.Partition))
@@ -99,7 +109,7 @@ func (s *CircuitPages) circuitWaiting(c echo.Context) error {
 		return err
 	}
 	m := views.Waiting{Href: circuitHref(ci)}
-	if snap, ok := s.hostSnapshot(c.Request().Context(), ci); ok {
+	if snap, _, ok := s.hostSnapshot(c.Request().Context(), ci); ok {
 		ps, own := hostinsight.Positions(snap, ci.Consumes(), offSince(ci))
 		if waiting, counted, of := hostinsight.Waiting(ps); own && counted > 0 {
 			m.Count = strconv.FormatInt(waiting, 10)
@@ -111,17 +121,30 @@ func (s *CircuitPages) circuitWaiting(c echo.Context) error {
 
 // hostSnapshot is what the app's own storage and hub say of ci's app;
 // false when Fusebox reads neither.
-func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, bool) {
+func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, circuit.App, bool) {
 	if s.HostInsight == nil {
-		return hostinsight.Snapshot{}, false
+		return hostinsight.Snapshot{}, circuit.App{}, false
 	}
 	app, err := s.Apps.Get(ctx, ci.AppID)
 	if err != nil {
-		return hostinsight.Snapshot{}, false
+		return hostinsight.Snapshot{}, circuit.App{}, false
 	}
 	// A snapshot kept from before the last switch would show checkpoints
 	// of a trigger that has since stopped or started.
-	return s.HostInsight.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
+	snap, ok := s.HostInsight.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
+	return snap, app, ok
+}
+
+// behind is where ci's partitions stand in snap, and, while its trigger
+// is off, when the oldest event waiting behind each arrived: what waits
+// behind a trigger that is off ages toward the hub's retention. Partitions
+// whose oldest could not be read are added to snap's problems.
+func (s *CircuitPages) behind(ctx context.Context, ci circuit.Circuit, app circuit.App, snap *hostinsight.Snapshot) ([]hostinsight.Position, bool) {
+	ps, own := hostinsight.Positions(*snap, ci.Consumes(), offSince(ci))
+	if own && !offSince(ci).IsZero() {
+		snap.Problems = append(snap.Problems, s.HostInsight.ReadOldest(ctx, app, ps, 3*time.Second)...)
+	}
+	return ps, own
 }
 
 // offSince is when the circuit's trigger was switched off; zero while it

@@ -15,6 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
@@ -30,6 +31,10 @@ type Composer struct {
 	// (errgroups.OfCircuit), for the alerts that a trip or a reminder
 	// sends; an error leaves them out.
 	Errors errgroups.Grouper
+	// Retention, when set, reads what waits behind a switched-off
+	// trigger and when it begins to expire, for the reminders ahead of
+	// the hub's retention; false leaves the numbers out.
+	Retention func(ci circuit.Circuit, app circuit.App) (hostinsight.Retention, bool)
 }
 
 // mailErrors is how many groups of what failed an alert names.
@@ -138,6 +143,8 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		}
 		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s at %s because %s. %s, and nobody has acknowledged it in %s, so you are told as its escalation list. Acknowledge it from the link to say you are on it, or resume it once the cause is fixed.",
 			ci.Function, name, model.ChangedAt, ci.Reason, told, after)
+	case strings.HasPrefix(m.Kind, alerts.KindExpiringPrefix) || m.Kind == alerts.KindEventsLost:
+		c.retentionWords(&w, &model, m, ci, app, name, link)
 	case ci.State == circuit.ForcedOpen:
 		// A trip by hand is deliberate: the alert informs, and only an
 		// operator signed in to Fusebox undoes it, so it carries no link.
@@ -209,7 +216,7 @@ func text(m views.AlertMail) string {
 		b.WriteString("\n")
 	}
 	if m.ResumeURL != "" {
-		fmt.Fprintf(&b, "Events wait in the hub and its checkpoint stays put while the trigger is off.\nOnce the cause is fixed, resume the function: it continues from its\nlast checkpoint and nothing is lost. Review and resume here (the link asks\nbefore it acts; it works until %s, or until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)
+		fmt.Fprintf(&b, "Events wait in the hub and its checkpoint stays put while the trigger is off,\nfor as long as the hub's retention keeps them. Once the cause is fixed,\nresume the function: it continues from its last checkpoint. Review and resume here (the link asks\nbefore it acts; it works until %s, or until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)
 	}
 	fmt.Fprintf(&b, "The circuit in Fusebox:\n\n  %s\n", m.CircuitURL)
 	return b.String()

@@ -1,0 +1,87 @@
+package hostinsight
+
+// The oldest waiting event of each partition of a switched-off trigger,
+// read from the hub: what retention drops first.
+
+import (
+	"context"
+	"errors"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// oldestKept bounds the arrival times kept: one per partition position
+// read, each some 100 bytes.
+const oldestKept = 10000
+
+// oldestCache keeps arrival times by app, partition and sequence number:
+// the event after a checkpoint arrived when it arrived, so a time is read
+// once for as long as the checkpoint stays where it is.
+type oldestCache struct {
+	mu sync.Mutex
+	at map[string]time.Time
+}
+
+func (c *oldestCache) get(k string) (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t, ok := c.at[k]
+	return t, ok
+}
+
+func (c *oldestCache) put(k string, t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.at == nil || len(c.at) >= oldestKept {
+		c.at = map[string]time.Time{} // start over rather than grow
+	}
+	c.at[k] = t
+}
+
+// ReadOldest fills in Oldest for each of ps with events waiting and none
+// yet lost: read from app's hub side by side, within timeout, or kept from
+// an earlier read of the same position. Where some were lost, the oldest
+// waiting event is already past retention, and the loss is what is told.
+// Call it only while the function's trigger is off (see eventhub.Reader).
+// It returns a problem for each partition that could not be read.
+func (s *Source) ReadOldest(ctx context.Context, app circuit.App, ps []Position, timeout time.Duration) []Problem {
+	if s.Hubs == nil || app.EventHubs == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var problems []Problem
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for i := range ps {
+		p := &ps[i]
+		if !p.Counted || p.Waiting == 0 || p.Expired > 0 {
+			continue
+		}
+		k := app.ID + "|" + app.EventHubs + "|" + p.Key() + "|" + strconv.FormatInt(p.Sequence, 10)
+		if t, ok := s.oldest.get(k); ok {
+			p.Oldest = t
+			continue
+		}
+		wg.Go(func() {
+			t, err := s.Hubs.Oldest(ctx, app.EventHubs, p.Namespace, p.Hub, p.Partition, p.Sequence)
+			if err != nil {
+				if !errors.Is(err, ErrOtherHub) {
+					mu.Lock()
+					problems = append(problems, Problem{Blob: "event hub " + p.Namespace + "/" + p.Hub + " partition " + p.Partition, Reason: err.Error()})
+					mu.Unlock()
+				}
+				return
+			}
+			p.Oldest = t
+			s.oldest.put(k, t)
+		})
+	}
+	wg.Wait()
+	sort.Slice(problems, func(i, j int) bool { return problems[i].Blob < problems[j].Blob })
+	return problems
+}

@@ -1,6 +1,9 @@
 package circuit
 
 import (
+	"iter"
+	"maps"
+	"slices"
 	"sort"
 	"time"
 )
@@ -74,6 +77,15 @@ type Rejection struct {
 // seconds after now (a writer whose clock runs ahead) wait until their
 // second comes.
 func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time) map[string]Counts {
+	return countWindows(maps.Values(rows), circuits, now)
+}
+
+// CountRows is CountWindows of rows held in a slice (a page's window).
+func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]Counts {
+	return countWindows(slices.Values(rows), circuits, now)
+}
+
+func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) map[string]Counts {
 	type span struct{ window, counted time.Time }
 	spans := make(map[string]span, len(circuits))
 	counts := make(map[string]Counts, len(circuits))
@@ -82,7 +94,7 @@ func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time)
 		spans[id] = span{now.Add(-c.Window), since}
 		counts[id] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
 	}
-	for _, r := range rows {
+	for r := range rows {
 		sp, ok := spans[r.Circuit]
 		if !ok || r.Second.After(now) {
 			continue

@@ -20,22 +20,26 @@ type Grouper interface {
 // the same rows on every view. An open circuit's window (the one before
 // its trip) no longer moves and is kept for Fixed; a closed circuit's
 // moves with the clock and is kept for Moving. Rows a late writer adds
-// show once an entry expires.
+// show once an entry expires. An expired entry is still served while one
+// read in the background (bounded by Refresh) replaces it, so a view
+// waits on a read only when the circuit's episode or state is new to it.
 type Cache struct {
-	Rows   Rows
-	Fixed  time.Duration // default 30s
-	Moving time.Duration // default 5s
+	Rows    Rows
+	Fixed   time.Duration // default 30s
+	Moving  time.Duration // default 5s
+	Refresh time.Duration // bounds a background read; default 10s
 
 	mu      sync.Mutex
 	entries map[string]cached
 }
 
 type cached struct {
-	groups []Group
-	other  int
-	span   string
-	at     time.Time
-	ttl    time.Duration
+	groups     []Group
+	other      int
+	span       string
+	at         time.Time
+	ttl        time.Duration
+	refreshing bool
 }
 
 // maxCached bounds the entries: past it, the expired go, then all. An
@@ -53,22 +57,58 @@ func (c *Cache) OfCircuit(ctx context.Context, ci circuit.Circuit, now time.Time
 	key := ci.ID() + "|" + ci.Incarnation + "|" + strconv.FormatInt(ci.Episode, 10) + "|" + ci.State.String() + "|" + strconv.Itoa(max)
 	c.mu.Lock()
 	e, ok := c.entries[key]
-	c.mu.Unlock()
-	if ok && !now.Before(e.at) && now.Sub(e.at) < e.ttl {
+	switch {
+	case ok && !now.Before(e.at) && now.Sub(e.at) < e.ttl:
+		c.mu.Unlock()
+		return slices.Clone(e.groups), e.other, e.span, nil
+	case ok && !now.Before(e.at) && !e.refreshing:
+		// Stale: served as it is, and read again meanwhile.
+		e.refreshing = true
+		c.entries[key] = e
+		c.mu.Unlock()
+		go c.refresh(context.WithoutCancel(ctx), key, ci, now, max, ttl)
+		return slices.Clone(e.groups), e.other, e.span, nil
+	case ok && !now.Before(e.at):
+		c.mu.Unlock()
 		return slices.Clone(e.groups), e.other, e.span, nil
 	}
+	c.mu.Unlock()
 	groups, other, span, err := OfCircuit(ctx, c.Rows, ci, now, max)
 	if err != nil {
 		return groups, other, span, err
 	}
+	c.put(key, cached{groups: slices.Clone(groups), other: other, span: span, at: now, ttl: ttl}, now)
+	return groups, other, span, nil
+}
+
+// refresh reads an expired entry again; a failed read leaves the entry to
+// be tried again by the next view.
+func (c *Cache) refresh(ctx context.Context, key string, ci circuit.Circuit, now time.Time, max int, ttl time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, cmpOr(c.Refresh, 10*time.Second))
+	defer cancel()
+	groups, other, span, err := OfCircuit(ctx, c.Rows, ci, now, max)
+	if err != nil {
+		c.mu.Lock()
+		if e, ok := c.entries[key]; ok {
+			e.refreshing = false
+			c.entries[key] = e
+		}
+		c.mu.Unlock()
+		return
+	}
+	c.put(key, cached{groups: slices.Clone(groups), other: other, span: span, at: now, ttl: ttl}, now)
+}
+
+// put keeps an entry, within maxCached.
+func (c *Cache) put(key string, e cached, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.entries == nil {
 		c.entries = map[string]cached{}
 	}
 	if len(c.entries) >= maxCached {
-		for k, e := range c.entries {
-			if now.Sub(e.at) >= e.ttl || now.Before(e.at) {
+		for k, x := range c.entries {
+			if (now.Sub(x.at) >= x.ttl || now.Before(x.at)) && !x.refreshing {
 				delete(c.entries, k)
 			}
 		}
@@ -76,8 +116,7 @@ func (c *Cache) OfCircuit(ctx context.Context, ci circuit.Circuit, now time.Time
 			clear(c.entries)
 		}
 	}
-	c.entries[key] = cached{groups: slices.Clone(groups), other: other, span: span, at: now, ttl: ttl}
-	return groups, other, span, nil
+	c.entries[key] = e
 }
 
 func cmpOr(d, def time.Duration) time.Duration {

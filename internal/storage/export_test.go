@@ -9,6 +9,8 @@ import (
 // SetIncrementalMargin shortens the incremental read's margin, so a test
 // can let it pass in a fraction of a second of real time.
 func SetIncrementalMargin(f *Failures, d time.Duration) {
+	f.readMu.Lock()
+	defer f.readMu.Unlock()
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.inc = newIncremental(failureMargin)

@@ -30,10 +30,18 @@ import (
 type Failures struct {
 	table *tablestore.Table
 
-	mu       sync.Mutex
+	// readMu lets one read of the service run at a time; inc is its.
+	readMu sync.Mutex
+	inc    incremental
+
+	// mu guards what the reads left: Recent copies it while a read is
+	// under way, so a page never waits on the service.
+	mu       sync.RWMutex
 	rows     map[string]circuit.FailureRow
-	from     time.Time // the earliest second the cache holds
-	inc      incremental
+	from     time.Time                    // the earliest second the cache holds
+	readTo   time.Time                    // the latest second a read asked for (less MaxSkew)
+	readAt   time.Time                    // this machine's clock when the last read began
+	wroteAt  time.Time                    // ...and when a Record through this reader last ended
 	rejected map[string]circuit.Rejection // unreadable rows of the cached span
 }
 
@@ -51,20 +59,25 @@ const MaxSkew = ingest.MaxSkew
 // unreadable row among those it holds: each call says the same of the same
 // rows, whoever called before (the evaluator counts each once).
 func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+	f.readMu.Lock()
+	defer f.readMu.Unlock()
 	start := time.Now()
-	if f.rows == nil {
+	f.mu.RLock()
+	primed, cachedFrom := f.rows != nil, f.from
+	f.mu.RUnlock()
+	if !primed {
 		f.inc = newIncremental(failureMargin)
 	}
 	full, since := f.inc.next(start)
-	if from.Before(f.from) {
+	if from.Before(cachedFrom) || !primed {
 		full, since = true, time.Time{}
 	}
 	rows, rejected, err := f.readFailures(ctx, from, to.Add(MaxSkew), since, f.inc.served, "", 0)
 	if err != nil {
 		return nil, nil, err
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
 	if full {
 		f.rows, f.from, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, map[string]circuit.Rejection{}
 	}
@@ -76,21 +89,62 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	for _, r := range rejected {
 		f.rejected[r.ID] = r
 	}
+	f.readAt, f.readTo = start, to
+	return f.cached(from, to), f.rejectedRows(), nil
+}
+
+// Cached is Window's rows without a read, when the last read began no
+// more than within ago, after the last Record through f ended, and
+// covered [from, to] but for the seconds since; false otherwise. It never
+// waits for a read under way.
+func (f *Failures) Cached(from, to time.Time, within time.Duration) ([]circuit.FailureRow, bool) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.rows == nil || from.Before(f.from) || time.Since(f.readAt) > within || f.readTo.Before(to.Add(-within)) || !f.readAt.After(f.wroteAt) {
+		return nil, false
+	}
+	return f.cached(from, to), true
+}
+
+// PageRows reads failure rows for pages: the evaluator's, which it reads
+// every second, while they are that fresh and cover what a page asks, so
+// a view costs no read of the service and never waits on one; else the
+// page's own reader's (Failures.Reader), so that what a page asks never
+// changes what the evaluator reads.
+type PageRows struct {
+	Evaluator, Own *Failures
+}
+
+// pageFresh is how old the evaluator's read may be for a page.
+const pageFresh = 5 * time.Second
+
+// Window is Failures.Window for a page.
+func (p PageRows) Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error) {
+	if rows, ok := p.Evaluator.Cached(from, to, pageFresh); ok {
+		return rows, nil, nil
+	}
+	return p.Own.Window(ctx, from, to)
+}
+
+// cached are the kept rows of seconds in [from, to]; under mu.
+func (f *Failures) cached(from, to time.Time) []circuit.FailureRow {
+	out := make([]circuit.FailureRow, 0, len(f.rows))
+	for _, r := range f.rows {
+		if !r.Second.Before(from) && !r.Second.After(to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// rejectedRows are the unreadable rows kept, in key order; under mu.
+func (f *Failures) rejectedRows() []circuit.Rejection {
 	bad := make([]circuit.Rejection, 0, len(f.rejected))
 	for _, r := range f.rejected {
 		bad = append(bad, r)
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].ID < bad[j].ID })
-	out := make([]circuit.FailureRow, 0, len(f.rows))
-	for id, r := range f.rows {
-		switch {
-		case r.Second.Before(f.from):
-			delete(f.rows, id)
-		case !r.Second.Before(from) && !r.Second.After(to):
-			out = append(out, r)
-		}
-	}
-	return out, bad, nil
+	return bad
 }
 
 // FailurePartition is the UTC minute of a second, "yyyyMMddHHmm": the
@@ -174,6 +228,13 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		app, function string
 		second        int64
 	}
+	// A page takes the evaluator's rows only if they were read after this
+	// write ended (Cached): what this instance was just told shows at once.
+	defer func() {
+		f.mu.Lock()
+		f.wroteAt = time.Now()
+		f.mu.Unlock()
+	}()
 	sums := map[key]*failureRow{}
 	shard := failureShard(writer)
 	for _, r := range reports {

@@ -219,3 +219,43 @@ func TestGroupingReadsAtMostMaxRows(t *testing.T) {
 		t.Errorf("a 30 s window: %+v, %q, %v; want its 750 failures, all read", groups, span, err)
 	}
 }
+
+// A page takes the evaluator's rows while they are fresh and cover what it
+// asks, with no read of its own; not once this instance has recorded
+// failures since, nor for an earlier span, nor when stale: then it reads.
+func TestAPageTakesTheEvaluatorsFreshRows(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	rec := func(n int) {
+		t.Helper()
+		if err := st.Failures.Record(t.Context(), "vm-1", []storage.Report{{App: "orders", Function: "Process", Second: now.Add(-time.Duration(n) * time.Second), Count: 1}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec(1)
+	if _, _, err := st.Failures.Window(t.Context(), now.Add(-time.Minute), now); err != nil {
+		t.Fatal(err)
+	}
+	if rows, ok := st.Failures.Cached(now.Add(-30*time.Second), now, time.Minute); !ok || len(rows) != 1 {
+		t.Fatalf("fresh evaluator rows: %d, %v; want the one row", len(rows), ok)
+	}
+	if _, ok := st.Failures.Cached(now.Add(-2*time.Minute), now, time.Minute); ok {
+		t.Error("the evaluator's rows were taken for a span before the one it read")
+	}
+	rec(2)
+	if _, ok := st.Failures.Cached(now.Add(-30*time.Second), now, time.Minute); ok {
+		t.Error("the evaluator's rows were taken though this instance recorded failures since it read them")
+	}
+	page := storage.PageRows{Evaluator: st.Failures, Own: st.Failures.Reader()}
+	rows, _, err := page.Window(t.Context(), now.Add(-30*time.Second), now)
+	if err != nil || len(rows) != 2 {
+		t.Fatalf("the page read %d rows (%v); want both, read by its own reader", len(rows), err)
+	}
+	if _, ok := st.Failures.Cached(now.Add(-30*time.Second), now, 0); ok {
+		t.Error("rows older than allowed were taken")
+	}
+}

@@ -27,10 +27,6 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	counts, err := s.Counter.Counts(ctx, []circuit.Circuit{ci})
-	if err != nil {
-		return err
-	}
 	flips, err := s.Circuits.Flips(ctx, ci.AppID, ci.Function, 50)
 	if err != nil {
 		return err
@@ -58,6 +54,8 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	// The count is of the same rows, not of a second read.
+	counts := circuit.CountRows(rows, []circuit.Circuit{ci}, now)
 	var recent []circuit.FailureRow
 	for _, r := range rows {
 		if r.Circuit == ci.ID() && !r.Second.Before(recentFrom) {

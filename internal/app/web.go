@@ -1,10 +1,14 @@
 package app
 
 import (
+	"context"
+
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/metrics"
@@ -54,7 +58,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errgroups.Cache{Rows: store.Failures.Reader()},
 			Episodes: episode.Reader{Flips: store.Circuits, Notices: store.Outbox, Audit: store.Audit, Rows: store.Failures.Reader(), Kept: storage.FailureRetention},
-			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router,
+			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router, Inspector: inspector(out),
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
 		Apps: apps,
 		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,
@@ -65,4 +69,15 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			Jobs: jobStore, Kept: store.SetAside, Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Delivery: store.Status,
 			HostInsight: out.hosts, Ready: st.ready},
 	})
+}
+
+// inspector is the discoverer, or none: a nil pointer in an interface
+// would not read as none.
+func inspector(out reach) interface {
+	Inspect(ctx context.Context, app circuit.App) (fleet.Inspection, error)
+} {
+	if out.discoverer == nil {
+		return nil
+	}
+	return out.discoverer
 }

@@ -51,6 +51,8 @@ func GuardableARM(sub string) (*armfake.WebAppsServer, *ARMSettings) {
 		"OrdersHub":                         to.Ptr("orders"),
 		"EventHub__fullyQualifiedNamespace": to.Ptr("orders-ns.servicebus.windows.net"),
 		"PAYMENT_API_KEY":                   to.Ptr("sk_live_do-not-show-me"),
+		// The queue extension's batch, as host.json would set it.
+		"AzureFunctionsJobHost__extensions__queues__batchSize": to.Ptr("8"),
 	}
 	arm.ListApplicationSettings = func(context.Context, string, string, *armappservice.WebAppsClientListApplicationSettingsOptions) (resp azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], errResp azfake.ErrorResponder) {
 		mu.Lock()

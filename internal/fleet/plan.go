@@ -238,9 +238,16 @@ type Inspection struct {
 	Unread string
 }
 
+// throttleSetting is one of the host's extension or concurrency options,
+// set as an app setting.
+func throttleSetting(k string) bool {
+	return strings.HasPrefix(k, "AzureFunctionsJobHost__extensions__") || strings.HasPrefix(k, "AzureFunctionsJobHost__concurrency__")
+}
+
 // PlanSettings keeps of an app's settings only those a plan reads: where
-// the host keeps its state, the timers' time zone, and the Event Hubs
-// triggers' identity-based namespaces. The key-based connections those
+// the host keeps its state, the timers' time zone, the Event Hubs
+// triggers' identity-based namespaces, and the host's own extension and
+// concurrency options (numbers, which a throttle plan lowers). The key-based connections those
 // triggers name are kept as "set", their secret dropped.
 func PlanSettings(all Settings, fns []Function) Settings {
 	if all == nil {
@@ -248,7 +255,7 @@ func PlanSettings(all Settings, fns []Function) Settings {
 	}
 	out := Settings{}
 	for k, v := range all {
-		if k == "WEBSITE_TIME_ZONE" || strings.HasPrefix(k, "AzureWebJobsStorage") || strings.HasSuffix(k, "__fullyQualifiedNamespace") {
+		if k == "WEBSITE_TIME_ZONE" || strings.HasPrefix(k, "AzureWebJobsStorage") || strings.HasSuffix(k, "__fullyQualifiedNamespace") || throttleSetting(k) {
 			out[k] = v
 		}
 	}

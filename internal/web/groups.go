@@ -65,6 +65,9 @@ type (
 		// FunctionLister lists an app's functions for the circuit form's
 		// picker; nil leaves the picker empty.
 		FunctionLister functionLister `web:"optional"`
+		// Inspector reads an app's functions' triggers and the settings
+		// a throttle plan reads (ARM apps); nil shows no plan.
+		Inspector appInspector `web:"optional"`
 		// HostInsight reads apps' own storage for the circuit and resume
 		// pages; nil shows none.
 		HostInsight hostReader `web:"optional"`

@@ -1,0 +1,56 @@
+package web_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// Before a trip by hand, the operator sees what lowering the function's
+// concurrency instead would write, read from the app's own settings
+// through ARM: the queue's batch the app set (8) to a quarter, the
+// threshold it did not set from the smallest default; an Event Hubs
+// function's own options. Nothing is written.
+func TestTheTripPageShowsWhatLoweringWouldWrite(t *testing.T) {
+	arm, appSettings := apptest.GuardableARM(subOrders)
+	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
+	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"ProcessOrders", "TakeOrders"} {
+		if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: f, Threshold: 10, Window: time.Minute, State: circuit.Closed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := appSettings.Get()
+	operator := newBrowser(t, srv.URL)
+	operator.signIn("olivia")
+	for _, tc := range []struct {
+		function string
+		want     []string
+	}{
+		{"TakeOrders", []string{"AzureFunctionsJobHost__extensions__queues__batchSize: 8 → 2", "AzureFunctionsJobHost__extensions__queues__newBatchThreshold: absent → 2"}},
+		{"ProcessOrders", []string{"AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize: absent → 2", "AzureFunctionsJobHost__extensions__eventHubs__prefetchCount: absent → 75"}},
+	} {
+		page := operator.get("/circuits/orders/" + tc.function + "/trip")
+		wantStatus(t, page, http.StatusOK)
+		plan := section(page.body, `data-testid="lower-instead"`)
+		for _, w := range tc.want {
+			if !strings.Contains(plan, "<code>"+w+"</code>") {
+				t.Errorf("%s: the trip page's plan lacks %q:\n%s", tc.function, w, plan)
+			}
+		}
+		if !strings.Contains(page.body, "Mirror, Nightly") {
+			t.Errorf("%s: the switch's cost does not name the app's other functions", tc.function)
+		}
+	}
+	if after := appSettings.Get(); len(after) != len(before) {
+		t.Errorf("showing the plan wrote the app's settings: %v", after)
+	}
+}

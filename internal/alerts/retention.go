@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -102,15 +103,15 @@ type RetentionWatch struct {
 	Steps    []time.Duration // default hostinsight.ReminderSteps
 	Clock    clock.Clock
 
-	// ensured are the messages known to be in the outbox, by when: a step
-	// stays owed for hours, and asking the outbox again each pass would be
-	// a refused write a minute for each.
-	ensured map[string]time.Time
+	mu      sync.Mutex
+	ensured map[string]time.Time // messages known to be in the outbox, by when
 }
 
-// Pass looks once at every switched-off circuit, each within its reader's
-// own time-out, one after another: a slow hub delays the others' look by
-// that much at most, and no circuit's switch waits on it.
+// Pass looks once at every switched-off circuit whose hub Fusebox reads.
+// Apps are looked at side by side (at most watchParallel at once), each
+// app's circuits one after another within its reader's own time-outs: a
+// slow namespace or account holds up only its own app's look, and no
+// circuit's switch waits on any of it.
 func (w *RetentionWatch) Pass(ctx context.Context, _ lease.Fence) error {
 	now := w.Clock.Now()
 	cs, err := w.Circuits.ListCircuits(ctx)
@@ -129,36 +130,78 @@ func (w *RetentionWatch) Pass(ctx context.Context, _ lease.Fence) error {
 	if len(steps) == 0 {
 		steps = hostinsight.ReminderSteps
 	}
-	var errs []error
+	byApp := map[string][]circuit.Circuit{}
 	for _, c := range cs {
 		app, ok := byID[c.AppID]
 		if !ok || !c.State.TriggerOff() || c.Pending() || c.Shadow || app.EventHubs == "" || c.Consumes().Hub == "" {
 			continue
 		}
-		c.Escalate = c.EscalationOf(app)
-		r, _, ok := w.Reader.OffRetention(ctx, app, c, now, c.SwitchedAt())
-		if !ok {
-			continue
-		}
-		dests := Destinations(c.Recipients, c.Channels, app.Channels)
-		for _, m := range RetentionOwed(c, r, steps, dests, now) {
-			if _, known := w.ensured[m.ID]; known {
-				continue
-			}
-			if err := w.Outbox.Ensure(ctx, m); err != nil {
-				errs = append(errs, fmt.Errorf("%s: %w", m.ID, err))
-				continue
-			}
-			if w.ensured == nil {
-				w.ensured = map[string]time.Time{}
-			}
-			w.ensured[m.ID] = now
-		}
+		byApp[c.AppID] = append(byApp[c.AppID], c)
 	}
-	for id, at := range w.ensured {
-		if now.Sub(at) > 2*slices.Max(steps) {
-			delete(w.ensured, id) // no step is owed that long
-		}
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+		slot = make(chan struct{}, watchParallel)
+	)
+	for appID, circuits := range byApp {
+		app := byID[appID]
+		slot <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slot }()
+			for _, c := range circuits {
+				c.Escalate = c.EscalationOf(app)
+				r, _, ok := w.Reader.OffRetention(ctx, app, c, now, c.SwitchedAt())
+				if !ok {
+					continue
+				}
+				dests := Destinations(c.Recipients, c.Channels, app.Channels)
+				for _, m := range RetentionOwed(c, r, steps, dests, now) {
+					if err := w.ensure(ctx, m, now); err != nil {
+						mu.Lock()
+						errs = append(errs, fmt.Errorf("%s: %w", m.ID, err))
+						mu.Unlock()
+					}
+				}
+			}
+		})
 	}
+	wg.Wait()
+	w.forget(now, slices.Max(steps))
 	return errors.Join(errs...)
+}
+
+// watchParallel bounds the apps looked at at once.
+const watchParallel = 8
+
+// ensure puts m in the outbox once: a step stays owed for hours, and
+// asking the outbox again each pass would be a refused write a minute.
+func (w *RetentionWatch) ensure(ctx context.Context, m Message, now time.Time) error {
+	w.mu.Lock()
+	_, known := w.ensured[m.ID]
+	w.mu.Unlock()
+	if known {
+		return nil
+	}
+	if err := w.Outbox.Ensure(ctx, m); err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ensured == nil {
+		w.ensured = map[string]time.Time{}
+	}
+	w.ensured[m.ID] = now
+	return nil
+}
+
+// forget drops what no step can owe any more.
+func (w *RetentionWatch) forget(now time.Time, longest time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for id, at := range w.ensured {
+		if now.Sub(at) > 2*longest {
+			delete(w.ensured, id)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package alerts_test
 
 import (
+	"context"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/storage"
 )
 
 // A switched-off episode owes its people the reminder of the step due,
@@ -60,5 +62,67 @@ func TestRetentionOwesTheStepDueAndTheLoss(t *testing.T) {
 	}
 	if d, ok := alerts.ExpiringStep(alerts.ExpiringKind(6 * time.Hour)); !ok || d != 6*time.Hour {
 		t.Errorf("the 6h step's kind reads back as %v %v", d, ok)
+	}
+}
+
+// stalledHubs reads the waiting events of app "slow" only once released;
+// every other app's at once, expiring within the hour.
+type stalledHubs struct {
+	release chan struct{}
+	now     time.Time
+}
+
+func (h stalledHubs) OffRetention(ctx context.Context, app circuit.App, _ circuit.Circuit, _, _ time.Time) (hostinsight.Retention, []hostinsight.Position, bool) {
+	if app.ID == "slow" {
+		select {
+		case <-h.release:
+		case <-ctx.Done():
+			return hostinsight.Retention{}, nil, false
+		}
+	}
+	return hostinsight.Retention{Waiting: 5, Expires: h.now.Add(30 * time.Minute)}, nil, true
+}
+
+// A hub that does not answer holds up only its own app's reminders: the
+// other app's is in the outbox while the first is still waiting.
+func TestASlowHubHoldsUpOnlyItsOwnApp(t *testing.T) {
+	r := newRig(t)
+	for _, id := range []string{"slow", "fast"} {
+		if err := r.store.Apps.Put(t.Context(), circuit.App{ID: id, Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", EventHubs: "orders-ns.servicebus.windows.net"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: id, Function: "Import", Threshold: 10, Window: time.Minute, EventHub: "orders",
+			Recipients: []string{"ops@example.com"}, State: circuit.Open, Episode: 1, AppliedEpisode: 1, ChangedAt: t0}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	hubs := stalledHubs{release: make(chan struct{}), now: t0}
+	w := &alerts.RetentionWatch{Circuits: storage.EvaluatorStore{Store: r.store}, Reader: hubs, Outbox: r.store.Outbox, Clock: r.clock}
+	done := make(chan error, 1)
+	go func() { done <- w.Pass(t.Context(), fence) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		msgs, err := r.store.Outbox.Recent(t.Context(), 50)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[string]bool{}
+		for _, m := range msgs {
+			seen[m.Circuit+" "+m.Kind] = true
+		}
+		if seen["slow/Import expiring-1h"] {
+			t.Fatal("the stalled app's reminder was written before its hub answered")
+		}
+		if seen["fast/Import expiring-1h"] {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the other app's reminder did not come while one hub stalled; outbox: %v", seen)
+		}
+		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+	}
+	close(hubs.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
 	}
 }

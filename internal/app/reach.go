@@ -19,6 +19,7 @@ import (
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches"
 	"github.com/fusebox/fusebox/internal/switches/appservice"
+	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/switches/containerapps"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/telemetry"
@@ -73,9 +74,15 @@ func reachOut(life context.Context, cfg *config.Config, o Options, store *storag
 		drift = &fleet.DriftWatch{Apps: store.Apps, Circuits: store.Circuits, JobFunctions: jobFunctions(store.Jobs),
 			Functions: discoverer.Functions, Every: o.DriftEvery, Now: o.Clock.Now}
 	}
+	hosts := &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs}
+	if azureCred != nil {
+		// A hub's retention is ARM's to tell, read with the ARM identity.
+		hosts.Keep = (&eventhub.ARMRetention{Credential: azureCred,
+			Options: armwrite.Policy{}.WithDefaults().ClientOptions(o.ARMTransport, telemetry.AzureProvider())}).Retention
+	}
 	return reach{
 		router: router, endpoints: endpoints, hubs: hubs, queues: queueSource, fleet: finder, discoverer: discoverer, drift: drift,
-		hosts:    &hostinsight.Source{Credential: insightCred, Endpoints: endpoints, Transport: outbound.Transporter(), TTL: o.HostInsightTTL, Hubs: hubs},
+		hosts:    hosts,
 		sendBack: &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: o.Clock.Now, Logger: o.Logger, Life: life},
 		poster:   notify.Poster{Now: o.Clock.Now, Client: outbound.Client(5 * time.Second)},
 	}

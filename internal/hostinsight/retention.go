@@ -21,9 +21,12 @@ type Retention struct {
 	Partition string
 	// Keep is the hub's retention; zero: not known (the circuit names
 	// none), and then Expires is zero too.
-	Keep    time.Duration
-	Expires time.Time // when the first waiting event expires
-	Lost    int64     // events retention dropped before they were read
+	Keep time.Duration
+	// FromAzure says Keep is what ARM says of the hub, not the circuit's
+	// setting.
+	FromAzure bool
+	Expires   time.Time // when the first waiting event expires
+	Lost      int64     // events retention dropped before they were read
 }
 
 // RetentionOf reads ps, whose Oldest are filled in, against the hub's
@@ -82,5 +85,28 @@ func (s *Source) OffRetention(ctx context.Context, app circuit.App, ci circuit.C
 		timeout = 5 * time.Second
 	}
 	s.ReadOldest(ctx, app, ps, timeout)
-	return RetentionOf(ps, ci.HubRetention), ps, true
+	keep, fromAzure, _ := s.KeepOf(ctx, app, ci, ps)
+	r := RetentionOf(ps, keep)
+	r.FromAzure = fromAzure
+	return r, ps, true
+}
+
+// KeepOf is how long ci's hub keeps an event: the circuit's setting, else
+// what ARM says of the hub whose checkpoints ps are (when Keep is set and
+// something waits), and whether it came from ARM; a problem says why ARM
+// could not tell.
+func (s *Source) KeepOf(ctx context.Context, app circuit.App, ci circuit.Circuit, ps []Position) (time.Duration, bool, *Problem) {
+	if ci.HubRetention > 0 || s.Keep == nil || app.SubscriptionID == "" {
+		return ci.HubRetention, false, nil
+	}
+	for _, p := range ps {
+		if p.Counted && p.Waiting > 0 {
+			keep, err := s.Keep(ctx, app.SubscriptionID, p.Namespace, p.Hub)
+			if err != nil {
+				return 0, false, &Problem{Blob: "retention of event hub " + p.Namespace + "/" + p.Hub, Reason: err.Error()}
+			}
+			return keep, true, nil
+		}
+	}
+	return 0, false, nil
 }

@@ -54,6 +54,9 @@ type Source struct {
 	// Hubs reads partitions' heads for apps with an Event Hubs
 	// connection; nil: no lag is shown.
 	Hubs HeadReader
+	// Keep reads a hub's retention through ARM, for circuits that set
+	// none; nil: only the circuit's setting counts.
+	Keep func(ctx context.Context, subscription, namespace, hub string) (time.Duration, error)
 
 	// flight joins callers that miss the cache at once (a list's Waiting
 	// cells, one per open circuit of an app) to a single read.

@@ -35,11 +35,14 @@ type hostJSON struct {
 	Waiting   *int64         `json:"waiting"` // over the counted partitions; null: none counted
 	// Expires is when the first waiting event expires, and Lost how many
 	// expired before they were read; set while the trigger is off.
-	Expires        *time.Time    `json:"expires,omitempty"`
-	Lost           int64         `json:"lost"`
-	RetentionHours int           `json:"event_hub_retention_hours,omitempty"`
-	Concurrency    *int          `json:"learned_concurrency"`
-	Problems       []problemJSON `json:"problems"`
+	Expires        *time.Time `json:"expires,omitempty"`
+	Lost           int64      `json:"lost"`
+	RetentionHours int        `json:"event_hub_retention_hours,omitempty"`
+	// RetentionFromAzure: the retention is what ARM says of the hub, the
+	// circuit setting none.
+	RetentionFromAzure bool          `json:"retention_from_azure,omitempty"`
+	Concurrency        *int          `json:"learned_concurrency"`
+	Problems           []problemJSON `json:"problems"`
 }
 
 type problemJSON struct {
@@ -60,6 +63,14 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 	}
 	ps, own := s.behind(c.Request().Context(), ci, app, &snap)
 	j := hostJSON{ReadAt: snap.ReadAt, Own: own, Positions: []positionJSON{}, Problems: []problemJSON{}}
+	keep := ci.HubRetention
+	if own && !offSince(ci).IsZero() {
+		var problem *hostinsight.Problem
+		keep, j.RetentionFromAzure, problem = s.HostInsight.KeepOf(c.Request().Context(), app, ci, ps)
+		if problem != nil {
+			snap.Problems = append(snap.Problems, *problem)
+		}
+	}
 	for _, p := range ps {
 		pj := positionJSON{Namespace: p.Namespace, Hub: p.Hub, ConsumerGroup: p.ConsumerGroup, Partition: p.Partition, Offset: p.Offset,
 			MovedAt: p.Moved, Owner: p.Owner, Expired: p.Expired, MovedWhileOff: p.MovedWhileOff}
@@ -71,7 +82,7 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 		}
 		if !p.Oldest.IsZero() {
 			pj.Oldest = &p.Oldest
-			if e, ok := p.Expires(ci.HubRetention); ok {
+			if e, ok := p.Expires(keep); ok {
 				pj.Expires = &e
 			}
 		}
@@ -80,10 +91,10 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 	if waiting, counted, _ := hostinsight.Waiting(ps); counted > 0 {
 		j.Waiting = &waiting
 	}
-	if r := hostinsight.RetentionOf(ps, ci.HubRetention); !r.Expires.IsZero() {
+	if r := hostinsight.RetentionOf(ps, keep); !r.Expires.IsZero() {
 		j.Expires = &r.Expires
 	}
-	j.Lost, j.RetentionHours = hostinsight.Lost(ps), int(ci.HubRetention/time.Hour)
+	j.Lost, j.RetentionHours = hostinsight.Lost(ps), int(keep/time.Hour)
 	if snap.Concurrency != nil {
 		if n, ok := snap.Concurrency.Functions[ci.Function]; ok {
 			j.Concurrency = &n

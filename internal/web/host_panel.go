@@ -26,8 +26,17 @@ func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views
 	now := s.Now()
 	m := &views.HostPanel{ReadAt: views.Ago(now, snap.ReadAt)}
 	ps, own := s.behind(ctx, ci, app, &snap)
+	keep := ci.HubRetention
 	if own && !offSince(ci).IsZero() {
-		m.Retention, m.RetentionUrgent = wording.Retention(hostinsight.RetentionOf(ps, ci.HubRetention), now)
+		var fromAzure bool
+		var problem *hostinsight.Problem
+		keep, fromAzure, problem = s.HostInsight.KeepOf(ctx, app, ci, ps)
+		if problem != nil {
+			snap.Problems = append(snap.Problems, *problem)
+		}
+		r := hostinsight.RetentionOf(ps, keep)
+		r.FromAzure = fromAzure
+		m.Retention, m.RetentionUrgent = wording.Retention(r, now)
 	}
 	if !own && len(ps) > 0 {
 		m.Note = "These are every checkpoint in the app's storage. Name the event hub " + ci.Function + " consumes in its settings to see which are its own, where it resumes, and whether they moved while it was off."
@@ -46,7 +55,7 @@ func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views
 		}
 		if !p.Oldest.IsZero() {
 			row.Oldest, m.ShowOldest = views.Ago(now, p.Oldest), true
-			if e, ok := p.Expires(ci.HubRetention); ok {
+			if e, ok := p.Expires(keep); ok {
 				row.Expires = views.Until(now, e)
 			}
 		}

@@ -24,12 +24,16 @@ func Retention(r hostinsight.Retention, now time.Time) (text string, urgent bool
 		return oldest + ". Set the hub's retention in the circuit's settings to see when waiting events begin to expire.", false
 	}
 	at := r.Expires.UTC().Format("Mon 2 Jan 15:04 MST")
+	keeps := "the hub keeps events " + spoken.Duration(r.Keep)
+	if r.FromAzure {
+		keeps += " (as Azure says)"
+	}
 	if !now.Before(r.Expires) {
-		return fmt.Sprintf("%s; the hub keeps events %s, so they began to expire at %s: resume now, or more are lost.", oldest, spoken.Duration(r.Keep), at), true
+		return fmt.Sprintf("%s; %s, so they began to expire at %s: resume now, or more are lost.", oldest, keeps, at), true
 	}
 	last := hostinsight.ReminderSteps[len(hostinsight.ReminderSteps)-1]
-	return fmt.Sprintf("%s; the hub keeps events %s, so they begin to expire %s, at %s. Resume before then, or they are lost.",
-		oldest, spoken.Duration(r.Keep), views.Until(now, r.Expires), at), r.Expires.Sub(now) <= last
+	return fmt.Sprintf("%s; %s, so they begin to expire %s, at %s. Resume before then, or they are lost.",
+		oldest, keeps, views.Until(now, r.Expires), at), r.Expires.Sub(now) <= last
 }
 
 // retentionWords are a reminder ahead of the hub's retention, its

@@ -15,6 +15,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
+	"github.com/fusebox/fusebox/internal/fanout"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/lease"
 )
@@ -138,37 +139,26 @@ func (w *RetentionWatch) Pass(ctx context.Context, _ lease.Fence) error {
 		}
 		byApp[c.AppID] = append(byApp[c.AppID], c)
 	}
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-		slot = make(chan struct{}, watchParallel)
-	)
-	for appID, circuits := range byApp {
+	err = fanout.Each(byApp, watchParallel, func(appID string, circuits []circuit.Circuit) error {
 		app := byID[appID]
-		slot <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-slot }()
-			for _, c := range circuits {
-				c.Escalate = c.EscalationOf(app)
-				r, _, ok := w.Reader.OffRetention(ctx, app, c, now, c.SwitchedAt())
-				if !ok {
-					continue
-				}
-				dests := Destinations(c.Recipients, c.Channels, app.Channels)
-				for _, m := range RetentionOwed(c, r, steps, dests, now) {
-					if err := w.ensure(ctx, m, now); err != nil {
-						mu.Lock()
-						errs = append(errs, fmt.Errorf("%s: %w", m.ID, err))
-						mu.Unlock()
-					}
+		var errs []error
+		for _, c := range circuits {
+			c.Escalate = c.EscalationOf(app)
+			r, _, ok := w.Reader.OffRetention(ctx, app, c, now, c.SwitchedAt())
+			if !ok {
+				continue
+			}
+			dests := Destinations(c.Recipients, c.Channels, app.Channels)
+			for _, m := range RetentionOwed(c, r, steps, dests, now) {
+				if err := w.ensure(ctx, m, now); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", m.ID, err))
 				}
 			}
-		})
-	}
-	wg.Wait()
+		}
+		return errors.Join(errs...)
+	})
 	w.forget(now, slices.Max(steps))
-	return errors.Join(errs...)
+	return err
 }
 
 // watchParallel bounds the apps looked at at once.

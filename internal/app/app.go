@@ -99,6 +99,7 @@ type App struct {
 	sampler  *hostinsight.Sampler
 	// retention reminds of waiting events before their hub drops them.
 	retention      *alerts.RetentionWatch
+	drain          *hostinsight.Drain
 	retentionEvery time.Duration
 	hubs           *eventhub.Reader
 	drift          *fleet.DriftWatch // nil without an Azure identity
@@ -164,6 +165,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		watcher: &watcher.Watcher{Apps: store.Apps, Circuits: store.Circuits, Kept: store.SetAside, Queues: out.queues,
 			Outbox: store.Outbox, Now: o.Clock.Now, Logger: o.Logger},
 		sampler:        &hostinsight.Sampler{Apps: store.Apps, Hosts: out.hosts, Samples: store.HostSamples, Now: o.Clock.Now},
+		drain:          &hostinsight.Drain{Circuits: storage.EvaluatorStore{Store: store}, Hosts: out.hosts, Samples: store.HostSamples, Now: o.Clock.Now},
 		retention:      &alerts.RetentionWatch{Circuits: storage.EvaluatorStore{Store: store}, Reader: out.hosts, Outbox: store.Outbox, Clock: o.Clock},
 		runner:         &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m},
 		phase:          time.Duration(mathrand.Int64N(int64(b.evaluator.Interval()))),

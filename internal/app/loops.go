@@ -53,6 +53,11 @@ func (a *App) loops() []background {
 		// waiting behind switched-off Event Hubs triggers are safe.
 		{"hub/retention", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000a", Name: "Fusebox: retention watch", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
 			loop.Loop{Name: "retention_watch", Every: a.retentionEvery, Pass: a.retention.Pass}},
+		// The drain keeps, each minute, how many events wait behind each
+		// switched-off Event Hubs trigger, and for an hour after it is back
+		// on, for its episode's catch-up.
+		{"host/drain", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000b", Name: "Fusebox: waiting sampler", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
+			loop.Loop{Name: "waiting_sampler", Every: a.retentionEvery, Pass: a.drain.Pass}},
 		// The sampler keeps each app's learned concurrency every 5 minutes.
 		{"host/sampler", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000008", Name: "Fusebox: host sampler", Schedule: "0 */5 * * * *", Grace: 5 * time.Minute},
 			loop.Loop{Name: "host_sampler", Every: 5 * time.Minute, Pass: a.sampler.Pass}},

@@ -53,3 +53,10 @@ type ConcurrencySample struct {
 	At          time.Time
 	Concurrency int
 }
+
+// WaitingSample is the events waiting behind a function's checkpoints at
+// one time.
+type WaitingSample struct {
+	At      time.Time
+	Waiting int64
+}

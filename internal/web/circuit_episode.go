@@ -1,9 +1,12 @@
 package web
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +17,8 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -63,6 +68,7 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 	default:
 		m.CatchUp, m.CatchUpHost = "latest", s.hostPanel(c.Request().Context(), ci)
 	}
+	s.drain(c.Request().Context(), ci, rec, now, &m)
 	if a, ok := rec.Acknowledged(); ok {
 		m.Acked, m.AckedAt, m.AckedBy = true, a.At, a.Actor
 	}
@@ -80,6 +86,46 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 		m.Timeline = append(m.Timeline, views.TimelineRow{At: e.At, What: e.What, Who: e.Who})
 	}
 	return render(c, http.StatusOK, views.EpisodePage(m))
+}
+
+// drainBars bounds the bars of an episode's waiting counts.
+const drainBars = 120
+
+// drain fills in how many events waited behind the checkpoints over the
+// episode and the hour after it closed, as the waiting sampler kept them.
+func (s *CircuitPages) drain(ctx context.Context, ci circuit.Circuit, rec episode.Record, now time.Time, m *views.Episode) {
+	if s.HostSamples == nil || ci.Consumes().Hub == "" {
+		return
+	}
+	to := now
+	closedAt, closed := rec.Closed()
+	if closed && closedAt.Add(time.Hour).Before(now) {
+		to = closedAt.Add(time.Hour)
+	}
+	samples, err := s.HostSamples.Waiting(ctx, ci.AppID, ci.Function, rec.Trip.At, to)
+	if err != nil || len(samples) == 0 {
+		m.DrainWords = "No waiting counts were kept for this episode: Fusebox samples them each minute while the trigger is off and for an hour after, when it reads the app's storage and hub."
+		return
+	}
+	first, last := samples[0].At, samples[len(samples)-1].At
+	span := max(last.Sub(first)/drainBars+time.Minute, time.Minute)
+	m.Drain = make([]int, int(last.Sub(first)/span)+1)
+	for _, x := range samples {
+		i := int(x.At.Sub(first) / span)
+		m.Drain[i] = max(m.Drain[i], int(min(x.Waiting, 1<<31-1)))
+	}
+	m.DrainFrom, m.DrainTo = first.UTC().Format("15:04"), last.UTC().Format("15:04")
+	peak := slices.MaxFunc(samples, func(a, b hostinsight.WaitingSample) int { return cmp.Compare(a.Waiting, b.Waiting) })
+	words := fmt.Sprintf("At most %d events waited (%s).", peak.Waiting, peak.At.UTC().Format("15:04 MST"))
+	switch at, drained := hostinsight.Drained(samples, closedAt); {
+	case !closed:
+	case drained:
+		words += fmt.Sprintf(" After the resume at %s, none were left by %s, %s later.", closedAt.UTC().Format("15:04"), at.UTC().Format("15:04 MST"), spoken.Duration(at.Sub(closedAt).Round(time.Minute)))
+	default:
+		end := samples[len(samples)-1]
+		words += fmt.Sprintf(" %d still waited at %s, the last count kept, %s after the resume.", end.Waiting, end.At.UTC().Format("15:04 MST"), spoken.Duration(end.At.Sub(closedAt).Round(time.Minute)))
+	}
+	m.DrainWords = words
 }
 
 type episodeJSON struct {

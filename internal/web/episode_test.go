@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -59,5 +60,67 @@ func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
 	// A later episode than the circuit has had did not start with a trip.
 	if got := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/1000"); got.StatusCode != http.StatusNotFound {
 		t.Errorf("an episode yet to come: %d, want 404", got.StatusCode)
+	}
+}
+
+// An episode's record shows its catch-up from the waiting counts kept
+// each minute: the most that waited, and when none were left after the
+// resume; an episode with no counts kept says why.
+func TestAnEpisodesRecordShowsTheWaitingDrain(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	ctx := t.Context()
+	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedHistory(ctx, srv.App.Store, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := srv.App.Store.Circuits.Get(ctx, demo.AppID, "SyncInventory")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci.EventHub = "inventory"
+	if err := srv.App.Store.Circuits.UpdateSettings(ctx, ci); err != nil {
+		t.Fatal(err)
+	}
+	flips, err := srv.App.Store.Circuits.Flips(ctx, demo.AppID, "SyncInventory", 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trip, resume time.Time
+	for _, f := range flips {
+		switch f.Episode {
+		case 1:
+			trip = f.At
+		case 2:
+			resume = f.At
+		}
+	}
+	if trip.IsZero() || !resume.After(trip) {
+		t.Fatalf("the demo's first episode: trip %s, resume %s", trip, resume)
+	}
+	put := func(at time.Time, n int64) {
+		t.Helper()
+		if err := srv.App.Store.HostSamples.PutWaiting(ctx, demo.AppID, "SyncInventory", at, n); err != nil {
+			t.Fatal(err)
+		}
+	}
+	put(trip.Add(time.Minute), 120)
+	put(resume.Add(-time.Minute), 900)
+	for m, n := range map[int]int64{1: 500, 3: 200, 7: 0, 8: 0} {
+		put(resume.Add(time.Duration(m)*time.Minute), n)
+	}
+	victor := newBrowser(t, srv.URL)
+	victor.signIn("victor")
+	first := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/1")
+	drain := section(first.body, `data-testid="episode-drain"`)
+	want := "At most 900 events waited (" + resume.Add(-time.Minute).UTC().Format("15:04 MST") + "). After the resume at " + resume.UTC().Format("15:04") +
+		", none were left by " + resume.Add(7*time.Minute).UTC().Format("15:04 MST") + ", 7m later."
+	if !strings.Contains(drain, want) || !strings.Contains(drain, "<svg") {
+		t.Errorf("the first episode's catch-up does not show the drain; want %q in\n%s", want, drain)
+	}
+	open := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/3")
+	if !strings.Contains(open.body, "No waiting counts were kept for this episode") {
+		t.Errorf("the open episode with no counts kept does not say so")
 	}
 }

@@ -112,6 +112,7 @@ type (
 	}
 	hostSampleReader interface {
 		Concurrency(ctx context.Context, appID, function string, from time.Time) ([]hostinsight.ConcurrencySample, error)
+		Waiting(ctx context.Context, appID, function string, from, to time.Time) ([]hostinsight.WaitingSample, error)
 	}
 	appRegistry interface {
 		Register(ctx context.Context, app circuit.App, actor string) (funcapp.Registered, error)

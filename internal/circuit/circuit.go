@@ -202,6 +202,9 @@ type Rule struct {
 	Ratio     float64 // in (0, 1]; 0 for the count rule
 	MinCalls  int     // at least 1 when Ratio is set
 	NoSuccess bool
+	// MinInstances is a quorum: the circuit trips only on failures from at
+	// least this many distinct instances in the window; 0 or 1: none.
+	MinInstances int
 }
 
 // Circuit guards one function.
@@ -382,6 +385,9 @@ func (c Circuit) RuleText() string {
 	}
 	if c.Rule.NoSuccess {
 		text += fmt.Sprintf(", or when calls fail and none succeeds for a whole %s", spoken.Duration(c.Window))
+	}
+	if c.Rule.MinInstances > 1 {
+		text += fmt.Sprintf(", from at least %d instances", c.Rule.MinInstances)
 	}
 	return text
 }

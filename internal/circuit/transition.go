@@ -28,6 +28,9 @@ type Counts struct {
 	// the report a trip is traced back to.
 	TraceParent string
 	newest      time.Time
+	// Instances are the distinct instances (named sources) that reported
+	// counted failures; counted only for a circuit with a quorum.
+	Instances int
 }
 
 // Flip is one entry of a circuit's flip log: a transition, who made it and why.
@@ -133,6 +136,9 @@ func CouldChange(c Circuit, n Counts, now time.Time) bool {
 // rule never trips below its minimum of calls: with three calls, one
 // failure is a third of them and means nothing.
 func Trips(c Circuit, n Counts) bool {
+	if c.Rule.MinInstances > 1 && n.Instances < c.Rule.MinInstances {
+		return false // one sick instance does not stop every instance's work
+	}
 	if starved(c, n) {
 		return true
 	}
@@ -168,13 +174,21 @@ func tripReason(c Circuit, n Counts, now time.Time) string {
 		if n.Since.After(now.Add(-c.Window)) {
 			span = "since " + clockTime(n.Since)
 		}
-		return fmt.Sprintf("%s of %s calls failed %s (rule: ≥ %s once %s calls)", percent(float64(n.Counted)/float64(calls)),
-			thousands(calls), span, percent(c.Rule.Ratio), thousands(c.Rule.MinCalls))
+		return fmt.Sprintf("%s of %s calls failed %s (rule: ≥ %s once %s calls)%s", percent(float64(n.Counted)/float64(calls)),
+			thousands(calls), span, percent(c.Rule.Ratio), thousands(c.Rule.MinCalls), quorumWords(c, n))
 	}
 	if n.Since.After(now.Add(-c.Window)) {
-		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)", n.Counted, clockTime(n.Since), spoken.Duration(c.Window), c.Threshold)
+		return fmt.Sprintf("%d failures since %s, within %s (threshold %d)%s", n.Counted, clockTime(n.Since), spoken.Duration(c.Window), c.Threshold, quorumWords(c, n))
 	}
-	return fmt.Sprintf("%d failures in %s (threshold %d)", n.Counted, spoken.Duration(c.Window), c.Threshold)
+	return fmt.Sprintf("%d failures in %s (threshold %d)%s", n.Counted, spoken.Duration(c.Window), c.Threshold, quorumWords(c, n))
+}
+
+// quorumWords say, for a circuit with a quorum, from how many instances.
+func quorumWords(c Circuit, n Counts) string {
+	if c.Rule.MinInstances <= 1 {
+		return ""
+	}
+	return fmt.Sprintf(" from %d instances (quorum %d)", n.Instances, c.Rule.MinInstances)
 }
 
 func clockTime(t time.Time) string { return t.UTC().Format("15:04:05 MST") }

@@ -426,3 +426,43 @@ func TestTheNoSuccessRule(t *testing.T) {
 		t.Errorf("RuleText = %q, want %q", got, want)
 	}
 }
+
+// With a quorum, failures trip only when enough distinct instances report
+// them: many failures from one sick instance do not; rows that name no
+// instance count toward none; the reason says how many instances.
+func TestAQuorumOfInstances(t *testing.T) {
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	c := circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 10, Window: 30 * time.Second, State: circuit.Closed,
+		ChangedAt: now.Add(-time.Hour), Rule: circuit.Rule{MinInstances: 2}}
+	row := func(id, source string, named bool, n int) circuit.FailureRow {
+		return circuit.FailureRow{ID: id, Circuit: c.ID(), Second: now.Add(-5 * time.Second), Count: n, Source: source, Named: named}
+	}
+	for _, tc := range []struct {
+		name   string
+		rows   []circuit.FailureRow
+		trips  bool
+		reason string
+	}{
+		{"one sick instance", []circuit.FailureRow{row("a", "vm-1", true, 500)}, false, ""},
+		{"one instance and unnamed requests", []circuit.FailureRow{row("a", "vm-1", true, 50), row("b", "api.1f.7", false, 50), row("c", "api.1f.8", false, 50)}, false, ""},
+		{"two instances", []circuit.FailureRow{row("a", "vm-1", true, 6), row("b", "vm-2", true, 6)}, true, "12 failures in 30s (threshold 10) from 2 instances (quorum 2)"},
+		{"two instances, too few failures", []circuit.FailureRow{row("a", "vm-1", true, 5), row("b", "vm-2", true, 5)}, false, ""},
+		{"an instance with only successes does not count", []circuit.FailureRow{row("a", "vm-1", true, 20), {ID: "b", Circuit: c.ID(), Second: now.Add(-time.Second), Successes: 9, Source: "vm-2", Named: true}}, false, ""},
+	} {
+		rows := map[string]circuit.FailureRow{}
+		for _, r := range tc.rows {
+			rows[r.ID] = r
+		}
+		n := circuit.CountWindows(rows, []circuit.Circuit{c}, now)[c.ID()]
+		_, f := circuit.Evaluate(c, n, now)
+		if (f != nil) != tc.trips || (f != nil && f.Reason != tc.reason) {
+			t.Errorf("%s: tripped %v (%+v), want %v %q", tc.name, f != nil, f, tc.trips, tc.reason)
+		}
+	}
+	if got := c.RuleText(); got != "more than 10 failures in 30s, from at least 2 instances" {
+		t.Errorf("RuleText = %q", got)
+	}
+	if err := (circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 1, Window: time.Minute, Rule: circuit.Rule{MinInstances: -1}}).Validate(nil); err == nil {
+		t.Error("a negative quorum was accepted")
+	}
+}

@@ -34,6 +34,9 @@ func ValidAppID(id string) bool { return appIDPattern.MatchString(id) }
 
 // Validate checks a circuit's settings against its app. app may be nil
 // when the app is unknown, which is itself a problem.
+// MaxQuorum bounds a circuit's quorum of instances.
+const MaxQuorum = 1000
+
 // MaxHubRetention is the longest Event Hubs keeps an event (Premium and
 // Dedicated: 90 days).
 const MaxHubRetention = 90 * 24 * time.Hour
@@ -86,6 +89,9 @@ func (c Circuit) Validate(app *App) error {
 	}
 	if len(c.EventHub) > 300 || strings.Count(c.EventHub, "/") > 2 || strings.Contains(c.EventHub, "//") {
 		add("event_hub", "must be a hub name, hub/consumer group, or namespace/hub/consumer group")
+	}
+	if c.Rule.MinInstances < 0 || c.Rule.MinInstances > MaxQuorum {
+		add("min_instances", "must be from 0 (no quorum) to %d", MaxQuorum)
 	}
 	switch {
 	case c.HubRetention < 0 || c.HubRetention > MaxHubRetention:

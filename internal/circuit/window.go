@@ -23,6 +23,10 @@ type FailureRow struct {
 	// own id for rows written to the table, the instance a client named
 	// for HTTP reports.
 	Source string
+	// Named says Source is an instance: one a report named, or a writer
+	// of the table's own; not the id Fusebox gives an HTTP request that
+	// named none. Only named sources count toward a quorum.
+	Named bool
 	// Sample is the last error text the row's writer sent; only reads of
 	// one circuit's rows carry it (the evaluator's window does not).
 	Sample string
@@ -86,12 +90,16 @@ func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]
 }
 
 func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) map[string]Counts {
-	type span struct{ window, counted time.Time }
+	type span struct {
+		window, counted time.Time
+		quorum          bool // count the instances
+	}
 	spans := make(map[string]span, len(circuits))
 	counts := make(map[string]Counts, len(circuits))
+	instances := map[string]map[string]bool{} // by circuit, for quorums
 	for _, c := range circuits {
 		since, id := c.CountsFrom(now), c.ID() // an ID is built each call: once here, 10,000 times a tick at scale
-		spans[id] = span{now.Add(-c.Window), since}
+		spans[id] = span{now.Add(-c.Window), since, c.Rule.MinInstances > 1}
 		counts[id] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
 	}
 	for r := range rows {
@@ -112,6 +120,15 @@ func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) 
 			n.Successes += r.Successes
 			if r.TraceParent != "" && !r.Second.Before(n.newest) {
 				n.TraceParent, n.newest = r.TraceParent, r.Second
+			}
+			if sp.quorum && r.Named && r.Count > 0 {
+				if instances[r.Circuit] == nil {
+					instances[r.Circuit] = map[string]bool{}
+				}
+				if !instances[r.Circuit][r.Source] {
+					instances[r.Circuit][r.Source] = true
+					n.Instances++
+				}
 			}
 		}
 		counts[r.Circuit] = n

@@ -218,7 +218,7 @@ func (a App) domain() circuit.App {
 
 func (c Circuit) domain() circuit.Circuit {
 	return circuit.Circuit{AppID: c.App, Function: c.Function, Threshold: c.Threshold, Window: time.Duration(c.Window),
-		Rule:       circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess},
+		Rule:       circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess, MinInstances: c.MinInstances},
 		Recipients: c.Recipients, Channels: c.Channels, EventHub: c.EventHub, Queue: c.Queue, Parking: c.ParkingQueue, Shadow: c.Shadow,
 		Escalate: circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)}, HubRetention: time.Duration(c.HubRetention),
 		Policy: circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}

@@ -132,6 +132,7 @@ type (
 		WindowSeconds   int      `json:"window_seconds"`
 		FailureRatio    float64  `json:"failure_ratio,omitempty"`
 		MinCalls        int      `json:"min_calls,omitempty"`
+		MinInstances    int      `json:"min_instances,omitempty"`
 		NoSuccess       bool     `json:"no_success"`
 		Recipients      []string `json:"recipients"`
 		Channels        []string `json:"channels"`
@@ -254,7 +255,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 	}
 	for _, ci := range cs.Circuits {
 		doc.Circuits = append(doc.Circuits, Circuit{App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
-			FailureRatio: ci.FailureRatio, MinCalls: ci.MinCalls, NoSuccess: ci.NoSuccess, Recipients: ci.Recipients, Channels: ci.Channels,
+			FailureRatio: ci.FailureRatio, MinCalls: ci.MinCalls, NoSuccess: ci.NoSuccess, MinInstances: ci.MinInstances, Recipients: ci.Recipients, Channels: ci.Channels,
 			EscalateTo: ci.EscalateTo, EscalateAfter: seconds(ci.EscalateSeconds), HubRetention: seconds(3600 * ci.RetentionHours),
 			AutoResume: ci.AutoResume, Cooldown: seconds(ci.CooldownSeconds), MaxCooldown: seconds(ci.MaxCooldownSecs), Shadow: ci.Shadow,
 			EventHub: ci.EventHub, Queue: ci.Queue, ParkingQueue: ci.ParkingQueue})
@@ -370,7 +371,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 	case ch.Circuit != nil:
 		x := ch.Circuit
 		body := apiCircuit{App: x.App, Function: x.Function, Threshold: x.Threshold, WindowSeconds: int(time.Duration(x.Window) / time.Second),
-			FailureRatio: x.FailureRatio, MinCalls: x.MinCalls, NoSuccess: x.NoSuccess, Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels),
+			FailureRatio: x.FailureRatio, MinCalls: x.MinCalls, NoSuccess: x.NoSuccess, MinInstances: x.MinInstances, Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels),
 			EscalateTo: nonNil(x.EscalateTo), EscalateSeconds: int(time.Duration(x.EscalateAfter) / time.Second), RetentionHours: int(time.Duration(x.HubRetention) / time.Hour),
 			AutoResume: x.AutoResume, CooldownSeconds: int(time.Duration(x.Cooldown) / time.Second), MaxCooldownSecs: int(time.Duration(x.MaxCooldown) / time.Second),
 			Shadow: x.Shadow, EventHub: x.EventHub, Queue: x.Queue, ParkingQueue: x.ParkingQueue}

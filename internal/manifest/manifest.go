@@ -82,6 +82,7 @@ type Circuit struct {
 	FailureRatio  float64  `yaml:"failure_ratio,omitempty"`
 	MinCalls      int      `yaml:"min_calls,omitempty"`
 	NoSuccess     bool     `yaml:"no_success,omitempty"`
+	MinInstances  int      `yaml:"min_instances,omitempty"`
 	Recipients    []string `yaml:"recipients,omitempty"`
 	Channels      []string `yaml:"channels,omitempty"`
 	EscalateTo    []string `yaml:"escalate_to,omitempty"`

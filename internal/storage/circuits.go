@@ -82,6 +82,7 @@ type circuitRow struct {
 	EscalateSeconds    int32   // ...this long; 0: no escalation
 	EventHub           string  // optional: hub[/consumer group] the function consumes
 	HubRetentionHours  int32   // optional: that hub's message retention
+	MinInstances       int32   // optional: a quorum of instances
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
@@ -140,7 +141,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Escalate: circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)}, Queue: r.Queue, Parking: r.Parking,
 		HubRetention:  hubRetention(r.HubRetentionHours),
 		RecentChanges: changes, Confirmation: circuit.Confirmation(r.Confirmation), ConfirmedEpisode: r.ConfirmedEpisode, ConfirmedAt: r.ConfirmedAt, AckedEpisode: r.AckedEpisode, AckedBy: r.AckedBy, AckedAt: r.AckedAt,
-		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess},
+		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess, MinInstances: quorum(r.MinInstances)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
@@ -148,6 +149,15 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
 		Incarnation: r.Incarnation, Version: string(r.ETag),
 	}, nil
+}
+
+// quorum is a row's quorum; out of range (written by hand) it is none,
+// which leaves the circuit able to trip.
+func quorum(n int32) int {
+	if n < 0 || n > circuit.MaxQuorum {
+		return 0
+	}
+	return int(n)
 }
 
 // hubRetention is a row's hub retention; out of range (written by hand)
@@ -173,7 +183,7 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.Function = c.Function
 	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
-	r.FailureRatio, r.MinCalls, r.NoSuccess = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess
+	r.FailureRatio, r.MinCalls, r.NoSuccess, r.MinInstances = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess, int32(c.Rule.MinInstances)
 	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
 	r.Queue, r.Parking, r.HubRetentionHours = c.Queue, c.Parking, int32(c.HubRetention/time.Hour)
 	r.EscalateTo, r.EscalateSeconds = strings.Join(c.Escalate.To, ","), int32(c.Escalate.After/time.Second)

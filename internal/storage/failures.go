@@ -279,6 +279,13 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 	return nil
 }
 
+// ownWriter says a writer id is one Fusebox gives the rows of an HTTP
+// request or an export (ingest: api., content., idem.), which names a
+// request, not an instance.
+func ownWriter(w string) bool {
+	return strings.HasPrefix(w, "api.") || strings.HasPrefix(w, "content.") || strings.HasPrefix(w, "idem.")
+}
+
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -354,12 +361,13 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 		if row.Second.Before(from) || row.Second.After(to) {
 			continue
 		}
-		source := row.Instance
+		source, named := row.Instance, row.Instance != ""
 		if source == "" {
 			source = row.RowKey[strings.LastIndexByte(row.RowKey, '|')+1:]
+			named = !ownWriter(source)
 		}
 		fr := circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
-			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source}
+			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source, Named: named}
 		if rowPrefix != "" {
 			fr.Sample = truncate(row.Sample, 1024) // someone else's row: bounded again
 		}

@@ -25,6 +25,7 @@ type circuitJSON struct {
 	WindowSeconds   int        `json:"window_seconds"`
 	FailureRatio    float64    `json:"failure_ratio,omitempty"`
 	MinCalls        int        `json:"min_calls,omitempty"`
+	MinInstances    int        `json:"min_instances,omitempty"`
 	NoSuccess       bool       `json:"no_success"`
 	Successes       int        `json:"successes"`
 	Rule            string     `json:"rule"`
@@ -83,7 +84,7 @@ type flipJSON struct {
 
 func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
-		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, Successes: n.Successes, Rule: c.RuleText(),
+		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, MinInstances: c.Rule.MinInstances, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
 		EscalateTo: c.Escalate.To, EscalateSeconds: int(c.Escalate.After / time.Second), RetentionHours: int(c.HubRetention / time.Hour),
@@ -178,6 +179,7 @@ type settingsJSON struct {
 	WindowSeconds   int      `json:"window_seconds"`
 	FailureRatio    float64  `json:"failure_ratio"`
 	MinCalls        int      `json:"min_calls"`
+	MinInstances    int      `json:"min_instances"`
 	NoSuccess       bool     `json:"no_success"`
 	Recipients      []string `json:"recipients"`
 	Channels        []string `json:"channels"`
@@ -196,7 +198,7 @@ type settingsJSON struct {
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
 		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
-		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess}, Shadow: j.Shadow,
+		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
 

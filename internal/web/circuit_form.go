@@ -54,6 +54,9 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
 		Window: spoken.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, Queue: ci.Queue, Parking: ci.Parking, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
 		Rule: "count", Ratio: "50", MinCalls: "100", NoSuccess: ci.Rule.NoSuccess, Preview: ci.RuleText(), Shadow: ci.Shadow}
+	if ci.Rule.MinInstances > 1 {
+		m.Quorum = strconv.Itoa(ci.Rule.MinInstances)
+	}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -152,7 +155,7 @@ func formValues(c echo.Context) views.CircuitForm {
 	return views.CircuitForm{
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
-		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")), NoSuccess: c.FormValue("no_success") == "on",
+		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")), NoSuccess: c.FormValue("no_success") == "on", Quorum: strings.TrimSpace(c.FormValue("min_instances")),
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), Queue: strings.TrimSpace(c.FormValue("queue")), Parking: strings.TrimSpace(c.FormValue("parking_queue")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 		EscalateTo: strings.TrimSpace(c.FormValue("escalate_to")), EscalateAfter: strings.TrimSpace(c.FormValue("escalate_after")),
@@ -190,6 +193,13 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 		}
 	}
 	set.Rule.NoSuccess = m.NoSuccess
+	if m.Quorum != "" {
+		n, err := strconv.Atoi(m.Quorum)
+		if err != nil {
+			problems["min_instances"] = "must be a whole number of instances, such as 2, or empty for none"
+		}
+		set.Rule.MinInstances = n
+	}
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
 	set.Queue, set.Parking = m.Queue, m.Parking
 	set.Escalate.To = splitComma(m.EscalateTo)

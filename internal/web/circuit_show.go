@@ -74,6 +74,9 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, recent, recentFrom, now),
 	}
+	if q := ci.Rule.MinInstances; q > 1 {
+		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
+	}
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
 	for _, a := range apps {
 		if a.ID == ci.AppID {

@@ -92,7 +92,7 @@ func until(now, t time.Time) string {
 		return "now"
 	case d < time.Minute:
 		return fmt.Sprintf("in %d s", int(d.Seconds()))
-	case d < time.Hour:
+	case d < time.Hour-30*time.Second:
 		return fmt.Sprintf("in %d min", int(d.Minutes()+0.5))
 	case d < 48*time.Hour:
 		return fmt.Sprintf("in %d h", int(d.Hours()+0.5))

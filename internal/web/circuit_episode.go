@@ -116,16 +116,29 @@ func (s *CircuitPages) drain(ctx context.Context, ci circuit.Circuit, rec episod
 	}
 	m.DrainFrom, m.DrainTo = first.UTC().Format("15:04"), last.UTC().Format("15:04")
 	peak := slices.MaxFunc(samples, func(a, b hostinsight.WaitingSample) int { return cmp.Compare(a.Waiting, b.Waiting) })
+	if peak.Waiting == 0 {
+		m.DrainWords = fmt.Sprintf("No event waited at any of the %d counts kept, from %s to %s.", len(samples), first.UTC().Format("15:04"), last.UTC().Format("15:04 MST"))
+		return
+	}
 	words := fmt.Sprintf("At most %d events waited (%s).", peak.Waiting, peak.At.UTC().Format("15:04 MST"))
 	switch at, drained := hostinsight.Drained(samples, closedAt); {
 	case !closed:
 	case drained:
-		words += fmt.Sprintf(" After the resume at %s, none were left by %s, %s later.", closedAt.UTC().Format("15:04"), at.UTC().Format("15:04 MST"), spoken.Duration(at.Sub(closedAt).Round(time.Minute)))
+		words += fmt.Sprintf(" After the resume at %s, none were left by %s, %s.", closedAt.UTC().Format("15:04"), at.UTC().Format("15:04 MST"), later(at.Sub(closedAt)))
 	default:
 		end := samples[len(samples)-1]
 		words += fmt.Sprintf(" %d still waited at %s, the last count kept, %s after the resume.", end.Waiting, end.At.UTC().Format("15:04 MST"), spoken.Duration(end.At.Sub(closedAt).Round(time.Minute)))
 	}
 	m.DrainWords = words
+}
+
+// later says how long after the resume, to the minute: counts are taken
+// each minute, so less than one is "within a minute".
+func later(d time.Duration) string {
+	if d < time.Minute {
+		return "within a minute"
+	}
+	return spoken.Duration(d.Round(time.Minute)) + " later"
 }
 
 type episodeJSON struct {

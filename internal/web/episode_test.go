@@ -119,6 +119,13 @@ func TestAnEpisodesRecordShowsTheWaitingDrain(t *testing.T) {
 	if !strings.Contains(drain, want) || !strings.Contains(drain, "<svg") {
 		t.Errorf("the first episode's catch-up does not show the drain; want %q in\n%s", want, drain)
 	}
+	// Counts that never rose say so, not "at most 0".
+	for _, at := range []time.Time{trip.Add(time.Minute), resume.Add(-time.Minute), resume.Add(time.Minute), resume.Add(3 * time.Minute)} {
+		put(at, 0)
+	}
+	if calm := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/1"); !strings.Contains(calm.body, "No event waited at any of the") {
+		t.Errorf("an episode whose counts stayed at 0 does not say so:\n%s", section(calm.body, `data-testid="episode-drain"`))
+	}
 	open := victor.get("/circuits/" + demo.AppID + "/SyncInventory/episodes/3")
 	if !strings.Contains(open.body, "No waiting counts were kept for this episode") {
 		t.Errorf("the open episode with no counts kept does not say so")

@@ -92,12 +92,18 @@ func (d *Drain) Pass(ctx context.Context, _ lease.Fence) error {
 }
 
 // Drained says, of the waiting counts after a resume at resumed, when
-// they first reached zero; false if they did not.
-func Drained(samples []WaitingSample, resumed time.Time) (time.Time, bool) {
+// the function had caught up: the first count at or under a hundredth of
+// the most that waited. Events keep arriving on a live hub, so a count of
+// exactly zero may never come. False if it did not catch up.
+func Drained(samples []WaitingSample, resumed time.Time) (WaitingSample, bool) {
+	var most int64
 	for _, s := range samples {
-		if !s.At.Before(resumed) && s.Waiting == 0 {
-			return s.At, true
+		most = max(most, s.Waiting)
+	}
+	for _, s := range samples {
+		if !s.At.Before(resumed) && s.Waiting <= most/100 {
+			return s, true
 		}
 	}
-	return time.Time{}, false
+	return WaitingSample{}, false
 }

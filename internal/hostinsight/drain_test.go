@@ -67,8 +67,11 @@ func TestTheDrainSamplesOffAndLatelyResumedCircuits(t *testing.T) {
 	if want := []string{"orders/ByHand=4", "orders/Off=4", "orders/Resumed=4"}; !slices.Equal(f.put, want) {
 		t.Errorf("sampled %v, want %v (40 waiting each)", f.put, want)
 	}
-	samples := []hostinsight.WaitingSample{{At: now.Add(-time.Minute), Waiting: 0}, {At: now, Waiting: 9}, {At: now.Add(time.Minute), Waiting: 3}, {At: now.Add(2 * time.Minute), Waiting: 0}}
-	if at, ok := hostinsight.Drained(samples, now); !ok || !at.Equal(now.Add(2*time.Minute)) {
-		t.Errorf("drained at %s %v; want the first zero after the resume", at, ok)
+	samples := []hostinsight.WaitingSample{{At: now.Add(-time.Minute), Waiting: 0}, {At: now, Waiting: 900}, {At: now.Add(time.Minute), Waiting: 300}, {At: now.Add(2 * time.Minute), Waiting: 9}, {At: now.Add(3 * time.Minute), Waiting: 0}}
+	if at, ok := hostinsight.Drained(samples, now); !ok || !at.At.Equal(now.Add(2*time.Minute)) {
+		t.Errorf("caught up at %+v %v; want the first count after the resume at most a hundredth of the most (9 of 900)", at, ok)
+	}
+	if _, ok := hostinsight.Drained(samples[:3], now); ok {
+		t.Error("300 of 900 waiting counts as caught up")
 	}
 }

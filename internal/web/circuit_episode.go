@@ -123,8 +123,10 @@ func (s *CircuitPages) drain(ctx context.Context, ci circuit.Circuit, rec episod
 	words := fmt.Sprintf("At most %d events waited (%s).", peak.Waiting, peak.At.UTC().Format("15:04 MST"))
 	switch at, drained := hostinsight.Drained(samples, closedAt); {
 	case !closed:
+	case drained && at.Waiting == 0:
+		words += fmt.Sprintf(" After the resume at %s, none were left by %s, %s.", closedAt.UTC().Format("15:04"), at.At.UTC().Format("15:04 MST"), later(at.At.Sub(closedAt)))
 	case drained:
-		words += fmt.Sprintf(" After the resume at %s, none were left by %s, %s.", closedAt.UTC().Format("15:04"), at.UTC().Format("15:04 MST"), later(at.Sub(closedAt)))
+		words += fmt.Sprintf(" After the resume at %s, it had caught up by %s, %s: %d waiting, as new events arrive.", closedAt.UTC().Format("15:04"), at.At.UTC().Format("15:04 MST"), later(at.At.Sub(closedAt)), at.Waiting)
 	default:
 		end := samples[len(samples)-1]
 		words += fmt.Sprintf(" %d still waited at %s, the last count kept, %s after the resume.", end.Waiting, end.At.UTC().Format("15:04 MST"), spoken.Duration(end.At.Sub(closedAt).Round(time.Minute)))

@@ -29,7 +29,8 @@ type Counts struct {
 	TraceParent string
 	newest      time.Time
 	// Instances are the distinct instances (named sources) that reported
-	// counted failures; counted only for a circuit with a quorum.
+	// counted failures; counted only for a circuit with a quorum, and only
+	// up to it.
 	Instances int
 }
 

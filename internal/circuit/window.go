@@ -92,14 +92,14 @@ func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]
 func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) map[string]Counts {
 	type span struct {
 		window, counted time.Time
-		quorum          bool // count the instances
+		quorum          int // the instances to count up to; 0: none
 	}
 	spans := make(map[string]span, len(circuits))
 	counts := make(map[string]Counts, len(circuits))
-	instances := map[string]map[string]bool{} // by circuit, for quorums
+	instances := map[string]map[string]bool{} // by circuit, for quorums: at most MinInstances each
 	for _, c := range circuits {
 		since, id := c.CountsFrom(now), c.ID() // an ID is built each call: once here, 10,000 times a tick at scale
-		spans[id] = span{now.Add(-c.Window), since, c.Rule.MinInstances > 1}
+		spans[id] = span{now.Add(-c.Window), since, max(c.Rule.MinInstances, 0)}
 		counts[id] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
 	}
 	for r := range rows {
@@ -121,7 +121,9 @@ func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) 
 			if r.TraceParent != "" && !r.Second.Before(n.newest) {
 				n.TraceParent, n.newest = r.TraceParent, r.Second
 			}
-			if sp.quorum && r.Named && r.Count > 0 {
+			// Counted only up to the quorum: a reporter naming many
+			// instances costs no more than the quorum's entries.
+			if n.Instances < sp.quorum && sp.quorum > 1 && r.Named && r.Count > 0 {
 				if instances[r.Circuit] == nil {
 					instances[r.Circuit] = map[string]bool{}
 				}

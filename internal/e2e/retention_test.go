@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -90,5 +91,17 @@ func TestWaitingEventsExpireOnTheRealClock(t *testing.T) {
 	p.do(t, chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS(`[data-testid="events-expired"]`)))
 	if got := p.text(t, `[data-testid="events-expired"]`); !contains(got, "on orders/1", "resuming cannot bring them back") {
 		t.Errorf("the page says %q; want the events lost on partition 1", got)
+	}
+
+	// The person on call resumes from the reminder's link; the episode's
+	// record then shows the waiting counts kept while it was off and since.
+	oncall := newPage(t)
+	oncall.do(t, chromedp.Navigate(resumeLink(soon.Text)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="resume"]`)),
+		chromedp.Click(chromedp.CSS(`[data-testid="resume"]`)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="resumed"]`)))
+	resumed := waitState(t, srv, "ProcessOrders", "closed and switched on", func(c circuit.Circuit) bool { return c.State == circuit.Closed && !c.Pending() })
+	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders/episodes/"+strconv.FormatInt(resumed.Episode-1, 10)),
+		chromedp.WaitVisible(chromedp.CSS(`[data-testid="episode-drain"]`)))
+	if got := p.text(t, `[data-testid="episode-drain"]`); !contains(got, "At most ", " events waited") || !strings.Contains(got, "resume") {
+		t.Errorf("the episode's catch-up says %q; want the most that waited and what came after the resume", got)
 	}
 }

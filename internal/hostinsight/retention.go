@@ -84,18 +84,30 @@ func (s *Source) OffRetention(ctx context.Context, app circuit.App, ci circuit.C
 	if timeout <= 0 {
 		timeout = 5 * time.Second
 	}
-	s.ReadOldest(ctx, app, ps, timeout)
-	keep, fromAzure, _ := s.KeepOf(ctx, app, ci, ps)
-	r := RetentionOf(ps, keep)
-	r.FromAzure = fromAzure
+	r, _ := s.Aging(ctx, app, ci, ps, timeout)
 	return r, ps, true
 }
 
-// KeepOf is how long ci's hub keeps an event: the circuit's setting, else
+// Aging fills in, for a circuit whose trigger is off, when the oldest
+// event waiting behind each of ps arrived (within timeout), and says what
+// the hub's retention makes of them; the problems are the partitions and
+// the retention that could not be read.
+func (s *Source) Aging(ctx context.Context, app circuit.App, ci circuit.Circuit, ps []Position, timeout time.Duration) (Retention, []Problem) {
+	problems := s.ReadOldest(ctx, app, ps, timeout)
+	keep, fromAzure, problem := s.keepOf(ctx, app, ci, ps)
+	if problem != nil {
+		problems = append(problems, *problem)
+	}
+	r := RetentionOf(ps, keep)
+	r.FromAzure = fromAzure
+	return r, problems
+}
+
+// keepOf is how long ci's hub keeps an event: the circuit's setting, else
 // what ARM says of the hub whose checkpoints ps are (when Keep is set and
 // something waits), and whether it came from ARM; a problem says why ARM
 // could not tell.
-func (s *Source) KeepOf(ctx context.Context, app circuit.App, ci circuit.Circuit, ps []Position) (time.Duration, bool, *Problem) {
+func (s *Source) keepOf(ctx context.Context, app circuit.App, ci circuit.Circuit, ps []Position) (time.Duration, bool, *Problem) {
 	if ci.HubRetention > 0 || s.Keep == nil || app.SubscriptionID == "" {
 		return ci.HubRetention, false, nil
 	}

@@ -61,16 +61,9 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 	if !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "Fusebox reads nothing of this app's own storage: register its host storage under Apps, Host insight….")
 	}
-	ps, own := s.behind(c.Request().Context(), ci, app, &snap)
-	j := hostJSON{ReadAt: snap.ReadAt, Own: own, Positions: []positionJSON{}, Problems: []problemJSON{}}
-	keep := ci.HubRetention
-	if own && !offSince(ci).IsZero() {
-		var problem *hostinsight.Problem
-		keep, j.RetentionFromAzure, problem = s.HostInsight.KeepOf(c.Request().Context(), app, ci, ps)
-		if problem != nil {
-			snap.Problems = append(snap.Problems, *problem)
-		}
-	}
+	ps, own, r := s.behind(c.Request().Context(), ci, app, &snap)
+	j := hostJSON{ReadAt: snap.ReadAt, Own: own, Positions: []positionJSON{}, Problems: []problemJSON{}, RetentionFromAzure: r.FromAzure}
+	keep := r.Keep
 	for _, p := range ps {
 		pj := positionJSON{Namespace: p.Namespace, Hub: p.Hub, ConsumerGroup: p.ConsumerGroup, Partition: p.Partition, Offset: p.Offset,
 			MovedAt: p.Moved, Owner: p.Owner, Expired: p.Expired, MovedWhileOff: p.MovedWhileOff}
@@ -91,7 +84,7 @@ func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
 	if waiting, counted, _ := hostinsight.Waiting(ps); counted > 0 {
 		j.Waiting = &waiting
 	}
-	if r := hostinsight.RetentionOf(ps, keep); !r.Expires.IsZero() {
+	if !r.Expires.IsZero() {
 		j.Expires = &r.Expires
 	}
 	j.Lost, j.RetentionHours = hostinsight.Lost(ps), int(keep/time.Hour)

@@ -127,6 +127,8 @@ func (s *CircuitPages) drain(ctx context.Context, ci circuit.Circuit, rec episod
 		words += fmt.Sprintf(" After the resume at %s, none were left by %s, %s.", closedAt.UTC().Format("15:04"), at.At.UTC().Format("15:04 MST"), later(at.At.Sub(closedAt)))
 	case drained:
 		words += fmt.Sprintf(" After the resume at %s, it had caught up by %s, %s: %d waiting, as new events arrive.", closedAt.UTC().Format("15:04"), at.At.UTC().Format("15:04 MST"), later(at.At.Sub(closedAt)), at.Waiting)
+	case samples[len(samples)-1].At.Before(closedAt):
+		words += fmt.Sprintf(" It was resumed at %s; no count has been kept since.", closedAt.UTC().Format("15:04 MST"))
 	default:
 		end := samples[len(samples)-1]
 		words += fmt.Sprintf(" %d still waited at %s, the last count kept, %s after the resume.", end.Waiting, end.At.UTC().Format("15:04 MST"), spoken.Duration(end.At.Sub(closedAt).Round(time.Minute)))

@@ -25,17 +25,9 @@ func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views
 	}
 	now := s.Now()
 	m := &views.HostPanel{ReadAt: views.Ago(now, snap.ReadAt)}
-	ps, own := s.behind(ctx, ci, app, &snap)
-	keep := ci.HubRetention
+	ps, own, r := s.behind(ctx, ci, app, &snap)
+	keep := r.Keep
 	if own && !offSince(ci).IsZero() {
-		var fromAzure bool
-		var problem *hostinsight.Problem
-		keep, fromAzure, problem = s.HostInsight.KeepOf(ctx, app, ci, ps)
-		if problem != nil {
-			snap.Problems = append(snap.Problems, *problem)
-		}
-		r := hostinsight.RetentionOf(ps, keep)
-		r.FromAzure = fromAzure
 		m.Retention, m.RetentionUrgent = wording.Retention(r, now)
 	}
 	if !own && len(ps) > 0 {
@@ -145,15 +137,18 @@ func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (ho
 }
 
 // behind is where ci's partitions stand in snap, and, while its trigger
-// is off, when the oldest event waiting behind each arrived: what waits
-// behind a trigger that is off ages toward the hub's retention. Partitions
-// whose oldest could not be read are added to snap's problems.
-func (s *CircuitPages) behind(ctx context.Context, ci circuit.Circuit, app circuit.App, snap *hostinsight.Snapshot) ([]hostinsight.Position, bool) {
+// is off, when the oldest event waiting behind each arrived and what the
+// hub's retention makes of them (hostinsight.Source.Aging). What could not
+// be read is added to snap's problems.
+func (s *CircuitPages) behind(ctx context.Context, ci circuit.Circuit, app circuit.App, snap *hostinsight.Snapshot) ([]hostinsight.Position, bool, hostinsight.Retention) {
 	ps, own := hostinsight.Positions(*snap, ci.Consumes(), offSince(ci))
+	r := hostinsight.Retention{Keep: ci.HubRetention}
 	if own && !offSince(ci).IsZero() {
-		snap.Problems = append(snap.Problems, s.HostInsight.ReadOldest(ctx, app, ps, 3*time.Second)...)
+		var problems []hostinsight.Problem
+		r, problems = s.HostInsight.Aging(ctx, app, ci, ps, 3*time.Second)
+		snap.Problems = append(snap.Problems, problems...)
 	}
-	return ps, own
+	return ps, own, r
 }
 
 // offSince is when the circuit's trigger was switched off; zero while it

@@ -91,8 +91,7 @@ type (
 	hostReader interface {
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
 		SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (hostinsight.Snapshot, bool)
-		ReadOldest(ctx context.Context, app circuit.App, ps []hostinsight.Position, timeout time.Duration) []hostinsight.Problem
-		KeepOf(ctx context.Context, app circuit.App, ci circuit.Circuit, ps []hostinsight.Position) (time.Duration, bool, *hostinsight.Problem)
+		Aging(ctx context.Context, app circuit.App, ci circuit.Circuit, ps []hostinsight.Position, timeout time.Duration) (hostinsight.Retention, []hostinsight.Problem)
 	}
 	hostLocks interface {
 		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)

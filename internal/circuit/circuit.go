@@ -32,9 +32,16 @@ const (
 	HalfOpen
 	// ForcedOpen: an operator switched the trigger off by hand.
 	ForcedOpen
+	// Throttled: the function runs with its app's concurrency lowered (a
+	// share of what it ran with, ThrottleStage), because its throttle rule
+	// fired or it is ramping back up after a resume.
+	Throttled
 )
 
-var stateNames = [...]string{"closed", "open", "half-open", "forced-open"}
+var stateNames = [...]string{"closed", "open", "half-open", "forced-open", "throttled"}
+
+// States are every state, in the order pages list them.
+var States = []State{Closed, Throttled, Open, HalfOpen, ForcedOpen}
 
 func (s State) String() string {
 	if s < 0 || int(s) >= len(stateNames) {
@@ -235,6 +242,10 @@ type Circuit struct {
 	// up on, so the stream goes on (the seed's pattern for Event Hubs).
 	Parking string
 	Policy  Policy
+	// Throttle is the stage before the trip: lower the app's concurrency
+	// when its rule fires, and ramp back up after a resume. Off when its
+	// Threshold is zero.
+	Throttle Throttle
 	// Shadow disarms the switch: the circuit counts, changes state, logs
 	// and alerts what it would do, but never moves the trigger. For
 	// rolling out a new circuit safely.
@@ -256,6 +267,15 @@ type Circuit struct {
 	// keptChanges), oldest first: a circuit that changes too often is
 	// flapping, and its alerts become a summary an hour.
 	RecentChanges []time.Time
+	// ThrottleStage is, while Throttled, the step of the ramp it holds:
+	// 0 the lowest share, each step up a larger one (see ThrottleShare).
+	ThrottleStage int
+	// Lowered are the app settings a throttle changed, as they were before
+	// it (nil: the setting was absent), so that what is restored is exactly
+	// what was there; nil while nothing is lowered. LoweredKind is the
+	// trigger kind they were read for.
+	Lowered     map[string]*string
+	LoweredKind string
 	// AckedEpisode is the episode someone acknowledged (AckedBy, at
 	// AckedAt): its reminders stop.
 	AckedEpisode int64
@@ -360,6 +380,12 @@ func (c Circuit) CountsFrom(now time.Time) time.Time {
 		if c.Pending() {
 			return now // the trial has not begun
 		}
+		if at := c.SwitchedAt(); at.After(from) {
+			from = at
+		}
+	case Throttled:
+		// A stage is judged on what happened since its settings were
+		// written: the failures that caused it are behind it.
 		if at := c.SwitchedAt(); at.After(from) {
 			from = at
 		}

@@ -150,7 +150,7 @@ func (w *switcher) switchApp(ctx context.Context, appID string, apps map[string]
 			return
 		}
 		if len(due) > 0 {
-			w.apply(ctx, f, app, due)
+			w.apply(ctx, f, app, due, all)
 		}
 		if drift {
 			if err := w.checkDrift(ctx, f, app, all); err != nil && ctx.Err() == nil {
@@ -190,7 +190,7 @@ func (w *switcher) claimed(ctx context.Context, appID string, work func(context.
 // apply switches one app's lagging triggers in one call and records the
 // outcome on each circuit. Circuits in shadow mode are recorded as applied
 // without a switch: their trigger stays as it is.
-func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due []Circuit) {
+func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all []Circuit) {
 	off := make(map[string]bool, len(due))
 	var armed []Circuit
 	for _, c := range due {
@@ -207,10 +207,15 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due []Circ
 		return
 	}
 	due = armed
-	callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
 	started := w.s.Clock.Now()
-	err := w.sw.Apply(callCtx, app, off)
-	cancel()
+	var err error
+	if tuning(due) {
+		err = w.tune(ctx, f, app, due, all, off)
+	} else {
+		callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
+		err = w.sw.Apply(callCtx, app, off)
+		cancel()
+	}
 	if ctx.Err() == nil {
 		w.mu.Lock()
 		w.local.CountApply(app.Switch, err, w.s.Clock.Now().Sub(started))
@@ -235,6 +240,37 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due []Circ
 		}
 		w.s.Logger.Info("trigger switched", "circuit", c.ID(), "trigger", onOff(!c.State.TriggerOff()), "episode", c.Episode)
 	}
+}
+
+// tune writes the triggers in off and the app's throttle settings in one
+// write, recording first what a throttle is about to lower.
+func (w *switcher) tune(ctx context.Context, f lease.Fence, app App, due, all []Circuit, off map[string]bool) error {
+	tu, ok := w.sw.(Tuner)
+	if !ok {
+		return ErrCannotTune
+	}
+	others := make([]Circuit, 0, len(all))
+	for _, c := range all {
+		if !slicesContainsFunction(due, c.Function) {
+			others = append(others, c)
+		}
+	}
+	due, err := w.record(ctx, f, tu, app, due, others)
+	if err != nil {
+		return err
+	}
+	callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
+	defer cancel()
+	return tu.Tune(callCtx, app, off, tuned(append(others, due...)))
+}
+
+func slicesContainsFunction(cs []Circuit, function string) bool {
+	for _, c := range cs {
+		if c.Function == function {
+			return true
+		}
+	}
+	return false
 }
 
 // failApply records why the triggers could not be set and when to try

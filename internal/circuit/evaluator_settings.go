@@ -49,6 +49,10 @@ type Store interface {
 	// Both are refused if the circuit has moved to another episode.
 	MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error
 	SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error
+	// SetLowered records, for episode, the settings a throttle is about
+	// to change as they were before it (nil: absent), and the trigger
+	// kind they were read for; refused if the circuit moved on.
+	SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error
 	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
 	// Window returns the failure rows for seconds in [from, to], and the
 	// unreadable rows not reported before. It may read only what changed

@@ -263,13 +263,14 @@ type Settings struct {
 	Queue        string
 	Parking      string
 	Policy       Policy
+	Throttle     Throttle
 	Shadow       bool
 }
 
 func (s Settings) apply(c Circuit) Circuit {
 	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
 	c.Channels, c.EventHub, c.Queue, c.Parking, c.Escalate = s.Channels, s.EventHub, s.Queue, s.Parking, s.Escalate
-	c.HubRetention = s.HubRetention
+	c.HubRetention, c.Throttle = s.HubRetention, s.Throttle
 	return c
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/spoken"
+	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // Counts are the failures the evaluator saw for one circuit.
@@ -63,7 +64,10 @@ const EvaluatorActor = "evaluator"
 //     the trigger went off;
 //   - half-open trips again at the first failure after the trigger went
 //     back on, and closes after a whole window without one;
-//   - forced-open changes only by an operator's hand.
+//   - forced-open changes only by an operator's hand;
+//   - closed, with a throttle stage, throttles when its throttle rule fires
+//     and the trip rule does not; throttled trips, steps down or steps up
+//     as evaluateThrottled says.
 //
 // Open and half-open wait while their trigger is not yet switched: a
 // cooldown or trial that started before the switch would be shorter than
@@ -81,6 +85,13 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 			next.Streak = streak
 			return next, f
 		}
+		if throttles(c, n) {
+			next, f := flip(c, Throttled, EvaluatorActor, n, now, fmt.Sprintf("%s: concurrency lowered to %s of what it was", throttleCount(c, n, now), shareWords(throttle.Ramp[0])))
+			next.ThrottleStage = 0
+			return next, f
+		}
+	case Throttled:
+		return evaluateThrottled(c, n, now)
 	case Open:
 		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) {
 			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", spoken.Duration(c.Cooldown().Round(time.Second)))
@@ -223,13 +234,21 @@ func Trip(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Fl
 }
 
 // Resume switches the trigger back on and closes the circuit. The function
-// continues from its last checkpoint.
+// continues from its last checkpoint. A circuit with a throttle stage
+// comes back throttled, at the ramp's lowest share, so a backlog does not
+// meet a store that has just recovered at full concurrency; resuming a
+// throttled circuit restores its concurrency at once.
 func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Flip, error) {
 	if c.State == Closed {
 		return c, Flip{}, ErrNotOpen
 	}
 	if reason = strings.TrimSpace(reason); reason == "" {
 		reason = "resumed by " + actor
+	}
+	if c.Throttles() && c.State.TriggerOff() || c.Throttles() && c.State == HalfOpen {
+		next, f := flip(c, Throttled, actor, n, now, fmt.Sprintf("%s; concurrency ramps back up from %s", reason, shareWords(throttle.Ramp[0])))
+		next.ThrottleStage = 0
+		return next, *f, nil
 	}
 	next, f := flip(c, Closed, actor, n, now, reason)
 	return next, *f, nil
@@ -256,6 +275,9 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
 	c.Held = false
+	if to != Throttled {
+		c.ThrottleStage = 0
+	}
 	c.RecentChanges = append(c.RecentChanges[max(0, len(c.RecentChanges)-keptChanges+1):len(c.RecentChanges):len(c.RecentChanges)], now)
 	return c, f
 }

@@ -2,9 +2,11 @@
 // Azure Functions Core Tools reads local.settings.json only when `func
 // start` starts, so writing AzureWebJobs.<name>.Disabled into the file
 // changes nothing in a running host. A Supervisor runs the host command
-// and restarts it whenever the set of disabled functions in the file
-// changes: first gracefully (an interrupt, as Ctrl-C would send), then by
-// force after a grace period. Changes to other settings do not restart it.
+// and restarts it whenever the set of disabled functions in the file, or a
+// host.json option set as a setting (AzureFunctionsJobHost__…, what a
+// throttle lowers), changes: first gracefully (an interrupt, as Ctrl-C
+// would send), then by force after a grace period, as Azure restarts an
+// app whose settings change. Changes to other settings do not restart it.
 package hostsupervisor
 
 import (
@@ -15,14 +17,16 @@ import (
 	"log/slog"
 	"maps"
 	"os/exec"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
 )
 
-// Supervisor runs Command and restarts it when the Disabled keys of
-// Settings change.
+// Supervisor runs Command and restarts it when the Disabled keys or the
+// host options of Settings change.
 type Supervisor struct {
 	Settings string   // the app's local.settings.json
 	Command  []string // e.g. func start --port 7071
@@ -50,7 +54,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	last, err := localsettings.DisabledFunctions(s.Settings)
+	last, err := watched(s.Settings)
 	if err != nil {
 		return err
 	}
@@ -69,7 +73,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 			s.stop(cmd, exited)
 			return nil
 		}
-		s.Logger.Info("disabled functions changed: restarting the host", "from", keys(last), "to", keys(changed))
+		s.Logger.Info("disabled functions or host options changed: restarting the host", "from", keys(last), "to", keys(changed))
 		s.stop(cmd, exited)
 		last = changed
 	}
@@ -92,7 +96,7 @@ func (s *Supervisor) start() (*exec.Cmd, chan error, error) {
 // watch returns the new disabled set when it changes, nil when ctx ends.
 // A host that exits on its own is an error: the supervisor does not hide a
 // crash by restarting it.
-func (s *Supervisor) watch(ctx context.Context, last map[string]bool, exited chan error) (map[string]bool, error) {
+func (s *Supervisor) watch(ctx context.Context, last map[string]string, exited chan error) (map[string]string, error) {
 	tick := time.NewTicker(s.Poll)
 	defer tick.Stop()
 	for {
@@ -103,7 +107,7 @@ func (s *Supervisor) watch(ctx context.Context, last map[string]bool, exited cha
 			exited <- err // for stop
 			return nil, fmt.Errorf("hostsupervisor: the host exited by itself: %v", err)
 		case <-tick.C:
-			now, err := localsettings.DisabledFunctions(s.Settings)
+			now, err := watched(s.Settings)
 			if err != nil {
 				s.Logger.Warn("local.settings.json does not read; the host keeps running", "error", err)
 				continue
@@ -128,12 +132,40 @@ func (s *Supervisor) stop(cmd *exec.Cmd, exited chan error) {
 	}
 }
 
-func keys(m map[string]bool) []string {
-	var out []string
-	for k, v := range m {
+// watched is what a change of restarts the host: each disabled function
+// (as "disabled <name>") and each host option set as a setting.
+func watched(path string) (map[string]string, error) {
+	off, err := localsettings.DisabledFunctions(path)
+	if err != nil {
+		return nil, err
+	}
+	all, err := localsettings.Settings(path)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for f, v := range off {
 		if v {
-			out = append(out, k)
+			out["disabled "+f] = "true"
 		}
 	}
+	for k, v := range all {
+		if strings.HasPrefix(k, "AzureFunctionsJobHost__") {
+			out[k] = v
+		}
+	}
+	return out, nil
+}
+
+func keys(m map[string]string) []string {
+	out := make([]string, 0, len(m))
+	for k, v := range m {
+		if strings.HasPrefix(k, "disabled ") {
+			out = append(out, k)
+			continue
+		}
+		out = append(out, k+"="+v)
+	}
+	slices.Sort(out)
 	return out
 }

@@ -97,11 +97,21 @@ func TestTheHostRestartsWhenADisabledKeyChanges(t *testing.T) {
 	if len(got) != 5 || got[3] != "stop" || got[4] != "start:" {
 		t.Errorf("host log %v: want exactly one more restart, for the resume", got)
 	}
+	// A host option set as a setting (what a throttle lowers) restarts it,
+	// as Azure restarts an app whose settings change.
+	batch := "2"
+	if err := localsettings.Tune(settings, nil, map[string]*string{"AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize": &batch}); err != nil {
+		t.Fatal(err)
+	}
+	got = waitLog(t, log, 7)
+	if len(got) != 7 || got[5] != "stop" || got[6] != "start:" {
+		t.Errorf("host log %v: want a restart for the lowered batch size", got)
+	}
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
-	if got := waitLog(t, log, 6); got[5] != "stop" {
+	if got := waitLog(t, log, 8); got[7] != "stop" {
 		t.Errorf("the host was not stopped at the end: %v", got)
 	}
 }

@@ -139,13 +139,22 @@ type (
 		EscalateTo      []string `json:"escalate_to"`
 		EscalateSeconds int      `json:"escalate_after_seconds"`
 		RetentionHours  int      `json:"event_hub_retention_hours"`
-		AutoResume      bool     `json:"auto_resume"`
-		CooldownSeconds int      `json:"cooldown_seconds"`
-		MaxCooldownSecs int      `json:"max_cooldown_seconds"`
-		Shadow          bool     `json:"shadow"`
-		EventHub        string   `json:"event_hub"`
-		Queue           string   `json:"queue"`
-		ParkingQueue    string   `json:"parking_queue"`
+		ThrottleAt      int      `json:"throttle_threshold"`
+		ThrottleQuiet   int      `json:"throttle_quiet_seconds"`
+		ThrottleKind    string   `json:"throttle_kind"`
+		// Throttle is how GET says the three above.
+		Throttle *struct {
+			Threshold    int    `json:"threshold"`
+			QuietSeconds int    `json:"quiet_seconds"`
+			Kind         string `json:"kind"`
+		} `json:"throttle,omitempty"`
+		AutoResume      bool   `json:"auto_resume"`
+		CooldownSeconds int    `json:"cooldown_seconds"`
+		MaxCooldownSecs int    `json:"max_cooldown_seconds"`
+		Shadow          bool   `json:"shadow"`
+		EventHub        string `json:"event_hub"`
+		Queue           string `json:"queue"`
+		ParkingQueue    string `json:"parking_queue"`
 	}
 	apiJob struct {
 		ID                 string   `json:"id,omitempty"`
@@ -254,7 +263,10 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		return Doc{}, err
 	}
 	for _, ci := range cs.Circuits {
-		doc.Circuits = append(doc.Circuits, Circuit{App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
+		if t := ci.Throttle; t != nil {
+			ci.ThrottleAt, ci.ThrottleQuiet, ci.ThrottleKind = t.Threshold, t.QuietSeconds, t.Kind
+		}
+		doc.Circuits = append(doc.Circuits, Circuit{ThrottleThreshold: ci.ThrottleAt, ThrottleQuiet: seconds(ci.ThrottleQuiet), ThrottleKind: ci.ThrottleKind, App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
 			FailureRatio: ci.FailureRatio, MinCalls: ci.MinCalls, NoSuccess: ci.NoSuccess, MinInstances: ci.MinInstances, Recipients: ci.Recipients, Channels: ci.Channels,
 			EscalateTo: ci.EscalateTo, EscalateAfter: seconds(ci.EscalateSeconds), HubRetention: seconds(3600 * ci.RetentionHours),
 			AutoResume: ci.AutoResume, Cooldown: seconds(ci.CooldownSeconds), MaxCooldown: seconds(ci.MaxCooldownSecs), Shadow: ci.Shadow,
@@ -374,7 +386,8 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 			FailureRatio: x.FailureRatio, MinCalls: x.MinCalls, NoSuccess: x.NoSuccess, MinInstances: x.MinInstances, Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels),
 			EscalateTo: nonNil(x.EscalateTo), EscalateSeconds: int(time.Duration(x.EscalateAfter) / time.Second), RetentionHours: int(time.Duration(x.HubRetention) / time.Hour),
 			AutoResume: x.AutoResume, CooldownSeconds: int(time.Duration(x.Cooldown) / time.Second), MaxCooldownSecs: int(time.Duration(x.MaxCooldown) / time.Second),
-			Shadow: x.Shadow, EventHub: x.EventHub, Queue: x.Queue, ParkingQueue: x.ParkingQueue}
+			Shadow: x.Shadow, EventHub: x.EventHub, Queue: x.Queue, ParkingQueue: x.ParkingQueue,
+			ThrottleAt: x.ThrottleThreshold, ThrottleQuiet: int(time.Duration(x.ThrottleQuiet) / time.Second), ThrottleKind: x.ThrottleKind}
 		path := "/api/v1/circuits/" + esc(x.App) + "/" + esc(x.Function)
 		switch ch.Action {
 		case Create:

@@ -95,7 +95,11 @@ type Circuit struct {
 	HubRetention  Duration `yaml:"event_hub_retention,omitempty"`
 	Queue         string   `yaml:"queue,omitempty"`
 	ParkingQueue  string   `yaml:"parking_queue,omitempty"`
-	Line          int      `yaml:"-" plan:"-"`
+	// The throttle stage before the trip (docs/throttle.md).
+	ThrottleThreshold int      `yaml:"throttle_threshold,omitempty"`
+	ThrottleQuiet     Duration `yaml:"throttle_quiet,omitempty"`
+	ThrottleKind      string   `yaml:"throttle_kind,omitempty"`
+	Line              int      `yaml:"-" plan:"-"`
 }
 
 // Job is a scheduled job, by its slug, else its name. Fusebox's own

@@ -82,7 +82,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
 	t := st.Evaluator.Tally
 	for app, byState := range t.ByState {
-		for _, s := range []circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen, circuit.ForcedOpen} {
+		for _, s := range circuit.States {
 			ch <- prometheus.MustNewConstMetric(descCircuits, prometheus.GaugeValue, float64(byState[s.String()]), app, s.String())
 		}
 	}

@@ -83,6 +83,9 @@ type circuitRow struct {
 	EventHub           string  // optional: hub[/consumer group] the function consumes
 	HubRetentionHours  int32   // optional: that hub's message retention
 	MinInstances       int32   // optional: a quorum of instances
+	ThrottleThreshold  int32   // optional: lower concurrency on more than this many failures
+	ThrottleQuiet      int32   // seconds each throttle stage holds quiet before a step up; 0: the default
+	ThrottleKind       string  // the trigger kind a throttle lowers; empty: from EventHub or Queue
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
@@ -94,7 +97,10 @@ type circuitRow struct {
 	Streak             int32 // the evaluator's consecutive trips
 	ChangedAt          time.Time
 	Reason             string
-	Held               bool // the last change was a trip the app's guardrail held
+	Held               bool   // the last change was a trip the app's guardrail held
+	ThrottleStage      int32  // while throttled: the ramp's step
+	Lowered            string // JSON: the settings a throttle changed, as they were before (null: absent)
+	LoweredKind        string // the trigger kind they were read for
 	AppliedEpisode     int64
 	AppliedAt          time.Time // when the trigger was set for AppliedEpisode
 	ApplyError         string    // why the trigger could not be set for Episode
@@ -135,6 +141,10 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: RecentChanges: %w", r.PartitionKey, function, err)
 	}
+	lowered, err := circuit.ParseLowered(r.Lowered)
+	if err != nil {
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: Lowered: %w", r.PartitionKey, function, err)
+	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function, Threshold: int(r.Threshold),
 		Window: time.Duration(r.WindowSeconds) * time.Second, Recipients: commaList(r.Recipients), Channels: commaList(r.Channels), EventHub: r.EventHub,
@@ -144,11 +154,27 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Rule:   circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess, MinInstances: quorum(r.MinInstances)},
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
+		Throttle:      throttleOf(r),
+		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
 		Incarnation: r.Incarnation, Version: string(r.ETag),
 	}, nil
+}
+
+// throttleOf is a row's throttle stage; a threshold out of range (written
+// by hand) is none, and a kind Fusebox does not know is left to Validate
+// and the switcher, which lower nothing for it.
+func throttleOf(r circuitRow) circuit.Throttle {
+	if r.ThrottleThreshold < 0 || r.ThrottleThreshold > circuit.MaxThreshold {
+		return circuit.Throttle{}
+	}
+	q := time.Duration(r.ThrottleQuiet) * time.Second
+	if q < 0 || q > circuit.MaxThrottleQuiet {
+		q = 0
+	}
+	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind}
 }
 
 // quorum is a row's quorum; out of range (written by hand) it is none,
@@ -173,7 +199,7 @@ func hubRetention(hours int32) time.Duration {
 // setState copies a circuit's state fields into the row.
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
-	r.Streak, r.Held = int32(c.Streak), c.Held
+	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 	r.RecentChanges = joinUnix(c.RecentChanges)
@@ -190,6 +216,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
+	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind
 }
 
 // List returns every circuit, ordered by app then function.
@@ -541,6 +568,27 @@ func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, functi
 		}
 		r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = episode, at, "", time.Time{}
 		r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = "", time.Time{}, 0
+		if r.State == circuit.Closed.String() {
+			// Closed and applied: whatever a throttle lowered is back.
+			r.Lowered, r.LoweredKind = "", ""
+		}
+		return nil
+	})
+}
+
+// SetLowered records, for episode, the app settings a throttle is about to
+// change and what they were, before the switch writes them: what a later
+// step or restore reads, so it is never what the throttle itself wrote.
+func (c *Circuits) SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error {
+	raw, err := circuit.FormatLowered(before)
+	if err != nil {
+		return err
+	}
+	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
+		if r.Episode != episode {
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
+		}
+		r.Lowered, r.LoweredKind = raw, kind
 		return nil
 	})
 }

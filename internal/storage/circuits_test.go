@@ -270,3 +270,42 @@ func TestAnUnreadableCircuitCountsAgainstTheGuardrail(t *testing.T) {
 		t.Errorf("a trip beside an unreadable circuit row answered %v; want held, the row counted as off", err)
 	}
 }
+
+// What a throttle recorded is someone else's row to a later reader: a
+// setting that is not a throttle's, too many of them or a value too long
+// makes the row unreadable (shown as such), never a setting Fusebox writes.
+func TestLoweredRowsAreBoundedWhenRead(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
+		t.Fatal(err)
+	}
+	cs := storage.New(svc).Circuits
+	type row struct {
+		tablestore.Meta
+		Threshold     int32
+		WindowSeconds int32
+		State         string
+		Lowered       string
+	}
+	long := strings.Repeat("9", 2000)
+	cases := map[string]string{
+		"A": `{"AzureFunctionsJobHost__extensions__eventHubs__prefetchCount": "300"}`,
+		"B": `{"AzureWebJobsStorage": "DefaultEndpointsProtocol=https;AccountName=evil"}`,
+		"C": `{"AzureFunctionsJobHost__extensions__eventHubs__prefetchCount": "` + long + `"}`,
+		"D": `["not", "an", "object"]`,
+	}
+	for fn, lowered := range cases {
+		if err := svc.Table(storage.TableCircuits).Insert(t.Context(), &row{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: "c|" + fn}, Threshold: 10, WindowSeconds: 60, State: "throttled", Lowered: lowered}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := cs.Get(t.Context(), "orders", "A")
+	if err != nil || c.State != circuit.Throttled || *c.Lowered["AzureFunctionsJobHost__extensions__eventHubs__prefetchCount"] != "300" {
+		t.Fatalf("a good row: %+v, %v", c.Lowered, err)
+	}
+	for _, fn := range []string{"B", "C", "D"} {
+		if _, err := cs.Get(t.Context(), "orders", fn); err == nil || !strings.Contains(err.Error(), "Lowered") {
+			t.Errorf("%s (%s): read as %v; want refused, naming Lowered", fn, cases[fn][:min(60, len(cases[fn]))], err)
+		}
+	}
+}

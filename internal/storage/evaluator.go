@@ -66,6 +66,9 @@ func (s EvaluatorStore) TransitionGuarded(ctx context.Context, f lease.Fence, c 
 func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error {
 	return s.Circuits.MarkApplied(ctx, f, appID, function, episode, at)
 }
+func (s EvaluatorStore) SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error {
+	return s.Circuits.SetLowered(ctx, f, appID, function, episode, kind, before)
+}
 func (s EvaluatorStore) SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error {
 	return s.Circuits.SetApplyError(ctx, f, appID, function, episode, problem, attempts, retryAt)
 }

@@ -65,6 +65,33 @@ func (r Router) Apply(ctx context.Context, app circuit.App, off map[string]bool)
 	return sw.Apply(ctx, app, off)
 }
 
+// Settings reads the app's settings where its switch can change them too.
+func (r Router) Settings(ctx context.Context, app circuit.App) (map[string]string, error) {
+	sw, err := r.pick(app)
+	if err != nil {
+		return nil, err
+	}
+	tu, ok := sw.(circuit.Tuner)
+	if !ok {
+		return nil, circuit.ErrCannotTune
+	}
+	return tu.Settings(ctx, app)
+}
+
+// Tune switches triggers and sets settings in one write, where the app's
+// switch can.
+func (r Router) Tune(ctx context.Context, app circuit.App, off map[string]bool, set map[string]*string) error {
+	sw, err := r.pick(app)
+	if err != nil {
+		return err
+	}
+	tu, ok := sw.(circuit.Tuner)
+	if !ok {
+		return circuit.ErrCannotTune
+	}
+	return tu.Tune(ctx, app, off, set)
+}
+
 // Effective reads the host's own view of the functions where the app's
 // switch can; circuit.ErrCannotConfirm where it cannot (local apps).
 func (r Router) Effective(ctx context.Context, app circuit.App, functions []string) (map[string]bool, error) {
@@ -182,6 +209,18 @@ func (l Local) Disabled(_ context.Context, app circuit.App) (map[string]bool, er
 }
 
 func (l Local) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
+	return l.Tune(ctx, app, off, nil)
+}
+
+func (l Local) Settings(_ context.Context, app circuit.App) (map[string]string, error) {
+	path, err := l.Where.Check(app.LocalSettings)
+	if err != nil {
+		return nil, err
+	}
+	return localsettings.Settings(path)
+}
+
+func (l Local) Tune(ctx context.Context, app circuit.App, off map[string]bool, set map[string]*string) error {
 	path, err := l.Where.Check(app.LocalSettings)
 	if err != nil {
 		return err
@@ -195,7 +234,7 @@ func (l Local) Apply(ctx context.Context, app circuit.App, off map[string]bool) 
 		case <-t.C:
 		}
 	}
-	return localsettings.Apply(path, off)
+	return localsettings.Tune(path, off, set)
 }
 
 // Run calls Core Tools' admin API on this machine, at the port the app's

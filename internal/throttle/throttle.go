@@ -276,3 +276,77 @@ func (p Plan) Text() string {
 	}
 	return strings.TrimRight(b.String(), "\n")
 }
+
+// read are the settings a plan reads besides its levers.
+var read = []string{EventHubMinBatch, MaxConcurrency, Dynamic}
+
+// Lever says whether name is a setting a plan reads or writes.
+func Lever(name string) bool {
+	if slices.Contains(read, name) {
+		return true
+	}
+	for _, ls := range levers {
+		for _, l := range ls {
+			if l.setting == name {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Before keeps of an app's settings what a plan for kind reads, as they
+// are before it lowers anything: a value, or nil where the setting is
+// absent. It is what a throttle records, so that each later step is a
+// share of it and the restore puts it back exactly.
+func Before(settings map[string]string, kind string) map[string]*string {
+	names := slices.Clone(read)
+	for _, l := range levers[kind] {
+		names = append(names, l.setting)
+	}
+	out := make(map[string]*string, len(names))
+	for _, n := range names {
+		if v, ok := settings[n]; ok {
+			out[n] = &v
+		} else {
+			out[n] = nil
+		}
+	}
+	return out
+}
+
+// At is what the settings recorded by Before become at share (0 < share
+// < 1) of them: the settings to write, each with its new value.
+func At(before map[string]*string, kind string, share float64) map[string]*string {
+	p := Lower(App{Settings: present(before)}, "", kind, share)
+	out := make(map[string]*string, len(p.Changes))
+	for _, c := range p.Changes {
+		out[c.Setting] = &c.Now
+	}
+	return out
+}
+
+// Back is what puts back the settings At changed: each as it was before,
+// nil (remove) where it was absent.
+func Back(before map[string]*string, kind string, share float64) map[string]*string {
+	p := Restore(Lower(App{Settings: present(before)}, "", kind, share))
+	out := make(map[string]*string, len(p.Changes))
+	for _, c := range p.Changes {
+		if c.Remove {
+			out[c.Setting] = nil
+			continue
+		}
+		out[c.Setting] = &c.Now
+	}
+	return out
+}
+
+func present(m map[string]*string) map[string]string {
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out
+}

@@ -16,43 +16,44 @@ import (
 // session, sending the CSRF token in X-CSRF-Token for changes.
 
 type circuitJSON struct {
-	App             string     `json:"app"`
-	Function        string     `json:"function"`
-	State           string     `json:"state"`
-	Episode         int64      `json:"episode"`
-	Count           int        `json:"count"`
-	Threshold       int        `json:"threshold"`
-	WindowSeconds   int        `json:"window_seconds"`
-	FailureRatio    float64    `json:"failure_ratio,omitempty"`
-	MinCalls        int        `json:"min_calls,omitempty"`
-	MinInstances    int        `json:"min_instances,omitempty"`
-	NoSuccess       bool       `json:"no_success"`
-	Successes       int        `json:"successes"`
-	Rule            string     `json:"rule"`
-	Recipients      []string   `json:"recipients"`
-	Channels        []string   `json:"channels"`
-	EscalateTo      []string   `json:"escalate_to"`
-	EscalateSeconds int        `json:"escalate_after_seconds"`
-	RetentionHours  int        `json:"event_hub_retention_hours,omitempty"`
-	AckedEpisode    int64      `json:"acknowledged_episode,omitempty"`
-	AutoResume      bool       `json:"auto_resume"`
-	CooldownSeconds int        `json:"cooldown_seconds"`
-	MaxCooldownSecs int        `json:"max_cooldown_seconds,omitempty"`
-	EventHub        string     `json:"event_hub,omitempty"`
-	Streak          int        `json:"trips_in_a_row"`
-	Shadow          bool       `json:"shadow"`
-	Queue           string     `json:"queue,omitempty"`
-	ParkingQueue    string     `json:"parking_queue,omitempty"`
-	TrialAt         *time.Time `json:"next_trial_at,omitempty"`
-	ChangedAt       time.Time  `json:"changed_at"`
-	Reason          string     `json:"reason"`
-	Applying        bool       `json:"applying"`
-	ApplyError      string     `json:"apply_error,omitempty"`
-	ApplyRetryAt    *time.Time `json:"apply_retry_at,omitempty"`
-	CountingSince   time.Time  `json:"counting_since"`
-	Drift           string     `json:"drift,omitempty"`
-	DriftSince      *time.Time `json:"drift_since,omitempty"`
-	Flips           []flipJSON `json:"flips,omitempty"`
+	App             string        `json:"app"`
+	Function        string        `json:"function"`
+	State           string        `json:"state"`
+	Episode         int64         `json:"episode"`
+	Count           int           `json:"count"`
+	Threshold       int           `json:"threshold"`
+	WindowSeconds   int           `json:"window_seconds"`
+	FailureRatio    float64       `json:"failure_ratio,omitempty"`
+	MinCalls        int           `json:"min_calls,omitempty"`
+	MinInstances    int           `json:"min_instances,omitempty"`
+	NoSuccess       bool          `json:"no_success"`
+	Successes       int           `json:"successes"`
+	Rule            string        `json:"rule"`
+	Recipients      []string      `json:"recipients"`
+	Channels        []string      `json:"channels"`
+	EscalateTo      []string      `json:"escalate_to"`
+	EscalateSeconds int           `json:"escalate_after_seconds"`
+	RetentionHours  int           `json:"event_hub_retention_hours,omitempty"`
+	Throttle        *throttleJSON `json:"throttle,omitempty"`
+	AckedEpisode    int64         `json:"acknowledged_episode,omitempty"`
+	AutoResume      bool          `json:"auto_resume"`
+	CooldownSeconds int           `json:"cooldown_seconds"`
+	MaxCooldownSecs int           `json:"max_cooldown_seconds,omitempty"`
+	EventHub        string        `json:"event_hub,omitempty"`
+	Streak          int           `json:"trips_in_a_row"`
+	Shadow          bool          `json:"shadow"`
+	Queue           string        `json:"queue,omitempty"`
+	ParkingQueue    string        `json:"parking_queue,omitempty"`
+	TrialAt         *time.Time    `json:"next_trial_at,omitempty"`
+	ChangedAt       time.Time     `json:"changed_at"`
+	Reason          string        `json:"reason"`
+	Applying        bool          `json:"applying"`
+	ApplyError      string        `json:"apply_error,omitempty"`
+	ApplyRetryAt    *time.Time    `json:"apply_retry_at,omitempty"`
+	CountingSince   time.Time     `json:"counting_since"`
+	Drift           string        `json:"drift,omitempty"`
+	DriftSince      *time.Time    `json:"drift_since,omitempty"`
+	Flips           []flipJSON    `json:"flips,omitempty"`
 	// Errors group what failed in the window before the trip (trigger
 	// off) or the window now; only a single circuit's answer has them.
 	Errors      []errorGroupJSON `json:"errors,omitempty"`
@@ -89,7 +90,7 @@ func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
 		EscalateTo: c.Escalate.To, EscalateSeconds: int(c.Escalate.After / time.Second), RetentionHours: int(c.HubRetention / time.Hour),
 		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second), MaxCooldownSecs: int(c.Policy.MaxCooldown / time.Second), EventHub: c.EventHub,
-		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Queue: c.Queue, ParkingQueue: c.Parking}
+		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Queue: c.Queue, ParkingQueue: c.Parking, Throttle: throttleOf(c)}
 	if j.Channels == nil {
 		j.Channels = []string{}
 	}
@@ -172,6 +173,22 @@ func toErrorGroupJSON(g errgroups.Group) errorGroupJSON {
 	return errorGroupJSON{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces}
 }
 
+// throttleJSON is a circuit's throttle stage in the API.
+type throttleJSON struct {
+	Threshold    int     `json:"threshold"`
+	QuietSeconds int     `json:"quiet_seconds"`
+	Kind         string  `json:"kind"`
+	Share        float64 `json:"share"` // of the concurrency before, held now; 0: none
+	Rule         string  `json:"rule"`
+}
+
+func throttleOf(c circuit.Circuit) *throttleJSON {
+	if !c.Throttles() {
+		return nil
+	}
+	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Share: c.ThrottleShare(), Rule: c.ThrottleText()}
+}
+
 type settingsJSON struct {
 	App             string   `json:"app"`
 	Function        string   `json:"function"`
@@ -187,6 +204,9 @@ type settingsJSON struct {
 	EscalateSeconds int      `json:"escalate_after_seconds"`
 	EventHub        string   `json:"event_hub"`
 	RetentionHours  int      `json:"event_hub_retention_hours"`
+	ThrottleAt      int      `json:"throttle_threshold"`
+	ThrottleQuiet   int      `json:"throttle_quiet_seconds"`
+	ThrottleKind    string   `json:"throttle_kind"`
 	Queue           string   `json:"queue,omitempty"`
 	ParkingQueue    string   `json:"parking_queue,omitempty"`
 	AutoResume      bool     `json:"auto_resume"`
@@ -198,7 +218,8 @@ type settingsJSON struct {
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
 		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
-		Rule: circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
+		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind},
+		Rule:     circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }
 

@@ -57,6 +57,13 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	if ci.Rule.MinInstances > 1 {
 		m.Quorum = strconv.Itoa(ci.Rule.MinInstances)
 	}
+	if ci.Throttle.Threshold > 0 {
+		m.ThrottleThreshold = strconv.Itoa(ci.Throttle.Threshold)
+	}
+	if ci.Throttle.Quiet > 0 {
+		m.ThrottleQuiet = spoken.Duration(ci.Throttle.Quiet)
+	}
+	m.ThrottleKind = ci.Throttle.Kind
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -159,7 +166,8 @@ func formValues(c echo.Context) views.CircuitForm {
 		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), Queue: strings.TrimSpace(c.FormValue("queue")), Parking: strings.TrimSpace(c.FormValue("parking_queue")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 		EscalateTo: strings.TrimSpace(c.FormValue("escalate_to")), EscalateAfter: strings.TrimSpace(c.FormValue("escalate_after")),
-		HubRetention: strings.TrimSpace(c.FormValue("event_hub_retention")),
+		HubRetention:      strings.TrimSpace(c.FormValue("event_hub_retention")),
+		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleKind: strings.TrimSpace(c.FormValue("throttle_kind")),
 	}
 }
 
@@ -200,6 +208,21 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 		}
 		set.Rule.MinInstances = n
 	}
+	if m.ThrottleThreshold != "" {
+		n, err := strconv.Atoi(m.ThrottleThreshold)
+		if err != nil {
+			problems["throttle_threshold"] = "must be a whole number of failures, such as 40, or empty for no throttle stage"
+		}
+		set.Throttle.Threshold = n
+	}
+	if m.ThrottleQuiet != "" {
+		d, err := time.ParseDuration(m.ThrottleQuiet)
+		if err != nil {
+			problems["throttle_quiet"] = "must be a duration such as 10m, or empty for 5m"
+		}
+		set.Throttle.Quiet = d
+	}
+	set.Throttle.Kind = m.ThrottleKind
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
 	set.Queue, set.Parking = m.Queue, m.Parking
 	set.Escalate.To = splitComma(m.EscalateTo)

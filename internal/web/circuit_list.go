@@ -59,7 +59,7 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 	for _, a := range apps {
 		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
 	}
-	for _, st := range []circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen, circuit.ForcedOpen} {
+	for _, st := range circuit.States {
 		m.States = append(m.States, views.Option{Value: st.String(), Label: st.String()})
 	}
 	q := url.Values{}

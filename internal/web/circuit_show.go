@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/spoken"
+	"github.com/fusebox/fusebox/internal/throttle"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -77,6 +80,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	if q := ci.Rule.MinInstances; q > 1 {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
 	}
+	m.Throttle = throttleLines(ci, now)
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
 	for _, a := range apps {
 		if a.ID == ci.AppID {
@@ -105,6 +109,34 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	}
 	return render(c, http.StatusOK, views.CircuitPage(m))
 }
+
+// throttleLines say the circuit's throttle stage and what it holds now.
+func throttleLines(ci circuit.Circuit, now time.Time) []string {
+	if !ci.Throttles() {
+		return nil
+	}
+	lines := []string{ci.ThrottleText()}
+	if ci.State == circuit.Throttled {
+		line := fmt.Sprintf("Now holding the app at %s of its concurrency before (step %d of %d)", percentOf(ci.ThrottleShare()), ci.ThrottleStage+1, len(throttle.Ramp)+1)
+		if !ci.Pending() {
+			line += fmt.Sprintf("; the next step up comes once %s has passed since %s with the rule quiet", spoken.Duration(ci.QuietFor()), ci.SwitchedAt().UTC().Format("15:04 MST"))
+		}
+		lines = append(lines, line+".")
+	}
+	if ci.Lowered != nil {
+		changed := throttle.At(ci.Lowered, ci.LoweredKind, throttle.Ramp[0])
+		for _, k := range slices.Sorted(maps.Keys(changed)) {
+			was := "absent"
+			if v := ci.Lowered[k]; v != nil {
+				was = *v
+			}
+			lines = append(lines, fmt.Sprintf("%s was %s before the throttle; it is put back so.", k, was))
+		}
+	}
+	return lines
+}
+
+func percentOf(share float64) string { return fmt.Sprintf("%d %%", int(share*100)) }
 
 // countSpan says which failures a count covers.
 func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) views.Sentence {

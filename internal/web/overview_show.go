@@ -108,7 +108,7 @@ func stateTone(st circuit.State) string {
 		return "ok"
 	case circuit.Open, circuit.ForcedOpen:
 		return "bad"
-	case circuit.HalfOpen:
+	case circuit.HalfOpen, circuit.Throttled:
 		return "warn"
 	}
 	return "muted"
@@ -127,7 +127,7 @@ func statusTone(st jobs.Status) string {
 }
 
 func stateCounts(cs []circuit.Circuit) []views.Count {
-	order := []circuit.State{circuit.Closed, circuit.Open, circuit.HalfOpen, circuit.ForcedOpen}
+	order := circuit.States
 	n := map[circuit.State]int{}
 	for _, c := range cs {
 		n[c.State]++

@@ -194,6 +194,28 @@ func holds(props map[string]*string, off map[string]bool) bool {
 
 // Apply switches each function in off in one write of the app's settings.
 func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
+	return s.Tune(ctx, app, off, nil)
+}
+
+// Settings reads the app's settings (for a throttle's plan).
+func (s *Switch) Settings(ctx context.Context, app circuit.App) (map[string]string, error) {
+	props, err := s.read(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(props))
+	for k, v := range props {
+		if v != nil {
+			out[k] = *v
+		}
+	}
+	return out, nil
+}
+
+// Tune switches each function in off and sets each setting in set (nil:
+// removes it) in the same one write of the app's settings: a throttle and
+// a trip of one app cost one restart.
+func (s *Switch) Tune(ctx context.Context, app circuit.App, off map[string]bool, set map[string]*string) error {
 	for f := range off {
 		if err := trigger.CheckSettable(f, app.Linux); err != nil {
 			return fmt.Errorf("appservice: %w", err)
@@ -208,10 +230,13 @@ func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool
 		Read: func(ctx context.Context) (map[string]*string, error) { return s.read(ctx, app) },
 		Merge: func(props map[string]*string) (map[string]*string, bool, error) {
 			next, changed := merge(props, off)
-			return next, changed, nil
+			next, tuned := armwrite.Set(next, set)
+			return next, changed || tuned, nil
 		},
-		Write:    func(ctx context.Context, next map[string]*string) error { return s.write(ctx, app, next) },
-		Holds:    func(after map[string]*string) (bool, error) { return holds(after, off), nil },
+		Write: func(ctx context.Context, next map[string]*string) error { return s.write(ctx, app, next) },
+		Holds: func(after map[string]*string) (bool, error) {
+			return holds(after, off) && armwrite.HoldsSet(after, set), nil
+		},
 		Replaced: fmt.Errorf("appservice: the settings of %s were replaced by another writer right after Fusebox wrote them", siteName(app)),
 	})
 }

@@ -148,3 +148,80 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 		t.Error("slow was switched although its endpoint hangs")
 	}
 }
+
+// A throttle of one function and a trip of another, decided in the same
+// tick for one app, are one settings write (one restart), through the SDK's
+// fake server; the ramp afterwards puts back exactly what was there.
+func TestAThrottleAndATripOfOneAppAreOneWrite(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	for _, name := range []string{storage.TableApps, storage.TableCircuits, storage.TableFailures, storage.TableStatus, storage.TableLeases} {
+		if err := svc.CreateTable(t.Context(), name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := storage.New(svc)
+	f := farm{sites: map[string]*site{"func-orders": newSite(map[string]string{"FUNCTIONS_WORKER_RUNTIME": "node", "AzureFunctionsJobHost__extensions__queues__batchSize": "32"})},
+		release: make(chan struct{}), written: make(chan string, 10)}
+	sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{TryTimeout: 20 * time.Second}, Transport: fake.NewWebAppsServerTransport(f.server())})
+	app := circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Site: "func-orders", Switch: circuit.SwitchARM}
+	if err := st.Apps.Put(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []circuit.Circuit{
+		{AppID: "orders", Function: "Fulfil", Threshold: 100, Window: 30 * time.Second, Queue: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}},
+		{AppID: "orders", Function: "Import", Threshold: 100, Window: 30 * time.Second},
+	} {
+		if err := st.Circuits.Put(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
+	claims, err := lease.NewClaims(st.Leases, "test", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, circuit.EvaluatorSettings{Claims: claims, Clock: clk})
+	fence := lease.Fence{Lease: "evaluator", Generation: 1}
+	tick := func() {
+		t.Helper()
+		if err := eval.Tick(t.Context(), fence); err != nil {
+			t.Fatal(err)
+		}
+		eval.Wait()
+	}
+	if err := st.Failures.Record(t.Context(), "w", []storage.Report{
+		{App: "orders", Function: "Fulfil", Second: clk.Now(), Count: 50},
+		{App: "orders", Function: "Import", Second: clk.Now(), Count: 101},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	tick()
+	if n := len(f.written); n != 1 {
+		t.Fatalf("%d settings writes for a throttle and a trip of one app in one tick; want 1", n)
+	}
+	<-f.written
+	got := f.sites["func-orders"].list("")
+	want := map[string]string{"FUNCTIONS_WORKER_RUNTIME": "node", "AzureWebJobs.Import.Disabled": "true",
+		"AzureFunctionsJobHost__extensions__queues__batchSize": "8", "AzureFunctionsJobHost__extensions__queues__newBatchThreshold": "2"}
+	if !equal(got, want) {
+		t.Fatalf("after the tick: %v\nwant %v", got, want)
+	}
+	for _, fn := range []string{"Fulfil", "Import"} {
+		if c, err := st.Circuits.Get(t.Context(), "orders", fn); err != nil || c.Pending() {
+			t.Fatalf("%s: pending %v, %v", fn, c.Pending(), err)
+		}
+	}
+	// Two quiet minutes: a half, then exactly what was there.
+	for range 2 {
+		clk.Advance(time.Minute)
+		tick()
+	}
+	got = f.sites["func-orders"].list("")
+	want = map[string]string{"FUNCTIONS_WORKER_RUNTIME": "node", "AzureWebJobs.Import.Disabled": "true", "AzureFunctionsJobHost__extensions__queues__batchSize": "32"}
+	if !equal(got, want) {
+		t.Errorf("after the ramp: %v\nwant %v (newBatchThreshold was absent: removed, not written with a default)", got, want)
+	}
+	if c, _ := st.Circuits.Get(t.Context(), "orders", "Fulfil"); c.State != circuit.Closed || c.Lowered != nil {
+		t.Errorf("Fulfil after the ramp: %s, lowered %v", c.State, c.Lowered)
+	}
+}

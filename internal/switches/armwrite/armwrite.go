@@ -94,3 +94,46 @@ func (p Policy) ClientOptions(transport policy.Transporter, tracing tracing.Prov
 func (p Policy) Once(ctx context.Context) context.Context {
 	return policy.WithRetryOptions(ctx, policy.RetryOptions{MaxRetries: -1, TryTimeout: p.TryTimeout})
 }
+
+// Set returns props with each setting in set written (nil: removed), and
+// whether that changed anything; props itself is not changed.
+func Set(props map[string]*string, set map[string]*string) (map[string]*string, bool) {
+	if len(set) == 0 {
+		return props, false
+	}
+	next := make(map[string]*string, len(props)+len(set))
+	for k, v := range props {
+		next[k] = v
+	}
+	changed := false
+	for k, v := range set {
+		old, had := props[k]
+		switch {
+		case v == nil && had:
+			delete(next, k)
+			changed = true
+		case v != nil && (!had || old == nil || *old != *v):
+			val := *v
+			next[k] = &val
+			changed = true
+		}
+	}
+	return next, changed
+}
+
+// HoldsSet says whether props hold every setting in set.
+func HoldsSet(props map[string]*string, set map[string]*string) bool {
+	for k, v := range set {
+		old, had := props[k]
+		if v == nil {
+			if had {
+				return false
+			}
+			continue
+		}
+		if !had || old == nil || *old != *v {
+			return false
+		}
+	}
+	return true
+}

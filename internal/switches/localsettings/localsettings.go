@@ -49,7 +49,26 @@ func SetDisabled(path, function string, disabled bool) error {
 }
 
 // Apply switches each function in off as it says, in one write.
-func Apply(path string, off map[string]bool) error {
+func Apply(path string, off map[string]bool) error { return Tune(path, off, nil) }
+
+// Settings returns the file's Values that are strings.
+func Settings(path string) (map[string]string, error) {
+	_, values, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(values))
+	for k, v := range values {
+		if s, ok := v.(string); ok {
+			out[k] = s
+		}
+	}
+	return out, nil
+}
+
+// Tune switches each function in off as it says and sets each setting in
+// set (nil: removes it), in one write.
+func Tune(path string, off map[string]bool, set map[string]*string) error {
 	for function := range off {
 		if err := checkName(function); err != nil {
 			return err
@@ -66,6 +85,13 @@ func Apply(path string, off map[string]bool) error {
 		} else {
 			delete(values, settingName(function))
 		}
+	}
+	for k, v := range set {
+		if v == nil {
+			delete(values, k)
+			continue
+		}
+		values[k] = *v
 	}
 	raw, err := json.Marshal(values)
 	if err != nil {

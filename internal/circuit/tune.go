@@ -1,0 +1,120 @@
+package circuit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/throttle"
+)
+
+// Tuner is a switch that can also change an app's other settings in the
+// same write as its triggers: a throttle's levers.
+type Tuner interface {
+	// Settings reads the app's settings as they are.
+	Settings(ctx context.Context, app App) (map[string]string, error)
+	// Tune switches each function in off as it says and sets each setting
+	// in set (nil: removes it) in one read–merge–write: one restart.
+	Tune(ctx context.Context, app App, off map[string]bool, set map[string]*string) error
+}
+
+// ErrCannotTune is a switch that can only move triggers.
+var ErrCannotTune = errors.New("this app's switch cannot change its concurrency settings (only App Service and local apps can be throttled)")
+
+// tuning says whether applying due needs the settings merged in: a due
+// circuit is throttled, or holds settings a throttle lowered.
+func tuning(due []Circuit) bool {
+	for _, c := range due {
+		if !c.Shadow && (c.State == Throttled || c.Lowered != nil) {
+			return true
+		}
+	}
+	return false
+}
+
+// record reads, for each due throttled circuit that has not yet, the
+// settings its throttle will change, and stores them before anything is
+// written. A setting another circuit of the app already lowered is taken
+// as that circuit recorded it, not as it is now (lowered).
+func (w *switcher) record(ctx context.Context, f lease.Fence, tu Tuner, app App, due []Circuit, others []Circuit) ([]Circuit, error) {
+	var current map[string]string
+	for i, c := range due {
+		if c.Shadow || c.State != Throttled || c.Lowered != nil {
+			continue
+		}
+		kind := c.ThrottleKind()
+		if kind == "" {
+			return nil, fmt.Errorf("%s: its trigger kind is not known, so there is nothing to lower", c.Function)
+		}
+		if current == nil {
+			callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
+			s, err := tu.Settings(callCtx, app)
+			cancel()
+			if err != nil {
+				return nil, err
+			}
+			current = s
+		}
+		before := throttle.Before(current, kind)
+		for _, o := range append(others, due...) {
+			for k, v := range o.Lowered {
+				if _, ok := before[k]; ok && o.Function != c.Function {
+					before[k] = v
+				}
+			}
+		}
+		if err := w.store.SetLowered(ctx, f, c.AppID, c.Function, c.Episode, kind, before); err != nil {
+			return nil, err
+		}
+		due[i].Lowered, due[i].LoweredKind = before, kind
+	}
+	return due, nil
+}
+
+// tuned is what the app's lowered settings should be, from its circuits as
+// they stand: each circuit holding the app lowered wants its share of what
+// was there before (a tripped or trial circuit keeps the ramp's lowest
+// share until its resume); a closed one wants it back. Where several want
+// one setting, the lowest value wins, and nothing is put back while any
+// circuit still holds it lowered.
+func tuned(cs []Circuit) map[string]*string {
+	low := map[string]*string{}
+	back := map[string]*string{}
+	for _, c := range cs {
+		if c.Shadow || c.Lowered == nil {
+			continue
+		}
+		kind := c.LoweredKind
+		switch share := c.ThrottleShare(); {
+		case c.State == Closed:
+			for k, v := range throttle.Back(c.Lowered, kind, throttle.Ramp[0]) {
+				back[k] = v
+			}
+		default:
+			if share == 0 {
+				share = throttle.Ramp[0]
+			}
+			for k, v := range throttle.At(c.Lowered, kind, share) {
+				if old, ok := low[k]; !ok || atoi(*v) < atoi(*old) {
+					low[k] = v
+				}
+			}
+		}
+	}
+	for k, v := range back {
+		if _, held := low[k]; !held {
+			low[k] = v
+		}
+	}
+	return low
+}
+
+func atoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return int(^uint(0) >> 1)
+	}
+	return n
+}

@@ -14,7 +14,7 @@ import (
 // (and may resume). The link never acts on GET.
 type Notice struct {
 	// Type names the event for machines: circuit.opened, circuit.reminder,
-	// circuit.resumed, circuit.held, circuit.flapping, job.missing,
+	// circuit.resumed, circuit.throttled, circuit.restored, circuit.held, circuit.flapping, job.missing,
 	// job.failing, job.recovered or test.
 	Type     string
 	Title    string
@@ -42,7 +42,7 @@ const (
 // it or adds to the open one.
 func IncidentAction(n Notice) string {
 	switch n.Type {
-	case "circuit.resumed", "job.recovered", "test.resolved":
+	case "circuit.resumed", "circuit.restored", "job.recovered", "test.resolved":
 		return IncidentResolve
 	}
 	return IncidentTrigger

@@ -68,6 +68,18 @@ func Owed(c circuit.Circuit, dests []string, now time.Time, p Policy) []Message 
 		}
 	case c.Held && now.Sub(c.ChangedAt) <= p.Within:
 		kinds = append(kinds, KindHeld)
+	case c.State == circuit.Throttled && c.ThrottleSince > 0 && now.Sub(c.ChangedAt) <= p.Within:
+		// Once per throttle, whatever its steps: keyed by the episode it
+		// began with. A ramp after a resume is the resume's notice.
+		kind := KindThrottled
+		if c.Ramping {
+			kind = KindResumed
+		}
+		return messages(c.ID(), c.ThrottleSince, []string{kind}, dests, now)
+	case c.State == circuit.Closed && c.ThrottleSince > 0 && c.Ramping:
+		// The end of a ramp after a resume: the resume was told.
+	case c.State == circuit.Closed && c.ThrottleSince > 0 && now.Sub(c.ChangedAt) <= p.Within:
+		kinds = append(kinds, KindRestored)
 	case c.State == circuit.Closed && now.Sub(c.ChangedAt) <= p.Within:
 		kinds = append(kinds, KindResumed)
 	}

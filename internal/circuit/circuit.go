@@ -270,6 +270,12 @@ type Circuit struct {
 	// ThrottleStage is, while Throttled, the step of the ramp it holds:
 	// 0 the lowest share, each step up a larger one (see ThrottleShare).
 	ThrottleStage int
+	// ThrottleSince is the episode the current throttle began with (kept
+	// by the close that ends it, so its notices know what closed); zero
+	// when none. Ramping says it began with a resume: a ramp back up
+	// after a trip, rather than a throttle of a running function.
+	ThrottleSince int64
+	Ramping       bool
 	// Lowered are the app settings a throttle changed, as they were before
 	// it (nil: the setting was absent), so that what is restored is exactly
 	// what was there; nil while nothing is lowered. LoweredKind is the

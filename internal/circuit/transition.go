@@ -247,7 +247,7 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 	}
 	if c.Throttles() && c.State.TriggerOff() || c.Throttles() && c.State == HalfOpen {
 		next, f := flip(c, Throttled, actor, n, now, fmt.Sprintf("%s; concurrency ramps back up from %s", reason, shareWords(throttle.Ramp[0])))
-		next.ThrottleStage = 0
+		next.ThrottleStage, next.Ramping = 0, true
 		return next, *f, nil
 	}
 	next, f := flip(c, Closed, actor, n, now, reason)
@@ -271,6 +271,14 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	}
 	f := &Flip{Episode: c.Episode + 1, From: c.State, To: to, At: now, Actor: actor,
 		Count: n.Counted, Calls: n.Counted + n.Successes, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason, TraceParent: n.TraceParent}
+	switch {
+	case to == Throttled && c.State != Throttled:
+		c.ThrottleSince, c.Ramping = c.Episode+1, false
+	case to == Throttled, to == Closed && c.State == Throttled:
+		// a step, or the close that ends the throttle: it stays known
+	default:
+		c.ThrottleSince, c.Ramping = 0, false
+	}
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0

@@ -62,11 +62,12 @@ func Flips(flips []circuit.Flip, n int64) (trip circuit.Flip, steps []circuit.Fl
 	return sorted[i], steps, nil
 }
 
-// Starts says whether f starts an episode: a closed circuit switched
-// off, by the evaluator or by hand. A re-trip after a trial run belongs
-// to the episode it continues.
+// Starts says whether f starts an episode: a running circuit (closed,
+// or throttled: lowering its concurrency was not enough) switched off, by
+// the evaluator or by hand. A re-trip after a trial run belongs to the
+// episode it continues.
 func Starts(f circuit.Flip) bool {
-	return f.From == circuit.Closed && f.To.TriggerOff()
+	return (f.From == circuit.Closed || f.From == circuit.Throttled) && f.To.TriggerOff()
 }
 
 // Last is the last episode the record covers: the closing flip's, or

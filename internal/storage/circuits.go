@@ -99,6 +99,8 @@ type circuitRow struct {
 	Reason             string
 	Held               bool   // the last change was a trip the app's guardrail held
 	ThrottleStage      int32  // while throttled: the ramp's step
+	ThrottleSince      int64  // the episode the current throttle began with
+	Ramping            bool   // that throttle began with a resume
 	Lowered            string // JSON: the settings a throttle changed, as they were before (null: absent)
 	LoweredKind        string // the trigger kind they were read for
 	AppliedEpisode     int64
@@ -155,7 +157,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
 		Throttle:      throttleOf(r),
-		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind,
+		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind, ThrottleSince: r.ThrottleSince, Ramping: r.Ramping,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
@@ -200,6 +202,7 @@ func hubRetention(hours int32) time.Duration {
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
 	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
+	r.ThrottleSince, r.Ramping = c.ThrottleSince, c.Ramping
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 	r.RecentChanges = joinUnix(c.RecentChanges)

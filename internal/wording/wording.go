@@ -114,11 +114,27 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		if ci.State == circuit.Open && !ci.Shadow {
 			link()
 		}
+	case m.Kind == alerts.KindResumed && ci.State == circuit.Throttled:
+		w.typ = "circuit.resumed"
+		w.title = fmt.Sprintf("%s / %s resumed, ramping back up", name, ci.Function)
+		model.Heading = ci.Function + " runs again, at a lower concurrency first"
+		model.Intro = fmt.Sprintf("The trigger of %s is back on: %s. It continues from its last checkpoint with the app's concurrency for it lowered, and Fusebox steps it back up to exactly what was set while failures stay under its throttle rule (%s).", ci.Function, ci.Reason, ci.ThrottleText())
 	case m.Kind == alerts.KindResumed:
 		w.typ = "circuit.resumed"
 		w.title = fmt.Sprintf("%s / %s resumed", name, ci.Function)
 		model.Heading = ci.Function + " runs again"
 		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	case m.Kind == alerts.KindThrottled:
+		w.typ = "circuit.throttled"
+		model.Errors, model.ErrorsSpan = c.errorsOf(ci)
+		w.title = fmt.Sprintf("%s / %s throttled: concurrency lowered, trigger on", name, ci.Function)
+		model.Heading = ci.Function + " runs at a lower concurrency"
+		model.Intro = fmt.Sprintf("Failures of %s in %s passed its throttle rule: %s. Rather than switch its trigger off, Fusebox lowered the app's concurrency for it; writing the settings restarts the app. It trips if the trip rule still fires, and steps back up to exactly what was set while failures stay under the rule (%s).", ci.Function, name, ci.Reason, ci.ThrottleText())
+	case m.Kind == alerts.KindRestored:
+		w.typ = "circuit.restored"
+		w.title = fmt.Sprintf("%s / %s back at full concurrency", name, ci.Function)
+		model.Heading = ci.Function + " runs as before"
+		model.Intro = fmt.Sprintf("The throttle of %s ended: %s. The app's settings are back exactly as they were.", ci.Function, ci.Reason)
 	case m.Kind == alerts.KindHeld:
 		w.typ = "circuit.held"
 		w.title = fmt.Sprintf("Guardrail held a trip of %s / %s", name, ci.Function)

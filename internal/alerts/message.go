@@ -22,14 +22,14 @@ const (
 
 // Kinds of message.
 const (
-	KindOpened   = "opened"
-	KindResumed  = "resumed"
-	KindHeld     = "held"     // a trip the app's guardrail held
+	KindOpened  = "opened"
+	KindResumed = "resumed"
+	KindHeld    = "held" // a trip the app's guardrail held
 	// KindThrottled is a throttle stage lowering a running function's
 	// concurrency; KindRestored its ramp putting it back, unthrottled.
 	KindThrottled = "throttled"
 	KindRestored  = "restored"
-	KindFlapping = "flapping" // one summary an hour while a circuit flaps
+	KindFlapping  = "flapping" // one summary an hour while a circuit flaps
 	// KindEscalated goes to the circuit's escalation list once an open
 	// episode has gone unacknowledged for as long as it allows.
 	KindEscalated = "escalated"

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // Host is a small stand-in for a function app with one Event Hubs
@@ -37,7 +38,10 @@ import (
 //     retries (without one the real trigger checkpoints past failures:
 //     that loss is what the circuit stops);
 //   - the learned-concurrency snapshot is
-//     azure-webjobs-hosts/concurrency/{hostId}/concurrencyStatus.json.
+//     azure-webjobs-hosts/concurrency/{hostId}/concurrencyStatus.json;
+//   - the batch size is the host option set as an app setting,
+//     AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize,
+//     read at start (what a throttle lowers).
 //
 // The event stream is simulated (see Stream): events keep arriving while
 // the host is stopped and wait for it, as in a hub.
@@ -56,10 +60,17 @@ type Host struct {
 	Batch      int           // events per batch; default 50
 	// Offline is a file whose existence means the downstream store is
 	// offline: every batch fails. It survives restarts, as an outage does.
-	Offline   string
-	Processed func(partition int, seq int64) // told of each event handled
-	Reporter  Reporter                       // tells Fusebox of failures and successes
-	Logger    *slog.Logger
+	Offline string
+	// Throttling is a file whose existence means the downstream store is
+	// overloaded: it answers 429 to a batch of more than Bears events
+	// (default 20), as a store does to a request larger than its budget,
+	// and the batch is retried from the same checkpoint. Smaller batches
+	// pass: less pressure, not none, is what it needs.
+	Throttling string
+	Bears      int
+	Processed  func(partition int, seq int64) // told of each event handled
+	Reporter   Reporter                       // tells Fusebox of failures and successes
+	Logger     *slog.Logger
 	// Corrupt is a file whose existence means the next event on partition
 	// 0 is corrupt: the function fails on it, and after ParkAfter tries it
 	// parks the event on Parking and goes on, as the seed's pattern says.
@@ -97,6 +108,16 @@ func (h *Host) Head(now time.Time) int64 { return h.Stream().Head(now) }
 func (h *Host) Start(ctx context.Context) error {
 	if h.Batch <= 0 {
 		h.Batch = 50
+	}
+	if h.Bears <= 0 {
+		h.Bears = 20
+	}
+	settings, err := localsettings.Settings(h.Settings)
+	if err != nil {
+		return err
+	}
+	if n, err := strconv.Atoi(settings[throttle.EventHubMaxBatch]); err == nil && n >= 1 {
+		h.Batch = n // the host option overrides the default, as in host.json
 	}
 	if h.Logger == nil {
 		h.Logger = slog.New(slog.DiscardHandler)
@@ -158,6 +179,12 @@ func (h *Host) Start(ctx context.Context) error {
 	return nil
 }
 
+// BatchSize is the most events a batch holds, as read at start.
+func (h *Host) BatchSize() int { h.mu.Lock(); defer h.mu.Unlock(); return h.Batch }
+
+// Failures are the failed attempts of the Event Hubs function so far.
+func (h *Host) Failures() int { h.mu.Lock(); defer h.mu.Unlock(); return h.failures }
+
 // Disabled reports whether the function was disabled when the host started.
 func (h *Host) Disabled() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.disabled }
 
@@ -180,7 +207,7 @@ func (h *Host) Step(ctx context.Context, now time.Time) error {
 
 func (h *Host) stepEvents(ctx context.Context, now time.Time) error {
 	head, first := h.Head(now), h.Stream().First(now)
-	offline := exists(h.Offline)
+	offline, throttling := exists(h.Offline), exists(h.Throttling)
 	var errs []error
 	for p := range h.Partitions {
 		h.mu.Lock()
@@ -202,6 +229,15 @@ func (h *Host) stepEvents(ctx context.Context, now time.Time) error {
 			h.mu.Unlock()
 			if h.Reporter != nil {
 				h.Reporter.Failures(h.Function, n, now, "downstream store offline")
+			}
+			continue
+		}
+		if throttling && n > h.Bears {
+			h.mu.Lock()
+			h.failures += n
+			h.mu.Unlock()
+			if h.Reporter != nil {
+				h.Reporter.Failures(h.Function, n, now, fmt.Sprintf("429 Too Many Requests: the store takes at most %d events a request", h.Bears))
 			}
 			continue
 		}

@@ -119,6 +119,13 @@ func seedDemo(ctx context.Context, args []string, lookup func(string) (string, b
 			return err
 		}
 	}
+	if *live {
+		// The live host's function has a throttle stage: its overloaded
+		// store is survived at a lower batch size (docs/throttle.md).
+		if err := demo.SeedThrottle(ctx, st, *localSettings); err != nil {
+			return err
+		}
+	}
 	fmt.Fprintf(stdout, "demo data written; the demo app's switch is %s\n", *localSettings)
 	return nil
 }
@@ -182,7 +189,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	}
 	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
 		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch, Retention: stream.Retention,
-		Offline: filepath.Join(*state, "downstream-offline"), Reporter: rep, Logger: log}
+		Offline: filepath.Join(*state, "downstream-offline"), Throttling: filepath.Join(*state, "downstream-throttling"), Reporter: rep, Logger: log}
 	// With a queue service (Azurite's), the app also has a queue-triggered
 	// function, and ProcessOrders parks corrupt events.
 	if conn := cfg.Storage.ConnectionString.Reveal(); strings.Contains(conn, "QueueEndpoint=") {

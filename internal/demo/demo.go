@@ -18,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // AppID is the demo function app's id.
@@ -181,4 +182,25 @@ func PingToken(id string) string {
 	sum := sha256.Sum256([]byte("fusebox demo ping token " + id))
 	raw, _ := hex.DecodeString(strings.ReplaceAll(id, "-", ""))
 	return strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(append(raw, sum[:16]...)))
+}
+
+// SeedThrottle gives the live demo host's ProcessOrders a throttle stage:
+// more than 40 failures in its 30 s window lower the batch size it runs
+// with (50, set in the app's settings as the real host reads it) to a
+// quarter; it trips on more than 3,000, a volume the host's four
+// partitions reach within seconds while the store is down at full batch,
+// and within a window at a quarter of it. Each step up waits 2 minutes.
+func SeedThrottle(ctx context.Context, st *storage.Store, localSettings string) error {
+	c, err := st.Circuits.Get(ctx, AppID, "ProcessOrders")
+	if err != nil {
+		return err
+	}
+	c.Threshold = 3000
+	c.Throttle = circuit.Throttle{Threshold: 40, Quiet: 2 * time.Minute, Kind: throttle.EventHubs}
+	if err := st.Circuits.UpdateSettings(ctx, c); err != nil {
+		return err
+	}
+	// What the app runs with, whatever a throttle of an earlier run left.
+	batch := "50"
+	return localsettings.Tune(localSettings, nil, map[string]*string{throttle.EventHubMaxBatch: &batch, throttle.EventHubPrefetch: nil})
 }

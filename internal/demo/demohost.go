@@ -315,8 +315,10 @@ var hostPage = template.Must(template.New("h").Parse(`<!DOCTYPE html><html lang=
 <title>Demo function host</title><style>body{font-family:system-ui,sans-serif;max-width:44rem;margin:2rem auto;color:#1d2330}td,th{padding:.2rem .8rem;text-align:right}form{display:inline-block;margin:.2rem .4rem .2rem 0}</style></head>
 <body><h1>Demo function host: {{.Function}}</h1>
 <p>Trigger {{if .Disabled}}<strong>disabled</strong> (read from local.settings.json at start): not consuming; checkpoints stay put{{else}}enabled: consuming{{end}}.
-Downstream store: <strong>{{if .Offline}}offline — every batch fails and is retried{{else}}online{{end}}</strong>.</p>
+Batch size: {{.Batch}} events (maxEventBatchSize, read at start).
+Downstream store: <strong data-testid="store">{{if .Offline}}offline — every batch fails and is retried{{else if .Throttling}}overloaded — it answers 429 to batches of more than {{.Bears}} events{{else}}online{{end}}</strong>.</p>
 <form method="post" action="/downstream"><button type="submit">{{if .Offline}}Bring the downstream store back{{else}}Take the downstream store offline{{end}}</button></form>
+{{if .CanThrottle}}<form method="post" action="/throttling"><button type="submit" data-testid="throttling">{{if .Throttling}}Let the store take any batch again{{else}}Overload the store (429 above {{.Bears}} events a batch){{end}}</button></form>{{end}}
 {{if .CanPark}}<form method="post" action="/corrupt"><button type="submit" data-testid="corrupt">Send a corrupt event</button></form>
 <p>A corrupt event fails {{.ParkAfter}} times, then the function parks it in <code>{{.Parking}}</code> and goes on. Parked so far: {{.Parked}}.</p>{{end}}
 <table><tr><th>Partition</th><th>Last event</th><th>Checkpoint</th><th>Waiting</th></tr>
@@ -344,6 +346,10 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = os.Remove(h.Offline)
 		case r.URL.Path == "/downstream":
 			err = os.WriteFile(h.Offline, []byte("offline\n"), 0o644)
+		case r.URL.Path == "/throttling" && h.Throttling != "" && exists(h.Throttling):
+			err = os.Remove(h.Throttling)
+		case r.URL.Path == "/throttling" && h.Throttling != "":
+			err = os.WriteFile(h.Throttling, []byte("throttling\n"), 0o644)
 		case r.URL.Path == "/corrupt" && h.Parking != nil:
 			err = os.WriteFile(h.Corrupt, []byte("corrupt\n"), 0o644)
 		case r.URL.Path == "/poison" && h.Orders != nil:
@@ -373,6 +379,7 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	failures, parked, off := h.failures, h.parked, h.off
 	h.mu.Unlock()
 	m := map[string]any{"Function": h.Function, "Disabled": h.Disabled(), "Offline": exists(h.Offline), "Rows": rows, "Failures": failures,
+		"Batch": h.BatchSize(), "Throttling": exists(h.Throttling), "CanThrottle": h.Throttling != "", "Bears": h.Bears,
 		"CanPark": h.Parking != nil, "ParkAfter": ParkAfter, "Parked": parked}
 	if h.Parking != nil {
 		m["Parking"] = queueName(h.Parking)

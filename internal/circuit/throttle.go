@@ -33,6 +33,9 @@ const DefaultThrottleQuiet = 5 * time.Minute
 // MaxThrottleQuiet bounds a stage's quiet time.
 const MaxThrottleQuiet = 24 * time.Hour
 
+// kindWords name the trigger kinds as people do.
+var kindWords = map[string]string{throttle.EventHubs: "Event Hubs", throttle.ServiceBus: "Service Bus", throttle.Queue: "Storage queue", "": "trigger"}
+
 // ThrottleKinds are the trigger kinds a throttle can lower.
 var ThrottleKinds = []string{throttle.EventHubs, throttle.ServiceBus, throttle.Queue}
 
@@ -146,8 +149,8 @@ func (c Circuit) ThrottleText() string {
 	for _, s := range throttle.Ramp {
 		shares = append(shares, shareWords(s))
 	}
-	return fmt.Sprintf("lower the app's %s concurrency to %s on more than %d failures in %s; after a resume or %s under that, step up through %s, then back to exactly what was set",
-		c.ThrottleKind(), shareWords(throttle.Ramp[0]), c.Throttle.Threshold, spoken.Duration(c.Window), spoken.Duration(c.QuietFor()), joinWords(shares))
+	return fmt.Sprintf("lower the app's %s concurrency to %s on more than %d failures in %s, and come back through %s to exactly what was set, a step each %s under that; a resume comes back at %s too",
+		kindWords[c.ThrottleKind()], shareWords(throttle.Ramp[0]), c.Throttle.Threshold, spoken.Duration(c.Window), joinWords(shares[1:]), spoken.Duration(c.QuietFor()), shareWords(throttle.Ramp[0]))
 }
 
 func joinWords(s []string) string {

@@ -187,15 +187,17 @@ func PingToken(id string) string {
 // SeedThrottle gives the live demo host's ProcessOrders a throttle stage:
 // more than 40 failures in its 30 s window lower the batch size it runs
 // with (50, set in the app's settings as the real host reads it) to a
-// quarter; it trips on more than 3,000, a volume the host's four
-// partitions reach within seconds while the store is down at full batch,
-// and within a window at a quarter of it. Each step up waits 2 minutes.
+// quarter; it trips on more than 500. The host reports over OpenTelemetry,
+// so a failure is a failed invocation: one batch of one partition. With the
+// store down, its four partitions fail 20 invocations a second at any batch
+// size: throttled within seconds, tripped within 30 s. With the store
+// overloaded, a quarter of the batch passes. Each step up waits 2 minutes.
 func SeedThrottle(ctx context.Context, st *storage.Store, localSettings string) error {
 	c, err := st.Circuits.Get(ctx, AppID, "ProcessOrders")
 	if err != nil {
 		return err
 	}
-	c.Threshold = 3000
+	c.Threshold = 500
 	c.Throttle = circuit.Throttle{Threshold: 40, Quiet: 2 * time.Minute, Kind: throttle.EventHubs}
 	if err := st.Circuits.UpdateSettings(ctx, c); err != nil {
 		return err

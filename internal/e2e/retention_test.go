@@ -51,8 +51,17 @@ func TestWaitingEventsExpireOnTheRealClock(t *testing.T) {
 	waitState(t, srv, "ProcessOrders", "open and switched off", func(c circuit.Circuit) bool { return c.State == circuit.Open && !c.Pending() })
 	p := newPage(t)
 	p.signIn(t, srv.URL, "olivia")
-	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="retention"]`)))
-	if got := p.text(t, `[data-testid="retention"]`); !contains(got, "on partition 1; the hub keeps events 1h, so they begin to expire in ", expires.UTC().Format("15:04")) || time.Now().After(expires) {
+	// A partition that does not answer within the page's read is named as
+	// unread (a loaded machine); a person reloads, and so does the test,
+	// a few times, well before the expiry.
+	var got string
+	for range 4 {
+		p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="retention"]`)))
+		if got = p.text(t, `[data-testid="retention"]`); !strings.Contains(got, "did not answer in time") || time.Until(expires) < 8*time.Second {
+			break
+		}
+	}
+	if !contains(got, "on partition 1; the hub keeps events 1h, so they begin to expire in ", expires.UTC().Format("15:04")) || time.Now().After(expires) {
 		t.Fatalf("the circuit page says %q; want the countdown to partition 1's expiry at %s", got, expires.Format(time.TimeOnly))
 	}
 

@@ -27,6 +27,10 @@ type Retention struct {
 	FromAzure bool
 	Expires   time.Time // when the first waiting event expires
 	Lost      int64     // events retention dropped before they were read
+	// Unread are the partitions with events waiting whose oldest could
+	// not be read in time: one of them may hold an older event than
+	// Oldest.
+	Unread []string
 }
 
 // RetentionOf reads ps, whose Oldest are filled in, against the hub's
@@ -35,6 +39,9 @@ func RetentionOf(ps []Position, keep time.Duration) Retention {
 	r := Retention{Keep: keep, Lost: Lost(ps)}
 	r.Waiting, _, _ = Waiting(ps)
 	for _, p := range ps {
+		if p.Counted && p.Waiting > 0 && p.Oldest.IsZero() {
+			r.Unread = append(r.Unread, p.Partition)
+		}
 		if p.Counted && p.Waiting > 0 && !p.Oldest.IsZero() && (r.Oldest.IsZero() || p.Oldest.Before(r.Oldest)) {
 			r.Oldest, r.Partition = p.Oldest, p.Partition
 		}

@@ -2,6 +2,7 @@ package wording
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
@@ -20,6 +21,11 @@ func Retention(r hostinsight.Retention, now time.Time) (text string, urgent bool
 		return "", false
 	}
 	oldest := fmt.Sprintf("The oldest waiting event arrived %s, on partition %s", views.Ago(now, r.Oldest), r.Partition)
+	if len(r.Unread) > 0 {
+		// Said, not hidden: an unread partition may hold an older event.
+		oldest = fmt.Sprintf("The oldest waiting event read arrived %s, on partition %s (partition %s did not answer in time and may hold older ones)",
+			views.Ago(now, r.Oldest), r.Partition, strings.Join(r.Unread, ", "))
+	}
 	if r.Keep == 0 {
 		return oldest + ". Set the hub's retention in the circuit's settings to see when waiting events begin to expire.", false
 	}

@@ -19,12 +19,18 @@ type Link struct {
 	// Incarnation is the circuit's: a link outlives neither the circuit's
 	// deletion nor its re-creation, whose episodes start again at 1.
 	Incarnation string    `json:"i,omitempty"`
-	Action      string    `json:"a"` // "resume"
+	Action      string    `json:"a"` // ActionResume or ActionThrottle
 	Recipient   string    `json:"r"` // who it was mailed to
 	Expires     time.Time `json:"-"`
 	ExpiresAt   int64     `json:"x"`
 	KeyID       string    `json:"k"`
 }
+
+// What a link does.
+const (
+	ActionResume   = "resume"
+	ActionThrottle = "throttle"
+)
 
 // Errors of links, for the page that explains them.
 var (

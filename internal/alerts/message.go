@@ -29,7 +29,10 @@ const (
 	// concurrency; KindRestored its ramp putting it back, unthrottled.
 	KindThrottled = "throttled"
 	KindRestored  = "restored"
-	KindFlapping  = "flapping" // one summary an hour while a circuit flaps
+	// KindThrottleAsked asks, with a signed Apply link, before a throttle
+	// lowers anything (Throttle.Ask).
+	KindThrottleAsked = "throttle-asked"
+	KindFlapping      = "flapping" // one summary an hour while a circuit flaps
 	// KindEscalated goes to the circuit's escalation list once an open
 	// episode has gone unacknowledged for as long as it allows.
 	KindEscalated = "escalated"

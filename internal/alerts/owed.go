@@ -68,6 +68,8 @@ func Owed(c circuit.Circuit, dests []string, now time.Time, p Policy) []Message 
 		}
 	case c.Held && now.Sub(c.ChangedAt) <= p.Within:
 		kinds = append(kinds, KindHeld)
+	case c.Asked && now.Sub(c.ChangedAt) <= p.Within:
+		kinds = append(kinds, KindThrottleAsked)
 	case c.State == circuit.Throttled && c.ThrottleSince > 0 && now.Sub(c.ChangedAt) <= p.Within:
 		// Once per throttle, whatever its steps: keyed by the episode it
 		// began with. A ramp after a resume is the resume's notice.

@@ -58,7 +58,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errgroups.Cache{Rows: store.Failures.Reader()},
 			Episodes: episode.Reader{Flips: store.Circuits, Notices: store.Outbox, Audit: store.Audit, Rows: store.Failures.Reader(), Kept: storage.FailureRetention},
-			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router, Inspector: inspector(out),
+			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router, SettingsReader: out.router, Inspector: inspector(out),
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
 		Apps: apps,
 		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,

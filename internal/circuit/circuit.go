@@ -276,6 +276,9 @@ type Circuit struct {
 	// after a trip, rather than a throttle of a running function.
 	ThrottleSince int64
 	Ramping       bool
+	// Asked says the last change was a throttle asked about (Throttle.Ask):
+	// the circuit stays closed until someone applies it by its link.
+	Asked bool
 	// Lowered are the app settings a throttle changed, as they were before
 	// it (nil: the setting was absent), so that what is restored is exactly
 	// what was there; nil while nothing is lowered. LoweredKind is the

@@ -249,6 +249,46 @@ func (s *Service) ResumeByLink(ctx context.Context, l LinkClaim, actor, reason s
 	})
 }
 
+// CheckThrottleLink says whether an Apply link still acts: the circuit
+// and episode it was sent for, still asking, and a recipient of its
+// alerts.
+func CheckThrottleLink(c Circuit, app App, l LinkClaim) error {
+	switch {
+	case c.Incarnation != l.Incarnation:
+		return ErrRecreated
+	case c.Episode != l.Episode:
+		return ErrEpisodeEnded
+	case c.State != Closed || !c.Asked:
+		return ErrNotLinkAction
+	case !hasRecipient(c, app, l.Recipient):
+		return ErrNotRecipient
+	}
+	return nil
+}
+
+// ThrottleByLink applies the throttle an Apply link was sent for, checked
+// again inside the write.
+func (s *Service) ThrottleByLink(ctx context.Context, l LinkClaim, actor string) (Circuit, error) {
+	app, err := s.store.GetApp(ctx, l.AppID)
+	if err != nil {
+		return Circuit{}, err
+	}
+	return s.act(ctx, l.AppID, l.Function, actor, "throttled", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		if err := CheckThrottleLink(c, app, l); err != nil {
+			return c, Flip{}, err
+		}
+		return ApplyThrottle(c, actor, n, now)
+	})
+}
+
+// ApplyThrottle is an operator applying the throttle a circuit asked
+// about, from its page.
+func (s *Service) ApplyThrottle(ctx context.Context, appID, function, actor string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "throttled", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return ApplyThrottle(c, actor, n, now)
+	})
+}
+
 // Settings are the parts of a circuit people edit.
 type Settings struct {
 	Threshold  int

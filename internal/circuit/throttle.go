@@ -24,7 +24,16 @@ type Throttle struct {
 	// throttle.ServiceBus, throttle.Queue); empty: the circuit's event
 	// hub or queue says it.
 	Kind string
+	// Ask makes the throttle a question: when its rule fires, the
+	// circuit's people get a notice with a signed Apply link, and nothing
+	// is lowered until one of them applies it (the trip rule still
+	// applies meanwhile).
+	Ask bool
 }
+
+// AskAgainAfter is how long an unanswered throttle question stands before
+// the rule may ask again.
+const AskAgainAfter = time.Hour
 
 // DefaultThrottleQuiet is how long a throttle stage holds under its rule
 // before concurrency steps up.

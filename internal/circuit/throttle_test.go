@@ -141,3 +141,34 @@ func TestThrottleSettingsAreValidated(t *testing.T) {
 		t.Errorf("a ratio rule's throttle is a count of its own: %v", err)
 	}
 }
+
+func TestAThrottleThatAsksFirst(t *testing.T) {
+	asking := throttling(circuit.Closed, 0)
+	asking.Throttle.Ask = true
+	now := t0.Add(time.Hour)
+	asked, fl := circuit.Evaluate(asking, full(41, now), now)
+	if fl == nil || asked.State != circuit.Closed || !asked.Asked || !strings.Contains(fl.Reason, "asking to lower concurrency to a quarter") {
+		t.Fatalf("the rule fired: %s asked %v (%v); want closed, asking", asked.State, asked.Asked, fl)
+	}
+	// The question stands: no new episode (and notice) every tick.
+	if _, fl := circuit.Evaluate(asked, circuit.Counts{Counted: 60, Window: 100, Since: now}, now.Add(10*time.Minute)); fl != nil {
+		t.Errorf("asked again 10 minutes later: %s", fl.Reason)
+	}
+	if _, fl := circuit.Evaluate(asked, circuit.Counts{Counted: 60, Window: 100, Since: now}, now.Add(circuit.AskAgainAfter)); fl == nil {
+		t.Error("not asked again after an hour unanswered")
+	}
+	// The trip rule does not wait for an answer.
+	if next, _ := circuit.Evaluate(asked, circuit.Counts{Counted: 101, Window: 101, Since: now}, now.Add(time.Minute)); next.State != circuit.Open {
+		t.Errorf("past the trip rule while asking: %s", next.State)
+	}
+	applied, f, err := circuit.ApplyThrottle(asked, "ops@example.com", circuit.Counts{}, now.Add(time.Minute))
+	if err != nil || applied.State != circuit.Throttled || applied.Asked || !strings.Contains(f.Reason, "throttle applied by ops@example.com") {
+		t.Fatalf("applied: %s asked %v %q, %v", applied.State, applied.Asked, f.Reason, err)
+	}
+	if _, _, err := circuit.ApplyThrottle(applied, "ops", circuit.Counts{}, now); err == nil {
+		t.Error("applied twice")
+	}
+	if _, _, err := circuit.ApplyThrottle(throttling(circuit.Closed, 0), "ops", circuit.Counts{}, now); err == nil {
+		t.Error("applied a throttle nobody asked about")
+	}
+}

@@ -85,6 +85,14 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 			next.Streak = streak
 			return next, f
 		}
+		if throttles(c, n) && c.Throttle.Ask {
+			if c.Asked && now.Sub(c.ChangedAt) < AskAgainAfter {
+				break // the question stands
+			}
+			next, f := flip(c, Closed, EvaluatorActor, n, now, fmt.Sprintf("%s: asking to lower concurrency to %s (apply from the notice's link)", throttleCount(c, n, now), shareWords(throttle.Ramp[0])))
+			next.Asked = true
+			return next, f
+		}
 		if throttles(c, n) {
 			next, f := flip(c, Throttled, EvaluatorActor, n, now, fmt.Sprintf("%s: concurrency lowered to %s of what it was", throttleCount(c, n, now), shareWords(throttle.Ramp[0])))
 			next.ThrottleStage = 0
@@ -254,6 +262,20 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 	return next, *f, nil
 }
 
+// ErrNotAsked is an Apply link for a throttle nobody is asked about now.
+var ErrNotAsked = errors.New("circuit: no throttle is waiting to be applied")
+
+// ApplyThrottle is a person applying the throttle a circuit asked about:
+// it lowers the app's concurrency as the throttle stage does on its own.
+func ApplyThrottle(c Circuit, actor string, n Counts, now time.Time) (Circuit, Flip, error) {
+	if c.State != Closed || !c.Asked || !c.Throttles() {
+		return c, Flip{}, ErrNotAsked
+	}
+	next, f := flip(c, Throttled, actor, n, now, fmt.Sprintf("throttle applied by %s: concurrency lowered to %s of what it was", actor, shareWords(throttle.Ramp[0])))
+	next.ThrottleStage = 0
+	return next, *f, nil
+}
+
 // Hold is the evaluator's answer to a trip the app's guardrail does not
 // allow: an episode in which the circuit stays as it was, logged and
 // alerted as the trip it would have been. Counting starts again from it,
@@ -282,7 +304,7 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
-	c.Held = false
+	c.Held, c.Asked = false, false
 	if to != Throttled {
 		c.ThrottleStage = 0
 	}

@@ -99,6 +99,7 @@ type Circuit struct {
 	ThrottleThreshold int      `yaml:"throttle_threshold,omitempty"`
 	ThrottleQuiet     Duration `yaml:"throttle_quiet,omitempty"`
 	ThrottleKind      string   `yaml:"throttle_kind,omitempty"`
+	ThrottleAsk       bool     `yaml:"throttle_ask,omitempty"`
 	Line              int      `yaml:"-" plan:"-"`
 }
 

@@ -86,6 +86,7 @@ type circuitRow struct {
 	ThrottleThreshold  int32   // optional: lower concurrency on more than this many failures
 	ThrottleQuiet      int32   // seconds each throttle stage holds quiet before a step up; 0: the default
 	ThrottleKind       string  // the trigger kind a throttle lowers; empty: from EventHub or Queue
+	ThrottleAsk        bool    // ask by notice before lowering
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
@@ -101,6 +102,7 @@ type circuitRow struct {
 	ThrottleStage      int32  // while throttled: the ramp's step
 	ThrottleSince      int64  // the episode the current throttle began with
 	Ramping            bool   // that throttle began with a resume
+	Asked              bool   // the last change asked to apply a throttle
 	Lowered            string // JSON: the settings a throttle changed, as they were before (null: absent)
 	LoweredKind        string // the trigger kind they were read for
 	AppliedEpisode     int64
@@ -157,7 +159,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
 		Throttle:      throttleOf(r),
-		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind, ThrottleSince: r.ThrottleSince, Ramping: r.Ramping,
+		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind, ThrottleSince: r.ThrottleSince, Ramping: r.Ramping, Asked: r.Asked,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
@@ -176,7 +178,7 @@ func throttleOf(r circuitRow) circuit.Throttle {
 	if q < 0 || q > circuit.MaxThrottleQuiet {
 		q = 0
 	}
-	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind}
+	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind, Ask: r.ThrottleAsk}
 }
 
 // quorum is a row's quorum; out of range (written by hand) it is none,
@@ -202,7 +204,7 @@ func hubRetention(hours int32) time.Duration {
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
 	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
-	r.ThrottleSince, r.Ramping = c.ThrottleSince, c.Ramping
+	r.ThrottleSince, r.Ramping, r.Asked = c.ThrottleSince, c.Ramping, c.Asked
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 	r.RecentChanges = joinUnix(c.RecentChanges)
@@ -219,7 +221,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
-	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind
+	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind, r.ThrottleAsk = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind, c.Throttle.Ask
 }
 
 // List returns every circuit, ordered by app then function.

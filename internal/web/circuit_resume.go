@@ -16,6 +16,14 @@ func (s *CircuitPages) circuitAcknowledge(c echo.Context) error {
 	return s.afterAction(c, ci, err, "acknowledged")
 }
 
+// circuitThrottle applies the throttle a circuit asked about (its
+// throttle stage asks first), as its Apply link does.
+func (s *CircuitPages) circuitThrottle(c echo.Context) error {
+	p, _ := principal(c)
+	ci, err := s.Switch.ApplyThrottle(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
+	return s.afterAction(c, ci, err, "throttled: concurrency lowered")
+}
+
 // apiCircuitAcknowledge is circuitAcknowledge for the API.
 func (s *CircuitPages) apiCircuitAcknowledge(c echo.Context) error {
 	p, _ := principal(c)

@@ -80,7 +80,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	if q := ci.Rule.MinInstances; q > 1 {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
 	}
-	m.Throttle = throttleLines(ci, now)
+	m.Throttle, m.Asked = throttleLines(ci, now), ci.Asked && ci.State == circuit.Closed
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
 	for _, a := range apps {
 		if a.ID == ci.AppID {
@@ -115,7 +115,13 @@ func throttleLines(ci circuit.Circuit, now time.Time) []string {
 	if !ci.Throttles() {
 		return nil
 	}
-	lines := []string{ci.ThrottleText()}
+	lines := []string{upperFirst(ci.ThrottleText()) + "."}
+	if ci.Throttle.Ask {
+		lines[0] = upperFirst(ci.ThrottleText()) + "; it asks first, by a notice with an Apply link."
+	}
+	if ci.Asked && ci.State == circuit.Closed {
+		lines = append(lines, "Its rule fired at "+ci.ChangedAt.UTC().Format("15:04 MST")+": it is waiting for someone to apply the throttle.")
+	}
 	if ci.State == circuit.Throttled {
 		line := fmt.Sprintf("Now holding the app at %s of its concurrency before (step %d of %d)", percentOf(ci.ThrottleShare()), ci.ThrottleStage+1, len(throttle.Ramp)+1)
 		if !ci.Pending() {

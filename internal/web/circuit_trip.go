@@ -20,7 +20,7 @@ func (s *CircuitPages) circuitTrip(c echo.Context) error {
 // explains why nothing happened.
 func (s *CircuitPages) afterAction(c echo.Context, ci circuit.Circuit, err error, flash string) error {
 	switch {
-	case errors.Is(err, circuit.ErrAlreadyOpen), errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrNoDrift), errors.Is(err, circuit.ErrConflictRetries), errors.Is(err, circuit.ErrNothingToAcknowledge):
+	case errors.Is(err, circuit.ErrAlreadyOpen), errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrNoDrift), errors.Is(err, circuit.ErrConflictRetries), errors.Is(err, circuit.ErrNothingToAcknowledge), errors.Is(err, circuit.ErrNotAsked):
 		return echo.NewHTTPError(http.StatusConflict, err.Error())
 	case err != nil:
 		if _, nf := s.circuitOf(c); nf != nil {

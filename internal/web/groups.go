@@ -68,6 +68,9 @@ type (
 		// Inspector reads an app's functions' triggers and the settings
 		// a throttle plan reads (ARM apps); nil shows no plan.
 		Inspector appInspector `web:"optional"`
+		// SettingsReader reads an app's settings through its switch, for
+		// the plan an Apply link's page shows; nil shows none.
+		SettingsReader settingsReader `web:"optional"`
 		// HostInsight reads apps' own storage for the circuit and resume
 		// pages; nil shows none.
 		HostInsight hostReader `web:"optional"`

@@ -88,37 +88,7 @@ func linkRefused(err error) error {
 // resumeLink checks the link in the path against the key and the circuit's
 // current episode.
 func (s *CircuitPages) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
-	if s.Links == nil {
-		return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusNotFound)
-	}
-	if s.Config.Mail.ResumeSignIn {
-		p, ok := principal(c)
-		if !ok {
-			if c.Request().Method == http.MethodGet {
-				return alerts.Link{}, circuit.Circuit{}, c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.Path))
-			}
-			return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusUnauthorized, "Sign in first.")
-		}
-		if !p.Role.Allows(auth.RoleOperator) {
-			return alerts.Link{}, circuit.Circuit{}, echo.NewHTTPError(http.StatusForbidden, "Resuming needs the operator role.")
-		}
-	}
-	link, err := s.Links.Verify(c.Param("token"), s.Now())
-	switch {
-	case errors.Is(err, alerts.ErrExpired):
-		return link, circuit.Circuit{}, echo.NewHTTPError(http.StatusGone, "This resume link has expired. Open the circuit in Fusebox to resume it.")
-	case err != nil || link.Action != "resume":
-		return link, circuit.Circuit{}, echo.NewHTTPError(http.StatusBadRequest, "This link is not a valid Fusebox resume link. It may have been cut short by your mail program: copy the whole link.")
-	}
-	appID, function, _ := strings.Cut(link.Circuit, "/")
-	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
-	if errors.Is(err, circuit.ErrNoCircuit) {
-		return link, ci, echo.NewHTTPError(http.StatusGone, "The circuit this link is about no longer exists.")
-	}
-	if err != nil {
-		return link, ci, err
-	}
-	app, err := s.Apps.Get(c.Request().Context(), appID)
+	link, ci, app, err := s.linkOf(c, alerts.ActionResume, "resume")
 	if err != nil {
 		return link, ci, err
 	}
@@ -128,6 +98,44 @@ func (s *CircuitPages) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit,
 		return link, ci, linkRefused(err)
 	}
 	return link, ci, nil
+}
+
+// linkOf verifies the signed link in the path for action (and, where the
+// configuration asks for it, that an operator is signed in), and reads
+// the circuit and app it names. noun names the link in what people read.
+func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link, circuit.Circuit, circuit.App, error) {
+	if s.Links == nil {
+		return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusNotFound)
+	}
+	if s.Config.Mail.ResumeSignIn {
+		p, ok := principal(c)
+		if !ok {
+			if c.Request().Method == http.MethodGet {
+				return alerts.Link{}, circuit.Circuit{}, circuit.App{}, c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.Path))
+			}
+			return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusUnauthorized, "Sign in first.")
+		}
+		if !p.Role.Allows(auth.RoleOperator) {
+			return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusForbidden, "What this link does needs the operator role.")
+		}
+	}
+	link, err := s.Links.Verify(c.Param("token"), s.Now())
+	switch {
+	case errors.Is(err, alerts.ErrExpired):
+		return link, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusGone, "This "+noun+" link has expired. Open the circuit in Fusebox to see where it stands.")
+	case err != nil || link.Action != action:
+		return link, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusBadRequest, "This link is not a valid Fusebox "+noun+" link. It may have been cut short by your mail program: copy the whole link.")
+	}
+	appID, function, _ := strings.Cut(link.Circuit, "/")
+	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
+	if errors.Is(err, circuit.ErrNoCircuit) {
+		return link, ci, circuit.App{}, echo.NewHTTPError(http.StatusGone, "The circuit this link is about no longer exists.")
+	}
+	if err != nil {
+		return link, ci, circuit.App{}, err
+	}
+	app, err := s.Apps.Get(c.Request().Context(), appID)
+	return link, ci, app, err
 }
 
 func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {

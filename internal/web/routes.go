@@ -127,6 +127,8 @@ func (s *Server) routes() {
 	web.GET("/resume/:token", s.circuits.resumeShow, linkLimit)
 	web.POST("/resume/:token", s.circuits.resumeSubmit, linkLimit)
 	web.POST("/resume/:token/acknowledge", s.circuits.resumeAck, linkLimit)
+	web.GET("/throttle/:token", s.circuits.throttleShow, linkLimit)
+	web.POST("/throttle/:token", s.circuits.throttleSubmit, linkLimit)
 
 	viewer := web.Group("", s.require(auth.RoleViewer))
 	viewer.GET("/", s.ops.overviewShow)
@@ -185,6 +187,7 @@ func (s *Server) routes() {
 	viewer.GET("/circuits/:app/:function/resume", s.circuits.circuitConfirm("resume"), operator)
 	viewer.POST("/circuits/:app/:function/resume", s.circuits.circuitResume, operator)
 	viewer.POST("/circuits/:app/:function/acknowledge", s.circuits.circuitAcknowledge, operator)
+	viewer.POST("/circuits/:app/:function/throttle", s.circuits.circuitThrottle, operator)
 	viewer.POST("/circuits/:app/:function/drift/adopt", s.circuits.circuitDriftAdopt, operator)
 	viewer.POST("/circuits/:app/:function/drift/override", s.circuits.circuitDriftOverride, operator)
 	viewer.GET("/circuits/:app/:function/edit", s.circuits.circuitEdit, operator)

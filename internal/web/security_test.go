@@ -51,6 +51,8 @@ var openRoutes = map[string]string{
 	"GET /resume/:token":              "signed resume link; shows only",
 	"POST /resume/:token":             "signed resume link (CSRF-checked)",
 	"POST /resume/:token/acknowledge": "signed resume link (CSRF-checked)",
+	"GET /throttle/:token":            "signed apply link of a throttle asked about; shows only",
+	"POST /throttle/:token":           "signed apply link (CSRF-checked)",
 }
 
 // The OTLP/gRPC methods, which answer in gRPC statuses.

@@ -69,7 +69,12 @@ type (
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []circuit.StormOutcome
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
+		ThrottleByLink(ctx context.Context, l circuit.LinkClaim, actor string) (circuit.Circuit, error)
+		ApplyThrottle(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
 		Acknowledge(ctx context.Context, appID, function, actor string) (circuit.Circuit, error)
+	}
+	settingsReader interface {
+		Settings(ctx context.Context, app circuit.App) (map[string]string, error)
 	}
 	circuitSettings interface {
 		Create(ctx context.Context, appID, function string, set circuit.Settings, actor string) (circuit.Circuit, error)

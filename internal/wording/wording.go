@@ -124,6 +124,16 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		w.title = fmt.Sprintf("%s / %s resumed", name, ci.Function)
 		model.Heading = ci.Function + " runs again"
 		model.Intro = fmt.Sprintf("The circuit of %s closed: %s. The function continues from its last checkpoint.", ci.Function, ci.Reason)
+	case m.Kind == alerts.KindThrottleAsked:
+		w.typ = "circuit.throttle_asked"
+		model.Errors, model.ErrorsSpan = c.errorsOf(ci)
+		expires := c.Now().Add(c.LinkTTL)
+		token := c.Signer.Sign(alerts.Link{Circuit: ci.ID(), Episode: ci.Episode, Incarnation: ci.Incarnation, Action: alerts.ActionThrottle, Recipient: m.To, Expires: expires})
+		model.ApplyURL = base + "/throttle/" + token
+		model.Expires = expires.UTC().Format("Mon 2 Jan 2006 15:04 MST")
+		w.title = fmt.Sprintf("%s / %s: lower its concurrency?", name, ci.Function)
+		model.Heading = "Throttle " + ci.Function + "?"
+		model.Intro = fmt.Sprintf("Failures of %s in %s passed its throttle rule: %s. Fusebox can lower the app's concurrency for it instead of switching it off (writing the settings restarts the app); this circuit asks first. Nothing changes until someone applies it. The trip rule still applies meanwhile.", ci.Function, name, ci.Reason)
 	case m.Kind == alerts.KindThrottled:
 		w.typ = "circuit.throttled"
 		model.Errors, model.ErrorsSpan = c.errorsOf(ci)
@@ -230,6 +240,9 @@ func text(m views.AlertMail) string {
 			fmt.Fprintf(&b, "  %s\n", e)
 		}
 		b.WriteString("\n")
+	}
+	if m.ApplyURL != "" {
+		fmt.Fprintf(&b, "Review what it would write and apply it here (the link asks before it acts;\nit works until %s, or until the circuit changes):\n\n  %s\n\n", m.Expires, m.ApplyURL)
 	}
 	if m.ResumeURL != "" {
 		fmt.Fprintf(&b, "Events wait in the hub and its checkpoint stays put while the trigger is off,\nfor as long as the hub's retention keeps them. Once the cause is fixed,\nresume the function: it continues from its last checkpoint. Review and resume here (the link asks\nbefore it acts; it works until %s, or until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)

@@ -1,0 +1,110 @@
+package web_test
+
+import (
+	"net/http"
+	"net/url"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/throttle"
+)
+
+var applyLink = regexp.MustCompile(`https?://[^\s"]+(/throttle/[A-Za-z0-9._~-]+)`)
+
+// A throttle stage that asks first: its rule fires, nothing is lowered,
+// the recipient gets a mail with an Apply link; the link's page shows what
+// it would write and changes nothing until its button is pressed; then
+// the settings are lowered, and the link acts no more.
+func TestAThrottleAskedIsAppliedFromTheMailedLink(t *testing.T) {
+	smtp := mailtest.Start(t)
+	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{})
+	settings := filepath.Join(t.TempDir(), "local.settings.json")
+	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	fifty := "50"
+	if err := localsettings.Tune(settings, nil, map[string]*string{throttle.EventHubMaxBatch: &fifty}); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci.EventHub, ci.Throttle = "orders", circuit.Throttle{Threshold: 40, Ask: true}
+	if err := srv.App.Store.Circuits.UpdateSettings(t.Context(), ci); err != nil {
+		t.Fatal(err)
+	}
+	at := srv.Clock.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "at": "`+at+`", "count": 45, "error": "429 Too Many Requests"}]}`), http.StatusAccepted)
+
+	stop := srv.Nudge()
+	mail, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+		return m.To == "oncall@example.com" && strings.Contains(m.Subject, "ProcessOrders: lower its concurrency?")
+	}, 20*time.Second)
+	stop()
+	if !ok {
+		t.Fatalf("no mail asking to throttle; got %v", smtp.Messages())
+	}
+	found := applyLink.FindStringSubmatch(mail.Text)
+	if found == nil {
+		t.Fatalf("the mail has no Apply link:\n%s", mail.Text)
+	}
+	link := found[1]
+	batch := func() string {
+		s, err := localsettings.Settings(settings)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s[throttle.EventHubMaxBatch]
+	}
+	if got := batch(); got != "50" {
+		t.Fatalf("asked, yet the batch size is %q", got)
+	}
+
+	b := newBrowser(t, srv.URL)
+	page := b.get(link)
+	wantStatus(t, page, http.StatusOK)
+	if !strings.Contains(page.body, throttle.EventHubMaxBatch+": 50 → 12") || !strings.Contains(page.body, "Apply the throttle") {
+		t.Errorf("the link's page does not show what it writes:\n%s", section(page.body, "<main"))
+	}
+	if got := batch(); got != "50" {
+		t.Fatalf("opening the link changed the batch size to %q", got)
+	}
+	// A resume link's token does not apply a throttle, nor the reverse.
+	resume := srv.App.Links.Sign(alerts.Link{Circuit: demo.AppID + "/ProcessOrders", Episode: 1, Action: alerts.ActionResume, Recipient: "oncall@example.com", Expires: srv.Clock.Now().Add(time.Hour)})
+	wantStatus(t, b.get("/throttle/"+resume), http.StatusBadRequest)
+	wantStatus(t, b.get("/resume/"+strings.TrimPrefix(link, "/throttle/")), http.StatusBadRequest)
+
+	wantStatus(t, b.post(link, url.Values{}), http.StatusForbidden) // no CSRF token
+	done := b.post(link, url.Values{"_csrf": {b.csrf(link)}})
+	wantStatus(t, done, http.StatusOK)
+	if !strings.Contains(done.body, "is being throttled") {
+		t.Errorf("after the POST: %s", section(done.body, "<main"))
+	}
+	stop = srv.Nudge()
+	deadline := time.Now().Add(20 * time.Second)
+	for batch() != "12" {
+		if time.Now().After(deadline) {
+			t.Fatalf("the throttle applied from the link was not written: batch size %q", batch())
+		}
+		time.Sleep(20 * time.Millisecond) // poll the file the switch writes, bounded
+	}
+	stop()
+	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+	if err != nil || c.State != circuit.Throttled {
+		t.Fatalf("after applying: %s, %v", c.State, err)
+	}
+	if flips, _ := srv.App.Store.Circuits.Flips(t.Context(), demo.AppID, "ProcessOrders", 1); len(flips) == 0 || flips[0].Actor != "apply link: oncall@example.com" {
+		t.Errorf("the flip log does not say who applied it: %+v", flips)
+	}
+	wantStatus(t, b.post(link, url.Values{"_csrf": {b.csrf("/login")}}), http.StatusGone)
+}

@@ -24,6 +24,11 @@ type Throttle struct {
 	// throttle.ServiceBus, throttle.Queue); empty: the circuit's event
 	// hub or queue says it.
 	Kind string
+	// OnlyThrottling counts toward the throttle rule only the failures
+	// whose error looks like a downstream pushing back (429, 503,
+	// ServerBusy, TooManyRequests...: throttle.LooksThrottled), as their
+	// error text said when reported over HTTP or OpenTelemetry.
+	OnlyThrottling bool
 	// Ask makes the throttle a question: when its rule fires, the
 	// circuit's people get a notice with a signed Apply link, and nothing
 	// is lowered until one of them applies it (the trip rule still
@@ -92,7 +97,15 @@ func throttles(c Circuit, n Counts) bool {
 	if c.Rule.MinInstances > 1 && n.Instances < c.Rule.MinInstances {
 		return false
 	}
-	return n.Counted > c.Throttle.Threshold
+	return throttleCounted(c, n) > c.Throttle.Threshold
+}
+
+// throttleCounted is what the throttle rule counts.
+func throttleCounted(c Circuit, n Counts) int {
+	if c.Throttle.OnlyThrottling {
+		return n.Throttling
+	}
+	return n.Counted
 }
 
 // evaluateThrottled decides a throttled circuit: trip when the trip rule
@@ -121,12 +134,12 @@ func evaluateThrottled(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	case c.ThrottleStage+1 < len(throttle.Ramp):
 		share := throttle.Ramp[c.ThrottleStage+1]
 		next, f := flip(c, Throttled, EvaluatorActor, n, now, fmt.Sprintf("%d failures in the %s at %s (throttle rule: more than %d): up to %s of the concurrency before",
-			n.Counted, spoken.Duration(c.QuietFor()), shareWords(c.ThrottleShare()), c.Throttle.Threshold, shareWords(share)))
+			throttleCounted(c, n), spoken.Duration(c.QuietFor()), shareWords(c.ThrottleShare()), c.Throttle.Threshold, shareWords(share)))
 		next.ThrottleStage = c.ThrottleStage + 1
 		return next, f
 	}
 	return flip(c, Closed, EvaluatorActor, n, now, fmt.Sprintf("%d failures in the %s at %s (throttle rule: more than %d): concurrency restored as it was",
-		n.Counted, spoken.Duration(c.QuietFor()), shareWords(c.ThrottleShare()), c.Throttle.Threshold))
+		throttleCounted(c, n), spoken.Duration(c.QuietFor()), shareWords(c.ThrottleShare()), c.Throttle.Threshold))
 }
 
 // throttleCount says what the throttle rule counted.
@@ -134,6 +147,9 @@ func throttleCount(c Circuit, n Counts, now time.Time) string {
 	span := "in " + spoken.Duration(c.Window)
 	if n.Since.After(now.Add(-c.Window)) {
 		span = "since " + clockTime(n.Since)
+	}
+	if c.Throttle.OnlyThrottling {
+		return fmt.Sprintf("%d failures %s said the downstream pushed back (429, 503, busy), throttle at more than %d%s", n.Throttling, span, c.Throttle.Threshold, quorumWords(c, n))
 	}
 	return fmt.Sprintf("%d failures %s, throttle at more than %d%s", n.Counted, span, c.Throttle.Threshold, quorumWords(c, n))
 }
@@ -158,8 +174,12 @@ func (c Circuit) ThrottleText() string {
 	for _, s := range throttle.Ramp {
 		shares = append(shares, shareWords(s))
 	}
-	return fmt.Sprintf("lower the app's %s concurrency to %s on more than %d failures in %s, and come back through %s to exactly what was set, a step each %s under that; a resume comes back at %s too",
-		kindWords[c.ThrottleKind()], shareWords(throttle.Ramp[0]), c.Throttle.Threshold, spoken.Duration(c.Window), joinWords(shares[1:]), spoken.Duration(c.QuietFor()), shareWords(throttle.Ramp[0]))
+	failures := "failures"
+	if c.Throttle.OnlyThrottling {
+		failures = "failures that say the downstream pushed back (429, 503, busy)"
+	}
+	return fmt.Sprintf("lower the app's %s concurrency to %s on more than %d %s in %s, and come back through %s to exactly what was set, a step each %s under that; a resume comes back at %s too",
+		kindWords[c.ThrottleKind()], shareWords(throttle.Ramp[0]), c.Throttle.Threshold, failures, spoken.Duration(c.Window), joinWords(shares[1:]), spoken.Duration(c.QuietFor()), shareWords(throttle.Ramp[0]))
 }
 
 func joinWords(s []string) string {
@@ -179,7 +199,7 @@ func joinWords(s []string) string {
 // validateThrottle checks the throttle stage's settings.
 func (c Circuit) validateThrottle(app *App, add func(field, format string, args ...any)) {
 	t := c.Throttle
-	if t.Threshold == 0 && t.Quiet == 0 && t.Kind == "" {
+	if t.Threshold == 0 && t.Quiet == 0 && t.Kind == "" && !t.Ask && !t.OnlyThrottling {
 		return
 	}
 	if t.Threshold > 0 && app != nil && app.Switch == SwitchContainerApp {

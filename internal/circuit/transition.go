@@ -18,6 +18,9 @@ type Counts struct {
 	// Counted is the number in (Since, now]: the failures that count toward
 	// the circuit's next decision (see Circuit.CountsFrom).
 	Counted int
+	// Throttling are the counted failures whose error looked like a
+	// downstream pushing back.
+	Throttling int
 	// Successes are the successes reported in (Since, now]: with Counted,
 	// the calls a ratio rule weighs. Zero for writers that report none.
 	Successes int

@@ -15,8 +15,11 @@ type FailureRow struct {
 	Circuit   string // app/function
 	Second    time.Time
 	Count     int
-	Successes int       // successes the same writer reported for that second
-	Modified  time.Time // when storage last changed the row (its clock)
+	Successes int // successes the same writer reported for that second
+	// Throttling are the failures among Count whose error looked like a
+	// downstream pushing back (429, 503, ServerBusy...).
+	Throttling int
+	Modified   time.Time // when storage last changed the row (its clock)
 	// TraceParent is the W3C traceparent of the report that wrote it, if any.
 	TraceParent string
 	// Source is the instance that reported the failures: the writer's
@@ -118,6 +121,7 @@ func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) 
 		if r.Second.After(sp.counted) {
 			n.Counted += r.Count
 			n.Successes += r.Successes
+			n.Throttling += r.Throttling
 			if r.TraceParent != "" && !r.Second.Before(n.newest) {
 				n.TraceParent, n.newest = r.TraceParent, r.Second
 			}

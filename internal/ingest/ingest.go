@@ -235,8 +235,11 @@ type Report struct {
 	Count         int       // failures
 	Successes     int       // successes, for ratio rules; 0 when not reported
 	Sample        string
-	TraceParent   string // of the report, so the trip it causes joins its trace
-	Instance      string // the instance that reported them, as the client named it
+	// Throttling are the failures among Count whose error text looks like
+	// a downstream pushing back (throttle.LooksThrottled).
+	Throttling  int
+	TraceParent string // of the report, so the trip it causes joins its trace
+	Instance    string // the instance that reported them, as the client named it
 }
 
 // MaxSkew is how far ahead of Fusebox's clock a report's second may be:

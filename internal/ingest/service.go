@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/throttle"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -267,5 +268,9 @@ func checkItem(it Item, appID string, now time.Time) (Report, string) {
 	case at.After(now.Add(MaxSkew)):
 		return Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", MaxSkew)
 	}
-	return Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}, ""
+	r := Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}
+	if count > 0 && it.Sample != "" && throttle.LooksThrottled(it.Sample) {
+		r.Throttling = count
+	}
+	return r, ""
 }

@@ -100,6 +100,7 @@ type Circuit struct {
 	ThrottleQuiet     Duration `yaml:"throttle_quiet,omitempty"`
 	ThrottleKind      string   `yaml:"throttle_kind,omitempty"`
 	ThrottleAsk       bool     `yaml:"throttle_ask,omitempty"`
+	ThrottleOnly      bool     `yaml:"throttle_only_throttling_errors,omitempty"`
 	Line              int      `yaml:"-" plan:"-"`
 }
 

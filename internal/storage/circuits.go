@@ -87,6 +87,7 @@ type circuitRow struct {
 	ThrottleQuiet      int32   // seconds each throttle stage holds quiet before a step up; 0: the default
 	ThrottleKind       string  // the trigger kind a throttle lowers; empty: from EventHub or Queue
 	ThrottleAsk        bool    // ask by notice before lowering
+	ThrottleOnly429    bool    // count only failures that look like a downstream pushing back
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
@@ -178,7 +179,7 @@ func throttleOf(r circuitRow) circuit.Throttle {
 	if q < 0 || q > circuit.MaxThrottleQuiet {
 		q = 0
 	}
-	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind, Ask: r.ThrottleAsk}
+	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind, Ask: r.ThrottleAsk, OnlyThrottling: r.ThrottleOnly429}
 }
 
 // quorum is a row's quorum; out of range (written by hand) it is none,
@@ -222,6 +223,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
 	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind, r.ThrottleAsk = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind, c.Throttle.Ask
+	r.ThrottleOnly429 = c.Throttle.OnlyThrottling
 }
 
 // List returns every circuit, ordered by app then function.

@@ -207,6 +207,7 @@ type failureRow struct {
 	Second          time.Time // the second the failures happened in (UTC, whole second)
 	Count           int32     // failures in that second from this writer (its running total)
 	Successes       int32     // optional: successes in that second from this writer (its running total)
+	Throttling      int32     // optional: the failures among Count whose error looked like a downstream pushing back
 	Sample          string    // optional: one error message, for people
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 	Instance        string    // optional: the instance that reported them (HTTP reports); else the writer is
@@ -248,6 +249,7 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		}
 		row.Count += int32(r.Count)
 		row.Successes += int32(r.Successes)
+		row.Throttling += int32(r.Throttling)
 		if r.Sample != "" {
 			row.Sample = truncate(r.Sample, 1024)
 		}
@@ -367,7 +369,8 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 			named = !ownWriter(source)
 		}
 		fr := circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
-			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source, Named: named}
+			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source, Named: named,
+			Throttling: int(min(max(row.Throttling, 0), row.Count))} // someone else's row: never more than its failures
 		if rowPrefix != "" {
 			fr.Sample = truncate(row.Sample, 1024) // someone else's row: bounded again
 		}

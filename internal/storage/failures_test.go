@@ -259,3 +259,42 @@ func TestAPageTakesTheEvaluatorsFreshRows(t *testing.T) {
 		t.Error("rows older than allowed were taken")
 	}
 }
+
+// A row's throttling failures are someone else's number: read, they are
+// never more than the row's failures, nor fewer than none.
+func TestThrottlingFailuresAreBoundedByTheRowsFailures(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	second := time.Now().UTC().Truncate(time.Second)
+	if err := st.Failures.Record(t.Context(), "ingest", []storage.Report{{App: "orders", Function: "Process", Second: second, Count: 7, Throttling: 4}}); err != nil {
+		t.Fatal(err)
+	}
+	type row struct {
+		tablestore.Meta
+		App, Function string
+		Second        time.Time
+		Count         int32
+		Throttling    int32
+	}
+	for w, n := range map[string]int32{"liar": 500, "negative": -3} {
+		r := &row{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(second), RowKey: storage.FailureRowKey("orders", "Process", second, w)},
+			App: "orders", Function: "Process", Second: second, Count: 5, Throttling: n}
+		if err := svc.Table(storage.TableFailures).Insert(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rows, _, err := st.Failures.ReadFailures(t.Context(), second, second, time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, r := range rows {
+		got[r.Source] = r.Throttling
+	}
+	if got["ingest"] != 4 || got["liar"] != 5 || got["negative"] != 0 {
+		t.Errorf("throttling failures read %v; want ingest 4, liar 5 (its Count), negative 0", got)
+	}
+}

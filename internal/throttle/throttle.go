@@ -13,6 +13,7 @@ package throttle
 import (
 	"fmt"
 	"math"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,4 +350,19 @@ func present(m map[string]*string) map[string]string {
 		}
 	}
 	return out
+}
+
+// looksThrottled are what downstream services say when they push back:
+// HTTP 429 and 503 as whole numbers, and the words Azure's SDKs and
+// stores use (Service Bus' ServerBusy, Cosmos DB's "Request rate is
+// large", Storage's "Server Busy", TooManyRequests), without case.
+var looksThrottled = regexp.MustCompile(`(?i)\b(?:429|503)\b|too ?many ?requests|server ?busy|throttl|rate ?limit|request rate is large|service ?unavailable`)
+
+// LooksThrottled says whether an error text is a downstream pushing back:
+// what a throttle on throttling errors only counts.
+func LooksThrottled(text string) bool {
+	if len(text) > 2048 {
+		text = text[:2048] // someone else's text: bounded before it is read
+	}
+	return looksThrottled.MatchString(text)
 }

@@ -86,3 +86,35 @@ func TestAShareOutsideZeroAndOnePlansNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestWhatLooksLikeADownstreamPushingBack(t *testing.T) {
+	for text, want := range map[string]bool{
+		"Response status code does not indicate success: TooManyRequests (429); Substatus: 3200": true,
+		"HTTP 429 Too Many Requests":                              true,
+		"upstream answered 503 Service Unavailable":               true,
+		"The server is busy. ServerBusy":                          true,
+		"Server Busy":                                             true,
+		"Request rate is large. More Request Units may be needed": true,
+		"rate limit exceeded":                                     true,
+		"request was throttled":                                   true,
+		"order 4291 failed validation":                            false,
+		"timeout after 5030 ms":                                   false,
+		"NullReferenceException: Object reference not set":        false,
+		"": false,
+	} {
+		if got := throttle.LooksThrottled(text); got != want {
+			t.Errorf("LooksThrottled(%q) = %v, want %v", text, got, want)
+		}
+	}
+}
+
+func FuzzLooksThrottled(f *testing.F) {
+	f.Add("429")
+	f.Add("order 4291")
+	f.Fuzz(func(t *testing.T, s string) {
+		_ = throttle.LooksThrottled(s) // never panics, whatever the text
+		if len(s) > 2048 && throttle.LooksThrottled(s) != throttle.LooksThrottled(s[:2048]) {
+			t.Error("read past the first 2 kB")
+		}
+	})
+}

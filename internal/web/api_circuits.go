@@ -179,6 +179,7 @@ type throttleJSON struct {
 	QuietSeconds int     `json:"quiet_seconds"`
 	Kind         string  `json:"kind"`
 	Ask          bool    `json:"ask"`
+	OnlyThrottle bool    `json:"only_throttling_errors"`
 	Asked        bool    `json:"asked"` // its rule fired; waiting for someone to apply it
 	Share        float64 `json:"share"` // of the concurrency before, held now; 0: none
 	Rule         string  `json:"rule"`
@@ -188,7 +189,7 @@ func throttleOf(c circuit.Circuit) *throttleJSON {
 	if !c.Throttles() {
 		return nil
 	}
-	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText()}
+	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText()}
 }
 
 type settingsJSON struct {
@@ -210,6 +211,7 @@ type settingsJSON struct {
 	ThrottleQuiet   int      `json:"throttle_quiet_seconds"`
 	ThrottleKind    string   `json:"throttle_kind"`
 	ThrottleAsk     bool     `json:"throttle_ask"`
+	ThrottleOnly    bool     `json:"throttle_only_throttling_errors"`
 	Queue           string   `json:"queue,omitempty"`
 	ParkingQueue    string   `json:"parking_queue,omitempty"`
 	AutoResume      bool     `json:"auto_resume"`
@@ -221,7 +223,7 @@ type settingsJSON struct {
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
 		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
-		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind, Ask: j.ThrottleAsk},
+		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind, Ask: j.ThrottleAsk, OnlyThrottling: j.ThrottleOnly},
 		Rule:     circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }

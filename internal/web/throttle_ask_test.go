@@ -108,3 +108,44 @@ func TestAThrottleAskedIsAppliedFromTheMailedLink(t *testing.T) {
 	}
 	wantStatus(t, b.post(link, url.Values{"_csrf": {b.csrf("/login")}}), http.StatusGone)
 }
+
+// A throttle on throttling errors only counts the failures whose error
+// said the downstream pushed back, as reported: 45 null references throttle
+// nothing; 45 TooManyRequests do.
+func TestOnlyThrottlingErrorsCountTowardTheThrottle(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	settings := filepath.Join(t.TempDir(), "local.settings.json")
+	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci.EventHub, ci.Throttle = "orders", circuit.Throttle{Threshold: 40, OnlyThrottling: true}
+	if err := srv.App.Store.Circuits.UpdateSettings(t.Context(), ci); err != nil {
+		t.Fatal(err)
+	}
+	report := func(text string) {
+		t.Helper()
+		at := srv.Clock.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+		wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "at": "`+at+`", "count": 45, "error": "`+text+`"}]}`), http.StatusAccepted)
+		srv.NextTick(t)
+	}
+	state := func() circuit.State {
+		t.Helper()
+		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c.State
+	}
+	report("NullReferenceException: Object reference not set to an instance of an object")
+	if st := state(); st != circuit.Closed {
+		t.Fatalf("45 null references: %s; want closed (they are not a downstream pushing back)", st)
+	}
+	report("Response status code does not indicate success: TooManyRequests (429)")
+	if st := state(); st != circuit.Throttled {
+		t.Fatalf("45 TooManyRequests: %s; want throttled", st)
+	}
+}

@@ -222,7 +222,9 @@ func (s *Switch) Tune(ctx context.Context, app circuit.App, off map[string]bool,
 		}
 	}
 	if app.Slot != "" {
-		if err := s.makeSticky(ctx, app, off); err != nil {
+		// A throttle's settings stay with the slot too: a swap must not
+		// carry lowered concurrency to production.
+		if err := s.makeSticky(ctx, app, off, slices.Sorted(maps.Keys(set))); err != nil {
 			return err
 		}
 	}
@@ -241,9 +243,10 @@ func (s *Switch) Tune(ctx context.Context, app circuit.App, off map[string]bool,
 	})
 }
 
-// makeSticky adds the functions' Disabled settings to the site's slot
-// settings, so they stay with the slot in a swap.
-func (s *Switch) makeSticky(ctx context.Context, app circuit.App, off map[string]bool) error {
+// makeSticky adds the functions' Disabled settings, and the other
+// settings named, to the site's slot settings, so they stay with the slot
+// in a swap.
+func (s *Switch) makeSticky(ctx context.Context, app circuit.App, off map[string]bool, others []string) error {
 	c, err := s.client(app)
 	if err != nil {
 		return err
@@ -266,6 +269,11 @@ func (s *Switch) makeSticky(ctx context.Context, app circuit.App, off map[string
 	for f, disabled := range off {
 		if disabled && !have[trigger.Setting(f)] {
 			add = append(add, trigger.Setting(f))
+		}
+	}
+	for _, n := range others {
+		if !have[n] {
+			add = append(add, n)
 		}
 	}
 	if len(add) == 0 {

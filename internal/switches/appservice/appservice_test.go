@@ -302,6 +302,29 @@ func TestSlotsAreHonoured(t *testing.T) {
 	}
 }
 
+// A throttle of a slot writes the slot's settings only, in one write with
+// its triggers, and makes them slot-sticky: a swap must not carry lowered
+// concurrency to production.
+func TestASlotsThrottleStaysWithTheSlot(t *testing.T) {
+	s := newSite(map[string]string{"A": "1"})
+	sw := newSwitch(t, s)
+	staging := app
+	staging.Slot = "staging"
+	batch := "2"
+	if err := sw.Tune(t.Context(), staging, map[string]bool{"ProcessOrders": false}, map[string]*string{"AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize": &batch}); err != nil {
+		t.Fatal(err)
+	}
+	if s.settings["staging"]["AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize"] != "2" || s.settings["staging"]["STAGING_ONLY"] != "1" || s.writes["staging"] != 1 {
+		t.Errorf("staging settings = %v after %d writes", s.settings["staging"], s.writes["staging"])
+	}
+	if s.reads[""]+s.writes[""] != 0 {
+		t.Error("production was read or written for a slot's throttle")
+	}
+	if !slices.Contains(s.sticky, "AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize") {
+		t.Errorf("slot-sticky settings = %v, want the throttle's", s.sticky)
+	}
+}
+
 func TestTransientErrorsAreRetried(t *testing.T) {
 	s := newSite(map[string]string{"A": "1"})
 	s.failReads = []int{http.StatusTooManyRequests, http.StatusServiceUnavailable}

@@ -79,12 +79,22 @@ func (r Record) Last() int64 {
 	return r.Episode
 }
 
-// Closed says whether the circuit closed again, and when.
+// Closed says whether the episode ended, and when: the circuit closed
+// again, or was resumed into a ramp back up (a throttle stage's resume:
+// the trigger is on from then).
 func (r Record) Closed() (time.Time, bool) {
-	if n := len(r.Steps); n > 0 && r.Steps[n-1].To == circuit.Closed {
-		return r.Steps[n-1].At, true
+	f, ok := r.Closing()
+	return f.At, ok
+}
+
+// Closing is the step that ended the episode (see Closed).
+func (r Record) Closing() (circuit.Flip, bool) {
+	for _, f := range r.Steps {
+		if f.To == circuit.Closed || f.To == circuit.Throttled && f.From.TriggerOff() {
+			return f, true
+		}
 	}
-	return time.Time{}, false
+	return circuit.Flip{}, false
 }
 
 // Ended is when the record's time span ends: the close, or now.
@@ -150,9 +160,12 @@ func (r Record) Markdown(now time.Time) string {
 	} else {
 		b.WriteString("- **Acknowledged**: nobody did\n")
 	}
-	if at, ok := r.Closed(); ok {
-		last := r.Steps[len(r.Steps)-1]
-		fmt.Fprintf(&b, "- **Closed** %s by %s, %s after the trip\n", stamp(at), cell(last.Actor), AfterTrip(r.Trip.At, at))
+	if last, ok := r.Closing(); ok {
+		ramp := ""
+		if last.To == circuit.Throttled {
+			ramp = " (resumed at a lower concurrency, ramping back up)"
+		}
+		fmt.Fprintf(&b, "- **Closed** %s by %s, %s after the trip%s\n", stamp(last.At), cell(last.Actor), AfterTrip(r.Trip.At, last.At), ramp)
 	} else {
 		fmt.Fprintf(&b, "- **Still open** at %s, %s after the trip\n", stamp(now), AfterTrip(r.Trip.At, now))
 	}

@@ -114,3 +114,35 @@ func TestMarkdownForThePostmortem(t *testing.T) {
 		t.Errorf("the timeline's times are %q; want six, in order", whens)
 	}
 }
+
+// An episode tripped from a throttle starts a record; a resume into the
+// throttle's ramp ends it (the trigger is on from then), not the ramp's
+// last step minutes later.
+func TestAResumeIntoARampEndsTheEpisode(t *testing.T) {
+	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
+	flip := func(n int64, from, to circuit.State, actor string) circuit.Flip {
+		return circuit.Flip{Episode: n, From: from, To: to, At: t0.Add(time.Duration(n) * time.Minute), Actor: actor}
+	}
+	flips := []circuit.Flip{
+		flip(1, circuit.Closed, circuit.Throttled, "evaluator"),
+		flip(2, circuit.Throttled, circuit.Open, "evaluator"),
+		flip(3, circuit.Open, circuit.Throttled, "ops@example.com"),
+		flip(4, circuit.Throttled, circuit.Throttled, "evaluator"),
+		flip(5, circuit.Throttled, circuit.Closed, "evaluator"),
+	}
+	if _, _, err := episode.Flips(flips, 1); err == nil {
+		t.Error("a throttle alone started an episode record")
+	}
+	trip, steps, err := episode.Flips(flips, 2)
+	if err != nil || trip.Episode != 2 || len(steps) != 3 {
+		t.Fatalf("the trip from a throttle: %+v, %d steps, %v", trip, len(steps), err)
+	}
+	r := episode.Record{Circuit: "orders/Process", Episode: 2, Trip: trip, Steps: steps}
+	at, ok := r.Closed()
+	if !ok || !at.Equal(t0.Add(3*time.Minute)) {
+		t.Errorf("closed %v at %s; want at the resume, 09:03", ok, at)
+	}
+	if md := r.Markdown(t0.Add(time.Hour)); !strings.Contains(md, "- **Closed** 2026-12-05 09:03:00 UTC by ops@example.com, 1m after the trip (resumed at a lower concurrency, ramping back up)") {
+		t.Errorf("the record says:\n%s", md)
+	}
+}

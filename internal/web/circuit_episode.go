@@ -72,8 +72,8 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 	if a, ok := rec.Acknowledged(); ok {
 		m.Acked, m.AckedAt, m.AckedBy = true, a.At, a.Actor
 	}
-	if at, ok := rec.Closed(); ok {
-		m.Closed, m.ClosedAt, m.ClosedBy = true, at, rec.Steps[len(rec.Steps)-1].Actor
+	if f, ok := rec.Closing(); ok {
+		m.Closed, m.ClosedAt, m.ClosedBy, m.Ramped = true, f.At, f.Actor, f.To == circuit.Throttled
 	}
 	for _, g := range rec.Errors {
 		m.Errors = append(m.Errors, views.ErrorGroupRow{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces})

@@ -132,11 +132,11 @@ func throttleLines(ci circuit.Circuit, now time.Time) []string {
 	if ci.Lowered != nil {
 		changed := throttle.At(ci.Lowered, ci.LoweredKind, throttle.Ramp[0])
 		for _, k := range slices.Sorted(maps.Keys(changed)) {
-			was := "absent"
 			if v := ci.Lowered[k]; v != nil {
-				was = *v
+				lines = append(lines, fmt.Sprintf("%s was %s before the throttle; it is put back so.", k, *v))
+				continue
 			}
-			lines = append(lines, fmt.Sprintf("%s was %s before the throttle; it is put back so.", k, was))
+			lines = append(lines, fmt.Sprintf("%s was absent before the throttle; it is removed again at the end.", k))
 		}
 	}
 	return lines

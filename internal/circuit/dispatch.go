@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -210,7 +211,7 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 	started := w.s.Clock.Now()
 	var err error
 	if tuning(due) {
-		err = w.tune(ctx, f, app, due, all, off)
+		due, err = w.tune(ctx, f, app, due, all, off)
 	} else {
 		callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
 		err = w.sw.Apply(callCtx, app, off)
@@ -243,34 +244,33 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 }
 
 // tune writes the triggers in off and the app's throttle settings in one
-// write, recording first what a throttle is about to lower.
-func (w *switcher) tune(ctx context.Context, f lease.Fence, app App, due, all []Circuit, off map[string]bool) error {
+// write, recording first what a throttle is about to lower. It returns the
+// circuits the write was for: one whose record could not be made is told
+// why on its own, and left out of the write.
+func (w *switcher) tune(ctx context.Context, f lease.Fence, app App, due, all []Circuit, off map[string]bool) ([]Circuit, error) {
 	tu, ok := w.sw.(Tuner)
 	if !ok {
-		return ErrCannotTune
+		return due, ErrCannotTune
 	}
-	others := make([]Circuit, 0, len(all))
-	for _, c := range all {
-		if !slicesContainsFunction(due, c.Function) {
-			others = append(others, c)
+	others := slices.DeleteFunc(slices.Clone(all), func(c Circuit) bool {
+		return slices.ContainsFunc(due, func(d Circuit) bool { return d.Function == c.Function })
+	})
+	kept, left, err := w.record(ctx, f, tu, app, due, others)
+	if err != nil {
+		return due, err
+	}
+	for _, c := range due {
+		if why, ok := left[c.Function]; ok {
+			delete(off, c.Function)
+			w.failApply(ctx, f, []Circuit{c}, why)
 		}
 	}
-	due, err := w.record(ctx, f, tu, app, due, others)
-	if err != nil {
-		return err
+	if len(kept) == 0 {
+		return nil, nil
 	}
 	callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
 	defer cancel()
-	return tu.Tune(callCtx, app, off, tuned(append(others, due...)))
-}
-
-func slicesContainsFunction(cs []Circuit, function string) bool {
-	for _, c := range cs {
-		if c.Function == function {
-			return true
-		}
-	}
-	return false
+	return kept, tu.Tune(callCtx, app, off, tuned(slices.Concat(others, kept)))
 }
 
 // failApply records why the triggers could not be set and when to try

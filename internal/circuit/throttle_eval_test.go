@@ -2,6 +2,7 @@ package circuit_test
 
 import (
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -129,4 +130,37 @@ func TestThrottlingThatIsNotEnoughTripsAndTheResumeRamps(t *testing.T) {
 		t.Fatalf("two quiet minutes after the resume: %s", c.State)
 	}
 	r.wantSettings("ramped", map[string]string{throttle.EventHubMaxBatch: "", throttle.EventHubPrefetch: ""})
+}
+
+// A throttle that cannot be recorded (a row written by hand names no
+// trigger kind) is told why on its own circuit, and holds up no other
+// circuit of the app: a trip decided in the same tick is written.
+func TestAThrottleThatCannotBeRecordedHoldsUpNoTrip(t *testing.T) {
+	r := newRig(t)
+	c := r.circuit()
+	c.Throttle = circuit.Throttle{Threshold: 40} // no kind, no event hub, no queue: Validate refuses it, storage does not
+	if err := r.store.Circuits.UpdateSettings(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.store.Failures.Record(t.Context(), "w", []storage.Report{
+		{App: "orders", Function: "Process", Second: r.clock.Now(), Count: 41},
+		{App: "orders", Function: "Import", Second: r.clock.Now(), Count: 101},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	r.tick()
+	imp, err := r.store.Circuits.Get(t.Context(), "orders", "Import")
+	if err != nil || imp.State != circuit.Open || imp.Pending() {
+		t.Fatalf("Import: %s pending %v (%v); want tripped and switched off beside the unrecordable throttle", imp.State, imp.Pending(), err)
+	}
+	if off, _ := localsettings.Disabled(r.settings, "Import"); !off {
+		t.Error("Import's trigger is on")
+	}
+	p := r.circuit()
+	if p.State != circuit.Throttled || !p.Pending() || !strings.Contains(p.ApplyError, "trigger kind is not known") {
+		t.Errorf("Process: %s pending %v, %q; want throttled, not applied, saying why", p.State, p.Pending(), p.ApplyError)
+	}
 }

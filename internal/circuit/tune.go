@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 
 	"github.com/fusebox/fusebox/internal/lease"
@@ -37,28 +38,35 @@ func tuning(due []Circuit) bool {
 // record reads, for each due throttled circuit that has not yet, the
 // settings its throttle will change, and stores them before anything is
 // written. A setting another circuit of the app already lowered is taken
-// as that circuit recorded it, not as it is now (lowered).
-func (w *switcher) record(ctx context.Context, f lease.Fence, tu Tuner, app App, due []Circuit, others []Circuit) ([]Circuit, error) {
+// as that circuit recorded it, not as it is now (lowered). A circuit whose
+// record cannot be made (its row moved on, its trigger kind unknown) is
+// left out with its reason, so that it holds up no other circuit of the
+// app; err is the app's settings that could not be read, which holds up
+// all of them.
+func (w *switcher) record(ctx context.Context, f lease.Fence, tu Tuner, app App, due, others []Circuit) (kept []Circuit, left map[string]error, err error) {
 	var current map[string]string
-	for i, c := range due {
+	everyone := slices.Concat(others, due)
+	left = map[string]error{}
+	for _, c := range due {
 		if c.Shadow || c.State != Throttled || c.Lowered != nil {
+			kept = append(kept, c)
 			continue
 		}
 		kind := c.ThrottleKind()
 		if kind == "" {
-			return nil, fmt.Errorf("%s: its trigger kind is not known, so there is nothing to lower", c.Function)
+			left[c.Function] = errors.New("its trigger kind is not known, so there is nothing to lower: set it in the circuit's settings")
+			continue
 		}
 		if current == nil {
 			callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
-			s, err := tu.Settings(callCtx, app)
+			current, err = tu.Settings(callCtx, app)
 			cancel()
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
-			current = s
 		}
 		before := throttle.Before(current, kind)
-		for _, o := range append(others, due...) {
+		for _, o := range everyone {
 			for k, v := range o.Lowered {
 				if _, ok := before[k]; ok && o.Function != c.Function {
 					before[k] = v
@@ -66,11 +74,13 @@ func (w *switcher) record(ctx context.Context, f lease.Fence, tu Tuner, app App,
 			}
 		}
 		if err := w.store.SetLowered(ctx, f, c.AppID, c.Function, c.Episode, kind, before); err != nil {
-			return nil, err
+			left[c.Function] = fmt.Errorf("could not record what the throttle changes: %w", err)
+			continue
 		}
-		due[i].Lowered, due[i].LoweredKind = before, kind
+		c.Lowered, c.LoweredKind = before, kind
+		kept = append(kept, c)
 	}
-	return due, nil
+	return kept, left, nil
 }
 
 // tuned is what the app's lowered settings should be, from its circuits as

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -91,13 +92,19 @@ func postExportEncoded(client *http.Client, url, key string, body []byte, encodi
 // the same 20 rows per batch to the same Azurite (64 distinct batches
 // sent over and over on both sides: the OTLP side's are exports sent
 // again, which replace their rows, and the raw side replaces its own), with the same
-// concurrency, measured in the same run: three rounds of 3 s each, the two
-// sides taking turns, so that a machine that slows down mid-run slows both.
+// concurrency, measured in the same run: three rounds of 3 s each
+// (BENCH_ROUNDS for more), the two sides taking turns, so that a machine
+// that slows down mid-run slows both. The raw side's rows are copies of one
+// Fusebox wrote (writtenRow): the same properties, error sample included.
 //
 //	go test ./internal/bench -run '^$' -bench OTLPIngest -benchtime 1x
 func BenchmarkOTLPIngest(b *testing.B) {
 	const workers, spans, functions, seconds, bodies = 4, 512, 4, 5, 64
-	const phase, rounds = 3 * time.Second, 3
+	const phase = 3 * time.Second
+	rounds := 3
+	if n, err := strconv.Atoi(os.Getenv("BENCH_ROUNDS")); err == nil && n > 0 {
+		rounds = n
+	}
 	// The app's budget (100 exports/s by default, each host instance
 	// sending two every 5 s) is lifted: this measures the path, not it.
 	srv := apptest.Start(b, map[string]string{"FUSEBOX_INGEST_RATE_LIMIT": "100000", "FUSEBOX_INGEST_ROW_LIMIT": "10000000"})
@@ -151,15 +158,20 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		return err
 	}
 	raw := rawTable(b)
+	template := writtenRow(b, srv, viaOTLP)
+	b.Logf("each side writes rows like %v", template)
 	viaRaw := func(i int) error {
 		actions := make([]aztables.TransactionAction, 0, functions*seconds)
 		pk := at.Format("200601021504") + fmt.Sprintf("-%02d", (i%bodies)%16)
 		for f := range functions {
 			for s := range seconds {
 				sec := at.Add(time.Duration(s) * time.Second)
-				e := map[string]any{"PartitionKey": pk, "RowKey": fmt.Sprintf("bench|F%d|%02d|raw.%d", f, sec.Second(), i%bodies),
-					"App": "bench", "Function": fmt.Sprintf("F%d", f), "Second": sec.Format(time.RFC3339), "Second@odata.type": "Edm.DateTime",
-					"Count": spans / functions / seconds, "Successes": 0, "Instance": "bench"}
+				e := make(map[string]any, len(template))
+				for k, v := range template {
+					e[k] = v
+				}
+				e["PartitionKey"], e["RowKey"] = pk, fmt.Sprintf("bench|F%d|%02d|raw.%d", f, sec.Second(), i%bodies)
+				e["Function"], e["Second"] = fmt.Sprintf("F%d", f), sec.Format(time.RFC3339)
 				data, _ := json.Marshal(e)
 				actions = append(actions, aztables.TransactionAction{ActionType: aztables.TransactionTypeInsertReplace, Entity: data})
 			}
@@ -168,14 +180,47 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		return err
 	}
 	var otlpRate, rawRate float64
-	for range rounds {
-		otlpRate += run(viaOTLP) / rounds
-		rawRate += run(viaRaw) / rounds
+	for r := range rounds {
+		o, w := run(viaOTLP), run(viaRaw)
+		b.Logf("round %d: otlp %.0f, raw %.0f spans/s", r, o*spans, w*spans)
+		otlpRate += o / float64(rounds)
+		rawRate += w / float64(rounds)
 	}
 	b.ReportMetric(otlpRate*spans, "otlp-spans/s")
 	b.ReportMetric(rawRate*spans, "raw-spans/s")
 	b.ReportMetric(otlpRate/rawRate, "ratio")
 	b.ReportMetric(0, "ns/op")
+}
+
+// writtenRow sends one export through send and reads back, as plain JSON,
+// one failure row Fusebox wrote for it: the raw side writes rows with the
+// same properties and values (the error sample, the instance, the
+// counts), so the two sides store the same bytes, whatever a row holds.
+func writtenRow(b *testing.B, srv *apptest.Server, send func(i int) error) map[string]any {
+	b.Helper()
+	if err := send(0); err != nil {
+		b.Fatal(err)
+	}
+	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	filter, top := "App eq 'bench'", int32(1)
+	pager := svc.NewClient(srv.Config.Storage.TablePrefix + storage.TableFailures).NewListEntitiesPager(&aztables.ListEntitiesOptions{Filter: &filter, Top: &top})
+	page, err := pager.NextPage(context.Background())
+	if err != nil || len(page.Entities) == 0 {
+		b.Fatalf("no failure row written by the first export (%v)", err)
+	}
+	var row map[string]any
+	if err := json.Unmarshal(page.Entities[0], &row); err != nil {
+		b.Fatal(err)
+	}
+	for k := range row {
+		if strings.HasPrefix(k, "odata.") || strings.HasPrefix(k, "Timestamp") {
+			delete(row, k)
+		}
+	}
+	return row
 }
 
 // BenchmarkOTLPTripLatency is P7's latency: on the real clock, with the

@@ -197,13 +197,10 @@ func joinWords(s []string) string {
 }
 
 // validateThrottle checks the throttle stage's settings.
-func (c Circuit) validateThrottle(app *App, add func(field, format string, args ...any)) {
+func (c Circuit) validateThrottle(add func(field, format string, args ...any)) {
 	t := c.Throttle
 	if t.Threshold == 0 && t.Quiet == 0 && t.Kind == "" && !t.Ask && !t.OnlyThrottling {
 		return
-	}
-	if t.Threshold > 0 && app != nil && app.Switch == SwitchContainerApp {
-		add("throttle_threshold", "the Container Apps switch cannot lower concurrency yet: only App Service and local apps can be throttled")
 	}
 	switch {
 	case t.Threshold < 0 || t.Threshold > MaxThreshold:

@@ -22,7 +22,7 @@ type Tuner interface {
 }
 
 // ErrCannotTune is a switch that can only move triggers.
-var ErrCannotTune = errors.New("this app's switch cannot change its concurrency settings (only App Service and local apps can be throttled)")
+var ErrCannotTune = errors.New("this app's switch cannot change its concurrency settings (only App Service, Container Apps and local apps can be throttled)")
 
 // tuning says whether applying due needs the settings merged in: a due
 // circuit is throttled, or holds settings a throttle lowered.

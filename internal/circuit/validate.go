@@ -117,7 +117,7 @@ func (c Circuit) Validate(app *App) error {
 		}
 	}
 	c.Escalate.validate(add)
-	c.validateThrottle(app, add)
+	c.validateThrottle(add)
 	if c.Policy.AutoResume {
 		switch {
 		case c.Policy.Cooldown < time.Second:

@@ -232,6 +232,12 @@ func TestThrottleJourney(t *testing.T) {
 	if !equalSettings(before, after) {
 		t.Errorf("after the resume's ramp the settings are %v; want exactly %v", after, before)
 	}
+	// Closed again: its page loads what the throttle would write if it
+	// fired now, from the settings as they are (put back).
+	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="throttle-plan"]`)))
+	if plan := p.text(t, `[data-testid="throttle-plan"]`); !strings.Contains(plan, throttle.EventHubMaxBatch+": 50 → 12") {
+		t.Errorf("the circuit page's throttle plan says %q; want %s: 50 → 12", plan, throttle.EventHubMaxBatch)
+	}
 }
 
 func equalSettings(a, b map[string]string) bool {

@@ -50,22 +50,17 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 
 // switchCost says what switching ci's trigger costs its app, naming the
 // app's other functions when they can be listed within 5 s, and what
-// lowering its concurrency instead would write, when ARM lists the
-// function's trigger and the app's settings in that time.
+// lowering its concurrency instead would write, when the app's settings
+// (and, on App Service, the function's trigger) are read in that time.
 func (s *CircuitPages) switchCost(ctx context.Context, ci circuit.Circuit) (string, []string) {
 	app, err := s.Apps.Get(ctx, ci.AppID)
 	if err != nil {
 		return "", nil
 	}
-	var others []string
-	if s.Inspector != nil && app.Switch == circuit.SwitchARM {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if in, err := s.Inspector.Inspect(lctx, app); err == nil {
-			names, lower := throttlePlan(in, ci.Function)
-			return app.SwitchCost(ci.Function, names), lower
-		}
+	if names, lower, ok := s.inspectedPlan(ctx, app, ci); ok {
+		return app.SwitchCost(ci.Function, names), lower
 	}
+	var others []string
 	if s.FunctionLister != nil {
 		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		defer cancel()
@@ -73,21 +68,63 @@ func (s *CircuitPages) switchCost(ctx context.Context, ci circuit.Circuit) (stri
 			others = fns // nil where the switch cannot list them (local apps)
 		}
 	}
-	return app.SwitchCost(ci.Function, others), nil
+	return app.SwitchCost(ci.Function, others), s.throttlePlanOf(ctx, app, ci)
+}
+
+// inspectedPlan is, for an App Service app ARM inspects within 5 s, the
+// app's function names and the plan from the function's own trigger and
+// the app's settings; false when it could not be inspected.
+func (s *CircuitPages) inspectedPlan(ctx context.Context, app circuit.App, ci circuit.Circuit) ([]string, []string, bool) {
+	if s.Inspector == nil || app.Switch != circuit.SwitchARM {
+		return nil, nil, false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	in, err := s.Inspector.Inspect(ctx, app)
+	if err != nil {
+		return nil, nil, false
+	}
+	names, lower := throttlePlan(in, ci.Function, ci.ThrottleKind())
+	return names, lower, true
+}
+
+// circuitThrottlePlan is the circuit page's part that says what its
+// throttle would write if it fired now, and what writing it costs: the
+// plan an operator sees before any throttle is applied on its own.
+func (s *CircuitPages) circuitThrottlePlan(c echo.Context) error {
+	ci, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	if !ci.Throttles() {
+		return echo.NewHTTPError(http.StatusNotFound, "This circuit has no throttle stage.")
+	}
+	ctx := c.Request().Context()
+	app, err := s.Apps.Get(ctx, ci.AppID)
+	if err != nil {
+		return err
+	}
+	var m views.ThrottlePlan
+	if names, lower, ok := s.inspectedPlan(ctx, app, ci); ok {
+		m.Lines, m.Cost = lower, app.SwitchCost(ci.Function, names)
+	} else {
+		m.Lines, m.Cost = s.throttlePlanOf(ctx, app, ci), app.SwitchCost(ci.Function, nil)
+	}
+	return render(c, http.StatusOK, views.ThrottlePlanPart(m))
 }
 
 // throttlePlan is the app's function names, and the lines of what
 // lowering function's concurrency to a quarter would write: none when the
 // app's settings could not be read (a plan from defaults could raise
-// what the app set).
-func throttlePlan(in fleet.Inspection, function string) ([]string, []string) {
+// what the app set). The trigger kind is the circuit's (kind) where it
+// names one, as its throttle will use, else the function's as ARM lists it.
+func throttlePlan(in fleet.Inspection, function, kind string) ([]string, []string) {
 	names := []string{}
 	byKind := map[string][]string{}
-	kind := ""
 	for _, f := range in.Functions {
 		names = append(names, f.Name)
 		byKind[f.Trigger.Kind] = append(byKind[f.Trigger.Kind], f.Name)
-		if f.Name == function {
+		if f.Name == function && kind == "" {
 			kind = f.Trigger.Kind
 		}
 	}

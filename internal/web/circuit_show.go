@@ -81,6 +81,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
 	}
 	m.Throttle, m.Asked = throttleLines(ci, now), ci.Asked && ci.State == circuit.Closed
+	m.ThrottlePlan = ci.Throttles() && ci.State == circuit.Closed
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
 	for _, a := range apps {
 		if a.ID == ci.AppID {

@@ -139,6 +139,7 @@ func (s *Server) routes() {
 	viewer.POST("/circuits/resume", s.circuits.stormSubmit, s.require(auth.RoleOperator))
 	viewer.GET("/circuits/:app/:function", s.circuits.circuitShow)
 	viewer.GET("/circuits/:app/:function/waiting", s.circuits.circuitWaiting)
+	viewer.GET("/circuits/:app/:function/throttle-plan", s.circuits.circuitThrottlePlan)
 	viewer.GET("/circuits/:app/:function/episodes/:episode", s.circuits.circuitEpisode)
 	viewer.GET("/jobs", s.jobs.jobList)
 	viewer.GET("/jobs/new", s.jobs.jobNew, s.require(auth.RoleOperator))

@@ -54,3 +54,51 @@ func TestTheTripPageShowsWhatLoweringWouldWrite(t *testing.T) {
 		t.Errorf("showing the plan wrote the app's settings: %v", after)
 	}
 }
+
+// A closed circuit with a throttle stage shows on its page what the
+// throttle would write if it fired now, and what writing costs the app,
+// before it is ever applied on its own: the part is loaded after the page
+// (it reads the app's settings through ARM) and writes nothing. A circuit
+// without a throttle stage has no such part.
+func TestACircuitPageShowsWhatItsThrottleWouldWrite(t *testing.T) {
+	arm, appSettings := apptest.GuardableARM(subOrders)
+	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
+	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []circuit.Circuit{
+		{AppID: "orders", Function: "TakeOrders", Threshold: 10, Window: time.Minute, Throttle: circuit.Throttle{Threshold: 4, Kind: "queue"}},
+		{AppID: "orders", Function: "ProcessOrders", Threshold: 10, Window: time.Minute},
+	} {
+		if err := srv.App.Store.Circuits.Put(t.Context(), c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := appSettings.Get()
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	page := viewer.get("/circuits/orders/TakeOrders")
+	wantStatus(t, page, http.StatusOK)
+	if !strings.Contains(section(page.body, `data-testid="throttle"`), `hx-get="/circuits/orders/TakeOrders/throttle-plan"`) {
+		t.Fatalf("the circuit page does not load its throttle's plan:\n%s", section(page.body, `data-testid="throttle"`))
+	}
+	part := viewer.get("/circuits/orders/TakeOrders/throttle-plan")
+	wantStatus(t, part, http.StatusOK)
+	for _, w := range []string{
+		"<code>AzureFunctionsJobHost__extensions__queues__batchSize: 8 → 2</code>",
+		"<code>AzureFunctionsJobHost__extensions__queues__newBatchThreshold: absent → 2</code>",
+		"restarts the app", "Mirror, Nightly",
+	} {
+		if !strings.Contains(part.body, w) {
+			t.Errorf("the throttle's plan lacks %q:\n%s", w, part.body)
+		}
+	}
+	other := viewer.get("/circuits/orders/ProcessOrders")
+	if strings.Contains(other.body, "/throttle-plan") {
+		t.Error("a circuit without a throttle stage offers a throttle plan")
+	}
+	wantStatus(t, viewer.get("/circuits/orders/ProcessOrders/throttle-plan"), http.StatusNotFound)
+	if after := appSettings.Get(); len(after) != len(before) {
+		t.Errorf("showing the plan wrote the app's settings: %v", after)
+	}
+}

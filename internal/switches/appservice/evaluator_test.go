@@ -14,11 +14,11 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
+	"github.com/fusebox/fusebox/internal/evaltest"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/appservice"
 	"github.com/fusebox/fusebox/internal/switches/armwrite"
-	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // farm is several function apps behind the SDK's fake server; the sites in
@@ -78,13 +78,7 @@ func (h hanging) Do(req *http.Request) (*http.Response, error) {
 // trip: through the SDK's fake server, the other app's trigger is off
 // within P1's target (1.5 s) of the tick that tripped it.
 func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	for _, name := range []string{storage.TableApps, storage.TableCircuits, storage.TableFailures, storage.TableStatus, storage.TableLeases} {
-		if err := svc.CreateTable(t.Context(), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := storage.New(svc)
+	st := evaltest.Store(t)
 	f := farm{sites: map[string]*site{"func-slow": newSite(map[string]string{"A": "1"}), "func-fast": newSite(map[string]string{"B": "2"})},
 		hang: map[string]bool{"func-slow": true}, release: make(chan struct{}), written: make(chan string, 10)}
 	sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{TryTimeout: 20 * time.Second}, Transport: hanging{farm: f, next: fake.NewWebAppsServerTransport(f.server())}})
@@ -153,13 +147,7 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 // tick for one app, are one settings write (one restart), through the SDK's
 // fake server; the ramp afterwards puts back exactly what was there.
 func TestAThrottleAndATripOfOneAppAreOneWrite(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	for _, name := range []string{storage.TableApps, storage.TableCircuits, storage.TableFailures, storage.TableStatus, storage.TableLeases} {
-		if err := svc.CreateTable(t.Context(), name); err != nil {
-			t.Fatal(err)
-		}
-	}
-	st := storage.New(svc)
+	st := evaltest.Store(t)
 	f := farm{sites: map[string]*site{"func-orders": newSite(map[string]string{"FUNCTIONS_WORKER_RUNTIME": "node", "AzureFunctionsJobHost__extensions__queues__batchSize": "32"})},
 		release: make(chan struct{}), written: make(chan string, 10)}
 	sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{TryTimeout: 20 * time.Second}, Transport: fake.NewWebAppsServerTransport(f.server())})
@@ -175,20 +163,9 @@ func TestAThrottleAndATripOfOneAppAreOneWrite(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
-	claims, err := lease.NewClaims(st.Leases, "test", nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, circuit.EvaluatorSettings{Claims: claims, Clock: clk})
-	fence := lease.Fence{Lease: "evaluator", Generation: 1}
-	tick := func() {
-		t.Helper()
-		if err := eval.Tick(t.Context(), fence); err != nil {
-			t.Fatal(err)
-		}
-		eval.Wait()
-	}
+	clk := evaltest.Clock()
+	eval := evaltest.Evaluator(t, st, sw, circuit.EvaluatorSettings{Clock: clk})
+	tick := func() { t.Helper(); evaltest.Tick(t, eval) }
 	if err := st.Failures.Record(t.Context(), "w", []storage.Report{
 		{App: "orders", Function: "Fulfil", Second: clk.Now(), Count: 50},
 		{App: "orders", Function: "Import", Second: clk.Now(), Count: 101},

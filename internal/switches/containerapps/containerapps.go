@@ -15,6 +15,11 @@
 // API carries no ETag on container apps, so the read-back is what catches
 // a writer that replaced the template meanwhile.
 //
+// A throttle's settings (AzureFunctionsJobHost__… options, which the host
+// reads from its environment as it reads app settings) are variables of
+// the same host containers, merged into the same one PATCH: a throttle and
+// a trip of one app start one revision.
+//
 // The package keeps the armappcontainers module out of the rest of the tree.
 package containerapps
 
@@ -22,6 +27,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -30,6 +36,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appcontainers/armappcontainers/v3"
 
@@ -57,7 +64,10 @@ type Switch struct {
 	revisions armwrite.Clients[armappcontainers.ContainerAppsRevisionsClient]
 }
 
-var _ circuit.Switch = (*Switch)(nil)
+var (
+	_ circuit.Switch = (*Switch)(nil)
+	_ circuit.Tuner  = (*Switch)(nil)
+)
 
 // New builds a switch that authenticates with cred.
 func New(cred azcore.TokenCredential, s Settings) *Switch {
@@ -234,9 +244,43 @@ func holds(app circuit.App, ca armappcontainers.ContainerApp, off map[string]boo
 
 // Apply switches each function in off in one new revision.
 func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool) error {
+	return s.Tune(ctx, app, off, nil)
+}
+
+// Settings reads the host containers' environment (for a throttle's plan
+// and record): the variables with a plain value on which every host
+// container agrees. One from a secret, or set differently on two host
+// containers, is left out here, and Tune refuses to change it.
+func (s *Switch) Settings(ctx context.Context, app circuit.App) (map[string]string, error) {
+	ca, err := s.get(ctx, app)
+	if err != nil {
+		return nil, err
+	}
+	hs, err := hosts(app, ca)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for name, v := range plainEnv(hs[0]) {
+		if agreed(hs, name) == nil {
+			out[name] = v
+		}
+	}
+	return out, nil
+}
+
+// Tune switches each function in off and sets each variable in set (nil:
+// removes it) on every host container, in one new revision: a throttle
+// and a trip of one app start one revision, not two.
+func (s *Switch) Tune(ctx context.Context, app circuit.App, off map[string]bool, set map[string]*string) error {
 	for f := range off {
 		if err := trigger.CheckSettable(f, true); err != nil { // Container Apps run Linux
 			return fmt.Errorf("containerapps: %w", err)
+		}
+	}
+	for name := range set {
+		if !envName(name) {
+			return fmt.Errorf("containerapps: %q cannot be a container's environment variable (letters, digits and _ only): %w", name, armwrite.ErrPermanent)
 		}
 	}
 	return armwrite.Apply(ctx, s.s.Policy, armwrite.Change[armappcontainers.ContainerApp]{
@@ -246,12 +290,128 @@ func (s *Switch) Apply(ctx context.Context, app circuit.App, off map[string]bool
 			if err != nil {
 				return ca, false, err
 			}
-			return ca, merge(hs, off), nil // merge edits ca's host containers in place
+			for name := range set {
+				if err := agreed(hs, name); err != nil {
+					return ca, false, fmt.Errorf("containerapps: %s: %w", app.Site, err)
+				}
+			}
+			// merge and setEnv edit ca's host containers in place.
+			switched := merge(hs, off)
+			tuned := setEnv(hs, set)
+			return ca, switched || tuned, nil
 		},
-		Write:    func(ctx context.Context, ca armappcontainers.ContainerApp) error { return s.write(ctx, app, ca) },
-		Holds:    func(ca armappcontainers.ContainerApp) (bool, error) { return holds(app, ca, off) },
+		Write: func(ctx context.Context, ca armappcontainers.ContainerApp) error { return s.write(ctx, app, ca) },
+		Holds: func(ca armappcontainers.ContainerApp) (bool, error) {
+			ok, err := holds(app, ca, off)
+			if err != nil || !ok {
+				return ok, err
+			}
+			hs, err := hosts(app, ca)
+			if err != nil {
+				return false, err
+			}
+			for _, h := range hs {
+				if !armwrite.HoldsSet(pointers(plainEnv(h)), set) {
+					return false, nil
+				}
+			}
+			return true, nil
+		},
 		Replaced: fmt.Errorf("containerapps: the template of %s was replaced by another writer right after Fusebox wrote it", app.Site),
 	})
+}
+
+// plainEnv is a container's variables that have a plain value.
+func plainEnv(c *armappcontainers.Container) map[string]string {
+	out := map[string]string{}
+	for _, e := range c.Env {
+		if e != nil && e.Name != nil && e.Value != nil && e.SecretRef == nil {
+			out[*e.Name] = *e.Value
+		}
+	}
+	return out
+}
+
+func pointers(m map[string]string) map[string]*string {
+	out := make(map[string]*string, len(m))
+	for k, v := range m {
+		out[k] = &v
+	}
+	return out
+}
+
+// agreed refuses a variable Fusebox must not write over: one a host
+// container takes from a secret (writing a value would drop the
+// reference, and putting it back would lose it), or one two host
+// containers set differently (there is no one value to put back).
+func agreed(hs []*armappcontainers.Container, name string) error {
+	var first *string
+	for i, h := range hs {
+		var v *string
+		for _, e := range h.Env {
+			if e == nil || e.Name == nil || *e.Name != name {
+				continue
+			}
+			if e.SecretRef != nil {
+				return fmt.Errorf("%s takes %s from the secret %q; Fusebox does not write over it: %w", nameOf(h), name, *e.SecretRef, armwrite.ErrPermanent)
+			}
+			v = e.Value
+		}
+		if i == 0 {
+			first = v
+			continue
+		}
+		if (first == nil) != (v == nil) || (first != nil && *first != *v) {
+			return fmt.Errorf("the host containers set %s differently; Fusebox would not know which value to put back: %w", name, armwrite.ErrPermanent)
+		}
+	}
+	return nil
+}
+
+func nameOf(c *armappcontainers.Container) string {
+	if c.Name == nil {
+		return "a host container"
+	}
+	return "the container " + *c.Name
+}
+
+// setEnv sets each variable in set on every host container (nil: removes
+// it) and reports whether anything changed.
+func setEnv(hs []*armappcontainers.Container, set map[string]*string) bool {
+	changed := false
+	for _, c := range hs {
+		for _, name := range slices.Sorted(maps.Keys(set)) {
+			want := set[name]
+			at := slices.IndexFunc(c.Env, func(e *armappcontainers.EnvironmentVar) bool { return e != nil && e.Name != nil && *e.Name == name })
+			switch {
+			case want == nil && at >= 0:
+				c.Env = slices.Delete(c.Env, at, at+1)
+				changed = true
+			case want != nil && at < 0:
+				c.Env = append(c.Env, &armappcontainers.EnvironmentVar{Name: to.Ptr(name), Value: to.Ptr(*want)})
+				changed = true
+			case want != nil && (c.Env[at].Value == nil || *c.Env[at].Value != *want):
+				c.Env[at] = &armappcontainers.EnvironmentVar{Name: to.Ptr(name), Value: to.Ptr(*want)}
+				changed = true
+			}
+		}
+	}
+	return changed
+}
+
+// envName says whether name can be a container's environment variable as
+// Container Apps takes it.
+func envName(name string) bool {
+	if name == "" || name[0] >= '0' && name[0] <= '9' {
+		return false
+	}
+	for i := range len(name) {
+		c := name[i]
+		if !(c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 // write PATCHes the template (merge patch replaces the containers list

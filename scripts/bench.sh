@@ -60,6 +60,7 @@ bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitL
 bench "fleet: discovery of 1,000 apps"      ./internal/bench '^BenchmarkDiscovery$'          1x
 bench "P4 Discover page, 1,000 apps"        ./internal/bench '^BenchmarkDiscoverPage$'       200x
 bench "fleet: apply 1,000 circuits"         ./internal/bench '^BenchmarkApply$'              1x
+bench "throttle: rule to settings written" ./internal/bench '^BenchmarkThrottleLatency$'     1x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

@@ -285,6 +285,11 @@ type Circuit struct {
 	// trigger kind they were read for.
 	Lowered     map[string]*string
 	LoweredKind string
+	// Released says which settings the throttle handed back: someone
+	// changed them by hand while it held them, so it leaves them as they
+	// were set, and neither steps nor puts them back. Cleared when a new
+	// throttle begins.
+	Released string
 	// AckedEpisode is the episode someone acknowledged (AckedBy, at
 	// AckedAt): its reminders stop.
 	AckedEpisode int64

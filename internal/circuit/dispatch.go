@@ -154,7 +154,7 @@ func (w *switcher) switchApp(ctx context.Context, appID string, apps map[string]
 			w.apply(ctx, f, app, due, all)
 		}
 		if drift {
-			if err := w.checkDrift(ctx, f, app, all); err != nil && ctx.Err() == nil {
+			if err := w.checkDrift(ctx, f, app, all, len(due) > 0); err != nil && ctx.Err() == nil {
 				w.s.Logger.Warn("drift check failed", "app", appID, "error", err)
 				w.mu.Lock()
 				delete(w.drifted, appID) // check again on the next tick, not a whole DriftEvery later
@@ -296,8 +296,10 @@ func onOff(on bool) string {
 }
 
 // checkDrift reads the app's actual settings and records circuits whose
-// trigger was moved by someone else after Fusebox applied it.
-func (w *switcher) checkDrift(ctx context.Context, f lease.Fence, app App, circuits []Circuit) error {
+// trigger was moved by someone else after Fusebox applied it, and hands
+// back the throttle settings someone changed by hand (not right after
+// this pass wrote: circuits is then what the tick read before the write).
+func (w *switcher) checkDrift(ctx context.Context, f lease.Fence, app App, circuits []Circuit, wrote bool) error {
 	callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
 	disabled, err := w.sw.Disabled(callCtx, app)
 	cancel()
@@ -317,6 +319,9 @@ func (w *switcher) checkDrift(ctx context.Context, f lease.Fence, app App, circu
 		if err := w.store.SetDrift(ctx, f, c.AppID, c.Function, c.Episode, drift, now); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if tu, ok := w.sw.(Tuner); ok && !wrote {
+		errs = append(errs, w.releaseHandChanged(ctx, f, tu, app, circuits))
 	}
 	return errors.Join(errs...)
 }

@@ -53,6 +53,10 @@ type Store interface {
 	// to change as they were before it (nil: absent), and the trigger
 	// kind they were read for; refused if the circuit moved on.
 	SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error
+	// ReleaseLowered replaces, for episode, the settings a throttle holds
+	// with before (what is left of them) and records why the rest were
+	// handed back; refused if the circuit moved on.
+	ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error
 	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
 	// Window returns the failure rows for seconds in [from, to], and the
 	// unreadable rows not reported before. It may read only what changed

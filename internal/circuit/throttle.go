@@ -138,8 +138,12 @@ func evaluateThrottled(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		next.ThrottleStage = c.ThrottleStage + 1
 		return next, f
 	}
-	return flip(c, Closed, EvaluatorActor, n, now, fmt.Sprintf("%d failures in the %s at %s (throttle rule: more than %d): concurrency restored as it was",
-		throttleCounted(c, n), spoken.Duration(c.QuietFor()), shareWords(c.ThrottleShare()), c.Throttle.Threshold))
+	restored := "concurrency restored as it was"
+	if c.Released != "" {
+		restored += ", but for what was changed by hand meanwhile and left as set (" + c.Released + ")"
+	}
+	return flip(c, Closed, EvaluatorActor, n, now, fmt.Sprintf("%d failures in the %s at %s (throttle rule: more than %d): %s",
+		throttleCounted(c, n), spoken.Duration(c.QuietFor()), shareWords(c.ThrottleShare()), c.Throttle.Threshold, restored))
 }
 
 // throttleCount says what the throttle rule counted.
@@ -250,8 +254,11 @@ func ParseLowered(raw string) (map[string]*string, error) {
 }
 
 // FormatLowered is ParseLowered's inverse.
+// A record emptied by handing every setting back stays a record ("{}"):
+// the throttle holds nothing, and must not read the settings again as if
+// it had not begun.
 func FormatLowered(m map[string]*string) (string, error) {
-	if len(m) == 0 {
+	if m == nil {
 		return "", nil
 	}
 	if err := checkLowered(m); err != nil {

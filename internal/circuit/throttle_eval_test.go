@@ -164,3 +164,54 @@ func TestAThrottleThatCannotBeRecordedHoldsUpNoTrip(t *testing.T) {
 		t.Errorf("Process: %s pending %v, %q; want throttled, not applied, saying why", p.State, p.Pending(), p.ApplyError)
 	}
 }
+
+// A setting someone changes by hand while a throttle holds it is theirs:
+// the drift check hands it back (the circuit says which and why), no later
+// step writes over it, and the end of the ramp does not put back what was
+// there before; the settings it still holds ramp back as ever.
+func TestASettingChangedByHandWhileThrottledIsLeftAsSet(t *testing.T) {
+	r := newRig(t)
+	r.throttled(`{"IsEncrypted": false, "Values": {"AzureFunctionsJobHost__extensions__eventHubs__prefetchCount": "200", "FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated"}}`)
+	r.fail("instance-a", 41, 0)
+	r.tick()
+	if c := r.circuit(); c.State != circuit.Throttled || c.Pending() {
+		t.Fatalf("after 41 failures: %s pending %v; want throttled and written", c.State, c.Pending())
+	}
+	r.wantSettings("throttled", map[string]string{throttle.EventHubMaxBatch: "2", throttle.EventHubPrefetch: "50"})
+
+	// Someone raises the batch size by hand: 2 is too slow for them.
+	if err := localsettings.Tune(r.settings, nil, map[string]*string{throttle.EventHubMaxBatch: ptr("64")}); err != nil {
+		t.Fatal(err)
+	}
+	r.clock.Advance(11 * time.Second) // the drift check's next turn
+	r.tick()
+	c := r.circuit()
+	if _, held := c.Lowered[throttle.EventHubMaxBatch]; held || c.Lowered[throttle.EventHubPrefetch] == nil {
+		t.Fatalf("after the hand change the throttle holds %v; want only the prefetch", c.Lowered)
+	}
+	if want := throttle.EventHubMaxBatch + " set to 64 by hand while the throttle held it at 2"; c.Released != want {
+		t.Errorf("released %q; want %q", c.Released, want)
+	}
+	r.clock.Advance(11 * time.Second)
+	r.tick()
+	if again := r.circuit(); again.Released != c.Released {
+		t.Errorf("a second drift check changed what was handed back: %q", again.Released)
+	}
+
+	// The ramp: half, then closed; the batch size stays as it was set.
+	r.clock.Advance(time.Minute)
+	r.tick()
+	r.wantSettings("at half", map[string]string{throttle.EventHubMaxBatch: "64", throttle.EventHubPrefetch: "100"})
+	r.clock.Advance(time.Minute)
+	r.tick()
+	c = r.circuit()
+	if c.State != circuit.Closed || c.Pending() {
+		t.Fatalf("after the ramp: %s pending %v", c.State, c.Pending())
+	}
+	r.wantSettings("restored", map[string]string{throttle.EventHubMaxBatch: "64", throttle.EventHubPrefetch: "200", "FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated"})
+	if !strings.Contains(c.Reason, "changed by hand meanwhile and left as set ("+throttle.EventHubMaxBatch+" set to 64") {
+		t.Errorf("the close says %q; want it to name what was left as set", c.Reason)
+	}
+}
+
+func ptr(s string) *string { return &s }

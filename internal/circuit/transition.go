@@ -298,7 +298,7 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 		Count: n.Counted, Calls: n.Counted + n.Successes, Since: n.Since, Threshold: c.Threshold, Window: c.Window, Reason: reason, TraceParent: n.TraceParent}
 	switch {
 	case to == Throttled && c.State != Throttled:
-		c.ThrottleSince, c.Ramping = c.Episode+1, false
+		c.ThrottleSince, c.Ramping, c.Released = c.Episode+1, false, ""
 	case to == Throttled, to == Closed && c.State == Throttled:
 		// a step, or the close that ends the throttle: it stays known
 	default:

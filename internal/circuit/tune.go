@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/throttle"
@@ -96,17 +98,13 @@ func tuned(cs []Circuit) map[string]*string {
 		if c.Shadow || c.Lowered == nil {
 			continue
 		}
-		kind := c.LoweredKind
-		switch share := c.ThrottleShare(); {
+		switch {
 		case c.State == Closed:
-			for k, v := range throttle.Back(c.Lowered, kind, throttle.Ramp[0]) {
+			for k, v := range throttle.Back(c.Lowered, c.LoweredKind, throttle.Ramp[0]) {
 				back[k] = v
 			}
 		default:
-			if share == 0 {
-				share = throttle.Ramp[0]
-			}
-			for k, v := range throttle.At(c.Lowered, kind, share) {
+			for k, v := range heldBy(c) {
 				if old, ok := low[k]; !ok || atoi(*v) < atoi(*old) {
 					low[k] = v
 				}
@@ -127,4 +125,89 @@ func atoi(s string) int {
 		return int(^uint(0) >> 1)
 	}
 	return n
+}
+
+// releaseHandChanged hands back to people the throttle settings someone
+// changed by hand while a throttle held them: a setting of the app that is
+// not what the throttles want it to be is dropped from every record that
+// holds it, so that no later step writes over it and the end does not put
+// back what was there before; each circuit says which, and why. Nothing is
+// decided while any throttle's step is still to be written (the app's
+// settings are then not yet what the circuits want).
+func (w *switcher) releaseHandChanged(ctx context.Context, f lease.Fence, tu Tuner, app App, cs []Circuit) error {
+	var holding []Circuit
+	for _, c := range cs {
+		if c.Shadow || c.Lowered == nil {
+			continue
+		}
+		if c.Pending() {
+			return nil
+		}
+		if c.State != Closed {
+			holding = append(holding, c)
+		}
+	}
+	if len(holding) == 0 {
+		return nil
+	}
+	callCtx, cancel := context.WithTimeout(ctx, w.s.ApplyTimeout)
+	settings, err := tu.Settings(callCtx, app)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("app %s: read its settings to check what the throttle holds: %w", app.ID, err)
+	}
+	want := tuned(cs)
+	changed := map[string]string{}
+	for _, c := range holding {
+		for k := range heldBy(c) {
+			have, set := settings[k]
+			switch v := want[k]; {
+			case v == nil && set:
+				changed[k] = fmt.Sprintf("%s set to %s by hand while the throttle held it absent", k, have)
+			case v != nil && !set:
+				changed[k] = fmt.Sprintf("%s removed by hand while the throttle held it at %s", k, *v)
+			case v != nil && have != *v:
+				changed[k] = fmt.Sprintf("%s set to %s by hand while the throttle held it at %s", k, have, *v)
+			}
+		}
+	}
+	if len(changed) == 0 {
+		return nil
+	}
+	var errs []error
+	for _, c := range holding {
+		kept := make(map[string]*string, len(c.Lowered))
+		var notes []string
+		for k, v := range c.Lowered {
+			if why, ok := changed[k]; ok {
+				notes = append(notes, why)
+				continue
+			}
+			kept[k] = v
+		}
+		if len(notes) == 0 {
+			continue
+		}
+		slices.Sort(notes)
+		if c.Released != "" {
+			notes = append([]string{c.Released}, notes...)
+		}
+		released := strings.Join(notes, "; ")
+		if err := w.store.ReleaseLowered(ctx, f, c.AppID, c.Function, c.Episode, kept, released); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		w.s.Logger.Info("throttle handed back settings changed by hand", "circuit", c.ID(), "settings", strings.Join(slices.Sorted(maps.Keys(changed)), ","))
+	}
+	return errors.Join(errs...)
+}
+
+// heldBy is what c holds the app's settings at now: its share of what was
+// there before (a tripped circuit keeps the ramp's lowest share).
+func heldBy(c Circuit) map[string]*string {
+	share := c.ThrottleShare()
+	if share == 0 {
+		share = throttle.Ramp[0]
+	}
+	return throttle.At(c.Lowered, c.LoweredKind, share)
 }

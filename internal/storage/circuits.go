@@ -106,6 +106,7 @@ type circuitRow struct {
 	Asked              bool   // the last change asked to apply a throttle
 	Lowered            string // JSON: the settings a throttle changed, as they were before (null: absent)
 	LoweredKind        string // the trigger kind they were read for
+	Released           string // the settings a throttle handed back, and why
 	AppliedEpisode     int64
 	AppliedAt          time.Time // when the trigger was set for AppliedEpisode
 	ApplyError         string    // why the trigger could not be set for Episode
@@ -160,7 +161,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 		Policy: circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 		Streak: int(r.Streak), Shadow: r.Shadow, Held: r.Held,
 		Throttle:      throttleOf(r),
-		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind, ThrottleSince: r.ThrottleSince, Ramping: r.Ramping, Asked: r.Asked,
+		ThrottleStage: int(max(r.ThrottleStage, 0)), Lowered: lowered, LoweredKind: r.LoweredKind, Released: truncate(r.Released, maxReleased), ThrottleSince: r.ThrottleSince, Ramping: r.Ramping, Asked: r.Asked,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: r.Reason,
 		AppliedEpisode: r.AppliedEpisode, AppliedAt: r.AppliedAt, Drift: r.Drift, DriftSince: r.DriftSince,
 		ApplyError: r.ApplyError, ApplyRetryAt: r.ApplyRetryAt, ApplyAttempts: int(r.ApplyAttempts),
@@ -205,7 +206,7 @@ func hubRetention(hours int32) time.Duration {
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
 	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
-	r.ThrottleSince, r.Ramping, r.Asked = c.ThrottleSince, c.Ramping, c.Asked
+	r.ThrottleSince, r.Ramping, r.Asked, r.Released = c.ThrottleSince, c.Ramping, c.Asked, truncate(c.Released, maxReleased)
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 	r.RecentChanges = joinUnix(c.RecentChanges)
@@ -599,6 +600,26 @@ func (c *Circuits) SetLowered(ctx context.Context, f lease.Fence, appID, functio
 		return nil
 	})
 }
+
+// ReleaseLowered replaces, for episode, what a throttle holds lowered with
+// before, and records released: the settings it handed back and why.
+func (c *Circuits) ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error {
+	raw, err := circuit.FormatLowered(before)
+	if err != nil {
+		return err
+	}
+	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
+		if r.Episode != episode {
+			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
+		}
+		r.Lowered, r.Released = raw, truncate(released, maxReleased)
+		return nil
+	})
+}
+
+// maxReleased bounds what a circuit row says of the settings its
+// throttle handed back.
+const maxReleased = 1000
 
 // SetApplyError records that the trigger could not be set for episode,
 // why, and when the switch tries again.

@@ -69,6 +69,9 @@ func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, f
 func (s EvaluatorStore) SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error {
 	return s.Circuits.SetLowered(ctx, f, appID, function, episode, kind, before)
 }
+func (s EvaluatorStore) ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error {
+	return s.Circuits.ReleaseLowered(ctx, f, appID, function, episode, before, released)
+}
 func (s EvaluatorStore) SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error {
 	return s.Circuits.SetApplyError(ctx, f, appID, function, episode, problem, attempts, retryAt)
 }

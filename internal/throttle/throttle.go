@@ -317,12 +317,15 @@ func Before(settings map[string]string, kind string) map[string]*string {
 }
 
 // At is what the settings recorded by Before become at share (0 < share
-// < 1) of them: the settings to write, each with its new value.
+// < 1) of them: the settings to write, each with its new value. A setting
+// not in the record (handed back to people) is not written.
 func At(before map[string]*string, kind string, share float64) map[string]*string {
 	p := Lower(App{Settings: present(before)}, "", kind, share)
 	out := make(map[string]*string, len(p.Changes))
 	for _, c := range p.Changes {
-		out[c.Setting] = &c.Now
+		if _, recorded := before[c.Setting]; recorded {
+			out[c.Setting] = &c.Now
+		}
 	}
 	return out
 }
@@ -333,6 +336,9 @@ func Back(before map[string]*string, kind string, share float64) map[string]*str
 	p := Restore(Lower(App{Settings: present(before)}, "", kind, share))
 	out := make(map[string]*string, len(p.Changes))
 	for _, c := range p.Changes {
+		if _, recorded := before[c.Setting]; !recorded {
+			continue
+		}
 		if c.Remove {
 			out[c.Setting] = nil
 			continue

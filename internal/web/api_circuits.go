@@ -183,13 +183,14 @@ type throttleJSON struct {
 	Asked        bool    `json:"asked"` // its rule fired; waiting for someone to apply it
 	Share        float64 `json:"share"` // of the concurrency before, held now; 0: none
 	Rule         string  `json:"rule"`
+	Released     string  `json:"released,omitempty"`
 }
 
 func throttleOf(c circuit.Circuit) *throttleJSON {
 	if !c.Throttles() {
 		return nil
 	}
-	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText()}
+	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText(), Released: c.Released}
 }
 
 type settingsJSON struct {

@@ -139,6 +139,9 @@ func throttleLines(ci circuit.Circuit, now time.Time) []string {
 			}
 			lines = append(lines, fmt.Sprintf("%s was absent before the throttle; it is removed again at the end.", k))
 		}
+		if ci.Released != "" {
+			lines = append(lines, "Handed back, left as set and not put back at the end: "+ci.Released+".")
+		}
 	}
 	return lines
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/lease"
 )
 
 // Before a trip by hand, the operator sees what lowering the function's
@@ -100,5 +101,38 @@ func TestACircuitPageShowsWhatItsThrottleWouldWrite(t *testing.T) {
 	wantStatus(t, viewer.get("/circuits/orders/ProcessOrders/throttle-plan"), http.StatusNotFound)
 	if after := appSettings.Get(); len(after) != len(before) {
 		t.Errorf("showing the plan wrote the app's settings: %v", after)
+	}
+}
+
+// What a throttle handed back (settings changed by hand while it held
+// them) is said on the circuit's page and in the API.
+func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	settings := t.TempDir() + "/local.settings.json"
+	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: settings}); err != nil {
+		t.Fatal(err)
+	}
+	batch, was := "AzureFunctionsJobHost__extensions__eventHubs__prefetchCount", "200"
+	released := "AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize set to 64 by hand while the throttle held it at 2"
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Threshold: 100, Window: time.Minute, EventHub: "orders",
+		Throttle: circuit.Throttle{Threshold: 40}, State: circuit.Throttled, Episode: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.SetLowered(t.Context(), lease.Fence{}, "orders", "ProcessOrders", 1, "eventHub", map[string]*string{batch: &was}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.ReleaseLowered(t.Context(), lease.Fence{}, "orders", "ProcessOrders", 1, map[string]*string{batch: &was}, released); err != nil {
+		t.Fatal(err)
+	}
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	page := viewer.get("/circuits/orders/ProcessOrders")
+	if shown := section(page.body, `data-testid="throttle"`); !strings.Contains(shown, "Handed back, left as set and not put back at the end: "+released+".") {
+		t.Errorf("the throttle section does not say what it handed back:\n%s", shown)
+	}
+	api := viewer.get("/api/v1/circuits/orders/ProcessOrders")
+	wantStatus(t, api, http.StatusOK)
+	if !strings.Contains(api.body, `"released":"`+released+`"`) {
+		t.Errorf("the API does not say what the throttle handed back: %s", api.body)
 	}
 }

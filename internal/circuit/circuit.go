@@ -110,6 +110,11 @@ type App struct {
 	// HostID overrides the host id derived from the site name
 	// (AzureFunctionsWebHost__hostid, when the app sets one).
 	HostID string
+	// InsightsAppID is the Application ID (a GUID, on its API Access
+	// page) of the Application Insights resource the app sends its
+	// telemetry to: a failure's sample trace then links to its
+	// transaction there. Empty: no links.
+	InsightsAppID string
 	// Channels are the alert channels of circuits and jobs of this app
 	// that name none of their own.
 	Channels []string

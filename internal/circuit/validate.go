@@ -138,10 +138,10 @@ func (c Circuit) Validate(app *App) error {
 	return nil
 }
 
-// Validate checks an app registration.
 // hostIDPattern is what the Functions host accepts as a host id.
 var hostIDPattern = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,30}[a-z0-9])?$`)
 
+// Validate checks an app registration.
 func (a App) Validate() error {
 	var v ValidationError
 	add := v.Add
@@ -162,6 +162,10 @@ func (a App) Validate() error {
 		// It names folders of the app's storage: a slash would read
 		// another host's blobs.
 		add("host_id", "must be the app's host id: 1 to 32 lower-case letters, digits or dashes, not starting or ending with a dash")
+	}
+	if a.InsightsAppID != "" && !ValidGUID(a.InsightsAppID) {
+		// It is written into links people follow: nothing else.
+		add("insights_app_id", "must be the Application Insights resource's Application ID (a GUID such as 0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e, on its API Access page), or empty")
 	}
 	switch a.Switch {
 	case SwitchARM:

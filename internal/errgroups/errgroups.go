@@ -65,6 +65,10 @@ type Group struct {
 	First, Last time.Time
 	Sources     []string // the instances that reported it, at most MaxListed
 	Traces      []string // sample trace ids, at most MaxListed
+	// Spans are, for each of Traces in order, the span of the call that
+	// reported it (the traceparent's parent id): Application Insights
+	// keeps that call as an item of its transaction.
+	Spans []string
 }
 
 // MaxListed bounds a group's instances and trace ids.
@@ -100,8 +104,8 @@ func Of(samples []Sample, max int) (groups []Group, other int) {
 		if s.Source != "" && !slices.Contains(g.Sources, s.Source) && len(g.Sources) < MaxListed {
 			g.Sources = append(g.Sources, s.Source)
 		}
-		if id := traceID(s.Trace); id != "" && !slices.Contains(g.Traces, id) && len(g.Traces) < MaxListed {
-			g.Traces = append(g.Traces, id)
+		if id, span := traceParts(s.Trace); id != "" && !slices.Contains(g.Traces, id) && len(g.Traces) < MaxListed {
+			g.Traces, g.Spans = append(g.Traces, id), append(g.Spans, span)
 		}
 	}
 	for _, g := range byPrint {
@@ -123,12 +127,23 @@ func Of(samples []Sample, max int) (groups []Group, other int) {
 }
 
 // traceID is the trace id of a W3C traceparent ("00-<32 hex>-<16 hex>-01").
-func traceID(tp string) string {
+// traceParts are the trace id and the parent (span) id of a W3C
+// traceparent ("00-<32 hex>-<16 hex>-01"); none of a malformed one.
+func traceParts(tp string) (trace, span string) {
 	parts := strings.Split(tp, "-")
-	if len(parts) == 4 && len(parts[1]) == 32 {
-		return parts[1]
+	if len(parts) == 4 && len(parts[1]) == 32 && len(parts[2]) == 16 && lowerHex(parts[1]) && lowerHex(parts[2]) {
+		return parts[1], parts[2]
 	}
-	return ""
+	return "", ""
+}
+
+func lowerHex(s string) bool {
+	for i := range len(s) {
+		if c := s[i]; !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // Rows reads at most limit of one circuit's failure rows with their texts

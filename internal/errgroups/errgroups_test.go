@@ -35,7 +35,7 @@ func TestOfGroupsMostFirstAndBoundsThem(t *testing.T) {
 	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
 	samples := []Sample{
 		{Text: "Timeout after 30 s", At: at, Count: 5, Source: "vm-1", Trace: "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"},
-		{Text: "Timeout after 12 s", At: at.Add(time.Second), Count: 3, Source: "vm-2"},
+		{Text: "Timeout after 12 s", At: at.Add(time.Second), Count: 3, Source: "vm-2", Trace: "00-0AF7651916CD43DD8448EB211C80319D-B7AD6B7169203331-01"}, // not W3C: upper case
 		{Text: "Connection refused", At: at, Count: 2, Source: "vm-1"},
 		{Text: "", At: at, Count: 1},
 		{Text: "Disk full", At: at, Count: 1},
@@ -46,7 +46,7 @@ func TestOfGroupsMostFirstAndBoundsThem(t *testing.T) {
 	}
 	g := groups[0]
 	if g.Count != 8 || g.Example != "Timeout after 12 s" || !g.First.Equal(at) || !g.Last.Equal(at.Add(time.Second)) ||
-		len(g.Sources) != 2 || len(g.Traces) != 1 || g.Traces[0] != "0af7651916cd43dd8448eb211c80319c" {
+		len(g.Sources) != 2 || len(g.Traces) != 1 || g.Traces[0] != "0af7651916cd43dd8448eb211c80319c" || len(g.Spans) != 1 || g.Spans[0] != "b7ad6b7169203331" {
 		t.Errorf("timeouts: %+v", g)
 	}
 	if groups[1].Count != 2 || groups[1].Example != "Connection refused" {

@@ -164,6 +164,7 @@ type HostChange struct {
 	HostID, HostStorage, EventHubs string
 	ClearHost, ClearHubs           bool
 	SetAsideLimit                  string // empty: the default
+	InsightsAppID                  string // empty: no links to Application Insights
 }
 
 // UpdateHost changes what Fusebox reads of the app's own storage and hub.
@@ -251,6 +252,14 @@ func (r *Registry) hostChange(app circuit.App, h HostChange) (circuit.App, []str
 	if h.HostID != app.HostID {
 		changed = append(changed, "host id "+quoteOrDerived(h.HostID))
 		next.HostID = h.HostID
+	}
+	if h.InsightsAppID != app.InsightsAppID {
+		what := "no Application Insights links"
+		if h.InsightsAppID != "" {
+			what = fmt.Sprintf("Application Insights %q", h.InsightsAppID)
+		}
+		changed = append(changed, what)
+		next.InsightsAppID = h.InsightsAppID
 	}
 	return next, changed, v
 }

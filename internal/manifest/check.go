@@ -212,7 +212,7 @@ func moved(cur, a App) []placeField {
 func (a App) domain() circuit.App {
 	return circuit.App{ID: a.ID, DisplayName: a.DisplayName, Switch: circuit.SwitchKind(a.Switch), SubscriptionID: a.Subscription,
 		ResourceGroup: a.ResourceGroup, Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux,
-		Guardrail: circuit.Guardrail{MaxOff: a.GuardrailMax, MaxShare: a.GuardrailShare / 100}, HostID: a.HostID,
+		Guardrail: circuit.Guardrail{MaxOff: a.GuardrailMax, MaxShare: a.GuardrailShare / 100}, HostID: a.HostID, InsightsAppID: a.InsightsAppID,
 		SetAsideLimit: a.SetAsideLimit, Channels: a.Channels, Escalate: circuit.Escalation{To: a.EscalateTo, After: time.Duration(a.EscalateAfter)}}
 }
 

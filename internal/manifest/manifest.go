@@ -64,6 +64,7 @@ type App struct {
 	GuardrailMax   int      `yaml:"guardrail_max,omitempty"`
 	GuardrailShare float64  `yaml:"guardrail_share_percent,omitempty"`
 	HostID         string   `yaml:"host_id,omitempty"`
+	InsightsAppID  string   `yaml:"insights_app_id,omitempty"`
 	SetAsideLimit  int      `yaml:"set_aside_limit,omitempty"`
 	Channels       []string `yaml:"channels,omitempty"`
 	EscalateTo     []string `yaml:"escalate_to,omitempty"`

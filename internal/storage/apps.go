@@ -43,6 +43,7 @@ type appRow struct {
 	RollingUpdates  bool    // Flex: settings changes roll out instance by instance
 	HostStorage     string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
 	HostID          string  // optional override of the derived host id
+	InsightsAppID   string  // optional: the Application Insights resource's Application ID
 	EventHubs       string  // Event Hubs connection string or namespace host, for lag (a secret)
 	SetAsideLimit   int32   // optional: growth in an hour of a set-aside queue that is told
 }
@@ -67,6 +68,10 @@ func (r appRow) toApp() (circuit.App, error) {
 	if r.SetAsideLimit < 0 {
 		return circuit.App{}, fmt.Errorf("storage: app %s: SetAsideLimit %d must not be negative", r.RowKey, r.SetAsideLimit)
 	}
+	if r.InsightsAppID != "" && !circuit.ValidGUID(r.InsightsAppID) {
+		// Written by hand: it would go into links on the pages.
+		return circuit.App{}, fmt.Errorf("storage: app %s: InsightsAppID is not a GUID", r.RowKey)
+	}
 	if r.GuardrailMax < 0 || r.GuardrailShare < 0 || r.GuardrailShare > 1 {
 		return circuit.App{}, fmt.Errorf("storage: app %s: GuardrailMax %d must not be negative and GuardrailShare %v must be in [0, 1]", r.RowKey, r.GuardrailMax, r.GuardrailShare)
 	}
@@ -76,7 +81,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		Linux: r.Linux, APIKeyHash: r.APIKeyHash, Guardrail: circuit.Guardrail{MaxOff: int(r.GuardrailMax), MaxShare: r.GuardrailShare},
 		Channels:    commaList(r.Channels),
 		Escalate:    circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)},
-		HostStorage: r.HostStorage, HostID: r.HostID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
+		HostStorage: r.HostStorage, HostID: r.HostID, InsightsAppID: r.InsightsAppID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
 		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
@@ -139,7 +144,7 @@ func (a *Apps) row(app circuit.App) *appRow {
 		Linux: app.Linux, APIKeyHash: app.APIKeyHash, GuardrailMax: int32(app.Guardrail.MaxOff), GuardrailShare: app.Guardrail.MaxShare,
 		Channels:   strings.Join(app.Channels, ","),
 		EscalateTo: strings.Join(app.Escalate.To, ","), EscalateSeconds: int32(app.Escalate.After / time.Second),
-		HostStorage: app.HostStorage, HostID: app.HostID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
+		HostStorage: app.HostStorage, HostID: app.HostID, InsightsAppID: app.InsightsAppID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	sealSecrets(a.box, TableApps, row)

@@ -29,6 +29,7 @@ type appJSON struct {
 	GuardrailMax   int      `json:"guardrail_max,omitempty"`
 	GuardrailShare float64  `json:"guardrail_share_percent,omitempty"`
 	HostID         string   `json:"host_id,omitempty"`
+	InsightsAppID  string   `json:"insights_app_id,omitempty"`
 	SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
 	Channels       []string `json:"channels"`
 	EscalateTo     []string `json:"escalate_to"`
@@ -51,7 +52,7 @@ type appInput struct {
 func toAppJSON(a circuit.App) appJSON {
 	return appJSON{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
 		Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.Guardrail.MaxOff,
-		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, SetAsideLimit: a.SetAsideLimit, Channels: nonNil(a.Channels),
+		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, Channels: nonNil(a.Channels),
 		EscalateTo: nonNil(a.Escalate.To), EscalateAfter: int(a.Escalate.After / time.Second),
 		Hosting: a.Hosting.Plan, HostStorageSet: a.HostStorage != "", EventHubsSet: a.EventHubs != ""}
 }
@@ -81,7 +82,7 @@ func (in appInput) host() funcapp.HostChange {
 		limit = strconv.Itoa(in.SetAsideLimit)
 	}
 	return funcapp.HostChange{HostID: in.HostID, HostStorage: in.HostStorage, EventHubs: in.EventHubs,
-		ClearHost: in.ClearHostStorage, ClearHubs: in.ClearEventHubs, SetAsideLimit: limit}
+		ClearHost: in.ClearHostStorage, ClearHubs: in.ClearEventHubs, SetAsideLimit: limit, InsightsAppID: in.InsightsAppID}
 }
 
 func (in appInput) guardrail() circuit.Guardrail {
@@ -120,7 +121,7 @@ func (s *AppPages) apiAppCreate(c echo.Context) error {
 	}
 	app := circuit.App{ID: in.ID, DisplayName: in.DisplayName, Switch: circuit.SwitchKind(in.Switch), SubscriptionID: in.Subscription,
 		ResourceGroup: in.ResourceGroup, Site: in.Site, Slot: in.Slot, LocalSettings: in.LocalSettings, Linux: in.Linux,
-		Guardrail: in.guardrail(), Channels: in.Channels, Escalate: in.escalation(), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, SetAsideLimit: in.SetAsideLimit}
+		Guardrail: in.guardrail(), Channels: in.Channels, Escalate: in.escalation(), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, InsightsAppID: in.InsightsAppID, SetAsideLimit: in.SetAsideLimit}
 	p, _ := principal(c)
 	reg, err := s.Registry.Register(c.Request().Context(), app, p.Name)
 	if err != nil {

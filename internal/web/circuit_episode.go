@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -75,8 +74,12 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 	if f, ok := rec.Closing(); ok {
 		m.Closed, m.ClosedAt, m.ClosedBy, m.Ramped = true, f.At, f.Actor, f.To == circuit.Throttled
 	}
+	var app circuit.App
+	if groupsHaveTraces(rec.Errors) {
+		app, _ = s.Apps.Get(c.Request().Context(), ci.AppID) // without it, the traces are shown unlinked
+	}
 	for _, g := range rec.Errors {
-		m.Errors = append(m.Errors, views.ErrorGroupRow{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces})
+		m.Errors = append(m.Errors, errorGroupRow(g, app))
 	}
 	for _, n := range rec.Notices {
 		m.Notices = append(m.Notices, views.NoticeRow{Kind: n.Kind, To: episode.Destination(n.To), State: episode.NoticeState(n), Tone: noticeTone(n.State),

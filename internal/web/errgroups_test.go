@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -110,5 +111,43 @@ func TestTheDemosOpenCircuitTellsOneStory(t *testing.T) {
 	flips := page.body[strings.Index(page.body, `data-testid="flips"`):]
 	if !strings.Contains(flips, "88 failures in 1m") || !strings.Contains(flips, "resumed by alice") || !strings.Contains(flips, "142 failures in 1m") {
 		t.Errorf("the flip log does not hold the three episodes:\n%s", page.body)
+	}
+}
+
+// An app that names its Application Insights resource (by Application
+// ID, on its host page) gets its failures' sample traces linked to their
+// transaction there: the item is the call that reported them (the
+// traceparent's parent id). A value that is not a GUID is refused, so
+// nothing else is ever written into the link.
+func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
+	srv, _ := apptest.Seeded(t)
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: time.Minute, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	op := newBrowser(t, srv.URL)
+	op.signIn("olivia")
+	form := "/apps/" + demo.AppID + "/host/edit"
+	post := func(v url.Values) response {
+		t.Helper()
+		v.Set("_csrf", op.csrf(form))
+		return op.post(form, v)
+	}
+	if r := post(url.Values{"insights_app_id": {`0f3d9a2c"/><script>`}}); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, "Application ID") {
+		t.Errorf("a value that is not a GUID: status %d, want 422 saying what it must be", r.StatusCode)
+	}
+	const appID = "0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e"
+	wantStatus(t, post(url.Values{"insights_app_id": {appID}}), http.StatusSeeOther)
+
+	item := fmt.Sprintf(`{"failures":[{"function":"ScoreLeads","at":%q,"error":"Timeout after 30 s"}]}`, srv.Clock.Now().Add(-time.Second).Format(time.RFC3339))
+	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(item))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Authorization", "Bearer "+demo.Key)
+	req.Header.Set("traceparent", "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+	wantStatus(t, newBrowser(t, srv.URL).do(req), http.StatusAccepted)
+
+	page := op.get("/circuits/" + demo.AppID + "/ScoreLeads")
+	want := `href="https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/` + appID + `/itemid/b7ad6b7169203331"`
+	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
+		t.Errorf("the sample trace does not link to its transaction (%s):\n%s", want, g)
 	}
 }

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -82,7 +83,7 @@ func (s *Intake) failureIngest(c echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, "X-Fusebox-Instance must be at most 100 printable characters, such as the WEBSITE_INSTANCE_ID.")
 	}
 	b := ingest.Batch{AppID: appID, Items: make([]ingest.Item, len(req.Failures)), Instance: instance,
-		TraceParent: telemetry.TraceParent(c.Request().Context()), IdempotencyKey: c.Request().Header.Get("Idempotency-Key")}
+		TraceParent: reporterTrace(c.Request()), IdempotencyKey: c.Request().Header.Get("Idempotency-Key")}
 	for i, it := range req.Failures {
 		b.Items[i] = it.item()
 	}
@@ -158,4 +159,15 @@ func notTaken(c echo.Context, err error) error {
 // a hint to retry, never a 202 for data that was not kept.
 func unavailable(err error) error {
 	return echo.NewHTTPError(http.StatusServiceUnavailable, "Storage is not answering; nothing was stored. Retry shortly.").SetInternal(err)
+}
+
+// reporterTrace is the traceparent the failures are kept with: the
+// caller's own, when it sent a valid one (its span is the reporting call,
+// which Application Insights keeps as an item of the failing invocation's
+// transaction, and a trip joins that trace under it), else this request's.
+func reporterTrace(r *http.Request) string {
+	if tp := telemetry.TraceParent(telemetry.WithRemoteParent(context.Background(), r.Header.Get("traceparent"))); tp != "" {
+		return tp
+	}
+	return telemetry.TraceParent(r.Context())
 }

@@ -151,8 +151,8 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
 	}
 	flips, err := srv.App.Store.Circuits.Flips(t.Context(), app.ID, "ProcessOrders", 1)
-	if err != nil || len(flips) != 1 || !strings.Contains(flips[0].TraceParent, traceID) {
-		t.Errorf("the flip log keeps %+v (err %v), want the report's traceparent", flips, err)
+	if err != nil || len(flips) != 1 || !strings.Contains(flips[0].TraceParent, traceID+"-00f067aa0ba902b7-") {
+		t.Errorf("the flip log keeps %+v (err %v), want the report's traceparent (the caller's span, not Fusebox's request span)", flips, err)
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/hostinsight"
-	"github.com/fusebox/fusebox/internal/switches/localsettings"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -95,41 +94,10 @@ func TestNothingIsLost(t *testing.T) {
 			}}
 	}
 	// What `fusebox local-host` does: restart the host when its Disabled
-	// setting changes (tested on its own in internal/localhost).
-	var hostMu sync.Mutex
-	var current *demo.Host
-	restarts := 0
-	go func() {
-		var stop context.CancelFunc
-		last := map[string]bool{}
-		first := true
-		for ctx.Err() == nil {
-			off, err := localsettings.DisabledFunctions(settings)
-			if err == nil && (first || off["ProcessOrders"] != last["ProcessOrders"]) {
-				first, last = false, off
-				if stop != nil {
-					stop()
-				}
-				h := newHost()
-				var hctx context.Context
-				hctx, stop = context.WithCancel(ctx)
-				if err := h.Start(hctx); err != nil {
-					stop()
-					t.Error(err)
-					return
-				}
-				hostMu.Lock()
-				current, restarts = h, restarts+1
-				hostMu.Unlock()
-				go func() { _ = h.Run(hctx, 100*time.Millisecond) }()
-			}
-			time.Sleep(50 * time.Millisecond) // poll the settings file, as local-host does
-		}
-		if stop != nil {
-			stop()
-		}
-	}()
-	host := func() *demo.Host { hostMu.Lock(); defer hostMu.Unlock(); return current }
+	// setting changes (the supervisor is tested on its own in
+	// internal/hostsupervisor).
+	local := runLocalHost(t, ctx, settings, newHost, 100*time.Millisecond)
+	host := local.host
 	circuitNow := func() circuit.Circuit {
 		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 		if err != nil {
@@ -233,7 +201,7 @@ func TestNothingIsLost(t *testing.T) {
 		t.Errorf("after catching up the page shows %d events waiting, no fewer than the %d while the trigger was off", waitingOn, waitedOff)
 	}
 	t.Logf("caught up %s after the resume (%d events waited per partition; the page said %d in all while off, %d after); %d host starts",
-		caughtUp.Round(time.Millisecond), target-frozen["0"], waitedOff, waitingOn, restarts)
+		caughtUp.Round(time.Millisecond), target-frozen["0"], waitedOff, waitingOn, len(local.starts()))
 	cancel()
 	mu.Lock()
 	defer mu.Unlock()

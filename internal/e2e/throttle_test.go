@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -85,47 +84,12 @@ func TestThrottleJourney(t *testing.T) {
 		t.Fatal(err)
 	}
 	// What `fusebox local-host` does: restart the host when its Disabled
-	// setting or a host option changes (internal/hostsupervisor).
-	var hostMu sync.Mutex
-	var current *demo.Host
-	batches := []int{}
-	hostsDone := make(chan struct{})
-	defer func() { cancel(); <-hostsDone }()
-	go func() {
-		defer close(hostsDone)
-		var stop context.CancelFunc
-		last := ""
-		for ctx.Err() == nil {
-			s, err := localsettings.Settings(settings)
-			now := s[throttle.EventHubMaxBatch] + "|" + s[throttle.EventHubPrefetch] + "|" + s["AzureWebJobs.ProcessOrders.Disabled"]
-			if err == nil && now != last {
-				last = now
-				if stop != nil {
-					stop()
-				}
-				h := &demo.Host{Settings: settings, Function: "ProcessOrders", Blob: bc, HostID: "demo-" + tag, Namespace: tag + ".servicebus.windows.net",
-					EventHub: "orders-" + tag, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Offline: offline, Throttling: throttling, Reporter: rep}
-				var hctx context.Context
-				hctx, stop = context.WithCancel(ctx)
-				if err := h.Start(hctx); err != nil {
-					stop()
-					if ctx.Err() == nil {
-						t.Error(err)
-					}
-					return
-				}
-				hostMu.Lock()
-				current, batches = h, append(batches, h.BatchSize())
-				hostMu.Unlock()
-				go func() { _ = h.Run(hctx, 200*time.Millisecond) }()
-			}
-			time.Sleep(50 * time.Millisecond) // poll the settings file, as local-host does
-		}
-		if stop != nil {
-			stop()
-		}
-	}()
-	host := func() *demo.Host { hostMu.Lock(); defer hostMu.Unlock(); return current }
+	// setting or a host option changes.
+	local := runLocalHost(t, ctx, settings, func() *demo.Host {
+		return &demo.Host{Settings: settings, Function: "ProcessOrders", Blob: bc, HostID: "demo-" + tag, Namespace: tag + ".servicebus.windows.net",
+			EventHub: "orders-" + tag, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Offline: offline, Throttling: throttling, Reporter: rep}
+	}, 200*time.Millisecond)
+	host := local.host
 	circuitNow := func() circuit.Circuit {
 		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 		if err != nil {
@@ -184,10 +148,8 @@ func TestThrottleJourney(t *testing.T) {
 			t.Errorf("the overloaded store tripped the circuit: %s", flips[i].Reason)
 		}
 	}
-	hostMu.Lock()
 	t.Logf("throttled %s after the backlog met the store; closed %s after, steps %v, host batch sizes at each start %v",
-		throttledAt.Round(time.Millisecond), rampedAt.Round(time.Millisecond), steps, batches)
-	hostMu.Unlock()
+		throttledAt.Round(time.Millisecond), rampedAt.Round(time.Millisecond), steps, local.starts())
 
 	// 2. The store fully down: throttled, then tripped.
 	if err := os.Remove(throttling); err != nil {

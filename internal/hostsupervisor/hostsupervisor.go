@@ -54,7 +54,7 @@ func (s *Supervisor) Run(ctx context.Context) error {
 	if s.Logger == nil {
 		s.Logger = slog.New(slog.DiscardHandler)
 	}
-	last, err := watched(s.Settings)
+	last, err := Watched(s.Settings)
 	if err != nil {
 		return err
 	}
@@ -107,7 +107,7 @@ func (s *Supervisor) watch(ctx context.Context, last map[string]string, exited c
 			exited <- err // for stop
 			return nil, fmt.Errorf("hostsupervisor: the host exited by itself: %v", err)
 		case <-tick.C:
-			now, err := watched(s.Settings)
+			now, err := Watched(s.Settings)
 			if err != nil {
 				s.Logger.Warn("local.settings.json does not read; the host keeps running", "error", err)
 				continue
@@ -132,9 +132,9 @@ func (s *Supervisor) stop(cmd *exec.Cmd, exited chan error) {
 	}
 }
 
-// watched is what a change of restarts the host: each disabled function
+// Watched is what a change of restarts the host: each disabled function
 // (as "disabled <name>") and each host option set as a setting.
-func watched(path string) (map[string]string, error) {
+func Watched(path string) (map[string]string, error) {
 	off, err := localsettings.DisabledFunctions(path)
 	if err != nil {
 		return nil, err

@@ -105,8 +105,11 @@ func tuned(cs []Circuit) map[string]*string {
 			}
 		default:
 			for k, v := range heldBy(c) {
-				if old, ok := low[k]; !ok || atoi(*v) < atoi(*old) {
+				switch old, ok := low[k]; {
+				case !ok:
 					low[k] = v
+				case v != nil && (old == nil || atoi(*v) < atoi(*old)):
+					low[k] = v // nil puts a setting back: any lowered value is lower
 				}
 			}
 		}
@@ -203,11 +206,22 @@ func (w *switcher) releaseHandChanged(ctx context.Context, f lease.Fence, tu Tun
 }
 
 // heldBy is what c holds the app's settings at now: its share of what was
-// there before (a tripped circuit keeps the ramp's lowest share).
+// there before (a tripped circuit keeps the ramp's lowest share). A
+// setting the lowest share changed that this share leaves alone (a
+// minimum lowered only to stay under a lowered maximum) is as it was
+// before again.
 func heldBy(c Circuit) map[string]*string {
 	share := c.ThrottleShare()
 	if share == 0 {
 		share = throttle.Ramp[0]
 	}
-	return throttle.At(c.Lowered, c.LoweredKind, share)
+	held := throttle.At(c.Lowered, c.LoweredKind, share)
+	if share != throttle.Ramp[0] {
+		for k, v := range throttle.Back(c.Lowered, c.LoweredKind, throttle.Ramp[0]) {
+			if _, ok := held[k]; !ok {
+				held[k] = v
+			}
+		}
+	}
+	return held
 }

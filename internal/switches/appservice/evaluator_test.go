@@ -3,6 +3,7 @@ package appservice_test
 import (
 	"context"
 	"io"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -200,5 +201,83 @@ func TestAThrottleAndATripOfOneAppAreOneWrite(t *testing.T) {
 	}
 	if c, _ := st.Circuits.Get(t.Context(), "orders", "Fulfil"); c.State != circuit.Closed || c.Lowered != nil {
 		t.Errorf("Fulfil after the ramp: %s, lowered %v", c.State, c.Lowered)
+	}
+}
+
+// The throttle's plan for each trigger kind, on App Service and Flex
+// Consumption alike (one switch: the app's settings through ARM), through
+// the SDK's fake: what a throttle writes at a quarter and at half, and
+// that the ramp's end leaves exactly what was there, settings that were
+// absent removed. With dynamic concurrency on, the trigger's own options
+// are ignored by the host, so the plan lowers its ceiling instead.
+func TestThrottlePlansOfEachTriggerKindThroughARM(t *testing.T) {
+	const (
+		ehMax, ehMin, ehPrefetch = "AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize", "AzureFunctionsJobHost__extensions__eventHubs__minEventBatchSize", "AzureFunctionsJobHost__extensions__eventHubs__prefetchCount"
+		sbCalls, sbSessions      = "AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentCalls", "AzureFunctionsJobHost__extensions__serviceBus__maxConcurrentSessions"
+		qBatch, qThreshold       = "AzureFunctionsJobHost__extensions__queues__batchSize", "AzureFunctionsJobHost__extensions__queues__newBatchThreshold"
+		dynamic, ceiling         = "AzureFunctionsJobHost__concurrency__dynamicConcurrencyEnabled", "AzureFunctionsJobHost__concurrency__maximumFunctionConcurrency"
+	)
+	for _, tc := range []struct {
+		name          string
+		hosting       circuit.Hosting
+		kind          string
+		before        map[string]string
+		quarter, half map[string]string // the levers' values; "" absent
+	}{
+		{"Event Hubs on App Service, a batch set with a minimum above its quarter", circuit.Hosting{Plan: circuit.PlanAppService}, "eventHub",
+			map[string]string{ehMax: "64", ehMin: "32"},
+			map[string]string{ehMax: "16", ehMin: "16", ehPrefetch: "75"}, map[string]string{ehMax: "32", ehMin: "32", ehPrefetch: "150"}},
+		{"Service Bus sessions on App Service, calls absent", circuit.Hosting{Plan: circuit.PlanAppService}, "serviceBus",
+			map[string]string{sbSessions: "16"},
+			map[string]string{sbCalls: "4", sbSessions: "4"}, map[string]string{sbCalls: "8", sbSessions: "8"}},
+		{"Storage queues on Flex Consumption with rolling updates", circuit.Hosting{Plan: circuit.PlanFlex, RollingUpdates: true}, "queue",
+			map[string]string{qBatch: "32"},
+			map[string]string{qBatch: "8", qThreshold: "2"}, map[string]string{qBatch: "16", qThreshold: "4"}},
+		{"Storage queues on Flex Consumption with dynamic concurrency on", circuit.Hosting{Plan: circuit.PlanFlex}, "queue",
+			map[string]string{dynamic: "true", qBatch: "32"},
+			map[string]string{ceiling: "125", qBatch: "32", qThreshold: ""}, map[string]string{ceiling: "250", qBatch: "32", qThreshold: ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			st := evaltest.Store(t)
+			before := map[string]string{"FUNCTIONS_WORKER_RUNTIME": "dotnet-isolated"}
+			maps.Copy(before, tc.before)
+			f := farm{sites: map[string]*site{"func-orders": newSite(maps.Clone(before))}, release: make(chan struct{}), written: make(chan string, 10)}
+			sw := appservice.New(&azfake.TokenCredential{}, appservice.Settings{Policy: armwrite.Policy{TryTimeout: 20 * time.Second}, Transport: fake.NewWebAppsServerTransport(f.server())})
+			app := circuit.App{ID: "orders", SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg", Site: "func-orders", Switch: circuit.SwitchARM, Hosting: tc.hosting}
+			if err := st.Apps.Put(t.Context(), app); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Work", Threshold: 100, Window: 30 * time.Second,
+				Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute, Kind: tc.kind}}); err != nil {
+				t.Fatal(err)
+			}
+			clk := evaltest.Clock()
+			eval := evaltest.Evaluator(t, st, sw, circuit.EvaluatorSettings{Clock: clk})
+			levers := func(when string, want map[string]string) {
+				t.Helper()
+				got := f.sites["func-orders"].list("")
+				for k, v := range want {
+					if have, ok := got[k]; have != v || ok != (v != "") {
+						t.Errorf("%s: %s = %q (set %v); want %q", when, k, have, ok, v)
+					}
+				}
+			}
+			if err := st.Failures.Record(t.Context(), "w", []storage.Report{{App: "orders", Function: "Work", Second: clk.Now(), Count: 50}}); err != nil {
+				t.Fatal(err)
+			}
+			evaltest.Tick(t, eval)
+			levers("at a quarter", tc.quarter)
+			clk.Advance(time.Minute)
+			evaltest.Tick(t, eval)
+			levers("at half", tc.half)
+			clk.Advance(time.Minute)
+			evaltest.Tick(t, eval)
+			if got := f.sites["func-orders"].list(""); !equal(got, before) {
+				t.Errorf("after the ramp: %v\nwant exactly %v", got, before)
+			}
+			if n := len(f.written); n != 3 {
+				t.Errorf("%d settings writes for a throttle and two steps; want 3, one each", n)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/throttle"
@@ -29,11 +31,36 @@ type Throttle struct {
 	// ServerBusy, TooManyRequests...: throttle.LooksThrottled), as their
 	// error text said when reported over HTTP or OpenTelemetry.
 	OnlyThrottling bool
+	// Words are more words or phrases that say the downstream pushed
+	// back, besides the built-in ones ("quota exceeded"): compared by
+	// their letters in any case and spacing (throttle.Word), counted with
+	// OnlyThrottling.
+	Words []string
 	// Ask makes the throttle a question: when its rule fires, the
 	// circuit's people get a notice with a signed Apply link, and nothing
 	// is lowered until one of them applies it (the trip rule still
 	// applies meanwhile).
 	Ask bool
+}
+
+// pushedBackWords says what counts as a downstream pushing back.
+func (t Throttle) pushedBackWords() string {
+	words := "429, 503, busy"
+	for _, w := range t.Words {
+		words += ", " + w
+	}
+	return words
+}
+
+// MatchWords are t's words as the throttle compares them (throttle.Word).
+func (t Throttle) MatchWords() []string {
+	var out []string
+	for _, w := range t.Words {
+		if m := throttle.Word(w); m != "" {
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // AskAgainAfter is how long an unanswered throttle question stands before
@@ -153,7 +180,7 @@ func throttleCount(c Circuit, n Counts, now time.Time) string {
 		span = "since " + clockTime(n.Since)
 	}
 	if c.Throttle.OnlyThrottling {
-		return fmt.Sprintf("%d failures %s said the downstream pushed back (429, 503, busy), throttle at more than %d%s", n.Throttling, span, c.Throttle.Threshold, quorumWords(c, n))
+		return fmt.Sprintf("%d failures %s said the downstream pushed back (%s), throttle at more than %d%s", n.Throttling, span, c.Throttle.pushedBackWords(), c.Throttle.Threshold, quorumWords(c, n))
 	}
 	return fmt.Sprintf("%d failures %s, throttle at more than %d%s", n.Counted, span, c.Throttle.Threshold, quorumWords(c, n))
 }
@@ -180,7 +207,7 @@ func (c Circuit) ThrottleText() string {
 	}
 	failures := "failures"
 	if c.Throttle.OnlyThrottling {
-		failures = "failures that say the downstream pushed back (429, 503, busy)"
+		failures = "failures that say the downstream pushed back (" + c.Throttle.pushedBackWords() + ")"
 	}
 	return fmt.Sprintf("lower the app's %s concurrency to %s on more than %d %s in %s, and come back through %s to exactly what was set, a step each %s under that; a resume comes back at %s too",
 		kindWords[c.ThrottleKind()], shareWords(throttle.Ramp[0]), c.Throttle.Threshold, failures, spoken.Duration(c.Window), joinWords(shares[1:]), spoken.Duration(c.QuietFor()), shareWords(throttle.Ramp[0]))
@@ -203,8 +230,20 @@ func joinWords(s []string) string {
 // validateThrottle checks the throttle stage's settings.
 func (c Circuit) validateThrottle(add func(field, format string, args ...any)) {
 	t := c.Throttle
-	if t.Threshold == 0 && t.Quiet == 0 && t.Kind == "" && !t.Ask && !t.OnlyThrottling {
+	if t.Threshold == 0 && t.Quiet == 0 && t.Kind == "" && !t.Ask && !t.OnlyThrottling && len(t.Words) == 0 {
 		return
+	}
+	switch {
+	case len(t.Words) > throttle.MaxWords:
+		add("throttle_words", "may be at most %d words or phrases", throttle.MaxWords)
+	case len(t.Words) > 0 && !t.OnlyThrottling:
+		add("throttle_words", "are counted only when the throttle counts only failures that say the downstream pushed back: tick that too")
+	}
+	for _, w := range t.Words {
+		if throttle.Word(w) == "" || strings.ContainsFunc(w, unicode.IsControl) {
+			add("throttle_words", "%q: each must have at least three letters and be at most %d bytes (letters are compared in any case; digits and punctuation do not count)", w, throttle.MaxWordBytes)
+			break
+		}
 	}
 	switch {
 	case t.Threshold < 0 || t.Threshold > MaxThreshold:

@@ -20,6 +20,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/spoken"
+	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // CircuitLister lists every circuit (storage.Circuits, which reads only
@@ -50,6 +51,7 @@ type Router struct {
 
 	mu       sync.Mutex
 	known    map[string]bool          // app/function of every circuit
+	words    map[string][]string      // app/function -> the words its throttle adds (throttle.Word)
 	longest  map[string]time.Duration // app -> its longest circuit window
 	listedAt time.Time
 	hour     time.Time
@@ -101,7 +103,7 @@ func (r Routed) Tallied() int {
 // keeps Tallies with Keep (not for a retried request, whose tallies the
 // first one kept). Reports that would need a row past maxRows are refused.
 func (r *Router) Route(ctx context.Context, appID string, reports []Report, maxRows int, now time.Time) (Routed, error) {
-	known, longest, err := r.circuitsOf(ctx, now)
+	known, longest, words, err := r.circuitsOf(ctx, now)
 	if err != nil {
 		return Routed{}, err
 	}
@@ -131,6 +133,13 @@ func (r *Router) Route(ctx context.Context, appID string, reports []Report, maxR
 				continue
 			}
 			rows[k] = true
+			if len(words) > 0 && rep.Count > 0 && rep.Throttling < rep.Count && rep.Sample != "" {
+				// The circuit's own words for its downstream pushing
+				// back (the built-in ones were looked for when checked).
+				if ws := words[appID+"/"+rep.Function]; ws != nil && throttle.PushedBack(rep.Sample, ws) {
+					rep.Throttling = rep.Count
+				}
+			}
 			out.Counted = append(out.Counted, rep)
 			continue
 		}
@@ -182,27 +191,30 @@ func (r *Router) Keep(ctx context.Context, appID string, tallies []Tally) (faile
 }
 
 // circuitsOf is the set of circuits, listed at most every Refresh.
-func (r *Router) circuitsOf(ctx context.Context, now time.Time) (map[string]bool, map[string]time.Duration, error) {
+func (r *Router) circuitsOf(ctx context.Context, now time.Time) (map[string]bool, map[string]time.Duration, map[string][]string, error) {
 	r.mu.Lock()
 	fresh := r.known != nil && now.Sub(r.listedAt) < r.settings.Refresh && !now.Before(r.listedAt)
-	known, longest := r.known, r.longest
+	known, longest, words := r.known, r.longest, r.words
 	r.mu.Unlock()
 	if fresh {
-		return known, longest, nil
+		return known, longest, words, nil
 	}
 	cs, err := r.circuits.List(ctx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("ingest: list circuits: %w", err)
+		return nil, nil, nil, fmt.Errorf("ingest: list circuits: %w", err)
 	}
-	known, longest = make(map[string]bool, len(cs)), map[string]time.Duration{}
+	known, longest, words = make(map[string]bool, len(cs)), map[string]time.Duration{}, map[string][]string{}
 	for _, c := range cs {
 		known[c.AppID+"/"+c.Function] = true
 		longest[c.AppID] = max(longest[c.AppID], c.Window)
+		if ws := c.Throttle.MatchWords(); len(ws) > 0 && c.Throttle.OnlyThrottling {
+			words[c.AppID+"/"+c.Function] = ws
+		}
 	}
 	r.mu.Lock()
-	r.known, r.longest, r.listedAt = known, longest, now
+	r.known, r.longest, r.words, r.listedAt = known, longest, words, now
 	r.mu.Unlock()
-	return known, longest, nil
+	return known, longest, words, nil
 }
 
 // admit says whether function may be tallied for appID this hour.

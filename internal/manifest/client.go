@@ -145,13 +145,15 @@ type (
 		ThrottleKind    string   `json:"throttle_kind"`
 		ThrottleAsk     bool     `json:"throttle_ask"`
 		ThrottleOnly    bool     `json:"throttle_only_throttling_errors"`
+		ThrottleWords   []string `json:"throttle_words"`
 		// Throttle is how GET says the three above.
 		Throttle *struct {
-			Threshold    int    `json:"threshold"`
-			QuietSeconds int    `json:"quiet_seconds"`
-			Kind         string `json:"kind"`
-			Ask          bool   `json:"ask"`
-			Only         bool   `json:"only_throttling_errors"`
+			Threshold    int      `json:"threshold"`
+			QuietSeconds int      `json:"quiet_seconds"`
+			Kind         string   `json:"kind"`
+			Ask          bool     `json:"ask"`
+			Only         bool     `json:"only_throttling_errors"`
+			Words        []string `json:"words"`
 		} `json:"throttle,omitempty"`
 		AutoResume      bool   `json:"auto_resume"`
 		CooldownSeconds int    `json:"cooldown_seconds"`
@@ -270,8 +272,9 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 	for _, ci := range cs.Circuits {
 		if t := ci.Throttle; t != nil {
 			ci.ThrottleAt, ci.ThrottleQuiet, ci.ThrottleKind, ci.ThrottleAsk, ci.ThrottleOnly = t.Threshold, t.QuietSeconds, t.Kind, t.Ask, t.Only
+			ci.ThrottleWords = t.Words
 		}
-		doc.Circuits = append(doc.Circuits, Circuit{ThrottleThreshold: ci.ThrottleAt, ThrottleQuiet: seconds(ci.ThrottleQuiet), ThrottleKind: ci.ThrottleKind, ThrottleAsk: ci.ThrottleAsk, ThrottleOnly: ci.ThrottleOnly, App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
+		doc.Circuits = append(doc.Circuits, Circuit{ThrottleThreshold: ci.ThrottleAt, ThrottleQuiet: seconds(ci.ThrottleQuiet), ThrottleKind: ci.ThrottleKind, ThrottleAsk: ci.ThrottleAsk, ThrottleOnly: ci.ThrottleOnly, ThrottleWords: emptyNil(ci.ThrottleWords), App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
 			FailureRatio: ci.FailureRatio, MinCalls: ci.MinCalls, NoSuccess: ci.NoSuccess, MinInstances: ci.MinInstances, Recipients: ci.Recipients, Channels: ci.Channels,
 			EscalateTo: ci.EscalateTo, EscalateAfter: seconds(ci.EscalateSeconds), HubRetention: seconds(3600 * ci.RetentionHours),
 			AutoResume: ci.AutoResume, Cooldown: seconds(ci.CooldownSeconds), MaxCooldown: seconds(ci.MaxCooldownSecs), Shadow: ci.Shadow,
@@ -392,7 +395,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 			EscalateTo: nonNil(x.EscalateTo), EscalateSeconds: int(time.Duration(x.EscalateAfter) / time.Second), RetentionHours: int(time.Duration(x.HubRetention) / time.Hour),
 			AutoResume: x.AutoResume, CooldownSeconds: int(time.Duration(x.Cooldown) / time.Second), MaxCooldownSecs: int(time.Duration(x.MaxCooldown) / time.Second),
 			Shadow: x.Shadow, EventHub: x.EventHub, Queue: x.Queue, ParkingQueue: x.ParkingQueue,
-			ThrottleAt: x.ThrottleThreshold, ThrottleQuiet: int(time.Duration(x.ThrottleQuiet) / time.Second), ThrottleKind: x.ThrottleKind, ThrottleAsk: x.ThrottleAsk, ThrottleOnly: x.ThrottleOnly}
+			ThrottleAt: x.ThrottleThreshold, ThrottleQuiet: int(time.Duration(x.ThrottleQuiet) / time.Second), ThrottleKind: x.ThrottleKind, ThrottleAsk: x.ThrottleAsk, ThrottleOnly: x.ThrottleOnly, ThrottleWords: nonNil(x.ThrottleWords)}
 		path := "/api/v1/circuits/" + esc(x.App) + "/" + esc(x.Function)
 		switch ch.Action {
 		case Create:
@@ -450,4 +453,12 @@ func count(n int) *int {
 		return nil
 	}
 	return &n
+}
+
+// emptyNil is nil for an empty list, as a document leaves it out.
+func emptyNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
 }

@@ -102,6 +102,7 @@ type Circuit struct {
 	ThrottleKind      string   `yaml:"throttle_kind,omitempty"`
 	ThrottleAsk       bool     `yaml:"throttle_ask,omitempty"`
 	ThrottleOnly      bool     `yaml:"throttle_only_throttling_errors,omitempty"`
+	ThrottleWords     []string `yaml:"throttle_words,omitempty"`
 	Line              int      `yaml:"-" plan:"-"`
 }
 

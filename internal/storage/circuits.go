@@ -18,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // Circuits keeps, per app partition, one row per circuit (RowKey
@@ -88,6 +89,7 @@ type circuitRow struct {
 	ThrottleKind       string  // the trigger kind a throttle lowers; empty: from EventHub or Queue
 	ThrottleAsk        bool    // ask by notice before lowering
 	ThrottleOnly429    bool    // count only failures that look like a downstream pushing back
+	ThrottleWords      string  // more words that say so, one a line
 	Queue              string  // optional: the queue that triggers it
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
@@ -180,7 +182,24 @@ func throttleOf(r circuitRow) circuit.Throttle {
 	if q < 0 || q > circuit.MaxThrottleQuiet {
 		q = 0
 	}
-	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind, Ask: r.ThrottleAsk, OnlyThrottling: r.ThrottleOnly429}
+	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind, Ask: r.ThrottleAsk, OnlyThrottling: r.ThrottleOnly429,
+		Words: throttleWords(r.ThrottleWords)}
+}
+
+// throttleWords are a row's throttle words, bounded as Validate bounds
+// them: a row written by hand costs at most throttle.MaxWords words, and
+// a word that could not be typed in is dropped.
+func throttleWords(s string) []string {
+	if s == "" {
+		return nil
+	}
+	var out []string
+	for _, w := range strings.SplitN(truncate(s, throttle.MaxWords*(throttle.MaxWordBytes+1)), "\n", throttle.MaxWords+1) {
+		if throttle.Word(w) != "" && len(out) < throttle.MaxWords {
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // quorum is a row's quorum; out of range (written by hand) it is none,
@@ -224,7 +243,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
 	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind, r.ThrottleAsk = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind, c.Throttle.Ask
-	r.ThrottleOnly429 = c.Throttle.OnlyThrottling
+	r.ThrottleOnly429, r.ThrottleWords = c.Throttle.OnlyThrottling, strings.Join(c.Throttle.Words, "\n")
 }
 
 // List returns every circuit, ordered by app then function.

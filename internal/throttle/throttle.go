@@ -369,7 +369,40 @@ var throttledWords = []string{"toomanyrequests", "serverbusy", "throttl", "ratel
 // and spacing. What a throttle on throttling errors only counts. It runs
 // for every reported failure, so it reads at most the first 2 kB, once,
 // and allocates nothing.
-func LooksThrottled(text string) bool {
+func LooksThrottled(text string) bool { return PushedBack(text, nil) }
+
+// MaxWords bounds the words a circuit adds to throttledWords, and
+// MaxWordBytes each word as typed.
+const (
+	MaxWords     = 10
+	MaxWordBytes = 64
+)
+
+// Word is how a word an operator adds is looked for, as throttledWords
+// are: its letters, lower-cased ("Quota exceeded" → "quotaexceeded");
+// digits, spaces and punctuation do not count. "" when it has fewer than
+// three letters, which would match nearly anything.
+func Word(s string) string {
+	if len(s) > MaxWordBytes {
+		return ""
+	}
+	b := make([]byte, 0, len(s))
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c >= 'a' && c <= 'z':
+			b = append(b, c)
+		case c >= 'A' && c <= 'Z':
+			b = append(b, c+'a'-'A')
+		}
+	}
+	if len(b) < 3 {
+		return ""
+	}
+	return string(b)
+}
+
+// PushedBack is LooksThrottled with more words, each as Word makes it.
+func PushedBack(text string, more []string) bool {
 	if len(text) > 2048 {
 		text = text[:2048] // someone else's text: bounded before it is read
 	}
@@ -389,6 +422,11 @@ func LooksThrottled(text string) bool {
 	}
 	for _, w := range throttledWords {
 		if bytes.Contains(letters, []byte(w)) {
+			return true
+		}
+	}
+	for _, w := range more {
+		if w != "" && bytes.Contains(letters, []byte(w)) {
 			return true
 		}
 	}

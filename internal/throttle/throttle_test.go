@@ -2,6 +2,7 @@ package throttle_test
 
 import (
 	"maps"
+	"strings"
 	"testing"
 
 	"github.com/fusebox/fusebox/internal/throttle"
@@ -117,4 +118,36 @@ func FuzzLooksThrottled(f *testing.F) {
 			t.Error("read past the first 2 kB")
 		}
 	})
+}
+
+func TestACircuitsOwnWordsArePushingBackToo(t *testing.T) {
+	for _, tc := range []struct {
+		word, want string
+	}{
+		{"quota exceeded", "quotaexceeded"},
+		{"Quota-Exceeded!", "quotaexceeded"},
+		{"E42", ""}, // fewer than three letters: it would match nearly anything
+		{strings.Repeat("a", throttle.MaxWordBytes+1), ""},
+	} {
+		if got := throttle.Word(tc.word); got != tc.want {
+			t.Errorf("Word(%q) = %q; want %q", tc.word, got, tc.want)
+		}
+	}
+	words := []string{throttle.Word("quota exceeded")}
+	for _, tc := range []struct {
+		text string
+		want bool
+	}{
+		{"Quota exceeded for tenant 7", true},
+		{"QUOTA_EXCEEDED", true},
+		{"Object reference not set to an instance of an object", false},
+		{"TooManyRequests", true}, // the built-in words still count
+	} {
+		if got := throttle.PushedBack(tc.text, words); got != tc.want {
+			t.Errorf("PushedBack(%q) = %v; want %v", tc.text, got, tc.want)
+		}
+	}
+	if throttle.LooksThrottled("Quota exceeded for tenant 7") {
+		t.Error("without the circuit's words, a quota is not pushing back")
+	}
 }

@@ -175,22 +175,23 @@ func toErrorGroupJSON(g errgroups.Group) errorGroupJSON {
 
 // throttleJSON is a circuit's throttle stage in the API.
 type throttleJSON struct {
-	Threshold    int     `json:"threshold"`
-	QuietSeconds int     `json:"quiet_seconds"`
-	Kind         string  `json:"kind"`
-	Ask          bool    `json:"ask"`
-	OnlyThrottle bool    `json:"only_throttling_errors"`
-	Asked        bool    `json:"asked"` // its rule fired; waiting for someone to apply it
-	Share        float64 `json:"share"` // of the concurrency before, held now; 0: none
-	Rule         string  `json:"rule"`
-	Released     string  `json:"released,omitempty"`
+	Threshold    int      `json:"threshold"`
+	QuietSeconds int      `json:"quiet_seconds"`
+	Kind         string   `json:"kind"`
+	Ask          bool     `json:"ask"`
+	OnlyThrottle bool     `json:"only_throttling_errors"`
+	Asked        bool     `json:"asked"` // its rule fired; waiting for someone to apply it
+	Share        float64  `json:"share"` // of the concurrency before, held now; 0: none
+	Rule         string   `json:"rule"`
+	Released     string   `json:"released,omitempty"`
+	Words        []string `json:"words"`
 }
 
 func throttleOf(c circuit.Circuit) *throttleJSON {
 	if !c.Throttles() {
 		return nil
 	}
-	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText(), Released: c.Released}
+	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText(), Released: c.Released, Words: nonNil(c.Throttle.Words)}
 }
 
 type settingsJSON struct {
@@ -213,6 +214,7 @@ type settingsJSON struct {
 	ThrottleKind    string   `json:"throttle_kind"`
 	ThrottleAsk     bool     `json:"throttle_ask"`
 	ThrottleOnly    bool     `json:"throttle_only_throttling_errors"`
+	ThrottleWords   []string `json:"throttle_words"`
 	Queue           string   `json:"queue,omitempty"`
 	ParkingQueue    string   `json:"parking_queue,omitempty"`
 	AutoResume      bool     `json:"auto_resume"`
@@ -224,7 +226,7 @@ type settingsJSON struct {
 func (j settingsJSON) settings() circuit.Settings {
 	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
 		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
-		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind, Ask: j.ThrottleAsk, OnlyThrottling: j.ThrottleOnly},
+		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind, Ask: j.ThrottleAsk, OnlyThrottling: j.ThrottleOnly, Words: j.ThrottleWords},
 		Rule:     circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
 		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
 }

@@ -64,6 +64,7 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 		m.ThrottleQuiet = spoken.Duration(ci.Throttle.Quiet)
 	}
 	m.ThrottleKind, m.ThrottleAsk, m.ThrottleOnly = ci.Throttle.Kind, ci.Throttle.Ask, ci.Throttle.OnlyThrottling
+	m.ThrottleWords = strings.Join(ci.Throttle.Words, ", ")
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -168,6 +169,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		EscalateTo: strings.TrimSpace(c.FormValue("escalate_to")), EscalateAfter: strings.TrimSpace(c.FormValue("escalate_after")),
 		HubRetention:      strings.TrimSpace(c.FormValue("event_hub_retention")),
 		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleKind: strings.TrimSpace(c.FormValue("throttle_kind")), ThrottleAsk: c.FormValue("throttle_ask") == "on", ThrottleOnly: c.FormValue("throttle_only") == "on",
+		ThrottleWords: strings.TrimSpace(c.FormValue("throttle_words")),
 	}
 }
 
@@ -223,6 +225,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 		set.Throttle.Quiet = d
 	}
 	set.Throttle.Kind, set.Throttle.Ask, set.Throttle.OnlyThrottling = m.ThrottleKind, m.ThrottleAsk, m.ThrottleOnly
+	set.Throttle.Words = splitComma(m.ThrottleWords)
 	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
 	set.Queue, set.Parking = m.Queue, m.Parking
 	set.Escalate.To = splitComma(m.EscalateTo)

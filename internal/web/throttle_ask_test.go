@@ -142,3 +142,49 @@ func TestOnlyThrottlingErrorsCountTowardTheThrottle(t *testing.T) {
 		t.Fatalf("45 TooManyRequests: %s; want throttled", st)
 	}
 }
+
+// A circuit may add its own words for its downstream pushing back: with
+// "quota exceeded" among them, 45 "Quota exceeded" failures throttle it,
+// where the built-in words alone count none of them. Words only count on a
+// throttle of throttling errors only, and the form says so.
+func TestACircuitsOwnWordsForPushingBackCount(t *testing.T) {
+	srv := apptest.Start(t, nil)
+	settings := filepath.Join(t.TempDir(), "local.settings.json")
+	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	edit := "/circuits/" + demo.AppID + "/ProcessOrders/edit"
+	form := func(only bool) url.Values {
+		v := url.Values{"_csrf": {b.csrf(edit)}, "threshold": {"100"}, "window": {"1m"}, "event_hub": {"orders"},
+			"throttle_threshold": {"40"}, "throttle_words": {"quota exceeded, Partition is full"}}
+		if only {
+			v.Set("throttle_only", "on")
+		}
+		return v
+	}
+	refused := b.post(edit, form(false))
+	wantStatus(t, refused, http.StatusUnprocessableEntity)
+	if !strings.Contains(refused.body, "counted only when the throttle counts only failures that say the downstream pushed back") {
+		t.Errorf("words without throttling errors only are refused without saying why:\n%s", section(refused.body, "throttle_words"))
+	}
+	wantStatus(t, b.post(edit, form(true)), http.StatusSeeOther)
+	ci, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(ci.Throttle.Words, "|"); got != "quota exceeded|Partition is full" || !ci.Throttle.OnlyThrottling {
+		t.Fatalf("saved words %q, only %v", got, ci.Throttle.OnlyThrottling)
+	}
+	at := srv.Clock.Now().Add(-time.Second).UTC().Format(time.RFC3339)
+	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "at": "`+at+`", "count": 45, "error": "Quota-Exceeded for tenant 7"}]}`), http.StatusAccepted)
+	srv.NextTick(t)
+	if c, _ := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders"); c.State != circuit.Throttled {
+		t.Fatalf("45 quota-exceeded failures: %s; want throttled", c.State)
+	}
+	api := b.get("/api/v1/circuits/" + demo.AppID + "/ProcessOrders")
+	if !strings.Contains(api.body, `"words":["quota exceeded","Partition is full"]`) {
+		t.Errorf("the API does not give the throttle's words: %s", api.body)
+	}
+}

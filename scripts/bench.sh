@@ -61,6 +61,7 @@ bench "fleet: discovery of 1,000 apps"      ./internal/bench '^BenchmarkDiscover
 bench "P4 Discover page, 1,000 apps"        ./internal/bench '^BenchmarkDiscoverPage$'       200x
 bench "fleet: apply 1,000 circuits"         ./internal/bench '^BenchmarkApply$'              1x
 bench "throttle: rule to settings written" ./internal/bench '^BenchmarkThrottleLatency$'     1x
+bench "window full reread, 10,000 rows with 1 kB texts" ./internal/bench '^BenchmarkWindowFullRead$' 10x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

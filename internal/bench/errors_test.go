@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // BenchmarkCircuitPageErrors is #36's P4 case: the page of a circuit whose
@@ -94,4 +97,63 @@ func words(n int) string {
 			return "x" + string(b)
 		}
 	}
+}
+
+// BenchmarkWindowFullRead is what the evaluator's full reread of a window
+// costs (once a minute, and at every start): 10,000 failure rows whose
+// error samples are 1 kB, as a host's exception messages can be, read
+// whole by a fresh reader each time. The window's rows are read without
+// their samples (storage.windowColumns); the raw side reads every column
+// of the same rows through plain aztables, as the reader did before.
+//
+//	go test ./internal/bench -run '^$' -bench WindowFullRead -benchtime 10x
+func BenchmarkWindowFullRead(b *testing.B) {
+	svc, _ := testenv.Storage(b)
+	if err := svc.CreateTable(context.Background(), storage.TableFailures); err != nil {
+		b.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	sample := strings.Repeat("The store did not answer within the time allowed. ", 20)[:1000]
+	for w := range 100 {
+		reports := make([]storage.Report, 0, 100)
+		for s := range 100 {
+			reports = append(reports, storage.Report{App: "bench", Function: "Noisy", Second: now.Add(-time.Duration(s+1) * time.Second), Count: 1, Sample: sample})
+		}
+		if err := st.Failures.Record(context.Background(), fmt.Sprintf("instance-%03d", w), reports); err != nil {
+			b.Fatal(err)
+		}
+	}
+	raw, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	table := raw.NewClient(svc.TableName(storage.TableFailures))
+	var window, whole []time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		rows, _, err := st.Failures.Reader().Window(context.Background(), now.Add(-2*time.Minute), now)
+		if err != nil || len(rows) != 10_000 {
+			b.Fatalf("%d rows, %v", len(rows), err)
+		}
+		window = append(window, time.Since(t0))
+		t0 = time.Now()
+		n := 0
+		for pager := table.NewListEntitiesPager(nil); pager.More(); {
+			page, err := pager.NextPage(context.Background())
+			if err != nil {
+				b.Fatal(err)
+			}
+			n += len(page.Entities)
+		}
+		if n != 10_000 {
+			b.Fatalf("raw: %d rows", n)
+		}
+		whole = append(whole, time.Since(t0))
+	}
+	b.ReportMetric(ms(percentile(window, 0.5)), "window-p50-ms")
+	b.ReportMetric(ms(slices.Max(window)), "window-max-ms")
+	b.ReportMetric(ms(percentile(whole, 0.5)), "every-column-p50-ms")
+	b.ReportMetric(ms(slices.Max(whole)), "every-column-max-ms")
+	b.ReportMetric(0, "ns/op")
 }

@@ -298,3 +298,34 @@ func TestThrottlingFailuresAreBoundedByTheRowsFailures(t *testing.T) {
 		t.Errorf("throttling failures read %v; want ingest 4, liar 5 (its Count), negative 0", got)
 	}
 }
+
+// A window's rows are read with only the columns they count by
+// (windowColumns: the error sample stays in the store, docs/benchmarks.md
+// measures what that saves); this holds the list to every column the
+// window uses (counts, throttling, trace, instance, when the row changed)
+// and the circuit's own samples to their text.
+func TestAWindowReadKeepsWhatItCountsBy(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	tp := "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	if err := st.Failures.Record(t.Context(), "w", []storage.Report{{App: "orders", Function: "Process", Second: now.Add(-time.Second), Count: 3, Successes: 2, Throttling: 1,
+		Sample: strings.Repeat("x", 900), TraceParent: tp, Instance: "vm-7"}}); err != nil {
+		t.Fatal(err)
+	}
+	rows, rejected, err := st.Failures.Window(t.Context(), now.Add(-time.Minute), now)
+	if err != nil || len(rejected) > 0 || len(rows) != 1 {
+		t.Fatalf("window: %v rows, rejected %v, err %v", rows, rejected, err)
+	}
+	r := rows[0]
+	if r.Count != 3 || r.Successes != 2 || r.Throttling != 1 || r.TraceParent != tp || r.Source != "vm-7" || !r.Named || r.Modified.IsZero() || r.Sample != "" {
+		t.Errorf("window row %+v; want its counts, trace, instance and change time, without the sample", r)
+	}
+	samples, _, err := st.Failures.CircuitSamples(t.Context(), "orders", "Process", now.Add(-time.Minute), now, 10)
+	if err != nil || len(samples) != 1 || len(samples[0].Sample) != 900 {
+		t.Errorf("the circuit's samples lost the text: %d rows, err %v", len(samples), err)
+	}
+}

@@ -229,7 +229,7 @@ func batch(appID, key string, invs []otlp.Invocation) Batch {
 	for i, inv := range invs {
 		it := Item{Function: inv.Function, At: inv.At, Instance: inv.Instance}
 		if inv.Failed {
-			it.Count, it.Sample = &one, inv.Sample
+			it.Count, it.Sample, it.TraceParent = &one, inv.Sample, inv.Trace
 		} else {
 			it.Successes = &one
 		}

@@ -30,6 +30,9 @@ type Item struct {
 	Successes *int
 	Sample    string
 	Instance  string // the instance that ran it, if not the batch's
+	// TraceParent is the W3C traceparent of the run that failed, if not
+	// the batch's (an OpenTelemetry span's own).
+	TraceParent string
 	// Problem is why the transport could not read the item (a field of
 	// the wrong type); such an item is refused with it.
 	Problem string
@@ -225,6 +228,9 @@ func check(b Batch, now time.Time) ([]Report, []int, Result) {
 		r.TraceParent, r.Instance = b.TraceParent, b.Instance
 		if it := b.Items[i]; it.Instance != "" {
 			r.Instance = it.Instance
+		}
+		if it := b.Items[i]; it.TraceParent != "" {
+			r.TraceParent = it.TraceParent
 		}
 		reports = append(reports, r)
 		index = append(index, i)

@@ -121,6 +121,7 @@ type lean struct {
 	values   slab[commonpb.AnyValue]
 	strs     slab[commonpb.AnyValue_StringValue]
 	ints     slab[commonpb.AnyValue_IntValue]
+	ids      slab[[24]byte] // a span's trace id (16 bytes) and span id (8)
 }
 
 // slab hands out pointers into arrays of T allocated 64 at a time: at most
@@ -210,10 +211,13 @@ func (d *lean) scopeSpans(b []byte, ss *tracepb.ScopeSpans) error {
 }
 
 func (d *lean) span(b []byte, span *tracepb.Span) error {
+	var ids *[24]byte
 	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
 		switch {
+		case num == 1 && typ == protowire.BytesType:
+			span.TraceId = d.id(&ids, 0, 16, nested(value))
 		case num == 2 && typ == protowire.BytesType:
-			span.SpanId = append([]byte(nil), nested(value)...)
+			span.SpanId = d.id(&ids, 16, 24, nested(value))
 		case num == 5 && typ == protowire.BytesType:
 			return leanString(nested(value), &span.Name)
 		case num == 6 && typ == protowire.VarintType:
@@ -233,6 +237,20 @@ func (d *lean) span(b []byte, span *tracepb.Span) error {
 		}
 		return nil
 	})
+}
+
+// id copies a span's id (v) out of the body: into its place [from:to) of
+// the span's ids from the slab when it is of its size or shorter (as the
+// host's are), else into a copy of its own.
+func (d *lean) id(ids **[24]byte, from, to int, v []byte) []byte {
+	if len(v) > to-from {
+		return append([]byte(nil), v...)
+	}
+	if *ids == nil {
+		*ids = d.ids.next()
+	}
+	n := copy((*ids)[from:to], v)
+	return (*ids)[from : from+n : from+n]
 }
 
 func (d *lean) status(b []byte, st *tracepb.Status) error {

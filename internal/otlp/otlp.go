@@ -73,7 +73,10 @@ type Invocation struct {
 	Failed   bool
 	Instance string // faas.instance, else the resource's service.instance.id
 	Sample   string // for a failure: the span's status message, cut
-	Signal   Signal
+	// Trace is, for a failed span, its W3C traceparent (its own trace
+	// and span ids): the request Application Insights keeps of the run.
+	Trace  string
+	Signal Signal
 }
 
 // MaxID bounds an invocation id: the host's are GUIDs (36 bytes). A longer

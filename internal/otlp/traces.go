@@ -140,8 +140,33 @@ func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bo
 	inv.Instance, _ = attr(attrs, "faas.instance")
 	if inv.Failed {
 		inv.Sample = cut(span.GetStatus().GetMessage(), 300)
+		inv.Trace = traceParent(span.GetTraceId(), span.GetSpanId())
 	}
 	return inv, "", true
+}
+
+// traceParent is the W3C traceparent of a span's ids; "" unless both are
+// of their size and not all zero, as W3C requires.
+func traceParent(trace, span []byte) string {
+	if len(trace) != 16 || len(span) != 8 || allZero(trace) || allZero(span) {
+		return ""
+	}
+	var b [55]byte
+	copy(b[:], "00-")
+	hex.Encode(b[3:35], trace)
+	b[35] = '-'
+	hex.Encode(b[36:52], span)
+	copy(b[52:], "-01")
+	return string(b[:])
+}
+
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // spanFailed: status ERROR (hosts built since September 2025 set it on a

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/proto"
+
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -149,5 +151,36 @@ func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
 	want := `href="https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/` + appID + `/itemid/b7ad6b7169203331"`
 	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
 		t.Errorf("the sample trace does not link to its transaction (%s):\n%s", want, g)
+	}
+}
+
+// A failure that comes as the host's own span (zero code) keeps that
+// span's trace: its group links to the request Application Insights keeps
+// of the failed run, the span itself.
+func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
+	srv, _ := apptest.Seeded(t)
+	const appID = "0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e"
+	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.InsightsAppID = appID
+	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
+		t.Fatal(err)
+	}
+	export := hostSpans("func-orders-demo", srv.Clock.Now().Add(-time.Second), 1)
+	span := export.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	span.TraceId = []byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
+	span.SpanId = []byte{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31}
+	span.Status.Message = "The store did not answer within 30 s."
+	body, _ := proto.Marshal(export)
+	wantStatus(t, postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false), http.StatusOK)
+
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders")
+	want := `href="https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/` + appID + `/itemid/b7ad6b7169203331"`
+	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
+		t.Errorf("the failed span's group does not link to its own request (%s):\n%s", want, g)
 	}
 }

@@ -69,8 +69,9 @@ func (r appRow) toApp() (circuit.App, error) {
 		return circuit.App{}, fmt.Errorf("storage: app %s: SetAsideLimit %d must not be negative", r.RowKey, r.SetAsideLimit)
 	}
 	if r.InsightsAppID != "" && !circuit.ValidGUID(r.InsightsAppID) {
-		// Written by hand: it would go into links on the pages.
-		return circuit.App{}, fmt.Errorf("storage: app %s: InsightsAppID is not a GUID", r.RowKey)
+		// Written by hand: it would go into links on the pages. It costs
+		// the app its links, not its circuits.
+		r.InsightsAppID = ""
 	}
 	if r.GuardrailMax < 0 || r.GuardrailShare < 0 || r.GuardrailShare > 1 {
 		return circuit.App{}, fmt.Errorf("storage: app %s: GuardrailMax %d must not be negative and GuardrailShare %v must be in [0, 1]", r.RowKey, r.GuardrailMax, r.GuardrailShare)

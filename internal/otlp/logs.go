@@ -80,6 +80,11 @@ func fromLog(rec *logspb.LogRecord) (inv Invocation, why string, ok bool) {
 	if inv.Failed {
 		msg, _ := attr(rec.GetAttributes(), "exception.message")
 		inv.Sample = cut(msg, 300)
+		// OpenTelemetry's logging stamps a record with the trace context
+		// current when it was written: the failed run's, so the group
+		// links to it as a failed span's does. None when the exporter
+		// sent none.
+		inv.Trace = traceParent(rec.GetTraceId(), rec.GetSpanId())
 	}
 	return inv, "", true
 }

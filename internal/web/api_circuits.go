@@ -67,6 +67,7 @@ type errorGroupJSON struct {
 	Last      time.Time `json:"last"`
 	Instances []string  `json:"instances"`
 	TraceIDs  []string  `json:"trace_ids,omitempty"`
+	Links     []string  `json:"links,omitempty"` // for each of TraceIDs, when the app names its Application Insights
 }
 
 type flipJSON struct {
@@ -154,8 +155,9 @@ func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circui
 	j := toJSON(ci, counts[ci.ID()])
 	if groups, other, _, err := s.Samples.OfCircuit(ctx, ci, s.Now(), maxErrorGroups); err == nil {
 		j.ErrorsOther = other
+		app := s.appOfTraces(ctx, ci.AppID, groups)
 		for _, g := range groups {
-			j.Errors = append(j.Errors, toErrorGroupJSON(g))
+			j.Errors = append(j.Errors, toErrorGroupJSON(g, app))
 		}
 	}
 	for _, f := range flips {
@@ -169,8 +171,8 @@ func toFlipJSON(f circuit.Flip) flipJSON {
 		Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason}
 }
 
-func toErrorGroupJSON(g errgroups.Group) errorGroupJSON {
-	return errorGroupJSON{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces}
+func toErrorGroupJSON(g errgroups.Group, app circuit.App) errorGroupJSON {
+	return errorGroupJSON{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces, Links: traceLinks(g, app)}
 }
 
 // throttleJSON is a circuit's throttle stage in the API.

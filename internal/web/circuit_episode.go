@@ -74,10 +74,7 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 	if f, ok := rec.Closing(); ok {
 		m.Closed, m.ClosedAt, m.ClosedBy, m.Ramped = true, f.At, f.Actor, f.To == circuit.Throttled
 	}
-	var app circuit.App
-	if groupsHaveTraces(rec.Errors) {
-		app, _ = s.Apps.Get(c.Request().Context(), ci.AppID) // without it, the traces are shown unlinked
-	}
+	app := s.appOfTraces(c.Request().Context(), ci.AppID, rec.Errors)
 	for _, g := range rec.Errors {
 		m.Errors = append(m.Errors, errorGroupRow(g, app))
 	}
@@ -178,7 +175,7 @@ type noticeJSON struct {
 
 // apiCircuitEpisode serves an episode's record, its Markdown included.
 func (s *CircuitPages) apiCircuitEpisode(c echo.Context) error {
-	_, rec, err := s.episodeOf(c)
+	ci, rec, err := s.episodeOf(c)
 	if err != nil {
 		return err
 	}
@@ -191,8 +188,9 @@ func (s *CircuitPages) apiCircuitEpisode(c echo.Context) error {
 	for _, f := range rec.Steps {
 		j.Steps = append(j.Steps, toFlipJSON(f))
 	}
+	app := s.appOfTraces(c.Request().Context(), ci.AppID, rec.Errors)
 	for _, g := range rec.Errors {
-		j.Errors = append(j.Errors, toErrorGroupJSON(g))
+		j.Errors = append(j.Errors, toErrorGroupJSON(g, app))
 	}
 	for _, n := range rec.Notices {
 		j.Notices = append(j.Notices, noticeJSON{Kind: n.Kind, To: n.To, State: n.State, Attempts: n.Attempts, CreatedAt: n.CreatedAt, SentAt: n.SentAt})

@@ -290,10 +290,7 @@ func (s *CircuitPages) errorGroups(ctx context.Context, ci circuit.Circuit, now 
 	if err != nil {
 		return nil, 0, span + " (its failures could not be read now)"
 	}
-	var app circuit.App
-	if groupsHaveTraces(groups) {
-		app, _ = s.Apps.Get(ctx, ci.AppID) // without it, the traces are shown unlinked
-	}
+	app := s.appOfTraces(ctx, ci.AppID, groups)
 	out := make([]views.ErrorGroupRow, 0, len(groups))
 	for _, g := range groups {
 		out = append(out, errorGroupRow(g, app))
@@ -301,22 +298,35 @@ func (s *CircuitPages) errorGroups(ctx context.Context, ci circuit.Circuit, now 
 	return out, other, span
 }
 
-func groupsHaveTraces(groups []errgroups.Group) bool {
-	return slices.ContainsFunc(groups, func(g errgroups.Group) bool { return len(g.Traces) > 0 })
+// appOfTraces reads the app whose groups these are, for the links of
+// their sample traces: only when one has a trace, and without it (a read
+// that failed) the traces are shown unlinked.
+func (s *CircuitPages) appOfTraces(ctx context.Context, appID string, groups []errgroups.Group) circuit.App {
+	if !slices.ContainsFunc(groups, func(g errgroups.Group) bool { return len(g.Traces) > 0 }) {
+		return circuit.App{}
+	}
+	app, _ := s.Apps.Get(ctx, appID)
+	return app
 }
 
 // errorGroupRow is a group as the pages show it: its sample traces link
 // to their transaction in the app's Application Insights, when it names
 // one.
 func errorGroupRow(g errgroups.Group, app circuit.App) views.ErrorGroupRow {
-	row := views.ErrorGroupRow{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces}
-	if app.InsightsAppID != "" && len(g.Spans) == len(g.Traces) {
-		row.Links = make([]string, len(g.Traces))
-		for i, span := range g.Spans {
-			row.Links[i] = insightsLink(app.InsightsAppID, span)
-		}
+	return views.ErrorGroupRow{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces, Links: traceLinks(g, app)}
+}
+
+// traceLinks are, for each of a group's sample traces, its transaction in
+// the app's Application Insights; nil when the app names none.
+func traceLinks(g errgroups.Group, app circuit.App) []string {
+	if app.InsightsAppID == "" || len(g.Spans) != len(g.Traces) || len(g.Traces) == 0 {
+		return nil
 	}
-	return row
+	links := make([]string, len(g.Traces))
+	for i, span := range g.Spans {
+		links[i] = insightsLink(app.InsightsAppID, span)
+	}
+	return links
 }
 
 // insightsLink opens an item of an Application Insights resource (by its

@@ -5,10 +5,15 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
+	logspb "go.opentelemetry.io/proto/otlp/logs/v1"
+	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/fusebox/fusebox/internal/apptest"
@@ -160,14 +165,7 @@ func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
 func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
 	const appID = "0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e"
-	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	app.InsightsAppID = appID
-	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
-		t.Fatal(err)
-	}
+	nameInsights(t, srv, appID)
 	export := hostSpans("func-orders-demo", srv.Clock.Now().Add(-time.Second), 1)
 	span := export.ResourceSpans[0].ScopeSpans[0].Spans[0]
 	span.TraceId = []byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
@@ -182,5 +180,67 @@ func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
 	want := `href="https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/` + appID + `/itemid/b7ad6b7169203331"`
 	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
 		t.Errorf("the failed span's group does not link to its own request (%s):\n%s", want, g)
+	}
+}
+
+// A failure that comes as the host's "Executed … (Failed …)" record keeps
+// the trace context the record carries (OpenTelemetry's logging stamps it
+// with the run's): its group links to that run, on the page and in the API.
+func TestAFailedExecutedRecordLinksToItsRun(t *testing.T) {
+	srv, _ := apptest.Seeded(t)
+	const appID = "0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e"
+	nameInsights(t, srv, appID)
+	at := srv.Clock.Now().Add(-time.Second)
+	rec := &logspb.LogRecord{TimeUnixNano: uint64(at.UnixNano()), SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_ERROR,
+		Body:       &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "Executed 'Functions.ProcessOrders' (Failed, Id=5a1e-77, Duration=153ms)"}},
+		TraceId:    []byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c},
+		SpanId:     []byte{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31},
+		Attributes: []*commonpb.KeyValue{otlpKV("exception.message", "The store did not answer within 30 s.")}}
+	body, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
+		Resource:  &resourcepb.Resource{Attributes: []*commonpb.KeyValue{otlpKV("service.name", "func-orders-demo")}},
+		ScopeLogs: []*logspb.ScopeLogs{{Scope: &commonpb.InstrumentationScope{Name: "Function.ProcessOrders"}, LogRecords: []*logspb.LogRecord{rec}}},
+	}}})
+	wantStatus(t, postOTLP(t, srv.URL, "/v1/logs", demo.Key, "application/x-protobuf", body, false), http.StatusOK)
+
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders")
+	link := "https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/" + appID + "/itemid/b7ad6b7169203331"
+	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, `href="`+link+`"`) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
+		t.Errorf("the failed record's group does not link to its run (%s):\n%s", link, g)
+	}
+	api := b.get("/api/v1/circuits/" + demo.AppID + "/ProcessOrders")
+	wantStatus(t, api, http.StatusOK)
+	var got struct {
+		Errors []struct {
+			Example  string   `json:"example"`
+			TraceIDs []string `json:"trace_ids"`
+			Links    []string `json:"links"`
+		} `json:"errors"`
+	}
+	if err := json.Unmarshal([]byte(api.body), &got); err != nil {
+		t.Fatal(err)
+	}
+	for _, g := range got.Errors {
+		if strings.Contains(g.Example, "did not answer") {
+			if len(g.Links) != len(g.TraceIDs) || !slices.Contains(g.Links, link) {
+				t.Errorf("the API's group has traces %v and links %v, want %s among links as many as traces", g.TraceIDs, g.Links, link)
+			}
+			return
+		}
+	}
+	t.Errorf("the API names no group of the record's error: %s", api.body)
+}
+
+// nameInsights has the demo app name its Application Insights resource.
+func nameInsights(t *testing.T, srv *apptest.Server, appID string) {
+	t.Helper()
+	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	app.InsightsAppID = appID
+	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
+		t.Fatal(err)
 	}
 }

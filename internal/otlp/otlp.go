@@ -77,6 +77,8 @@ type Invocation struct {
 	// and span ids): the request Application Insights keeps of the run.
 	Trace  string
 	Signal Signal
+
+	seen seenKey // its key in Seen, once Fresh has computed it
 }
 
 // MaxID bounds an invocation id: the host's are GUIDs (36 bytes). A longer

@@ -105,6 +105,7 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 	for _, inv := range invs {
 		if inv.ID != "" {
 			k := keyOf(appID, inv.ID)
+			inv.seen = k // for Counted, which would hash it again
 			if here[k] {
 				dropped++
 				continue
@@ -152,11 +153,15 @@ func (s *Seen) Counted(appID, export string, invs []Invocation, now time.Time) {
 		if inv.ID == "" || len(inv.ID) > MaxID {
 			continue
 		}
-		k := keyOf(appID, inv.ID)
-		if _, ok := s.cur[k]; !ok {
-			s.curBytes += entryBytes
+		k := inv.seen
+		if k == (seenKey{}) {
+			k = keyOf(appID, inv.ID)
 		}
+		n := len(s.cur)
 		s.cur[k] = counted{this, int8(inv.Signal), inv.Failed}
-		s.rotate(now)
+		if len(s.cur) > n {
+			s.curBytes += entryBytes
+			s.rotate(now)
+		}
 	}
 }

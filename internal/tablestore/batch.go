@@ -106,10 +106,19 @@ func (b *Batch) Submit(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	_, err := b.table.client.SubmitTransaction(ctx, b.actions, nil)
+	var err error
+	if b.table.txn != nil {
+		err = b.table.txn.submit(ctx, b.table.name, b.partitionKey, b.keys, b.actions)
+	} else {
+		_, err = b.table.client.SubmitTransaction(ctx, b.actions, nil)
+	}
 	b.table.observe("batch", b.table.name, time.Since(start), err)
 	if err == nil {
 		return nil
+	}
+	var failed *transactionFailed
+	if errors.As(err, &failed) {
+		return &Error{Op: "batch", Table: b.table.name, Key: b.partitionKey, Status: failed.status, Code: failed.code, Kind: kindOf(failed.status, failed.code), Err: err}
 	}
 	return decodeBatchError(b.table.name, b.partitionKey, err)
 }

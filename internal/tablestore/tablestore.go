@@ -26,6 +26,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/tracing"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
@@ -67,6 +68,7 @@ type Options struct {
 // Service is a connection to one storage account's table endpoint.
 type Service struct {
 	client      *aztables.ServiceClient
+	txn         *transactions // nil: transactions go through the SDK
 	prefix      string
 	observe     Observer
 	observeRows func(table string, rows int)
@@ -80,7 +82,9 @@ func NewFromConnectionString(connectionString string, opts Options) (*Service, e
 		// The SDK's message may quote the string, and with it the key.
 		return nil, errors.New("tablestore: the storage connection string is not valid")
 	}
-	return newService(c, opts), nil
+	s := newService(c, opts)
+	s.txn = sharedKeyTransactions(connectionString, clientOptions(opts))
+	return s, nil
 }
 
 // NewWithManagedIdentity connects to an account URL with
@@ -94,7 +98,10 @@ func NewWithManagedIdentity(accountURL string, opts Options) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tablestore: account URL %q: %w", accountURL, err)
 	}
-	return newService(c, opts), nil
+	s := newService(c, opts)
+	// The scope the SDK asks for Table storage, in every cloud.
+	s.txn = newTransactions(accountURL, runtime.NewBearerTokenPolicy(cred, []string{"https://storage.azure.com/.default"}, nil), clientOptions(opts))
+	return s, nil
 }
 
 func clientOptions(opts Options) *aztables.ClientOptions {
@@ -135,7 +142,7 @@ func (s *Service) TableName(name string) string { return s.prefix + name }
 // Table returns a handle on a table; it does not create it.
 func (s *Service) Table(name string) *Table {
 	full := s.TableName(name)
-	return &Table{client: s.client.NewClient(full), name: full, observe: s.observe, observeRows: s.observeRows}
+	return &Table{client: s.client.NewClient(full), txn: s.txn, name: full, observe: s.observe, observeRows: s.observeRows}
 }
 
 // CreateTable creates a table if it does not exist yet.
@@ -178,6 +185,7 @@ func (s *Service) Ping(ctx context.Context) error {
 // Table is one table of the account.
 type Table struct {
 	client      *aztables.Client
+	txn         *transactions
 	name        string
 	observe     Observer
 	observeRows func(table string, rows int)

@@ -1,0 +1,222 @@
+package tablestore
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
+)
+
+// transactions posts entity group transactions itself, through a pipeline
+// built from the same options as the SDK's client (retries, try timeout,
+// budget, transport, tracing) and the same credential. The SDK's
+// SubmitTransaction reads each entity's JSON back into a map and writes it
+// out again, with a request object, a header map and a sorted header
+// write per row: a third of an OpenTelemetry export's CPU (#33). The wire
+// format is the SDK's own, byte for byte where it matters (the request
+// line, the headers, the entity's JSON), so Azure and Azurite see the same
+// requests either way.
+type transactions struct {
+	endpoint string // the table service's URL, without a query
+	client   *azcore.Client
+}
+
+// Only what a failed transaction's answer says is read, and only this much
+// of it: the inner status and error code of the action that failed.
+const maxTransactionAnswer = 64 << 10
+
+func newTransactions(endpoint string, auth policy.Policy, opts *aztables.ClientOptions) *transactions {
+	endpoint = strings.TrimSuffix(endpoint, "/")
+	u, err := url.Parse(endpoint)
+	if err != nil || u.RawQuery != "" || u.Host == "" || strings.Contains(u.Host, ".cosmos") {
+		return nil // a SAS, or Cosmos DB's Table API: the SDK's path
+	}
+	client, err := azcore.NewClient("tablestore", "v1.0.0", runtime.PipelineOptions{PerRetry: []policy.Policy{auth}}, &opts.ClientOptions)
+	if err != nil {
+		return nil
+	}
+	return &transactions{endpoint: endpoint, client: client}
+}
+
+// sharedKeyTransactions are transactions signed with the account key of a
+// connection string; nil when the string has none (a SAS, which the SDK's
+// path serves) or names no endpoint this can derive.
+func sharedKeyTransactions(connectionString string, opts *aztables.ClientOptions) *transactions {
+	v := map[string]string{}
+	for part := range strings.SplitSeq(strings.TrimRight(connectionString, ";"), ";") {
+		k, val, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil
+		}
+		v[k] = val
+	}
+	account, key := v["AccountName"], v["AccountKey"]
+	secret, err := base64.StdEncoding.DecodeString(key)
+	if account == "" || key == "" || err != nil {
+		return nil
+	}
+	endpoint := v["TableEndpoint"]
+	if endpoint == "" {
+		protocol, suffix := v["DefaultEndpointsProtocol"], v["EndpointSuffix"]
+		if protocol == "" {
+			protocol = "https"
+		}
+		if suffix == "" {
+			suffix = "core.windows.net"
+		}
+		endpoint = protocol + "://" + account + ".table." + suffix
+	}
+	return newTransactions(endpoint, &sharedKeyLite{account: account, key: secret}, opts)
+}
+
+// sharedKeyLite signs a request as the Table service's SharedKeyLite
+// scheme asks: the date and the canonical resource, keyed with the account
+// key (learn.microsoft.com/rest/api/storageservices/authorize-with-shared-key).
+type sharedKeyLite struct {
+	account string
+	key     []byte
+}
+
+func (s *sharedKeyLite) Do(req *policy.Request) (*http.Response, error) {
+	r := req.Raw()
+	date := time.Now().UTC().Format(http.TimeFormat)
+	r.Header.Set("x-ms-date", date)
+	path := r.URL.EscapedPath()
+	if path == "" {
+		path = "/"
+	}
+	mac := hmac.New(sha256.New, s.key)
+	mac.Write([]byte(date + "\n/" + s.account + path))
+	r.Header.Set("Authorization", "SharedKeyLite "+s.account+":"+base64.StdEncoding.EncodeToString(mac.Sum(nil)))
+	return req.Next()
+}
+
+// submit posts one transaction of rows of a partition of table, as the
+// SDK would; rows are the actions' row keys.
+func (t *transactions) submit(ctx context.Context, table, partition string, rows []string, actions []aztables.TransactionAction) (err error) {
+	ctx, end := runtime.StartSpan(ctx, "Client.SubmitTransaction", t.client.Tracer(), nil)
+	defer func() { end(err) }()
+	batch, changeset := boundary("batch_"), boundary("changeset_")
+	var body bytes.Buffer
+	body.Grow(len(actions) * 1024)
+	body.WriteString("--" + batch + "\r\nContent-Type: multipart/mixed; boundary=" + changeset + "\r\n\r\n")
+	for i, a := range actions {
+		body.WriteString("--" + changeset + "\r\nContent-Transfer-Encoding: binary\r\nContent-Type: application/http\r\n\r\n")
+		entityPath := t.endpoint + "/" + url.PathEscape(table) + "(PartitionKey='" + keyLiteral(partition) + "',RowKey='" + keyLiteral(rows[i]) + "')"
+		switch a.ActionType {
+		case aztables.TransactionTypeAdd:
+			body.WriteString("POST " + t.endpoint + "/" + url.PathEscape(table) + "?%24format=application%2Fjson%3Bodata%3Dminimalmetadata HTTP/1.1\r\n" +
+				"Accept: application/json;odata=minimalmetadata\r\nContent-Type: application/json\r\nDataServiceVersion: 3.0\r\nPrefer: return-no-content\r\nX-Ms-Version: 2019-02-02\r\n\r\n")
+			body.Write(a.Entity)
+		case aztables.TransactionTypeInsertReplace, aztables.TransactionTypeUpdateReplace:
+			body.WriteString("PUT " + entityPath + " HTTP/1.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nDataServiceVersion: 3.0\r\n")
+			if a.IfMatch != nil {
+				body.WriteString("If-Match: " + string(*a.IfMatch) + "\r\n")
+			}
+			body.WriteString("X-Ms-Version: 2019-02-02\r\n\r\n")
+			body.Write(a.Entity)
+		case aztables.TransactionTypeDelete:
+			ifMatch := string(azcore.ETagAny)
+			if a.IfMatch != nil {
+				ifMatch = string(*a.IfMatch)
+			}
+			body.WriteString("DELETE " + entityPath + "?%24format=application%2Fjson%3Bodata%3Dminimalmetadata HTTP/1.1\r\n" +
+				"Accept: application/json;odata=minimalmetadata\r\nDataServiceVersion: 3.0\r\nIf-Match: " + ifMatch + "\r\nX-Ms-Version: 2019-02-02\r\n\r\n")
+		default:
+			return fmt.Errorf("%w: an action of kind %q", ErrBatch, a.ActionType)
+		}
+		body.WriteString("\r\n")
+	}
+	body.WriteString("--" + changeset + "--\r\n\r\n--" + batch + "--\r\n")
+
+	req, err := runtime.NewRequest(ctx, http.MethodPost, t.endpoint+"/$batch")
+	if err != nil {
+		return err
+	}
+	h := req.Raw().Header
+	h.Set("x-ms-version", "2019-02-02")
+	h.Set("DataServiceVersion", "3.0")
+	h.Set("Accept", "application/json;odata=minimalmetadata")
+	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body.Bytes())), "multipart/mixed; boundary="+batch); err != nil {
+		return err
+	}
+	resp, err := t.client.Pipeline().Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxTransactionAnswer))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusAccepted {
+		// The envelope failed (a malformed request, auth, throttling):
+		// the SDK's error of it, which callers classify as any other.
+		resp.Body = io.NopCloser(bytes.NewReader(answer))
+		return runtime.NewResponseError(resp)
+	}
+	if status, code := failedAction(answer); status != 0 {
+		return &transactionFailed{status: status, code: code}
+	}
+	return nil
+}
+
+var (
+	innerStatusLine = regexp.MustCompile(`(?m)^HTTP/1\.1 (\d{3})`)
+	innerErrorCode  = regexp.MustCompile(`"code"\s*:\s*"([A-Za-z]{1,64})"`)
+)
+
+// failedAction is the status and error code of the action a transaction's
+// answer says failed; 0 when every action succeeded.
+func failedAction(answer []byte) (int, string) {
+	for _, m := range innerStatusLine.FindAllSubmatch(answer, -1) {
+		if s, err := strconv.Atoi(string(m[1])); err == nil && s >= 400 {
+			code := ""
+			if c := innerErrorCode.FindSubmatch(answer); c != nil {
+				code = string(c[1])
+			}
+			return s, code
+		}
+	}
+	return 0, ""
+}
+
+// transactionFailed is an action's failure inside an accepted transaction.
+type transactionFailed struct {
+	status int
+	code   string
+}
+
+func (e *transactionFailed) Error() string {
+	return fmt.Sprintf("an action of the transaction failed: HTTP %d %s", e.status, e.code)
+}
+
+// keyLiteral is a key as the quoted literal of an entity's address: its
+// quotes doubled (OData's escape, which the SDK's single-row calls apply
+// and its transactions do not), then escaped for a URL path.
+func keyLiteral(key string) string {
+	return url.PathEscape(strings.ReplaceAll(key, "'", "''"))
+}
+
+func boundary(prefix string) string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return prefix + hex.EncodeToString(b[:])
+}

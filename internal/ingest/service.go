@@ -219,8 +219,9 @@ func check(b Batch, now time.Time) ([]Report, []int, Result) {
 	res := Result{Rejected: []Rejection{}}
 	reports := make([]Report, 0, len(b.Items))
 	index := make([]int, 0, len(b.Items))
+	var looks throttledText
 	for i, it := range b.Items {
-		r, problem := checkItem(it, b.AppID, now)
+		r, problem := checkItem(it, b.AppID, now, &looks)
 		if problem != "" {
 			res.Rejected = append(res.Rejected, Rejection{Index: i, Error: problem})
 			continue
@@ -241,7 +242,22 @@ func check(b Batch, now time.Time) ([]Report, []int, Result) {
 	return reports, index, res
 }
 
-func checkItem(it Item, appID string, now time.Time) (Report, string) {
+// throttledText remembers whether the last error text read looked
+// throttled: the failures of one batch mostly say the same thing.
+type throttledText struct {
+	text   string
+	looks  bool
+	filled bool
+}
+
+func (t *throttledText) of(text string) bool {
+	if !t.filled || text != t.text {
+		t.text, t.looks, t.filled = text, throttle.LooksThrottled(text), true
+	}
+	return t.looks
+}
+
+func checkItem(it Item, appID string, now time.Time, looks *throttledText) (Report, string) {
 	if it.Problem != "" {
 		return Report{}, it.Problem
 	}
@@ -275,7 +291,7 @@ func checkItem(it Item, appID string, now time.Time) (Report, string) {
 		return Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", MaxSkew)
 	}
 	r := Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}
-	if count > 0 && it.Sample != "" && throttle.LooksThrottled(it.Sample) {
+	if count > 0 && it.Sample != "" && looks.of(it.Sample) {
 		r.Throttling = count
 	}
 	return r, ""

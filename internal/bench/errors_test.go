@@ -25,7 +25,9 @@ import (
 // production. The page groups them (errgroups) and shows the top ten: it
 // reads at most errgroups.MaxRows of them, and keeps the grouping for a
 // while (errgroups.Cache): 5 s for a closed circuit, whose window moves,
-// 30 s for an open one, whose window before the trip stands still.
+// 30 s for an open one, whose window before the trip stands still. The
+// first view after the rows arrive (or after the trip) is reported apart
+// (first-ms): it groups the texts while it waits.
 //
 //	go test ./internal/bench -run '^$' -bench CircuitPageErrors -benchtime 300x
 func BenchmarkCircuitPageErrors(b *testing.B) {
@@ -63,8 +65,7 @@ func BenchmarkCircuitPageErrors(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			var times []time.Duration
-			for b.Loop() {
+			view := func() time.Duration {
 				start := time.Now()
 				resp, err := c.Get(srv.URL + "/circuits/bench/Noisy")
 				if err != nil {
@@ -72,17 +73,46 @@ func BenchmarkCircuitPageErrors(b *testing.B) {
 				}
 				body, _ := io.ReadAll(resp.Body)
 				resp.Body.Close()
-				times = append(times, time.Since(start))
+				took := time.Since(start)
 				if resp.StatusCode != http.StatusOK || strings.Count(string(body), `data-testid="error-group"`) != 10 || !strings.Contains(string(body), "the rest were not read") {
 					i := strings.Index(string(body), "What failed")
 					b.Fatalf("status %d; want the ten largest groups of the rows read, and that the rest were not:\n%.3000s", resp.StatusCode, string(body)[max(i, 0):])
 				}
+				return took
 			}
+			// The first view after the burst (10,000 rows written in a
+			// second or two, or the trip) groups the texts while it
+			// waits, and the evaluator is reading the same rows: it is
+			// reported apart, and the views are measured once the
+			// evaluator has finished a tick begun after it.
+			first, settled := view(), time.Now()
+			waitForTick(b, st, settled)
+			var times []time.Duration
+			for b.Loop() {
+				times = append(times, view())
+			}
+			b.ReportMetric(ms(first), "first-ms")
 			b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
 			b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
 			b.ReportMetric(ms(slices.Max(times)), "max-ms")
 			b.ReportMetric(0, "ns/op")
 		})
+	}
+}
+
+// waitForTick waits for the evaluator to finish a tick begun after since.
+func waitForTick(b *testing.B, st *storage.Store, since time.Time) {
+	b.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if s, err := st.Status.Evaluator(context.Background()); err == nil && s.LastTickAt.After(since) {
+			return
+		}
+		if time.Now().After(deadline) {
+			b.Fatal("the evaluator finished no tick within 30 s")
+		}
+		// Polling a condition, not pacing: the status is a stored row.
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

@@ -15,5 +15,5 @@ func SetIncrementalMargin(f *Failures, d time.Duration) {
 	defer f.mu.Unlock()
 	f.inc = newIncremental(failureMargin)
 	f.inc.margin = d
-	f.rows = map[string]circuit.FailureRow{}
+	f.rows, f.sorted = map[string]circuit.FailureRow{}, nil
 }

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -327,5 +328,50 @@ func TestAWindowReadKeepsWhatItCountsBy(t *testing.T) {
 	samples, _, err := st.Failures.CircuitSamples(t.Context(), "orders", "Process", now.Add(-time.Minute), now, 10)
 	if err != nil || len(samples) != 1 || len(samples[0].Sample) != 900 {
 		t.Errorf("the circuit's samples lost the text: %d rows, err %v", len(samples), err)
+	}
+}
+
+// Window and Cached hand every caller the same sorted rows, without a copy
+// each: a span's rows are those of its seconds, both ends included, in
+// order; a row that changes shows at the next read; and what one caller
+// appends to its rows never reaches another's.
+func TestTheWindowsRowsAreSharedNotCopied(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	rec := func(ago, count int) {
+		t.Helper()
+		if err := st.Failures.Record(t.Context(), "vm-1", []storage.Report{{App: "orders", Function: "Process", Second: now.Add(-time.Duration(ago) * time.Second), Count: count}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, ago := range []int{9, 5, 4, 3, 1} {
+		rec(ago, 1)
+	}
+	all, _, err := st.Failures.Window(t.Context(), now.Add(-time.Minute), now)
+	if err != nil || len(all) != 5 {
+		t.Fatalf("the window: %d rows (%v), want 5", len(all), err)
+	}
+	if !slices.IsSortedFunc(all, func(a, b circuit.FailureRow) int { return a.Second.Compare(b.Second) }) {
+		t.Errorf("rows not in order of their seconds: %v", all)
+	}
+	span, ok := st.Failures.Cached(now.Add(-5*time.Second), now.Add(-3*time.Second), time.Minute)
+	if !ok || len(span) != 3 || !span[0].Second.Equal(now.Add(-5*time.Second)) || !span[2].Second.Equal(now.Add(-3*time.Second)) {
+		t.Fatalf("seconds -5 to -3: %v (%v), want the three rows of those seconds, both ends included", span, ok)
+	}
+	_ = append(span, circuit.FailureRow{ID: "appended by a caller"})
+	if again, _ := st.Failures.Cached(now.Add(-5*time.Second), now, time.Minute); len(again) != 4 || again[3].ID == "appended by a caller" {
+		t.Errorf("a caller's append reached the next caller: %v", again)
+	}
+	rec(1, 2) // the writer's row of second -1, written again with 2
+	rows, _, err := st.Failures.Window(t.Context(), now.Add(-time.Minute), now)
+	if err != nil || len(rows) != 5 || rows[4].Count != 2 {
+		t.Errorf("after the row of second -1 changed: %v (%v), want it counting 2", rows, err)
+	}
+	if all[4].Count != 1 {
+		t.Errorf("the rows handed out before the change changed under their caller: %v", all[4])
 	}
 }

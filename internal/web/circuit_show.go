@@ -60,12 +60,6 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	}
 	// The count is of the same rows, not of a second read.
 	counts := circuit.CountRows(rows, []circuit.Circuit{ci}, now)
-	var recent []circuit.FailureRow
-	for _, r := range rows {
-		if r.Circuit == ci.ID() && !r.Second.Before(recentFrom) {
-			recent = append(recent, r)
-		}
-	}
 	p, _ := principal(c)
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
@@ -76,7 +70,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Escalation: escalationText(ci, appOf(apps, ci.AppID), now), Acked: ackedText(ci),
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
-		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, recent, recentFrom, now),
+		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
 	if q := ci.Rule.MinInstances; q > 1 {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)

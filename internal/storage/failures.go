@@ -84,17 +84,20 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 		f.rows, f.from, f.rejected = make(map[string]circuit.FailureRow, len(rows)), from, map[string]circuit.Rejection{}
 	}
 	f.inc.done(full, start)
-	changed := full || f.sorted == nil
+	changed := map[string]circuit.FailureRow{}
 	for _, r := range rows {
 		// An incremental read returns again the rows of its margin:
-		// only a new or changed row makes the sorted rows be made again.
+		// only a new or changed row changes the sorted rows.
 		if old, ok := f.rows[r.ID]; !ok || old != r {
-			f.rows[r.ID], changed = r, true
+			f.rows[r.ID], changed[r.ID] = r, r
 		}
 		f.inc.saw(r.Modified)
 	}
-	if changed {
+	switch {
+	case full || f.sorted == nil:
 		f.sorted = sortedRows(f.rows)
+	case len(changed) > 0:
+		f.sorted = mergeRows(f.sorted, changed)
 	}
 	for _, r := range rejected {
 		f.rejected[r.ID] = r
@@ -156,13 +159,36 @@ func sortedRows(rows map[string]circuit.FailureRow) []circuit.FailureRow {
 	for _, r := range rows {
 		out = append(out, r)
 	}
-	slices.SortFunc(out, func(a, b circuit.FailureRow) int {
-		if c := a.Second.Compare(b.Second); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
+	slices.SortFunc(out, bySecond)
 	return out
+}
+
+// mergeRows is a new sorted slice of sorted, its changed rows replaced:
+// a read's few new rows cost a pass over the window, not a sort of it.
+func mergeRows(sorted []circuit.FailureRow, changed map[string]circuit.FailureRow) []circuit.FailureRow {
+	add := make([]circuit.FailureRow, 0, len(changed))
+	for _, r := range changed {
+		add = append(add, r)
+	}
+	slices.SortFunc(add, bySecond)
+	out := make([]circuit.FailureRow, 0, len(sorted)+len(add))
+	for _, r := range sorted {
+		if _, ok := changed[r.ID]; ok {
+			continue
+		}
+		for len(add) > 0 && bySecond(add[0], r) < 0 {
+			out, add = append(out, add[0]), add[1:]
+		}
+		out = append(out, r)
+	}
+	return append(out, add...)
+}
+
+func bySecond(a, b circuit.FailureRow) int {
+	if c := a.Second.Compare(b.Second); c != 0 {
+		return c
+	}
+	return strings.Compare(a.ID, b.ID)
 }
 
 // rejectedRows are the unreadable rows kept, in key order; under mu.

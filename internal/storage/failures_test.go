@@ -374,4 +374,10 @@ func TestTheWindowsRowsAreSharedNotCopied(t *testing.T) {
 	if all[4].Count != 1 {
 		t.Errorf("the rows handed out before the change changed under their caller: %v", all[4])
 	}
+	rec(7, 1) // a row between two others
+	rows, _, err = st.Failures.Window(t.Context(), now.Add(-time.Minute), now)
+	if err != nil || len(rows) != 6 || !rows[1].Second.Equal(now.Add(-7*time.Second)) ||
+		!slices.IsSortedFunc(rows, func(a, b circuit.FailureRow) int { return a.Second.Compare(b.Second) }) {
+		t.Errorf("after a row of second -7 came: %v (%v), want it second of six, in order", rows, err)
+	}
 }

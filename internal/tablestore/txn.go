@@ -30,9 +30,9 @@ import (
 // SubmitTransaction reads each entity's JSON back into a map and writes it
 // out again, with a request object, a header map and a sorted header
 // write per row: a third of an OpenTelemetry export's CPU (#33). The wire
-// format is the SDK's own, byte for byte where it matters (the request
-// line, the headers, the entity's JSON), so Azure and Azurite see the same
-// requests either way.
+// format is the SDK's: the same multipart framing, request lines and
+// headers, and the entity's JSON as Fusebox wrote it (the SDK only
+// re-encoded it), so Azure and Azurite see the same requests either way.
 type transactions struct {
 	endpoint string // the table service's URL, without a query
 	client   *azcore.Client

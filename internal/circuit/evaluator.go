@@ -141,7 +141,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 	if err != nil {
 		return err
 	}
-	counts := CountWindows(rows, circuits, now)
+	counts := CountRows(rows, circuits, now)
 	read := e.s.Clock.Now()
 	if keeping {
 		e.books.load(ctx, now)
@@ -180,7 +180,7 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 
 // read is a tick's reads: every circuit and app, and the failure rows of
 // the longest window (storage reads only what changed since its last).
-func (e *Evaluator) read(ctx context.Context, now time.Time) ([]Circuit, map[string]App, map[string]FailureRow, error) {
+func (e *Evaluator) read(ctx context.Context, now time.Time) ([]Circuit, map[string]App, []FailureRow, error) {
 	circuits, err := e.store.ListCircuits(ctx)
 	if err != nil {
 		return nil, nil, nil, err
@@ -202,11 +202,9 @@ func (e *Evaluator) read(ctx context.Context, now time.Time) ([]Circuit, map[str
 		return nil, nil, nil, err
 	}
 	e.books.reject(rejected, now)
-	byID := make(map[string]FailureRow, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
-	return circuits, appByID, byID, nil
+	// The window's rows come once each, shared with every other reader
+	// of them: counted where they are, not copied into a map each tick.
+	return circuits, appByID, rows, nil
 }
 
 // decide writes what Decide makes of each circuit: settled is every

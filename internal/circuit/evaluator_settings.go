@@ -58,9 +58,10 @@ type Store interface {
 	// handed back; refused if the circuit moved on.
 	ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error
 	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
-	// Window returns the failure rows for seconds in [from, to], and the
-	// unreadable rows not reported before. It may read only what changed
-	// since its previous call.
+	// Window returns the failure rows for seconds in [from, to], each
+	// once, and the unreadable rows not reported before. It may read only
+	// what changed since its previous call. The rows may be shared with
+	// other callers: they are read, never written.
 	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
 	PutStatus(ctx context.Context, s Status) error
 	// StoredStatus reads what PutStatus last stored (the zero Status if nothing).

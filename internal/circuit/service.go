@@ -94,11 +94,11 @@ func NewService(store ServiceStore, a Auditor, now func() time.Time, s ServiceSe
 // Counts returns the current counts of every given circuit, reading the
 // failures of the longest window once.
 func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Counts, error) {
-	byID, now, err := s.window(ctx, circuits)
+	rows, now, err := s.window(ctx, circuits)
 	if err != nil {
 		return nil, err
 	}
-	return CountWindows(byID, circuits, now), nil
+	return CountRows(rows, circuits, now), nil
 }
 
 // Failing returns the counts of those of circuits that have failure rows in
@@ -106,12 +106,12 @@ func (s *Service) Counts(ctx context.Context, circuits []Circuit) (map[string]Co
 // The overview asks it of every circuit: at 10,000 circuits it counts the
 // few that failed, not all of them.
 func (s *Service) Failing(ctx context.Context, circuits []Circuit) (map[string]Counts, error) {
-	byID, now, err := s.window(ctx, circuits)
+	rows, now, err := s.window(ctx, circuits)
 	if err != nil {
 		return nil, err
 	}
 	reported := map[string]map[string]bool{} // by app, then function: no ID built per circuit
-	for _, r := range byID {
+	for _, r := range rows {
 		app, function, _ := strings.Cut(r.Circuit, "/")
 		if reported[app] == nil {
 			reported[app] = map[string]bool{}
@@ -124,11 +124,12 @@ func (s *Service) Failing(ctx context.Context, circuits []Circuit) (map[string]C
 			subset = append(subset, c)
 		}
 	}
-	return CountWindows(byID, subset, now), nil
+	return CountRows(rows, subset, now), nil
 }
 
-// window reads the failure rows of the longest window of circuits, by row.
-func (s *Service) window(ctx context.Context, circuits []Circuit) (map[string]FailureRow, time.Time, error) {
+// window reads the failure rows of the longest window of circuits, each
+// once.
+func (s *Service) window(ctx context.Context, circuits []Circuit) ([]FailureRow, time.Time, error) {
 	now := s.now()
 	longest := time.Duration(0)
 	for _, c := range circuits {
@@ -141,11 +142,7 @@ func (s *Service) window(ctx context.Context, circuits []Circuit) (map[string]Fa
 	if err != nil {
 		return nil, now, err
 	}
-	byID := make(map[string]FailureRow, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
-	return byID, now, nil
+	return rows, now, nil
 }
 
 // Trip switches a circuit's trigger off by hand.

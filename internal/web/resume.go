@@ -145,7 +145,7 @@ func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit
 	if err != nil {
 		return err
 	}
-	counts := circuit.CountWindows(indexRows(rows), []circuit.Circuit{ci}, now)
+	counts := circuit.CountRows(rows, []circuit.Circuit{ci}, now)
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
 		return err
@@ -158,12 +158,4 @@ func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit
 		m.Errors, m.ErrorsOther, _ = s.errorGroups(ctx, ci, now)
 	}
 	return render(c, http.StatusOK, views.ResumePage(m))
-}
-
-func indexRows(rows []circuit.FailureRow) map[string]circuit.FailureRow {
-	out := make(map[string]circuit.FailureRow, len(rows))
-	for _, r := range rows {
-		out[r.ID] = r
-	}
-	return out
 }

@@ -107,8 +107,8 @@ func (b *Batch) Submit(ctx context.Context) error {
 	}
 	start := time.Now()
 	var err error
-	if b.table.txn != nil {
-		err = b.table.txn.submit(ctx, b.table.name, b.partitionKey, b.keys, b.actions)
+	if b.table.wire != nil {
+		err = b.table.wire.submit(ctx, b.table.name, b.partitionKey, b.keys, b.actions)
 	} else {
 		_, err = b.table.client.SubmitTransaction(ctx, b.actions, nil)
 	}

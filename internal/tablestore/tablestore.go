@@ -68,7 +68,7 @@ type Options struct {
 // Service is a connection to one storage account's table endpoint.
 type Service struct {
 	client      *aztables.ServiceClient
-	txn         *transactions // nil: transactions go through the SDK
+	wire        *wire // nil: transactions go through the SDK
 	prefix      string
 	observe     Observer
 	observeRows func(table string, rows int)
@@ -83,7 +83,7 @@ func NewFromConnectionString(connectionString string, opts Options) (*Service, e
 		return nil, errors.New("tablestore: the storage connection string is not valid")
 	}
 	s := newService(c, opts)
-	s.txn = sharedKeyTransactions(connectionString, clientOptions(opts))
+	s.wire = sharedKeyWire(connectionString, clientOptions(opts))
 	return s, nil
 }
 
@@ -100,7 +100,7 @@ func NewWithManagedIdentity(accountURL string, opts Options) (*Service, error) {
 	}
 	s := newService(c, opts)
 	// The scope the SDK asks for Table storage, in every cloud.
-	s.txn = newTransactions(accountURL, runtime.NewBearerTokenPolicy(cred, []string{"https://storage.azure.com/.default"}, nil), clientOptions(opts))
+	s.wire = newWire(accountURL, runtime.NewBearerTokenPolicy(cred, []string{"https://storage.azure.com/.default"}, nil), clientOptions(opts))
 	return s, nil
 }
 
@@ -142,7 +142,7 @@ func (s *Service) TableName(name string) string { return s.prefix + name }
 // Table returns a handle on a table; it does not create it.
 func (s *Service) Table(name string) *Table {
 	full := s.TableName(name)
-	return &Table{client: s.client.NewClient(full), txn: s.txn, name: full, observe: s.observe, observeRows: s.observeRows}
+	return &Table{client: s.client.NewClient(full), wire: s.wire, name: full, observe: s.observe, observeRows: s.observeRows}
 }
 
 // CreateTable creates a table if it does not exist yet.
@@ -185,7 +185,7 @@ func (s *Service) Ping(ctx context.Context) error {
 // Table is one table of the account.
 type Table struct {
 	client      *aztables.Client
-	txn         *transactions
+	wire        *wire
 	name        string
 	observe     Observer
 	observeRows func(table string, rows int)
@@ -392,6 +392,19 @@ func readPage[T any, PT interface {
 	*T
 	Entity
 }](ctx context.Context, t *Table, q Query, from Continuation) ([]T, []*RowError, Continuation, error) {
+	if t.wire != nil {
+		start := time.Now()
+		page, err := t.wire.query(ctx, t.name, q, from)
+		t.observe("query", t.name, time.Since(start), err)
+		if err != nil {
+			return nil, nil, Continuation{}, wrap("query", t.name, "", err)
+		}
+		if q.Served != nil && !page.Served.IsZero() {
+			q.Served(page.Served)
+		}
+		rows, bad := decodeRows[T, PT](t, page.Rows)
+		return rows, bad, page.Next, nil
+	}
 	opts := &aztables.ListEntitiesOptions{}
 	if q.Filter != "" {
 		f := string(q.Filter)
@@ -424,18 +437,7 @@ func readPage[T any, PT interface {
 			q.Served(at)
 		}
 	}
-	t.observeRows(t.name, len(resp.Entities))
-	rows := make([]T, 0, len(resp.Entities))
-	var bad []*RowError
-	for _, raw := range resp.Entities {
-		var row T
-		if err := unmarshal(raw, PT(&row), ""); err != nil {
-			m := PT(&row).meta()
-			bad = append(bad, &RowError{PartitionKey: m.PartitionKey, RowKey: m.RowKey, Err: err})
-			continue
-		}
-		rows = append(rows, row)
-	}
+	rows, bad := decodeRows[T, PT](t, resp.Entities)
 	var next Continuation
 	if resp.NextPartitionKey != nil {
 		next.NextPartitionKey = *resp.NextPartitionKey
@@ -444,6 +446,27 @@ func readPage[T any, PT interface {
 		next.NextRowKey = *resp.NextRowKey
 	}
 	return rows, bad, next, nil
+}
+
+// decodeRows decodes a page's rows; a row that does not decode is a
+// RowError, and the others are still read.
+func decodeRows[T any, PT interface {
+	*T
+	Entity
+}, R ~[]byte](t *Table, page []R) ([]T, []*RowError) {
+	t.observeRows(t.name, len(page))
+	rows := make([]T, 0, len(page))
+	var bad []*RowError
+	for _, raw := range page {
+		var row T
+		if err := unmarshal(raw, PT(&row), ""); err != nil {
+			m := PT(&row).meta()
+			bad = append(bad, &RowError{PartitionKey: m.PartitionKey, RowKey: m.RowKey, Err: err})
+			continue
+		}
+		rows = append(rows, row)
+	}
+	return rows, bad
 }
 
 func keyOf(e Entity) string {

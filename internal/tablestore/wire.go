@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -24,16 +25,16 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/data/aztables"
 )
 
-// transactions posts entity group transactions itself, through a pipeline
-// built from the same options as the SDK's client (retries, try timeout,
-// budget, transport, tracing) and the same credential. The SDK's
-// SubmitTransaction reads each entity's JSON back into a map and writes it
-// out again, with a request object, a header map and a sorted header
-// write per row: a third of an OpenTelemetry export's CPU (#33). The wire
-// format is the SDK's: the same multipart framing, request lines and
-// headers, and the entity's JSON as Fusebox wrote it (the SDK only
-// re-encoded it), so Azure and Azurite see the same requests either way.
-type transactions struct {
+// wire makes the calls Fusebox makes most, entity group transactions and
+// queries, itself, through a pipeline built from the same options as the
+// SDK's client (retries, try timeout, budget, transport, tracing) and the
+// same credential. The SDK reads every row's JSON into a map and writes it
+// out again, both ways: its SubmitTransaction was a third of an
+// OpenTelemetry export's CPU (#33), and its query pages most of a window
+// reread's. The wire format is the SDK's: the same paths, query
+// parameters, multipart framing and headers, and a row's JSON as it was
+// written, so Azure and Azurite see the same requests either way.
+type wire struct {
 	endpoint string // the table service's URL, without a query
 	client   *azcore.Client
 }
@@ -42,7 +43,7 @@ type transactions struct {
 // of it: the inner status and error code of the action that failed.
 const maxTransactionAnswer = 64 << 10
 
-func newTransactions(endpoint string, auth policy.Policy, opts *aztables.ClientOptions) *transactions {
+func newWire(endpoint string, auth policy.Policy, opts *aztables.ClientOptions) *wire {
 	endpoint = strings.TrimSuffix(endpoint, "/")
 	u, err := url.Parse(endpoint)
 	if err != nil || u.RawQuery != "" || u.Host == "" || strings.Contains(u.Host, ".cosmos") {
@@ -52,13 +53,13 @@ func newTransactions(endpoint string, auth policy.Policy, opts *aztables.ClientO
 	if err != nil {
 		return nil
 	}
-	return &transactions{endpoint: endpoint, client: client}
+	return &wire{endpoint: endpoint, client: client}
 }
 
-// sharedKeyTransactions are transactions signed with the account key of a
+// sharedKeyWire are transactions signed with the account key of a
 // connection string; nil when the string has none (a SAS, which the SDK's
 // path serves) or names no endpoint this can derive.
-func sharedKeyTransactions(connectionString string, opts *aztables.ClientOptions) *transactions {
+func sharedKeyWire(connectionString string, opts *aztables.ClientOptions) *wire {
 	v := map[string]string{}
 	for part := range strings.SplitSeq(strings.TrimRight(connectionString, ";"), ";") {
 		k, val, ok := strings.Cut(part, "=")
@@ -83,7 +84,7 @@ func sharedKeyTransactions(connectionString string, opts *aztables.ClientOptions
 		}
 		endpoint = protocol + "://" + account + ".table." + suffix
 	}
-	return newTransactions(endpoint, &sharedKeyLite{account: account, key: secret}, opts)
+	return newWire(endpoint, &sharedKeyLite{account: account, key: secret}, opts)
 }
 
 // sharedKeyLite signs a request as the Table service's SharedKeyLite
@@ -110,7 +111,7 @@ func (s *sharedKeyLite) Do(req *policy.Request) (*http.Response, error) {
 
 // submit posts one transaction of rows of a partition of table, as the
 // SDK would; rows are the actions' row keys.
-func (t *transactions) submit(ctx context.Context, table, partition string, rows []string, actions []aztables.TransactionAction) (err error) {
+func (t *wire) submit(ctx context.Context, table, partition string, rows []string, actions []aztables.TransactionAction) (err error) {
 	ctx, end := runtime.StartSpan(ctx, "Client.SubmitTransaction", t.client.Tracer(), nil)
 	defer func() { end(err) }()
 	batch, changeset := boundary("batch_"), boundary("changeset_")
@@ -223,4 +224,74 @@ func boundary(prefix string) string {
 	var b [16]byte
 	_, _ = rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
+}
+
+// maxQueryAnswer bounds one page of a query's answer: at most 1,000 rows,
+// which Azure holds to 4 MiB a page; a page past this is refused, not read.
+const maxQueryAnswer = 16 << 20
+
+// queryPage is one page of a query's answer: each row's JSON as the
+// service sent it, and where the next page starts.
+type queryPage struct {
+	Rows   []json.RawMessage
+	Next   Continuation
+	Served time.Time // the service's Date; zero when it sent none
+}
+
+// query asks table for one page of rows, as the SDK's ListEntities pager
+// would.
+func (t *wire) query(ctx context.Context, table string, q Query, from Continuation) (page queryPage, err error) {
+	ctx, end := runtime.StartSpan(ctx, "Client.ListEntities", t.client.Tracer(), nil)
+	defer func() { end(err) }()
+	req, err := runtime.NewRequest(ctx, http.MethodGet, t.endpoint+"/"+url.PathEscape(table)+"()")
+	if err != nil {
+		return queryPage{}, err
+	}
+	v := url.Values{}
+	if q.Filter != "" {
+		v.Set("$filter", string(q.Filter))
+	}
+	if len(q.Select) > 0 {
+		v.Set("$select", strings.Join(q.Select, ","))
+	}
+	if q.Top > 0 {
+		v.Set("$top", strconv.Itoa(int(min(q.Top, 1000))))
+	}
+	if !from.IsZero() {
+		v.Set("NextPartitionKey", from.NextPartitionKey)
+		v.Set("NextRowKey", from.NextRowKey)
+	}
+	req.Raw().URL.RawQuery = v.Encode()
+	h := req.Raw().Header
+	h.Set("x-ms-version", "2019-02-02")
+	h.Set("DataServiceVersion", "3.0")
+	h.Set("Accept", "application/json;odata=minimalmetadata")
+	resp, err := t.client.Pipeline().Do(req)
+	if err != nil {
+		return queryPage{}, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxQueryAnswer+1))
+	if err != nil {
+		return queryPage{}, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		resp.Body = io.NopCloser(bytes.NewReader(body))
+		return queryPage{}, runtime.NewResponseError(resp)
+	}
+	if len(body) > maxQueryAnswer {
+		return queryPage{}, fmt.Errorf("a page of %s's rows is over %d bytes", table, maxQueryAnswer)
+	}
+	var answer struct {
+		Value []json.RawMessage `json:"value"`
+	}
+	if err := json.Unmarshal(body, &answer); err != nil {
+		return queryPage{}, fmt.Errorf("a page of %s's rows is not the JSON a query answers", table)
+	}
+	page.Rows = answer.Value
+	page.Next = Continuation{NextPartitionKey: resp.Header.Get("x-ms-continuation-NextPartitionKey"), NextRowKey: resp.Header.Get("x-ms-continuation-NextRowKey")}
+	if at, err := http.ParseTime(resp.Header.Get("Date")); err == nil {
+		page.Served = at
+	}
+	return page, nil
 }

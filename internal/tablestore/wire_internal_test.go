@@ -19,12 +19,12 @@ func TestWhichConnectionsPostTransactionsThemselves(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			txn := sharedKeyTransactions(c.cs, clientOptions(Options{}))
+			w := sharedKeyWire(c.cs, clientOptions(Options{}))
 			switch {
-			case c.endpoint == "" && txn != nil:
-				t.Errorf("posts transactions to %s itself, want the SDK's path", txn.endpoint)
-			case c.endpoint != "" && (txn == nil || txn.endpoint != c.endpoint):
-				t.Errorf("got %+v, want its own transactions to %s", txn, c.endpoint)
+			case c.endpoint == "" && w != nil:
+				t.Errorf("posts transactions to %s itself, want the SDK's path", w.endpoint)
+			case c.endpoint != "" && (w == nil || w.endpoint != c.endpoint):
+				t.Errorf("got %+v, want its own transactions to %s", w, c.endpoint)
 			}
 		})
 	}

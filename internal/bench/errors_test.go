@@ -86,7 +86,7 @@ func BenchmarkCircuitPageErrors(b *testing.B) {
 			// reported apart, and the views are measured once the
 			// evaluator has finished a tick begun after it.
 			first, settled := view(), time.Now()
-			waitForTick(b, st, settled)
+			srv.TickAfter(b, settled)
 			var times []time.Duration
 			for b.Loop() {
 				times = append(times, view())
@@ -97,22 +97,6 @@ func BenchmarkCircuitPageErrors(b *testing.B) {
 			b.ReportMetric(ms(slices.Max(times)), "max-ms")
 			b.ReportMetric(0, "ns/op")
 		})
-	}
-}
-
-// waitForTick waits for the evaluator to finish a tick begun after since.
-func waitForTick(b *testing.B, st *storage.Store, since time.Time) {
-	b.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if s, err := st.Status.Evaluator(context.Background()); err == nil && s.LastTickAt.After(since) {
-			return
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the evaluator finished no tick within 30 s")
-		}
-		// Polling a condition, not pacing: the status is a stored row.
-		time.Sleep(50 * time.Millisecond)
 	}
 }
 

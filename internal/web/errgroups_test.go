@@ -153,10 +153,7 @@ func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
 	wantStatus(t, newBrowser(t, srv.URL).do(req), http.StatusAccepted)
 
 	page := op.get("/circuits/" + demo.AppID + "/ScoreLeads")
-	want := `href="https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/` + appID + `/itemid/b7ad6b7169203331"`
-	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
-		t.Errorf("the sample trace does not link to its transaction (%s):\n%s", want, g)
-	}
+	wantTraceLinked(t, page.body, appID, "the sample trace does not link to its transaction")
 }
 
 // A failure that comes as the host's own span (zero code) keeps that
@@ -168,8 +165,7 @@ func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
 	nameInsights(t, srv, appID)
 	export := hostSpans("func-orders-demo", srv.Clock.Now().Add(-time.Second), 1)
 	span := export.ResourceSpans[0].ScopeSpans[0].Spans[0]
-	span.TraceId = []byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
-	span.SpanId = []byte{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31}
+	span.TraceId, span.SpanId = linkedTrace, linkedSpan
 	span.Status.Message = "The store did not answer within 30 s."
 	body, _ := proto.Marshal(export)
 	wantStatus(t, postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false), http.StatusOK)
@@ -177,10 +173,7 @@ func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
 	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders")
-	want := `href="https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/` + appID + `/itemid/b7ad6b7169203331"`
-	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
-		t.Errorf("the failed span's group does not link to its own request (%s):\n%s", want, g)
-	}
+	wantTraceLinked(t, page.body, appID, "the failed span's group does not link to its own request")
 }
 
 // A failure that comes as the host's "Executed … (Failed …)" record keeps
@@ -193,8 +186,8 @@ func TestAFailedExecutedRecordLinksToItsRun(t *testing.T) {
 	at := srv.Clock.Now().Add(-time.Second)
 	rec := &logspb.LogRecord{TimeUnixNano: uint64(at.UnixNano()), SeverityNumber: logspb.SeverityNumber_SEVERITY_NUMBER_ERROR,
 		Body:       &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: "Executed 'Functions.ProcessOrders' (Failed, Id=5a1e-77, Duration=153ms)"}},
-		TraceId:    []byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c},
-		SpanId:     []byte{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31},
+		TraceId:    linkedTrace,
+		SpanId:     linkedSpan,
 		Attributes: []*commonpb.KeyValue{otlpKV("exception.message", "The store did not answer within 30 s.")}}
 	body, _ := proto.Marshal(&collogspb.ExportLogsServiceRequest{ResourceLogs: []*logspb.ResourceLogs{{
 		Resource:  &resourcepb.Resource{Attributes: []*commonpb.KeyValue{otlpKV("service.name", "func-orders-demo")}},
@@ -205,10 +198,8 @@ func TestAFailedExecutedRecordLinksToItsRun(t *testing.T) {
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
 	page := b.get("/circuits/" + demo.AppID + "/ProcessOrders")
-	link := "https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/" + appID + "/itemid/b7ad6b7169203331"
-	if g := section(page.body, `data-testid="error-group"`); !strings.Contains(g, `href="`+link+`"`) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
-		t.Errorf("the failed record's group does not link to its run (%s):\n%s", link, g)
-	}
+	wantTraceLinked(t, page.body, appID, "the failed record's group does not link to its run")
+	link := insightsItem(appID)
 	api := b.get("/api/v1/circuits/" + demo.AppID + "/ProcessOrders")
 	wantStatus(t, api, http.StatusOK)
 	var got struct {
@@ -242,5 +233,26 @@ func nameInsights(t *testing.T, srv *apptest.Server, appID string) {
 	app.InsightsAppID = appID
 	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The trace the link tests report (as a traceparent, a span's ids or a
+// record's), and the item of it Application Insights is asked to open.
+var (
+	linkedTrace = []byte{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, 0x9c}
+	linkedSpan  = []byte{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, 0x31}
+)
+
+func insightsItem(appID string) string {
+	return "https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/" + appID + "/itemid/b7ad6b7169203331"
+}
+
+// wantTraceLinked says problem unless the page's first error group shows
+// the linked trace and links it to its item in appID's resource.
+func wantTraceLinked(t *testing.T, body, appID, problem string) {
+	t.Helper()
+	want := `href="` + insightsItem(appID) + `"`
+	if g := section(body, `data-testid="error-group"`); !strings.Contains(g, want) || !strings.Contains(g, "0af7651916cd43dd8448eb211c80319c") {
+		t.Errorf("%s (%s):\n%s", problem, want, g)
 	}
 }

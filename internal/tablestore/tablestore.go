@@ -395,6 +395,11 @@ func readPage[T any, PT interface {
 	if t.wire != nil {
 		start := time.Now()
 		page, err := t.wire.query(ctx, t.name, q, from)
+		// Rows written large: the same page again in fewer rows.
+		for errors.Is(err, errPageTooLarge) && (q.Top == 0 || q.Top > 1) {
+			q.Top = max(1, min(pageRows(q.Top), 1000)/16)
+			page, err = t.wire.query(ctx, t.name, q, from)
+		}
 		t.observe("query", t.name, time.Since(start), err)
 		if err != nil {
 			return nil, nil, Continuation{}, wrap("query", t.name, "", err)
@@ -446,6 +451,14 @@ func readPage[T any, PT interface {
 		next.NextRowKey = *resp.NextRowKey
 	}
 	return rows, bad, next, nil
+}
+
+// pageRows is a query's rows per page: Top, or the service's 1,000.
+func pageRows(top int32) int32 {
+	if top == 0 {
+		return 1000
+	}
+	return top
 }
 
 // decodeRows decodes a page's rows; a row that does not decode is a

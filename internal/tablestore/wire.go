@@ -9,6 +9,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -226,9 +227,14 @@ func boundary(prefix string) string {
 	return prefix + hex.EncodeToString(b[:])
 }
 
-// maxQueryAnswer bounds one page of a query's answer: at most 1,000 rows,
-// which Azure holds to 4 MiB a page; a page past this is refused, not read.
-const maxQueryAnswer = 16 << 20
+// maxQueryAnswer bounds one page of a query's answer. A page past it is
+// not read; it is asked for again in fewer rows (readPage), down to one
+// (at most 1 MiB in Azure), so rows others wrote large cost memory in
+// bounded pages and never stop a read. A variable for tests.
+var maxQueryAnswer = 16 << 20
+
+// errPageTooLarge is a page of rows over maxQueryAnswer.
+var errPageTooLarge = errors.New("a page of rows is over the size read at once")
 
 // queryPage is one page of a query's answer: each row's JSON as the
 // service sent it, and where the next page starts.
@@ -271,7 +277,7 @@ func (t *wire) query(ctx context.Context, table string, q Query, from Continuati
 		return queryPage{}, err
 	}
 	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxQueryAnswer+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxQueryAnswer)+1))
 	if err != nil {
 		return queryPage{}, err
 	}
@@ -280,7 +286,7 @@ func (t *wire) query(ctx context.Context, table string, q Query, from Continuati
 		return queryPage{}, runtime.NewResponseError(resp)
 	}
 	if len(body) > maxQueryAnswer {
-		return queryPage{}, fmt.Errorf("a page of %s's rows is over %d bytes", table, maxQueryAnswer)
+		return queryPage{}, errPageTooLarge
 	}
 	var answer struct {
 		Value []json.RawMessage `json:"value"`

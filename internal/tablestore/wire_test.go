@@ -2,6 +2,7 @@ package tablestore_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -101,5 +102,27 @@ func TestATransactionSignedWithAnotherKeyIsRefused(t *testing.T) {
 	var w widget
 	if err := tbl.Get(t.Context(), "p", "forged", &w); !errors.Is(err, tablestore.ErrNotFound) {
 		t.Errorf("the refused transaction wrote its row (%v)", err)
+	}
+}
+
+// Rows written larger than a page may hold are read all the same, in
+// smaller pages: a page over the size read at once is asked for again in
+// fewer rows, never read whole nor given up on.
+func TestRowsWrittenLargeAreReadInSmallerPages(t *testing.T) {
+	tbl := newTable(t)
+	ctx := t.Context()
+	b := tbl.NewBatch("big")
+	for i := range 40 {
+		if err := b.Upsert(&widget{Meta: tablestore.Meta{PartitionKey: "big", RowKey: fmt.Sprintf("r%02d", i)}, Name: strings.Repeat("x", 6000)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Submit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	defer tablestore.SetMaxQueryAnswer(64 << 10)()
+	rows, err := tablestore.All[widget](ctx, tbl, tablestore.Query{Filter: tablestore.PartitionIs("big")})
+	if err != nil || len(rows) != 40 {
+		t.Fatalf("read %d rows (%v), want all 40 of 240 kB in pages of at most 64 kB", len(rows), err)
 	}
 }

@@ -75,10 +75,6 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 		e.wakeUp()
 		return
 	}
-	byID := make(map[string]FailureRow, len(rows))
-	for _, r := range rows {
-		byID[r.ID] = r
-	}
 	e.mu.Lock()
 	app, known := e.apps[appID]
 	apps := e.apps
@@ -92,7 +88,7 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 		}
 	}
 	e.mu.Unlock()
-	d := Decide(c, CountWindows(byID, []Circuit{c}, now)[c.ID()], now, app.Guardrail, off, total)
+	d := Decide(c, CountRows(rows, []Circuit{c}, now)[c.ID()], now, app.Guardrail, off, total)
 	if d.Flip == nil {
 		return
 	}

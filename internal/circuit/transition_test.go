@@ -407,11 +407,7 @@ func TestTheNoSuccessRule(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rows := map[string]circuit.FailureRow{}
-			for _, r := range tt.rows(tt.c) {
-				rows[r.ID] = r
-			}
-			n := circuit.CountWindows(rows, []circuit.Circuit{tt.c}, now)[tt.c.ID()]
+			n := circuit.CountRows(tt.rows(tt.c), []circuit.Circuit{tt.c}, now)[tt.c.ID()]
 			_, f := circuit.Evaluate(tt.c, n, now)
 			if (f != nil) != tt.trips {
 				t.Fatalf("tripped %v, want %v (counts %+v)", f != nil, tt.trips, n)
@@ -449,11 +445,7 @@ func TestAQuorumOfInstances(t *testing.T) {
 		{"two instances, too few failures", []circuit.FailureRow{row("a", "vm-1", true, 5), row("b", "vm-2", true, 5)}, false, ""},
 		{"an instance with only successes does not count", []circuit.FailureRow{row("a", "vm-1", true, 20), {ID: "b", Circuit: c.ID(), Second: now.Add(-time.Second), Successes: 9, Source: "vm-2", Named: true}}, false, ""},
 	} {
-		rows := map[string]circuit.FailureRow{}
-		for _, r := range tc.rows {
-			rows[r.ID] = r
-		}
-		n := circuit.CountWindows(rows, []circuit.Circuit{c}, now)[c.ID()]
+		n := circuit.CountRows(tc.rows, []circuit.Circuit{c}, now)[c.ID()]
 		_, f := circuit.Evaluate(c, n, now)
 		if (f != nil) != tc.trips || (f != nil && f.Reason != tc.reason) {
 			t.Errorf("%s: tripped %v (%+v), want %v %q", tc.name, f != nil, f, tc.trips, tc.reason)

@@ -1,9 +1,6 @@
 package circuit
 
 import (
-	"iter"
-	"maps"
-	"slices"
 	"sort"
 	"time"
 )
@@ -79,20 +76,11 @@ type Rejection struct {
 	Reason string
 }
 
-// CountWindows adds up, for each circuit, the failures in its window
-// ending at now and those that count toward its next decision. Rows for
-// seconds after now (a writer whose clock runs ahead) wait until their
-// second comes.
-func CountWindows(rows map[string]FailureRow, circuits []Circuit, now time.Time) map[string]Counts {
-	return countWindows(maps.Values(rows), circuits, now)
-}
-
-// CountRows is CountWindows of rows held in a slice (a page's window).
+// CountRows adds up, for each circuit, the failures in its window ending
+// at now and those that count toward its next decision, of rows given
+// once each. Rows for seconds after now (a writer whose clock runs ahead)
+// wait until their second comes.
 func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]Counts {
-	return countWindows(slices.Values(rows), circuits, now)
-}
-
-func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) map[string]Counts {
 	type span struct {
 		window, counted time.Time
 		quorum          int // the instances to count up to; 0: none
@@ -105,7 +93,7 @@ func countWindows(rows iter.Seq[FailureRow], circuits []Circuit, now time.Time) 
 		spans[id] = span{now.Add(-c.Window), since, max(c.Rule.MinInstances, 0)}
 		counts[id] = Counts{Since: since, Whole: !since.After(now.Add(-c.Window))}
 	}
-	for r := range rows {
+	for _, r := range rows {
 		sp, ok := spans[r.Circuit]
 		if !ok || r.Second.After(now) {
 			continue

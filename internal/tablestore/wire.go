@@ -152,32 +152,42 @@ func (t *wire) submit(ctx context.Context, table, partition string, rows []strin
 	if err != nil {
 		return err
 	}
-	h := req.Raw().Header
-	h.Set("x-ms-version", "2019-02-02")
-	h.Set("DataServiceVersion", "3.0")
-	h.Set("Accept", "application/json;odata=minimalmetadata")
 	if err := req.SetBody(streaming.NopCloser(bytes.NewReader(body.Bytes())), "multipart/mixed; boundary="+batch); err != nil {
 		return err
 	}
-	resp, err := t.client.Pipeline().Do(req)
+	_, answer, err := t.call(req, http.StatusAccepted, maxTransactionAnswer)
 	if err != nil {
 		return err
-	}
-	defer resp.Body.Close()
-	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxTransactionAnswer))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusAccepted {
-		// The envelope failed (a malformed request, auth, throttling):
-		// the SDK's error of it, which callers classify as any other.
-		resp.Body = io.NopCloser(bytes.NewReader(answer))
-		return runtime.NewResponseError(resp)
 	}
 	if status, code := failedAction(answer); status != 0 {
 		return &transactionFailed{status: status, code: code}
 	}
 	return nil
+}
+
+// call sends req with the headers every Table call carries and reads at
+// most limit bytes of the answer. An answer of another status than want
+// (a malformed request, auth, throttling) is the SDK's error of it, which
+// callers classify as any other.
+func (t *wire) call(req *policy.Request, want int, limit int64) (*http.Response, []byte, error) {
+	h := req.Raw().Header
+	h.Set("x-ms-version", "2019-02-02")
+	h.Set("DataServiceVersion", "3.0")
+	h.Set("Accept", "application/json;odata=minimalmetadata")
+	resp, err := t.client.Pipeline().Do(req)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, limit))
+	if err != nil {
+		return nil, nil, err
+	}
+	if resp.StatusCode != want {
+		resp.Body = io.NopCloser(bytes.NewReader(answer))
+		return nil, nil, runtime.NewResponseError(resp)
+	}
+	return resp, answer, nil
 }
 
 var innerErrorCode = regexp.MustCompile(`"code"\s*:\s*"([A-Za-z]{1,64})"`)
@@ -268,22 +278,9 @@ func (t *wire) query(ctx context.Context, table string, q Query, from Continuati
 		v.Set("NextRowKey", from.NextRowKey)
 	}
 	req.Raw().URL.RawQuery = v.Encode()
-	h := req.Raw().Header
-	h.Set("x-ms-version", "2019-02-02")
-	h.Set("DataServiceVersion", "3.0")
-	h.Set("Accept", "application/json;odata=minimalmetadata")
-	resp, err := t.client.Pipeline().Do(req)
+	resp, body, err := t.call(req, http.StatusOK, int64(maxQueryAnswer)+1)
 	if err != nil {
 		return queryPage{}, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(maxQueryAnswer)+1))
-	if err != nil {
-		return queryPage{}, err
-	}
-	if resp.StatusCode != http.StatusOK {
-		resp.Body = io.NopCloser(bytes.NewReader(body))
-		return queryPage{}, runtime.NewResponseError(resp)
 	}
 	if len(body) > maxQueryAnswer {
 		return queryPage{}, errPageTooLarge

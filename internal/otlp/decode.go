@@ -7,15 +7,15 @@ import (
 	"sync"
 
 	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
 )
 
-// This file decodes an export's protobuf bytes at a cost known before
-// anything is built. Decoding multiplies memory: an empty span is 2 bytes
+// This file decodes a logs export's protobuf bytes at a cost known before
+// anything is built (a trace export's are read without building anything:
+// lean.go). Decoding multiplies memory: an empty span is 2 bytes
 // on the wire and about 290 once decoded, so 4 MiB of them would be two
 // million spans and half a gigabyte. The bytes are walked first, with the
 // messages' descriptors, without building anything: records past
@@ -40,17 +40,6 @@ var ErrUnreadable = errors.New("otlp: the bytes are not an export request of thi
 // record (2), the same numbers for spans and log records.
 var recordPath = []protowire.Number{1, 2, 2}
 
-// DecodeTraces decodes an ExportTraceServiceRequest, keeping its first
-// MaxRecords spans; cut says how many were cut.
-func DecodeTraces(b []byte) (req *coltracepb.ExportTraceServiceRequest, cut int, err error) {
-	// The lean decoder charges what it builds as it goes: no weighing.
-	cut, err = decode(b, nil, func(kept []byte) (err error) {
-		req, err = leanTraces(kept)
-		return err
-	})
-	return req, cut, err
-}
-
 // DecodeLogs decodes an ExportLogsServiceRequest, keeping its first
 // MaxRecords log records; cut says how many were cut.
 func DecodeLogs(b []byte) (req *collogspb.ExportLogsServiceRequest, cut int, err error) {
@@ -65,8 +54,7 @@ func DecodeLogs(b []byte) (req *collogspb.ExportLogsServiceRequest, cut int, err
 const maxGrowth = 160
 
 // decode cuts b's records past MaxRecords, weighs what is kept as an
-// export of m's kind (unless m is nil: read charges as it builds), then
-// has read decode it.
+// export of m's kind, then has read decode it.
 func decode(b []byte, m proto.Message, read func(kept []byte) error) (int, error) {
 	kept, cut := b, 0
 	if len(b)/2 > MaxRecords && countRecords(b, recordPath) > MaxRecords {
@@ -75,7 +63,7 @@ func decode(b []byte, m proto.Message, read func(kept []byte) error) (int, error
 			return 0, err
 		}
 	}
-	if m != nil && len(kept)*maxGrowth > MaxDecoded {
+	if len(kept)*maxGrowth > MaxDecoded {
 		cost := 0
 		if err := weigh(kept, m.ProtoReflect().Descriptor(), 0, &cost); err != nil {
 			return 0, err

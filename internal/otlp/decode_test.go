@@ -2,8 +2,10 @@ package otlp
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
@@ -35,6 +37,15 @@ func emptyResources(n int) []byte {
 	return b
 }
 
+func mustUnmarshal(t *testing.T, b []byte) *coltracepb.ExportTraceServiceRequest {
+	t.Helper()
+	req := &coltracepb.ExportTraceServiceRequest{}
+	if err := proto.Unmarshal(b, req); err != nil {
+		t.Fatal(err)
+	}
+	return req
+}
+
 // allocated is what f allocates on the heap, measured.
 func allocated(f func()) uint64 {
 	var before, after runtime.MemStats
@@ -47,39 +58,60 @@ func allocated(f func()) uint64 {
 
 // TestDecodingCostsBoundedMemory measures what decoding the two attacks
 // allocates: 2 million empty spans (4 MiB on the wire, ~600 MB when
-// proto.Unmarshal builds them all) are cut on the wire to MaxRecords, and
-// 2 million empty resources are refused before anything is built.
+// proto.Unmarshal builds them all) are read up to MaxRecords and the rest
+// only counted, and 2 million empty resources build nothing at all.
 func TestDecodingCostsBoundedMemory(t *testing.T) {
 	spans := emptySpans(2_000_000)
-	var req *coltracepb.ExportTraceServiceRequest
+	var m Mapped
 	var cut int
 	var err error
-	got := allocated(func() { req, cut, err = DecodeTraces(spans) })
-	if err != nil || cut != 2_000_000-MaxRecords || len(req.ResourceSpans[0].ScopeSpans[0].Spans) != MaxRecords {
-		t.Fatalf("decoded %v, cut %d: want the first %d spans and the rest cut", err, cut, MaxRecords)
+	got := allocated(func() { m, cut, err = DecodeTraces(spans) })
+	if err != nil || cut != 2_000_000-MaxRecords || m.Records != MaxRecords {
+		t.Fatalf("decoded %v, %d spans read, %d cut: want the first %d read and the rest cut", err, m.Records, cut, MaxRecords)
 	}
-	t.Logf("2,000,000 empty spans (%d bytes): %d MB allocated", len(spans), got>>20)
-	if got > 64<<20 {
-		t.Errorf("decoding 2,000,000 empty spans allocated %d MB, want at most 64", got>>20)
+	t.Logf("2,000,000 empty spans (%d bytes): %d kB allocated", len(spans), got>>10)
+	// What it keeps room for: MaxRecords invocations, none of them used.
+	if got > 4<<20 {
+		t.Errorf("decoding 2,000,000 empty spans allocated %d kB, want at most 4 MB", got>>10)
 	}
 	resources := emptyResources(2_000_000)
-	got = allocated(func() { _, _, err = DecodeTraces(resources) })
-	if !errors.Is(err, ErrTooCostly) {
-		t.Fatalf("2,000,000 empty resources: %v, want ErrTooCostly", err)
+	got = allocated(func() { m, cut, err = DecodeTraces(resources) })
+	if err != nil || cut != 0 || m.Records != 0 {
+		t.Fatalf("2,000,000 empty resources: %v, %d spans, %d cut; want nothing read, nothing refused", err, m.Records, cut)
 	}
-	t.Logf("2,000,000 empty resources (%d bytes): refused, %d MB allocated", len(resources), got>>20)
-	if got > 64<<20 {
-		t.Errorf("refusing 2,000,000 empty resources allocated %d MB, want at most 64", got>>20)
+	t.Logf("2,000,000 empty resources (%d bytes): %d kB allocated", len(resources), got>>10)
+	if got > 1<<20 {
+		t.Errorf("reading 2,000,000 empty resources allocated %d kB, want at most 1 MB", got>>10)
+	}
+	// The largest export that keeps the most: MaxRecords failed spans,
+	// each with the longest id, instance, error text and function name
+	// that are kept, and every other attribute and event skipped.
+	long := func(c byte, n int) string { return strings.Repeat(string(c), n) }
+	var many []*tracepb.Span
+	for i := range MaxRecords {
+		s := span("F"+long('x', 120), tracepb.Span_SPAN_KIND_SERVER, true, kv("faas.invocation_id", fmt.Sprintf("%064d", i)), kv("faas.instance", long('i', 1000)))
+		s.Status.Message = long('m', 1000)
+		s.TraceId = []byte("0123456789abcdef")
+		many = append(many, s)
+	}
+	b, _ := proto.Marshal(traces("Microsoft.Azure.WebJobs.Host", many...))
+	got = allocated(func() { m, _, err = DecodeTraces(b) })
+	if err != nil || len(m.Invocations) != MaxRecords {
+		t.Fatalf("%d spans with the longest texts kept: %v, %d invocations", MaxRecords, err, len(m.Invocations))
+	}
+	t.Logf("%d failed spans with the longest texts kept (%d bytes): %d MB allocated", MaxRecords, len(b), got>>20)
+	if got > 16<<20 {
+		t.Errorf("the export that keeps the most allocated %d MB, want at most 16", got>>20)
 	}
 }
 
-// TestDecodeKeepsWhatUnmarshalKeeps: a host-shaped export decodes to
-// exactly what proto.Unmarshal and LimitTraces make of it, with the same
-// records cut, and nothing is cut under the limit.
-func TestDecodeKeepsWhatUnmarshalKeeps(t *testing.T) {
+// TestDecodeReadsWhatUnmarshalReads: a host-shaped export reads as
+// FromTraces reads what proto.Unmarshal makes of it, with the same spans
+// cut past the limit as LimitTraces cuts, and nothing cut under it.
+func TestDecodeReadsWhatUnmarshalReads(t *testing.T) {
 	var spans []*tracepb.Span
-	for range 25 {
-		spans = append(spans, span("A", tracepb.Span_SPAN_KIND_SERVER, true, kv("faas.invocation_id", "0b8e-41"), kv("faas.name", "Functions.A")))
+	for i := range 25 {
+		spans = append(spans, span("A", tracepb.Span_SPAN_KIND_SERVER, i%2 == 0, kv("faas.invocation_id", fmt.Sprintf("0b8e-%d", i)), kv("faas.name", "Functions.A")))
 	}
 	req := traces("Microsoft.Azure.WebJobs", spans...)
 	req.ResourceSpans = append(req.ResourceSpans, traces("Microsoft.Azure.WebJobs", spans[:5]...).ResourceSpans...)
@@ -92,18 +124,18 @@ func TestDecodeKeepsWhatUnmarshalKeeps(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, cut, err := DecodeTraces(b)
-	if err != nil || cut != 0 || !proto.Equal(got, want) {
-		t.Fatalf("decoded %v, cut %d: not what proto.Unmarshal made", err, cut)
+	if err != nil || cut != 0 || !reflect.DeepEqual(got, FromTraces(want)) {
+		t.Fatalf("decoded %v, cut %d: not what FromTraces reads in proto.Unmarshal's messages", err, cut)
 	}
 	kept, cut, err := cutRecords(b, recordPath, 20)
 	if err != nil || cut != 10 {
 		t.Fatalf("cut %d (%v), want 10", cut, err)
 	}
-	if err := proto.Unmarshal(kept, got); err != nil {
-		t.Fatal(err)
+	if got, _, _ = DecodeTraces(kept); len(got.Invocations) != 20 {
+		t.Fatalf("%d invocations in the first 20 spans", len(got.Invocations))
 	}
 	LimitTraces(want, 20)
-	if !proto.Equal(got, want) {
+	if !reflect.DeepEqual(got, FromTraces(want)) {
 		t.Error("cutting the bytes kept other spans than LimitTraces keeps")
 	}
 	if _, _, err := DecodeTraces([]byte{0x0a, 0x05, 0x01}); !errors.Is(err, ErrUnreadable) {
@@ -132,15 +164,15 @@ func TestWeighJSONRefusesEmptyObjects(t *testing.T) {
 // must be copies. Overwriting the body afterwards changes nothing mapped.
 func TestDecodedExportsKeepNothingOfTheBody(t *testing.T) {
 	body := hostLikeExport()
-	req, _, err := DecodeTraces(body)
+	m, _, err := DecodeTraces(body)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := FromTraces(req).Invocations
+	want := FromTraces(mustUnmarshal(t, body)).Invocations
 	for i := range body {
 		body[i] = 'x'
 	}
-	if got := FromTraces(req).Invocations; len(got) != 512 || !reflect.DeepEqual(got, want) {
+	if got := m.Invocations; len(got) != 512 || !reflect.DeepEqual(got, want) {
 		t.Fatalf("spans after their body was overwritten: %d invocations, first %+v; want 512, first %+v", len(got), got[0], want[0])
 	}
 

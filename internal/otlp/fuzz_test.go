@@ -22,8 +22,8 @@ func FuzzDecodeAndMap(f *testing.F) {
 	f.Add(b)
 	f.Add([]byte(`{"resourceSpans":[{"scopeSpans":[{"spans":[{"name":"A","attributes":[{"key":"faas.name","value":{"stringValue":"A"}}]}]}]}]}`))
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if tr, _, err := DecodeTraces(body); err == nil {
-			for _, inv := range FromTraces(tr).Invocations {
+		if m, _, err := DecodeTraces(body); err == nil {
+			for _, inv := range m.Invocations {
 				if _, ok := functionName(inv.Function); !ok {
 					t.Fatalf("counted %q", inv.Function)
 				}
@@ -57,9 +57,15 @@ func FuzzDecodeAndMap(f *testing.F) {
 	})
 }
 
-// FuzzLeanReadsAsProtoDoes: whatever proto.Unmarshal reads, the lean
-// decoder reads too, and FromTraces finds the same invocations in both:
-// the same functions, ids, times, outcomes, instances, samples and reasons.
+func withEvents(req *coltracepb.ExportTraceServiceRequest, events ...*tracepb.Span_Event) *coltracepb.ExportTraceServiceRequest {
+	req.ResourceSpans[0].ScopeSpans[0].Spans[0].Events = events
+	return req
+}
+
+// FuzzLeanReadsAsProtoDoes: whatever proto.Unmarshal reads, DecodeTraces
+// reads too, and finds in it what FromTraces finds in proto.Unmarshal's
+// messages: the same functions, ids, times, outcomes, instances, samples,
+// traces, reasons, service names and counts.
 func FuzzLeanReadsAsProtoDoes(f *testing.F) {
 	server := tracepb.Span_SPAN_KIND_SERVER
 	for _, req := range []*coltracepb.ExportTraceServiceRequest{
@@ -67,6 +73,8 @@ func FuzzLeanReadsAsProtoDoes(f *testing.F) {
 		traces("Microsoft.AspNetCore", span("GET /orders", server, false, kv("faas.name", "Orders"), &commonpb.KeyValue{Key: "http.response.status_code", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_IntValue{IntValue: 503}}})),
 		traces("x", span("y", server, false, kv("faas.name", "A"), &commonpb.KeyValue{Key: "faas.name", Value: &commonpb.AnyValue{Value: &commonpb.AnyValue_BoolValue{BoolValue: true}}})),
 		traces("Microsoft.Azure.Functions.Worker", span("function Sync", server, true, kv("faas.invocation_id", "0c6bd5d3-3f3a-4c1b-9a4e-7d0f6f9e2b11"), kv("faas.instance", "vm-2"))),
+		withEvents(traces("x", span("y", server, true, kv("faas.name", "A"), kvInt("faas.instance", 7))),
+			&tracepb.Span_Event{Name: "exception", Attributes: []*commonpb.KeyValue{kv("exception.type", "E"), kv("exception.message", "m")}}),
 	} {
 		b, _ := proto.Marshal(req)
 		f.Add(b)
@@ -88,11 +96,14 @@ func FuzzLeanReadsAsProtoDoes(f *testing.F) {
 		if proto.Unmarshal(body, full) != nil {
 			return
 		}
-		lean, err := leanTraces(body)
+		got, cut, err := DecodeTraces(body)
 		if err != nil {
 			t.Fatalf("proto reads it, the lean decoder does not: %v", err)
 		}
-		if want, got := FromTraces(full), FromTraces(lean); !reflect.DeepEqual(want, got) {
+		if want := LimitTraces(full, MaxRecords); cut != want {
+			t.Fatalf("cut %d spans, LimitTraces cuts %d", cut, want)
+		}
+		if want := FromTraces(full); !reflect.DeepEqual(want, got) {
 			t.Fatalf("FromTraces differs:\nproto %+v\nlean  %+v", want, got)
 		}
 	})

@@ -2,350 +2,367 @@ package otlp
 
 import (
 	"unicode/utf8"
-	"unsafe"
 
-	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// This file decodes the part of a trace export FromTraces reads, and
-// skips the rest: a host's span carries a dozen attributes, events and
-// ids Fusebox never looks at, and building them all was most of what an
-// export cost in memory and in the collector's time. What is kept reads
-// exactly as proto.Unmarshal would read it (a message field given twice
-// is merged, a scalar's last value wins); the differential fuzz test
-// holds the two to that. Bytes that are skipped are only walked, so an
-// export proto.Unmarshal refuses for a bad string in a skipped field may
-// be read here: nothing read from it is used.
+// This file reads a trace export's bytes straight into the invocations
+// FromTraces would find in the messages proto.Unmarshal builds of them,
+// and builds no message at all: a host's span carries a dozen attributes,
+// events and ids Fusebox never looks at, and building even the few it
+// reads was most of what an export cost the collector. What is read reads
+// as proto.Unmarshal would read it (a message field given twice is
+// merged, a scalar's last value wins); the differential fuzz test holds
+// the two to that. Bytes that are skipped are only walked, so an export
+// proto.Unmarshal refuses for a bad string in a skipped field may be
+// read here: nothing read from it is kept.
 //
-// What it would build is bounded before anything is built: a body large
-// enough to matter is walked first and what it could cost at most (every
-// container, every attribute kept or not, every byte) added up; past
-// MaxDecoded it is refused. What is built is charged as it is built, too.
+// What it keeps is bounded without weighing anything first: at most
+// MaxRecords spans are read (the rest are only counted), and each keeps
+// at most one Invocation with a function's name (interned), an id (at
+// most MaxID bytes), an instance (MaxInstance, interned), an error text
+// (MaxSample) and a traceparent: under 10 MB for the largest export,
+// however its bytes are arranged. Nothing points into the body.
 
-// Which attributes FromTraces reads, of a resource and of a span.
-var (
-	resourceKeys = keySet("service.name", "service.instance.id")
-	spanKeys     = keySet("faas.name", "faas.invocation_id", "faas.execution", "faas.instance", "http.response.status_code", "http.status_code")
-)
-
-// keySet maps each key to itself: a kept key is this string, not a copy.
-func keySet(keys ...string) map[string]string {
-	m := make(map[string]string, len(keys))
-	for _, k := range keys {
-		m[k] = k
-	}
-	return m
-}
-
-// leanTraces decodes b, an ExportTraceServiceRequest, keeping what
-// FromTraces reads.
-func leanTraces(b []byte) (*coltracepb.ExportTraceServiceRequest, error) {
-	if len(b)*maxGrowth > MaxDecoded && leanCost(b) > MaxDecoded {
-		return nil, ErrTooCostly
-	}
-	req := &coltracepb.ExportTraceServiceRequest{}
-	var d lean
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		if num != 1 || typ != protowire.BytesType {
-			return nil
-		}
-		if err := d.charge(resourceSpansCost); err != nil {
-			return err
-		}
-		rs := &tracepb.ResourceSpans{}
-		req.ResourceSpans = append(req.ResourceSpans, rs)
-		return d.resourceSpans(nested(value), rs)
-	})
-	return req, err
-}
-
-// The sizes lean charges, as built: each object and its slot in a slice.
-var (
-	resourceSpansCost = int(unsafe.Sizeof(tracepb.ResourceSpans{})) + 8
-	resourceCost      = int(unsafe.Sizeof(resourcepb.Resource{})) + 8
-	scopeSpansCost    = int(unsafe.Sizeof(tracepb.ScopeSpans{})+unsafe.Sizeof(commonpb.InstrumentationScope{})) + 16
-	spanCost          = int(unsafe.Sizeof(tracepb.Span{})+unsafe.Sizeof(tracepb.Status{})) + 16
-	keyValueCost      = int(unsafe.Sizeof(commonpb.KeyValue{})+unsafe.Sizeof(commonpb.AnyValue{})) + 24
-)
-
-// leanCost is the most leanTraces could build from b, walked without
-// building anything.
-func leanCost(b []byte) int {
-	cost := len(b)
-	count := func(b []byte, num protowire.Number, each int) {
-		_ = eachField(b, func(n protowire.Number, typ protowire.Type, _, _ []byte) error {
-			if n == num && typ == protowire.BytesType {
-				cost += each
+// DecodeTraces reads an ExportTraceServiceRequest's bytes into what
+// FromTraces finds in it, reading its first MaxRecords spans; cut says
+// how many spans past those were left unread.
+func DecodeTraces(b []byte) (m Mapped, cut int, err error) {
+	d := traceReader{m: Mapped{Source: Traces}, names: interned{}, left: MaxRecords}
+	d.m.Invocations = make([]Invocation, 0, min(countRecords(b, recordPath), MaxRecords))
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num == 1 && f.typ == protowire.BytesType {
+			if err := d.resourceSpans(f.v); err != nil {
+				return Mapped{}, 0, err
 			}
-			return nil
-		})
-	}
-	_ = eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		if num != 1 || typ != protowire.BytesType {
-			return nil
 		}
-		cost += resourceSpansCost
-		return eachField(nested(value), func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-			switch {
-			case num == 1 && typ == protowire.BytesType:
-				cost += resourceCost
-				count(nested(value), 1, keyValueCost)
-			case num == 2 && typ == protowire.BytesType:
-				cost += scopeSpansCost
-				_ = eachField(nested(value), func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-					if num == 2 && typ == protowire.BytesType {
-						cost += spanCost
-						count(nested(value), 9, keyValueCost)
-					}
-					return nil
-				})
-			}
-			return nil
-		})
-	})
-	return cost
-}
-
-// lean is one export's decoding: what it has built so far, in bytes, and
-// the slabs it builds from (a few allocations an export instead of a few
-// for every attribute: the garbage collector's work was most of decoding).
-type lean struct {
-	cost     int
-	spans    slab[tracepb.Span]
-	statuses slab[tracepb.Status]
-	kvs      slab[commonpb.KeyValue]
-	values   slab[commonpb.AnyValue]
-	strs     slab[commonpb.AnyValue_StringValue]
-	ints     slab[commonpb.AnyValue_IntValue]
-	ids      slab[[24]byte] // a span's trace id (16 bytes) and span id (8)
-}
-
-// slab hands out pointers into arrays of T allocated 64 at a time: at most
-// 63 unused, whatever the export.
-type slab[T any] struct{ free []T }
-
-func (s *slab[T]) next() *T {
-	if len(s.free) == 0 {
-		s.free = make([]T, 64)
 	}
-	p := &s.free[0]
-	s.free = s.free[1:]
-	return p
-}
-
-// charge adds n bytes built, or says the export costs too much.
-func (d *lean) charge(n int) error {
-	d.cost += n
-	if d.cost > MaxDecoded {
-		return ErrTooCostly
+	if r.bad {
+		return Mapped{}, 0, ErrUnreadable
 	}
-	return nil
+	return d.m, d.cut, nil
 }
 
-func (d *lean) resourceSpans(b []byte, rs *tracepb.ResourceSpans) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		if typ != protowire.BytesType {
-			return nil
+// traceReader is one export's reading.
+type traceReader struct {
+	m     Mapped
+	names interned
+	left  int // spans still to read
+	cut   int // spans past MaxRecords, unread
+	span  spanFields
+}
+
+func (d *traceReader) resourceSpans(b []byte) error {
+	// The resource may come after its spans; its parts are merged.
+	var res resourceFields
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue
 		}
-		switch num {
-		case 1:
-			if rs.Resource == nil {
-				if err := d.charge(resourceCost); err != nil {
+		attrs := fields{b: f.v}
+		for a, ok := attrs.next(); ok; a, ok = attrs.next() {
+			if a.num == 1 && a.typ == protowire.BytesType {
+				kv, err := readKeyValue(a.v)
+				if err != nil {
 					return err
 				}
-				rs.Resource = &resourcepb.Resource{}
-			}
-			return eachField(nested(value), func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-				if num != 1 || typ != protowire.BytesType {
-					return nil
+				if err := read(res.slot(kv.key), nil, kv); err != nil {
+					return err
 				}
-				return d.keyValue(nested(value), resourceKeys, &rs.Resource.Attributes)
-			})
-		case 2:
-			if err := d.charge(scopeSpansCost); err != nil {
-				return err
-			}
-			ss := &tracepb.ScopeSpans{}
-			rs.ScopeSpans = append(rs.ScopeSpans, ss)
-			return d.scopeSpans(nested(value), ss)
-		}
-		return nil
-	})
-}
-
-func (d *lean) scopeSpans(b []byte, ss *tracepb.ScopeSpans) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			if err := d.charge(len(value)); err != nil {
-				return err
-			}
-			if ss.Scope == nil {
-				ss.Scope = &commonpb.InstrumentationScope{}
-			}
-			return eachField(nested(value), func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-				if num != 1 || typ != protowire.BytesType {
-					return nil
-				}
-				return leanString(nested(value), &ss.Scope.Name)
-			})
-		case 2:
-			// A span's name and id are charged with it: they are at
-			// most its bytes.
-			if err := d.charge(spanCost + len(value)); err != nil {
-				return err
-			}
-			span := d.spans.next()
-			ss.Spans = append(ss.Spans, span)
-			return d.span(nested(value), span)
-		}
-		return nil
-	})
-}
-
-func (d *lean) span(b []byte, span *tracepb.Span) error {
-	var ids *[24]byte
-	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			span.TraceId = d.id(&ids, 0, 16, nested(value))
-		case num == 2 && typ == protowire.BytesType:
-			span.SpanId = d.id(&ids, 16, 24, nested(value))
-		case num == 5 && typ == protowire.BytesType:
-			return leanString(nested(value), &span.Name)
-		case num == 6 && typ == protowire.VarintType:
-			v, _ := protowire.ConsumeVarint(value)
-			span.Kind = tracepb.Span_SpanKind(int32(v))
-		case num == 7 && typ == protowire.Fixed64Type:
-			span.StartTimeUnixNano, _ = protowire.ConsumeFixed64(value)
-		case num == 8 && typ == protowire.Fixed64Type:
-			span.EndTimeUnixNano, _ = protowire.ConsumeFixed64(value)
-		case num == 9 && typ == protowire.BytesType:
-			return d.keyValue(nested(value), spanKeys, &span.Attributes)
-		case num == 15 && typ == protowire.BytesType:
-			if span.Status == nil {
-				span.Status = d.statuses.next()
-			}
-			return d.status(nested(value), span.Status)
-		}
-		return nil
-	})
-}
-
-// id copies a span's id (v) out of the body: into its place [from:to) of
-// the span's ids from the slab when it is of its size or shorter (as the
-// host's are), else into a copy of its own.
-func (d *lean) id(ids **[24]byte, from, to int, v []byte) []byte {
-	if len(v) > to-from {
-		return append([]byte(nil), v...)
-	}
-	if *ids == nil {
-		*ids = d.ids.next()
-	}
-	n := copy((*ids)[from:to], v)
-	return (*ids)[from : from+n : from+n]
-}
-
-func (d *lean) status(b []byte, st *tracepb.Status) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		switch {
-		case num == 2 && typ == protowire.BytesType:
-			return leanString(nested(value), &st.Message)
-		case num == 3 && typ == protowire.VarintType:
-			v, _ := protowire.ConsumeVarint(value)
-			st.Code = tracepb.Status_StatusCode(int32(v))
-		}
-		return nil
-	})
-}
-
-// leanKeyValue keeps a key-value whose key is one of keys. Its value is
-// kept when it is a string or an integer, the kinds FromTraces reads; any
-// other kind is kept as an empty value, so that a key given twice with
-// different kinds still reads as conflicting.
-func (d *lean) keyValue(b []byte, keys map[string]string, into *[]*commonpb.KeyValue) error {
-	var key, val []byte
-	var keyed, valued bool
-	err := eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		if typ != protowire.BytesType {
-			return nil
-		}
-		switch num {
-		case 1:
-			key, keyed = nested(value), true
-		case 2:
-			// A message field given twice is merged, and merging is
-			// reading the two one after the other (copied, never
-			// written into the body).
-			if !valued {
-				val, valued = nested(value), true
-			} else {
-				val = append(val[:len(val):len(val)], nested(value)...)
 			}
 		}
-		return nil
-	})
-	canonical, wanted := keys[string(key)]
-	if err != nil || !keyed || !wanted {
-		return err
-	}
-	if err := d.charge(keyValueCost + len(b)); err != nil {
-		return err
-	}
-	kv := d.kvs.next()
-	kv.Key = canonical
-	if valued {
-		kv.Value = d.values.next()
-		if err := d.anyValue(val, kv.Value); err != nil {
-			return err
+		if attrs.bad {
+			return ErrUnreadable
 		}
 	}
-	if *into == nil {
-		*into = make([]*commonpb.KeyValue, 0, 4)
-	}
-	*into = append(*into, kv)
-	return nil
-}
-
-// anyValue reads the oneof's last case, as proto.Unmarshal does.
-func (d *lean) anyValue(b []byte, v *commonpb.AnyValue) error {
-	return eachField(b, func(num protowire.Number, typ protowire.Type, _, value []byte) error {
-		switch {
-		case num == 1 && typ == protowire.BytesType:
-			sv := d.strs.next()
-			if err := leanString(nested(value), &sv.StringValue); err != nil {
-				return err
-			}
-			v.Value = sv
-		case num == 3 && typ == protowire.VarintType:
-			n, _ := protowire.ConsumeVarint(value)
-			iv := d.ints.next()
-			iv.IntValue = int64(n)
-			v.Value = iv
-		case num == 2 && typ == protowire.VarintType,
-			num == 4 && typ == protowire.Fixed64Type,
-			num >= 5 && num <= 7 && typ == protowire.BytesType:
-			// Another kind, which FromTraces reads as no value. A
-			// nested value given twice is merged, not replaced; either
-			// way it is no string or integer.
-			v.Value = nil
-		}
-		return nil
-	})
-}
-
-// leanString is a proto3 string: valid UTF-8, or the export is refused.
-func leanString(b []byte, into *string) error {
-	if !utf8.Valid(b) {
+	if r.bad {
 		return ErrUnreadable
 	}
-	*into = string(b)
+	var nameDigits, instanceDigits [20]byte
+	name, instance := cut(res.serviceName.text(&nameDigits), maxServiceName), cut(res.instance.text(&instanceDigits), MaxInstance)
+	if !utf8.Valid(name) || !utf8.Valid(instance) {
+		return ErrUnreadable
+	}
+	d.m.serviceName(view(name))
+	kept := d.names.keep(view(instance))
+	r = fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num == 2 && f.typ == protowire.BytesType {
+			if err := d.scopeSpans(f.v, kept); err != nil {
+				return err
+			}
+		}
+	}
 	return nil
+}
+
+func (d *traceReader) scopeSpans(b []byte, instance string) error {
+	// The scope may come after its spans; its name's last value wins.
+	var name []byte
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num != 1 || f.typ != protowire.BytesType {
+			continue
+		}
+		scope := fields{b: f.v}
+		for s, ok := scope.next(); ok; s, ok = scope.next() {
+			if s.num == 1 && s.typ == protowire.BytesType {
+				name = s.v
+			}
+		}
+		if scope.bad {
+			return ErrUnreadable
+		}
+	}
+	if r.bad {
+		return ErrUnreadable
+	}
+	kind := scopeOf(name)
+	r = fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num != 2 || f.typ != protowire.BytesType {
+			continue
+		}
+		if d.left == 0 {
+			d.cut++
+			continue
+		}
+		d.left--
+		d.m.Records++
+		if err := d.readSpan(f.v); err != nil {
+			return err
+		}
+		inv, why, ok := fromSpan(&d.span, kind, d.names)
+		if ok && why == "" && !(utf8.ValidString(inv.Sample) && utf8.ValidString(inv.Instance)) {
+			return ErrUnreadable
+		}
+		d.m.add(inv, why, ok, instance)
+	}
+	return nil
+}
+
+// readSpan reads a span's fields into d.span.
+func (d *traceReader) readSpan(b []byte) error {
+	s := &d.span
+	*s = spanFields{}
+	var exception []byte // the last "exception" event
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			s.traceID = f.v
+		case f.num == 2 && f.typ == protowire.BytesType:
+			s.spanID = f.v
+		case f.num == 5 && f.typ == protowire.BytesType:
+			s.name = f.v
+		case f.num == 6 && f.typ == protowire.VarintType:
+			v, _ := protowire.ConsumeVarint(f.v)
+			s.kind = tracepb.Span_SpanKind(int32(v))
+		case f.num == 7 && f.typ == protowire.Fixed64Type:
+			s.start, _ = protowire.ConsumeFixed64(f.v)
+		case f.num == 8 && f.typ == protowire.Fixed64Type:
+			s.end, _ = protowire.ConsumeFixed64(f.v)
+		case f.num == 9 && f.typ == protowire.BytesType:
+			kv, err := readKeyValue(f.v)
+			if err != nil {
+				return err
+			}
+			text, number := s.slot(kv.key)
+			if err := read(text, number, kv); err != nil {
+				return err
+			}
+		case f.num == 11 && f.typ == protowire.BytesType:
+			name, err := eventName(f.v)
+			if err != nil {
+				return err
+			}
+			if view(name) == "exception" {
+				exception = f.v
+			}
+		case f.num == 15 && f.typ == protowire.BytesType:
+			// A status given twice is merged: its fields read in turn.
+			st := fields{b: f.v}
+			for g, ok := st.next(); ok; g, ok = st.next() {
+				switch {
+				case g.num == 2 && g.typ == protowire.BytesType:
+					s.message = g.v
+				case g.num == 3 && g.typ == protowire.VarintType:
+					v, _ := protowire.ConsumeVarint(g.v)
+					s.code = tracepb.Status_StatusCode(int32(v))
+				}
+			}
+			if st.bad {
+				return ErrUnreadable
+			}
+		}
+	}
+	if r.bad {
+		return ErrUnreadable
+	}
+	if exception != nil {
+		r = fields{b: exception}
+		for f, ok := r.next(); ok; f, ok = r.next() {
+			if f.num == 3 && f.typ == protowire.BytesType {
+				kv, err := readKeyValue(f.v)
+				if err != nil {
+					return err
+				}
+				if err := read(s.exceptionSlot(kv.key), nil, kv); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// eventName is a span event's name (its last, as proto reads it).
+func eventName(b []byte) ([]byte, error) {
+	var name []byte
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num == 2 && f.typ == protowire.BytesType {
+			name = f.v
+		}
+	}
+	if r.bad {
+		return nil, ErrUnreadable
+	}
+	return name, nil
+}
+
+// keyValue is a KeyValue walked but its value not yet read: its key's
+// last value, and its value's parts.
+type keyValue struct {
+	key   []byte
+	b     []byte // the KeyValue's bytes
+	one   []byte // its value's only part, when it has one
+	parts int
+}
+
+func readKeyValue(b []byte) (keyValue, error) {
+	kv := keyValue{b: b}
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		switch {
+		case f.typ != protowire.BytesType:
+		case f.num == 1:
+			kv.key = f.v
+		case f.num == 2:
+			kv.one = f.v
+			kv.parts++
+		}
+	}
+	if r.bad {
+		return keyValue{}, ErrUnreadable
+	}
+	return kv, nil
+}
+
+// value reads the value's parts in turn (a message given twice is merged;
+// the oneof's last case wins, and a nested kind given twice is merged into
+// itself: either way no string or integer). Only the values of keys
+// Fusebox reads are read at all.
+func (kv keyValue) value() (v anyValue, err error) {
+	if kv.parts <= 1 {
+		return readAnyValue(kv.one, v)
+	}
+	r := fields{b: kv.b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num == 2 && f.typ == protowire.BytesType {
+			if v, err = readAnyValue(f.v, v); err != nil {
+				return anyValue{}, err
+			}
+		}
+	}
+	return v, nil
+}
+
+// read reads kv's value into text or number, when either is a slot.
+func read(text *attrValue, number *intAttr, kv keyValue) error {
+	if text == nil && number == nil {
+		return nil
+	}
+	v, err := kv.value()
+	if err != nil {
+		return err
+	}
+	text.add(v)
+	number.add(v)
+	return nil
+}
+
+// readAnyValue reads one part of an AnyValue over what earlier parts read.
+func readAnyValue(b []byte, v anyValue) (anyValue, error) {
+	r := fields{b: b}
+	for p, ok := r.next(); ok; p, ok = r.next() {
+		switch {
+		case p.num == 1 && p.typ == protowire.BytesType:
+			v = anyValue{kind: stringValue, s: p.v}
+		case p.num == 3 && p.typ == protowire.VarintType:
+			n, _ := protowire.ConsumeVarint(p.v)
+			v = anyValue{kind: intValue, i: int64(n)}
+		case p.num == 2 && p.typ == protowire.VarintType,
+			p.num == 4 && p.typ == protowire.Fixed64Type,
+			p.num >= 5 && p.num <= 7 && p.typ == protowire.BytesType:
+			v = anyValue{}
+		}
+	}
+	if r.bad {
+		return anyValue{}, ErrUnreadable
+	}
+	return v, nil
+}
+
+// field is one field of a message: its number, wire type and value (a
+// length-delimited field's contents, without their length).
+type field struct {
+	num protowire.Number
+	typ protowire.Type
+	v   []byte
+}
+
+// fields walks a message's fields in order; bad says the bytes stopped
+// reading before their end.
+type fields struct {
+	b   []byte
+	bad bool
+}
+
+func (r *fields) next() (field, bool) {
+	b := r.b
+	if len(b) == 0 || r.bad {
+		return field{}, false
+	}
+	// Most fields are a one-byte tag of a length-delimited field and a
+	// one-byte length: read without the general decoding.
+	if len(b) >= 2 && b[0] >= 1<<3 && b[0] < 0x80 && b[0]&7 == byte(protowire.BytesType) && b[1] < 0x80 && 2+int(b[1]) <= len(b) {
+		n := 2 + int(b[1])
+		r.b = b[n:]
+		return field{protowire.Number(b[0] >> 3), protowire.BytesType, b[2:n]}, true
+	}
+	num, typ, n := protowire.ConsumeTag(r.b)
+	if n < 0 {
+		r.bad = true
+		return field{}, false
+	}
+	var v []byte
+	var m int
+	if typ == protowire.BytesType {
+		v, m = protowire.ConsumeBytes(r.b[n:])
+	} else {
+		m = protowire.ConsumeFieldValue(num, typ, r.b[n:])
+		if m >= 0 {
+			v = r.b[n : n+m]
+		}
+	}
+	if m < 0 {
+		r.bad = true
+		return field{}, false
+	}
+	r.b = r.b[n+m:]
+	return field{num, typ, v}, true
 }

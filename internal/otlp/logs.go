@@ -31,7 +31,8 @@ const (
 func FromLogs(req *collogspb.ExportLogsServiceRequest) Mapped {
 	m := Mapped{Source: Logs}
 	for _, rl := range req.GetResourceLogs() {
-		m.serviceName(rl.GetResource())
+		name, _ := attr(rl.GetResource().GetAttributes(), "service.name")
+		m.serviceName(name)
 		instance, _ := attr(rl.GetResource().GetAttributes(), "service.instance.id")
 		for _, sl := range rl.GetScopeLogs() {
 			for _, rec := range sl.GetLogRecords() {
@@ -79,7 +80,7 @@ func fromLog(rec *logspb.LogRecord) (inv Invocation, why string, ok bool) {
 	inv.Instance, _ = attr(rec.GetAttributes(), "faas.instance")
 	if inv.Failed {
 		msg, _ := attr(rec.GetAttributes(), "exception.message")
-		inv.Sample = cut(msg, 300)
+		inv.Sample = cut(msg, MaxSample)
 		// OpenTelemetry's logging stamps a record with the trace context
 		// current when it was written: the failed run's, so the group
 		// links to it as a failed span's does. None when the exporter

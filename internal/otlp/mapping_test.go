@@ -2,6 +2,7 @@ package otlp
 
 import (
 	"fmt"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
 )
 
 var at = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
@@ -84,7 +86,7 @@ func TestWhichSpansAreInvocations(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			m := FromTraces(c.req)
+			m := readBoth(t, c.req)
 			if c.why != "" {
 				if m.Unattributed[c.why] != 1 || len(m.Invocations) != 0 {
 					t.Fatalf("got %+v, want one unattributed %q", m, c.why)
@@ -106,6 +108,67 @@ func TestWhichSpansAreInvocations(t *testing.T) {
 			}
 			if !inv.Start.Equal(at) {
 				t.Errorf("began %s, want the span's start %s", inv.Start, at)
+			}
+		})
+	}
+}
+
+// readBoth maps req as the receiver does, from its bytes, and fails
+// unless that reads as FromTraces reads the messages (JSON's path).
+func readBoth(t *testing.T, req *coltracepb.ExportTraceServiceRequest) Mapped {
+	t.Helper()
+	b, err := proto.Marshal(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, err := DecodeTraces(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := FromTraces(req); !reflect.DeepEqual(m, want) {
+		t.Fatalf("from the bytes %+v, from the messages %+v", m, want)
+	}
+	return m
+}
+
+// TestAFailedSpansErrorText: what a failed span says went wrong is its
+// last exception event's type and message (OpenTelemetry's
+// RecordException), else its status message; a succeeded span keeps none.
+func TestAFailedSpansErrorText(t *testing.T) {
+	server := tracepb.Span_SPAN_KIND_SERVER
+	exception := func(typ, msg string) *tracepb.Span_Event {
+		e := &tracepb.Span_Event{Name: "exception"}
+		if typ != "" {
+			e.Attributes = append(e.Attributes, kv("exception.type", typ))
+		}
+		if msg != "" {
+			e.Attributes = append(e.Attributes, kv("exception.message", msg))
+		}
+		return e
+	}
+	with := func(failed bool, events ...*tracepb.Span_Event) *coltracepb.ExportTraceServiceRequest {
+		s := span("SyncInventory", server, failed, kv("faas.invocation_id", "inv-1"))
+		s.Events = events
+		return traces("Microsoft.Azure.WebJobs.Host", s)
+	}
+	long := strings.Repeat("é", 200)
+	for _, c := range []struct {
+		name string
+		req  *coltracepb.ExportTraceServiceRequest
+		want string
+	}{
+		{"the exception's type and message", with(true, exception("System.TimeoutException", "The store did not answer in 30 s.")), "System.TimeoutException: The store did not answer in 30 s."},
+		{"the exception's message alone", with(true, exception("", "Connection refused")), "Connection refused"},
+		{"the exception's type alone", with(true, exception("KeyError", "")), "KeyError"},
+		{"the last exception of several", with(true, exception("A", "first"), &tracepb.Span_Event{Name: "retry"}, exception("B", "second")), "B: second"},
+		{"no exception event: the status message", with(true, &tracepb.Span_Event{Name: "retry", Attributes: []*commonpb.KeyValue{kv("exception.message", "not an exception event")}}), "store offline"},
+		{"cut at 300 bytes on a character", with(true, exception("", long)), strings.Repeat("é", 150)},
+		{"a succeeded span keeps no text", with(false, exception("A", "handled")), ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			m := readBoth(t, c.req)
+			if len(m.Invocations) != 1 || m.Invocations[0].Sample != c.want {
+				t.Fatalf("got %+v, want one invocation saying %q", m.Invocations, c.want)
 			}
 		})
 	}

@@ -14,12 +14,8 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"strconv"
 	"strings"
 	"time"
-
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
-	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
 
 	"github.com/fusebox/fusebox/internal/trigger"
 )
@@ -87,6 +83,9 @@ const MaxID = 64
 
 // MaxInstance bounds the instance name kept with an invocation.
 const MaxInstance = 64
+
+// MaxSample bounds a failure's error text kept with an invocation.
+const MaxSample = 300
 
 // validID says whether s can be an invocation id: 1 to MaxID bytes of
 // letters, digits and "-_.:". An older WebJobs SDK wrote the trigger's
@@ -165,8 +164,12 @@ func (m *Mapped) unattributed(why string) {
 	m.Unattributed[why]++
 }
 
-func (m *Mapped) serviceName(res *resourcepb.Resource) {
-	name, _ := attr(res.GetAttributes(), "service.name")
+// maxServiceName bounds a service.name kept: a site's name is at most 60.
+const maxServiceName = 256
+
+// serviceName keeps a resource's service.name (read, not yet copied).
+func (m *Mapped) serviceName(name string) {
+	name = cut(name, maxServiceName)
 	if name == "" {
 		return
 	}
@@ -176,34 +179,8 @@ func (m *Mapped) serviceName(res *resourcepb.Resource) {
 		}
 	}
 	if len(m.ServiceNames) < 8 {
-		m.ServiceNames = append(m.ServiceNames, name)
+		m.ServiceNames = append(m.ServiceNames, strings.Clone(name))
 	}
-}
-
-// attr is the string value of key, and whether the attributes gave it
-// twice with different values (seen under load: host issue 11929).
-func attr(kvs []*commonpb.KeyValue, key string) (value string, conflicting bool) {
-	for _, kv := range kvs {
-		if kv.GetKey() != key {
-			continue
-		}
-		v := anyString(kv.GetValue())
-		if value != "" && v != value {
-			return value, true
-		}
-		value = v
-	}
-	return value, false
-}
-
-func anyString(v *commonpb.AnyValue) string {
-	switch x := v.GetValue().(type) {
-	case *commonpb.AnyValue_StringValue:
-		return x.StringValue
-	case *commonpb.AnyValue_IntValue:
-		return strconv.FormatInt(x.IntValue, 10)
-	}
-	return ""
 }
 
 // functionName reads a function's name from what a host or worker wrote:
@@ -225,7 +202,7 @@ func unixNano(n uint64) time.Time {
 }
 
 // cut shortens a sample for people.
-func cut(s string, n int) string {
+func cut[S ~string | ~[]byte](s S, n int) S {
 	if len(s) <= n {
 		return s
 	}

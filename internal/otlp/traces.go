@@ -1,12 +1,11 @@
 package otlp
 
 import (
+	"bytes"
 	"encoding/hex"
-	"strconv"
 	"strings"
 
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
-	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 )
 
@@ -21,15 +20,15 @@ const (
 	workerScope          // the .NET isolated worker's own invocation span
 )
 
-func scopeOf(name string) scope {
-	switch {
-	case strings.HasPrefix(name, "Microsoft.Azure.WebJobs"):
+func scopeOf(name []byte) scope {
+	switch s := view(name); {
+	case strings.HasPrefix(s, "Microsoft.Azure.WebJobs"):
 		return webJobsScope
-	case name == "Azure.Messaging.EventHubs.EventProcessor", name == "Azure.Messaging.ServiceBus.ServiceBusProcessor":
+	case s == "Azure.Messaging.EventHubs.EventProcessor", s == "Azure.Messaging.ServiceBus.ServiceBusProcessor":
 		return processorScope
-	case name == "Microsoft.AspNetCore":
+	case s == "Microsoft.AspNetCore":
 		return httpScope
-	case name == "Microsoft.Azure.Functions.Worker":
+	case s == "Microsoft.Azure.Functions.Worker":
 		return workerScope
 	}
 	return otherScope
@@ -45,10 +44,12 @@ const (
 	WhyWorker      = "the .NET worker's 'Invoke' span (OpenTelemetry schema 1.17) names no function; the host's span or record of the same invocation counts it"
 )
 
-// FromTraces finds the invocations among an export's spans. A span is an
-// invocation when it carries faas.name or faas.invocation_id (out-of-process
-// workers add them) or comes from a scope that traces invocations; other
-// spans (dependencies, the function's own) are not invocations.
+// FromTraces finds the invocations among an export's spans, as built by
+// protojson or proto.Unmarshal. A span is an invocation when it carries
+// faas.name or faas.invocation_id (out-of-process workers add them) or
+// comes from a scope that traces invocations; other spans (dependencies,
+// the function's own) are not invocations. DecodeTraces finds the same
+// in an export's bytes without building the messages.
 func FromTraces(req *coltracepb.ExportTraceServiceRequest) Mapped {
 	m := Mapped{Source: Traces}
 	n := 0
@@ -58,63 +59,150 @@ func FromTraces(req *coltracepb.ExportTraceServiceRequest) Mapped {
 		}
 	}
 	m.Invocations = make([]Invocation, 0, n)
+	var f spanFields
+	names := interned{}
 	for _, rs := range req.GetResourceSpans() {
-		m.serviceName(rs.GetResource())
-		instance, _ := attr(rs.GetResource().GetAttributes(), "service.instance.id")
+		var res resourceFields
+		for _, kv := range rs.GetResource().GetAttributes() {
+			res.slot(bytesOf(kv.GetKey())).add(anyValueOf(kv.GetValue()))
+		}
+		var nameDigits, instanceDigits [20]byte
+		m.serviceName(view(res.serviceName.text(&nameDigits)))
 		for _, ss := range rs.GetScopeSpans() {
-			kind := scopeOf(ss.GetScope().GetName())
+			kind := scopeOf(bytesOf(ss.GetScope().GetName()))
 			for _, span := range ss.GetSpans() {
 				m.Records++
-				inv, why, ok := fromSpan(span, kind)
-				m.add(inv, why, ok, instance)
+				f.fromProto(span)
+				inv, why, ok := fromSpan(&f, kind, names)
+				m.add(inv, why, ok, names.keep(view(cut(res.instance.text(&instanceDigits), MaxInstance))))
 			}
 		}
 	}
 	return m
 }
 
+// spanFields is what is read of a span, by either decoder: DecodeTraces
+// points into the export's bytes, FromTraces into its messages. Nothing
+// is copied until an invocation keeps it.
+type spanFields struct {
+	name            []byte
+	kind            tracepb.Span_SpanKind
+	start, end      uint64
+	traceID, spanID []byte
+	code            tracepb.Status_StatusCode
+	message         []byte
+
+	faasName, invocationID, execution, instance attrValue
+	httpStatus, httpStatusOld                   intAttr
+	// The last "exception" event's type and message.
+	exceptionType, exceptionMessage attrValue
+}
+
+// slot is where the span's attribute key is read into: a text or an
+// integer, or neither for a key Fusebox does not read.
+func (f *spanFields) slot(key []byte) (*attrValue, *intAttr) {
+	switch string(key) {
+	case "faas.name":
+		return &f.faasName, nil
+	case "faas.invocation_id":
+		return &f.invocationID, nil
+	case "faas.execution":
+		return &f.execution, nil
+	case "faas.instance":
+		return &f.instance, nil
+	case "http.response.status_code":
+		return nil, &f.httpStatus
+	case "http.status_code":
+		return nil, &f.httpStatusOld
+	}
+	return nil, nil
+}
+
+// exceptionSlot is where an "exception" event's attribute key is read.
+func (f *spanFields) exceptionSlot(key []byte) *attrValue {
+	switch string(key) {
+	case "exception.type":
+		return &f.exceptionType
+	case "exception.message":
+		return &f.exceptionMessage
+	}
+	return nil
+}
+
+func (f *spanFields) fromProto(span *tracepb.Span) {
+	*f = spanFields{name: bytesOf(span.GetName()), kind: span.GetKind(), start: span.GetStartTimeUnixNano(), end: span.GetEndTimeUnixNano(),
+		traceID: span.GetTraceId(), spanID: span.GetSpanId(), code: span.GetStatus().GetCode(), message: bytesOf(span.GetStatus().GetMessage())}
+	for _, kv := range span.GetAttributes() {
+		text, number := f.slot(bytesOf(kv.GetKey()))
+		text.add(anyValueOf(kv.GetValue()))
+		number.add(anyValueOf(kv.GetValue()))
+	}
+	events := span.GetEvents()
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].GetName() == "exception" {
+			for _, kv := range events[i].GetAttributes() {
+				f.exceptionSlot(bytesOf(kv.GetKey())).add(anyValueOf(kv.GetValue()))
+			}
+			break
+		}
+	}
+}
+
+// resourceFields is what is read of a resource.
+type resourceFields struct{ serviceName, instance attrValue }
+
+func (r *resourceFields) slot(key []byte) *attrValue {
+	switch string(key) {
+	case "service.name":
+		return &r.serviceName
+	case "service.instance.id":
+		return &r.instance
+	}
+	return nil
+}
+
 // fromSpan reads one span: ok is false for a span that is no invocation;
 // why says why an invocation names no function.
-func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bool) {
-	attrs := span.GetAttributes()
-	faasName, dupName := attr(attrs, "faas.name")
-	id, dupID := attr(attrs, "faas.invocation_id")
-	if id != "" && !validID(id) {
+func fromSpan(f *spanFields, kind scope, names interned) (inv Invocation, why string, ok bool) {
+	var nameDigits, idDigits [20]byte
+	faasName, dupName := f.faasName.text(&nameDigits), f.faasName.conflicting
+	id, dupID := f.invocationID.text(&idDigits), f.invocationID.conflicting
+	if len(id) > 0 && !validID(view(id)) {
 		return Invocation{}, WhyLongID, true
 	}
-	if id == "" {
+	if len(id) == 0 {
 		// The older convention's name; an older WebJobs SDK put the
 		// trigger's reason there, which is no id.
-		if id, dupID = attr(attrs, "faas.execution"); !validID(id) {
-			id = ""
+		if id, dupID = f.execution.text(&idDigits), f.execution.conflicting; !validID(view(id)) {
+			id = nil
 		}
 	}
 	switch {
-	case faasName == "" && id == "" && (kind == otherScope || kind == workerScope):
+	case len(faasName) == 0 && len(id) == 0 && (kind == otherScope || kind == workerScope):
 		return Invocation{}, "", false
-	case kind == httpScope && span.GetKind() != tracepb.Span_SPAN_KIND_SERVER:
+	case kind == httpScope && f.kind != tracepb.Span_SPAN_KIND_SERVER:
 		return Invocation{}, "", false
 	case dupName || dupID:
 		return Invocation{}, WhyConflicting, true
 	}
-	name, named := functionName(faasName)
+	name, named := functionName(view(faasName))
 	if !named && kind == webJobsScope {
 		// The host names its span after the function; its faas.name may
 		// be the method's full name.
-		name, named = functionName(span.GetName())
+		name, named = functionName(view(f.name))
 	}
-	if !named && kind == workerScope && faasName == "" {
+	if !named && kind == workerScope && len(faasName) == 0 {
 		// Schema 1.37 names the span "function <Name>"; 1.17's "Invoke"
 		// says only the invocation id.
-		if n, ok := strings.CutPrefix(span.GetName(), "function "); ok {
-			name, named = functionName(n)
+		if n, ok := bytes.CutPrefix(f.name, []byte("function ")); ok {
+			name, named = functionName(view(n))
 		} else {
 			return Invocation{}, WhyWorker, true
 		}
 	}
 	if !named {
 		switch {
-		case faasName != "":
+		case len(faasName) > 0:
 			return Invocation{}, WhyName, true
 		case kind == httpScope:
 			return Invocation{}, WhyHTTP, true
@@ -123,26 +211,44 @@ func fromSpan(span *tracepb.Span, kind scope) (inv Invocation, why string, ok bo
 		}
 		return Invocation{}, WhyName, true
 	}
-	at := unixNano(span.GetEndTimeUnixNano())
+	at := unixNano(f.end)
 	if at.IsZero() {
-		at = unixNano(span.GetStartTimeUnixNano())
+		at = unixNano(f.start)
 	}
 	if at.IsZero() {
 		return Invocation{}, WhyNoTime, true
 	}
-	if id == "" && len(span.GetSpanId()) > 0 {
-		id = "span:" + hex.EncodeToString(span.GetSpanId())
+	inv = Invocation{Function: names.keep(name), ID: string(id), At: at, Start: unixNano(f.start), Failed: f.failed(kind), Signal: HostSpan}
+	if len(id) == 0 && len(f.spanID) > 0 {
+		inv.ID = "span:" + hex.EncodeToString(f.spanID)
 	}
-	inv = Invocation{Function: name, ID: id, At: at, Start: unixNano(span.GetStartTimeUnixNano()), Failed: spanFailed(span, kind), Signal: HostSpan}
 	if kind == workerScope || kind == otherScope {
 		inv.Signal = WorkerSpan
 	}
-	inv.Instance, _ = attr(attrs, "faas.instance")
+	var instanceDigits [20]byte
+	inv.Instance = names.keep(view(cut(f.instance.text(&instanceDigits), MaxInstance)))
 	if inv.Failed {
-		inv.Sample = cut(span.GetStatus().GetMessage(), 300)
-		inv.Trace = traceParent(span.GetTraceId(), span.GetSpanId())
+		inv.Sample = names.keep(f.errorText())
+		inv.Trace = traceParent(f.traceID, f.spanID)
 	}
 	return inv, "", true
+}
+
+// errorText is a failed span's error, cut, read but not copied: its
+// exception event's type and message (OpenTelemetry's RecordException,
+// which workers' SDKs call), else its status message.
+func (f *spanFields) errorText() string {
+	var typeDigits, msgDigits [20]byte
+	typ, msg := f.exceptionType.text(&typeDigits), f.exceptionMessage.text(&msgDigits)
+	switch {
+	case len(typ) > 0 && len(msg) > 0:
+		return cut(string(cut(typ, MaxSample))+": "+view(cut(msg, MaxSample)), MaxSample)
+	case len(msg) > 0:
+		return view(cut(msg, MaxSample))
+	case len(typ) > 0:
+		return view(cut(typ, MaxSample))
+	}
+	return view(cut(f.message, MaxSample))
 }
 
 // traceParent is the W3C traceparent of a span's ids; "" unless both are
@@ -169,35 +275,19 @@ func allZero(b []byte) bool {
 	return true
 }
 
-// spanFailed: status ERROR (hosts built since September 2025 set it on a
+// failed: status ERROR (hosts built since September 2025 set it on a
 // failed invocation), or a server error answered by an HTTP trigger.
-func spanFailed(span *tracepb.Span, kind scope) bool {
-	if span.GetStatus().GetCode() == tracepb.Status_STATUS_CODE_ERROR {
+func (f *spanFields) failed(kind scope) bool {
+	if f.code == tracepb.Status_STATUS_CODE_ERROR {
 		return true
 	}
-	if kind != httpScope && span.GetKind() != tracepb.Span_SPAN_KIND_SERVER {
+	if kind != httpScope && f.kind != tracepb.Span_SPAN_KIND_SERVER {
 		return false
 	}
-	for _, key := range []string{"http.response.status_code", "http.status_code"} {
-		if code := intAttr(span.GetAttributes(), key); code >= 500 && code <= 599 {
+	for _, code := range []intAttr{f.httpStatus, f.httpStatusOld} {
+		if code.n >= 500 && code.n <= 599 {
 			return true
 		}
 	}
 	return false
-}
-
-func intAttr(kvs []*commonpb.KeyValue, key string) int64 {
-	for _, kv := range kvs {
-		if kv.GetKey() != key {
-			continue
-		}
-		switch v := kv.GetValue().GetValue().(type) {
-		case *commonpb.AnyValue_IntValue:
-			return v.IntValue
-		case *commonpb.AnyValue_StringValue:
-			n, _ := strconv.ParseInt(v.StringValue, 10, 64)
-			return n
-		}
-	}
-	return 0
 }

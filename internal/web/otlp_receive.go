@@ -109,11 +109,11 @@ func (s *Intake) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 		var out proto.Message
 		switch source {
 		case otlp.Traces:
-			req, cut, err := decodeTraces(body, ctype)
+			m, cut, err := decodeTraces(body, ctype)
 			if err != nil {
 				return otlpRefused(err)
 			}
-			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, req, cut)
+			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, m, cut)
 			if err != nil {
 				return notTaken(c, err)
 			}
@@ -146,17 +146,18 @@ func otlpRefused(err error) error {
 	return echo.NewHTTPError(http.StatusBadRequest, otlp.Describe(err))
 }
 
-// decodeTraces decodes protobuf by otlp.DecodeTraces (records past the
-// limit cut before anything is built) and JSON weighed first, then cut.
-func decodeTraces(body []byte, ctype string) (*coltracepb.ExportTraceServiceRequest, int, error) {
+// decodeTraces reads protobuf by otlp.DecodeTraces (no message built,
+// spans past the limit left unread) and JSON weighed first, then cut.
+func decodeTraces(body []byte, ctype string) (otlp.Mapped, int, error) {
 	if ctype != "application/json" {
 		return otlp.DecodeTraces(body)
 	}
 	req := &coltracepb.ExportTraceServiceRequest{}
 	if err := decodeJSON(body, req); err != nil {
-		return nil, 0, err
+		return otlp.Mapped{}, 0, err
 	}
-	return req, otlp.LimitTraces(req, otlp.MaxRecords), nil
+	cut := otlp.LimitTraces(req, otlp.MaxRecords)
+	return otlp.FromTraces(req), cut, nil
 }
 
 func decodeLogs(body []byte, ctype string) (*collogspb.ExportLogsServiceRequest, int, error) {
@@ -248,8 +249,8 @@ func putBody(b []byte) {
 	}
 }
 
-func (s *Intake) takeTraces(ctx context.Context, appID, protocol string, req *coltracepb.ExportTraceServiceRequest, cut int) (*coltracepb.ExportTraceServiceResponse, error) {
-	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: otlp.FromTraces(req)})
+func (s *Intake) takeTraces(ctx context.Context, appID, protocol string, m otlp.Mapped, cut int) (*coltracepb.ExportTraceServiceResponse, error) {
+	ans, err := s.OTLP.Take(ctx, ingest.Export{AppID: appID, Protocol: protocol, Mapped: m})
 	if err != nil {
 		return nil, err
 	}
@@ -333,12 +334,12 @@ var otlpTraceDesc = grpc.ServiceDesc{
 	ServiceName: "opentelemetry.proto.collector.trace.v1.TraceService",
 	HandlerType: (*any)(nil),
 	Methods: []grpc.MethodDesc{exportMethod(func(s *Intake, ctx context.Context, b []byte) (any, error) {
-		req, cut, err := otlp.DecodeTraces(b)
+		m, cut, err := otlp.DecodeTraces(b)
 		if err != nil {
 			return nil, grpcRefused(err)
 		}
 		appID, _ := ctx.Value(otlpAppKey{}).(string)
-		out, err := s.takeTraces(ctx, appID, "grpc", req, cut)
+		out, err := s.takeTraces(ctx, appID, "grpc", m, cut)
 		return out, grpcError(err)
 	})},
 }

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	collogspb "go.opentelemetry.io/proto/otlp/collector/logs/v1"
 	coltracepb "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	resourcepb "go.opentelemetry.io/proto/otlp/resource/v1"
@@ -259,17 +260,21 @@ func protowireLen(n int) []byte {
 	return append(b, byte(n))
 }
 
-// An export whose decoding would cost more memory than any host's is
-// refused before it is built (413, which exporters do not retry), and one
-// of 2 million empty spans is cut on the wire to the first 10,000, the
-// rest refused with OTLP's partial success.
+// A logs export whose decoding would cost more memory than any host's is
+// refused before it is built (413, which exporters do not retry); a trace
+// export is read without building its messages, so 2 million empty
+// resources cost nothing and are answered (no span in them), and one of 2
+// million empty spans is read up to the first 10,000, the rest refused
+// with OTLP's partial success.
 func TestAnExportThatWouldCostTooMuchToDecodeIsRefused(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
-	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", emptyResources(2_000_000), true)
+	r := postOTLP(t, srv.URL, "/v1/logs", demo.Key, "application/x-protobuf", emptyResources(2_000_000), true)
 	wantStatus(t, r, http.StatusRequestEntityTooLarge)
 	if !strings.Contains(r.body, "memory to decode") {
 		t.Errorf("the refusal does not say why: %s", r.body)
 	}
+	r = postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", emptyResources(2_000_000), true)
+	wantStatus(t, r, http.StatusOK)
 	r = postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", emptySpans(2_000_000), true)
 	wantStatus(t, r, http.StatusOK)
 	var ans coltracepb.ExportTraceServiceResponse
@@ -297,8 +302,9 @@ func (rawCodec) Marshal(v any) ([]byte, error) {
 }
 func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(data, v.(proto.Message)) }
 
-// Over gRPC the same: the bytes are weighed before anything is built, and
-// refused with ResourceExhausted; the cut spans are told as partial success.
+// Over gRPC the same: a logs export's bytes are weighed before anything is
+// built, and refused with ResourceExhausted; the cut spans are told as
+// partial success.
 func TestAnExportThatWouldCostTooMuchToDecodeIsRefusedOverGRPC(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
 	conn, err := grpc.NewClient(strings.TrimPrefix(srv.URL, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -310,7 +316,7 @@ func TestAnExportThatWouldCostTooMuchToDecodeIsRefusedOverGRPC(t *testing.T) {
 	ctx := metadata.AppendToOutgoingContext(t.Context(), "authorization", "Bearer "+demo.Key)
 	body := emptyResources(2_000_000)
 	var ans coltracepb.ExportTraceServiceResponse
-	err = conn.Invoke(ctx, "/opentelemetry.proto.collector.trace.v1.TraceService/Export", &body, &ans)
+	err = conn.Invoke(ctx, "/opentelemetry.proto.collector.logs.v1.LogsService/Export", &body, &collogspb.ExportLogsServiceResponse{})
 	if status.Code(err) != codes.ResourceExhausted || !strings.Contains(status.Convert(err).Message(), "memory to decode") {
 		t.Fatalf("2,000,000 empty resources over gRPC: %v, want ResourceExhausted saying why", err)
 	}

@@ -70,6 +70,31 @@ func BySource(rows []FailureRow, circuitID string, from, to time.Time, limit int
 	return out
 }
 
+// Stamp is what one circuit's failure rows of a span are, as far as
+// telling two readings apart goes: how many, their failures, and the
+// latest change the store made to any of them. A row added, changed,
+// deleted or moved out of the span changes it.
+type Stamp struct {
+	Rows, Failures int
+	Latest         time.Time
+}
+
+// StampOf stamps circuitID's rows with seconds in [from, to].
+func StampOf(rows []FailureRow, circuitID string, from, to time.Time) Stamp {
+	var s Stamp
+	for _, r := range rows {
+		if r.Circuit != circuitID || r.Second.Before(from) || r.Second.After(to) {
+			continue
+		}
+		s.Rows++
+		s.Failures += r.Count
+		if r.Modified.After(s.Latest) {
+			s.Latest = r.Modified
+		}
+	}
+	return s
+}
+
 // Rejection is a stored row that could not be read as a failure count.
 type Rejection struct {
 	ID     string

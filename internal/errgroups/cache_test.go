@@ -74,3 +74,57 @@ func TestTheCacheReadsEachWindowOnce(t *testing.T) {
 		}
 	}
 }
+
+// stamps is a Stamper whose answer the test sets.
+type stamps struct {
+	mu    sync.Mutex
+	stamp circuit.Stamp
+	ok    bool
+}
+
+func (s *stamps) Stamp(string, time.Time, time.Time) (circuit.Stamp, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.stamp, s.ok
+}
+
+func (s *stamps) set(rows int, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.stamp, s.ok = circuit.Stamp{Rows: rows, Failures: rows}, ok
+}
+
+// With stamps, an expired grouping whose rows did not change is kept
+// without a read; a change, or a stamp that cannot be had, reads again.
+func TestTheCacheReadsAgainOnlyWhenTheRowsChanged(t *testing.T) {
+	rows := &countingRows{read: make(chan struct{}, 100)}
+	st := &stamps{}
+	st.set(3, true)
+	c := &errgroups.Cache{Rows: rows, Stamps: st, Moving: 5 * time.Second}
+	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
+	closed := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Closed, Episode: 2}
+	for _, step := range []struct {
+		name   string
+		at     time.Duration
+		change func()
+		reads  int
+	}{
+		{"first view", 0, nil, 1},
+		{"expired, its rows unchanged", 6 * time.Second, nil, 1},
+		{"expired again, still unchanged", 12 * time.Second, nil, 1},
+		{"a row added", 18 * time.Second, func() { st.set(4, true) }, 2},
+		{"expired, unchanged since that read", 24 * time.Second, nil, 2},
+		{"no stamp to be had (the evaluator's read is old)", 30 * time.Second, func() { st.set(4, false) }, 3},
+	} {
+		if step.change != nil {
+			step.change()
+		}
+		groups, _, _, err := c.OfCircuit(t.Context(), closed, now.Add(step.at), 10)
+		if err != nil || len(groups) != 1 || groups[0].Count != 3 {
+			t.Fatalf("%s: %+v, %v", step.name, groups, err)
+		}
+		if got := rows.waitReads(step.reads); got != step.reads {
+			t.Errorf("%s: %d reads, want %d", step.name, got, step.reads)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -45,6 +46,60 @@ func Fingerprint(msg string) string {
 		msg = f.re.ReplaceAllString(msg, f.with)
 	}
 	return strings.TrimSpace(msg)
+}
+
+// folded remembers the fingerprints of texts already folded: a closed
+// circuit's groups are read again every few seconds (Cache), mostly of the
+// same texts, and folding a text (seven regular expressions over up to
+// 1 kB) was most of what grouping cost.
+var folded = memo{max: 8 << 20}
+
+// memo is Fingerprint remembered, bounded in bytes: two generations, the
+// older dropped when the newer holds half of max; a text found in the
+// older moves to the newer.
+type memo struct {
+	mu       sync.Mutex
+	max      int
+	cur, old map[string]string
+	bytes    int // held by cur
+}
+
+// entryBytes is what a remembered fingerprint costs besides its two texts:
+// the map's slot and the strings' headers.
+const entryBytes = 64
+
+func (m *memo) fingerprint(text string) string {
+	if len(text) > MaxText {
+		text = text[:MaxText]
+	}
+	m.mu.Lock()
+	fp, ok := m.cur[text]
+	if !ok {
+		if fp, ok = m.old[text]; ok {
+			m.keep(text, fp)
+		}
+	}
+	m.mu.Unlock()
+	if ok {
+		return fp
+	}
+	fp = Fingerprint(text)
+	m.mu.Lock()
+	m.keep(text, fp)
+	m.mu.Unlock()
+	return fp
+}
+
+func (m *memo) keep(text, fp string) {
+	n := len(text) + len(fp) + entryBytes
+	if m.cur == nil || m.bytes+n > m.max/2 {
+		m.old, m.cur, m.bytes = m.cur, map[string]string{}, 0
+	}
+	if _, ok := m.cur[text]; !ok {
+		// A copy: the key must not hold a row's longer text alive.
+		m.cur[strings.Clone(text)] = fp
+		m.bytes += n
+	}
 }
 
 // Sample is one stored failure row's error text: Count failures of one
@@ -87,7 +142,7 @@ func Of(samples []Sample, max int) (groups []Group, other int) {
 		}
 		fp := NoText
 		if strings.TrimSpace(s.Text) != "" {
-			fp = Fingerprint(s.Text)
+			fp = folded.fingerprint(s.Text)
 		}
 		g, ok := byPrint[fp]
 		if !ok {
@@ -162,16 +217,22 @@ const MaxRows = 2000
 // it opened while its trigger is off, else the window up to now. span
 // says which, in words.
 func OfCircuit(ctx context.Context, rows Rows, ci circuit.Circuit, now time.Time, max int) (groups []Group, other int, span string, err error) {
-	from, to, span := now.Add(-ci.Window), now, "the window (the last "+spoken.Duration(ci.Window)+")"
-	if ci.State.TriggerOff() && !ci.ChangedAt.IsZero() {
-		to = ci.ChangedAt
-		from, span = to.Add(-ci.Window), "the "+spoken.Duration(ci.Window)+" before it opened"
-	}
+	from, to, span := spanOf(ci, now)
 	groups, other, partial, err := Between(ctx, rows, ci.AppID, ci.Function, from, to, max)
 	if partial {
 		span += fmt.Sprintf(", of its first %d stored seconds (the rest were not read)", MaxRows)
 	}
 	return groups, other, span, err
+}
+
+// spanOf is the span of a circuit's failures OfCircuit groups: the window
+// before it opened while its trigger is off, else the window up to now.
+func spanOf(ci circuit.Circuit, now time.Time) (from, to time.Time, span string) {
+	if ci.State.TriggerOff() && !ci.ChangedAt.IsZero() {
+		to = ci.ChangedAt
+		return to.Add(-ci.Window), to, "the " + spoken.Duration(ci.Window) + " before it opened"
+	}
+	return now.Add(-ci.Window), now, "the window (the last " + spoken.Duration(ci.Window) + ")"
 }
 
 // Between groups one circuit's failures from from to to, reading at most

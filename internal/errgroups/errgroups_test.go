@@ -1,6 +1,8 @@
 package errgroups
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -55,4 +57,65 @@ func TestOfGroupsMostFirstAndBoundsThem(t *testing.T) {
 	if all, _ := Of(samples, -1); len(all) != 4 || all[3].Fingerprint != NoText && all[2].Fingerprint != NoText {
 		t.Errorf("unbounded: %+v", all)
 	}
+}
+
+// TestFingerprintsAreRememberedWithinABound: a text folded once is not
+// folded again while remembered, what is remembered is what Fingerprint
+// says, and the memory holds no more than its bound in bytes however many
+// distinct texts pass through it.
+func TestFingerprintsAreRememberedWithinABound(t *testing.T) {
+	m := memo{max: 64 << 10}
+	text := func(i int) string {
+		return fmt.Sprintf("Timeout after %d s reading 'orders/%d' from store-%c", i%60, i, 'a'+i%26)
+	}
+	for i := range 5000 {
+		if got, want := m.fingerprint(text(i)), Fingerprint(text(i)); got != want {
+			t.Fatalf("remembered %q for %q, want %q", got, text(i), want)
+		}
+		held := 0
+		for _, gen := range []map[string]string{m.cur, m.old} {
+			for k, v := range gen {
+				held += len(k) + len(v) + entryBytes
+			}
+		}
+		if held > m.max {
+			t.Fatalf("after %d texts the memory holds %d bytes, over its bound of %d", i+1, held, m.max)
+		}
+	}
+	last := text(4999)
+	if _, ok := m.cur[last]; !ok {
+		t.Fatalf("the latest text is not remembered")
+	}
+	// A remembered text is answered from memory: swap in a wrong answer
+	// and it is the one given.
+	m.cur[last] = "remembered"
+	if got := m.fingerprint(last); got != "remembered" {
+		t.Errorf("a remembered text was folded again: %q", got)
+	}
+	long := strings.Repeat("x", 3*MaxText)
+	if got := m.fingerprint(long); got != Fingerprint(long) || len(got) > MaxText {
+		t.Errorf("a text over MaxText: %d bytes of fingerprint", len(got))
+	}
+}
+
+// BenchmarkOf is one grouping of 2,000 distinct texts (a closed circuit's
+// rows, read again every 5 s): first folded, then remembered.
+func BenchmarkOf(b *testing.B) {
+	at := time.Date(2026, 12, 3, 9, 0, 0, 0, time.UTC)
+	samples := make([]Sample, 2000)
+	for i := range samples {
+		samples[i] = Sample{Text: fmt.Sprintf("Order %d: store https://store-%d.example.com/orders/%d answered 503 after %d ms (attempt %d of 'sync-%d')", i, i%7, i, 100+i, i%5, i), At: at.Add(time.Duration(i) * time.Second), Count: 1, Source: "vm-1"}
+	}
+	b.Run("folded", func(b *testing.B) {
+		for b.Loop() {
+			folded = memo{max: 8 << 20}
+			Of(samples, 10)
+		}
+	})
+	b.Run("remembered", func(b *testing.B) {
+		Of(samples, 10)
+		for b.Loop() {
+			Of(samples, 10)
+		}
+	})
 }

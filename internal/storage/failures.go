@@ -119,6 +119,23 @@ func (f *Failures) Cached(from, to time.Time, within time.Duration) ([]circuit.F
 	return f.cached(from, to), true
 }
 
+// Stamp is circuit.StampOf the rows kept, for a circuit's seconds in
+// [from, to], when the last read began at most stampFresh ago, after the
+// last Record through f ended, and covered [from, to]; false otherwise.
+// The evaluator reads every second: a stamp says, without a read, whether
+// a circuit's rows changed since an earlier one.
+func (f *Failures) Stamp(circuitID string, from, to time.Time) (circuit.Stamp, bool) {
+	rows, ok := f.Cached(from, to, stampFresh)
+	if !ok {
+		return circuit.Stamp{}, false
+	}
+	return circuit.StampOf(rows, circuitID, from, to), true
+}
+
+// stampFresh is how old the evaluator's read may be for a stamp: two of
+// its ticks.
+const stampFresh = 2 * time.Second
+
 // PageRows reads failure rows for pages: the evaluator's, which it reads
 // every second, while they are that fresh and cover what a page asks, so
 // a view costs no read of the service and never waits on one; else the

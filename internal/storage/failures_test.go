@@ -381,3 +381,58 @@ func TestTheWindowsRowsAreSharedNotCopied(t *testing.T) {
 		t.Errorf("after a row of second -7 came: %v (%v), want it second of six, in order", rows, err)
 	}
 }
+
+// A circuit's stamp, taken from the rows last read, is the same while its
+// rows are, changes when one of them changes or leaves the span, and is
+// not given while a write through the reader is not yet read back.
+func TestAStampSaysWhetherACircuitsRowsChanged(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	rec := func(function string, ago, count int) {
+		t.Helper()
+		if err := st.Failures.Record(t.Context(), "vm-1", []storage.Report{{App: "orders", Function: function, Second: now.Add(-time.Duration(ago) * time.Second), Count: count}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	read := func() {
+		t.Helper()
+		if _, _, err := st.Failures.Window(t.Context(), now.Add(-time.Minute), now); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stamp := func(from time.Time) circuit.Stamp {
+		t.Helper()
+		s, ok := st.Failures.Stamp("orders/Process", from, now)
+		if !ok {
+			t.Fatal("no stamp right after a read")
+		}
+		return s
+	}
+	rec("Process", 9, 1)
+	rec("Process", 3, 2)
+	read()
+	first := stamp(now.Add(-30 * time.Second))
+	if first.Rows != 2 || first.Failures != 3 {
+		t.Fatalf("stamp %+v, want 2 rows of 3 failures", first)
+	}
+	rec("Other", 2, 5) // another circuit's row
+	if _, ok := st.Failures.Stamp("orders/Process", now.Add(-30*time.Second), now); ok {
+		t.Error("a stamp was given while a write through the reader was not read back")
+	}
+	read()
+	if again := stamp(now.Add(-30 * time.Second)); again != first {
+		t.Errorf("another circuit's row changed this one's stamp: %+v, then %+v", first, again)
+	}
+	rec("Process", 3, 4) // the row of second -3 written again
+	read()
+	if changed := stamp(now.Add(-30 * time.Second)); changed == first || changed.Failures != 5 {
+		t.Errorf("a changed row left the stamp %+v (before %+v)", changed, first)
+	}
+	if slid := stamp(now.Add(-5 * time.Second)); slid.Rows != 1 {
+		t.Errorf("the row of second -9 out of the span still stamped: %+v", slid)
+	}
+}

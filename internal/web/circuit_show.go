@@ -61,14 +61,21 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	// The count is of the same rows, not of a second read.
 	counts := circuit.CountRows(rows, []circuit.Circuit{ci}, now)
 	p, _ := principal(c)
+	// The page's app is the listing's: reading it again for the channels
+	// and the host's panel cost every view two reads of the store.
+	app, listed := appListed(apps, ci.AppID)
+	var host *views.HostPanel
+	if listed {
+		host = s.hostPanelOf(ctx, ci, app)
+	}
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
 		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
-		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()), Host: s.hostPanel(ctx, ci), SetAside: s.functionSetAside(c, ci.AppID, ci.Function),
+		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()), Host: host, SetAside: s.functionSetAside(c, ci.AppID, ci.Function),
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(), Shadow: ci.Shadow,
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
-		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: s.channelsText(ctx, ci), Escalation: escalationText(ci, appOf(apps, ci.AppID), now), Acked: ackedText(ci),
+		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: channelsText(ci, app), Escalation: escalationText(ci, app, now), Acked: ackedText(ci),
 		Policy: views.Words("stays open until someone resumes it"), CanAct: p.Role.Allows(auth.RoleOperator),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
@@ -78,10 +85,8 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	m.Throttle, m.Asked = throttleLines(ci, now), ci.Asked && ci.State == circuit.Closed
 	m.ThrottlePlan = ci.Throttles() && ci.State == circuit.Closed
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
-	for _, a := range apps {
-		if a.ID == ci.AppID {
-			m.Cost = a.SwitchCost(ci.Function, nil) // listing the others costs an ARM call: the trip's confirmation names them
-		}
+	if listed {
+		m.Cost = app.SwitchCost(ci.Function, nil) // listing the others costs an ARM call: the trip's confirmation names them
 	}
 	for _, src := range circuit.BySource(rows, ci.ID(), now.Add(-ci.Window), now, 20) {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
@@ -200,12 +205,11 @@ func circuitHref(ci circuit.Circuit) string {
 }
 
 // channelsText names where a circuit's alerts go besides its addresses.
-func (s *CircuitPages) channelsText(ctx context.Context, ci circuit.Circuit) string {
+func channelsText(ci circuit.Circuit, app circuit.App) string {
 	if len(ci.Channels) > 0 {
 		return strings.Join(ci.Channels, ", ")
 	}
-	app, err := s.Apps.Get(ctx, ci.AppID)
-	if err != nil || len(app.Channels) == 0 {
+	if len(app.Channels) == 0 {
 		return ""
 	}
 	return strings.Join(app.Channels, ", ") + " (the app's)"

@@ -19,7 +19,22 @@ import (
 // hostPanel builds what the circuit and resume pages show of the app's own
 // storage; nil when the app has none configured or nobody can read it.
 func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
-	snap, app, ok := s.hostSnapshot(ctx, ci)
+	if s.HostInsight == nil {
+		return nil
+	}
+	app, err := s.Apps.Get(ctx, ci.AppID)
+	if err != nil {
+		return nil
+	}
+	return s.hostPanelOf(ctx, ci, app)
+}
+
+// hostPanelOf is hostPanel of ci's app, already read.
+func (s *CircuitPages) hostPanelOf(ctx context.Context, ci circuit.Circuit, app circuit.App) *views.HostPanel {
+	if s.HostInsight == nil {
+		return nil
+	}
+	snap, ok := s.snapshotOf(ctx, ci, app)
 	if !ok {
 		return nil
 	}
@@ -130,10 +145,15 @@ func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (ho
 	if err != nil {
 		return hostinsight.Snapshot{}, circuit.App{}, false
 	}
-	// A snapshot kept from before the last switch would show checkpoints
-	// of a trigger that has since stopped or started.
-	snap, ok := s.HostInsight.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
+	snap, ok := s.snapshotOf(ctx, ci, app)
 	return snap, app, ok
+}
+
+// snapshotOf is the host's latest snapshot of ci's app. One kept from
+// before the last switch would show checkpoints of a trigger that has
+// since stopped or started.
+func (s *CircuitPages) snapshotOf(ctx context.Context, ci circuit.Circuit, app circuit.App) (hostinsight.Snapshot, bool) {
+	return s.HostInsight.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
 }
 
 // behind is where ci's partitions stand in snap, and, while its trigger

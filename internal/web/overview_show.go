@@ -156,12 +156,18 @@ func jobCounts(js []jobs.Job) []views.Count {
 
 // appOf finds an app by id; the zero App when there is none.
 func appOf(apps []circuit.App, id string) circuit.App {
+	a, _ := appListed(apps, id)
+	return a
+}
+
+// appListed finds an app by id, and says whether it is listed.
+func appListed(apps []circuit.App, id string) (circuit.App, bool) {
 	for _, a := range apps {
 		if a.ID == id {
-			return a
+			return a, true
 		}
 	}
-	return circuit.App{}
+	return circuit.App{}, false
 }
 
 func appName(apps []circuit.App, id string) string {

@@ -98,7 +98,7 @@ func FuzzLeanReadsAsProtoDoes(f *testing.F) {
 		}
 		got, cut, err := DecodeTraces(body)
 		if err != nil {
-			t.Fatalf("proto reads it, the lean decoder does not: %v", err)
+			t.Fatalf("proto reads it, DecodeTraces does not: %v", err)
 		}
 		if want := LimitTraces(full, MaxRecords); cut != want {
 			t.Fatalf("cut %d spans, LimitTraces cuts %d", cut, want)

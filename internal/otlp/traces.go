@@ -68,13 +68,14 @@ func FromTraces(req *coltracepb.ExportTraceServiceRequest) Mapped {
 		}
 		var nameDigits, instanceDigits [20]byte
 		m.serviceName(view(res.serviceName.text(&nameDigits)))
+		instance := names.keep(view(cut(res.instance.text(&instanceDigits), MaxInstance)))
 		for _, ss := range rs.GetScopeSpans() {
 			kind := scopeOf(bytesOf(ss.GetScope().GetName()))
 			for _, span := range ss.GetSpans() {
 				m.Records++
 				f.fromProto(span)
 				inv, why, ok := fromSpan(&f, kind, names)
-				m.add(inv, why, ok, names.keep(view(cut(res.instance.text(&instanceDigits), MaxInstance))))
+				m.add(inv, why, ok, instance)
 			}
 		}
 	}

@@ -260,7 +260,13 @@ func BenchmarkOTLPTripLatency(b *testing.B) {
 		}
 		req := otlpExport(fmt.Sprintf("trip%d", i), time.Now(), 6, 1, 1)
 		for _, s := range req.ResourceSpans[0].ScopeSpans[0].Spans {
+			// The span's name and its faas.name, which wins over it.
 			s.Name = fmt.Sprintf("T%d", i)
+			for _, kv := range s.Attributes {
+				if kv.Key == "faas.name" {
+					kv.Value = &commonpb.AnyValue{Value: &commonpb.AnyValue_StringValue{StringValue: s.Name}}
+				}
+			}
 		}
 		body, _ := proto.Marshal(req)
 		status, err := postExport(client, srv.URL, key, body)

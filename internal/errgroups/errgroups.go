@@ -39,9 +39,7 @@ const MaxText = 1024
 // reading 'orders/42'" and "Timeout after 12 s reading 'orders/7'" are
 // one group.
 func Fingerprint(msg string) string {
-	if len(msg) > MaxText {
-		msg = msg[:MaxText]
-	}
+	msg = cutText(msg)
 	for _, f := range folds {
 		msg = f.re.ReplaceAllString(msg, f.with)
 	}
@@ -69,9 +67,7 @@ type memo struct {
 const entryBytes = 64
 
 func (m *memo) fingerprint(text string) string {
-	if len(text) > MaxText {
-		text = text[:MaxText]
-	}
+	text = cutText(text)
 	m.mu.Lock()
 	fp, ok := m.cur[text]
 	if !ok {
@@ -100,6 +96,19 @@ func (m *memo) keep(text, fp string) {
 		m.cur[strings.Clone(text)] = fp
 		m.bytes += n
 	}
+}
+
+// cutText is msg's first MaxText bytes, cut at a character, never inside
+// one (a fingerprint is a text people read, and a key).
+func cutText(msg string) string {
+	if len(msg) <= MaxText {
+		return msg
+	}
+	n := MaxText
+	for n > 0 && msg[n]&0xc0 == 0x80 {
+		n--
+	}
+	return msg[:n]
 }
 
 // Sample is one stored failure row's error text: Count failures of one

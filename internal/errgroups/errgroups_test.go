@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 )
 
 func TestFingerprintFoldsWhatVaries(t *testing.T) {
@@ -116,6 +117,47 @@ func BenchmarkOf(b *testing.B) {
 		Of(samples, 10)
 		for b.Loop() {
 			Of(samples, 10)
+		}
+	})
+}
+
+// FuzzFingerprint: whatever text a reporter sends, its fingerprint keeps
+// no digit (numbers never split a group), is valid UTF-8 when the text is
+// (it is cut at a character, never inside one), has its spaces folded,
+// grows at most fourfold (a placeholder for each folded piece), and
+// folding it again changes nothing.
+func FuzzFingerprint(f *testing.F) {
+	for _, s := range []string{
+		"Timeout after 30 s reading 'orders/42'",
+		"Order 0c6bd5d3-3f3a-4c1b-9a4e-7d0f6f9e2b11 not found",
+		`Write to C:\home\site\out\a.txt failed`,
+		"GET https://store.example.com/orders/1 answered 503",
+		"hash 3f2a9c1be0d4 mismatch",
+		"  many   spaces\n",
+		strings.Repeat("é", MaxText),
+		"x" + strings.Repeat("é", MaxText), // cut inside a character
+		"‘quoted’ and “double” 1,234.5:6",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		fp := Fingerprint(text)
+		if strings.ContainsAny(fp, "0123456789") {
+			t.Fatalf("%q → %q keeps a digit", text, fp)
+		}
+		if utf8.ValidString(text) && !utf8.ValidString(fp) {
+			t.Fatalf("%q → %q is not valid UTF-8", text, fp)
+		}
+		if fp != strings.TrimSpace(fp) || strings.Contains(fp, "  ") || strings.ContainsAny(fp, "\t\n\r\f") {
+			t.Fatalf("%q → %q: spaces not folded", text, fp)
+		}
+		if len(fp) > 4*MaxText {
+			t.Fatalf("%d bytes → %d", len(text), len(fp))
+		}
+		if len(fp) <= MaxText {
+			if again := Fingerprint(fp); again != fp {
+				t.Fatalf("%q → %q → %q: folding again changed it", text, fp, again)
+			}
 		}
 	})
 }

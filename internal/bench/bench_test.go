@@ -870,8 +870,7 @@ func BenchmarkOverviewPage(b *testing.B) {
 	c := signIn(b, srv)
 	for _, page := range []struct{ name, path string }{{"overview", "/"}, {"circuit", "/circuits/bench/F0003"}} {
 		b.Run(page.name, func(b *testing.B) {
-			var times []time.Duration
-			for b.Loop() {
+			view := func() time.Duration {
 				start := time.Now()
 				resp, err := c.Get(srv.URL + page.path)
 				if err != nil {
@@ -882,8 +881,19 @@ func BenchmarkOverviewPage(b *testing.B) {
 				if resp.StatusCode != http.StatusOK {
 					b.Fatalf("status %d", resp.StatusCode)
 				}
-				times = append(times, time.Since(start))
+				return time.Since(start)
 			}
+			// The first view reads what no view read before (a year of
+			// the audit's months, the lists), beside the start-up's
+			// reads of every loop: reported apart, and the views are
+			// measured from the evaluator's next tick after it.
+			first, settled := view(), time.Now()
+			srv.TickAfter(b, settled)
+			var times []time.Duration
+			for b.Loop() {
+				times = append(times, view())
+			}
+			b.ReportMetric(ms(first), "first-ms")
 			b.ReportMetric(ms(percentile(times, 0.5)), "p50-ms")
 			b.ReportMetric(ms(percentile(times, 0.99)), "p99-ms")
 			b.ReportMetric(ms(slices.Max(times)), "max-ms")

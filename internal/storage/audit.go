@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -16,7 +17,31 @@ import (
 // Audit keeps entries partitioned by month, newest first inside each month:
 // the row key is the time counted down from the far future, so the service's
 // ascending key order lists the latest entry first.
-type Audit struct{ table *tablestore.Table }
+type Audit struct {
+	table *tablestore.Table
+
+	mu   sync.Mutex
+	past map[pastKey]pastMonth // Recent's reads of months before now's
+}
+
+// A month before the current one gains no entry (each is written at its
+// own time), so Recent keeps what it read of one for pastFresh: an
+// overview with few entries this month read up to eleven earlier months
+// one after the other on every view. Retention's deletions show within it.
+type pastKey struct {
+	month string
+	limit int
+}
+
+type pastMonth struct {
+	entries []audit.Entry
+	readAt  time.Time // this machine's clock
+}
+
+const (
+	pastFresh = 5 * time.Minute
+	maxPast   = 64 // months × limits kept; cleared past it
+)
 
 type auditRow struct {
 	tablestore.Meta // PartitionKey: "2006-01"; RowKey: inverted nanoseconds + random suffix
@@ -48,19 +73,55 @@ func (a *Audit) Append(ctx context.Context, e audit.Entry) error {
 // twelve months from now.
 func (a *Audit) Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error) {
 	var out []audit.Entry
+	now = now.UTC()
 	month := time.Date(now.Year(), now.Month(), 1, 0, 0, 0, 0, time.UTC)
-	for range 12 {
-		q := tablestore.Query{Filter: tablestore.PartitionIs(month.Format("2006-01")), Top: int32(min(limit, 1000))}
-		for r, err := range tablestore.Rows[auditRow](ctx, a.table, q) {
-			if err != nil {
-				return nil, fmt.Errorf("storage: recent audit entries: %w", err)
-			}
-			out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail})
+	for i := range 12 {
+		entries, err := a.month(ctx, month.Format("2006-01"), limit, i > 0)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			out = append(out, e)
 			if len(out) == limit {
 				return out, nil
 			}
 		}
 		month = month.AddDate(0, -1, 0)
+	}
+	return out, nil
+}
+
+// month reads a month's first limit entries, newest first; a past month's
+// from what was read of it within pastFresh.
+func (a *Audit) month(ctx context.Context, partition string, limit int, past bool) ([]audit.Entry, error) {
+	key := pastKey{partition, limit}
+	if past {
+		a.mu.Lock()
+		p, ok := a.past[key]
+		a.mu.Unlock()
+		if ok && time.Since(p.readAt) < pastFresh {
+			return p.entries, nil
+		}
+	}
+	readAt := time.Now()
+	var out []audit.Entry
+	q := tablestore.Query{Filter: tablestore.PartitionIs(partition), Top: int32(min(limit, 1000))}
+	for r, err := range tablestore.Rows[auditRow](ctx, a.table, q) {
+		if err != nil {
+			return nil, fmt.Errorf("storage: recent audit entries: %w", err)
+		}
+		out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail})
+		if len(out) == limit {
+			break
+		}
+	}
+	if past {
+		a.mu.Lock()
+		if a.past == nil || len(a.past) >= maxPast {
+			a.past = map[pastKey]pastMonth{}
+		}
+		a.past[key] = pastMonth{entries: slices.Clip(out), readAt: readAt}
+		a.mu.Unlock()
 	}
 	return out, nil
 }

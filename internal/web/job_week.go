@@ -53,23 +53,35 @@ func (s *weekAssessor) appsByID(c echo.Context) (map[string]circuit.App, error) 
 	if err != nil {
 		return nil, err
 	}
+	return byID(list), nil
+}
+
+func byID(list []circuit.App) map[string]circuit.App {
 	out := make(map[string]circuit.App, len(list))
 	for _, a := range list {
 		out[a.ID] = a
 	}
-	return out, nil
+	return out
 }
 
-// jobWeeks assesses many jobs, reading the maintenance windows once.
+// all assesses many jobs, reading the maintenance windows and the apps
+// once.
 func (s *weekAssessor) all(c echo.Context, js []jobs.Job) (map[string]jobWeek, error) {
 	ws, err := s.windows.Windows(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
-	apps, err := s.appsByID(c)
+	apps, err := s.apps.List(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
+	return s.allOf(c, js, ws, apps)
+}
+
+// allOf is all with the windows and apps already read (the overview reads
+// them beside its other reads).
+func (s *weekAssessor) allOf(c echo.Context, js []jobs.Job, ws []jobs.Window, list []circuit.App) (map[string]jobWeek, error) {
+	apps := byID(list)
 	// One read of runs per job: side by side, so a page of many jobs costs
 	// about one read, not one per job.
 	out := make(map[string]jobWeek, len(js))

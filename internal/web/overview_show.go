@@ -47,6 +47,8 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
 	var failing []views.FailingRow
 	g.Go(func() (err error) { failing, err = failingRows(ctx, s.Delivery); return err })
+	var windows []jobs.Window
+	g.Go(func() (err error) { windows, err = s.weeks.windows.Windows(ctx); return err })
 	var growing []views.SetAsideRow
 	if s.Kept != nil {
 		g.Go(func() error {
@@ -59,7 +61,7 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		return err
 	}
 	// Next expected and the last 7 days, as /jobs shows them.
-	weeks, err := s.weeks.all(c, jobList)
+	weeks, err := s.weeks.allOf(c, jobList, windows, apps)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -18,7 +19,8 @@ import (
 // the row key is the time counted down from the far future, so the service's
 // ascending key order lists the latest entry first.
 type Audit struct {
-	table *tablestore.Table
+	table  *tablestore.Table
+	faults *Faults
 
 	mu   sync.Mutex
 	past map[pastKey]pastMonth // Recent's reads of months before now's
@@ -69,6 +71,18 @@ func (a *Audit) Append(ctx context.Context, e audit.Entry) error {
 	return nil
 }
 
+// skipped says err is a row another program wrote that does not read: it
+// is listed as a fault and left out, and the pages that show the audit
+// (the overview among them) still render.
+func (a *Audit) skipped(err error) bool {
+	var rowErr *tablestore.RowError
+	if !errors.As(err, &rowErr) {
+		return false
+	}
+	a.faults.Add(Fault{Table: TableAudit, Key: rowErr.PartitionKey + "/" + rowErr.RowKey, Problem: rowErr.Err.Error(), Seen: time.Now()})
+	return true
+}
+
 // Recent returns up to limit entries, newest first, looking back at most
 // twelve months from now.
 func (a *Audit) Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error) {
@@ -107,6 +121,9 @@ func (a *Audit) month(ctx context.Context, partition string, limit int, past boo
 	var out []audit.Entry
 	q := tablestore.Query{Filter: tablestore.PartitionIs(partition), Top: int32(min(limit, 1000))}
 	for r, err := range tablestore.Rows[auditRow](ctx, a.table, q) {
+		if a.skipped(err) {
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("storage: recent audit entries: %w", err)
 		}
@@ -135,6 +152,9 @@ func (a *Audit) About(ctx context.Context, target string, from, to time.Time, li
 		q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(month.Format("2006-01")), tablestore.Eq("Target", target),
 			tablestore.Ge("At", from.UTC()), tablestore.Le("At", to.UTC()))}
 		for r, err := range tablestore.Rows[auditRow](ctx, a.table, q) {
+			if a.skipped(err) {
+				continue
+			}
 			if err != nil {
 				return nil, fmt.Errorf("storage: audit entries about %s: %w", target, err)
 			}

@@ -72,7 +72,7 @@ func New(svc *tablestore.Service) *Store {
 		Apps:        &Apps{table: svc.Table(TableApps), faults: faults},
 		Circuits:    &Circuits{table: svc.Table(TableCircuits), faults: faults},
 		Jobs:        &Jobs{table: svc.Table(TableJobs), faults: faults},
-		Audit:       &Audit{table: svc.Table(TableAudit)},
+		Audit:       &Audit{table: svc.Table(TableAudit), faults: faults},
 		Leases:      &Leases{table: svc.Table(TableLeases)},
 		Failures:    &Failures{table: svc.Table(TableFailures)},
 		Status:      &Status{table: svc.Table(TableStatus)},

@@ -30,14 +30,15 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	cmd := exec.CommandContext(t.Context(), node, filepath.Join(root, "scripts", "crosslang", "write-bad-rows.mjs"))
 	cmd.Dir = root
 	const job = "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03"
-	cmd.Env = append(os.Environ(), "CONNECTION_STRING="+testenv.ConnectionString(t), "PREFIX="+srv.Config.Storage.TablePrefix, "JOB="+job)
+	month := srv.Clock.Now().UTC().Format("2006-01")
+	cmd.Env = append(os.Environ(), "CONNECTION_STRING="+testenv.ConnectionString(t), "PREFIX="+srv.Config.Storage.TablePrefix, "JOB="+job, "MONTH="+month)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("the Node script failed: %v\n%s", err, out)
 	}
 
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
-	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/notifications", "/channels", "/circuits/" + demo.AppID + "/ProcessOrders"} {
+	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/notifications", "/channels", "/audit", "/circuits/" + demo.AppID + "/ProcessOrders"} {
 		wantStatus(t, b.get(path), http.StatusOK)
 	}
 	// The scanner reads the bad run on its next pass.
@@ -51,7 +52,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	// The overview names each bad row and what is wrong with it.
 	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", "job/bad-misfire", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message", "orders-demo/209901010000|traces|bad-source", "orders-demo/209901010000|logs|bad-count",
-		"orders-demo/orders-poison", "orders-demo/bad-samples-poison", "orders-demo/!run-orders-poison"}
+		"orders-demo/orders-poison", "orders-demo/bad-samples-poison", "orders-demo/!run-orders-poison", month + "/0000000000000000000-bad"}
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		body := b.get("/").body

@@ -4,11 +4,12 @@
 // lists each of them and goes on working.
 //
 // Environment: CONNECTION_STRING, PREFIX (the tables' prefix), JOB (a job id
-// whose Runs partition gets a bad row).
+// whose Runs partition gets a bad row), MONTH (the audit's current month,
+// "2006-01", whose partition gets one).
 import { TableClient } from "@azure/data-tables";
 
-const { CONNECTION_STRING, PREFIX, JOB } = process.env;
-for (const [name, value] of Object.entries({ CONNECTION_STRING, PREFIX, JOB })) {
+const { CONNECTION_STRING, PREFIX, JOB, MONTH } = process.env;
+for (const [name, value] of Object.entries({ CONNECTION_STRING, PREFIX, JOB, MONTH })) {
   if (!value) {
     console.error(`write-bad-rows: ${name} is not set`);
     process.exit(2);
@@ -34,6 +35,8 @@ const rows = {
     { partitionKey: "channel", rowKey: "plain-http", Name: "Leaky", Kind: "slack", URL: "http://hooks.example.com/services/x" },
     { partitionKey: "channel", rowKey: "pigeon", Name: "Pigeon", Kind: "carrier-pigeon" },
   ],
+  // The newest entry of the month (row keys count down), its time a word.
+  Audit: [{ partitionKey: MONTH, rowKey: "0000000000000000000-bad", At: "yesterday", Actor: "someone", Action: "edited by hand" }],
   Outbox: [{ partitionKey: "msg", rowKey: "bad-message", State: "pending", NextAttempt: "now", Attempts: "a few" }],
   // What arrived over OpenTelemetry, per Fusebox instance: the Apps page reads it.
   Arrivals: [

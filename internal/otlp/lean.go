@@ -30,6 +30,9 @@ import (
 // how many spans past those were left unread.
 func DecodeTraces(b []byte) (m Mapped, cut int, err error) {
 	d := traceReader{m: Mapped{Source: Traces}, names: interned{}, left: MaxRecords}
+	// The spans are counted first, walking only the containers' fields
+	// (no span is read): grown by appending instead, a host's batch cost
+	// twice the memory (225 kB against 117 kB) for the same time.
 	d.m.Invocations = make([]Invocation, 0, min(countRecords(b, recordPath), MaxRecords))
 	r := fields{b: b}
 	for f, ok := r.next(); ok; f, ok = r.next() {

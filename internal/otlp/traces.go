@@ -135,8 +135,9 @@ func (f *spanFields) fromProto(span *tracepb.Span) {
 		traceID: span.GetTraceId(), spanID: span.GetSpanId(), code: span.GetStatus().GetCode(), message: bytesOf(span.GetStatus().GetMessage())}
 	for _, kv := range span.GetAttributes() {
 		text, number := f.slot(bytesOf(kv.GetKey()))
-		text.add(anyValueOf(kv.GetValue()))
-		number.add(anyValueOf(kv.GetValue()))
+		v := anyValueOf(kv.GetValue())
+		text.add(v)
+		number.add(v)
 	}
 	events := span.GetEvents()
 	for i := len(events) - 1; i >= 0; i-- {

@@ -256,3 +256,43 @@ func wantTraceLinked(t *testing.T, body, appID, problem string) {
 		t.Errorf("%s (%s):\n%s", problem, want, g)
 	}
 }
+
+// On the real clock, a closed circuit's page follows its failures: its
+// groups are kept while its rows stay as they were (errgroups.Cache with
+// stamps), and a new kind of error shows within the groups' 5 s plus the
+// evaluator's next read, never hidden behind the kept groups.
+func TestAClosedCircuitsGroupsFollowNewFailures(t *testing.T) {
+	srv, _ := apptest.SeededRealClock(t)
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: 5 * time.Minute, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	report := func(msg string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(fmt.Sprintf(`{"failures":[{"function":"ScoreLeads","count":3,"error":%q}]}`, msg)))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+demo.Key)
+		wantStatus(t, newBrowser(t, srv.URL).do(req), http.StatusAccepted)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	// waitFor reloads the page, as a person would, until it shows want.
+	waitFor := func(want string, within time.Duration) time.Duration {
+		t.Helper()
+		start := time.Now()
+		for {
+			page := b.get("/circuits/" + demo.AppID + "/ScoreLeads")
+			if strings.Contains(page.body, want) {
+				return time.Since(start)
+			}
+			if time.Since(start) > within {
+				t.Fatalf("after %s the page does not show %q:\n%s", within, want, page.body)
+			}
+			time.Sleep(200 * time.Millisecond) // a person reloading, bounded by within
+		}
+	}
+	report("Timeout after 30 s reading leads")
+	waitFor("Timeout after 30 s reading leads", 10*time.Second)
+	report("Connection refused by the leads store")
+	took := waitFor("Connection refused by the leads store", 15*time.Second)
+	t.Logf("the new error showed %s after it was reported", took.Round(100*time.Millisecond))
+}

@@ -22,8 +22,9 @@ type Audit struct {
 	table  *tablestore.Table
 	faults *Faults
 
-	mu   sync.Mutex
-	past map[pastKey]pastMonth // Recent's reads of months before now's
+	mu        sync.Mutex
+	past      map[pastKey]pastMonth // Recent's reads of months before now's
+	pastBytes int                   // their entries' texts
 }
 
 // A month before the current one gains no entry (each is written at its
@@ -37,12 +38,16 @@ type pastKey struct {
 
 type pastMonth struct {
 	entries []audit.Entry
+	bytes   int
 	readAt  time.Time // this machine's clock
 }
 
+// The months kept are bounded in entries and in bytes (rows another
+// program wrote may be large): past either, they are all dropped.
 const (
-	pastFresh = 5 * time.Minute
-	maxPast   = 64 // months × limits kept; cleared past it
+	pastFresh    = 5 * time.Minute
+	maxPast      = 64 // months × limits
+	maxPastBytes = 4 << 20
 )
 
 type auditRow struct {
@@ -133,11 +138,22 @@ func (a *Audit) month(ctx context.Context, partition string, limit int, past boo
 		}
 	}
 	if past {
-		a.mu.Lock()
-		if a.past == nil || len(a.past) >= maxPast {
-			a.past = map[pastKey]pastMonth{}
+		size := 0
+		for _, e := range out {
+			size += len(e.Actor) + len(e.Action) + len(e.Target) + len(e.Detail) + 128
 		}
-		a.past[key] = pastMonth{entries: slices.Clip(out), readAt: readAt}
+		a.mu.Lock()
+		if old, ok := a.past[key]; ok {
+			delete(a.past, key)
+			a.pastBytes -= old.bytes
+		}
+		if a.past == nil || len(a.past) >= maxPast || a.pastBytes+size > maxPastBytes {
+			a.past, a.pastBytes = map[pastKey]pastMonth{}, 0
+		}
+		if size <= maxPastBytes {
+			a.past[key] = pastMonth{entries: slices.Clip(out), bytes: size, readAt: readAt}
+			a.pastBytes += size
+		}
 		a.mu.Unlock()
 	}
 	return out, nil

@@ -35,6 +35,8 @@ log "OpenAPI document (Redocly lint, no errors)"
 "$BIN/redocly" lint docs/openapi.yaml --format=stylish
 log "templ output is up to date"
 scripts/check-generated.sh
+log "no build output is tracked (no program, nothing over 1 MB outside docs/screenshots)"
+scripts/check-tracked.sh
 log "go test -race"
 go test -race -count=1 -timeout 20m ./...
 log "all checks passed in $((SECONDS - start)) s"

@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"slices"
 	"sort"
 	"time"
 )
@@ -30,6 +31,31 @@ type FailureRow struct {
 	// Sample is the last error text the row's writer sent; only reads of
 	// one circuit's rows carry it (the evaluator's window does not).
 	Sample string
+	// Errors are the row's failures by kind of error, most first, when its
+	// writer kept them (Fusebox does): one report may carry several kinds
+	// in one second, and a row's Sample names only the last. Failures of
+	// Count not in them are of kinds past the row's bound. Read, like
+	// Sample, only for one circuit's rows.
+	Errors []ErrorCount
+}
+
+// ErrorCount is how many of a row's failures one kind of error text
+// (errgroups.Fingerprint) accounts for, with its latest text.
+type ErrorCount struct {
+	Text  string `json:"text"`
+	Count int    `json:"count"`
+}
+
+// MaxRowErrors bounds the kinds of error one failure row keeps: the
+// rest of its failures are counted as other errors.
+const MaxRowErrors = 8
+
+// Same says whether two readings of a row are alike in all it counts by
+// (its texts aside, which a window read does not carry).
+func (r FailureRow) Same(o FailureRow) bool {
+	return r.ID == o.ID && r.Circuit == o.Circuit && r.Second.Equal(o.Second) && r.Count == o.Count && r.Successes == o.Successes &&
+		r.Throttling == o.Throttling && r.Modified.Equal(o.Modified) && r.TraceParent == o.TraceParent && r.Source == o.Source &&
+		r.Named == o.Named && r.Sample == o.Sample && slices.Equal(r.Errors, o.Errors)
 }
 
 // SourceCount is one instance's share of a circuit's window.

@@ -98,6 +98,15 @@ func (m *memo) keep(text, fp string) {
 	}
 }
 
+// Kind is the fingerprint failures of text are grouped by, remembered
+// as Of remembers it; NoText for a text that says nothing.
+func Kind(text string) string {
+	if strings.TrimSpace(text) == "" {
+		return NoText
+	}
+	return folded.fingerprint(text)
+}
+
 // cutText is msg's first MaxText bytes, cut at a character, never inside
 // one (a fingerprint is a text people read, and a key).
 func cutText(msg string) string {
@@ -119,6 +128,9 @@ type Sample struct {
 	Count  int
 	Source string // the instance
 	Trace  string // a W3C traceparent, when the report had one
+	// Other says the failures are of kinds past what their row keeps
+	// (circuit.MaxRowErrors): grouped as OtherKinds, whatever Text says.
+	Other bool
 }
 
 // Group is the failures whose text folds to one fingerprint.
@@ -141,6 +153,10 @@ const MaxListed = 5
 // NoText names the group of failures reported without an error text.
 const NoText = "(no error text was reported)"
 
+// OtherKinds names the group of failures whose rows held more kinds of
+// error in one second than a row keeps.
+const OtherKinds = "(other errors: more kinds in one second than a row keeps apart)"
+
 // Of groups samples, most failures first, and keeps at most max groups;
 // other counts the failures of the groups left out.
 func Of(samples []Sample, max int) (groups []Group, other int) {
@@ -149,9 +165,9 @@ func Of(samples []Sample, max int) (groups []Group, other int) {
 		if s.Count <= 0 {
 			continue
 		}
-		fp := NoText
-		if strings.TrimSpace(s.Text) != "" {
-			fp = folded.fingerprint(s.Text)
+		fp := Kind(s.Text)
+		if s.Other {
+			fp = OtherKinds
 		}
 		g, ok := byPrint[fp]
 		if !ok {
@@ -253,16 +269,38 @@ func Between(ctx context.Context, rows Rows, appID, function string, from, to ti
 	}
 	samples := make([]Sample, 0, len(rs))
 	for _, r := range rs {
-		samples = append(samples, Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent})
+		samples = appendRow(samples, r)
 	}
 	groups, other = Of(samples, max)
 	return groups, other, partial, nil
 }
 
+// appendRow adds a row's samples: one per kind of error when the row
+// kept its failures by kind, and the failures of kinds past its bound as
+// other errors; else its Sample stands for all of them.
+func appendRow(samples []Sample, r circuit.FailureRow) []Sample {
+	s := Sample{Text: r.Sample, At: r.Second, Count: r.Count, Source: r.Source, Trace: r.TraceParent}
+	if len(r.Errors) == 0 {
+		return append(samples, s)
+	}
+	left := r.Count
+	for _, e := range r.Errors {
+		s.Text, s.Count = e.Text, e.Count
+		samples = append(samples, s)
+		left -= e.Count
+	}
+	if left > 0 {
+		s.Text, s.Count, s.Other = "", left, true
+		samples = append(samples, s)
+	}
+	return samples
+}
+
 // Text is the group's latest text, or NoText.
 func (g Group) Text() string {
-	if g.Fingerprint == NoText {
-		return NoText
+	switch g.Fingerprint {
+	case NoText, OtherKinds:
+		return g.Fingerprint
 	}
 	return g.Example
 }

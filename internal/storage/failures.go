@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/errgroups"
 	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
@@ -88,7 +90,7 @@ func (f *Failures) Window(ctx context.Context, from, to time.Time) ([]circuit.Fa
 	for _, r := range rows {
 		// An incremental read returns again the rows of its margin:
 		// only a new or changed row changes the sorted rows.
-		if old, ok := f.rows[r.ID]; !ok || old != r {
+		if old, ok := f.rows[r.ID]; !ok || !old.Same(r) {
 			f.rows[r.ID], changed[r.ID] = r, r
 		}
 		f.inc.saw(r.Modified)
@@ -280,8 +282,17 @@ type failureRow struct {
 	Successes       int32     // optional: successes in that second from this writer (its running total)
 	Throttling      int32     // optional: the failures among Count whose error looked like a downstream pushing back
 	Sample          string    // optional: one error message, for people
+	Errors          string    // optional: the failures by kind of error, JSON [{"text","count"}], most first (circuit.MaxRowErrors)
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 	Instance        string    // optional: the instance that reported them (HTTP reports); else the writer is
+
+	kinds []kindCount // Record's sums of Errors before they are written
+}
+
+// kindCount is one kind of error's failures in a row being written.
+type kindCount struct {
+	fingerprint, text string
+	count             int
 }
 
 // Report is a count of failures of one function in one second.
@@ -324,6 +335,9 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		if r.Sample != "" {
 			row.Sample = truncate(r.Sample, 1024)
 		}
+		if r.Count > 0 {
+			row.addKind(r.Sample, r.Count)
+		}
 		if r.TraceParent != "" && len(r.TraceParent) <= 64 {
 			row.TraceParent = r.TraceParent
 		}
@@ -333,6 +347,7 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 	}
 	byPartition := map[string][]*failureRow{}
 	for _, row := range sums {
+		row.Errors = errorsColumn(row.kinds)
 		byPartition[row.PartitionKey] = append(byPartition[row.PartitionKey], row)
 	}
 	for pk, rows := range byPartition {
@@ -351,6 +366,74 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 	}
 	return nil
 }
+
+// addKind counts failures of text (cut at 1 kB) under its kind of error,
+// its latest text kept.
+func (row *failureRow) addKind(text string, n int) {
+	text = truncate(text, 1024)
+	fp := errgroups.Kind(text)
+	for i := range row.kinds {
+		if row.kinds[i].fingerprint == fp {
+			row.kinds[i].count += n
+			if text != "" {
+				row.kinds[i].text = text
+			}
+			return
+		}
+	}
+	row.kinds = append(row.kinds, kindCount{fp, text, n})
+}
+
+// errorsColumn is a row's Errors: its kinds of error, most failures first
+// (the first reported first among equals), at most circuit.MaxRowErrors;
+// the failures of the others are counted as other errors by the reader.
+// A row of one kind of error needs no column: its Sample says it.
+func errorsColumn(kinds []kindCount) string {
+	if len(kinds) < 2 {
+		return ""
+	}
+	slices.SortStableFunc(kinds, func(a, b kindCount) int { return b.count - a.count })
+	kept := make([]circuit.ErrorCount, 0, min(len(kinds), circuit.MaxRowErrors))
+	for _, k := range kinds[:min(len(kinds), circuit.MaxRowErrors)] {
+		kept = append(kept, circuit.ErrorCount{Text: k.text, Count: k.count})
+	}
+	b, err := json.Marshal(kept)
+	if err != nil {
+		return "" // strings and numbers always marshal
+	}
+	return string(b)
+}
+
+// readErrors reads a row's Errors column, written by Fusebox or by
+// another program: entries with no failures are dropped, texts cut at
+// 1 kB, at most circuit.MaxRowErrors kept, and never more failures than
+// the row counts. A column that does not read is as none: the row's
+// Sample stands for all its failures, as for a row that never had one.
+func readErrors(column string, count int) []circuit.ErrorCount {
+	if column == "" || len(column) > maxErrorsColumn {
+		return nil
+	}
+	var all []circuit.ErrorCount
+	if json.Unmarshal([]byte(column), &all) != nil {
+		return nil
+	}
+	out := make([]circuit.ErrorCount, 0, min(len(all), circuit.MaxRowErrors))
+	left := count
+	for _, e := range all {
+		if e.Count <= 0 || left <= 0 || len(out) == circuit.MaxRowErrors {
+			continue
+		}
+		e.Count = min(e.Count, left)
+		left -= e.Count
+		e.Text = truncate(e.Text, 1024)
+		out = append(out, e)
+	}
+	return out
+}
+
+// maxErrorsColumn bounds the Errors text read: eight texts of 1 kB,
+// escaped, fit well within it.
+const maxErrorsColumn = 32 << 10
 
 // ownWriter says a writer id is one Fusebox gives the rows of an HTTP
 // request or an export (ingest: api., content., idem.), which names a
@@ -450,6 +533,7 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 			Throttling: int(min(max(row.Throttling, 0), row.Count))} // someone else's row: never more than its failures
 		if rowPrefix != "" {
 			fr.Sample = truncate(row.Sample, 1024) // someone else's row: bounded again
+			fr.Errors = readErrors(row.Errors, fr.Count)
 		}
 		out = append(out, fr)
 		if limit > 0 && len(out) == limit {

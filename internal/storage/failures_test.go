@@ -436,3 +436,87 @@ func TestAStampSaysWhetherACircuitsRowsChanged(t *testing.T) {
 		t.Errorf("the row of second -9 out of the span still stamped: %+v", slid)
 	}
 }
+
+// One report of 75 timeouts and 30 deadlocks in one second, the deadlocks
+// last, is grouped as what it said: 75 and 30, not 105 of the last text
+// (a row kept only its writer's last text). Past circuit.MaxRowErrors
+// kinds, a row's other failures are counted as other errors; a column
+// another program wrote is read within the row's own count, and one that
+// does not read leaves the row's Sample to stand for it.
+func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	second := now.Add(-2 * time.Second)
+	var rs []storage.Report
+	for i := range 75 {
+		rs = append(rs, storage.Report{App: "orders", Function: "Process", Second: second, Count: 1, Sample: "Timeout talking to inventory after " + strconv.Itoa(1000+i) + " ms"})
+	}
+	rs = append(rs, storage.Report{App: "orders", Function: "Process", Second: second, Count: 30,
+		Sample: "Microsoft.Data.SqlClient.SqlException: Transaction (Process ID 71) was deadlocked on lock resources with another process"})
+	if err := st.Failures.Record(t.Context(), "api.one", rs); err != nil {
+		t.Fatal(err)
+	}
+	ci := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Closed}
+	groups, other, _, err := errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(groups) != 2 || other != 0 || groups[0].Count != 75 || !strings.HasPrefix(groups[0].Text(), "Timeout talking") ||
+		groups[1].Count != 30 || !strings.Contains(groups[1].Text(), "deadlocked") {
+		t.Fatalf("groups %+v (other %d); want 75 timeouts, then 30 deadlocks", groups, other)
+	}
+
+	// Ten kinds in one second: the eight most counted are kept apart.
+	rs = rs[:0]
+	for k := range 10 {
+		rs = append(rs, storage.Report{App: "orders", Function: "Mixed", Second: second, Count: 20 - k, Sample: "error kind " + string(rune('a'+k))})
+	}
+	if err := st.Failures.Record(t.Context(), "api.two", rs); err != nil {
+		t.Fatal(err)
+	}
+	ci.Function = "Mixed"
+	groups, _, _, err = errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, g := range groups {
+		got[g.Text()] = g.Count
+	}
+	if len(groups) != 9 || got["error kind a"] != 20 || got["error kind h"] != 13 || got[errgroups.OtherKinds] != 12+11 {
+		t.Errorf("ten kinds grouped %v; want kinds a to h apart and the 23 failures of i and j as other errors", got)
+	}
+
+	// Rows other programs wrote: a column that claims more than the row
+	// counts, and one that does not read.
+	type row struct {
+		tablestore.Meta
+		App, Function  string
+		Second         time.Time
+		Count          int32
+		Sample, Errors string
+	}
+	for w, errs := range map[string]string{"liar": `[{"text":"A lie","count":5000},{"text":"Never","count":3}]`, "garbled": `{not json`} {
+		r := &row{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(second), RowKey: storage.FailureRowKey("orders", "Foreign", second, w)},
+			App: "orders", Function: "Foreign", Second: second, Count: 4, Sample: "Its own sample", Errors: errs}
+		if err := svc.Table(storage.TableFailures).Insert(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ci.Function = "Foreign"
+	groups, _, _, err = errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got = map[string]int{}
+	for _, g := range groups {
+		got[g.Text()] = g.Count
+	}
+	if len(got) != 2 || got["A lie"] != 4 || got["Its own sample"] != 4 {
+		t.Errorf("foreign rows grouped %v; want the liar's 4 failures as its first kind and the garbled row's 4 as its sample", got)
+	}
+}

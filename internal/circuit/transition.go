@@ -36,7 +36,16 @@ type Counts struct {
 	// counted failures; counted only for a circuit with a quorum, and only
 	// up to it.
 	Instances int
+	// HiddenSuccesses are the counted failures from Executed records of a
+	// function whose records have shown no success (FailedRecords). With
+	// no success counted beside them, the calls are unknown: no ratio and
+	// no "no success" rule is judged on them.
+	HiddenSuccesses int
 }
+
+// SuccessesUnknown says that the counts cannot tell how many calls there
+// were: failures from records that hide successes, and no success.
+func (n Counts) SuccessesUnknown() bool { return n.HiddenSuccesses > 0 && n.Successes == 0 }
 
 // Flip is one entry of a circuit's flip log: a transition, who made it and why.
 type Flip struct {
@@ -126,7 +135,7 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 				next, f := flip(c, Open, EvaluatorActor, n, now, "the trial failed: "+tripReason(c, n, now))
 				next.Streak = c.Streak + 1
 				return next, f
-			case trialOver && calls >= c.Rule.MinCalls:
+			case trialOver && calls >= c.Rule.MinCalls && !n.SuccessesUnknown():
 				return flip(c, Closed, EvaluatorActor, n, now,
 					fmt.Sprintf("%d of %d calls failed in a whole window (%s) after the trigger went on, under the rule: recovered", n.Counted, calls, spoken.Duration(c.Window)))
 			}
@@ -166,6 +175,9 @@ func Trips(c Circuit, n Counts) bool {
 		return true
 	}
 	if c.Rule.Ratio > 0 {
+		if n.SuccessesUnknown() {
+			return false // 10 % failures would read as 100 %
+		}
 		calls := n.Counted + n.Successes
 		return calls >= c.Rule.MinCalls && calls > 0 && float64(n.Counted) >= c.Rule.Ratio*float64(calls)
 	}
@@ -182,7 +194,7 @@ func tripsOnItsMainRule(c Circuit, n Counts) bool {
 // succeeded over a whole window. A part of a window (just after a resume)
 // proves nothing yet.
 func starved(c Circuit, n Counts) bool {
-	return c.Rule.NoSuccess && n.Whole && n.Counted > 0 && n.Successes == 0
+	return c.Rule.NoSuccess && n.Whole && n.Counted > 0 && n.Successes == 0 && !n.SuccessesUnknown()
 }
 
 // tripReason says what a trip counted, and from when when the count did not

@@ -31,12 +31,84 @@ type FailureRow struct {
 	// Sample is the last error text the row's writer sent; only reads of
 	// one circuit's rows carry it (the evaluator's window does not).
 	Sample string
+	// Via says which kind of report the row's counts came from: reported
+	// as such, or a function's Executed log records, which count only
+	// where no span tells of the same calls (Countable).
+	Via Via
 	// Errors are the row's failures by kind of error, most first, when its
 	// writer kept them (Fusebox does): one report may carry several kinds
 	// in one second, and a row's Sample names only the last. Failures of
 	// Count not in them are of kinds past the row's bound. Read, like
 	// Sample, only for one circuit's rows.
 	Errors []ErrorCount
+}
+
+// Via is which kind of report a failure row's counts came from, as far
+// as counting goes.
+type Via uint8
+
+const (
+	// Direct counts are reported as such: the failure API, a span, a
+	// writer of the table.
+	Direct Via = iota
+	// Records are counts of a function's Executed log records. The same
+	// host may export a span of each call too, on another timer: records
+	// count only where no direct row of the function lies within
+	// RecordsGrace of their second, and only once that grace has passed,
+	// so that whichever signal arrives first, each call counts once.
+	Records
+	// FailedRecords are Records of a function whose records have shown no
+	// succeeded call: a log level above Information hides those, so no
+	// ratio can be judged on them (Counts.HiddenSuccesses).
+	FailedRecords
+)
+
+// RecordsGrace is how long a function's records wait for spans of the
+// same calls: the OpenTelemetry SDKs export spans every 5 s by default
+// (OTEL_BSP_SCHEDULE_DELAY) and log records every second, so a host's
+// span of a call may arrive seconds after its record, or before it.
+const RecordsGrace = 10 * time.Second
+
+// Countable are the rows that count at now: rows does not change, and is
+// returned itself when it holds no records. A row of records is left out
+// when a direct row of its circuit lies within RecordsGrace of its second
+// (a span counted the same calls), or, when none does, until its second
+// is RecordsGrace old (a span may still come).
+func Countable(rows []FailureRow, now time.Time) []FailureRow {
+	records := false
+	for i := range rows {
+		if rows[i].Via != Direct {
+			records = true
+			break
+		}
+	}
+	if !records {
+		return rows
+	}
+	direct := map[string][]int64{} // circuit -> seconds of its direct rows
+	for i := range rows {
+		if r := &rows[i]; r.Via == Direct {
+			direct[r.Circuit] = append(direct[r.Circuit], r.Second.Unix())
+		}
+	}
+	for _, secs := range direct {
+		slices.Sort(secs)
+	}
+	grace := int64(RecordsGrace / time.Second)
+	waitFrom := now.Add(-RecordsGrace)
+	out := make([]FailureRow, 0, len(rows))
+	for _, r := range rows {
+		if r.Via != Direct {
+			secs := direct[r.Circuit]
+			at := r.Second.Unix()
+			i, _ := slices.BinarySearch(secs, at-grace)
+			if i < len(secs) && secs[i] <= at+grace || r.Second.After(waitFrom) {
+				continue
+			}
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // ErrorCount is how many of a row's failures one kind of error text
@@ -68,7 +140,7 @@ type SourceCount struct {
 // that reported them, most failures first, at most limit of them.
 func BySource(rows []FailureRow, circuitID string, from, to time.Time, limit int) []SourceCount {
 	sums := map[string]*SourceCount{}
-	for _, r := range rows {
+	for _, r := range Countable(rows, to) {
 		if r.Circuit != circuitID || !r.Second.After(from) || r.Second.After(to) {
 			continue
 		}
@@ -136,6 +208,7 @@ func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]
 		window, counted time.Time
 		quorum          int // the instances to count up to; 0: none
 	}
+	rows = Countable(rows, now)
 	spans := make(map[string]span, len(circuits))
 	counts := make(map[string]Counts, len(circuits))
 	instances := map[string]map[string]bool{} // by circuit, for quorums: at most MinInstances each
@@ -161,6 +234,9 @@ func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]
 			n.Counted += r.Count
 			n.Successes += r.Successes
 			n.Throttling += r.Throttling
+			if r.Via == FailedRecords {
+				n.HiddenSuccesses += r.Count
+			}
 			if r.TraceParent != "" && !r.Second.Before(n.newest) {
 				n.TraceParent, n.newest = r.TraceParent, r.Second
 			}

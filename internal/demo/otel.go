@@ -153,6 +153,13 @@ func (t *Telemetry) Flush(ctx context.Context) error {
 	return errors.Join(t.traces.ForceFlush(ctx), t.logs.ForceFlush(ctx))
 }
 
+// FlushSpans exports the spans recorded, and no log record.
+func (t *Telemetry) FlushSpans(ctx context.Context) error { return t.traces.ForceFlush(ctx) }
+
+// FlushRecords exports the log records recorded, and no span: a host's
+// logs go every second and its spans every 5 s, so either may come first.
+func (t *Telemetry) FlushRecords(ctx context.Context) error { return t.logs.ForceFlush(ctx) }
+
 // Shutdown sends what is left.
 func (t *Telemetry) Shutdown(ctx context.Context) error {
 	return errors.Join(t.traces.Shutdown(ctx), t.logs.Shutdown(ctx))

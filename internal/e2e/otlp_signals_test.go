@@ -2,11 +2,20 @@ package e2e_test
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploggrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlplog/otlploghttp"
+	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
+	sdklog "go.opentelemetry.io/otel/sdk/log"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -62,14 +71,16 @@ func run(t *testing.T, h *demo.Telemetry, function string, n int, tenthFails boo
 	}
 }
 
-// countedOf adds up function's failure rows of the last minute.
+// countedOf adds up function's failure rows of the last minute, as they
+// count once the records among them have waited their grace for spans
+// (circuit.Countable): each invocation once, whichever signal came first.
 func countedOf(t *testing.T, srv *apptest.Server, function string) (failures, successes int) {
 	t.Helper()
 	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), time.Now().Add(-time.Minute), time.Now().Add(time.Second), time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, r := range rows {
+	for _, r := range circuit.Countable(rows, time.Now().Add(circuit.RecordsGrace)) {
 		if r.Circuit == demo.AppID+"/"+function {
 			failures += r.Count
 			successes += r.Successes
@@ -120,6 +131,180 @@ func TestALogLevelThatHidesSucceededRecordsTripsNoRatioRule(t *testing.T) {
 	}
 	if got.State != circuit.Closed {
 		t.Fatalf("10 %% failures tripped a 50 %% rule: %s %q", got.State, got.Reason)
+	}
+}
+
+// TestTheLogLevelCaseInEveryOrder: with "Function": "Warning" the host's
+// logs (every second) usually reach Fusebox before its spans (every 5 s).
+// A new function failing 10 % of its calls must not trip a 50 % rule
+// whichever signal comes first, over HTTP or gRPC, in one export each or
+// in several (the SDKs send 512 at most): the records of failures alone
+// once read "100 % of 169 calls". The evaluator ticks while only the
+// records are stored, and again after the spans.
+func TestTheLogLevelCaseInEveryOrder(t *testing.T) {
+	srv, _ := apptest.SeededRealClock(t)
+	cases := []struct {
+		protocol     string
+		recordsFirst bool
+		calls        int
+	}{
+		{"http/protobuf", true, 2000}, {"http/protobuf", false, 2000}, {"http/protobuf", true, 400}, {"http/protobuf", false, 400},
+		{"grpc", true, 2000}, {"grpc", false, 2000}, {"grpc", true, 400}, {"grpc", false, 400},
+	}
+	for i, tc := range cases {
+		function := fmt.Sprintf("NewFunction%d", i)
+		name := fmt.Sprintf("%s, %d calls, records first %v", tc.protocol, tc.calls, tc.recordsFirst)
+		ci := circuit.Circuit{AppID: demo.AppID, Function: function, Threshold: 100_000, Window: time.Minute, State: circuit.Closed,
+			Rule: circuit.Rule{Ratio: 0.5, MinCalls: tc.calls / 20}}
+		if err := srv.App.Store.Circuits.Put(t.Context(), ci); err != nil {
+			t.Fatal(err)
+		}
+		host, openSpans, openRecords := hostOver(t, srv, tc.protocol, demo.Shape{HideSucceeded: true})
+		waitKnown(t, srv, function)
+		now := time.Now()
+		for j := range tc.calls {
+			if j%10 == 0 {
+				host.Failures(function, 1, now, "timeout")
+			} else {
+				host.Successes(function, 1, now)
+			}
+		}
+		open, first, openSecond, second := openSpans, host.FlushSpans, openRecords, host.FlushRecords
+		if tc.recordsFirst {
+			open, first, openSecond, second = openRecords, host.FlushRecords, openSpans, host.FlushSpans
+		}
+		open()
+		if err := first(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if tc.recordsFirst {
+			waitCounted(t, srv, function, tc.calls/10, 0) // the records alone are stored
+		}
+		srv.TickAfter(t, time.Now())
+		assertClosed(t, srv, function, name+", the first signal alone")
+		openSecond()
+		if err := second(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		waitCounted(t, srv, function, tc.calls/10, tc.calls-tc.calls/10)
+		srv.TickAfter(t, time.Now())
+		assertClosed(t, srv, function, name+", both signals")
+	}
+}
+
+// waitKnown waits until ingest knows function's new circuit (it lists
+// circuits at most every 2 s): a report of one success half an hour ago,
+// outside every window the test reads, is answered with no_circuit 0.
+func waitKnown(t *testing.T, srv *apptest.Server, function string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		body := fmt.Sprintf(`{"failures": [{"function": %q, "successes": 1, "at": %q}]}`, function, time.Now().Add(-30*time.Minute).UTC().Format(time.RFC3339))
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+demo.Key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct {
+			NoCircuit int `json:"no_circuit"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&res)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("report: %d, %v", resp.StatusCode, err)
+		}
+		if res.NoCircuit == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ingest did not know %s's circuit after 10 s", function)
+		}
+		time.Sleep(100 * time.Millisecond) // polls ingest, bounded by the deadline
+	}
+}
+
+// hostOver is a host set up as shape says, exporting to srv with the
+// demo's key over protocol, whose spans and records wait at gates: each
+// signal is sent once its gate opens, so a test decides which comes first.
+func hostOver(t *testing.T, srv *apptest.Server, protocol string, shape demo.Shape) (h *demo.Telemetry, openSpans, openRecords func()) {
+	t.Helper()
+	var spans sdktrace.SpanExporter
+	var records sdklog.Exporter
+	var err error
+	auth := map[string]string{"authorization": "Bearer " + demo.Key}
+	if protocol == "grpc" {
+		endpoint := strings.TrimPrefix(srv.URL, "http://")
+		if spans, err = otlptracegrpc.New(t.Context(), otlptracegrpc.WithEndpoint(endpoint), otlptracegrpc.WithInsecure(), otlptracegrpc.WithHeaders(auth)); err == nil {
+			records, err = otlploggrpc.New(t.Context(), otlploggrpc.WithEndpoint(endpoint), otlploggrpc.WithInsecure(), otlploggrpc.WithHeaders(auth))
+		}
+	} else {
+		if spans, err = otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(srv.URL+"/v1/traces"), otlptracehttp.WithHeaders(auth)); err == nil {
+			records, err = otlploghttp.New(t.Context(), otlploghttp.WithEndpointURL(srv.URL+"/v1/logs"), otlploghttp.WithHeaders(auth))
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	gs := gatedSpans{spans, make(chan struct{})}
+	gr := gatedRecords{records, make(chan struct{})}
+	h = demo.NewTelemetryShaped(gs, gr, shape)
+	var once [2]sync.Once
+	openSpans = func() { once[0].Do(func() { close(gs.open) }) }
+	openRecords = func() { once[1].Do(func() { close(gr.open) }) }
+	t.Cleanup(func() {
+		openSpans()
+		openRecords()
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(t.Context()), 5*time.Second)
+		defer cancel()
+		_ = h.Shutdown(ctx)
+	})
+	return h, openSpans, openRecords
+}
+
+// gatedSpans exports once open is closed.
+type gatedSpans struct {
+	sdktrace.SpanExporter
+	open chan struct{}
+}
+
+func (g gatedSpans) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.SpanExporter.ExportSpans(ctx, spans)
+}
+
+// gatedRecords exports once open is closed.
+type gatedRecords struct {
+	sdklog.Exporter
+	open chan struct{}
+}
+
+func (g gatedRecords) Export(ctx context.Context, records []sdklog.Record) error {
+	select {
+	case <-g.open:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return g.Exporter.Export(ctx, records)
+}
+
+// assertClosed fails when function's circuit is not closed.
+func assertClosed(t *testing.T, srv *apptest.Server, function, when string) {
+	t.Helper()
+	got, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.State != circuit.Closed {
+		t.Fatalf("%s: 10 %% failures tripped a 50 %% rule: %s %q", when, got.State, got.Reason)
 	}
 }
 

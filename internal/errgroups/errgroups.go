@@ -267,6 +267,9 @@ func Between(ctx context.Context, rows Rows, appID, function string, from, to ti
 	if err != nil {
 		return nil, 0, false, err
 	}
+	// Records that a span of the same calls counted are not grouped
+	// again; records still waiting for spans are.
+	rs = circuit.Countable(rs, to.Add(circuit.RecordsGrace))
 	samples := make([]Sample, 0, len(rs))
 	for _, r := range rs {
 		samples = appendRow(samples, r)

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/otlp"
 )
 
@@ -82,6 +83,21 @@ func (r *Exports) outranked(appID string, inv otlp.Invocation, now time.Time) bo
 	return false
 }
 
+// via is how a function's counted Executed records are kept. Records
+// that count a function whose spans miss failures are what counts it;
+// others wait for spans of the same calls (circuit.Countable), and those
+// of a function whose records never showed a success (a log level above
+// Information) judge no ratio.
+func (r *Exports) via(appID, function string, now time.Time) circuit.Via {
+	switch {
+	case now.Sub(r.heard[heardKey{appID, function, otlp.SpansMissFailures}]) < otlp.Expect:
+		return circuit.Direct
+	case now.Sub(r.heard[heardKey{appID, function, otlp.RecordsShowSuccesses}]) < otlp.Expect:
+		return circuit.Records
+	}
+	return circuit.FailedRecords
+}
+
 // readOthers learns, at most every 30 s per app, which functions other
 // instances heard spans of. A failed read leaves what is known: a double
 // count for a while is better than none.
@@ -135,13 +151,18 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 	}
 	heard := map[told]bool{}
 	for _, inv := range m.Invocations {
+		sig := inv.Signal
+		if sig == otlp.ExecutedRecord && !inv.Failed {
+			sig = otlp.RecordsShowSuccesses // told to the other instances, as spans are
+			heard[told{inv.Function, sig}] = true
+		}
 		heard[told{inv.Function, inv.Signal}] = true
-		if inv.Signal != otlp.ExecutedRecord && len(got.Functions) < otlp.MaxFunctions {
+		if sig != otlp.ExecutedRecord && len(got.Functions) < otlp.MaxFunctions {
 			if got.Functions == nil {
 				got.Functions = map[string]otlp.Signal{}
 			}
-			if have, ok := got.Functions[inv.Function]; !ok || inv.Signal < have {
-				got.Functions[inv.Function] = inv.Signal
+			if have, ok := got.Functions[inv.Function]; !ok || sig < have {
+				got.Functions[inv.Function] = sig
 			}
 		}
 	}
@@ -166,11 +187,17 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 		}
 		invs = append(invs, inv)
 	}
+	via := map[string]circuit.Via{} // of the functions whose records are counted
+	for _, inv := range invs {
+		if _, ok := via[inv.Function]; !ok && inv.Signal == otlp.ExecutedRecord {
+			via[inv.Function] = r.via(e.AppID, inv.Function, now)
+		}
+	}
 	r.mu.Unlock()
 	invs, got.Duplicates = r.Seen.Fresh(e.AppID, key, invs, now)
 	var ans Answer
 	if len(invs) > 0 {
-		res, err := r.Reports.Take(ctx, batch(e.AppID, key, invs))
+		res, err := r.Reports.Take(ctx, batch(e.AppID, key, invs, via))
 		if err != nil {
 			return Answer{}, err
 		}
@@ -223,11 +250,14 @@ func accepted(invs []otlp.Invocation, rejected []Rejection) []otlp.Invocation {
 	return out
 }
 
-func batch(appID, key string, invs []otlp.Invocation) Batch {
+func batch(appID, key string, invs []otlp.Invocation, via map[string]circuit.Via) Batch {
 	one := 1
 	b := Batch{AppID: appID, Items: make([]Item, len(invs)), Content: "otlp." + key, MaxRows: MaxExportRows}
 	for i, inv := range invs {
 		it := Item{Function: inv.Function, At: inv.At, Instance: inv.Instance}
+		if inv.Signal == otlp.ExecutedRecord {
+			it.Via = via[inv.Function]
+		}
 		if inv.Failed {
 			it.Count, it.Sample, it.TraceParent = &one, inv.Sample, inv.Trace
 		} else {

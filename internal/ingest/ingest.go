@@ -252,6 +252,9 @@ type Report struct {
 	Throttling  int
 	TraceParent string // of the report, so the trip it causes joins its trace
 	Instance    string // the instance that reported them, as the client named it
+	// Via says whether they are counts of Executed log records, which
+	// count only where no span tells of the same calls (circuit.Countable).
+	Via circuit.Via
 }
 
 // MaxSkew is how far ahead of Fusebox's clock a report's second may be:

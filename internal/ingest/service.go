@@ -10,6 +10,7 @@ import (
 	"sort"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/throttle"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
@@ -36,6 +37,9 @@ type Item struct {
 	// Problem is why the transport could not read the item (a field of
 	// the wrong type); such an item is refused with it.
 	Problem string
+	// Via is set by the OpenTelemetry receiver for an Executed record's
+	// invocation; a transport of people's reports leaves it Direct.
+	Via circuit.Via
 }
 
 // Batch is one request's items, all from one app whose key was verified.
@@ -290,7 +294,7 @@ func checkItem(it Item, appID string, now time.Time, looks *throttledText) (Repo
 	case at.After(now.Add(MaxSkew)):
 		return Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", MaxSkew)
 	}
-	r := Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}
+	r := Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample, Via: it.Via}
 	if count > 0 && it.Sample != "" && looks.of(it.Sample) {
 		r.Throttling = count
 	}

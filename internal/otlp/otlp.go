@@ -46,6 +46,10 @@ const (
 	// failed (hosts built before September 2025 set no ERROR status), so
 	// its records count it and its spans do not.
 	SpansMissFailures
+	// RecordsShowSuccesses is no signal either: a succeeded Executed record
+	// of the function arrived, so its records are not filtered to failures
+	// by a log level, and a ratio can be judged on them.
+	RecordsShowSuccesses
 )
 
 func (s Signal) String() string {
@@ -54,6 +58,10 @@ func (s Signal) String() string {
 		return "host span"
 	case WorkerSpan:
 		return "worker span"
+	case SpansMissFailures:
+		return "spans that miss failures"
+	case RecordsShowSuccesses:
+		return "Executed records of successes"
 	}
 	return "Executed record"
 }

@@ -116,7 +116,11 @@ func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fr
 				by, ok = s.old[k]
 			}
 			missed := Signal(by.signal) != ExecutedRecord && !by.failed && inv.Signal == ExecutedRecord && inv.Failed
-			if ok && by.export != this && !missed {
+			// A span of a call its record counted counts too: the record's
+			// row is then left uncounted (circuit.Countable), so the span,
+			// which shows successes, decides whichever came first.
+			spanAfterRecord := Signal(by.signal) == ExecutedRecord && inv.Signal != ExecutedRecord
+			if ok && by.export != this && !missed && !spanAfterRecord {
 				dropped++
 				continue
 			}

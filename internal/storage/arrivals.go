@@ -115,8 +115,8 @@ func openArrival(row arrivalRow) (otlp.Arrival, error) {
 		}
 		fn, sig, _ := strings.Cut(line, " ")
 		n, err := strconv.Atoi(sig)
-		if !trigger.ValidName(fn) || err != nil || n < int(otlp.HostSpan) || n > int(otlp.WorkerSpan) {
-			return otlp.Arrival{}, fmt.Errorf("the functions list has a line %q that is no function and span signal", truncate(line, 80))
+		if !trigger.ValidName(fn) || err != nil || (n < int(otlp.HostSpan) || n > int(otlp.WorkerSpan)) && n != int(otlp.RecordsShowSuccesses) {
+			return otlp.Arrival{}, fmt.Errorf("the functions list has a line %q that is no function and span signal (or 4: its records show successes)", truncate(line, 80))
 		}
 		if x.Functions == nil {
 			x.Functions = map[string]otlp.Signal{}

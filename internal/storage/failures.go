@@ -285,6 +285,7 @@ type failureRow struct {
 	Errors          string    // optional: the failures by kind of error, JSON [{"text","count"}], most first (circuit.MaxRowErrors)
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 	Instance        string    // optional: the instance that reported them (HTTP reports); else the writer is
+	Via             string    // optional: "records" or "failed-records" for counts of Executed log records (circuit.Via); else reported as such
 
 	kinds []kindCount // Record's sums of Errors before they are written
 }
@@ -344,6 +345,7 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		if r.Instance != "" {
 			row.Instance = truncate(r.Instance, 100)
 		}
+		row.Via = viaColumn[r.Via]
 	}
 	byPartition := map[string][]*failureRow{}
 	for _, row := range sums {
@@ -528,7 +530,8 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 			source = row.RowKey[strings.LastIndexByte(row.RowKey, '|')+1:]
 			named = !ownWriter(source)
 		}
-		fr := circuit.FailureRow{ID: id, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
+		via, _ := viaOf(row.Via)
+		fr := circuit.FailureRow{ID: id, Via: via, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
 			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source, Named: named,
 			Throttling: int(min(max(row.Throttling, 0), row.Count))} // someone else's row: never more than its failures
 		if rowPrefix != "" {
@@ -545,7 +548,19 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 
 // windowColumns are what a window's rows are read with: everything but
 // the error sample.
-var windowColumns = []string{"PartitionKey", "RowKey", "Timestamp", "App", "Function", "Second", "Count", "Successes", "Throttling", "TraceParent", "Instance"}
+var windowColumns = []string{"PartitionKey", "RowKey", "Timestamp", "App", "Function", "Second", "Count", "Successes", "Throttling", "TraceParent", "Instance", "Via"}
+
+// viaColumn is how each circuit.Via is written; viaOf reads it back.
+var viaColumn = map[circuit.Via]string{circuit.Direct: "", circuit.Records: "records", circuit.FailedRecords: "failed-records"}
+
+func viaOf(column string) (circuit.Via, bool) {
+	for v, c := range viaColumn {
+		if c == column {
+			return v, true
+		}
+	}
+	return 0, false
+}
 
 // checkFailureRow says what is wrong with a row another program wrote.
 func checkFailureRow(r failureRow) string {
@@ -571,6 +586,9 @@ func checkFailureRow(r failureRow) string {
 		return "Count and Successes must not be negative"
 	case r.Count == 0 && r.Successes == 0:
 		return "a row needs a Count of failures or Successes of at least 1"
+	}
+	if _, ok := viaOf(r.Via); !ok {
+		return `Via must be absent, "records" or "failed-records"`
 	}
 	return ""
 }

@@ -31,13 +31,18 @@ type MinuteCount = circuit.MinuteCount
 // it again, after late rows arrived, is safe.
 func (r *Rates) Rollup(ctx context.Context, f *Failures, minute time.Time) (int, error) {
 	minute = minute.UTC().Truncate(time.Minute)
-	rows, _, err := f.ReadFailures(ctx, minute, minute.Add(time.Minute-time.Second), time.Time{})
+	// The grace around the minute: a record is left out for a span of
+	// the same calls in the next or the last minute (circuit.Countable).
+	end := minute.Add(time.Minute - time.Second)
+	rows, _, err := f.ReadFailures(ctx, minute.Add(-circuit.RecordsGrace), end.Add(circuit.RecordsGrace), time.Time{})
 	if err != nil {
 		return 0, err
 	}
 	sums := map[string]int64{}
-	for _, row := range rows {
-		sums[row.Circuit] += int64(row.Count)
+	for _, row := range circuit.Countable(rows, end.Add(2*circuit.RecordsGrace)) {
+		if !row.Second.Before(minute) && !row.Second.After(end) {
+			sums[row.Circuit] += int64(row.Count)
+		}
 	}
 	byApp := map[string]*tablestore.Batch{}
 	for id, n := range sums {

@@ -46,7 +46,7 @@ func dayBars(rates []circuit.MinuteCount, rows []circuit.FailureRow, id string, 
 	// The window's rows are read in place: a copy of the circuit's (a
 	// few hundred bytes each, 10,000 in a busy window) cost a view more
 	// than everything else it does.
-	for _, r := range rows {
+	for _, r := range circuit.Countable(rows, now) {
 		if r.Circuit == id && !r.Second.Before(recentFrom) {
 			add(r.Second, r.Count)
 		}

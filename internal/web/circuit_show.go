@@ -150,6 +150,9 @@ func percentOf(share float64) string { return fmt.Sprintf("%d %%", int(share*100
 
 // countSpan says which failures a count covers.
 func countSpan(ci circuit.Circuit, n circuit.Counts, now time.Time) views.Sentence {
+	if (ci.Rule.Ratio > 0 || ci.Rule.NoSuccess) && n.SuccessesUnknown() {
+		return append(views.Words("failed, calls unknown: no rate is judged, since this function's Executed records show no succeeded call (a log level above Information hides them) and no span of it arrived; "), countSpanOf(ci, n, now)...)
+	}
 	if ci.Rule.Ratio > 0 && n.Counted+n.Successes > 0 {
 		calls := n.Counted + n.Successes
 		return append(views.Words(fmt.Sprintf("failed of %d calls (%.1f %%), ", calls, 100*float64(n.Counted)/float64(calls))), countSpanOf(ci, n, now)...)

@@ -58,7 +58,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
 		verifier: circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
-			Runs: timerRuns(&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Now: now})},
+			Runs: timerRuns(&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Writes: store.Jobs.Writes, Now: now})},
 	}, nil
 }
 

@@ -56,6 +56,11 @@ type SlotResult struct {
 	At     time.Time
 	Status SlotStatus
 	Run    int // index into the runs given to Scan, or -1
+	// Last is the index of the last run that started in the slot's
+	// window: runs Run+1 to Last came off schedule (a run by hand, a
+	// retry, a /fail ping hours after the slot's run). The slot is judged
+	// by its first run; StatusOf counts every one of them in order.
+	Last int
 }
 
 // Expect is what a job promises about its runs.
@@ -99,7 +104,7 @@ func Scan(slots []time.Time, runs []Run, now time.Time, e Expect) []SlotResult {
 		for r < len(runs) && runs[r].Start.UnixNano() < start {
 			r++ // a run before this window belongs to no slot
 		}
-		res := SlotResult{At: slots[i], Run: -1}
+		res := SlotResult{At: slots[i], Run: -1, Last: -1}
 		switch {
 		case r < len(runs) && runs[r].Start.UnixNano() < end:
 			run := runs[r]
@@ -113,10 +118,12 @@ func Scan(slots []time.Time, runs []Run, now time.Time, e Expect) []SlotResult {
 			if !prevRunning {
 				prevEnd = run.End.UnixNano()
 			}
-			// Skip further runs in this window: one run answers a slot.
+			// Further runs in this window answer no slot; StatusOf
+			// counts them as runs.
 			for r < len(runs) && runs[r].Start.UnixNano() < end {
 				r++
 			}
+			res.Last = r - 1
 		case nowN < at[i]+grace:
 			res.Status = SlotPending
 		default:

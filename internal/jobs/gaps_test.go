@@ -118,7 +118,7 @@ func TestTheTimerStatusWitnessesAnUnreportedRun(t *testing.T) {
 	// A witnessed latest slot makes the job up, not missing.
 	res := jobs.Scan(slots, nil, now, jobs.Expect{Grace: time.Minute})
 	jobs.Witness(res, t0.Add(2*time.Hour+time.Second))
-	if st := jobs.StatusOf(jobs.Job{}, res, false, now); st != jobs.Up {
+	if st := jobs.StatusOf(jobs.Job{}, res, nil, false, now); st != jobs.Up {
 		t.Errorf("status = %s, want up", st)
 	}
 }

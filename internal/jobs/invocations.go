@@ -40,14 +40,19 @@ type Invocations struct {
 	Jobs JobLister
 	Runs Recorder
 	// Fresh is how long a list of jobs is used before it is read again
-	// (default 10 s): a job made or linked a moment ago takes runs from
-	// the next export after that.
+	// (default 2 s): a job made or linked on another instance a moment
+	// ago takes runs from the next export after that.
 	Fresh time.Duration
-	Now   func() time.Time
+	// Writes, if set, counts the jobs written on this instance
+	// (storage.Jobs.Writes): a job made here takes runs from the very
+	// next export.
+	Writes func() int64
+	Now    func() time.Time
 
-	mu     sync.Mutex
-	byFunc map[appFunction][]Job
-	listed time.Time
+	mu      sync.Mutex
+	byFunc  map[appFunction][]Job
+	listed  time.Time
+	written int64 // Writes when the list was read
 }
 
 type appFunction struct{ app, function string }
@@ -94,12 +99,16 @@ func (v *Invocations) Watched(ctx context.Context, appID string) (func(function 
 func (v *Invocations) jobsByFunction(ctx context.Context) (map[appFunction][]Job, error) {
 	fresh := v.Fresh
 	if fresh <= 0 {
-		fresh = 10 * time.Second
+		fresh = 2 * time.Second
 	}
 	now := v.Now()
+	var written int64
+	if v.Writes != nil {
+		written = v.Writes()
+	}
 	v.mu.Lock()
 	defer v.mu.Unlock()
-	if v.byFunc != nil && now.Sub(v.listed) < fresh && !now.Before(v.listed) {
+	if v.byFunc != nil && now.Sub(v.listed) < fresh && !now.Before(v.listed) && written == v.written {
 		return v.byFunc, nil
 	}
 	js, err := v.Jobs.List(ctx)
@@ -113,7 +122,7 @@ func (v *Invocations) jobsByFunction(ctx context.Context) (map[appFunction][]Job
 			byFunc[k] = append(byFunc[k], j)
 		}
 	}
-	v.byFunc, v.listed = byFunc, now
+	v.byFunc, v.listed, v.written = byFunc, now, written
 	return byFunc, nil
 }
 

@@ -151,6 +151,6 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Tim
 			}
 		}
 	}
-	st := StatusOf(j, results, len(runs) > 0 || !j.LastRunAt.IsZero(), now)
-	return st, Why(j, results, st), nil
+	st := StatusOf(j, results, runs, len(runs) > 0 || !j.LastRunAt.IsZero(), now)
+	return st, Why(j, results, runs, st), nil
 }

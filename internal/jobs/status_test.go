@@ -30,7 +30,7 @@ func TestStatusOf(t *testing.T) {
 		{"late but done is up", jobs.Job{}, []jobs.SlotResult{r(0, jobs.SlotLate)}, true, jobs.Up},
 	}
 	for _, tt := range tests {
-		if got := jobs.StatusOf(tt.job, tt.results, tt.ever, t0); got != tt.want {
+		if got := jobs.StatusOf(tt.job, tt.results, nil, tt.ever, t0); got != tt.want {
 			t.Errorf("%s: %s, want %s", tt.name, got, tt.want)
 		}
 	}
@@ -50,7 +50,7 @@ func TestNoSlotIsExpectedAtTheInstantAJobIsCreated(t *testing.T) {
 			t.Fatal(err)
 		}
 		results := jobs.Scan(s.Slots(j.ExpectedFrom(t0.Add(-time.Hour)), t0.Add(time.Second)), nil, t0, jobs.Expect{Grace: j.Grace})
-		if got := jobs.StatusOf(j, results, false, t0); got != jobs.New {
+		if got := jobs.StatusOf(j, results, nil, false, t0); got != jobs.New {
 			t.Errorf("%s: a job created now is %s, want %s (slots %v)", sched, got, jobs.New, results)
 		}
 		later := t0.Add(31 * time.Second)
@@ -92,16 +92,16 @@ func TestConsecutiveThresholds(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			j := jobs.Job{FailAfter: 3, RecoverAfter: 2, Status: tc.was}
-			if got := jobs.StatusOf(j, tc.slots, true, now); got != tc.want {
+			if got := jobs.StatusOf(j, tc.slots, nil, true, now); got != tc.want {
 				t.Errorf("StatusOf = %s, want %s", got, tc.want)
 			}
 		})
 	}
 	// The default (0) is 1 and 1: today's behaviour.
-	if got := jobs.StatusOf(jobs.Job{Status: jobs.Up}, slots(ok, failed), true, now); got != jobs.Failing {
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.Up}, slots(ok, failed), nil, true, now); got != jobs.Failing {
 		t.Errorf("default thresholds: %s, want failing on the first failure", got)
 	}
-	if got := jobs.StatusOf(jobs.Job{Status: jobs.Failing}, slots(failed, ok), true, now); got != jobs.Up {
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.Failing}, slots(failed, ok), nil, true, now); got != jobs.Up {
 		t.Errorf("default thresholds: %s, want up on the first good run", got)
 	}
 	// Scan judges a run shorter than the minimum as too fast.
@@ -112,5 +112,58 @@ func TestConsecutiveThresholds(t *testing.T) {
 	j := jobs.Job{FailAfter: 3, RecoverAfter: 2, Grace: 5 * time.Minute, MinDuration: 30 * time.Second, MaxDuration: 30 * time.Minute}
 	if got, want := j.Rules(), "alerts after 3 failed runs in a row; recovers after 2 good runs in a row; a run starting more than 5m late is late; a run shorter than 30s is an alert; a run longer than 30m is an alert"; got != want {
 		t.Errorf("Rules() = %q, want %q", got, want)
+	}
+}
+
+// A daily job whose slot ran well is pinged /fail hours later: failing at
+// once, as Healthchecks marks a check down on the signal; a good run off
+// schedule after that counts toward recovery. A run on its way off
+// schedule decides nothing yet.
+func TestARunOffScheduleCountsAtOnce(t *testing.T) {
+	day := time.Date(2026, 12, 1, 2, 0, 0, 0, time.UTC)
+	slots := []time.Time{day.Add(-24 * time.Hour), day, day.Add(24 * time.Hour)}
+	now := day.Add(14 * time.Hour)
+	e := jobs.Expect{Grace: time.Hour}
+	onTime := []jobs.Run{{Start: slots[0], End: slots[0].Add(time.Minute)}, {Start: day, End: day.Add(time.Minute)}}
+	failedAt2pm := append(onTime[:2:2], jobs.Run{Start: now.Add(-time.Minute), End: now.Add(-time.Minute), Failed: true})
+	job := jobs.Job{Status: jobs.Up}
+	if got := jobs.StatusOf(job, jobs.Scan(slots, failedAt2pm, now, e), failedAt2pm, true, now); got != jobs.Failing {
+		t.Errorf("a /fail off schedule left the job %s, want failing", got)
+	}
+	job.FailAfter = 2
+	if got := jobs.StatusOf(job, jobs.Scan(slots, failedAt2pm, now, e), failedAt2pm, true, now); got != jobs.Up {
+		t.Errorf("one failure with fail_after 2 made the job %s, want up", got)
+	}
+	twoFailed := append(failedAt2pm[:3:3], jobs.Run{Start: now, End: now, Failed: true})
+	if got := jobs.StatusOf(job, jobs.Scan(slots, twoFailed, now, e), twoFailed, true, now); got != jobs.Failing {
+		t.Errorf("two failures in a row off schedule with fail_after 2 made the job %s, want failing", got)
+	}
+	job = jobs.Job{Status: jobs.Failing}
+	recovered := append(failedAt2pm[:3:3], jobs.Run{Start: now.Add(30 * time.Second), End: now.Add(30 * time.Second)})
+	if got := jobs.StatusOf(job, jobs.Scan(slots, recovered, now.Add(time.Minute), e), recovered, true, now.Add(time.Minute)); got != jobs.Up {
+		t.Errorf("a good run after the failure left the job %s, want up", got)
+	}
+	started := append(failedAt2pm[:3:3], jobs.Run{Start: now.Add(30 * time.Second)})
+	if got := jobs.StatusOf(job, jobs.Scan(slots, started, now.Add(time.Minute), e), started, true, now.Add(time.Minute)); got != jobs.Up {
+		t.Errorf("a run on its way after the failure made the job %s, want up (it has not failed)", got)
+	}
+}
+
+// A daily job made today, whose first slot is tomorrow, takes its first
+// runs as Healthchecks does: up on a good one, failing on /fail.
+func TestAJobsRunsBeforeItsFirstSlotCount(t *testing.T) {
+	now := time.Date(2026, 12, 1, 14, 0, 0, 0, time.UTC)
+	slots := []time.Time{time.Date(2026, 12, 2, 2, 0, 0, 0, time.UTC)}
+	e := jobs.Expect{Grace: time.Hour}
+	good := []jobs.Run{{Start: now.Add(-time.Hour), End: now.Add(-time.Hour)}}
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.New}, jobs.Scan(slots, good, now, e), good, true, now); got != jobs.Up {
+		t.Errorf("a good first run made the job %s, want up", got)
+	}
+	failed := append(good[:1:1], jobs.Run{Start: now, End: now, Failed: true})
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.Up}, jobs.Scan(slots, failed, now, e), failed, true, now); got != jobs.Failing {
+		t.Errorf("a /fail before the first slot made the job %s, want failing", got)
+	}
+	if got := jobs.StatusOf(jobs.Job{Status: jobs.Up}, jobs.Scan(nil, failed, now, e), failed, true, now); got != jobs.Failing {
+		t.Errorf("with no slot at all, a /fail made the job %s, want failing", got)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -19,7 +20,12 @@ type Jobs struct {
 	table  *tablestore.Table
 	faults *Faults
 	box    *sealed.Box // seals PingToken; nil: as given
+	writes atomic.Int64
 }
+
+// Writes counts the jobs made, changed or deleted through j: a reader
+// that keeps a list of jobs lists again when it moved.
+func (j *Jobs) Writes() int64 { return j.writes.Load() }
 
 const jobsPartition = "job"
 
@@ -196,6 +202,7 @@ func (j *Jobs) Get(ctx context.Context, id string) (jobs.Job, error) {
 // Delete removes a job. Its runs and flips are left to age out with
 // everyone's (their retention), unreachable from any page.
 func (j *Jobs) Delete(ctx context.Context, id string) error {
+	defer j.writes.Add(1)
 	if _, err := j.Get(ctx, id); err != nil {
 		return err
 	}
@@ -219,6 +226,7 @@ func (j *Jobs) BySlug(ctx context.Context, slug string) (jobs.Job, error) {
 
 // Create stores a new job; jobs.ErrConflict when its id exists.
 func (j *Jobs) Create(ctx context.Context, job jobs.Job) error {
+	defer j.writes.Add(1)
 	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
 	row.set(job)
 	sealSecrets(j.box, TableJobs, row)
@@ -235,6 +243,7 @@ func (j *Jobs) Create(ctx context.Context, job jobs.Job) error {
 // UpdateSettings replaces a job's settings on the row as it is now, so
 // the status and last run written since the job was read are kept.
 func (j *Jobs) UpdateSettings(ctx context.Context, job jobs.Job) error {
+	defer j.writes.Add(1)
 	for range 3 {
 		var row jobRow
 		if err := j.table.Get(ctx, jobsPartition, job.ID, &row); err != nil {
@@ -258,6 +267,7 @@ func (j *Jobs) UpdateSettings(ctx context.Context, job jobs.Job) error {
 
 // Put creates or replaces a job whole (seeding, Fusebox's own loops).
 func (j *Jobs) Put(ctx context.Context, job jobs.Job) error {
+	defer j.writes.Add(1)
 	row := &jobRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID}}
 	row.set(job)
 	sealSecrets(j.box, TableJobs, row)

@@ -1,0 +1,83 @@
+package e2e_test
+
+import (
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/mailtest"
+)
+
+// TestAFailedRunFailsADailyJobAtOnce, on the real clock: a daily job made
+// a moment ago, linked to a timer function, takes the function's first
+// invocation as its run (none was ignored for being made less than 10 s
+// before); a /fail ping hours from its slot makes it failing within one
+// scan, as Healthchecks marks a check down on the signal, and the next
+// good invocation recovers it. Mail tells each change.
+func TestAFailedRunFailsADailyJobAtOnce(t *testing.T) {
+	smtp := mailtest.Start(t)
+	srv, _ := apptest.SeededRealClockWith(t, smtp.Env())
+	const id = "11111111-2222-4333-8444-5555555555b2"
+	token, err := jobs.NewPingToken(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Its slot is twelve hours away whatever the time now.
+	slot := time.Now().UTC().Add(12 * time.Hour)
+	j := jobs.Job{ID: id, PingToken: token, Name: "Nightly report", AppID: demo.AppID, Function: "NightlyReport",
+		Schedule: "0 " + slot.Format("4 15") + " * * *", TimeZone: "UTC", Grace: time.Hour, FailAfter: 1, RecoverAfter: 1,
+		Recipients: []string{"ops@example.com"}, CreatedAt: time.Now().UTC(), Status: jobs.New}
+	if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	host := shapedHost(t, srv, demo.Shape{})
+	run(t, host, "NightlyReport", 1, false)
+	waitJobStatus(t, srv, id, jobs.Up, 45*time.Second)
+	if rs, _, err := srv.App.Store.Runs.Recent(t.Context(), id, 10, jobs.RunCursor{}); err != nil || len(rs) != 1 {
+		t.Fatalf("the job made a moment before the invocation has %d runs (%v), want it", len(rs), err)
+	}
+
+	resp, err := http.Post(srv.URL+"/ping/"+token+"/fail", "text/plain", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	failed := time.Now()
+	subject := func(s string) func(mailtest.Message) bool {
+		return func(m mailtest.Message) bool { return m.Subject == s && m.To == "ops@example.com" }
+	}
+	if _, ok := smtp.WaitFor(subject("[Fusebox] Job Nightly report is failing"), 45*time.Second); !ok {
+		t.Fatalf("no failing mail within 45 s of /fail; got %v", smtp.Messages())
+	}
+	t.Logf("failing mail %s after /fail", time.Since(failed).Round(time.Millisecond))
+
+	run(t, host, "NightlyReport", 1, false)
+	if _, ok := smtp.WaitFor(subject("[Fusebox] Job Nightly report recovered"), 45*time.Second); !ok {
+		t.Fatalf("no recovery mail within 45 s of a good invocation; got %v", smtp.Messages())
+	}
+	if got := jobStatusShown(t, srv, id); got != "up" {
+		t.Errorf("the job page shows the job %q, want up", got)
+	}
+}
+
+// waitJobStatus waits until the scanner stored the job's status as want.
+func waitJobStatus(t *testing.T, srv *apptest.Server, id string, want jobs.Status, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		j, err := srv.App.Store.Jobs.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job is %s after %s, want %s", j.Status, within, want)
+		}
+		time.Sleep(200 * time.Millisecond) // polls the job's row, bounded by the deadline
+	}
+}

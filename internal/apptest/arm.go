@@ -108,3 +108,10 @@ func (a *ARMSettings) Changed() <-chan struct{} {
 	defer a.mu.Unlock()
 	return a.changed
 }
+
+// Set sets one app setting as if someone had set it in Azure.
+func (a *ARMSettings) Set(name, value string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.settings[name] = &value
+}

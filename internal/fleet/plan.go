@@ -53,6 +53,9 @@ type Plan struct {
 	// ZeroCode asks for the app's zero-code reporting to be switched on
 	// (ZeroCodeSettings) once it is registered; the operator's choice.
 	ZeroCode bool
+	// ZeroCodeRefused says why zero-code reporting is not offered
+	// (ZeroCodeRefusal of the settings read); "" when it is.
+	ZeroCodeRefused string
 	// Left are the functions proposed nothing, and why.
 	Left []Left
 }
@@ -247,15 +250,23 @@ func throttleSetting(k string) bool {
 // PlanSettings keeps of an app's settings only those a plan reads: where
 // the host keeps its state, the timers' time zone, the Event Hubs
 // triggers' identity-based namespaces, and the host's own extension and
-// concurrency options (numbers, which a throttle plan lowers). The key-based connections those
-// triggers name are kept as "set", their secret dropped.
+// concurrency options (numbers, which a throttle plan lowers), and the
+// OpenTelemetry export's endpoints, protocol and mode (ZeroCodeRefusal).
+// The key-based connections those triggers name, and the export's
+// headers, are kept as "set", their secret dropped.
 func PlanSettings(all Settings, fns []Function) Settings {
 	if all == nil {
 		return nil
 	}
 	out := Settings{}
 	for k, v := range all {
-		if k == "WEBSITE_TIME_ZONE" || strings.HasPrefix(k, "AzureWebJobsStorage") || strings.HasSuffix(k, "__fullyQualifiedNamespace") || throttleSetting(k) {
+		switch u := strings.ToUpper(k); {
+		case k == "WEBSITE_TIME_ZONE" || strings.HasPrefix(k, "AzureWebJobsStorage") || strings.HasSuffix(k, "__fullyQualifiedNamespace") || throttleSetting(k):
+			out[k] = v
+		case strings.HasPrefix(u, "OTEL_EXPORTER_OTLP_") && strings.HasSuffix(u, "HEADERS") && v != "":
+			out[k] = "set" // a collector's key: what ZeroCodeRefusal needs is that it is there
+		case strings.HasPrefix(u, "OTEL_EXPORTER_OTLP_") && (strings.HasSuffix(u, "ENDPOINT") || u == "OTEL_EXPORTER_OTLP_PROTOCOL"),
+			u == "AZUREFUNCTIONSJOBHOST__TELEMETRYMODE":
 			out[k] = v
 		}
 	}

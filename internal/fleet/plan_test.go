@@ -91,13 +91,44 @@ func TestZeroCodeLeavesAnotherCollectorAlone(t *testing.T) {
 		s["AzureFunctionsJobHost__telemetryMode"] != "OpenTelemetry" || s["OTEL_EXPORTER_OTLP_PROTOCOL"] != "http/protobuf" {
 		t.Errorf("settings %v", s)
 	}
-	check := ZeroCodeConflict("https://fusebox.example.com")
-	if err := check(map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"}); err == nil || strings.Contains(err.Error(), "collector.example.com") {
-		t.Errorf("another collector: %v (want a refusal that does not repeat the setting)", err)
-	}
-	for _, ok := range []map[string]string{{}, {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://FUSEBOX.example.com/"}} {
-		if err := check(ok); err != nil {
-			t.Errorf("%v: %v", ok, err)
+	for k := range s {
+		if strings.HasPrefix(strings.ToUpper(k), "APPLICATIONINSIGHTS_") {
+			t.Errorf("zero-code writes %s", k)
 		}
+	}
+	check := ZeroCodeConflict("https://fusebox.example.com", "orders")
+	const vendorKey = "x-vendor-key=s3cr3t"
+	for name, current := range map[string]map[string]string{
+		"another collector":                  {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://collector.example.com"},
+		"a vendor's traces endpoint and key": {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://otlp.vendor.example/v1/traces", "OTEL_EXPORTER_OTLP_HEADERS": vendorKey},
+		"a vendor's logs endpoint alone":     {"otel_exporter_otlp_logs_endpoint": "https://otlp.vendor.example/v1/logs"},
+		"a vendor's key alone":               {"OTEL_EXPORTER_OTLP_HEADERS": vendorKey},
+		"a signal's own headers":             {"OTEL_EXPORTER_OTLP_TRACES_HEADERS": vendorKey},
+		"another app's Fusebox key":          {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer fbx_billing_k"},
+		"Fusebox's key and a vendor's":       {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer fbx_orders_k," + vendorKey},
+		"another telemetry mode":             {"AzureFunctionsJobHost__telemetryMode": "ApplicationInsights"},
+		"gRPC chosen by hand":                {"OTEL_EXPORTER_OTLP_PROTOCOL": "grpc"},
+	} {
+		err := check(current)
+		if err == nil || strings.Contains(err.Error(), "vendor") || strings.Contains(err.Error(), "s3cr3t") || strings.Contains(err.Error(), "collector.example") {
+			t.Errorf("%s: %v (want a refusal that names settings, not their values)", name, err)
+		}
+	}
+	for name, ok := range map[string]map[string]string{
+		"nothing set":                        {},
+		"Fusebox's endpoint, in other case":  {"OTEL_EXPORTER_OTLP_ENDPOINT": "https://FUSEBOX.example.com/"},
+		"Fusebox's traces path":              {"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://fusebox.example.com/v1/traces"},
+		"this app's Fusebox key, rotated":    {"OTEL_EXPORTER_OTLP_HEADERS": "Authorization=Bearer fbx_orders_old"},
+		"Application Insights beside it":     {"APPLICATIONINSIGHTS_CONNECTION_STRING": "InstrumentationKey=abc"},
+		"the settings Fusebox writes, again": ZeroCodeSettings("https://fusebox.example.com", "fbx_orders_k"),
+	} {
+		if err := check(ok); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	// A plan reads the headers as set, their value dropped, and is refused.
+	plan := PlanSettings(Settings{"OTEL_EXPORTER_OTLP_HEADERS": vendorKey, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "https://otlp.vendor.example"}, nil)
+	if plan["OTEL_EXPORTER_OTLP_HEADERS"] != "set" || ZeroCodeRefusal(plan, "https://fusebox.example.com", "orders") == "" {
+		t.Errorf("the plan's settings %v are not refused", plan)
 	}
 }

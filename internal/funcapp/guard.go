@@ -84,7 +84,7 @@ func (g Guarding) Guard(ctx context.Context, p fleet.Plan, actor string) (Guarde
 	case g.Settings == nil:
 		out.ZeroCode = "Zero-code reporting was not switched on: Fusebox has no Azure identity to write app settings with."
 	default:
-		err := g.Settings.SetSettings(ctx, reg.App, fleet.ZeroCodeSettings(g.BaseURL, reg.Key), fleet.ZeroCodeConflict(g.BaseURL))
+		err := g.Settings.SetSettings(ctx, reg.App, fleet.ZeroCodeSettings(g.BaseURL, reg.Key), fleet.ZeroCodeConflict(g.BaseURL, reg.App.ID))
 		if err != nil {
 			out.ZeroCode = "Zero-code reporting was not switched on: " + err.Error()
 			break

@@ -110,7 +110,9 @@ func (s *AppPages) proposal(c echo.Context, get func(string) string) (views.Guar
 		return m, fleet.Plan{}, nil
 	}
 	plan := fleet.Propose(site, m.Slot, in.Functions, in.Settings, "blob."+egress.Clouds[s.Config.AzureCloud].Storage)
+	plan.ZeroCodeRefused = fleet.ZeroCodeRefusal(in.Settings, s.Config.BaseURL.String(), plan.App.ID)
 	m.ID, m.Name, m.Hosting = plan.App.ID, plan.App.DisplayName, hostingText(site.Hosting)
+	m.ZeroCodeRefused = plan.ZeroCodeRefused
 	m.HostStorageFrom, m.EventHubsFrom = plan.HostStorageFrom, plan.EventHubsFrom
 	if in.Unread != "" {
 		m.HostStorageFrom = "the app's settings were not read: " + in.Unread
@@ -185,7 +187,7 @@ func confirmed(plan fleet.Plan, m views.GuardPlan, form map[string][]string) (fl
 		jobs = append(jobs, pj)
 	}
 	plan.Circuits, plan.Jobs = circuits, jobs
-	plan.ZeroCode = v("zero_code") == "on"
+	plan.ZeroCode = v("zero_code") == "on" && plan.ZeroCodeRefused == ""
 	m.ZeroCode = plan.ZeroCode
 	if len(bad) > 0 {
 		problems["plan"] = strings.Join(bad, "; ")

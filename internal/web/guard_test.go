@@ -3,6 +3,7 @@ package web_test
 import (
 	"errors"
 	"html"
+	"maps"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -233,5 +234,49 @@ func TestTheDemosAzureIsGuardable(t *testing.T) {
 		return j.Function == "NightlyInvoices" && j.Schedule == "0 0 3 * * *" && j.TimeZone == "W. Europe Standard Time"
 	}) {
 		t.Errorf("no job for NightlyInvoices with its schedule and zone")
+	}
+}
+
+// An app whose host exports traces to a vendor, with the vendor's key in
+// OTEL_EXPORTER_OTLP_HEADERS: the plan says why zero-code reporting is not
+// offered, and a form that asks for it anyway changes none of the app's
+// settings (before, the headers were replaced by Fusebox's key, which the
+// vendor's traces endpoint then received).
+func TestGuardingAnAppWithAVendorsExporterChangesNoneOfItsSettings(t *testing.T) {
+	arm, appSettings := apptest.GuardableARM(subOrders)
+	appSettings.Set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://otlp.vendor.example/v1/traces")
+	appSettings.Set("OTEL_EXPORTER_OTLP_HEADERS", "x-vendor-key=vendor-s3cr3t")
+	before := appSettings.Get()
+	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": subOrders},
+		apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
+	operator := newBrowser(t, srv.URL)
+	operator.signIn("olivia")
+	rows := testRows(operator.get("/apps/discover").body)
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want the one function app", len(rows))
+	}
+	page := operator.get(html.UnescapeString(attr(rows[0], `data-testid="guard"`, "href")))
+	wantStatus(t, page, http.StatusOK)
+	if !strings.Contains(page.body, `data-testid="zero-code-refused"`) || strings.Contains(page.body, `name="zero_code"`) ||
+		!strings.Contains(page.body, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") {
+		t.Errorf("the plan offers zero-code reporting or does not say why not:\n%s", page.body)
+	}
+	if strings.Contains(page.body, "vendor-s3cr3t") || strings.Contains(page.body, "otlp.vendor.example") {
+		t.Fatal("a setting's value reached the page")
+	}
+	csrf := csrfField.FindStringSubmatch(page.body)[1]
+	form := url.Values{"_csrf": {csrf}, "subscription": {subOrders}, "resource_group": {"rg-orders"}, "site": {"func-orders"},
+		"id": {"orders"}, "name": {"Orders"}, "recipients": {"oncall@example.com"}, "circuit": {"ProcessOrders"},
+		"threshold_ProcessOrders": {"25"}, "window_ProcessOrders": {"2m"}, "window_TakeOrders": {"5m"}, "zero_code": {"on"}}
+	done := operator.post("/apps/discover/guard", form)
+	wantStatus(t, done, http.StatusOK)
+	if strings.Contains(done.body, "Zero-code reporting is on") {
+		t.Errorf("zero-code reporting was switched on:\n%s", done.body)
+	}
+	if got := appSettings.Get(); !maps.Equal(got, before) {
+		t.Errorf("guarding changed the app's settings:\nbefore %v\nafter  %v", before, got)
+	}
+	if _, err := srv.App.Store.Apps.Get(t.Context(), "orders"); err != nil {
+		t.Errorf("the app was not registered: %v", err)
 	}
 }

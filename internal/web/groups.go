@@ -32,6 +32,7 @@ type (
 
 		unknownPings *ttlSet       // ping ids found not to exist lately
 		pingCreates  *rate.Limiter // bounds the jobs the ping key's ?create=1 makes
+		decoding     *exportSlots  // exports decoded at once, once their bodies are read
 	}
 
 	// SignIn signs people in and out, locally or through OpenID Connect.

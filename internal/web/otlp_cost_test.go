@@ -14,7 +14,7 @@ import (
 // share of the slots, another app still gets one, and a slot given back
 // is taken by the next export waiting.
 func TestExportSlotsBoundEachAppAndTheInstance(t *testing.T) {
-	e := newExportSlots(3, 2, 200*time.Millisecond)
+	e := newExportSlots(3, 2, 0, 200*time.Millisecond)
 	ctx := context.Background()
 	a1, err1 := e.take(ctx, "a")
 	_, err2 := e.take(ctx, "a")
@@ -49,4 +49,24 @@ func httpStatus(err error) int {
 		return he.Code
 	}
 	return 0
+}
+
+// The reserve: two apps at their share of the slots leave the last ones
+// to an app that holds none.
+func TestTheReserveKeepsSlotsForAnAppThatHoldsNone(t *testing.T) {
+	e := newExportSlots(6, 3, 2, 100*time.Millisecond)
+	ctx := context.Background()
+	for _, app := range []string{"a", "a", "a", "b"} {
+		if _, err := e.take(ctx, app); err != nil {
+			t.Fatalf("%s: %v", app, err)
+		}
+	}
+	if _, err := e.take(ctx, "b"); httpStatus(err) != http.StatusTooManyRequests {
+		t.Fatalf("b's second slot past the reserve: %v, want 429", err)
+	}
+	for _, app := range []string{"c", "d"} {
+		if _, err := e.take(ctx, app); err != nil {
+			t.Errorf("%s, holding none, waited on the reserve: %v", app, err)
+		}
+	}
 }

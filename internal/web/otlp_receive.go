@@ -1,6 +1,7 @@
 package web
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"errors"
@@ -31,10 +32,16 @@ import (
 const OTLPMaxBytes = 4 << 20
 
 // OTLPExportsAtOnce and OTLPExportsAtOncePerApp bound the exports an
-// instance reads and decodes at once (exportSlots).
+// instance decodes at once (exportSlots), OTLPExportReserve of them kept
+// for apps that hold none; OTLPReadsAtOnce and OTLPReadsAtOncePerApp the
+// bodies it reads at once, each within readWithin, before any decoding
+// slot is taken: a slow upload holds no decoding slot.
 const (
 	OTLPExportsAtOnce       = 6
 	OTLPExportsAtOncePerApp = 3
+	OTLPExportReserve       = 2
+	OTLPReadsAtOnce         = 16
+	OTLPReadsAtOncePerApp   = 4
 )
 
 // OTLPPrefix is where the OTLP/HTTP paths are served too, for an
@@ -99,35 +106,24 @@ func (s *Intake) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 			}
 			return c.Blob(http.StatusOK, ctype, b)
 		}
-		body, err := readOTLP(c.Request())
+		raw, err := readRaw(c.Request())
 		if err != nil {
 			return err
 		}
 		// Decoding copies what it keeps: the body's buffer is not read
 		// after this handler.
-		defer putBody(body)
+		defer putBody(raw)
 		var out proto.Message
-		switch source {
-		case otlp.Traces:
-			m, cut, err := decodeTraces(body, ctype)
+		err = s.decoding.decode(c.Request().Context(), c, appID, func() error {
+			body, err := inflate(raw, c.Request().Header.Get("Content-Encoding"))
 			if err != nil {
-				return otlpRefused(err)
+				return err
 			}
-			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, m, cut)
-			if err != nil {
-				return notTaken(c, err)
-			}
-			out = ans
-		case otlp.Logs:
-			req, cut, err := decodeLogs(body, ctype)
-			if err != nil {
-				return otlpRefused(err)
-			}
-			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, req, cut)
-			if err != nil {
-				return notTaken(c, err)
-			}
-			out = ans
+			out, err = s.decodeAndTake(c, source, appID, protocol, ctype, body)
+			return err
+		})
+		if err != nil {
+			return err
 		}
 		b, err := marshal(out)
 		if err != nil {
@@ -135,6 +131,36 @@ func (s *Intake) otlpHTTP(source otlp.Source) echo.HandlerFunc {
 		}
 		return c.Blob(http.StatusOK, ctype, b)
 	}
+}
+
+// decodeAndTake decodes an export's body and counts it.
+func (s *Intake) decodeAndTake(c echo.Context, source otlp.Source, appID, protocol, ctype string, body []byte) (proto.Message, error) {
+	var out proto.Message
+	{
+		switch source {
+		case otlp.Traces:
+			m, cut, err := decodeTraces(body, ctype)
+			if err != nil {
+				return nil, otlpRefused(err)
+			}
+			ans, err := s.takeTraces(c.Request().Context(), appID, protocol, m, cut)
+			if err != nil {
+				return nil, notTaken(c, err)
+			}
+			out = ans
+		case otlp.Logs:
+			req, cut, err := decodeLogs(body, ctype)
+			if err != nil {
+				return nil, otlpRefused(err)
+			}
+			ans, err := s.takeLogs(c.Request().Context(), appID, protocol, req, cut)
+			if err != nil {
+				return nil, notTaken(c, err)
+			}
+			out = ans
+		}
+	}
+	return out, nil
 }
 
 // otlpRefused answers an export that does not decode, or would cost too
@@ -181,23 +207,32 @@ func decodeJSON(body []byte, m proto.Message) error {
 	return nil
 }
 
-// readOTLP reads a body, gunzipped when it says so, at most OTLPMaxBytes
-// either way.
-func readOTLP(r *http.Request) ([]byte, error) {
-	var body io.Reader = r.Body
+// readRaw reads a body as it came, at most OTLPMaxBytes; inflate
+// gunzips it when it says so, at most OTLPMaxBytes again. Reading comes
+// before a decoding slot is taken, inflating after.
+func readRaw(r *http.Request) ([]byte, error) {
 	switch r.Header.Get("Content-Encoding") {
-	case "", "identity":
-	case "gzip":
-		zr, err := gzip.NewReader(r.Body)
-		if err != nil {
-			return nil, echo.NewHTTPError(http.StatusBadRequest, "The body says gzip and is not.")
-		}
-		defer zr.Close()
-		body = zr
+	case "", "identity", "gzip":
 	default:
 		return nil, echo.NewHTTPError(http.StatusUnsupportedMediaType, "Send the body plain or gzip-compressed.")
 	}
-	b, err := readAtMost(body, OTLPMaxBytes, r.ContentLength, body == r.Body)
+	b, err := readAtMost(r.Body, OTLPMaxBytes, r.ContentLength, true)
+	return checkRead(b, err)
+}
+
+func inflate(raw []byte, encoding string) ([]byte, error) {
+	if encoding != "gzip" {
+		return raw, nil
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(raw))
+	if err != nil {
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "The body says gzip and is not.")
+	}
+	defer zr.Close()
+	return checkRead(readAtMost(zr, OTLPMaxBytes, 0, false))
+}
+
+func checkRead(b []byte, err error) ([]byte, error) {
 	var tooBig *http.MaxBytesError
 	switch {
 	case errors.As(err, &tooBig), len(b) > OTLPMaxBytes:
@@ -326,7 +361,18 @@ func exportMethod(take func(s *Intake, ctx context.Context, b []byte) (any, erro
 		if err := dec(&raw); err != nil {
 			return nil, err
 		}
-		return take(srv.(*Intake), ctx, raw.b)
+		// gRPC has read the message: a decoding slot is taken only now.
+		s := srv.(*Intake)
+		appID, _ := ctx.Value(otlpAppKey{}).(string)
+		var out any
+		err := s.decoding.decode(ctx, nil, appID, func() (err error) {
+			out, err = take(s, ctx, raw.b)
+			return err
+		})
+		if he, ok := err.(*echo.HTTPError); ok {
+			return nil, status.Error(codes.Unavailable, fmt.Sprint(he.Message))
+		}
+		return out, err
 	}}
 }
 

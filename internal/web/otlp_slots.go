@@ -17,18 +17,23 @@ import (
 // to wait, then is told to send again later (429 for its app's share, 503
 // for the instance's), which exporters do. A waiting export has read
 // nothing.
+//
+// A reserve of the instance's slots is kept for apps that hold none: an
+// app that holds one already may not take the last reserve free ones, so
+// two apps at their share never leave a third waiting.
 type exportSlots struct {
-	total  chan struct{}
-	perApp int
-	wait   time.Duration
+	total   chan struct{}
+	perApp  int
+	reserve int
+	wait    time.Duration
 
 	mu   sync.Mutex
 	busy map[string]int
 	free chan struct{} // closed and replaced when an app's slot frees
 }
 
-func newExportSlots(total, perApp int, wait time.Duration) *exportSlots {
-	return &exportSlots{total: make(chan struct{}, total), perApp: perApp, wait: wait, busy: map[string]int{}, free: make(chan struct{})}
+func newExportSlots(total, perApp, reserve int, wait time.Duration) *exportSlots {
+	return &exportSlots{total: make(chan struct{}, total), perApp: perApp, reserve: reserve, wait: wait, busy: map[string]int{}, free: make(chan struct{})}
 }
 
 // take waits for a slot of app's and one of the instance's; release gives
@@ -38,7 +43,8 @@ func (e *exportSlots) take(ctx context.Context, app string) (release func(), err
 	defer cancel()
 	for {
 		e.mu.Lock()
-		if e.busy[app] < e.perApp {
+		held := e.busy[app]
+		if held < e.perApp && (held == 0 || cap(e.total)-len(e.total) > e.reserve) {
 			e.busy[app]++
 			e.mu.Unlock()
 			break
@@ -70,9 +76,11 @@ func (e *exportSlots) giveBack(app string) {
 	e.free = make(chan struct{})
 }
 
-// middleware holds a slot while the export is read and taken; it runs
-// after the key gate, which names the app.
-func (e *exportSlots) middleware(next echo.HandlerFunc) echo.HandlerFunc {
+// reading holds a reading slot while an export's body is read and taken,
+// and gives the body readWithin to arrive: a client that sends a byte a
+// second holds one of its app's reading slots for that long, and no
+// decoding slot at all. It runs after the key gate, which names the app.
+func (e *exportSlots) reading(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		appID, _ := c.Get(ctxApp).(string)
 		release, err := e.take(c.Request().Context(), appID)
@@ -81,6 +89,27 @@ func (e *exportSlots) middleware(next echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		defer release()
+		// Not every connection can set a deadline (a test's recorder);
+		// the server's own read timeout still holds then.
+		_ = http.NewResponseController(c.Response().Writer).SetReadDeadline(time.Now().Add(readWithin))
 		return next(c)
 	}
+}
+
+// readWithin is how long an export's body may take to arrive: a host's
+// batch of 512 spans is about 250 kB.
+const readWithin = 10 * time.Second
+
+// decode holds one of app's decoding slots while fn decodes and takes an
+// export whose body was read; a refusal carries Retry-After.
+func (e *exportSlots) decode(ctx context.Context, c echo.Context, app string, fn func() error) error {
+	release, err := e.take(ctx, app)
+	if err != nil {
+		if c != nil {
+			c.Response().Header().Set("Retry-After", "1")
+		}
+		return err
+	}
+	defer release()
+	return fn()
 }

@@ -52,7 +52,8 @@ func (s *Server) routes() {
 	// the same budget per app: OTLP/HTTP at /v1/… and /otlp/v1/…, OTLP/gRPC
 	// on the same port (HTTP/2 without TLS: app.Serve).
 	exportLimit := otlpBodyLimit()
-	slots := newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, 5*time.Second).middleware
+	slots := newExportSlots(OTLPReadsAtOnce, OTLPReadsAtOncePerApp, OTLPReadsAtOncePerApp, 5*time.Second).reading
+	s.intake.decoding = newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, OTLPExportReserve, 5*time.Second)
 	for _, prefix := range []string{"", OTLPPrefix} {
 		e.POST(prefix+"/v1/traces", s.intake.otlpHTTP(otlp.Traces), exportLimit, gate, slots)
 		e.POST(prefix+"/v1/logs", s.intake.otlpHTTP(otlp.Logs), exportLimit, gate, slots)

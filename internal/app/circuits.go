@@ -58,13 +58,16 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
 		verifier: circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
-			Runs: timerRuns(&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Writes: store.Jobs.Writes, Now: now})},
+			Runs: timerRuns(&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Writes: store.Jobs.Writes, Now: now}, reports.Budget)},
 	}, nil
 }
 
 // timerRuns keeps a timer function's counted invocations, as its host
 // exported them, as runs of the jobs that name it: no ping needed.
-func timerRuns(v *jobs.Invocations) func(context.Context, string, []otlp.Invocation) (int, error) {
+// Each run costs the app's row budget two rows (the run, the job's last
+// run time), as the failure rows do: a key holder who floods a job spends
+// its own app's budget, and is told 429.
+func timerRuns(v *jobs.Invocations, budget *ingest.RowBudget) func(context.Context, string, []otlp.Invocation) (int, error) {
 	return func(ctx context.Context, appID string, invs []otlp.Invocation) (int, error) {
 		watched, err := v.Watched(ctx, appID)
 		if err != nil {
@@ -75,6 +78,9 @@ func timerRuns(v *jobs.Invocations) func(context.Context, string, []otlp.Invocat
 			if watched(inv.Function) {
 				runs = append(runs, jobs.Invocation{Function: inv.Function, ID: inv.ID, Start: inv.Start, End: inv.At, Failed: inv.Failed, Error: inv.Sample})
 			}
+		}
+		if len(runs) > 0 && budget != nil && !budget.Spend(appID, 2*min(len(runs), jobs.MaxInvocationRuns), time.Now()) {
+			return 0, ingest.ErrRowBudget
 		}
 		kept, _, err := v.Take(ctx, appID, runs)
 		return kept, err

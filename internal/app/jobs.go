@@ -53,5 +53,5 @@ func jobScanner(o Options, store *storage.Store, out reach) *jobs.Scanner {
 
 // pings records pings, from the ping API and from Fusebox's own loops.
 func pings(store *storage.Store) jobs.Recorder {
-	return jobs.Recorder{Runs: store.Runs, Jobs: store.Jobs, NewRunID: storage.NewRunID}
+	return jobs.Recorder{Runs: store.Runs, Jobs: store.Jobs, NewRunID: storage.NewRunID, Bound: store.RunBound, Extra: store.Jobs}
 }

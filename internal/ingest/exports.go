@@ -2,6 +2,7 @@ package ingest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -204,6 +205,9 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 		kept := accepted(invs, res.Rejected)
 		if r.Runs != nil {
 			runs, err := r.Runs(ctx, e.AppID, kept)
+			if errors.Is(err, ErrRowBudget) {
+				return Answer{}, err // sent again later: its rows are replaced then
+			}
 			if err != nil {
 				return Answer{}, fmt.Errorf("%w: runs of jobs: %w", ErrUnavailable, err)
 			}

@@ -77,6 +77,10 @@ func (v *Invocations) Take(ctx context.Context, appID string, invs []Invocation)
 				continue
 			}
 			if err := v.Runs.RecordInvocation(ctx, j, inv); err != nil {
+				if errors.Is(err, ErrTooManyRuns) {
+					skipped++ // counted on the job, and not sent again
+					continue
+				}
 				errs = append(errs, err)
 				continue
 			}
@@ -133,6 +137,9 @@ func (r Recorder) RecordInvocation(ctx context.Context, job Job, inv Invocation)
 	start := inv.Start
 	if start.IsZero() || start.After(inv.End) {
 		start = inv.End
+	}
+	if err := r.admit(ctx, job, start); err != nil {
+		return err
 	}
 	e := Entry{RunID: "inv." + inv.ID, Start: start, End: inv.End, State: StateOK, ExitStatus: -1}
 	if inv.Failed {

@@ -93,6 +93,9 @@ type Job struct {
 	CreatedAt time.Time // anchors "every" schedules
 	Status    Status
 	LastRunAt time.Time
+	// ExtraRuns counts the runs not stored for coming past MaxRunsPerSlot
+	// in one slot's window (SlotBound).
+	ExtraRuns int64
 	Version   string
 }
 

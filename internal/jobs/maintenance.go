@@ -169,6 +169,36 @@ func (j Job) RunRange(from, now time.Time) (time.Time, time.Time) {
 	return j.ExpectedFrom(from).Add(-time.Hour), now.Add(time.Minute)
 }
 
+// MaxRunsPerSlot bounds the runs a job keeps per expected slot: a run
+// by hand or a retry beside the slot's own is usual, thousands are a
+// flood (Recorder counts the rest, not stores them).
+const MaxRunsPerSlot = 10
+
+// MaxRunsRead bounds the runs one judgement of a job reads: a job every
+// minute has 10,080 slots a week.
+const MaxRunsRead = 12_000
+
+// RunsToRead is how many of its newest runs judging job j's slots from
+// from to now reads: what its slots may hold, and a margin.
+func (j Job) RunsToRead(from, now time.Time) int {
+	sched, err := j.ParseSchedule()
+	if err != nil {
+		return 100
+	}
+	slots := sched.Slots(j.ExpectedFrom(from), now.Add(time.Second))
+	return min(MaxRunsRead, (len(slots)+1)*MaxRunsPerSlot+50)
+}
+
+// ReadFrom is where a judgement of slots from from may begin when the
+// runs read (oldest first) may not be all: at the oldest run read, so that
+// no slot before it reads as missed for runs left unread.
+func ReadFrom(from time.Time, runs []Run, more bool) time.Time {
+	if more && len(runs) > 0 && runs[0].Start.After(from) {
+		return runs[0].Start
+	}
+	return from
+}
+
 // Assess judges job j's slots from from to now against its runs (those
 // starting in RunRange), excusing those in maintenance windows. It is what
 // the scanner, the job page and the API all show.

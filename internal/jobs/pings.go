@@ -109,11 +109,43 @@ type LastRuns interface {
 	Touch(ctx context.Context, id string, at time.Time) error
 }
 
+// ExtraRuns counts the runs a job was sent past MaxRunsPerSlot
+// (storage.Jobs).
+type ExtraRuns interface {
+	AddExtraRuns(ctx context.Context, id string, n int) error
+}
+
 // Recorder turns pings into run history.
 type Recorder struct {
 	Runs     RunStore
 	Jobs     LastRuns
 	NewRunID func() string
+	// Bound, if set, keeps at most MaxRunsPerSlot runs per slot; Extra
+	// counts the rest on the job.
+	Bound *SlotBound
+	Extra ExtraRuns
+}
+
+// ErrTooManyRuns is a run past MaxRunsPerSlot in one slot's window:
+// counted on the job, not stored.
+var ErrTooManyRuns = fmt.Errorf("jobs: more than %d runs in one slot's window: counted, not stored", MaxRunsPerSlot)
+
+// admit says whether a run of job at may be stored, and counts it on the
+// job when not.
+func (r Recorder) admit(ctx context.Context, job Job, at time.Time) error {
+	if r.Bound == nil {
+		return nil
+	}
+	ok, tell := r.Bound.Allow(job, at, time.Now())
+	if ok {
+		return nil
+	}
+	if tell > 0 && r.Extra != nil {
+		if err := r.Extra.AddExtraRuns(ctx, job.ID, tell); err != nil {
+			return err
+		}
+	}
+	return ErrTooManyRuns
 }
 
 // Record applies one ping to a job's runs and, unless it is a log entry,
@@ -123,6 +155,9 @@ type Recorder struct {
 func (r Recorder) Record(ctx context.Context, job Job, p Ping) error {
 	if len(p.Body) > MaxLog {
 		p.Body = p.Body[:MaxLog]
+	}
+	if err := r.admit(ctx, job, p.At); err != nil {
+		return err
 	}
 	if err := r.apply(ctx, job.ID, p); err != nil {
 		return err

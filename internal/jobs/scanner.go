@@ -13,7 +13,7 @@ import (
 // ScannerStore is what the scanner reads and writes.
 type ScannerStore interface {
 	List(ctx context.Context) ([]Job, error)
-	Between(ctx context.Context, jobID string, from, to time.Time) ([]Run, error)
+	Between(ctx context.Context, jobID string, from, to time.Time, limit int) ([]Run, bool, error)
 	SetStatus(ctx context.Context, f lease.Fence, id string, st Status) error
 	Windows(ctx context.Context) ([]Window, error)
 	// PutTally stores the jobs' state for metrics.
@@ -123,10 +123,11 @@ func (s *Scanner) statusOf(ctx context.Context, j Job, ws []Window, now time.Tim
 	}
 	from := now.Add(-s.lookback)
 	first, last := j.RunRange(from, now)
-	runs, err := s.store.Between(ctx, j.ID, first, last)
+	runs, more, err := s.store.Between(ctx, j.ID, first, last, j.RunsToRead(from, now))
 	if err != nil {
 		return j.Status, "", err
 	}
+	from = ReadFrom(from, runs, more)
 	results, err := Assess(j, runs, ws, from, now)
 	if err != nil {
 		return j.Status, "", err

@@ -91,8 +91,8 @@ type ScannerStore struct{ *Store }
 var _ jobs.ScannerStore = ScannerStore{}
 
 func (s ScannerStore) List(ctx context.Context) ([]jobs.Job, error) { return s.Jobs.List(ctx) }
-func (s ScannerStore) Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error) {
-	return s.Runs.Between(ctx, jobID, from, to)
+func (s ScannerStore) Between(ctx context.Context, jobID string, from, to time.Time, limit int) ([]jobs.Run, bool, error) {
+	return s.Runs.Between(ctx, jobID, from, to, limit)
 }
 func (s ScannerStore) AddFlip(ctx context.Context, jobID string, fl jobs.Flip) error {
 	return s.Jobs.AddFlip(ctx, jobID, fl)

@@ -53,6 +53,7 @@ type jobRow struct {
 	CreatedAt          time.Time
 	Status             string
 	LastRunAt          time.Time
+	ExtraRuns          int64 // runs counted, not stored: past jobs.MaxRunsPerSlot in a slot's window
 	FenceLease         string
 	FenceGeneration    int64
 	PingToken          string    // sealed: the job's ping secret
@@ -153,7 +154,7 @@ func (r jobRow) job() (jobs.Job, error) {
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
 		MinDuration: time.Duration(r.MinDurationSeconds) * time.Second, FailAfter: int(r.FailAfter), RecoverAfter: int(r.RecoverAfter),
-		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, Version: string(r.ETag),
+		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, ExtraRuns: max(r.ExtraRuns, 0), Version: string(r.ETag),
 		PingToken: r.PingToken, PingByIDSince: r.PingByIDSince,
 	}, nil
 }
@@ -325,6 +326,27 @@ func (j *Jobs) Touch(ctx context.Context, id string, at time.Time) error {
 		return nil
 	}
 	return fmt.Errorf("storage: touch job %s: it kept changing", id)
+}
+
+// AddExtraRuns counts n more runs of the job that were not stored,
+// retrying if the row changed meanwhile.
+func (j *Jobs) AddExtraRuns(ctx context.Context, id string, n int) error {
+	for range 3 {
+		var row jobRow
+		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
+			return fmt.Errorf("storage: count extra runs of job %s: %w", id, err)
+		}
+		row.ExtraRuns = max(row.ExtraRuns, 0) + int64(n)
+		err := j.table.Update(ctx, &row)
+		if errors.Is(err, tablestore.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("storage: count extra runs of job %s: %w", id, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("storage: count extra runs of job %s: it kept changing", id)
 }
 
 // Job flips share the Jobs table, one partition per job: "jflip|<id>",

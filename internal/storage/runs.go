@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -124,29 +125,37 @@ func (rs *Runs) Running(ctx context.Context, jobID, runID string, at time.Time) 
 // NewRunID makes a run id for pings that give none.
 func NewRunID() string { return newRunID() }
 
-// Between returns the runs (not log entries) that started in [from, to),
-// oldest first, for gap detection.
-func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error) {
+// Between returns the newest limit runs (not log entries) that started
+// in [from, to), oldest first, for gap detection; more says older ones
+// were left unread. A key holder who floods a job with runs costs a read
+// no more than limit rows.
+func (rs *Runs) Between(ctx context.Context, jobID string, from, to time.Time, limit int) (runs []jobs.Run, more bool, err error) {
 	f := tablestore.And(tablestore.PartitionIs(jobID),
 		tablestore.Gt("RowKey", fmt.Sprintf("%019d~", math.MaxInt64-to.UnixNano())),
 		tablestore.Le("RowKey", fmt.Sprintf("%019d~", math.MaxInt64-from.UnixNano())),
 		tablestore.Ne("State", "log"))
 	var out []jobs.Run
-	for r, err := range tablestore.Rows[runRow](ctx, rs.table, tablestore.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", "RunID", "Start", "End", "State"}}) {
+	q := tablestore.Query{Filter: f, Select: []string{"PartitionKey", "RowKey", "RunID", "Start", "End", "State"}}
+	if limit < 1000 {
+		q.Top = int32(limit + 1)
+	}
+	for r, err := range tablestore.Rows[runRow](ctx, rs.table, q) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
 			rs.report([]*tablestore.RowError{rowErr})
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("storage: runs of %s: %w", jobID, err)
+			return nil, false, fmt.Errorf("storage: runs of %s: %w", jobID, err)
+		}
+		if len(out) == limit {
+			more = true
+			break
 		}
 		out = append(out, r.stored().Run)
 	}
-	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
-		out[i], out[j] = out[j], out[i]
-	}
-	return out, nil
+	slices.Reverse(out)
+	return out, more, nil
 }
 
 // Recent returns a page of a job's runs and log entries, newest first.

@@ -32,7 +32,7 @@ func TestRunsBetweenAreOldestFirstAndSkipLogs(t *testing.T) {
 	rec(jobs.EventStart, t0.Add(time.Hour), "")
 	rec(jobs.EventFailure, t0.Add(time.Hour+time.Minute), "") // pairs with the latest running
 	rec(jobs.EventSuccess, t0.Add(2*time.Hour), "")           // a lone success
-	got, err := rs.Between(t.Context(), "job-1", t0, t0.Add(2*time.Hour))
+	got, _, err := rs.Between(t.Context(), "job-1", t0, t0.Add(2*time.Hour), jobs.MaxRunsRead)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestRunsDeleteBeforeKeepsNewerRunsOfEveryJob(t *testing.T) {
 		t.Errorf("DeleteBefore removed %d (err %v), want the 4 runs before 02:30", n, err)
 	}
 	for _, job := range []string{"job-1", "job-2"} {
-		got, err := rs.Between(t.Context(), job, t0.Add(-time.Hour), t0.Add(3*time.Hour))
+		got, _, err := rs.Between(t.Context(), job, t0.Add(-time.Hour), t0.Add(3*time.Hour), jobs.MaxRunsRead)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -131,7 +131,7 @@ func TestARunStartedAtANanosecondIsClosed(t *testing.T) {
 			t.Fatalf("%v ping: %v", p.Event, err)
 		}
 	}
-	got, err := rs.Between(t.Context(), "job-ns", start.Add(-time.Minute), start.Add(time.Minute))
+	got, _, err := rs.Between(t.Context(), "job-ns", start.Add(-time.Minute), start.Add(time.Minute), jobs.MaxRunsRead)
 	if err != nil {
 		t.Fatal(err)
 	}

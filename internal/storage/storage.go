@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
@@ -60,12 +61,16 @@ type Store struct {
 	SetAside *SetAside
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
+	// RunBound is what this instance let through of each job's runs per
+	// slot (jobs.MaxRunsPerSlot): shared by pings and invocations.
+	RunBound *jobs.SlotBound
 }
 
 // New builds the repositories. It does not touch the network.
 func New(svc *tablestore.Service) *Store {
 	faults := newFaults()
 	return &Store{
+		RunBound:    &jobs.SlotBound{},
 		Faults:      faults,
 		Service:     svc,
 		Sessions:    &Sessions{table: svc.Table(TableSessions)},

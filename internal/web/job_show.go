@@ -59,7 +59,10 @@ func (s *JobPages) jobShow(c echo.Context) error {
 	m := views.JobDetail{
 		Page: s.page(c, j.Name, "jobs"), ID: j.ID, Name: j.Name, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		Status: j.Status.String(), Tone: statusTone(j.Status), Grace: spoken.Duration(j.Grace), NextRun: week.next,
-		PingURL: s.pingURL(c, j), Success: views.Pct(week.success),
+		PingURL: s.pingURL(c, j), Success: views.Pct(week.success), Unread: week.problem,
+	}
+	if j.ExtraRuns > 0 {
+		m.Extra = fmt.Sprintf("%d runs came past %d in one slot's window: counted here, not stored", j.ExtraRuns, jobs.MaxRunsPerSlot)
 	}
 	if j.AppID != "" {
 		m.App = appName(apps, j.AppID)

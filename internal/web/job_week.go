@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
@@ -18,6 +19,9 @@ type jobWeek struct {
 	results []jobs.SlotResult
 	next    time.Time
 	success float64
+	// problem says, for people, what of the week could not be read: its
+	// runs (the store did not answer), or only its newest runs.
+	problem string
 }
 
 // weekAssessor assesses jobs' last seven days, for the job pages and the
@@ -28,7 +32,7 @@ type weekAssessor struct {
 		Windows(ctx context.Context) ([]jobs.Window, error)
 	}
 	runs interface {
-		Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error)
+		Between(ctx context.Context, jobID string, from, to time.Time, limit int) ([]jobs.Run, bool, error)
 	}
 	hosts hostReader // nil: no timer status
 	now   func() time.Time
@@ -88,18 +92,21 @@ func (s *weekAssessor) allOf(c echo.Context, js []jobs.Job, ws []jobs.Window, li
 	var mu sync.Mutex
 	var g errgroup.Group
 	g.SetLimit(8)
+	// A job whose runs cannot be read is said on its row; the others are
+	// shown.
 	for _, j := range js {
 		g.Go(func() error {
 			w, err := s.assessWeek(c, j, ws, apps)
+			if err != nil {
+				w = jobWeek{success: -1, problem: "its runs could not be read now"}
+			}
 			mu.Lock()
 			out[j.ID] = w
 			mu.Unlock()
-			return err
+			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
+	_ = g.Wait()
 	return out, nil
 }
 
@@ -112,11 +119,15 @@ func (s *weekAssessor) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window, 
 	ctx := c.Request().Context()
 	from := now.Add(-7 * 24 * time.Hour)
 	first, last := j.RunRange(from, now)
-	runs, err := s.runs.Between(ctx, j.ID, first, last)
+	runs, more, err := s.runs.Between(ctx, j.ID, first, last, j.RunsToRead(from, now))
 	if err != nil {
 		return jobWeek{}, err
 	}
 	var w jobWeek
+	if read := jobs.ReadFrom(from, runs, more); read != from {
+		from = read
+		w.problem = fmt.Sprintf("more runs than its slots hold: only its newest %d were read", len(runs))
+	}
 	if w.results, err = jobs.Assess(j, runs, ws, from, now); err != nil {
 		return jobWeek{}, err
 	}

@@ -149,7 +149,7 @@ func loopsWithoutRuns(t *testing.T, srv *apptest.Server, want map[string]string)
 			if j.Name != name || j.Schedule != sched {
 				continue
 			}
-			runs, err := srv.App.Store.Runs.Between(t.Context(), j.ID, srv.Clock.Now().Add(-time.Minute), srv.Clock.Now().Add(time.Minute))
+			runs, _, err := srv.App.Store.Runs.Between(t.Context(), j.ID, srv.Clock.Now().Add(-time.Minute), srv.Clock.Now().Add(time.Minute), 100)
 			if err != nil {
 				t.Fatal(err)
 			}

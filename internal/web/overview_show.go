@@ -223,7 +223,7 @@ func jobRows(apps []circuit.App, js []jobs.Job, weeks map[string]jobWeek) []view
 		rows[i] = views.JobRow{ID: j.ID, Name: j.Name, App: app, Schedule: j.Schedule, TimeZone: j.TimeZone,
 			Status: j.Status.String(), Tone: statusTone(j.Status), LastRunAt: j.LastRunAt, Success: -1}
 		if w, ok := weeks[j.ID]; ok {
-			rows[i].NextRun, rows[i].Success = w.next, w.success
+			rows[i].NextRun, rows[i].Success, rows[i].Problem = w.next, w.success, w.problem
 		}
 	}
 	return rows

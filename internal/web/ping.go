@@ -125,6 +125,8 @@ func (s *Intake) recordPing(c echo.Context, job jobs.Job, action string) error {
 	}
 	err = s.Pings.Record(c.Request().Context(), job, jobs.Ping{Event: ev, Exit: exit, RunID: rid, At: s.Now(), Body: body})
 	switch {
+	case errors.Is(err, jobs.ErrTooManyRuns):
+		return answer(http.StatusTooManyRequests, fmt.Sprintf("this job already has %d runs in this slot's window: counted on the job, not stored", jobs.MaxRunsPerSlot))
 	case errors.Is(err, jobs.ErrLastRunNotSaved):
 		return answer(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
 	case err != nil:

@@ -278,3 +278,55 @@ func TestThePingKeyCreatesABoundedNumberOfJobs(t *testing.T) {
 	}
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/ping-key-0123456789/made-7?create=1", ""), http.StatusOK)
 }
+
+// A daily job pinged 30 times in one slot's window keeps 10 runs; the
+// rest are answered 429, not stored, and counted on its page. A job whose
+// store holds thousands of runs (a flood before the bound) costs /jobs and
+// the overview a read of what its slots may hold, and says so.
+func TestAFloodOfRunsIsBoundedPerSlot(t *testing.T) {
+	srv := pingServer(t)
+	base := srv.URL + "/ping/" + nightlyToken
+	stored, refused := 0, 0
+	for range 30 {
+		switch r := curl(t, http.MethodPost, base, ""); r.StatusCode {
+		case http.StatusOK:
+			stored++
+		case http.StatusTooManyRequests:
+			refused++
+			if !strings.Contains(r.body, "not stored") {
+				t.Fatalf("a refused ping says %q", r.body)
+			}
+		default:
+			t.Fatalf("ping: %d %s", r.StatusCode, r.body)
+		}
+	}
+	if got := len(runs(t, srv, nightly)); stored != jobs.MaxRunsPerSlot || refused != 20 || got != jobs.MaxRunsPerSlot {
+		t.Fatalf("30 pings: %d answered 200, %d 429, %d runs stored; want %d, 20, %d", stored, refused, got, jobs.MaxRunsPerSlot, jobs.MaxRunsPerSlot)
+	}
+	operator := newBrowser(t, srv.URL)
+	operator.signIn("olivia")
+	if page := operator.get("/jobs/" + nightly).body; !strings.Contains(page, `data-testid="extra-runs"`) || !strings.Contains(page, "came past 10") {
+		t.Errorf("the job's page does not say runs were not stored:\n%s", page)
+	}
+
+	// 5,000 runs stored in the job's last day, as a flood before the
+	// bound left them.
+	now := srv.Clock.Now()
+	flood := make([]jobs.Run, 5000)
+	for i := range flood {
+		at := now.Add(-time.Duration(i+1) * 10 * time.Second)
+		flood[i] = jobs.Run{ID: fmt.Sprintf("flood-%d", i), Start: at, End: at}
+	}
+	if err := srv.App.Store.Runs.Import(t.Context(), other, flood); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{"/jobs", "/"} {
+		start := time.Now()
+		r := operator.get(path)
+		wantStatus(t, r, http.StatusOK)
+		t.Logf("%s answered in %s", path, time.Since(start).Round(time.Millisecond))
+		if !strings.Contains(r.body, "only its newest") {
+			t.Errorf("%s does not say the flooded job's runs were read in part", path)
+		}
+	}
+}

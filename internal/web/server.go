@@ -182,7 +182,7 @@ type (
 		Create(ctx context.Context, j jobs.Job) error
 	}
 	runReader interface {
-		Between(ctx context.Context, jobID string, from, to time.Time) ([]jobs.Run, error)
+		Between(ctx context.Context, jobID string, from, to time.Time, limit int) ([]jobs.Run, bool, error)
 		Recent(ctx context.Context, jobID string, limit int, from jobs.RunCursor) ([]jobs.StoredRun, jobs.RunCursor, error)
 	}
 	outboxStore interface {

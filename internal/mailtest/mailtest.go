@@ -38,6 +38,7 @@ type Server struct {
 	password string // when set, PLAIN auth with any user name and this password is required
 	refused  int    // authentications refused so far
 	hold     *Hold  // the next matching message waits for its release
+	reject   string // when set, every recipient is refused with this reply
 }
 
 // Hold is a message kept waiting in DATA: its client has sent it all and
@@ -79,6 +80,14 @@ func (s *Server) RequirePassword(password string) {
 	s.mu.Lock()
 	s.password = password
 	s.mu.Unlock()
+}
+
+// RejectRecipients makes the server refuse every recipient for good with
+// reply, as a server that knows no such mailbox does.
+func (s *Server) RejectRecipients(reply string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reject = reply
 }
 
 // Refused counts the authentications refused with 535 so far.
@@ -219,6 +228,12 @@ func (x *session) Mail(from string, _ *smtp.MailOptions) error {
 	return nil
 }
 func (x *session) Rcpt(to string, _ *smtp.RcptOptions) error {
+	x.s.mu.Lock()
+	reject := x.s.reject
+	x.s.mu.Unlock()
+	if reject != "" {
+		return &smtp.SMTPError{Code: 550, EnhancedCode: smtp.EnhancedCode{5, 1, 1}, Message: reject}
+	}
 	if x.to != "" {
 		to = x.to + ", " + to // a mail to a list: every address, in order
 	}

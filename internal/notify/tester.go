@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/egress"
 )
 
 // Tester sends a channel's "send a test" message: mail through the SMTP
@@ -47,6 +48,23 @@ func (t Tester) Test(ctx context.Context, ch alerts.Channel) error {
 	if t.Mail == nil {
 		return errors.New("mail is off on this instance: set FUSEBOX_SMTP_HOST")
 	}
-	return t.Mail.Send(ctx, alerts.Mail{To: ch.Addresses, Subject: "[Fusebox] " + n.Title, Text: n.Text + "\n\n" + n.LinkURL + "\n",
+	err := t.Mail.Send(ctx, alerts.Mail{To: ch.Addresses, Subject: "[Fusebox] " + n.Title, Text: n.Text + "\n\n" + n.LinkURL + "\n",
 		HTML: "<p>" + html.EscapeString(n.Text) + "</p>", MessageID: fmt.Sprintf("<test-%d@fusebox>", now.UnixNano())})
+	return mailFailure(err)
+}
+
+// mailFailure words a failed test mail for the page: what kind of failure,
+// never the server's reply, which the operator did not write and the page
+// must not repeat.
+func mailFailure(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, alerts.ErrPermanent):
+		return errors.New("the mail server refused it for good (check the sender, the addresses and the server's log)")
+	}
+	if class := egress.Class(err); class != "failed" {
+		return errors.New("the mail server: " + class)
+	}
+	return errors.New("the mail server did not take it now; send the test again later")
 }

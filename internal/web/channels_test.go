@@ -5,8 +5,13 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/mailtest"
 )
 
 // Channels through the API: the secret is shown once, URLs never again,
@@ -145,5 +150,32 @@ func TestAPIOnCallChannelsKeepTheirKey(t *testing.T) {
 	circuit = strings.Replace(strings.Replace(circuit, `"oncall"`, `"nope"`, 1), "ShipParcels", "TakeOrders", 1)
 	if r := op.call(http.MethodPost, "/api/v1/circuits", circuit); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, `"escalate_to"`) {
 		t.Errorf("a circuit escalating to a channel that does not exist: %d %s; want 422 naming escalate_to", r.StatusCode, r.body)
+	}
+}
+
+// A mail channel's test that the server refuses says what kind of failure
+// it was, never the server's reply (which names its own hosts and
+// mailboxes), on the API and on the Channels page.
+func TestAFailedChannelTestSaysNothingTheServerSaid(t *testing.T) {
+	smtp := mailtest.Start(t)
+	smtp.RejectRecipients("mailbox unknown on relay-7.internal.corp (secret-route)")
+	opToken, opHash := auth.NewAPIToken()
+	env := smtp.Env()
+	env["FUSEBOX_API_TOKENS"] = "deploy-bot:operator:" + opHash
+	srv := apptest.Start(t, env)
+	op := apiClient{t, newBrowser(t, srv.URL), opToken}
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/channels", `{"id": "ops", "name": "Ops", "kind": "mail", "addresses": ["ops@example.com"]}`), http.StatusCreated)
+	test := op.call(http.MethodPost, "/api/v1/channels/ops/test", "")
+	wantStatus(t, test, http.StatusBadGateway)
+	if strings.Contains(test.body, "relay-7") || strings.Contains(test.body, "secret-route") || !strings.Contains(test.body, "refused it for good") {
+		t.Errorf("the API's answer: %s; want the kind of failure and nothing the server said", test.body)
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("olivia")
+	page := b.get("/channels")
+	csrf := csrfField.FindStringSubmatch(page.body)[1]
+	r := b.post("/channels/ops/test", url.Values{"_csrf": {csrf}})
+	if strings.Contains(r.body, "relay-7") || strings.Contains(r.body, "secret-route") || !strings.Contains(r.body, "refused it for good") {
+		t.Errorf("the page says %q; want the kind of failure and nothing the server said", r.body)
 	}
 }

@@ -8,7 +8,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"golang.org/x/time/rate"
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/otlp"
@@ -198,15 +197,18 @@ func (s *Server) routes() {
 }
 
 // attemptLimit is a budget of FUSEBOX_LOGIN_RATE_LIMIT attempts a second
-// per client address, loginBurst at once.
+// per client address, loginBurst at once, in bounded memory: echo's own
+// store kept every address for 5 minutes however many came.
 func (s *Server) attemptLimit() echo.MiddlewareFunc {
-	return middleware.RateLimiterWithConfig(middleware.RateLimiterConfig{
-		Store: middleware.NewRateLimiterMemoryStoreWithConfig(middleware.RateLimiterMemoryStoreConfig{
-			Rate: rate.Limit(s.Config.LoginRateLimit), Burst: loginBurst, ExpiresIn: 5 * time.Minute,
-		}),
-		ErrorHandler: func(c echo.Context, err error) error { return s.rateLimitError(c, "", err) },
-		DenyHandler:  s.rateLimitError,
-	})
+	l := newKeyedLimiter(s.Config.LoginRateLimit, loginBurst)
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if !l.allow(c.RealIP()) {
+				return s.rateLimitError(c, "", nil)
+			}
+			return next(c)
+		}
+	}
 }
 
 func isPing(c echo.Context) bool { return strings.HasPrefix(c.Request().URL.Path, "/ping/") }

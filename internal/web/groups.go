@@ -33,6 +33,7 @@ type (
 		unknownPings *ttlSet       // ping ids found not to exist lately
 		pingCreates  *rate.Limiter // bounds the jobs the ping key's ?create=1 makes
 		decoding     *exportSlots  // exports decoded at once, once their bodies are read
+		pingSecrets  *pingSecrets  // the ping tokens of jobs read lately, hashed
 	}
 
 	// SignIn signs people in and out, locally or through OpenID Connect.
@@ -138,6 +139,7 @@ type (
 
 		weeks        *weekAssessor
 		unknownPings *ttlSet
+		pingSecrets  *pingSecrets // forgotten when a token is rotated here
 	}
 
 	// NotifyPages edit alert channels and show what was sent.

@@ -2,6 +2,7 @@ package web
 
 import (
 	"net/http"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -19,9 +20,11 @@ func (s *JobPages) jobRotatePingToken(c echo.Context) error {
 	if j.Internal() {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no page here.")
 	}
-	if _, err := s.Tokens.RotatePingToken(c.Request().Context(), j.ID); err != nil {
+	token, err := s.Tokens.RotatePingToken(c.Request().Context(), j.ID)
+	if err != nil {
 		return err
 	}
+	s.pingSecrets.remember(j.ID, token, time.Now())
 	p, _ := principal(c)
 	actx, cancel := detached(c)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -49,7 +50,13 @@ func (s *Intake) ping(c echo.Context) error {
 		if !ok || jobs.InternalID(id) || s.unknownPings.has(id) {
 			return c.String(http.StatusNotFound, "not found") // no storage read
 		}
+		if known, match := s.pingSecrets.verdict(id, a, time.Now()); known && !match {
+			return c.String(http.StatusNotFound, "not found") // a real job's id, a wrong secret: no storage read
+		}
 		job, err = s.Jobs.Get(c.Request().Context(), id)
+		if err == nil {
+			s.pingSecrets.remember(id, job.PingToken, time.Now())
+		}
 		if err == nil && !job.PingsWith(a) {
 			return c.String(http.StatusNotFound, "not found")
 		}

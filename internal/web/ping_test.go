@@ -330,3 +330,36 @@ func TestAFloodOfRunsIsBoundedPerSlot(t *testing.T) {
 		}
 	}
 }
+
+// A token that names a real job (whose id every viewer sees) with a wrong
+// secret is refused before any storage read: 50 forged pings after a good
+// one cost no read of the job, and the job's real token still pings.
+func TestAForgedTokenOfARealJobCostsNoRead(t *testing.T) {
+	srv := pingServer(t)
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightlyToken, ""), http.StatusOK)
+	b := newBrowser(t, srv.URL)
+	gets := func() float64 {
+		t.Helper()
+		for _, line := range strings.Split(b.get("/metrics").body, "\n") {
+			if v, ok := strings.CutPrefix(line, `fusebox_storage_calls_total{op="get",outcome="ok"} `); ok {
+				var n float64
+				fmt.Sscan(v, &n)
+				return n
+			}
+		}
+		return 0
+	}
+	first := gets()
+	before := gets()
+	scrape := before - first // what a scrape of /metrics reads itself
+	for range 50 {
+		wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+mustToken(nightly)+"/fail", ""), http.StatusNotFound)
+	}
+	if reads := gets() - before - scrape; reads > 0 {
+		t.Errorf("50 forged tokens of a real job cost %v storage reads, want none", reads)
+	}
+	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightlyToken, ""), http.StatusOK)
+	if rs := runs(t, srv, nightly); len(rs) != 2 {
+		t.Errorf("%d runs, want the two good pings'", len(rs))
+	}
+}

@@ -303,11 +303,12 @@ func New(p Parts) (*Server, error) {
 		intake: &p.Intake, signIn: &p.SignIn, circuits: &p.Circuits, apps: &p.Apps, jobs: &p.Jobs, notify: &p.Notify, ops: &p.Ops}
 	s.intake.core, s.intake.unknownPings = co, unknownPings
 	s.intake.pingCreates = rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour)
+	s.intake.pingSecrets = &pingSecrets{}
 	s.signIn.core, s.signIn.identity = co, p.Identity
 	s.circuits.core, s.apps.core, s.notify.core = co, co, co
 	// The overview assesses jobs' weeks as the job pages do.
 	weeks := &weekAssessor{apps: p.Jobs.Apps, windows: p.Jobs.Windows, runs: p.Jobs.RunReader, hosts: p.Jobs.HostInsight, now: p.Base.Now}
-	s.jobs.core, s.jobs.weeks, s.jobs.unknownPings = co, weeks, unknownPings
+	s.jobs.core, s.jobs.weeks, s.jobs.unknownPings, s.jobs.pingSecrets = co, weeks, unknownPings, s.intake.pingSecrets
 	s.ops.core, s.ops.weeks, s.ops.started, s.ops.readiness = co, weeks, p.Base.Now(), &readiness{}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError

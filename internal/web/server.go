@@ -296,6 +296,13 @@ func New(p Parts) (*Server, error) {
 		return nil, fmt.Errorf("web: required parts are missing: %s", strings.Join(missing, ", "))
 	}
 	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute)}
+	// What viewers' pages read through ARM is kept per app (armreads.go).
+	if p.Circuits.Inspector != nil {
+		p.Circuits.Inspector = &keptInspector{appInspector: p.Circuits.Inspector}
+	}
+	if p.Apps.Triggers != nil {
+		p.Apps.Triggers = &keptTriggers{functionTriggers: p.Apps.Triggers}
+	}
 	// A new job's id or slug may have been pinged before it existed: the
 	// job pages forget it from the ping intake's list of unknown ids.
 	unknownPings := newTTLSet(30*time.Second, 10_000)

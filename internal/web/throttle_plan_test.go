@@ -1,11 +1,15 @@
 package web_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5"
 	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
 	"github.com/fusebox/fusebox/internal/apptest"
@@ -134,5 +138,43 @@ func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
 	wantStatus(t, api, http.StatusOK)
 	if !strings.Contains(api.body, `"released":"`+released+`"`) {
 		t.Errorf("the API does not say what the throttle handed back: %s", api.body)
+	}
+}
+
+// A viewer reloading a circuit's throttle plan, and the app's functions
+// page, costs ARM one read of the app's settings and one list of its
+// functions for 30 s, not one each view.
+func TestAViewerReloadingCostsARMOneReadAWhile(t *testing.T) {
+	arm, _ := apptest.GuardableARM(subOrders)
+	var settingsReads, functionLists atomic.Int32
+	list, listFns := arm.ListApplicationSettings, arm.NewListFunctionsPager
+	arm.ListApplicationSettings = func(ctx context.Context, rg, name string, o *armappservice.WebAppsClientListApplicationSettingsOptions) (azfake.Responder[armappservice.WebAppsClientListApplicationSettingsResponse], azfake.ErrorResponder) {
+		settingsReads.Add(1)
+		return list(ctx, rg, name, o)
+	}
+	arm.NewListFunctionsPager = func(rg, name string, o *armappservice.WebAppsClientListFunctionsOptions) azfake.PagerResponder[armappservice.WebAppsClientListFunctionsResponse] {
+		functionLists.Add(1)
+		return listFns(rg, name, o)
+	}
+	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
+	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "TakeOrders", Threshold: 10, Window: time.Minute, Throttle: circuit.Throttle{Threshold: 4, Kind: "queue"}}); err != nil {
+		t.Fatal(err)
+	}
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	view := func() {
+		wantStatus(t, viewer.get("/circuits/orders/TakeOrders/throttle-plan"), http.StatusOK)
+		wantStatus(t, viewer.get("/apps/orders/functions"), http.StatusOK)
+	}
+	view()
+	s1, f1 := settingsReads.Load(), functionLists.Load()
+	for range 4 {
+		view()
+	}
+	if s, f := settingsReads.Load(), functionLists.Load(); s != s1 || f != f1 {
+		t.Errorf("four more reloads read the settings %d more times and listed the functions %d more times; want none (before: 8 and 8)", s-s1, f-f1)
 	}
 }

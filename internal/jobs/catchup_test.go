@@ -50,5 +50,5 @@ func (discardRuns) Add(context.Context, string, jobs.Entry) error { return nil }
 func (discardRuns) Running(context.Context, string, string, time.Time) (jobs.Entry, bool, error) {
 	return jobs.Entry{}, false, nil
 }
-func (discardRuns) Finish(context.Context, string, jobs.Entry) error { return nil }
-func (discardRuns) Touch(context.Context, string, time.Time) error   { return nil }
+func (discardRuns) Finish(context.Context, string, jobs.Entry) error           { return nil }
+func (discardRuns) TouchRead(context.Context, jobs.Job, time.Time, bool) error { return nil }

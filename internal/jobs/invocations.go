@@ -151,7 +151,7 @@ func (r Recorder) RecordInvocation(ctx context.Context, job Job, inv Invocation)
 	if err := r.Runs.Add(ctx, job.ID, e); err != nil {
 		return err
 	}
-	if err := r.Jobs.Touch(ctx, job.ID, inv.End); err != nil {
+	if err := r.Jobs.TouchRead(ctx, job, inv.End, false); err != nil {
 		return fmt.Errorf("%w: %w", ErrLastRunNotSaved, err)
 	}
 	return nil

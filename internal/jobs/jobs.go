@@ -93,6 +93,9 @@ type Job struct {
 	CreatedAt time.Time // anchors "every" schedules
 	Status    Status
 	LastRunAt time.Time
+	// LastStartAt is when a /start ping last came: a closing ping looks
+	// for a run still open only when one came within a day.
+	LastStartAt time.Time
 	// ExtraRuns counts the runs not stored for coming past MaxRunsPerSlot
 	// in one slot's window (SlotBound).
 	ExtraRuns int64

@@ -104,9 +104,11 @@ type RunStore interface {
 	Finish(ctx context.Context, jobID string, e Entry) error
 }
 
-// LastRuns records when a job's runs last arrived.
+// LastRuns records when a job's runs last arrived, and its /start pings,
+// on the job as it was read (storage.Jobs: one write when the row has not
+// changed since).
 type LastRuns interface {
-	Touch(ctx context.Context, id string, at time.Time) error
+	TouchRead(ctx context.Context, job Job, at time.Time, started bool) error
 }
 
 // ExtraRuns counts the runs a job was sent past MaxRunsPerSlot
@@ -159,19 +161,35 @@ func (r Recorder) Record(ctx context.Context, job Job, p Ping) error {
 	if err := r.admit(ctx, job, p.At); err != nil {
 		return err
 	}
-	if err := r.apply(ctx, job.ID, p); err != nil {
+	if p.Event == EventStart {
+		// The job says a run may be open before the run is stored: a
+		// closing ping that reads the job after this looks for it.
+		if err := r.Jobs.TouchRead(ctx, job, p.At, true); err != nil {
+			return err
+		}
+		return r.apply(ctx, job, p)
+	}
+	if err := r.apply(ctx, job, p); err != nil {
 		return err
 	}
 	if p.Event == EventLog {
 		return nil
 	}
-	if err := r.Jobs.Touch(ctx, job.ID, p.At); err != nil {
+	if err := r.Jobs.TouchRead(ctx, job, p.At, false); err != nil {
 		return fmt.Errorf("%w: %w", ErrLastRunNotSaved, err)
 	}
 	return nil
 }
 
-func (r Recorder) apply(ctx context.Context, jobID string, p Ping) error {
+// mayBeOpen says whether a closing ping of job may close a run still
+// open: it names one, or a /start came within the day a run is looked
+// for. Else it is a run of its own, with no query for an open one.
+func mayBeOpen(job Job, p Ping) bool {
+	return p.RunID != "" || !job.LastStartAt.IsZero() && p.At.Sub(job.LastStartAt) < 24*time.Hour
+}
+
+func (r Recorder) apply(ctx context.Context, job Job, p Ping) error {
+	jobID := job.ID
 	rid := p.RunID
 	if rid == "" {
 		rid = r.NewRunID()
@@ -185,6 +203,9 @@ func (r Recorder) apply(ctx context.Context, jobID string, p Ping) error {
 	state := StateOK
 	if p.Event == EventFailure {
 		state = StateFailed
+	}
+	if !mayBeOpen(job, p) {
+		return r.Runs.Add(ctx, jobID, Entry{RunID: rid, Start: p.At, End: p.At, State: state, ExitStatus: p.Exit, Log: p.Body})
 	}
 	for range 3 {
 		open, found, err := r.Runs.Running(ctx, jobID, p.RunID, p.At)

@@ -53,7 +53,8 @@ type jobRow struct {
 	CreatedAt          time.Time
 	Status             string
 	LastRunAt          time.Time
-	ExtraRuns          int64 // runs counted, not stored: past jobs.MaxRunsPerSlot in a slot's window
+	LastStartAt        time.Time // when a /start ping last came
+	ExtraRuns          int64     // runs counted, not stored: past jobs.MaxRunsPerSlot in a slot's window
 	FenceLease         string
 	FenceGeneration    int64
 	PingToken          string    // sealed: the job's ping secret
@@ -154,7 +155,7 @@ func (r jobRow) job() (jobs.Job, error) {
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
 		MinDuration: time.Duration(r.MinDurationSeconds) * time.Second, FailAfter: int(r.FailAfter), RecoverAfter: int(r.RecoverAfter),
-		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, ExtraRuns: max(r.ExtraRuns, 0), Version: string(r.ETag),
+		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, LastStartAt: r.LastStartAt, ExtraRuns: max(r.ExtraRuns, 0), Version: string(r.ETag),
 		PingToken: r.PingToken, PingByIDSince: r.PingByIDSince,
 	}, nil
 }
@@ -304,18 +305,60 @@ func (j *Jobs) SetStatus(ctx context.Context, f lease.Fence, id string, st jobs.
 	return fmt.Errorf("storage: job %s: it kept changing", id)
 }
 
+// touchRow is what a run's arrival sets on its job's row, merged.
+type touchRow struct {
+	tablestore.Meta
+	LastRunAt, LastStartAt time.Time // zero: left as it is
+}
+
+// TouchRead records a run's arrival on job as it was just read: one
+// conditional merge of the times on the row at job.Version, no read. A row
+// changed since falls back to Touch's read and write.
+func (j *Jobs) TouchRead(ctx context.Context, job jobs.Job, at time.Time, started bool) error {
+	row := &touchRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID, ETag: tablestore.ETag(job.Version)}}
+	if at.After(job.LastRunAt) {
+		row.LastRunAt = at
+	}
+	if started && at.After(job.LastStartAt) {
+		row.LastStartAt = at
+	}
+	if row.LastRunAt.IsZero() && row.LastStartAt.IsZero() {
+		return nil
+	}
+	if job.Version != "" {
+		err := j.table.Merge(ctx, row)
+		if err == nil || !errors.Is(err, tablestore.ErrConflict) {
+			if err != nil {
+				return fmt.Errorf("storage: touch job %s: %w", job.ID, err)
+			}
+			return nil
+		}
+	}
+	return j.touch(ctx, job.ID, at, started)
+}
+
 // Touch records a run's arrival on the job, retrying if the row changed
 // meanwhile. It leaves the status to the scanner.
 func (j *Jobs) Touch(ctx context.Context, id string, at time.Time) error {
+	return j.touch(ctx, id, at, false)
+}
+
+func (j *Jobs) touch(ctx context.Context, id string, at time.Time, started bool) error {
 	for range 3 {
 		var row jobRow
 		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
 			return fmt.Errorf("storage: touch job %s: %w", id, err)
 		}
-		if !at.After(row.LastRunAt) {
+		late := !at.After(row.LastRunAt)
+		if started && at.After(row.LastStartAt) {
+			row.LastStartAt, late = at, false
+		}
+		if late {
 			return nil
 		}
-		row.LastRunAt = at
+		if at.After(row.LastRunAt) {
+			row.LastRunAt = at
+		}
 		err := j.table.Update(ctx, &row)
 		if errors.Is(err, tablestore.ErrConflict) {
 			continue

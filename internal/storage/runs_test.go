@@ -19,10 +19,11 @@ func TestRunsBetweenAreOldestFirstAndSkipLogs(t *testing.T) {
 	}
 	rs := storage.New(svc).Runs
 	t0 := time.Date(2026, 11, 30, 1, 0, 0, 0, time.UTC)
-	pings := jobs.Recorder{Runs: rs, Jobs: noLastRuns{}, NewRunID: storage.NewRunID}
+	starts := lastStarts{}
+	pings := jobs.Recorder{Runs: rs, Jobs: starts, NewRunID: storage.NewRunID}
 	rec := func(ev jobs.RunEvent, at time.Time, rid string) {
 		t.Helper()
-		if err := pings.Record(t.Context(), jobs.Job{ID: "job-1"}, jobs.Ping{Event: ev, Exit: -1, RunID: rid, At: at}); err != nil {
+		if err := pings.Record(t.Context(), starts.job("job-1"), jobs.Ping{Event: ev, Exit: -1, RunID: rid, At: at}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -71,10 +72,19 @@ func TestRunsDeleteBeforeKeepsNewerRunsOfEveryJob(t *testing.T) {
 	}
 }
 
-// noLastRuns stands in for the jobs table where only runs are tested.
-type noLastRuns struct{}
+// lastStarts stands in for the jobs table where only runs are tested: it
+// keeps when each job's /start pings came, which job reads back.
+type lastStarts map[string]time.Time
 
-func (noLastRuns) Touch(context.Context, string, time.Time) error { return nil }
+func (l lastStarts) TouchRead(_ context.Context, j jobs.Job, at time.Time, started bool) error {
+	if started {
+		l[j.ID] = at
+	}
+	return nil
+}
+
+// job is the job as a ping reads it.
+func (l lastStarts) job(id string) jobs.Job { return jobs.Job{ID: id, LastStartAt: l[id]} }
 
 // Saving a job's settings from a copy read before a ping arrived keeps the
 // ping's last-run time and the scanner's status: the form never writes
@@ -124,10 +134,11 @@ func TestARunStartedAtANanosecondIsClosed(t *testing.T) {
 		t.Fatal(err)
 	}
 	rs := storage.New(svc).Runs
-	pings := jobs.Recorder{Runs: rs, Jobs: noLastRuns{}, NewRunID: storage.NewRunID}
+	starts := lastStarts{}
+	pings := jobs.Recorder{Runs: rs, Jobs: starts, NewRunID: storage.NewRunID}
 	start := time.Date(2026, 11, 30, 1, 0, 0, 123456789, time.UTC)
 	for _, p := range []jobs.Ping{{Event: jobs.EventStart, Exit: -1, At: start}, {Event: jobs.EventSuccess, Exit: 0, At: start.Add(1500 * time.Millisecond)}} {
-		if err := pings.Record(t.Context(), jobs.Job{ID: "job-ns"}, p); err != nil {
+		if err := pings.Record(t.Context(), starts.job("job-ns"), p); err != nil {
 			t.Fatalf("%v ping: %v", p.Event, err)
 		}
 	}

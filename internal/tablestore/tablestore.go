@@ -244,6 +244,29 @@ func (t *Table) Update(ctx context.Context, src Entity) error {
 	return nil
 }
 
+// Merge sets the properties src has (a zero time or an empty string is
+// none) on a row, on condition that it is still at the ETag src carries;
+// the row's other properties stay. ErrConflict if it changed since.
+func (t *Table) Merge(ctx context.Context, src Entity) error {
+	etag := src.meta().ETag
+	if etag == "" {
+		return fmt.Errorf("tablestore: merge %s %s: no ETag; read the row first", t.name, keyOf(src))
+	}
+	body, err := marshal(src)
+	if err != nil {
+		return err
+	}
+	e := azcore.ETag(etag)
+	start := time.Now()
+	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeMerge})
+	t.observe("merge", t.name, time.Since(start), err)
+	if err != nil {
+		return wrap("merge", t.name, keyOf(src), err)
+	}
+	src.meta().ETag = ETag(resp.ETag)
+	return nil
+}
+
 // Upsert writes a row whatever its current state. Use it only where a blind
 // overwrite is what is meant (seeding, idempotent markers).
 func (t *Table) Upsert(ctx context.Context, src Entity) error {

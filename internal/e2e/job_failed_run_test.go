@@ -81,3 +81,48 @@ func waitJobStatus(t *testing.T, srv *apptest.Server, id string, want jobs.Statu
 		time.Sleep(200 * time.Millisecond) // polls the job's row, bounded by the deadline
 	}
 }
+
+// TestAFloodOfInvocationsStoresTenRunsASlot: a host exports 200 invocations
+// of a daily job's timer function at once (a key holder flooding it): the
+// job keeps 10 runs for the slot and counts the rest, and its page and
+// /jobs answer.
+func TestAFloodOfInvocationsStoresTenRunsASlot(t *testing.T) {
+	srv, _ := apptest.SeededRealClock(t)
+	const id = "11111111-2222-4333-8444-5555555555b3"
+	token, err := jobs.NewPingToken(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slot := time.Now().UTC().Add(12 * time.Hour)
+	j := jobs.Job{ID: id, PingToken: token, Name: "Daily export", AppID: demo.AppID, Function: "DailyExport",
+		Schedule: "0 " + slot.Format("4 15") + " * * *", TimeZone: "UTC", Grace: time.Hour, CreatedAt: time.Now().UTC().Add(-48 * time.Hour), Status: jobs.Up}
+	if err := srv.App.Store.Jobs.Put(t.Context(), j); err != nil {
+		t.Fatal(err)
+	}
+	host := shapedHost(t, srv, demo.Shape{NoRecords: true})
+	run(t, host, "DailyExport", 200, false)
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		got, err := srv.App.Store.Jobs.Get(t.Context(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.ExtraRuns > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no run counted past the bound after 20 s: %+v", got)
+		}
+		time.Sleep(100 * time.Millisecond) // polls the job's row, bounded by the deadline
+	}
+	rs, _, err := srv.App.Store.Runs.Recent(t.Context(), id, 100, jobs.RunCursor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rs) != jobs.MaxRunsPerSlot {
+		t.Errorf("200 invocations stored %d runs, want %d", len(rs), jobs.MaxRunsPerSlot)
+	}
+	if got := jobStatusShown(t, srv, id); got == "" {
+		t.Error("the job's page shows no status")
+	}
+}

@@ -344,52 +344,48 @@ func (j *Jobs) Touch(ctx context.Context, id string, at time.Time) error {
 }
 
 func (j *Jobs) touch(ctx context.Context, id string, at time.Time, started bool) error {
+	return j.change(ctx, id, "touch job", func(row *jobRow) bool {
+		changed := false
+		if at.After(row.LastRunAt) {
+			row.LastRunAt, changed = at, true
+		}
+		if started && at.After(row.LastStartAt) {
+			row.LastStartAt, changed = at, true
+		}
+		return changed
+	})
+}
+
+// change reads a job's row, lets fn change it (false: nothing to write)
+// and writes it on condition it is as read, three times at most.
+func (j *Jobs) change(ctx context.Context, id, what string, fn func(*jobRow) bool) error {
 	for range 3 {
 		var row jobRow
 		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
-			return fmt.Errorf("storage: touch job %s: %w", id, err)
+			return fmt.Errorf("storage: %s %s: %w", what, id, err)
 		}
-		late := !at.After(row.LastRunAt)
-		if started && at.After(row.LastStartAt) {
-			row.LastStartAt, late = at, false
-		}
-		if late {
+		if !fn(&row) {
 			return nil
-		}
-		if at.After(row.LastRunAt) {
-			row.LastRunAt = at
 		}
 		err := j.table.Update(ctx, &row)
 		if errors.Is(err, tablestore.ErrConflict) {
 			continue
 		}
 		if err != nil {
-			return fmt.Errorf("storage: touch job %s: %w", id, err)
+			return fmt.Errorf("storage: %s %s: %w", what, id, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("storage: touch job %s: it kept changing", id)
+	return fmt.Errorf("storage: %s %s: it kept changing", what, id)
 }
 
 // AddExtraRuns counts n more runs of the job that were not stored,
 // retrying if the row changed meanwhile.
 func (j *Jobs) AddExtraRuns(ctx context.Context, id string, n int) error {
-	for range 3 {
-		var row jobRow
-		if err := j.table.Get(ctx, jobsPartition, id, &row); err != nil {
-			return fmt.Errorf("storage: count extra runs of job %s: %w", id, err)
-		}
+	return j.change(ctx, id, "count extra runs of job", func(row *jobRow) bool {
 		row.ExtraRuns = max(row.ExtraRuns, 0) + int64(n)
-		err := j.table.Update(ctx, &row)
-		if errors.Is(err, tablestore.ErrConflict) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("storage: count extra runs of job %s: %w", id, err)
-		}
-		return nil
-	}
-	return fmt.Errorf("storage: count extra runs of job %s: it kept changing", id)
+		return true
+	})
 }
 
 // Job flips share the Jobs table, one partition per job: "jflip|<id>",

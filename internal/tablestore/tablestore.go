@@ -225,32 +225,20 @@ func (t *Table) Insert(ctx context.Context, src Entity) error {
 // Update replaces a row, on condition that it is still at the ETag src
 // carries. ErrConflict if it changed since, ErrNotFound if it is gone.
 func (t *Table) Update(ctx context.Context, src Entity) error {
-	etag := src.meta().ETag
-	if etag == "" {
-		return fmt.Errorf("tablestore: update %s %s: no ETag; read the row first (or use Upsert for blind writes)", t.name, keyOf(src))
-	}
-	body, err := marshal(src)
-	if err != nil {
-		return err
-	}
-	e := azcore.ETag(etag)
-	start := time.Now()
-	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeReplace})
-	t.observe("update", t.name, time.Since(start), err)
-	if err != nil {
-		return wrap("update", t.name, keyOf(src), err)
-	}
-	src.meta().ETag = ETag(resp.ETag)
-	return nil
+	return t.update(ctx, src, "update", aztables.UpdateModeReplace)
 }
 
 // Merge sets the properties src has (a zero time or an empty string is
 // none) on a row, on condition that it is still at the ETag src carries;
 // the row's other properties stay. ErrConflict if it changed since.
 func (t *Table) Merge(ctx context.Context, src Entity) error {
+	return t.update(ctx, src, "merge", aztables.UpdateModeMerge)
+}
+
+func (t *Table) update(ctx context.Context, src Entity, op string, mode aztables.UpdateMode) error {
 	etag := src.meta().ETag
 	if etag == "" {
-		return fmt.Errorf("tablestore: merge %s %s: no ETag; read the row first", t.name, keyOf(src))
+		return fmt.Errorf("tablestore: %s %s %s: no ETag; read the row first (or use Upsert for blind writes)", op, t.name, keyOf(src))
 	}
 	body, err := marshal(src)
 	if err != nil {
@@ -258,10 +246,10 @@ func (t *Table) Merge(ctx context.Context, src Entity) error {
 	}
 	e := azcore.ETag(etag)
 	start := time.Now()
-	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: aztables.UpdateModeMerge})
-	t.observe("merge", t.name, time.Since(start), err)
+	resp, err := t.client.UpdateEntity(ctx, body, &aztables.UpdateEntityOptions{IfMatch: &e, UpdateMode: mode})
+	t.observe(op, t.name, time.Since(start), err)
 	if err != nil {
-		return wrap("merge", t.name, keyOf(src), err)
+		return wrap(op, t.name, keyOf(src), err)
 	}
 	src.meta().ETag = ETag(resp.ETag)
 	return nil

@@ -1406,7 +1406,7 @@ func CircuitPage(m Circuit) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 129, ", grouped by their error text (numbers, ids, paths and quoted values aside). Each stored second keeps the last text its reporter sent.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 129, ", grouped by their error text (numbers, ids, paths and quoted values aside). Each stored second keeps its reporter’s failures by kind of error, up to eight kinds; the rest are counted as other errors.</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

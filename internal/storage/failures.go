@@ -370,8 +370,15 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 }
 
 // addKind counts failures of text (cut at 1 kB) under its kind of error,
-// its latest text kept.
+// its latest text kept. A row tracks at most maxTrackedKinds kinds while
+// it is written (errorsColumn keeps the 8 most counted of them): past
+// that, a text is neither folded nor looked up, and its failures are
+// counted as other errors. One request of 10,000 distinct texts in one
+// second would otherwise cost 10,000 folds and a quadratic search.
 func (row *failureRow) addKind(text string, n int) {
+	if len(row.kinds) >= maxTrackedKinds {
+		return // the row's Count holds them: read back as other errors
+	}
 	text = truncate(text, 1024)
 	fp := errgroups.Kind(text)
 	for i := range row.kinds {
@@ -385,6 +392,9 @@ func (row *failureRow) addKind(text string, n int) {
 	}
 	row.kinds = append(row.kinds, kindCount{fp, text, n})
 }
+
+// maxTrackedKinds bounds the kinds of error a row being written tracks.
+const maxTrackedKinds = 32
 
 // errorsColumn is a row's Errors: its kinds of error, most failures first
 // (the first reported first among equals), at most circuit.MaxRowErrors;

@@ -520,3 +520,38 @@ func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
 		t.Errorf("foreign rows grouped %v; want the liar's 4 failures as its first kind and the garbled row's 4 as its sample", got)
 	}
 }
+
+// One report of 10,000 failures in one second, each with a text of its
+// own kind, tracks at most 32 kinds while the row is written: the row
+// keeps the 8 first of them and counts the rest as other errors, all
+// 10,000 counted.
+func TestARowOfManyKindsTracksABoundedNumber(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableFailures); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	now := time.Now().UTC().Truncate(time.Second)
+	rs := make([]storage.Report, 10_000)
+	for i := range rs {
+		rs[i] = storage.Report{App: "orders", Function: "Many", Second: now.Add(-time.Second), Count: 1, Sample: "kind " + strings.Repeat(string(rune('a'+i%26)), 1+i/26)}
+	}
+	if err := st.Failures.Record(t.Context(), "api.many", rs); err != nil {
+		t.Fatal(err)
+	}
+	ci := circuit.Circuit{AppID: "orders", Function: "Many", Window: time.Minute, State: circuit.Closed}
+	groups, other, _, err := errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total, others := other, 0
+	for _, g := range groups {
+		total += g.Count
+		if g.Fingerprint == errgroups.OtherKinds {
+			others = g.Count
+		}
+	}
+	if total != 10_000 || len(groups) != circuit.MaxRowErrors+1 || others != 10_000-circuit.MaxRowErrors {
+		t.Errorf("%d groups, %d failures, %d as other errors; want 8 kinds and other errors, 10,000 in all", len(groups), total, others)
+	}
+}

@@ -1,6 +1,7 @@
 package e2e_test
 
 import (
+	"fmt"
 	"net/http"
 	"testing"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // TestAFailedRunFailsADailyJobAtOnce, on the real clock: a daily job made
@@ -66,20 +68,13 @@ func TestAFailedRunFailsADailyJobAtOnce(t *testing.T) {
 // waitJobStatus waits until the scanner stored the job's status as want.
 func waitJobStatus(t *testing.T, srv *apptest.Server, id string, want jobs.Status, within time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
+	testenv.Eventually(t, within, func() (bool, string) {
 		j, err := srv.App.Store.Jobs.Get(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Status == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the job is %s after %s, want %s", j.Status, within, want)
-		}
-		time.Sleep(200 * time.Millisecond) // polls the job's row, bounded by the deadline
-	}
+		return j.Status == want, fmt.Sprintf("the job is %s, want %s", j.Status, want)
+	})
 }
 
 // TestAFloodOfInvocationsStoresTenRunsASlot: a host exports 200 invocations
@@ -101,20 +96,13 @@ func TestAFloodOfInvocationsStoresTenRunsASlot(t *testing.T) {
 	}
 	host := shapedHost(t, srv, demo.Shape{NoRecords: true})
 	run(t, host, "DailyExport", 200, false)
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		got, err := srv.App.Store.Jobs.Get(t.Context(), id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.ExtraRuns > 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no run counted past the bound after 20 s: %+v", got)
-		}
-		time.Sleep(100 * time.Millisecond) // polls the job's row, bounded by the deadline
-	}
+		return got.ExtraRuns > 0, fmt.Sprintf("no run counted past the bound: %+v", got)
+	})
 	rs, _, err := srv.App.Store.Runs.Recent(t.Context(), id, 100, jobs.RunCursor{})
 	if err != nil {
 		t.Fatal(err)

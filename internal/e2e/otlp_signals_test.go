@@ -20,6 +20,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // These tests are the host set-ups that decide which signal counts a
@@ -197,8 +198,7 @@ func TestTheLogLevelCaseInEveryOrder(t *testing.T) {
 // outside every window the test reads, is answered with no_circuit 0.
 func waitKnown(t *testing.T, srv *apptest.Server, function string) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 		body := fmt.Sprintf(`{"failures": [{"function": %q, "successes": 1, "at": %q}]}`, function, time.Now().Add(-30*time.Minute).UTC().Format(time.RFC3339))
 		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(body))
 		if err != nil {
@@ -210,22 +210,15 @@ func waitKnown(t *testing.T, srv *apptest.Server, function string) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		defer resp.Body.Close()
 		var res struct {
 			NoCircuit int `json:"no_circuit"`
 		}
-		err = json.NewDecoder(resp.Body).Decode(&res)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusAccepted {
+		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil || resp.StatusCode != http.StatusAccepted {
 			t.Fatalf("report: %d, %v", resp.StatusCode, err)
 		}
-		if res.NoCircuit == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("ingest did not know %s's circuit after 10 s", function)
-		}
-		time.Sleep(100 * time.Millisecond) // polls ingest, bounded by the deadline
-	}
+		return res.NoCircuit == 0, "ingest does not know " + function + "'s circuit"
+	})
 }
 
 // hostOver is a host set up as shape says, exporting to srv with the

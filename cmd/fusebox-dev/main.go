@@ -21,7 +21,6 @@ import (
 	"time"
 
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
 
 	"github.com/fusebox/fusebox/client"
@@ -171,7 +170,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	if err != nil {
 		return err
 	}
-	blob, err := azblob.NewClientFromConnectionString(cfg.Storage.ConnectionString.Reveal(), nil)
+	blob, err := demo.BlobClient(cfg.Storage.ConnectionString.Reveal())
 	if err != nil {
 		return fmt.Errorf("demo-host: FUSEBOX_STORAGE_CONNECTION_STRING must name a blob service: %w", err)
 	}

@@ -135,6 +135,7 @@ type Options struct {
 // StartWith is Start with options.
 func StartWith(t testing.TB, env map[string]string, o Options) *Server {
 	t.Helper()
+	watch(t) // its cleanup runs last, so a hung cleanup is caught too
 	// The test's temporary directories share one root, removed by the
 	// cleanup its first t.TempDir registers. Taken here, before the
 	// server's own cleanup, it is removed after the server stops (cleanups

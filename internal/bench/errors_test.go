@@ -153,7 +153,7 @@ func BenchmarkWindowFullRead(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	raw, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	raw, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func signIn(b testing.TB, srv *apptest.Server) *http.Client {
 // side of a ratio; it is deleted when the benchmark ends.
 func rawTable(b *testing.B) *aztables.Client {
 	b.Helper()
-	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func BenchmarkHostSnapshot(b *testing.B) {
 	hostID, ns := tag, tag+".servicebus.windows.net"
 	conn := testenv.ConnectionString(b)
 	ctx := context.Background()
-	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	bc, err := azblob.NewClientFromConnectionString(conn, &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -201,7 +201,7 @@ func writtenRow(b *testing.B, srv *apptest.Server, send func(i int) error) map[s
 	if err := send(0); err != nil {
 		b.Fatal(err)
 	}
-	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}

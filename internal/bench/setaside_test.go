@@ -29,7 +29,7 @@ import (
 // deletes it when the benchmark ends.
 func fillQueue(b *testing.B, conn, queue string, n int) *azqueue.QueueClient {
 	b.Helper()
-	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func BenchmarkRequeueRate(b *testing.B) {
 
 // clearQueue empties queue, so the messages it held stop slowing Azurite.
 func clearQueue(b *testing.B, conn, queue string) {
-	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -312,7 +312,7 @@ func BenchmarkCircuitListPaged(b *testing.B) {
 
 	// The raw side: one plain aztables read of a page's 100 circuit rows,
 	// the least a page that read its own rows from storage would pay.
-	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), nil)
+	svc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(b), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		b.Fatal(err)
 	}

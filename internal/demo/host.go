@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
@@ -59,7 +60,7 @@ func AgedStream(oldest time.Time, rate float64, keep time.Duration, now func() t
 // concurrency snapshot, a timer's status and the host lock's blob — in the
 // formats the host uses, and points the demo app at it.
 func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString string, now time.Time, o HostSeed) error {
-	c, err := azblob.NewClientFromConnectionString(connectionString, nil)
+	c, err := BlobClient(connectionString)
 	if err != nil {
 		return fmt.Errorf("demo: host storage: %w", err)
 	}
@@ -145,4 +146,13 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 	}
 	return st.Circuits.Put(ctx, circuit.Circuit{AppID: AppID, Function: "TakeOrders", Threshold: 20, Window: time.Minute, State: circuit.Closed,
 		ChangedAt: now, Reason: "created with the demo", Queue: OrdersQueue, Recipients: []string{"oncall@example.com"}})
+}
+
+// BlobClient is a blob client whose every try is bounded: a storage
+// account that stops answering fails the seeding in seconds instead of
+// holding it (and a test that waits on it) for ever.
+func BlobClient(connectionString string) (*azblob.Client, error) {
+	o := &azblob.ClientOptions{}
+	o.Retry = policy.RetryOptions{MaxRetries: 3, TryTimeout: 10 * time.Second}
+	return azblob.NewClientFromConnectionString(connectionString, o)
 }

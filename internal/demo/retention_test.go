@@ -19,7 +19,7 @@ import (
 // events after its checkpoint, and the older ones are gone); the hub says
 // where that is, so Fusebox's pages count the expired events.
 func TestAHostStoppedPastRetentionResumesAtTheFirstEventHeld(t *testing.T) {
-	bc, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), nil)
+	bc, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

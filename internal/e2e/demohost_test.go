@@ -40,7 +40,7 @@ func TestNothingIsLost(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := testenv.ConnectionString(t)
-	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	bc, err := azblob.NewClientFromConnectionString(conn, &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

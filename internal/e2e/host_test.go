@@ -122,7 +122,7 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	// switch cannot be told from one just before it and the page counts
 	// only later seconds: the write is made again, once, after that second
 	// if the store dated it within it.
-	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	bc, err := azblob.NewClientFromConnectionString(conn, &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,14 +53,14 @@ func TestPoisonJourney(t *testing.T) {
 		t.Fatal(err)
 	}
 	queue := func(n string) *azqueue.QueueClient {
-		c, err := azqueue.NewQueueClientFromConnectionString(conn, n, nil)
+		c, err := azqueue.NewQueueClientFromConnectionString(conn, n, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _, _ = c.Delete(context.Background(), nil) })
 		return c
 	}
-	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	bc, err := azblob.NewClientFromConnectionString(conn, &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ func TestThrottleJourney(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn := testenv.ConnectionString(t)
-	bc, err := azblob.NewClientFromConnectionString(conn, nil)
+	bc, err := azblob.NewClientFromConnectionString(conn, &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

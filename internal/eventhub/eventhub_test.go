@@ -142,7 +142,7 @@ func silentPort(t *testing.T) string {
 // namespace of the test's own, and returns the namespace's tag.
 func hostStorage(t *testing.T, hub string) (*azblob.Client, string) {
 	t.Helper()
-	bc, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), nil)
+	bc, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ type account struct {
 }
 
 func newAccount(t *testing.T) account {
-	c, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), nil)
+	c, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func TestSecretsAreSealedAtRest(t *testing.T) {
 	raw := func() string {
 		var b strings.Builder
 		for _, table := range []string{storage.TableApps, storage.TableChannels} {
-			sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), nil)
+			sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"os"
 	"strings"
 	"testing"
@@ -77,7 +79,7 @@ func Storage(t testing.TB) (*tablestore.Service, string) {
 // lease is broken when the test ends.
 func StuckLock(t testing.TB, container, key string) (string, *blob.Client) {
 	t.Helper()
-	bc, err := azblob.NewClientFromConnectionString(ConnectionString(t), nil)
+	bc, err := azblob.NewClientFromConnectionString(ConnectionString(t), &azblob.ClientOptions{ClientOptions: Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,4 +109,11 @@ func GrepLines(s, sub string) string {
 		}
 	}
 	return strings.Join(out, "\n")
+}
+
+// Bounded is the client options of a test's own storage clients: every
+// try ends within 10 s, so a stalled Azurite fails a test instead of
+// holding it until go test's timeout.
+func Bounded() azcore.ClientOptions {
+	return azcore.ClientOptions{Retry: policy.RetryOptions{MaxRetries: 3, TryTimeout: 10 * time.Second}}
 }

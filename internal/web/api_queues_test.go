@@ -91,7 +91,7 @@ func TestAnOperatorRequeuesPoisonMessagesThroughTheAPI(t *testing.T) {
 	if got.Moved != 3 || got.Doubled != 0 || got.To != source {
 		t.Fatalf("requeue answered %+v, want 3 moved to %s", got, source)
 	}
-	work, err := azqueue.NewQueueClientFromConnectionString(conn, source, nil)
+	work, err := azqueue.NewQueueClientFromConnectionString(conn, source, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func queueStem() string {
 // account.
 func makeQueue(t *testing.T, conn, queue string, bodies ...string) *azqueue.QueueClient {
 	t.Helper()
-	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(conn, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +176,7 @@ func TestPoisonMessagesAreShownToldAndSentBackFromThePages(t *testing.T) {
 	wantStatus(t, op.post(queuePage+"/act", form), http.StatusSeeOther)
 	waitFor(t, srv, op, queuePage, "Requeue to "+source+": 2 done")
 
-	work, err := azqueue.NewQueueClientFromConnectionString(conn, source, nil)
+	work, err := azqueue.NewQueueClientFromConnectionString(conn, source, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -297,7 +297,7 @@ func TestASingleSignOnRoleIsReadAgainWithinFiveMinutes(t *testing.T) {
 func TestABadTallyRowRefusesOnlyItsOwnItems(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
 	minute := srv.Clock.Now().UTC().Truncate(time.Minute)
-	sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), nil)
+	sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func TestARequeueKilledMidwayLeavesEveryMessageSomewhere(t *testing.T) {
 // each hidden for a few seconds so a body is read once per call.
 func drainRead(t *testing.T, c, queue string) map[string]int {
 	t.Helper()
-	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestTenThousandMessagesAreCountedWithoutReadingThem(t *testing.T) {
 	c := testenv.PrivateQueueService(t) // 10,000 messages would slow every other test's queues
 	s := stem(t)
 	put(t, c, s+"-poison")
-	qc, err := azqueue.NewQueueClientFromConnectionString(c, s+"-poison", nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(c, s+"-poison", &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}

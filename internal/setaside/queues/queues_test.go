@@ -46,7 +46,7 @@ func stem(t *testing.T) string {
 // test ends: every test's apps read the same account.
 func put(t *testing.T, c string, queue string, bodies ...string) {
 	t.Helper()
-	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -217,7 +217,7 @@ func TestOnlyThePickedMessagesAreRequeuedOrDeleted(t *testing.T) {
 
 // azqueueDrain takes up to 32 messages from queue for good.
 func azqueueDrain(t *testing.T, c, queue string) ([]string, error) {
-	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, nil)
+	qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +298,7 @@ func TestTheOldestMessagesExpiryIsRead(t *testing.T) {
 	put(t, c, s+"-poison")
 	put(t, c, s+"-parked")
 	enqueue := func(queue string, ttl int32) {
-		qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, nil)
+		qc, err := azqueue.NewQueueClientFromConnectionString(c, queue, &azqueue.ClientOptions{ClientOptions: testenv.Bounded()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -54,6 +54,8 @@ type AppKeys struct {
 	mu     sync.Mutex
 	known  map[string]appKey
 	absent map[string]time.Time // id -> until when "no such app" is believed
+
+	knownRoom, absentRoom bounded.Room
 }
 
 type appKey struct {
@@ -137,13 +139,13 @@ func (k *AppKeys) remember(appID, hash string, now time.Time) {
 	until := now.Add(AppKeyTTL)
 	if hash == "" {
 		delete(k.known, appID)
-		if _, ok := k.absent[appID]; ok || bounded.MakeRoom(k.absent, k.max(), now.After) {
+		if _, ok := k.absent[appID]; ok || bounded.Make(&k.absentRoom, k.absent, k.max(), now, now.After) {
 			k.absent[appID] = until
 		}
 		return
 	}
 	delete(k.absent, appID)
-	if _, ok := k.known[appID]; ok || bounded.MakeRoom(k.known, k.max(), func(e appKey) bool { return now.After(e.until) }) {
+	if _, ok := k.known[appID]; ok || bounded.Make(&k.knownRoom, k.known, k.max(), now, func(e appKey) bool { return now.After(e.until) }) {
 		k.known[appID] = appKey{hash: hash, until: until}
 	}
 }

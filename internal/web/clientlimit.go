@@ -25,6 +25,7 @@ type keyedLimiter struct {
 	mu       sync.Mutex
 	buckets  map[string]*bucket
 	overflow *rate.Limiter
+	room     bounded.Room
 }
 
 type bucket struct {
@@ -46,7 +47,7 @@ func (l *keyedLimiter) allow(key string) bool {
 	l.mu.Lock()
 	b, ok := l.buckets[key]
 	if !ok {
-		if !bounded.MakeRoom(l.buckets, l.max, func(old *bucket) bool { return now.Sub(old.seen) > l.idle }) {
+		if !bounded.Make(&l.room, l.buckets, l.max, now, func(old *bucket) bool { return now.Sub(old.seen) > l.idle }) {
 			l.mu.Unlock()
 			return l.overflow.AllowN(now, 1)
 		}
@@ -87,6 +88,7 @@ type logSampler struct {
 
 	mu   sync.Mutex
 	seen map[string]*sampled
+	room bounded.Room
 }
 
 type sampled struct {
@@ -110,7 +112,7 @@ func (s *logSampler) allow(key string) (bool, int) {
 		return false, 0
 	}
 	if !ok {
-		if !bounded.MakeRoom(s.seen, s.max, func(old *sampled) bool { return now.After(old.next) }) {
+		if !bounded.Make(&s.room, s.seen, s.max, now, func(old *sampled) bool { return now.After(old.next) }) {
 			return false, 0 // full of live keys: hold this one back too
 		}
 		e = &sampled{}

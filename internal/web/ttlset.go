@@ -18,6 +18,7 @@ type ttlSet struct {
 
 	mu   sync.Mutex
 	keys map[string]time.Time // key -> expiry
+	room bounded.Room
 }
 
 func newTTLSet(ttl time.Duration, max int) *ttlSet {
@@ -39,7 +40,7 @@ func (s *ttlSet) add(key string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	now := time.Now()
-	if !bounded.MakeRoom(s.keys, s.max, func(exp time.Time) bool { return now.After(exp) }) {
+	if !bounded.Make(&s.room, s.keys, s.max, now, func(exp time.Time) bool { return now.After(exp) }) {
 		return
 	}
 	s.keys[key] = now.Add(s.ttl)

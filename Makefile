@@ -13,8 +13,8 @@ bench: ## measure P1–P6 against fresh Azurites, three runs each (docs/benchmar
 screenshots: ## the overview, circuit, resume and episode pages and the trip mail at desktop and phone width, into docs/screenshots
 	@scripts/screenshots.sh
 
-build: ## build bin/fusebox
-	go build -o bin/fusebox ./cmd/web
+build: ## build bin/fusebox, stamped with the version and commit (fusebox version)
+	go build -ldflags "$$(scripts/ldflags.sh)" -o bin/fusebox ./cmd/web
 
 generate: ## regenerate templ output after editing .templ files
 	go tool templ generate -path internal/views

@@ -19,7 +19,7 @@ for port in 10000 10002 1025 1080 8025 7072 "${FUSEBOX_PORT:-8080}"; do
 done
 
 log "building fusebox and fusebox-dev (the demo's parts, never shipped)"
-go build -o bin/fusebox ./cmd/web
+go build -ldflags "$(scripts/ldflags.sh)" -o bin/fusebox ./cmd/web
 go build -o bin/fusebox-dev ./cmd/fusebox-dev
 
 trap stop_started EXIT

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -31,9 +30,9 @@ func apiClient(lookup func(string) (string, bool)) (*manifest.Client, error) {
 // exportCmd writes Fusebox's apps, circuits, jobs, channels and open
 // maintenance windows as a file, secrets named, never written.
 func exportCmd(ctx context.Context, args []string, lookup func(string) (string, bool), stdout io.Writer) error {
-	fs := flag.NewFlagSet("export", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
-		return err
+	fs := newCommand("export", "", "Write Fusebox's apps, circuits, jobs, channels and open maintenance windows as YAML on\nstandard output; secrets are named, never written. Uses FUSEBOX_URL and FUSEBOX_API_TOKEN (a viewer's).", 0, 0, stdout)
+	if err := fs.parse(args); err != nil {
+		return done(err)
 	}
 	c, err := apiClient(lookup)
 	if err != nil {
@@ -57,12 +56,12 @@ with the variable unset, the secret Fusebox holds is kept.`)
 // with its line, and nothing changed if there is one; then the plan, and
 // with --dry-run only the plan (exit 0: nothing to change, 2: changes).
 func applyCmd(ctx context.Context, args []string, lookup func(string) (string, bool), stdin io.Reader, stdout io.Writer) error {
-	fs := flag.NewFlagSet("apply", flag.ContinueOnError)
+	fs := newCommand("apply", "-f FILE [--dry-run] [--prune]", "Make Fusebox match FILE (from fusebox export). Every problem of the file is listed, with its\nline, and nothing changes while there is one. Uses FUSEBOX_URL and FUSEBOX_API_TOKEN (an operator's).", 0, 0, stdout)
 	file := fs.String("f", "", "the file (- for standard input)")
 	dry := fs.Bool("dry-run", false, "print the plan and change nothing; exit 2 when something would change")
 	prune := fs.Bool("prune", false, "remove circuits, jobs and channels, and end maintenance windows, that the file does not name (never apps)")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := fs.parse(args); err != nil {
+		return done(err)
 	}
 	if *file == "" {
 		return errors.New("apply: give the file with -f FILE")

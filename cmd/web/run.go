@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/buildinfo"
 	"io"
 	"log/slog"
 	"net"
@@ -20,7 +21,7 @@ import (
 	"github.com/fusebox/fusebox/internal/storage"
 )
 
-const usage = `usage: fusebox [command]
+const usage = `usage: fusebox [command] [flags]
 
 commands:
   serve           run the server (the default)
@@ -33,7 +34,9 @@ commands:
   export          write apps, circuits, jobs, channels and maintenance windows as YAML (secrets named, never written)
   apply -f FILE [--dry-run] [--prune]
                   make Fusebox match FILE; --dry-run prints the plan and exits 0 (no change) or 2 (changes)
+  version         print the version, commit and Go version of this build
 
+Every command answers -h or --help with its own usage.
 export and apply use the HTTP API: FUSEBOX_URL and FUSEBOX_API_TOKEN.
 
 Configuration comes from FUSEBOX_* environment variables: see docs/configuration.md.
@@ -45,14 +48,22 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
+	case "help", "-h", "-help", "--help":
+		fmt.Fprintln(stdout, usage)
+		return nil
+	case "serve", "migrate", "local-host", "hash-password", "app-key", "api-token", "export", "apply", "version":
+	default:
+		return fmt.Errorf("unknown command %q\n%s", cmd, usage)
+	}
+	switch cmd {
 	case "serve":
-		return serve(ctx, lookup, stderr)
+		return serve(ctx, args, lookup, stdout, stderr)
 	case "migrate":
-		return migrateCmd(ctx, lookup, stderr)
+		return migrateCmd(ctx, args, lookup, stdout, stderr)
 	case "local-host":
 		return localHost(ctx, args, stdout, stderr)
 	case "hash-password":
-		return hashPassword(stdin, stdout)
+		return hashPassword(args, stdin, stdout)
 	case "app-key":
 		return appKey(ctx, args, lookup, stdout)
 	case "api-token":
@@ -61,14 +72,83 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return exportCmd(ctx, args, lookup, stdout)
 	case "apply":
 		return applyCmd(ctx, args, lookup, stdin, stdout)
-	case "help", "-h", "--help":
-		fmt.Fprintln(stdout, usage)
-		return nil
+	default: // version
+		return versionCmd(args, stdout)
 	}
-	return fmt.Errorf("unknown command %q\n%s", cmd, usage)
 }
 
-func migrateCmd(ctx context.Context, lookup func(string) (string, bool), stderr io.Writer) error {
+// errHelp ends a command that printed its usage because it was asked to:
+// run returns nil for it, and the command did nothing else.
+var errHelp = flag.ErrHelp
+
+// command is one command's flags and usage. parse reads args: -h or
+// --help prints the usage on stdout and returns errHelp; an unknown flag,
+// or a number of arguments outside [minArgs, maxArgs] (maxArgs < 0: any),
+// is an error that carries the usage.
+type command struct {
+	*flag.FlagSet
+	synopsis, about  string
+	minArgs, maxArgs int
+	stdout           io.Writer
+}
+
+func newCommand(name, synopsis, about string, minArgs, maxArgs int, stdout io.Writer) *command {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	return &command{FlagSet: fs, synopsis: synopsis, about: about, minArgs: minArgs, maxArgs: maxArgs, stdout: stdout}
+}
+
+func (c *command) usage() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "usage: fusebox %s %s\n\n%s\n", c.Name(), c.synopsis, c.about)
+	n := 0
+	c.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		b.WriteString("\nflags:\n")
+		c.SetOutput(&b)
+		c.PrintDefaults()
+		c.SetOutput(io.Discard)
+	}
+	return strings.TrimRight(b.String(), "\n")
+}
+
+func (c *command) parse(args []string) error {
+	err := c.Parse(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprintln(c.stdout, c.usage())
+		return errHelp
+	case err != nil:
+		return fmt.Errorf("%s: %w\n%s", c.Name(), err, c.usage())
+	case c.NArg() < c.minArgs || (c.maxArgs >= 0 && c.NArg() > c.maxArgs):
+		return fmt.Errorf("%s: %d arguments given\n%s", c.Name(), c.NArg(), c.usage())
+	}
+	return nil
+}
+
+// done turns the help answer into success.
+func done(err error) error {
+	if errors.Is(err, errHelp) {
+		return nil
+	}
+	return err
+}
+
+func versionCmd(args []string, stdout io.Writer) error {
+	c := newCommand("version", "", "Print the version, commit and Go version of this build.", 0, 0, stdout)
+	if err := c.parse(args); err != nil {
+		return done(err)
+	}
+	fmt.Fprintln(stdout, buildinfo.Get())
+	return nil
+}
+
+func migrateCmd(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	c := newCommand("migrate", "", "Apply Fusebox's storage migrations under the migration lease, then exit.\nConfiguration: FUSEBOX_STORAGE_* (docs/configuration.md).", 0, 0, stdout)
+	if err := c.parse(args); err != nil {
+		return done(err)
+	}
 	cfg, err := config.LoadStorage(lookup)
 	if err != nil {
 		return err
@@ -86,7 +166,11 @@ func openStore(lookup func(string) (string, bool)) (*storage.Store, error) {
 	return app.OpenStore(cfg)
 }
 
-func serve(ctx context.Context, lookup func(string) (string, bool), stderr io.Writer) error {
+func serve(ctx context.Context, args []string, lookup func(string) (string, bool), stdout, stderr io.Writer) error {
+	c := newCommand("serve", "", "Run the server: the dashboard, the APIs and the background work.\nConfiguration comes from FUSEBOX_* environment variables (docs/configuration.md).", 0, 0, stdout)
+	if err := c.parse(args); err != nil {
+		return done(err)
+	}
 	cfg, err := config.Load(lookup)
 	if err != nil {
 		return err
@@ -100,21 +184,22 @@ func serve(ctx context.Context, lookup func(string) (string, bool), stderr io.Wr
 	if err != nil {
 		return fmt.Errorf("listen on %s (FUSEBOX_HTTP_ADDR): %w", cfg.HTTPAddr, err)
 	}
-	log.Info("fusebox is serving", "addr", l.Addr().String(), "url", cfg.BaseURL.String())
+	log.Info("fusebox is serving", "addr", l.Addr().String(), "url", cfg.BaseURL.String(), "version", buildinfo.Get().Version)
 	err = a.Serve(ctx, l)
 	log.Info("fusebox stopped")
 	return err
 }
 
 func appKey(ctx context.Context, args []string, lookup func(string) (string, bool), stdout io.Writer) error {
-	if len(args) != 1 {
-		return errors.New("app-key: name the app: fusebox app-key orders-prod")
+	c := newCommand("app-key", "APP", "Make a new failure-reporting key for APP and print it once; the app's previous key stops working.\nExample: fusebox app-key orders-prod", 1, 1, stdout)
+	if err := c.parse(args); err != nil {
+		return done(err)
 	}
 	st, err := openStore(lookup)
 	if err != nil {
 		return err
 	}
-	a, err := st.Apps.Get(ctx, args[0])
+	a, err := st.Apps.Get(ctx, c.Arg(0))
 	if err != nil {
 		return err
 	}
@@ -128,15 +213,24 @@ func appKey(ctx context.Context, args []string, lookup func(string) (string, boo
 }
 
 func apiToken(args []string, stdout io.Writer) error {
-	if len(args) != 2 || (args[1] != "viewer" && args[1] != "operator") {
-		return errors.New("api-token: give a name and a role: fusebox api-token deploy-bot operator")
+	c := newCommand("api-token", "NAME ROLE", "Make a token for the JSON API and print it once, with the FUSEBOX_API_TOKENS entry that makes it work.\nROLE is viewer or operator. Example: fusebox api-token deploy-bot operator", 2, 2, stdout)
+	if err := c.parse(args); err != nil {
+		return done(err)
+	}
+	name, role := c.Arg(0), c.Arg(1)
+	if role != "viewer" && role != "operator" {
+		return fmt.Errorf("api-token: the role is viewer or operator, not %q", role)
 	}
 	token, hash := auth.NewAPIToken()
-	fmt.Fprintf(stdout, "token (give it to the script; shown only now):\n  %s\n\nadd to FUSEBOX_API_TOKENS (comma-separated):\n  %s:%s:%s\n", token, args[0], args[1], hash)
+	fmt.Fprintf(stdout, "token (give it to the script; shown only now):\n  %s\n\nadd to FUSEBOX_API_TOKENS (comma-separated):\n  %s:%s:%s\n", token, name, role, hash)
 	return nil
 }
 
-func hashPassword(stdin io.Reader, stdout io.Writer) error {
+func hashPassword(args []string, stdin io.Reader, stdout io.Writer) error {
+	c := newCommand("hash-password", "", "Read a password (8 to 72 bytes) on standard input and print its bcrypt hash, for FUSEBOX_LOCAL_USERS.", 0, 0, stdout)
+	if err := c.parse(args); err != nil {
+		return done(err)
+	}
 	line, err := bufio.NewReader(stdin).ReadString('\n')
 	if err != nil && !errors.Is(err, io.EOF) {
 		return err
@@ -155,12 +249,11 @@ func hashPassword(stdin io.Reader, stdout io.Writer) error {
 
 // localHost runs a function host under a hostsupervisor.Supervisor.
 func localHost(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("local-host", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := newCommand("local-host", "[flags] -- COMMAND [ARGS...]", "Run a local function host (such as: func start) and restart it whenever the\nAzureWebJobs.<Function>.Disabled settings of its local.settings.json change.", 1, -1, stdout)
 	settings := fs.String("settings", "local.settings.json", "the app's local.settings.json")
 	grace := fs.Duration("grace", 10*time.Second, "how long the host may take to stop before it is killed")
-	if err := fs.Parse(args); err != nil {
-		return err
+	if err := fs.parse(args); err != nil {
+		return done(err)
 	}
 	path, err := filepath.Abs(*settings)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/buildinfo"
 	"log/slog"
 	mathrand "math/rand/v2"
 	"net"
@@ -122,7 +123,7 @@ type App struct {
 // reported as a start-up error that says what to fix.
 func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 	o = o.withDefaults()
-	stopTracing, err := telemetry.Setup(ctx, o.Getenv, "dev", o.Logger)
+	stopTracing, err := telemetry.Setup(ctx, o.Getenv, buildinfo.Get().Version, o.Logger)
 	if err != nil {
 		return nil, err
 	}

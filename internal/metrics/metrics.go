@@ -4,6 +4,7 @@ package metrics
 
 import (
 	"errors"
+	"github.com/fusebox/fusebox/internal/buildinfo"
 	"net/http"
 	"strconv"
 	"strings"
@@ -105,7 +106,7 @@ func New() *Metrics {
 	}
 	m.Registry.MustRegister(m.otlpLast, m.otlpExports, m.notifications, m.ingested, m.unverified, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	return m
 }
 
@@ -239,3 +240,14 @@ func (m *Metrics) WatchUnguarded(counts func() map[string]int) {
 }
 
 var unguardedDesc = prometheus.NewDesc("fusebox_unguarded_functions", "Event-driven functions of each app switched through ARM that no circuit guards, as this instance last checked (every 10 minutes).", []string{"app"}, nil)
+
+// buildInfo is fusebox_build_info: 1, labelled with what `fusebox version`
+// prints, so a dashboard says which build each instance runs.
+func buildInfo() prometheus.Collector {
+	i := buildinfo.Get()
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "fusebox_build_info",
+		Help:        "1, labelled with the version, commit and Go version of this instance's build (as fusebox version prints them).",
+		ConstLabels: prometheus.Labels{"version": i.Version, "commit": i.Commit, "goversion": i.GoVersion},
+	}, func() float64 { return 1 })
+}

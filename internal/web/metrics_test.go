@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil/promlint"
+
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -52,9 +54,9 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 		`fusebox_circuits{app="orders-demo",state="open"} 1`,
 		`fusebox_circuits{app="orders-demo",state="forced-open"} 1`,
 		`fusebox_jobs{status="missing"} 1`,
-		`fusebox_job_down{job="reminder-mails",name="Reminder mails",status="missing"} 1`,
+		`fusebox_job_down{job_slug="reminder-mails",name="Reminder mails",status="missing"} 1`,
 		`fusebox_state_up 1`,
-	}, []string{`fusebox_circuit_open{app="orders-demo",function="ProcessOrders"`})
+	}, []string{`fusebox_circuit_state_seconds{app="orders-demo",function="ProcessOrders"`})
 
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	srv.Clock.Advance(time.Second)
@@ -69,8 +71,8 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 	if strings.Contains(body, "5f0c6a1e-") {
 		t.Errorf("a job's id, which pinged it before ping tokens, is on /metrics:\n%s", testenv.GrepLines(body, "5f0c6a1e-"))
 	}
-	if !strings.Contains(body, "\n"+`fusebox_circuit_open{app="orders-demo",function="ProcessOrders",state="open"} `) {
-		t.Errorf("no series for the open ProcessOrders:\n%s", testenv.GrepLines(body, "fusebox_circuit_open"))
+	if !strings.Contains(body, "\n"+`fusebox_circuit_state_seconds{app="orders-demo",function="ProcessOrders",state="open"} `) {
+		t.Errorf("no series for the open ProcessOrders:\n%s", testenv.GrepLines(body, "fusebox_circuit_state_seconds"))
 	}
 	// Switch calls are counted by the instance that made them (the one
 	// the report woke), as counters per process are; the other made none.
@@ -92,7 +94,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 		`fusebox_circuits{app="orders-demo",state="open"} 1`,
 		`fusebox_circuit_resumes_total{actor="operator",app="orders-demo"} 1`,
 		`fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`,
-	}, []string{`fusebox_circuit_open{app="orders-demo",function="ProcessOrders"`})
+	}, []string{`fusebox_circuit_state_seconds{app="orders-demo",function="ProcessOrders"`})
 }
 
 // Every metric the Grafana dashboard and the alert rules use is one that
@@ -105,7 +107,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	srv.Clock.Advance(time.Second)
 	waitOpen(t, srv, "ProcessOrders")
 	srv.NextTick(t)
-	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`, `fusebox_job_down{job="reminder-mails",name="Reminder mails",status="missing"} 1`}, nil)
+	scrape := waitMetrics(t, srv.URL, []string{`fusebox_trigger_applies_total{outcome="ok",switch="local"} 1`, `fusebox_circuit_trips_total{actor="evaluator",app="orders-demo"} 1`, `fusebox_job_down{job_slug="reminder-mails",name="Reminder mails",status="missing"} 1`}, nil)
 	exported := map[string]bool{}
 	for _, m := range regexp.MustCompile(`(?m)^# (?:HELP|TYPE) (fusebox_[a-z_]+)`).FindAllStringSubmatch(scrape, -1) {
 		exported[m[1]] = true
@@ -132,5 +134,30 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 				t.Errorf("%s uses %s, which /metrics does not export", f, name)
 			}
 		}
+	}
+	// What promtool check metrics says of the scrape: units as suffixes,
+	// _total on counters, no label every target already has (job, instance).
+	problems, err := promlint.New(strings.NewReader(scrape)).Lint()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range problems {
+		if strings.HasPrefix(p.Metric, "fusebox_") {
+			t.Errorf("promlint: %s: %s", p.Metric, p.Text)
+		}
+	}
+	// promlint does not check labels: Prometheus renames a target's own
+	// job or instance label to exported_job, exported_instance.
+	if m := regexp.MustCompile(`(?m)^fusebox_[a-z_]+\{(?:[^}]*,)?(job|instance)=.*$`).FindString(scrape); m != "" {
+		t.Errorf("a series has a label every scrape target has: %s", m)
+	}
+	build := regexp.MustCompile(`(?m)^fusebox_build_info\{commit="[^"]+",goversion="go1\.[^"]+",version="([^"]+)"\} 1$`).FindStringSubmatch(scrape)
+	if build == nil {
+		t.Fatalf("no fusebox_build_info with version, commit and Go version:\n%s", testenv.GrepLines(scrape, "build_info"))
+	}
+	b := newBrowser(t, srv.URL)
+	b.signIn("victor")
+	if footer := b.get("/").body; !strings.Contains(footer, `data-testid="version" title="commit `) || !strings.Contains(footer, `">`+build[1]+"</span>") {
+		t.Errorf("the footer does not show version %s", build[1])
 	}
 }

@@ -185,6 +185,9 @@ func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 	}
 	stranger := newBrowser(t, srv.URL)
 	strangerToken := stranger.csrf("/login")
+	if login := stranger.get("/login").body; strings.Contains(login, `data-testid="version"`) {
+		t.Error("the sign-in page shows the build to a stranger")
+	}
 	forged := easyAuthHeader("Fusebox.Operator")
 	victor := newBrowser(t, srv.URL)
 	victor.signIn("victor")

@@ -45,8 +45,10 @@ export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
 # An operator's API token for fusebox export and apply, kept across restarts.
 [[ -s "$DEV/api-token" ]] || bin/fusebox api-token demo-cli operator | awk 'NR==2 || NR==5 {print $1}' >"$DEV/api-token"
 api_token=$(sed -n 1p "$DEV/api-token")
-export FUSEBOX_API_TOKENS
-FUSEBOX_API_TOKENS=$(sed -n 2p "$DEV/api-token")
+# Tokens given to make run (FUSEBOX_API_TOKENS=... make run) keep working
+# beside the demo's own.
+demo_token_entry=$(sed -n 2p "$DEV/api-token")
+export FUSEBOX_API_TOKENS="${FUSEBOX_API_TOKENS:+$FUSEBOX_API_TOKENS,}$demo_token_entry"
 # Mail goes to maildev; its web UI shows every message.
 export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost
 

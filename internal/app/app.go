@@ -75,6 +75,7 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
+	o.Logger = slog.New(telemetry.WithTraceIDs(o.Logger.Handler()))
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}

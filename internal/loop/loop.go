@@ -17,8 +17,11 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/codes"
+
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/telemetry"
 )
 
 // Loop is one kind of background work.
@@ -104,7 +107,14 @@ func (r *Runner) Work(l Loop) func(ctx context.Context, f lease.Fence) error {
 		var recorded time.Time
 		for {
 			started := time.Now()
-			err := r.pass(ctx, l, f)
+			// A span per pass: what the pass calls (storage, ARM, SMTP) is
+			// traced under it, and its log lines carry its trace_id.
+			passCtx, span := telemetry.Tracer().Start(ctx, "loop "+l.Name)
+			err := r.pass(passCtx, l, f)
+			if err != nil {
+				span.SetStatus(codes.Error, "pass failed")
+			}
+			span.End()
 			if ctx.Err() != nil {
 				return nil
 			}
@@ -113,13 +123,13 @@ func (r *Runner) Work(l Loop) func(ctx context.Context, f lease.Fence) error {
 			}
 			now := r.clock().Now()
 			if errors.Is(err, ErrOverran) {
-				r.logger().Error("loop pass overran its deadline; giving up the lease", "loop", l.Name, "deadline", l.Deadline.String())
+				r.logger().ErrorContext(passCtx, "loop pass overran its deadline; giving up the lease", "loop", l.Name, "deadline", l.Deadline.String())
 				r.observe(l, now, err)
 				return fmt.Errorf("%w: %w", lease.ErrStepDown, err)
 			}
 			r.observe(l, now, err)
 			if err != nil {
-				r.logger().Warn("loop pass failed", "loop", l.Name, "error", err)
+				r.logger().WarnContext(passCtx, "loop pass failed", "loop", l.Name, "error", err)
 			}
 			if slot := now.Truncate(l.RecordEvery); l.JobID != "" && r.Recorder != nil && !slot.Equal(recorded) {
 				if rerr := r.Recorder.RecordPass(ctx, l.JobID, now, err); rerr != nil {

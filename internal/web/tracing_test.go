@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -100,8 +101,9 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 			return out, azfake.ErrorResponder{}
 		},
 	}
+	log := &lockedBuffer{}
 	srv := apptest.StartWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_BSP_SCHEDULE_DELAY": "50"},
-		apptest.Options{RealClock: true, ARMTransport: armfake.NewWebAppsServerTransport(arm)})
+		apptest.Options{RealClock: true, ARMTransport: armfake.NewWebAppsServerTransport(arm), Log: log})
 	key, hash := auth.NewAppKey("orders-azure")
 	app := circuit.App{ID: "orders-azure", SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg-orders", Site: "func-orders",
 		Switch: circuit.SwitchARM, APIKeyHash: hash}
@@ -149,6 +151,17 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 			t.Fatalf("after 20 s, trace %s has ingest %v, trip %v, ARM under the trip %v; spans: %v", traceID, ingest != nil, trip != nil, armUnderTrip, spans)
 		}
 		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+	}
+	// The request's log line names its trace and Fusebox's span, so a slow
+	// request found in the logs is one search away in the traces.
+	var line string
+	for _, l := range strings.Split(log.String(), "\n") {
+		if strings.Contains(l, `msg="http request"`) && strings.Contains(l, "route=/api/v1/failures") {
+			line = l
+		}
+	}
+	if !regexp.MustCompile(`trace_id=`+traceID+` span_id=[0-9a-f]{16}\b`).MatchString(line) || strings.Contains(line, "span_id=00f067aa0ba902b7") {
+		t.Errorf("the report's log line %q does not carry trace_id %s and Fusebox's own span_id", line, traceID)
 	}
 	flips, err := srv.App.Store.Circuits.Flips(t.Context(), app.ID, "ProcessOrders", 1)
 	if err != nil || len(flips) != 1 || !strings.Contains(flips[0].TraceParent, traceID+"-00f067aa0ba902b7-") {

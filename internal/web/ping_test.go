@@ -352,13 +352,14 @@ func TestAForgedTokenOfARealJobCostsNoRead(t *testing.T) {
 	first := gets()
 	before := gets()
 	scrape := before - first // what a scrape of /metrics reads itself
-	for range 50 {
+	for range 100 {
 		wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+mustToken(nightly)+"/fail", ""), http.StatusNotFound)
 	}
-	// Background loops read now and then too: a read per forged token
-	// (69 before) is what this tells apart.
-	if reads := gets() - before - scrape; reads >= 10 {
-		t.Errorf("50 forged tokens of a real job cost %v storage reads, want none of their own", reads)
+	// Background loops read now and then too, more on a slow machine (CI
+	// once saw 11 in the time of 50 pings): a read or more per forged token
+	// (69 for 50 before this bound) is what this tells apart.
+	if reads := gets() - before - scrape; reads >= 50 {
+		t.Errorf("100 forged tokens of a real job cost %v storage reads, want none of their own", reads)
 	}
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightlyToken, ""), http.StatusOK)
 	if rs := runs(t, srv, nightly); len(rs) != 2 {

@@ -207,6 +207,7 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
+	go demo.RunQueueDepthCheck(ctx, *fusebox, log)
 	srv := &http.Server{Addr: *addr, Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()

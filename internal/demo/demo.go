@@ -42,7 +42,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 	circuits := []circuit.Circuit{
 		{AppID: AppID, Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: now.Add(-26 * time.Hour), Reason: "resumed by alice"},
 		{AppID: AppID, Function: "SyncInventory", Threshold: 50, Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-12 * time.Minute), Reason: "142 failures in 1m (threshold 50)"},
-		{AppID: AppID, Function: "SendReceipts", Threshold: 20, Window: 5 * time.Minute, State: circuit.HalfOpen, Episode: 7, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
+		{AppID: AppID, Function: "SendReceipts", Threshold: 20, Window: 5 * time.Minute, State: circuit.HalfOpen, Episode: 2, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
 		{AppID: AppID, Function: "ImportPrices", Threshold: 100, Window: 30 * time.Second, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}
 	for _, c := range circuits {
@@ -62,7 +62,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02", Slug: "reminder-mails", Name: "Reminder mails", AppID: AppID, Function: "ReminderMails",
 			Schedule: "0 0 7 * * *", TimeZone: "Tokyo Standard Time", Grace: 10 * time.Minute,
 			Recipients: []string{"oncall@example.com"}, CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Missing, LastRunAt: now.Add(-49 * time.Hour)},
-		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a03", Slug: "queue-depth-check", Name: "Queue depth check", AppID: AppID, Function: "QueueDepthCheck",
+		{ID: QueueDepthCheckID, Slug: "queue-depth-check", Name: "Queue depth check", AppID: AppID, Function: "QueueDepthCheck",
 			Schedule: "0 */5 * * * *", TimeZone: "UTC", Grace: time.Minute, MaxDuration: 20 * time.Second,
 			CreatedAt: now.Add(-30 * 24 * time.Hour), Status: jobs.Up, LastRunAt: now.Add(-40 * time.Second)},
 	}
@@ -86,7 +86,57 @@ func SeedHistory(ctx context.Context, st *storage.Store, now time.Time) error {
 	if err != nil {
 		return err
 	}
-	return seedSyncInventory(ctx, st, c, now)
+	if err := seedSyncInventory(ctx, st, c, now); err != nil {
+		return err
+	}
+	return seedFlipLogs(ctx, st)
+}
+
+// seedFlipLogs gives the other circuits the flips their state tells, so
+// each page's state, last change, episode and flip log agree: ProcessOrders
+// opened on 131 failures 22 minutes before alice resumed it 26 h ago;
+// SendReceipts opened 15 minutes before its cooldown ended in a trial run;
+// ImportPrices was tripped by hand by bob.
+func seedFlipLogs(ctx context.Context, st *storage.Store) error {
+	history := map[string]func(c circuit.Circuit) []circuit.Flip{
+		"ProcessOrders": func(c circuit.Circuit) []circuit.Flip {
+			opened := c.ChangedAt.Add(-22 * time.Minute)
+			return []circuit.Flip{
+				{Episode: 1, From: circuit.Closed, To: circuit.Open, At: opened, Actor: circuit.EvaluatorActor, Count: 131, Since: opened.Add(-c.Window),
+					Reason: fmt.Sprintf("131 failures in 30s (threshold %d)", c.Threshold)},
+				{Episode: 2, From: circuit.Open, To: circuit.Closed, At: c.ChangedAt, Actor: "alice", Reason: c.Reason},
+			}
+		},
+		"SendReceipts": func(c circuit.Circuit) []circuit.Flip {
+			opened := c.ChangedAt.Add(-15 * time.Minute)
+			return []circuit.Flip{
+				{Episode: 1, From: circuit.Closed, To: circuit.Open, At: opened, Actor: circuit.EvaluatorActor, Count: 23, Since: opened.Add(-c.Window),
+					Reason: fmt.Sprintf("23 failures in 5m (threshold %d)", c.Threshold)},
+				{Episode: 2, From: circuit.Open, To: circuit.HalfOpen, At: c.ChangedAt, Actor: circuit.EvaluatorActor, Reason: c.Reason},
+			}
+		},
+		"ImportPrices": func(c circuit.Circuit) []circuit.Flip {
+			return []circuit.Flip{{Episode: 1, From: circuit.Closed, To: circuit.ForcedOpen, At: c.ChangedAt, Actor: "bob", Reason: c.Reason}}
+		},
+	}
+	for function, flips := range history {
+		c, err := st.Circuits.Get(ctx, AppID, function)
+		if err != nil {
+			return err
+		}
+		fs := flips(c)
+		c.Episode, c.AppliedEpisode, c.AppliedAt = fs[len(fs)-1].Episode, fs[len(fs)-1].Episode, c.ChangedAt
+		if err := st.Circuits.Put(ctx, c); err != nil {
+			return err
+		}
+		for _, f := range fs {
+			f.Threshold, f.Window = c.Threshold, c.Window
+			if err := st.Circuits.PutFlip(ctx, c, f); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // seedSyncInventory gives the open circuit the history its state tells:

@@ -171,7 +171,13 @@ func (h *Host) Start(ctx context.Context) error {
 			}
 		}
 	}
-	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":2,"FunctionSnapshots":{"Demo.Functions.%s":{"Concurrency":8}}}`, time.Now().UTC().Format(time.RFC3339), h.Function)
+	// Dynamic concurrency covers Blob, Queue and Service Bus triggers, not
+	// Event Hubs: the snapshot holds the queue-triggered function alone.
+	learned := ""
+	if h.Orders != nil {
+		learned = fmt.Sprintf(`"Demo.Functions.%s":{"Concurrency":8}`, h.Orders.Function)
+	}
+	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":2,"FunctionSnapshots":{%s}}`, time.Now().UTC().Format(time.RFC3339), learned)
 	if _, err := h.Blob.UploadBuffer(ctx, hostinsight.HostsContainer, "concurrency/"+h.HostID+"/concurrencyStatus.json", []byte(snapshot), nil); err != nil {
 		return err
 	}

@@ -104,7 +104,10 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 			return err
 		}
 	}
-	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":4,"FunctionSnapshots":{"Orders.Functions.ProcessOrders":{"Concurrency":16},"Orders.Functions.SyncInventory":{"Concurrency":1},"Orders.Functions.SendReceipts":{"Concurrency":8}}}`,
+	// Dynamic concurrency covers Blob, Queue and Service Bus triggers, not
+	// Event Hubs: the host learns it for the queue-triggered TakeOrders,
+	// never for ProcessOrders.
+	snapshot := fmt.Sprintf(`{"Timestamp":%q,"NumberOfCores":4,"FunctionSnapshots":{"Orders.Functions.TakeOrders":{"Concurrency":16}}}`,
 		now.Add(-3*time.Minute).UTC().Format(time.RFC3339))
 	if err := put(hostinsight.HostsContainer, "concurrency/"+host+"/concurrencyStatus.json", snapshot, nil); err != nil {
 		return err

@@ -12,8 +12,11 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/testenv"
+	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // phoneWidth is a common phone's viewport (CSS pixels).
@@ -173,5 +176,71 @@ func TestTheResumePageFitsItsCardOnADesktop(t *testing.T) {
 	}
 	if out != "" {
 		t.Error(out)
+	}
+}
+
+// TestEveryPageKindFitsAPhone: at 390 px no page scrolls sideways — a
+// throttled circuit (it names the long host settings it lowered) and one
+// without a throttle stage, an episode's record, a set-aside queue, Discover and the
+// guard form of a found app.
+func TestEveryPageKindFitsAPhone(t *testing.T) {
+	conn := testenv.ConnectionString(t)
+	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": demo.Subscription}, apptest.Options{ARMTransport: demo.ARM(conn)})
+	ctx, now := t.Context(), srv.Clock.Now()
+	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", now); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedHistory(ctx, srv.App.Store, now); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedHostStorage(ctx, srv.App.Store, conn, now, demo.HostSeed{Queues: true}); err != nil {
+		t.Fatal(err)
+	}
+	po, err := srv.App.Store.Circuits.Get(ctx, demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Throttled now: the page names each lowered setting and what it was.
+	batch := "64"
+	po.Throttle = circuit.Throttle{Threshold: 40, OnlyThrottling: true}
+	po.State, po.Episode, po.AppliedEpisode, po.ChangedAt, po.AppliedAt = circuit.Throttled, po.Episode+1, po.Episode+1, now, now
+	po.Lowered, po.LoweredKind = map[string]*string{throttle.EventHubMaxBatch: &batch, throttle.EventHubPrefetch: nil}, throttle.EventHubs
+	po.Released = throttle.EventHubMaxBatch // handed back: its name is on the page too
+	if err := srv.App.Store.Circuits.Put(ctx, po); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.SetLowered(ctx, lease.Fence{}, po.AppID, po.Function, po.Episode, po.LoweredKind, po.Lowered); err != nil {
+		t.Fatal(err)
+	}
+	p := newPage(t)
+	p.signIn(t, srv.URL, "olivia")
+	p.do(t, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
+	guard := ""
+	for _, c := range []struct{ name, path, ready string }{
+		{"a throttled circuit", "/circuits/" + demo.AppID + "/ProcessOrders", `[data-testid="throttle"]`},
+		{"a circuit without one", "/circuits/" + demo.AppID + "/SyncInventory", `[data-testid="flips"]`},
+		{"an episode's record", "/circuits/" + demo.AppID + "/SyncInventory/episodes/3", `main h1`},
+		{"a set-aside queue", "/apps/" + demo.AppID + "/queues/" + demo.ParkingQueue, `main h1`},
+		{"Discover", "/apps/discover", `[data-testid="guard"]`},
+		{"the guard form", "", `form[action="/apps/discover/guard"]`},
+	} {
+		path := c.path
+		if path == "" {
+			path = guard
+		}
+		p.do(t, chromedp.Navigate(srv.URL+path), chromedp.WaitVisible(chromedp.CSS(c.ready)))
+		if c.name == "Discover" {
+			href, err := chromedp.Run(p.ctx, chromedp.Evaluate[string](`document.querySelector('[data-testid="guard"]').getAttribute('href')`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			guard = href
+		}
+		if wide := fitsThePhone(t, p); wide != "" {
+			t.Errorf("%s is wider than a %d px phone: %s", c.name, phoneWidth, wide)
+		}
+	}
+	if errs := p.errors(); len(errs) > 0 {
+		t.Errorf("pages logged errors: %v", errs)
 	}
 }

@@ -52,12 +52,12 @@ func (a *App) loops() []background {
 		// The retention watch reads, each minute, how long the events
 		// waiting behind switched-off Event Hubs triggers are safe.
 		{"hub/retention", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000a", Name: "Fusebox: retention watch", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
-			loop.Loop{Name: "retention_watch", Every: a.retentionEvery, Pass: a.retention.Pass}},
+			loop.Loop{Name: "retention_watch", Every: a.retentionEvery, RecordEvery: time.Minute, Pass: a.retention.Pass}},
 		// The drain keeps, each minute, how many events wait behind each
 		// switched-off Event Hubs trigger, and for an hour after it is back
 		// on, for its episode's catch-up.
 		{"host/drain", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000b", Name: "Fusebox: waiting sampler", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
-			loop.Loop{Name: "waiting_sampler", Every: a.retentionEvery, Pass: a.drain.Pass}},
+			loop.Loop{Name: "waiting_sampler", Every: a.retentionEvery, RecordEvery: time.Minute, Pass: a.drain.Pass}},
 		// The sampler keeps each app's learned concurrency every 5 minutes.
 		{"host/sampler", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000008", Name: "Fusebox: host sampler", Schedule: "0 */5 * * * *", Grace: 5 * time.Minute},
 			loop.Loop{Name: "host_sampler", Every: 5 * time.Minute, Pass: a.sampler.Pass}},
@@ -174,5 +174,11 @@ func (r loopRecorder) RecordPass(ctx context.Context, jobID string, at time.Time
 	if passErr != nil {
 		ev, log = jobs.EventFailure, []byte(passErr.Error())
 	}
-	return pings(r.a.Store).Record(ctx, jobs.Job{ID: jobID}, jobs.Ping{Event: ev, Exit: -1, At: at, Body: log})
+	// Fusebox's own passes are bounded by the loop's RecordEvery, not by
+	// the bound on pings from outside (MaxRunsPerSlot): a loop that passes
+	// every second in a slot of a minute is not a flood, and its job was
+	// given no schedule here for the bound to read its slots from.
+	rec := pings(r.a.Store)
+	rec.Bound = nil
+	return rec.Record(ctx, jobs.Job{ID: jobID}, jobs.Ping{Event: ev, Exit: -1, At: at, Body: log})
 }

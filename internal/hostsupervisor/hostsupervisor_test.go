@@ -20,6 +20,11 @@ import (
 // saw to a log, and runs until interrupted.
 func TestMain(m *testing.M) {
 	if log := os.Getenv("FUSEBOX_FAKE_HOST"); log != "" {
+		// The handler goes in before the start is logged: an interrupt
+		// that came between the two killed it without its "stop" (CI saw
+		// it under load).
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, syscall.SIGINT)
 		off, _ := localsettings.DisabledFunctions(os.Getenv("FUSEBOX_FAKE_SETTINGS"))
 		var names []string
 		for f, d := range off {
@@ -30,8 +35,6 @@ func TestMain(m *testing.M) {
 		f, _ := os.OpenFile(log, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
 		fmt.Fprintf(f, "start disabled=%s\n", strings.Join(names, ","))
 		f.Close()
-		sig := make(chan os.Signal, 1)
-		signal.Notify(sig, syscall.SIGINT)
 		if os.Getenv("FUSEBOX_FAKE_STUBBORN") == "" {
 			<-sig
 		} else {

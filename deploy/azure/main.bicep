@@ -1,10 +1,13 @@
 // Fusebox as an Azure Container App or an App Service web app, with a
 // system-assigned managed identity, its own storage account's Table service
 // (Storage Table Data Contributor) and the role to switch triggers in one
-// guarded resource group. main.json is the same template as ARM JSON,
-// committed so that nobody needs the Bicep CLI: `az deployment group create
-// --template-file deploy/azure/main.json` (docs/deploy.md). Keep the two in
-// step; internal/deploytest checks main.json.
+// guarded resource group; a Container App's logs go to a Log Analytics
+// workspace, and an image in a private registry is pulled with a managed
+// identity. main.json is the same template as ARM JSON, committed so that
+// nobody needs the Bicep CLI: `az deployment group create --template-file
+// deploy/azure/main.json` (docs/deploy.md). Keep the two in step:
+// internal/deploytest proves they declare the same parameters, resources
+// (type and API version), settings, secrets and outputs.
 
 @maxLength(20)
 param name string = 'fusebox'
@@ -38,11 +41,24 @@ param mailFrom string = 'fusebox@example.com'
 param guardedResourceGroup string = ''
 @allowed(['appservice', 'containerapp'])
 param guardedHosting string = 'appservice'
+@description('An Azure Container Registry in this resource group that holds the image: Fusebox pulls it with a user-assigned identity given AcrPull on it, never a registry password. Empty: a public image')
+param registryName string = ''
+@description('OTEL_EXPORTER_OTLP_ENDPOINT: where Fusebox sends its own traces (an OpenTelemetry collector); empty: tracing off')
+param otelEndpoint string = ''
+@secure()
+@description('OTEL_EXPORTER_OTLP_HEADERS: headers for that collector, such as its key (key=value,...)')
+param otelHeaders string = ''
+@description('Container Apps only: days the Log Analytics workspace keeps the app\'s logs')
+@minValue(30)
+param logRetentionDays int = 30
 
 var storageName = toLower(take('${replace(name, '-', '')}${uniqueString(resourceGroup().id)}', 24))
 var tableEndpoint = 'https://${storageName}.table.${environment().suffixes.storage}'
 var storageTableDataContributor = '0a9a7e1f-b9d0-4cc4-a60d-0319b160aaa3'
 var containerAppsContributor = '358470bc-b998-42bd-ab17-a7e34c199c0f'
+var acrPull = '7f951dda-4ed3-4680-a7ca-43fe172d538d'
+var pulls = !empty(registryName)
+var registryServer = '${registryName}${environment().suffixes.acrLoginServer}'
 // Fusebox is never given a role on its own group: its identity could then
 // rewrite its own settings, sign-in and storage.
 var guardsOwnGroup = toLower(guardedResourceGroup) == toLower(resourceGroup().name)
@@ -59,20 +75,58 @@ resource storage 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   properties: { minimumTlsVersion: 'TLS1_2', allowSharedKeyAccess: false, allowBlobPublicAccess: false, supportsHttpsTrafficOnly: true }
 }
 
+// Without a workspace a Container Apps environment keeps no logs.
+resource logs 'Microsoft.OperationalInsights/workspaces@2023-09-01' = if (hosting == 'containerapp') {
+  name: '${name}-logs'
+  location: location
+  properties: { sku: { name: 'PerGB2018' }, retentionInDays: logRetentionDays }
+}
+
 resource env 'Microsoft.App/managedEnvironments@2024-03-01' = if (hosting == 'containerapp') {
   name: '${name}-env'
   location: location
-  properties: {}
+  properties: {
+    appLogsConfiguration: {
+      destination: 'log-analytics'
+      logAnalyticsConfiguration: { customerId: logs.properties.customerId, sharedKey: logs.listKeys().primarySharedKey }
+    }
+  }
 }
+
+// A private registry: the image is pulled with an identity that exists,
+// and holds AcrPull, before the app is created (the app's own system
+// identity does not exist until then).
+resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' existing = {
+  name: pulls ? registryName : 'none'
+}
+
+resource pullIdentity 'Microsoft.ManagedIdentity/userAssignedIdentities@2023-01-31' = if (pulls) {
+  name: '${name}-pull'
+  location: location
+}
+
+resource pullRole 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (pulls) {
+  scope: registry
+  name: guid(resourceGroup().id, registryName, '${name}-pull', acrPull)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', acrPull)
+    principalId: pullIdentity.properties.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+var identity = pulls ? { type: 'SystemAssigned,UserAssigned', userAssignedIdentities: { '${pullIdentity.id}': {} } } : { type: 'SystemAssigned' }
 
 resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 'containerapp') {
   name: appName
   location: location
-  identity: { type: 'SystemAssigned' }
+  identity: identity
+  dependsOn: [pullRole]
   properties: {
     managedEnvironmentId: env.id
     configuration: {
       ingress: { external: true, targetPort: 8080, transport: 'http', allowInsecure: false }
+      registries: pulls ? [{ server: registryServer, identity: pullIdentity.id }] : []
       secrets: [
         { name: 'session-key', value: sessionKey }
         { name: 'link-keys', value: linkKeys }
@@ -80,6 +134,7 @@ resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 
         { name: 'local-users', value: localUsers }
         { name: 'smtp-password', value: smtpPassword }
         { name: 'metrics-token', value: metricsToken }
+        { name: 'otel-headers', value: otelHeaders }
       ]
     }
     template: {
@@ -103,6 +158,8 @@ resource containerApp 'Microsoft.App/containerApps@2024-03-01' = if (hosting == 
           { name: 'FUSEBOX_SMTP_USERNAME', value: smtpUsername }
           { name: 'FUSEBOX_SMTP_PASSWORD', secretRef: 'smtp-password' }
           { name: 'FUSEBOX_MAIL_FROM', value: mailFrom }
+          { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: otelEndpoint }
+          { name: 'OTEL_EXPORTER_OTLP_HEADERS', secretRef: 'otel-headers' }
         ]
         probes: [
           { type: 'Liveness', httpGet: { path: '/healthz', port: 8080 } }
@@ -126,12 +183,15 @@ resource site 'Microsoft.Web/sites@2023-12-01' = if (hosting == 'appservice') {
   name: appName
   location: location
   kind: 'app,linux,container'
-  identity: { type: 'SystemAssigned' }
+  identity: identity
+  dependsOn: [pullRole]
   properties: {
     serverFarmId: plan.id
     httpsOnly: true
     siteConfig: {
       linuxFxVersion: 'DOCKER|${image}'
+      acrUseManagedIdentityCreds: pulls
+      acrUserManagedIdentityID: pulls ? pullIdentity.properties.clientId : ''
       alwaysOn: true
       healthCheckPath: '/readyz'
       minTlsVersion: '1.2'
@@ -154,6 +214,8 @@ resource site 'Microsoft.Web/sites@2023-12-01' = if (hosting == 'appservice') {
         { name: 'FUSEBOX_SMTP_USERNAME', value: smtpUsername }
         { name: 'FUSEBOX_SMTP_PASSWORD', value: smtpPassword }
         { name: 'FUSEBOX_MAIL_FROM', value: mailFrom }
+        { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: otelEndpoint }
+        { name: 'OTEL_EXPORTER_OTLP_HEADERS', value: otelHeaders }
       ]
     }
   }

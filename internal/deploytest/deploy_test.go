@@ -225,3 +225,72 @@ func TestTheGuardRoleIsWhatTheSwitchCalls(t *testing.T) {
 		t.Error("main.json still grants Website Contributor")
 	}
 }
+
+// main.json is kept by hand beside main.bicep (nobody needs the Bicep CLI
+// to deploy): the two declare the same resources (type and API version,
+// as many of each), set the same app settings and secrets, grant the same
+// roles and give the same outputs. A change made to one alone fails here.
+func TestTheJSONTemplateIsTheBicepOne(t *testing.T) {
+	bicep, raw := read(t, "deploy/azure/main.bicep"), read(t, "deploy/azure/main.json")
+	var tpl struct {
+		Resources []struct {
+			Type       string `json:"type"`
+			APIVersion string `json:"apiVersion"`
+		} `json:"resources"`
+		Outputs map[string]json.RawMessage `json:"outputs"`
+	}
+	if err := json.Unmarshal([]byte(raw), &tpl); err != nil {
+		t.Fatal(err)
+	}
+	var fromJSON, fromBicep []string
+	for _, r := range tpl.Resources {
+		fromJSON = append(fromJSON, r.Type+"@"+r.APIVersion)
+	}
+	for _, m := range regexp.MustCompile(`(?m)^resource \w+ '([^']+)'( existing)?`).FindAllStringSubmatch(bicep, -1) {
+		if m[2] == "" { // an existing resource is only referred to
+			fromBicep = append(fromBicep, m[1])
+		}
+	}
+	for range regexp.MustCompile(`(?m)^module \w+ `).FindAllString(bicep, -1) {
+		fromBicep = append(fromBicep, "Microsoft.Resources/deployments@2022-09-01")
+	}
+	sort.Strings(fromJSON)
+	sort.Strings(fromBicep)
+	if !slices.Equal(fromJSON, fromBicep) {
+		t.Errorf("resources differ:\n main.bicep %v\n main.json  %v", fromBicep, fromJSON)
+	}
+	// Every occurrence counts: a setting added to the Container App and
+	// forgotten on the web app differs.
+	all := func(re, s string) []string {
+		var out []string
+		for _, m := range regexp.MustCompile(re).FindAllStringSubmatch(s, -1) {
+			out = append(out, m[1])
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, c := range []struct{ what, bicep, json string }{
+		{"app settings", `name: '([A-Z][A-Z0-9_]+)'`, `"name": "([A-Z][A-Z0-9_]+)"`},
+		{"secrets", `(?:name|secretRef): '([a-z]+(?:-[a-z]+)+)'`, `"(?:name|secretRef)": "([a-z]+(?:-[a-z]+)+)"`},
+		{"role and resource GUIDs", `'([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})'`, `"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"`},
+	} {
+		if b, j := all(c.bicep, bicep), all(c.json, raw); len(b) == 0 || !slices.Equal(b, j) {
+			t.Errorf("%s differ:\n main.bicep %v\n main.json  %v", c.what, b, j)
+		}
+	}
+	var outputs []string
+	for o := range tpl.Outputs {
+		outputs = append(outputs, o)
+	}
+	sort.Strings(outputs)
+	if b := all(`(?m)^output (\w+)`, bicep); !slices.Equal(b, outputs) {
+		t.Errorf("outputs differ: main.bicep %v, main.json %v", b, outputs)
+	}
+	// What the deployment must carry (the issue that asked for them): logs
+	// kept, a private registry pulled without a password, traces sent on.
+	for _, want := range []string{"Microsoft.OperationalInsights/workspaces", "log-analytics", "acrUseManagedIdentityCreds", "registries", "OTEL_EXPORTER_OTLP_ENDPOINT"} {
+		if !strings.Contains(bicep, want) || !strings.Contains(raw, want) {
+			t.Errorf("the templates lack %s", want)
+		}
+	}
+}

@@ -39,8 +39,15 @@ var ChannelKinds = []string{ChannelMail, ChannelTeams, ChannelSlack, ChannelWebh
 // (or to loopback, in development).
 var onCallEndpoints = map[string][]string{
 	ChannelPagerDuty: {"https://events.pagerduty.com/v2/enqueue", "https://events.eu.pagerduty.com/v2/enqueue"},
-	ChannelOpsgenie:  {"https://api.opsgenie.com", "https://api.eu.opsgenie.com"},
+	// Jira Service Management's operations integration API takes the same
+	// alert requests, under its own base, with the same GenieKey: Opsgenie's
+	// REST API ends on 2027-04-05 and migrated integrations move there.
+	ChannelOpsgenie: {"https://api.opsgenie.com", "https://api.eu.opsgenie.com", JSMOpsEndpoint},
 }
+
+// JSMOpsEndpoint is Jira Service Management's operations integration API
+// (Opsgenie's successor): /v2/alerts and /v2/alerts/{alias}/close below it.
+const JSMOpsEndpoint = "https://api.atlassian.com/jsm/ops/integration"
 
 // OnCall says whether a kind of channel is an on-call service, which
 // keeps incidents rather than showing messages.

@@ -87,9 +87,12 @@ func (p *pagerDuty) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // opsgenie is an Alert API receiver that checks its documented requests:
 // "GenieKey <key>" authorisation, a create with a message of at most 130
 // characters, an alias of at most 512 and a priority P1 to P5, and a close
-// by alias. Creating with the alias of an open alert joins it.
+// by alias. Creating with the alias of an open alert joins it. Under
+// prefix it is Jira Service Management's operations integration API,
+// which takes the same requests (/jsm/ops/integration/v2/alerts...).
 type opsgenie struct {
 	mu       sync.Mutex
+	prefix   string
 	key      string
 	problems []string
 	requests []string
@@ -108,8 +111,13 @@ func (o *opsgenie) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		bad(http.StatusUnauthorized, "no GenieKey authorisation")
 		return
 	}
+	path, ok := strings.CutPrefix(r.URL.Path, o.prefix)
+	if !ok {
+		bad(http.StatusNotFound, "a request outside "+o.prefix+": "+r.URL.Path)
+		return
+	}
 	switch {
-	case r.Method == http.MethodPost && r.URL.Path == "/v2/alerts":
+	case r.Method == http.MethodPost && path == "/v2/alerts":
 		var a struct{ Message, Alias, Priority, Source string }
 		if err := json.NewDecoder(r.Body).Decode(&a); err != nil || a.Message == "" || len([]rune(a.Message)) > 130 || a.Alias == "" || len(a.Alias) > 512 ||
 			!regexp.MustCompile(`^P[1-5]$`).MatchString(a.Priority) {
@@ -121,9 +129,9 @@ func (o *opsgenie) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		o.open[a.Alias] = true
 		o.requests = append(o.requests, "create "+a.Alias+" "+a.Priority)
-	case r.Method == http.MethodPost && strings.HasPrefix(r.URL.Path, "/v2/alerts/") && strings.HasSuffix(r.URL.Path, "/close") &&
+	case r.Method == http.MethodPost && strings.HasPrefix(path, "/v2/alerts/") && strings.HasSuffix(path, "/close") &&
 		r.URL.Query().Get("identifierType") == "alias":
-		alias := strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v2/alerts/"), "/close")
+		alias := strings.TrimSuffix(strings.TrimPrefix(path, "/v2/alerts/"), "/close")
 		delete(o.open, alias)
 		o.requests = append(o.requests, "close "+alias)
 	default:
@@ -135,19 +143,26 @@ func (o *opsgenie) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write([]byte(`{"result":"Request will be processed","took":0.01,"requestId":"43a29c5c-3dbf-4fa4-9c26-f4f71023e120"}`))
 }
 
-// An episode opens one incident in PagerDuty and one alert in Opsgenie;
-// its escalation updates them (no second incident); the resume resolves
-// them; the next trip opens new ones.
+// An episode opens one incident in PagerDuty and one alert in Opsgenie
+// (or Jira Service Management's operations, its successor, at its own
+// path); its escalation updates them (no second incident); the resume
+// resolves them; the next trip opens new ones.
 func TestAnEpisodeIsOneIncidentOnCall(t *testing.T) {
+	for name, prefix := range map[string]string{"Opsgenie": "", "Jira Service Management": strings.TrimPrefix(alerts.JSMOpsEndpoint, "https://api.atlassian.com")} {
+		t.Run(name, func(t *testing.T) { anEpisodeIsOneIncidentOnCall(t, prefix) })
+	}
+}
+
+func anEpisodeIsOneIncidentOnCall(t *testing.T, prefix string) {
 	r := newRig(t)
 	pd := &pagerDuty{open: map[string]bool{}, keys: map[string]bool{}}
-	og := &opsgenie{key: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", open: map[string]bool{}}
+	og := &opsgenie{prefix: prefix, key: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", open: map[string]bool{}}
 	pdSrv, ogSrv := httptest.NewServer(pd), httptest.NewServer(og)
 	t.Cleanup(pdSrv.Close)
 	t.Cleanup(ogSrv.Close)
 	for _, ch := range []alerts.Channel{
 		{ID: "pd", Name: "Orders on call", Kind: alerts.ChannelPagerDuty, URL: pdSrv.URL + "/v2/enqueue", Secret: "R0123456789abcdefABCDEF012345678"},
-		{ID: "og", Name: "Orders in Opsgenie", Kind: alerts.ChannelOpsgenie, URL: ogSrv.URL, Secret: og.key},
+		{ID: "og", Name: "Orders in Opsgenie", Kind: alerts.ChannelOpsgenie, URL: ogSrv.URL + prefix, Secret: og.key},
 	} {
 		if err := ch.Validate(true); err != nil {
 			t.Fatalf("channel %s: %v", ch.ID, err)

@@ -59,6 +59,8 @@ func TestOnCallChannelsNeedTheirServicesEndpointAndKey(t *testing.T) {
 		{alerts.Channel{ID: "pd", Name: "PD", Kind: alerts.ChannelPagerDuty, Secret: "short"}.WithDefaults(), "key"},
 		{alerts.Channel{ID: "og", Name: "OG", Kind: alerts.ChannelOpsgenie, Secret: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"}.WithDefaults(), ""},
 		{alerts.Channel{ID: "og", Name: "OG", Kind: alerts.ChannelOpsgenie, URL: "http://10.0.0.4", Secret: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"}, "url"},
+		{alerts.Channel{ID: "jsm", Name: "JSM", Kind: alerts.ChannelOpsgenie, URL: "https://api.atlassian.com/jsm/ops/integration", Secret: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"}, ""},
+		{alerts.Channel{ID: "jsm", Name: "JSM", Kind: alerts.ChannelOpsgenie, URL: "https://api.atlassian.com/jsm/ops/api/other", Secret: "0f2c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"}, "url"},
 		{alerts.Channel{ID: "og", Name: "OG", Kind: alerts.ChannelOpsgenie, Secret: "not-a-key"}.WithDefaults(), "key"},
 	} {
 		err := tc.ch.Validate(false)

@@ -412,7 +412,7 @@ func ChannelFormPage(m ChannelForm) templ.Component {
 						return templ_7745c5c3_Err
 					}
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, ">Opsgenie: one alert per episode (Alert API)</option></select>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 40, ">Opsgenie or Jira Service Management: one alert per episode (Alert API)</option></select>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
@@ -463,7 +463,7 @@ func ChannelFormPage(m ChannelForm) templ.Component {
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "<label for=\"url\">Webhook URL (Teams, Slack, webhook; https). In Teams: the channel's ⋯ → Workflows → \"Post to a channel when a webhook request is received\". PagerDuty and Opsgenie: leave empty for the US service region, or give the EU endpoint (https://events.eu.pagerduty.com/v2/enqueue, https://api.eu.opsgenie.com). ")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 45, "<label for=\"url\">Webhook URL (Teams, Slack, webhook; https). In Teams: the channel's ⋯ → Workflows → \"Post to a channel when a webhook request is received\". PagerDuty and Opsgenie: leave empty for the US service region, or give the EU endpoint (https://events.eu.pagerduty.com/v2/enqueue, https://api.eu.opsgenie.com); for Jira Service Management's operations (Opsgenie's successor), kind Opsgenie with https://api.atlassian.com/jsm/ops/integration. ")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -39,6 +39,7 @@ type jobJSON struct {
 	LastRunAt          *time.Time `json:"last_run_at,omitempty"`
 	NextRunAt          *time.Time `json:"next_run_at,omitempty"`
 	Success7d          *float64   `json:"success_7d,omitempty"`
+	ExtraRuns          int64      `json:"extra_runs"`
 	PingURL            string     `json:"ping_url"`
 	Gaps               []gapJSON  `json:"gaps,omitempty"`
 }
@@ -52,7 +53,7 @@ func (s *JobPages) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
 	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags, Misfire: j.Misfire,
 		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
-		Paused: j.Paused, Status: j.Status.String(), PingURL: s.pingURL(c, j)}
+		Paused: j.Paused, Status: j.Status.String(), ExtraRuns: j.ExtraRuns, PingURL: s.pingURL(c, j)}
 	if out.Channels == nil {
 		out.Channels = []string{}
 	}

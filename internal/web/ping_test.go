@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -307,6 +308,11 @@ func TestAFloodOfRunsIsBoundedPerSlot(t *testing.T) {
 	operator.signIn("olivia")
 	if page := operator.get("/jobs/" + nightly).body; !strings.Contains(page, `data-testid="extra-runs"`) || !strings.Contains(page, "came past 10") {
 		t.Errorf("the job's page does not say runs were not stored:\n%s", page)
+	}
+	// The count is written at most every 10 s per job and instance: the
+	// first refusal at once, the rest with the next write.
+	if api := operator.get("/api/v1/jobs/"+nightly, "Accept", "application/json").body; !regexp.MustCompile(`"extra_runs":[1-9]`).MatchString(api) {
+		t.Errorf("the API does not count the runs not stored: %s", api)
 	}
 
 	// 5,000 runs stored in the job's last day, as a flood before the

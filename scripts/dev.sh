@@ -20,7 +20,7 @@ done
 
 log "building fusebox and fusebox-dev (the demo's parts, never shipped)"
 go build -ldflags "$(scripts/ldflags.sh)" -o bin/fusebox ./cmd/web
-go build -o bin/fusebox-dev ./cmd/fusebox-dev
+go build -ldflags "$(scripts/ldflags.sh)" -o bin/fusebox-dev ./cmd/fusebox-dev
 
 trap stop_started EXIT
 log "starting Azurite (data in .dev/azurite)"

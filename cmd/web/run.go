@@ -77,12 +77,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 	}
 }
 
-// errHelp ends a command that printed its usage because it was asked to:
-// run returns nil for it, and the command did nothing else.
-var errHelp = flag.ErrHelp
-
 // command is one command's flags and usage. parse reads args: -h or
-// --help prints the usage on stdout and returns errHelp; an unknown flag,
+// --help prints the usage on stdout and returns flag.ErrHelp; an unknown flag,
 // or a number of arguments outside [minArgs, maxArgs] (maxArgs < 0: any),
 // is an error that carries the usage.
 type command struct {
@@ -118,7 +114,7 @@ func (c *command) parse(args []string) error {
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprintln(c.stdout, c.usage())
-		return errHelp
+		return flag.ErrHelp // done turns it into success: the command did nothing else
 	case err != nil:
 		return fmt.Errorf("%s: %w\n%s", c.Name(), err, c.usage())
 	case c.NArg() < c.minArgs || (c.maxArgs >= 0 && c.NArg() > c.maxArgs):
@@ -129,7 +125,7 @@ func (c *command) parse(args []string) error {
 
 // done turns the help answer into success.
 func done(err error) error {
-	if errors.Is(err, errHelp) {
+	if errors.Is(err, flag.ErrHelp) {
 		return nil
 	}
 	return err

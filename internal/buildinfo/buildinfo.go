@@ -61,14 +61,6 @@ func vcs(settings []debug.BuildSetting) string {
 	return rev
 }
 
-// Short is the commit's first 12 characters, for a page footer.
-func (i Info) Short() string {
-	if len(i.Commit) > 12 {
-		return i.Commit[:12]
-	}
-	return i.Commit
-}
-
 // String is the line `fusebox version` prints.
 func (i Info) String() string {
 	return "fusebox " + i.Version + " (commit " + i.Commit + ", " + i.GoVersion + ")"

@@ -52,6 +52,7 @@ func BenchmarkPingIntake(b *testing.B) {
 		var times []time.Duration
 		statuses := map[int]int{}
 		var wg sync.WaitGroup
+		before := storageCalls(b, srv.App.Metrics.Registry)
 		start := time.Now()
 		for range clients {
 			wg.Go(func() {
@@ -74,6 +75,7 @@ func BenchmarkPingIntake(b *testing.B) {
 		}
 		wg.Wait()
 		elapsed := time.Since(start)
+		calls := storageCalls(b, srv.App.Metrics.Registry) - before
 		stored := 0
 		for _, id := range ids {
 			rs, _, err := srv.App.Store.Runs.Recent(ctx, id, 20, jobs.RunCursor{})
@@ -93,6 +95,7 @@ func BenchmarkPingIntake(b *testing.B) {
 		b.ReportMetric(ms(percentile(times, 1)), "worst-ms")
 		b.ReportMetric(raw, "raw-inserts/s")
 		b.ReportMetric(pings/raw, "ratio")
+		b.ReportMetric(calls/float64(len(times)), "storage-calls/ping")
 		b.ReportMetric(0, "ns/op")
 	}
 }

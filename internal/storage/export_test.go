@@ -17,3 +17,6 @@ func SetIncrementalMargin(f *Failures, d time.Duration) {
 	f.inc.margin = d
 	f.rows, f.sorted = map[string]circuit.FailureRow{}, nil
 }
+
+// TouchBatches is how many grouped last-run writes j has sent.
+func TouchBatches(j *Jobs) int64 { return j.touches.batches.Load() }

@@ -21,6 +21,8 @@ type Jobs struct {
 	faults *Faults
 	box    *sealed.Box // seals PingToken; nil: as given
 	writes atomic.Int64
+	// touches groups the last-run merges of pings arriving together.
+	touches touchGroup
 }
 
 // Writes counts the jobs made, changed or deleted through j: a reader
@@ -312,7 +314,8 @@ type touchRow struct {
 }
 
 // TouchRead records a run's arrival on job as it was just read: one
-// conditional merge of the times on the row at job.Version, no read. A row
+// conditional merge of the times on the row at job.Version, no read, sent
+// with the other jobs' merges waiting at the time (touchGroup). A row
 // changed since falls back to Touch's read and write.
 func (j *Jobs) TouchRead(ctx context.Context, job jobs.Job, at time.Time, started bool) error {
 	row := &touchRow{Meta: tablestore.Meta{PartitionKey: jobsPartition, RowKey: job.ID, ETag: tablestore.ETag(job.Version)}}
@@ -326,7 +329,11 @@ func (j *Jobs) TouchRead(ctx context.Context, job jobs.Job, at time.Time, starte
 		return nil
 	}
 	if job.Version != "" {
-		err := j.table.Merge(ctx, row)
+		err := j.touches.merge(ctx, j.table, row)
+		if errors.Is(err, errAlone) {
+			row.ETag = tablestore.ETag(job.Version)
+			err = j.table.Merge(ctx, row)
+		}
 		if err == nil || !errors.Is(err, tablestore.ErrConflict) {
 			if err != nil {
 				return fmt.Errorf("storage: touch job %s: %w", job.ID, err)

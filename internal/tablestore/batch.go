@@ -57,6 +57,15 @@ func (b *Batch) Update(e Entity) error {
 	return b.add(aztables.TransactionTypeUpdateReplace, e, e.meta().ETag)
 }
 
+// Merge adds a merge conditional on the row's ETag: the properties e
+// has are set, the row's others stay (as Table.Merge).
+func (b *Batch) Merge(e Entity) error {
+	if e.meta().ETag == "" {
+		return fmt.Errorf("%w: merge of %s without an ETag", ErrBatch, keyOf(e))
+	}
+	return b.add(aztables.TransactionTypeUpdateMerge, e, e.meta().ETag)
+}
+
 // Delete adds a delete conditional on etag (AnyETag for unconditional).
 func (b *Batch) Delete(partitionKey, rowKey string, etag ETag) error {
 	if etag == "" {

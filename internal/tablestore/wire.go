@@ -134,6 +134,10 @@ func (t *wire) submit(ctx context.Context, table, partition string, rows []strin
 			}
 			body.WriteString("X-Ms-Version: 2019-02-02\r\n\r\n")
 			body.Write(a.Entity)
+		case aztables.TransactionTypeUpdateMerge:
+			body.WriteString("PATCH " + entityPath + " HTTP/1.1\r\nAccept: application/json\r\nContent-Type: application/json\r\nDataServiceVersion: 3.0\r\n" +
+				"If-Match: " + string(*a.IfMatch) + "\r\nX-Ms-Version: 2019-02-02\r\n\r\n")
+			body.Write(a.Entity)
 		case aztables.TransactionTypeDelete:
 			ifMatch := string(azcore.ETagAny)
 			if a.IfMatch != nil {

@@ -31,9 +31,7 @@ type weekAssessor struct {
 	windows interface {
 		Windows(ctx context.Context) ([]jobs.Window, error)
 	}
-	runs interface {
-		Between(ctx context.Context, jobID string, from, to time.Time, limit int) ([]jobs.Run, bool, error)
-	}
+	runs  *jobs.RunCache
 	hosts hostReader // nil: no timer status
 	now   func() time.Time
 }
@@ -119,7 +117,7 @@ func (s *weekAssessor) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window, 
 	ctx := c.Request().Context()
 	from := now.Add(-7 * 24 * time.Hour)
 	first, last := j.RunRange(from, now)
-	runs, more, err := s.runs.Between(ctx, j.ID, first, last, j.RunsToRead(from, now))
+	runs, more, err := s.runs.Between(ctx, j, first, last, j.RunsToRead(from, now))
 	if err != nil {
 		return jobWeek{}, err
 	}

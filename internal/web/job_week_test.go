@@ -26,7 +26,7 @@ func (f failingRuns) Between(_ context.Context, jobID string, _, _ time.Time, _ 
 // the other jobs are assessed (it made /jobs and the overview answer 503).
 func TestOneJobsFailedReadMarksThatJob(t *testing.T) {
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	w := &weekAssessor{runs: failingRuns{bad: "b"}, now: func() time.Time { return now }}
+	w := &weekAssessor{runs: &jobs.RunCache{Runs: failingRuns{bad: "b"}, Now: func() time.Time { return now }}, now: func() time.Time { return now }}
 	js := []jobs.Job{
 		{ID: "a", Schedule: "0 0 2 * * *", TimeZone: "UTC", CreatedAt: now.Add(-72 * time.Hour)},
 		{ID: "b", Schedule: "0 0 2 * * *", TimeZone: "UTC", CreatedAt: now.Add(-72 * time.Hour)},

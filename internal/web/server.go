@@ -314,7 +314,7 @@ func New(p Parts) (*Server, error) {
 	s.signIn.core, s.signIn.identity = co, p.Identity
 	s.circuits.core, s.apps.core, s.notify.core = co, co, co
 	// The overview assesses jobs' weeks as the job pages do.
-	weeks := &weekAssessor{apps: p.Jobs.Apps, windows: p.Jobs.Windows, runs: p.Jobs.RunReader, hosts: p.Jobs.HostInsight, now: p.Base.Now}
+	weeks := &weekAssessor{apps: p.Jobs.Apps, windows: p.Jobs.Windows, runs: &jobs.RunCache{Runs: p.Jobs.RunReader, Now: p.Base.Now}, hosts: p.Jobs.HostInsight, now: p.Base.Now}
 	s.jobs.core, s.jobs.weeks, s.jobs.unknownPings, s.jobs.pingSecrets = co, weeks, unknownPings, s.intake.pingSecrets
 	s.ops.core, s.ops.weeks, s.ops.started, s.ops.readiness = co, weeks, p.Base.Now(), &readiness{}
 	s.echo.HideBanner, s.echo.HidePort = true, true

@@ -21,11 +21,6 @@ import (
 	"github.com/fusebox/fusebox/internal/views"
 )
 
-// episodeReader assembles an episode's record (episode.Reader).
-type episodeReader interface {
-	Of(ctx context.Context, ci circuit.Circuit, n int64, now time.Time) (episode.Record, error)
-}
-
 // episodeOf reads the episode the path names of the circuit it names.
 func (s *CircuitPages) episodeOf(c echo.Context) (circuit.Circuit, episode.Record, error) {
 	n, err := strconv.ParseInt(c.Param("episode"), 10, 64)

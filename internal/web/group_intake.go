@@ -1,0 +1,54 @@
+package web
+
+import (
+	"context"
+
+	"golang.org/x/time/rate"
+
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/ingest"
+	"github.com/fusebox/fusebox/internal/jobs"
+)
+
+// Intake takes what machines send: failure reports, OTLP exports and
+// job pings, each behind a key of its own.
+type Intake struct {
+	*core
+	// AppKeys verify the keys of failure reports and OTLP exports.
+	AppKeys *auth.AppKeys
+	// Reports turn failure reports into rows (ingest.Service); OTLP
+	// counts what function hosts export (ingest.Exports).
+	Reports reportTaker
+	OTLP    otlpTaker
+	// Jobs finds a ping's job, Pings turns a ping into a run
+	// (jobs.Recorder) and Catalog creates a job the ping key names.
+	Jobs    pingJobs
+	Pings   pingRecorder
+	Catalog jobCreator
+
+	unknownPings *ttlSet       // ping ids found not to exist lately
+	pingCreates  *rate.Limiter // bounds the jobs the ping key's ?create=1 makes
+	decoding     *exportSlots  // exports decoded at once, once their bodies are read
+	pingSecrets  *pingSecrets  // the ping tokens of jobs read lately, hashed
+}
+
+// What Intake holds, each the few methods its handlers call.
+type (
+	// pingJobs finds the job a ping names, by its ping id or its slug.
+	pingJobs interface {
+		Get(ctx context.Context, id string) (jobs.Job, error)
+		BySlug(ctx context.Context, slug string) (jobs.Job, error)
+	}
+	pingRecorder interface {
+		Record(ctx context.Context, job jobs.Job, p jobs.Ping) error
+	}
+	jobCreator interface {
+		Create(ctx context.Context, j jobs.Job) error
+	}
+	otlpTaker interface {
+		Take(ctx context.Context, e ingest.Export) (ingest.Answer, error)
+	}
+	reportTaker interface {
+		Take(ctx context.Context, b ingest.Batch) (ingest.Result, error)
+	}
+)

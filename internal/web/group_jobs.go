@@ -1,0 +1,61 @@
+package web
+
+import (
+	"context"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/jobs"
+)
+
+// JobPages show jobs, their runs and gaps, edit them and their
+// maintenance windows.
+type JobPages struct {
+	*core
+	Apps      appReader
+	Jobs      jobReader
+	Windows   maintenanceWindows
+	Tokens    pingTokens
+	Catalog   jobCatalog // saves jobs by the jobs' rules (jobs.Catalog)
+	RunReader runReader
+	Audit     auditAppender
+	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
+	FunctionRunner functionRunner `web:"optional"`
+	// HostInsight reads a timer function's own status; nil shows none.
+	HostInsight hostReader `web:"optional"`
+	// Channels checks that the channels a job names exist.
+	Channels channelChecker
+
+	weeks        *weekAssessor
+	unknownPings *ttlSet
+	pingSecrets  *pingSecrets // forgotten when a token is rotated here
+}
+
+// What JobPages holds, each the few methods its handlers call.
+type (
+	functionRunner interface {
+		Run(ctx context.Context, app circuit.App, function string) error
+	}
+	jobReader interface {
+		List(context.Context) ([]jobs.Job, error)
+		Get(ctx context.Context, id string) (jobs.Job, error)
+		Flips(ctx context.Context, jobID string, limit int) ([]jobs.Flip, error)
+	}
+	maintenanceWindows interface {
+		Windows(ctx context.Context) ([]jobs.Window, error)
+		PutWindow(ctx context.Context, w jobs.Window) error
+		EndWindow(ctx context.Context, id string, t time.Time) (jobs.Window, error)
+	}
+	pingTokens interface {
+		RotatePingToken(ctx context.Context, id string) (string, error)
+	}
+	jobCatalog interface {
+		Create(ctx context.Context, j jobs.Job) error
+		Update(ctx context.Context, j jobs.Job) error
+		Delete(ctx context.Context, id string) error
+	}
+	runReader interface {
+		Between(ctx context.Context, jobID string, from, to time.Time, limit int) ([]jobs.Run, bool, error)
+		Recent(ctx context.Context, jobID string, limit int, from jobs.RunCursor) ([]jobs.StoredRun, jobs.RunCursor, error)
+	}
+)

@@ -1,0 +1,62 @@
+package web
+
+import (
+	"context"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/fault"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/lease"
+)
+
+// OpsPages are what operators look at about Fusebox itself: the
+// overview, the audit log, locks, and the probes.
+type OpsPages struct {
+	*core
+	Apps     appReader
+	Circuits recentCircuits
+	Counter  failingCounter
+	Rates    rateReader
+	Status   statusReader
+	Jobs     jobLister
+	Kept     keptSetAside
+	Audit    auditLog
+	Leases   leaseLister
+	// Faults lists stored rows that could not be read.
+	Faults faultLister
+	// Delivery reads the destinations the sender finds failing.
+	Delivery deliveryReader
+	// HostInsight reads and breaks the hosts' own locks; nil shows none.
+	HostInsight hostLocks `web:"optional"`
+	// Ready reports whether Fusebox can serve: storage reachable and
+	// migrations applied.
+	Ready func(context.Context) error
+
+	weeks     *weekAssessor
+	started   time.Time  // readiness allows the first ticks their time
+	readiness *readiness // the last /readyz answer, for a second
+}
+
+// What OpsPages holds, each the few methods its handlers call.
+type (
+	failingCounter interface {
+		Failing(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
+	}
+	hostLocks interface {
+		Snapshot(ctx context.Context, app circuit.App, now time.Time) (hostinsight.Snapshot, bool)
+		Break(ctx context.Context, app circuit.App, blob string) error
+	}
+	faultLister interface {
+		List() []fault.Row
+	}
+	leaseLister interface {
+		List(context.Context) ([]lease.Record, error)
+		Identity() string
+	}
+	auditLog interface {
+		Append(context.Context, audit.Entry) error
+		Recent(ctx context.Context, now time.Time, limit int) ([]audit.Entry, error)
+	}
+)

@@ -7,7 +7,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/notify"
@@ -46,7 +46,7 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 		reminders = -1 // the sender reads 0 as "the default"
 	}
 	store := st.store
-	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: &errgroups.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
+	composer := wording.Composer{Signer: signer, BaseURL: cfg.BaseURL, LinkTTL: cfg.Mail.LinkTTL, Now: now, Errors: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
 		Retention: func(ci circuit.Circuit, app circuit.App) (hostinsight.Retention, bool) {
 			if !ci.State.TriggerOff() || ci.Pending() {
 				return hostinsight.Retention{}, false

@@ -49,7 +49,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		for i, r := range counted {
 			told[i] = circuit.Reported{AppID: r.App, Function: r.Function, Failures: r.Count, Successes: r.Successes}
 		}
-		evaluator.Nudge(told)
+		evaluator.CheckReported(told)
 	})
 	arrivals := &otlp.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now, circuit.ServiceSettings{
@@ -94,7 +94,7 @@ func reportService(store *storage.Store, now func() time.Time, rowsPerSecond flo
 	_, _ = rand.Read(instance)
 	var requests atomic.Int64
 	return &ingest.Service{
-		Router: ingest.New(store.Circuits, store.Rates, ingest.Settings{}), Failures: store.Failures, Claims: store.Status, Now: now,
+		Router: ingest.NewRouter(store.Circuits, store.Rates, ingest.Settings{}), Failures: store.Failures, Claims: store.Status, Now: now,
 		Budget: ingest.NewRowBudget(rowsPerSecond, 0), Stored: stored,
 		// One writer id per request: this process's random id and a counter.
 		Writer: func() string { return fmt.Sprintf("api.%x.%d", instance, requests.Add(1)) },

@@ -37,10 +37,10 @@ func (a *App) loops() []background {
 	ls := []background{
 		// Every instance evaluates (no lease), so a frozen instance delays
 		// no trip; a report that may trip a circuit is checked at once
-		// (Nudge), and the tick is woken for what that check leaves to it.
+		// (CheckReported), and the tick is woken for what that check leaves to it.
 		{"", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000004", Name: "Fusebox: circuit evaluator", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
 			loop.Loop{Name: EvaluatorLoop, Every: ev.Interval(), Phase: a.phase, RecordEvery: time.Minute,
-				Deadline: a.cfg.EvaluatorDeadline, Begin: ev.Begin, End: ev.Wait, Wake: ev.Wake(),
+				Deadline: a.cfg.EvaluatorDeadline, Begin: ev.Begin, End: ev.Wait, Early: ev.EarlyTicks(),
 				Pass: func(ctx context.Context, _ lease.Fence) error { return ev.Tick(ctx, a.booksFence()) }}},
 		// The verifier reads what each host reports after a switch wrote,
 		// every 5 s, until it agrees.
@@ -109,7 +109,7 @@ func senderPhase(evaluatorPhase, evaluatorEvery time.Duration) time.Duration {
 func (a *App) keepBooks(ctx context.Context, f lease.Fence) error {
 	a.books.Store(&f)
 	defer a.books.Store(nil)
-	a.breakers.evaluator.Poke() // the new keeper's first status now, not a tick later
+	a.breakers.evaluator.TickNow() // the new keeper's first status now, not a tick later
 	<-ctx.Done()
 	return nil
 }

@@ -7,7 +7,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/episode"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -56,7 +56,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			Jobs: jobStore, Pings: pings(store), Catalog: catalog},
 		SignIn: web.SignIn{Audit: store.Audit},
 		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
-			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errgroups.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
+			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
 			Episodes: episode.Reader{Flips: store.Circuits, Notices: store.Outbox, Audit: store.Audit, Rows: store.Failures.Reader(), Kept: storage.FailureRetention},
 			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router, SettingsReader: out.router, Inspector: inspector(out),
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},

@@ -39,13 +39,13 @@ type Server struct {
 	Clock  *clock.Fake // nil for StartRealClock
 }
 
-// Nudge advances the fake clock a second each half second of real time
+// RunFakeClock advances the fake clock a second each half second of real time
 // until stop is called. A loop that was mid-pass when the test advanced
 // the clock sleeps to the next boundary after it, which a fake clock never
 // reaches by itself, though a real one would. Wrap a wait for what a
 // loop's next pass does in it, where a few more seconds passing change
 // nothing the test asserts.
-func (s *Server) Nudge() (stop func()) {
+func (s *Server) RunFakeClock() (stop func()) {
 	quit, finished := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(finished)
@@ -67,17 +67,17 @@ func (s *Server) Nudge() (stop func()) {
 // stored a tick that began then or later, so whatever happened before the
 // call (a switch call counted, an operator's resume) is in that tick. A
 // tick already under way when the clock moved sleeps to the next second
-// after it, so the wait runs inside Nudge; it is bounded by 20 s.
+// after it, so the wait runs inside RunFakeClock; it is bounded by 20 s.
 func (s *Server) NextTick(t testing.TB) {
 	t.Helper()
 	s.Clock.Advance(time.Second)
 	after := s.Clock.Now()
-	stop := s.Nudge()
+	stop := s.RunFakeClock()
 	defer stop()
 	s.TickAfter(t, after)
 }
 
-// TickAfter waits, on the real clock (or inside Nudge), until the evaluator has stored a
+// TickAfter waits, on the real clock (or inside RunFakeClock), until the evaluator has stored a
 // tick that began at after or later, so what was stored before after is in
 // it. Bounded by 20 s.
 func (s *Server) TickAfter(t testing.TB, after time.Time) {

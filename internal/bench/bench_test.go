@@ -26,7 +26,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/loop"
 	"github.com/fusebox/fusebox/internal/mailtest"
@@ -489,7 +489,7 @@ func BenchmarkTripLatencyFailover(b *testing.B) {
 				return nil
 			})
 		}()
-		work := (&loop.Runner{}).Work(loop.Loop{Name: "evaluator", Every: time.Second, Phase: phase, Begin: eval.Begin, End: eval.Wait, Wake: eval.Wake(),
+		work := (&loop.Runner{}).Work(loop.Loop{Name: "evaluator", Every: time.Second, Phase: phase, Begin: eval.Begin, End: eval.Wait, Early: eval.EarlyTicks(),
 			Pass: func(ctx context.Context, _ lease.Fence) error {
 				f := lease.Fence{}
 				if p := books.Load(); p != nil {
@@ -961,7 +961,7 @@ func BenchmarkTripToDelivery(b *testing.B) {
 	base, _ := url.Parse("http://fusebox.test")
 	// The alerts name what failed, read from the failure rows as in
 	// production (wording.Composer.Errors).
-	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now, Errors: &errgroups.Cache{Rows: w.store.Failures.Reader()}}
+	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now, Errors: &errortexts.Cache{Rows: w.store.Failures.Reader()}}
 	sender := alerts.NewSender(w.store.Outbox, storage.EvaluatorStore{Store: w.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"}, comp,
 		alerts.SenderSettings{Channels: w.store.Channels, Poster: notify.Poster{Egress: egress.Policy{AllowLoopback: true}}, Notices: benchNotices{comp}})

@@ -22,9 +22,9 @@ import (
 // window holds 10,000 failures with 10,000 distinct error texts (100
 // instances × 100 seconds, each text differing in words, so no two fold
 // into one group), fetched by a signed-in client while Fusebox runs as in
-// production. The page groups them (errgroups) and shows the top ten: it
-// reads at most errgroups.MaxRows of them, and keeps the grouping for a
-// while (errgroups.Cache): 5 s for a closed circuit, whose window moves,
+// production. The page groups them (errortexts) and shows the top ten: it
+// reads at most errortexts.MaxRows of them, and keeps the grouping for a
+// while (errortexts.Cache): 5 s for a closed circuit, whose window moves,
 // 30 s for an open one, whose window before the trip stands still, and
 // past that while the circuit's rows have not changed. The first view
 // after the rows arrive (or after the trip) is reported apart (first-ms):

@@ -35,7 +35,7 @@ type Evaluator struct {
 	books *books
 
 	// What the last tick counted and the reports stored since, so that a
-	// report that may change a circuit is checked at once (Nudge).
+	// report that may change a circuit is checked at once (CheckReported).
 	mu       sync.Mutex
 	begun    bool
 	known    map[string]Counts
@@ -77,15 +77,15 @@ func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
 		wake: make(chan struct{}, 1), checking: map[string]bool{}}
 }
 
-// Wake fires when a report may have changed a circuit (see Nudge): the
+// EarlyTicks fires when a report may have changed a circuit (see CheckReported): the
 // loop runs a tick then rather than at the next interval.
-func (e *Evaluator) Wake() <-chan struct{} { return e.wake }
+func (e *Evaluator) EarlyTicks() <-chan struct{} { return e.wake }
 
-// Poke wakes a tick at once: this instance has just taken the books over,
+// TickNow wakes a tick at once: this instance has just taken the books over,
 // and the pages should not wait a whole interval for their status.
-func (e *Evaluator) Poke() { e.wakeUp() }
+func (e *Evaluator) TickNow() { e.askForTick() }
 
-func (e *Evaluator) wakeUp() {
+func (e *Evaluator) askForTick() {
 	select {
 	case e.wake <- struct{}{}:
 	default:
@@ -280,7 +280,7 @@ func (e *Evaluator) announce(ctx context.Context, next Circuit, fl Flip, by stri
 	return ctx
 }
 
-// remember keeps what this tick counted, for Nudge.
+// remember keeps what this tick counted, for CheckReported.
 func (e *Evaluator) remember(circuits []Circuit, counts map[string]Counts, apps map[string]App) {
 	current := make(map[string]Circuit, len(circuits))
 	for _, c := range circuits {

@@ -707,14 +707,14 @@ func TestOnlyAReportThatMayTripIsCheckedAndItTripsAtOnce(t *testing.T) {
 	r.fail("instance-a", 60, 5*time.Second)
 	r.tick() // counts 60 of the threshold's 100
 	r.fail("instance-b", 30, 0)
-	r.eval.Nudge([]circuit.Reported{{AppID: "orders", Function: "Process", Failures: 30}})
-	r.eval.Nudge([]circuit.Reported{{AppID: "orders", Function: "Unknown", Failures: 1000}})
+	r.eval.CheckReported([]circuit.Reported{{AppID: "orders", Function: "Process", Failures: 30}})
+	r.eval.CheckReported([]circuit.Reported{{AppID: "orders", Function: "Unknown", Failures: 1000}})
 	r.eval.Wait()
 	if n := store.count(); n != 0 {
 		t.Fatalf("%d window reads with 90 of 100 failures known, or for a function without a circuit; want none", n)
 	}
 	r.fail("instance-c", 11, 0)
-	r.eval.Nudge([]circuit.Reported{{AppID: "orders", Function: "Process", Failures: 11}})
+	r.eval.CheckReported([]circuit.Reported{{AppID: "orders", Function: "Process", Failures: 11}})
 	r.eval.Wait() // the check and the switch call it started; no tick
 	c := r.circuit()
 	if c.State != circuit.Open || c.Pending() || !r.disabled() {

@@ -14,12 +14,12 @@ type Reported struct {
 	Failures, Successes int
 }
 
-// Nudge tells the evaluator of reports this instance has just stored. When
+// CheckReported tells the evaluator of reports this instance has just stored. When
 // they, added to what the last tick counted, could change a circuit, it
 // checks that circuit at once (check): its row and its window's rows,
 // read afresh. A circuit far from its threshold costs nothing: no storage
 // read, only this arithmetic.
-func (e *Evaluator) Nudge(reports []Reported) {
+func (e *Evaluator) CheckReported(reports []Reported) {
 	now := e.s.Clock.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -39,7 +39,7 @@ func (e *Evaluator) Nudge(reports []Reported) {
 			continue
 		}
 		if e.life == nil || e.checking[id] {
-			e.wakeUp() // no loop yet, or a check in flight: the tick decides
+			e.askForTick() // no loop yet, or a check in flight: the tick decides
 			continue
 		}
 		e.checking[id] = true
@@ -65,14 +65,14 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 	c, err := e.store.GetCircuit(ctx, appID, function)
 	if err != nil {
 		e.s.Logger.Warn("could not read a reported circuit; the next tick decides", "circuit", appID+"/"+function, "error", err)
-		e.wakeUp()
+		e.askForTick()
 		return
 	}
 	now := e.s.Clock.Now()
 	rows, err := e.store.CircuitWindow(ctx, appID, function, now.Add(-c.Window).Truncate(time.Second), now)
 	if err != nil {
 		e.s.Logger.Warn("could not read a reported circuit's window; the next tick decides", "circuit", c.ID(), "error", err)
-		e.wakeUp()
+		e.askForTick()
 		return
 	}
 	e.mu.Lock()
@@ -93,17 +93,17 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 		return
 	}
 	if !known || d.Guarded || d.Held {
-		e.wakeUp()
+		e.askForTick()
 		return
 	}
 	if err := e.store.Transition(ctx, lease.Fence{}, d.Next, *d.Flip); err != nil {
 		if !errors.Is(err, ErrConflict) {
-			e.wakeUp()
+			e.askForTick()
 		}
 		return // or another instance, or the tick, made it first
 	}
 	e.sw.dispatch(e.announce(ctx, d.Next, *d.Flip, "report"), appID, apps, []Circuit{d.Next}, nil, false, now)
 	// A tick now, not a second later: on the keeper of the books it counts
 	// the trip from the flip log and stores the status the pages read.
-	e.wakeUp()
+	e.askForTick()
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/throttle"
 )
@@ -28,12 +29,12 @@ type Throttle struct {
 	Kind string
 	// OnlyThrottling counts toward the throttle rule only the failures
 	// whose error looks like a downstream pushing back (429, 503,
-	// ServerBusy, TooManyRequests...: throttle.LooksThrottled), as their
+	// ServerBusy, TooManyRequests...: pushback.Says), as their
 	// error text said when reported over HTTP or OpenTelemetry.
 	OnlyThrottling bool
 	// Words are more words or phrases that say the downstream pushed
 	// back, besides the built-in ones ("quota exceeded"): compared by
-	// their letters in any case and spacing (throttle.Word), counted with
+	// their letters in any case and spacing (pushback.Word), counted with
 	// OnlyThrottling.
 	Words []string
 	// Ask makes the throttle a question: when its rule fires, the
@@ -52,11 +53,11 @@ func (t Throttle) pushedBackWords() string {
 	return words
 }
 
-// MatchWords are t's words as the throttle compares them (throttle.Word).
+// MatchWords are t's words as the throttle compares them (pushback.Word).
 func (t Throttle) MatchWords() []string {
 	var out []string
 	for _, w := range t.Words {
-		if m := throttle.Word(w); m != "" {
+		if m := pushback.Word(w); m != "" {
 			out = append(out, m)
 		}
 	}
@@ -234,14 +235,14 @@ func (c Circuit) validateThrottle(add func(field, format string, args ...any)) {
 		return
 	}
 	switch {
-	case len(t.Words) > throttle.MaxWords:
-		add("throttle_words", "may be at most %d words or phrases", throttle.MaxWords)
+	case len(t.Words) > pushback.MaxWords:
+		add("throttle_words", "may be at most %d words or phrases", pushback.MaxWords)
 	case len(t.Words) > 0 && !t.OnlyThrottling:
 		add("throttle_words", "are counted only when the throttle counts only failures that say the downstream pushed back: tick that too")
 	}
 	for _, w := range t.Words {
-		if throttle.Word(w) == "" || strings.ContainsFunc(w, unicode.IsControl) {
-			add("throttle_words", "%q: each must have at least three letters and be at most %d bytes (letters are compared in any case; digits and punctuation do not count)", w, throttle.MaxWordBytes)
+		if pushback.Word(w) == "" || strings.ContainsFunc(w, unicode.IsControl) {
+			add("throttle_words", "%q: each must have at least three letters and be at most %d bytes (letters are compared in any case; digits and punctuation do not count)", w, pushback.MaxWordBytes)
 			break
 		}
 	}

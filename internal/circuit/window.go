@@ -112,7 +112,7 @@ func Countable(rows []FailureRow, now time.Time) []FailureRow {
 }
 
 // ErrorCount is how many of a row's failures one kind of error text
-// (errgroups.Fingerprint) accounts for, with its latest text.
+// (errortexts.Fingerprint) accounts for, with its latest text.
 type ErrorCount struct {
 	Text  string `json:"text"`
 	Count int    `json:"count"`

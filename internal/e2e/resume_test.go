@@ -27,7 +27,7 @@ func TestResumeFromTheMailedLink(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Clock.Advance(2 * time.Second) // the sender's next pass
-	stop := srv.Nudge()
+	stop := srv.RunFakeClock()
 	mails := smtp.Wait(2, 20*time.Second)
 	stop()
 	var mail mailtest.Message

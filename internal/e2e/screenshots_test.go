@@ -13,7 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/wording"
 )
 
@@ -93,7 +93,7 @@ func tripMail(t *testing.T, srv *apptest.Server) string {
 		t.Fatal(err)
 	}
 	base, _ := url.Parse(srv.URL)
-	comp := wording.Composer{Signer: srv.App.Links, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: &errgroups.Cache{Rows: srv.App.Store.Failures.Reader()}}
+	comp := wording.Composer{Signer: srv.App.Links, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: &errortexts.Cache{Rows: srv.App.Store.Failures.Reader()}}
 	m, err := comp.Compose(alerts.Message{Circuit: ci.ID(), Episode: ci.Episode, Kind: alerts.KindOpened, To: "oncall@example.com"}, ci, app)
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/spoken"
 )
 
@@ -34,11 +34,11 @@ type Record struct {
 	// Errors are the failures of the trip's window grouped by their text;
 	// ErrorsOther the failures of groups left out. ErrorsGone says the
 	// failure rows were pruned: what failed is only in the notices sent.
-	Errors      []errgroups.Group
+	Errors      []errortexts.Group
 	ErrorsOther int
 	ErrorsGone  bool
 	// ErrorsPartial says the window held more rows than a grouping reads
-	// (errgroups.MaxRows): the groups are of its first stored seconds.
+	// (errortexts.MaxRows): the groups are of its first stored seconds.
 	ErrorsPartial bool
 	Notices       []alerts.Message
 	Actions       []audit.Entry // who did what to the circuit meanwhile
@@ -187,7 +187,7 @@ func (r Record) Markdown(now time.Time) string {
 			fmt.Fprintf(&b, "\nAnd %d failures of other errors.\n", r.ErrorsOther)
 		}
 		if r.ErrorsPartial {
-			fmt.Fprintf(&b, "\nGrouped from the window's first %d stored seconds; the rest were not read.\n", errgroups.MaxRows)
+			fmt.Fprintf(&b, "\nGrouped from the window's first %d stored seconds; the rest were not read.\n", errortexts.MaxRows)
 		}
 	}
 

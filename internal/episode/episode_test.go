@@ -11,7 +11,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 )
 
 func TestFlipsFindTheTripAndWhatFollowedIt(t *testing.T) {
@@ -72,9 +72,9 @@ func TestMarkdownForThePostmortem(t *testing.T) {
 		Trip: circuit.Flip{Episode: 3, From: circuit.Closed, To: circuit.Open, At: trip, Actor: circuit.EvaluatorActor,
 			Count: 60, Calls: 100, Window: time.Minute, Threshold: 50, Reason: "60 % of 100 calls failed in 1m"},
 		Steps: []circuit.Flip{{Episode: 4, From: circuit.Open, To: circuit.Closed, At: trip.Add(20*time.Minute + 200*time.Millisecond), Actor: "alice", Reason: "resumed by alice"}},
-		Errors: []errgroups.Group{
+		Errors: []errortexts.Group{
 			{Fingerprint: "a", Example: "Bad | row\nsee [here](https://evil.example) <b>now</b>", Count: 40, First: trip.Add(-50 * time.Second), Last: trip, Sources: []string{"host-1", "host-2"}},
-			{Fingerprint: errgroups.NoText, Count: 20, First: trip.Add(-40 * time.Second), Last: trip},
+			{Fingerprint: errortexts.NoText, Count: 20, First: trip.Add(-40 * time.Second), Last: trip},
 		},
 		ErrorsOther: 3,
 		Notices: []alerts.Message{

@@ -7,7 +7,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 )
 
 // Reader assembles records from what the store keeps: flips, the outbox,
@@ -22,7 +22,7 @@ type Reader struct {
 	Audit interface {
 		About(ctx context.Context, target string, from, to time.Time, limit int) ([]audit.Entry, error)
 	}
-	Rows errgroups.Rows
+	Rows errortexts.Rows
 	// Kept is how long failure rows are kept (storage.FailureRetention):
 	// an older trip's errors are gone.
 	Kept time.Duration
@@ -63,7 +63,7 @@ func (r Reader) Of(ctx context.Context, ci circuit.Circuit, n int64, now time.Ti
 		rec.ErrorsGone = true
 		return rec, nil
 	}
-	if rec.Errors, rec.ErrorsOther, rec.ErrorsPartial, err = errgroups.Between(ctx, r.Rows, ci.AppID, ci.Function, from, trip.At, MaxGroups); err != nil {
+	if rec.Errors, rec.ErrorsOther, rec.ErrorsPartial, err = errortexts.Between(ctx, r.Rows, ci.AppID, ci.Function, from, trip.At, MaxGroups); err != nil {
 		return Record{}, err
 	}
 	return rec, nil

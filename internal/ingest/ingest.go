@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/spoken"
-	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // CircuitLister lists every circuit (storage.Circuits, which reads only
@@ -51,15 +51,15 @@ type Router struct {
 
 	mu       sync.Mutex
 	known    map[string]bool          // app/function of every circuit
-	words    map[string][]string      // app/function -> the words its throttle adds (throttle.Word)
+	words    map[string][]string      // app/function -> the words its throttle adds (pushback.Word)
 	longest  map[string]time.Duration // app -> its longest circuit window
 	listedAt time.Time
 	hour     time.Time
 	names    map[string]map[string]bool // app -> functions without a circuit this hour
 }
 
-// New makes a Router.
-func New(circuits CircuitLister, tallies Tallies, s Settings) *Router {
+// NewRouter makes a Router.
+func NewRouter(circuits CircuitLister, tallies Tallies, s Settings) *Router {
 	if s.MaxNames <= 0 {
 		s.MaxNames = 50
 	}
@@ -136,7 +136,7 @@ func (r *Router) Route(ctx context.Context, appID string, reports []Report, maxR
 			if len(words) > 0 && rep.Count > 0 && rep.Throttling < rep.Count && rep.Sample != "" {
 				// The circuit's own words for its downstream pushing
 				// back (the built-in ones were looked for when checked).
-				if ws := words[appID+"/"+rep.Function]; ws != nil && throttle.PushedBack(rep.Sample, ws) {
+				if ws := words[appID+"/"+rep.Function]; ws != nil && pushback.SaysWith(rep.Sample, ws) {
 					rep.Throttling = rep.Count
 				}
 			}
@@ -248,7 +248,7 @@ type Report struct {
 	Successes     int       // successes, for ratio rules; 0 when not reported
 	Sample        string
 	// Throttling are the failures among Count whose error text looks like
-	// a downstream pushing back (throttle.LooksThrottled).
+	// a downstream pushing back (pushback.Says).
 	Throttling  int
 	TraceParent string // of the report, so the trip it causes joins its trace
 	Instance    string // the instance that reported them, as the client named it

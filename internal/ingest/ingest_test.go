@@ -29,7 +29,7 @@ func reports(at time.Time, app string, names ...string) []storage.Report {
 // 3rd new name of the hour is refused, the same names are not, and the
 // next hour starts afresh; another app has a budget of its own.
 func TestNamesWithoutACircuitAreCappedPerAppAndHour(t *testing.T) {
-	r := ingest.New(circuits{{AppID: "orders", Function: "Process"}}, nil, ingest.Settings{MaxNames: 2})
+	r := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process"}}, nil, ingest.Settings{MaxNames: 2})
 	at := time.Date(2026, 12, 1, 9, 59, 59, 0, time.UTC)
 	got, err := r.Route(t.Context(), "orders", reports(at, "orders", "Process", "A", "B", "C", "A"), ingest.MaxRows, at)
 	if err != nil {
@@ -57,7 +57,7 @@ func TestNamesWithoutACircuitAreCappedPerAppAndHour(t *testing.T) {
 // written are kept; nothing older than the app's longest window (an hour
 // at least) and ten minutes is taken.
 func TestOneRequestWritesAtMostMaxRows(t *testing.T) {
-	r := ingest.New(circuits{{AppID: "orders", Function: "Process", Window: 5 * time.Minute}}, nil, ingest.Settings{})
+	r := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process", Window: 5 * time.Minute}}, nil, ingest.Settings{})
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var in []storage.Report
 	for i := range 10_000 {
@@ -84,7 +84,7 @@ func TestOneRequestWritesAtMostMaxRows(t *testing.T) {
 	if why := old.Refused[0]; !strings.Contains(why, "1h10m") {
 		t.Errorf("an item 71 minutes old: refused %q, want refused past 1h10m", why)
 	}
-	wide := ingest.New(circuits{{AppID: "orders", Function: "Process", Window: 6 * time.Hour}}, nil, ingest.Settings{})
+	wide := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process", Window: 6 * time.Hour}}, nil, ingest.Settings{})
 	kept, _ := wide.Route(t.Context(), "orders", reports(now.Add(-5*time.Hour), "orders", "Process"), ingest.MaxRows, now)
 	if len(kept.Counted) != 1 {
 		t.Errorf("an item 5 h old for a 6 h window: %v, want kept", kept.Refused)
@@ -142,7 +142,7 @@ func TestAnExportOfAFullSDKBatchIsCountedWhole(t *testing.T) {
 		want    int
 	}{{"otlp.0123", ingest.MaxExportRows, 512}, {"", 0, ingest.MaxRows}} {
 		rec := &recorder{rows: map[string]bool{}}
-		s := &ingest.Service{Router: ingest.New(cs, nil, ingest.Settings{}), Failures: rec, Now: func() time.Time { return now },
+		s := &ingest.Service{Router: ingest.NewRouter(cs, nil, ingest.Settings{}), Failures: rec, Now: func() time.Time { return now },
 			Writer: func() string { return "api.test" }, Budget: ingest.NewRowBudget(0, 0)}
 		res, err := s.Take(t.Context(), ingest.Batch{AppID: "orders", Items: items, Content: tc.content, MaxRows: tc.maxRows})
 		if err != nil {

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/throttle"
+	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
@@ -256,7 +256,7 @@ type throttledText struct {
 
 func (t *throttledText) of(text string) bool {
 	if !t.filled || text != t.text {
-		t.text, t.looks, t.filled = text, throttle.LooksThrottled(text), true
+		t.text, t.looks, t.filled = text, pushback.Says(text), true
 	}
 	return t.looks
 }

@@ -44,12 +44,12 @@ type Loop struct {
 	Begin func()
 	End   func()
 	Pass  func(ctx context.Context, f lease.Fence) error
-	// Wake, if set, starts a pass before its time: when a report may have
+	// Early, if set, starts a pass before its time: when a report may have
 	// changed a circuit, the evaluator ticks at once rather than at the
 	// next second. A woken pass starts at least WakeGap (default 100ms)
 	// after the previous one started, so a stream of wakes costs at most
 	// one pass per WakeGap.
-	Wake    <-chan struct{}
+	Early   <-chan struct{}
 	WakeGap time.Duration
 }
 
@@ -150,7 +150,7 @@ func (r *Runner) Work(l Loop) func(ctx context.Context, f lease.Fence) error {
 // wait sleeps until the loop's next start, or until it is woken, but not
 // sooner than WakeGap after the pass that started at started (real time).
 func (r *Runner) wait(ctx context.Context, l Loop, started time.Time) error {
-	if l.Wake == nil {
+	if l.Early == nil {
 		return r.clock().Sleep(ctx, untilNext(r.clock().Now(), l.Every, l.Phase))
 	}
 	gap := l.WakeGap
@@ -172,7 +172,7 @@ func (r *Runner) wait(ctx context.Context, l Loop, started time.Time) error {
 	slept := make(chan error, 1)
 	go func() { slept <- r.clock().Sleep(sleep, untilNext(r.clock().Now(), l.Every, l.Phase)) }()
 	select {
-	case <-l.Wake:
+	case <-l.Early:
 		return nil
 	case err := <-slept:
 		if ctx.Err() != nil {

@@ -17,8 +17,8 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/lease"
+	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/tablestore"
-	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // Circuits keeps, per app partition, one row per circuit (RowKey
@@ -187,15 +187,15 @@ func throttleOf(r circuitRow) circuit.Throttle {
 }
 
 // throttleWords are a row's throttle words, bounded as Validate bounds
-// them: a row written by hand costs at most throttle.MaxWords words, and
+// them: a row written by hand costs at most pushback.MaxWords words, and
 // a word that could not be typed in is dropped.
 func throttleWords(s string) []string {
 	if s == "" {
 		return nil
 	}
 	var out []string
-	for _, w := range strings.SplitN(truncate(s, throttle.MaxWords*(throttle.MaxWordBytes+1)), "\n", throttle.MaxWords+1) {
-		if throttle.Word(w) != "" && len(out) < throttle.MaxWords {
+	for _, w := range strings.SplitN(truncate(s, pushback.MaxWords*(pushback.MaxWordBytes+1)), "\n", pushback.MaxWords+1) {
+		if pushback.Word(w) != "" && len(out) < pushback.MaxWords {
 			out = append(out, w)
 		}
 	}

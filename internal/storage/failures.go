@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
@@ -380,7 +380,7 @@ func (row *failureRow) addKind(text string, n int) {
 		return // the row's Count holds them: read back as other errors
 	}
 	text = truncate(text, 1024)
-	fp := errgroups.Kind(text)
+	fp := errortexts.Kind(text)
 	for i := range row.kinds {
 		if row.kinds[i].fingerprint == fp {
 			row.kinds[i].count += n

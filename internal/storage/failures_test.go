@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -207,15 +207,15 @@ func TestGroupingReadsAtMostMaxRows(t *testing.T) {
 		}
 	}
 	ci := circuit.Circuit{AppID: "orders", Function: "Process", Window: 5 * time.Minute, State: circuit.Closed}
-	groups, other, span, err := errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
+	groups, other, span, err := errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(groups) != 1 || groups[0].Count != errgroups.MaxRows || other != 0 || !strings.Contains(span, "first 2000 stored seconds") {
-		t.Errorf("groups %+v, other %d, span %q; want one group of the first %d rows, said so", groups, other, span, errgroups.MaxRows)
+	if len(groups) != 1 || groups[0].Count != errortexts.MaxRows || other != 0 || !strings.Contains(span, "first 2000 stored seconds") {
+		t.Errorf("groups %+v, other %d, span %q; want one group of the first %d rows, said so", groups, other, span, errortexts.MaxRows)
 	}
 	ci.Window = 30 * time.Second // 750 rows: all read, nothing said
-	groups, _, span, err = errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
+	groups, _, span, err = errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
 	if err != nil || len(groups) != 1 || groups[0].Count != 750 || strings.Contains(span, "stored seconds") {
 		t.Errorf("a 30 s window: %+v, %q, %v; want its 750 failures, all read", groups, span, err)
 	}
@@ -461,7 +461,7 @@ func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ci := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Closed}
-	groups, other, _, err := errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
+	groups, other, _, err := errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -479,7 +479,7 @@ func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
 		t.Fatal(err)
 	}
 	ci.Function = "Mixed"
-	groups, _, _, err = errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
+	groups, _, _, err = errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -487,7 +487,7 @@ func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
 	for _, g := range groups {
 		got[g.Text()] = g.Count
 	}
-	if len(groups) != 9 || got["error kind a"] != 20 || got["error kind h"] != 13 || got[errgroups.OtherKinds] != 12+11 {
+	if len(groups) != 9 || got["error kind a"] != 20 || got["error kind h"] != 13 || got[errortexts.OtherKinds] != 12+11 {
 		t.Errorf("ten kinds grouped %v; want kinds a to h apart and the 23 failures of i and j as other errors", got)
 	}
 
@@ -508,7 +508,7 @@ func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
 		}
 	}
 	ci.Function = "Foreign"
-	groups, _, _, err = errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
+	groups, _, _, err = errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,14 +540,14 @@ func TestARowOfManyKindsTracksABoundedNumber(t *testing.T) {
 		t.Fatal(err)
 	}
 	ci := circuit.Circuit{AppID: "orders", Function: "Many", Window: time.Minute, State: circuit.Closed}
-	groups, other, _, err := errgroups.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
+	groups, other, _, err := errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
 	if err != nil {
 		t.Fatal(err)
 	}
 	total, others := other, 0
 	for _, g := range groups {
 		total += g.Count
-		if g.Fingerprint == errgroups.OtherKinds {
+		if g.Fingerprint == errortexts.OtherKinds {
 			others = g.Count
 		}
 	}

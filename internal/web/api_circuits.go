@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 )
 
 // The JSON API for circuits (docs/openapi.yaml). Scripts authenticate with
@@ -171,7 +171,7 @@ func toFlipJSON(f circuit.Flip) flipJSON {
 		Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason}
 }
 
-func toErrorGroupJSON(g errgroups.Group, app circuit.App) errorGroupJSON {
+func toErrorGroupJSON(g errortexts.Group, app circuit.App) errorGroupJSON {
 	return errorGroupJSON{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces, Links: traceLinks(g, app)}
 }
 

@@ -15,7 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
@@ -52,7 +52,7 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 		ErrorsOther: rec.ErrorsOther, ErrorsGone: rec.ErrorsGone, Markdown: rec.Markdown(now),
 		Lasted: episode.AfterTrip(rec.Trip.At, rec.Ended(now))}
 	if rec.ErrorsPartial {
-		m.ErrorsRead = errgroups.MaxRows
+		m.ErrorsRead = errortexts.MaxRows
 	}
 	switch _, closed := rec.Closed(); {
 	case !closed:

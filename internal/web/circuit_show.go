@@ -17,7 +17,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/throttle"
 	"github.com/fusebox/fusebox/internal/views"
@@ -302,8 +302,8 @@ func (s *CircuitPages) errorGroups(ctx context.Context, ci circuit.Circuit, now 
 // appOfTraces reads the app whose groups these are, for the links of
 // their sample traces: only when one has a trace, and without it (a read
 // that failed) the traces are shown unlinked.
-func (s *CircuitPages) appOfTraces(ctx context.Context, appID string, groups []errgroups.Group) circuit.App {
-	if !slices.ContainsFunc(groups, func(g errgroups.Group) bool { return len(g.Traces) > 0 }) {
+func (s *CircuitPages) appOfTraces(ctx context.Context, appID string, groups []errortexts.Group) circuit.App {
+	if !slices.ContainsFunc(groups, func(g errortexts.Group) bool { return len(g.Traces) > 0 }) {
 		return circuit.App{}
 	}
 	app, _ := s.Apps.Get(ctx, appID)
@@ -313,13 +313,13 @@ func (s *CircuitPages) appOfTraces(ctx context.Context, appID string, groups []e
 // errorGroupRow is a group as the pages show it: its sample traces link
 // to their transaction in the app's Application Insights, when it names
 // one.
-func errorGroupRow(g errgroups.Group, app circuit.App) views.ErrorGroupRow {
+func errorGroupRow(g errortexts.Group, app circuit.App) views.ErrorGroupRow {
 	return views.ErrorGroupRow{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Sources: strings.Join(g.Sources, ", "), Traces: g.Traces, Links: traceLinks(g, app)}
 }
 
 // traceLinks are, for each of a group's sample traces, its transaction in
 // the app's Application Insights; nil when the app names none.
-func traceLinks(g errgroups.Group, app circuit.App) []string {
+func traceLinks(g errortexts.Group, app circuit.App) []string {
 	if app.InsightsAppID == "" || len(g.Spans) != len(g.Traces) || len(g.Traces) == 0 {
 		return nil
 	}

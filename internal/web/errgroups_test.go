@@ -258,7 +258,7 @@ func wantTraceLinked(t *testing.T, body, appID, problem string) {
 }
 
 // On the real clock, a closed circuit's page follows its failures: its
-// groups are kept while its rows stay as they were (errgroups.Cache with
+// groups are kept while its rows stay as they were (errortexts.Cache with
 // stamps), and a new kind of error shows within the groups' 5 s plus the
 // evaluator's next read, never hidden behind the kept groups.
 func TestAClosedCircuitsGroupsFollowNewFailures(t *testing.T) {

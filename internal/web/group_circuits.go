@@ -7,7 +7,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 )
 
@@ -25,7 +25,7 @@ type CircuitPages struct {
 	Drift    driftResolver
 	Window   windowReader
 	// Samples reads one circuit's rows with their error texts.
-	Samples errgroups.Grouper
+	Samples errortexts.Grouper
 	// Episodes assemble an episode's record from the trip on.
 	Episodes episodeReader
 	Rates    rateReader

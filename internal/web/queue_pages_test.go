@@ -65,7 +65,7 @@ func queueConn(t *testing.T) string {
 // the watcher looks at the queues on its own schedule.
 func waitFor(t *testing.T, srv *apptest.Server, b *browser, page, want string) response {
 	t.Helper()
-	stop := srv.Nudge()
+	stop := srv.RunFakeClock()
 	defer stop()
 	deadline := time.Now().Add(20 * time.Second)
 	for {

@@ -83,7 +83,7 @@ func TestMailPageShowsStatesAndResends(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv.Clock.Advance(2 * time.Second)
-	stop := srv.Nudge()
+	stop := srv.RunFakeClock()
 	first := smtp.Wait(2, 20*time.Second) // SyncInventory (open) and ImportPrices (forced-open)
 	stop()
 	if len(first) != 2 {
@@ -102,7 +102,7 @@ func TestMailPageShowsStatesAndResends(t *testing.T) {
 	r := b.post("/notifications/resend", url.Values{"_csrf": {b.csrf("/notifications")}, "id": {html.UnescapeString(id[1])}})
 	wantStatus(t, r, http.StatusSeeOther)
 	srv.Clock.Advance(2 * time.Second)
-	stop = srv.Nudge()
+	stop = srv.RunFakeClock()
 	defer stop()
 	if got := smtp.Wait(3, 20*time.Second); len(got) != 3 {
 		t.Errorf("%d mails after a resend, want 3", len(got))

@@ -76,10 +76,10 @@ func TestRetentionRemindersComeAheadOfExpiry(t *testing.T) {
 	}
 
 	// Each owed notice is waited for as the mail it becomes: the sender
-	// runs on the fake clock, so the waits run inside Nudge.
+	// runs on the fake clock, so the waits run inside RunFakeClock.
 	mailed := func(to, subject string) mailtest.Message {
 		t.Helper()
-		stop := srv.Nudge()
+		stop := srv.RunFakeClock()
 		defer stop()
 		m, ok := smtp.WaitFor(func(m mailtest.Message) bool { return m.To == to && strings.Contains(m.Subject, subject) }, 20*time.Second)
 		if !ok {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/spoken"
@@ -28,9 +28,9 @@ type Composer struct {
 	LinkTTL time.Duration
 	Now     func() time.Time
 	// Errors, when set, reads what failed in a circuit's window
-	// (errgroups.OfCircuit), for the alerts that a trip or a reminder
+	// (errortexts.OfCircuit), for the alerts that a trip or a reminder
 	// sends; an error leaves them out.
-	Errors errgroups.Grouper
+	Errors errortexts.Grouper
 	// Retention, when set, reads what waits behind a switched-off
 	// trigger and when it begins to expire, for the reminders ahead of
 	// the hub's retention; false leaves the numbers out.

@@ -9,7 +9,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/wording"
 )
@@ -81,7 +81,7 @@ func TestATripsAlertSaysWhatFailed(t *testing.T) {
 		t.Fatal(err)
 	}
 	base, _ := url.Parse("https://fusebox.example.com")
-	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: &errgroups.Cache{Rows: srv.App.Store.Failures.Reader()}}
+	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: &errortexts.Cache{Rows: srv.App.Store.Failures.Reader()}}
 	c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 4, Window: 30 * time.Second, State: circuit.Open, Episode: 1, ChangedAt: now, Reason: "5 failures in 30s (threshold 4)"}
 	m := alerts.Message{ID: alerts.MessageID(c.ID(), 1, alerts.KindOpened, "ops@example.com"), Circuit: c.ID(), Episode: 1, Kind: alerts.KindOpened, To: "ops@example.com"}
 	mail, err := comp.Compose(m, c, circuit.App{ID: "orders", Switch: circuit.SwitchARM})

@@ -1,4 +1,4 @@
-package errgroups_test
+package errortexts_test
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/errgroups"
+	"github.com/fusebox/fusebox/internal/errortexts"
 )
 
 type countingRows struct {
@@ -48,7 +48,7 @@ func (r *countingRows) waitReads(n int) int {
 // view.
 func TestTheCacheReadsEachWindowOnce(t *testing.T) {
 	rows := &countingRows{read: make(chan struct{}, 100)}
-	c := &errgroups.Cache{Rows: rows, Fixed: 30 * time.Second, Moving: 5 * time.Second}
+	c := &errortexts.Cache{Rows: rows, Fixed: 30 * time.Second, Moving: 5 * time.Second}
 	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	open := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-time.Minute)}
 	for _, step := range []struct {
@@ -100,7 +100,7 @@ func TestTheCacheReadsAgainOnlyWhenTheRowsChanged(t *testing.T) {
 	rows := &countingRows{read: make(chan struct{}, 100)}
 	st := &stamps{}
 	st.set(3, true)
-	c := &errgroups.Cache{Rows: rows, Stamps: st, Moving: 5 * time.Second}
+	c := &errortexts.Cache{Rows: rows, Stamps: st, Moving: 5 * time.Second}
 	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	closed := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Closed, Episode: 2}
 	for _, step := range []struct {

@@ -1,7 +1,7 @@
-// Package errgroups groups a circuit's failures by what their error text
+// Package errortexts groups a circuit's failures by what their error text
 // says, the way a person reads them: the same error with another id,
 // number, path or quoted value is one group.
-package errgroups
+package errortexts
 
 import (
 	"cmp"

@@ -1,4 +1,4 @@
-package errgroups
+package errortexts
 
 import (
 	"fmt"

@@ -82,20 +82,13 @@ func (s *Server) NextTick(t testing.TB) {
 // it. Bounded by 20 s.
 func (s *Server) TickAfter(t testing.TB, after time.Time) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		st, err := s.App.Store.Status.Evaluator(t.Context())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !st.LastTickAt.Before(after) {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no evaluator tick stored since %s after 20 s", after.Format(time.TimeOnly))
-		}
-		time.Sleep(10 * time.Millisecond) // polls a row, bounded by the deadline
-	}
+		return !st.LastTickAt.Before(after), "no evaluator tick stored since " + after.Format(time.TimeOnly)
+	})
 }
 
 // Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*

@@ -87,8 +87,7 @@ func BenchmarkSetAsidePages(b *testing.B) {
 	start := time.Now()
 	qc := fillQueue(b, conn, source+"-poison", total)
 	b.Logf("10,000 messages put in %s", time.Since(start).Round(time.Millisecond))
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(b, 30*time.Second, func() (bool, string) { // the watcher announces nothing
 		kept, err := st.SetAside.OfApp(ctx, "bench")
 		if err != nil {
 			b.Fatal(err)
@@ -97,14 +96,8 @@ func BenchmarkSetAsidePages(b *testing.B) {
 		for _, k := range kept.Queues {
 			seen = seen || (k.Name == source+"-poison" && k.Count == total)
 		}
-		if seen {
-			break
-		}
-		if time.Now().After(deadline) {
-			b.Fatal("the watcher did not see 10,000 messages within 30 s")
-		}
-		time.Sleep(200 * time.Millisecond) // poll, bounded: the watcher announces nothing
-	}
+		return seen, "the watcher did not see 10,000 messages"
+	})
 	c := signIn(b, srv)
 	page := func(path, want string) func() error {
 		return func() error {

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // standInHost is a local function host's admin API, at the port the
@@ -116,17 +118,10 @@ func TestMissedSlotsAreMadeUp(t *testing.T) {
 	// recorded a pass after it (its loop job's last run), then count.
 	srv.Clock.Advance(30 * time.Second)
 	passed := srv.Clock.Now()
-	afterPass := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		j, err := srv.App.Store.Jobs.Get(t.Context(), "f0c5b0c5-0000-4000-8000-000000000006")
-		if err == nil && !j.LastRunAt.Before(passed) {
-			break
-		}
-		if time.Now().After(afterPass) {
-			t.Fatal("no scanner pass recorded after the third advance within 20 s")
-		}
-		time.Sleep(20 * time.Millisecond) // poll storage, bounded by the deadline
-	}
+		return err == nil && !j.LastRunAt.Before(passed), "no scanner pass recorded after the third advance"
+	})
 	if n := count("ExportEach"); n != 3 {
 		t.Errorf("each: %d runs for 3 missed slots over three scans, want 3", n)
 	}
@@ -144,8 +139,7 @@ func TestMissedSlotsAreMadeUp(t *testing.T) {
 	// lapse the scanner's lease while the host answers; the slot stays
 	// claimed, so it is never run twice). Wait for the entries.
 	caught := 0
-	auditDeadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 		entries, err := srv.App.Store.Audit.Recent(t.Context(), srv.Clock.Now(), 50)
 		if err != nil {
 			t.Fatal(err)
@@ -156,11 +150,8 @@ func TestMissedSlotsAreMadeUp(t *testing.T) {
 				caught++
 			}
 		}
-		if caught >= 4 || time.Now().After(auditDeadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return caught >= 4, fmt.Sprintf("%d catch-up audit entries, want one for each of the 4 runs", caught)
+	})
 	if caught != 4 {
 		t.Errorf("%d catch-up audit entries, want one for each of the 4 runs", caught)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // signedIn starts Fusebox with the demo and a browser signed in as user.
@@ -47,20 +48,15 @@ func settle(t *testing.T, srv *apptest.Server, function string) circuit.Circuit 
 	if srv.Clock != nil {
 		srv.NextTick(t)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
-		if err != nil {
+	var c circuit.Circuit
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		var err error
+		if c, err = srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function); err != nil {
 			t.Fatal(err)
 		}
-		if !c.Pending() {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s still pending after 20 s", function)
-		}
-		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return !c.Pending(), function + " still pending"
+	})
+	return c
 }
 
 func TestOperatorTripsAndResumesACircuit(t *testing.T) {

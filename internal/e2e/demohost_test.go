@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -107,13 +108,7 @@ func TestNothingIsLost(t *testing.T) {
 	}
 	waitUntil := func(what string, limit time.Duration, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !ok() {
-			if time.Now().After(deadline) {
-				t.Fatalf("not %s within %s", what, limit)
-			}
-			time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-		}
+		testenv.Eventually(t, limit, func() (bool, string) { return ok(), "not " + what })
 	}
 	checkpoints := func() map[string]int64 {
 		cps, _, err := hostinsight.NewReader(bc, app.HostID).Checkpoints(t.Context())
@@ -136,10 +131,10 @@ func TestNothingIsLost(t *testing.T) {
 	waitUntil("tripped and switched off", 30*time.Second, func() bool { c := circuitNow(); return c.State == circuit.Open && !c.Pending() })
 	waitUntil("restarted disabled", 10*time.Second, func() bool { h := host(); return h != nil && h.Disabled() })
 	frozen := checkpoints()
-	time.Sleep(time.Second) // events keep arriving while the trigger is off: let a second of them wait
-	if after := checkpoints(); after["0"] != frozen["0"] || after["1"] != frozen["1"] {
-		t.Fatalf("checkpoints moved while the trigger was off: %v then %v", frozen, after)
-	}
+	testenv.Consistently(t, time.Second, func() (bool, string) { // events keep arriving while the trigger is off: a second of them wait
+		after := checkpoints()
+		return after["0"] == frozen["0"] && after["1"] == frozen["1"], fmt.Sprintf("checkpoints moved while the trigger was off: %v then %v", frozen, after)
+	})
 
 	// The store is back; the operator reads the circuit page and resumes.
 	if err := os.Remove(offline); err != nil {

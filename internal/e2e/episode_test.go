@@ -15,6 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // TestTheEpisodeRecordEndToEnd is the 3 a.m. page's journey on the real
@@ -158,18 +159,13 @@ func item(function string, at time.Time, count int, text string) string {
 // demo app is what ok says (what, in words), and returns it.
 func waitState(t *testing.T, srv *apptest.Server, function, what string, ok func(circuit.Circuit) bool) circuit.Circuit {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
-		if err != nil {
+	var c circuit.Circuit
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		var err error
+		if c, err = srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function); err != nil {
 			t.Fatal(err)
 		}
-		if ok(c) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s not %s within 20 s: %+v", function, what, c)
-		}
-		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return ok(c), fmt.Sprintf("%s not %s: %+v", function, what, c)
+	})
+	return c
 }

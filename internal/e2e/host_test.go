@@ -50,22 +50,15 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	if !ok {
 		t.Fatal("no mail about ProcessOrders")
 	}
-	deadline := time.Now().Add(20 * time.Second)
 	var switched time.Time
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 		if err != nil {
 			t.Fatal(err)
 		}
-		if c.State == circuit.Open && !c.Pending() {
-			switched = c.SwitchedAt()
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("ProcessOrders not switched off within 20 s")
-		}
-		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-	}
+		switched = c.SwitchedAt()
+		return c.State == circuit.Open && !c.Pending(), "ProcessOrders not switched off"
+	})
 
 	p := newPage(t)
 	p.do(t, chromedp.Navigate(resumeLink(m.Text)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))

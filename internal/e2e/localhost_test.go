@@ -32,6 +32,8 @@ func runLocalHost(t *testing.T, ctx context.Context, settings string, newHost fu
 		defer close(l.done)
 		var stop context.CancelFunc
 		var last map[string]string
+		poll := time.NewTicker(50 * time.Millisecond) // the settings file, as local-host polls it
+		defer poll.Stop()
 		for ctx.Err() == nil {
 			now, err := hostsupervisor.Watched(settings)
 			if err == nil && (last == nil || !maps.Equal(now, last)) {
@@ -54,7 +56,10 @@ func runLocalHost(t *testing.T, ctx context.Context, settings string, newHost fu
 				l.mu.Unlock()
 				go func() { _ = h.Run(hctx, every) }()
 			}
-			time.Sleep(50 * time.Millisecond) // poll the settings file, as local-host does
+			select {
+			case <-poll.C:
+			case <-ctx.Done():
+			}
 		}
 		if stop != nil {
 			stop()

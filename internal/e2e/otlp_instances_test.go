@@ -7,6 +7,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/otlp"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // A host's trace and log exporters are two clients: behind a load balancer
@@ -27,22 +28,18 @@ func twoInstances(t *testing.T) (a, b *apptest.Server) {
 // 5 s, say that spans tell of function: what the other instances read.
 func waitSpansShared(t *testing.T, a *apptest.Server, function string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		rows, err := a.App.Store.Arrivals.ArrivalsOf(t.Context(), demo.AppID, time.Now().Add(-time.Minute))
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, r := range rows {
 			if sig, ok := r.Functions[function]; ok && sig == otlp.HostSpan {
-				return
+				return true, ""
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no arrival row says spans tell of %s after 20 s", function)
-		}
-		time.Sleep(50 * time.Millisecond) // polls a table, bounded by the deadline
-	}
+		return false, "no arrival row says spans tell of " + function
+	})
 }
 
 // TestRecordsOnAnotherInstanceDoNotCountWhatSpansCounted: 50 invocations,

@@ -94,17 +94,14 @@ func countedOf(t *testing.T, srv *apptest.Server, function string) (failures, su
 // and fails with what they hold after 20 s.
 func waitCounted(t *testing.T, srv *apptest.Server, function string, failures, successes int) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		f, s := countedOf(t, srv, function)
-		if f == failures && s == successes {
-			return
+		msg := fmt.Sprintf("%s counted %d failures and %d successes, want %d and %d (each invocation once)", function, f, s, failures, successes)
+		if f > failures || s > successes {
+			t.Fatal(msg)
 		}
-		if f > failures || s > successes || time.Now().After(deadline) {
-			t.Fatalf("%s counted %d failures and %d successes, want %d and %d (each invocation once)", function, f, s, failures, successes)
-		}
-		time.Sleep(20 * time.Millisecond) // polls rows, bounded by the deadline
-	}
+		return f == failures && s == successes, msg
+	})
 }
 
 // TestALogLevelThatHidesSucceededRecordsTripsNoRatioRule: with host.json's

@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -91,21 +92,14 @@ func TestPoisonJourney(t *testing.T) {
 	queuePage := srv.URL + "/apps/" + demo.AppID + "/queues/" + name + "-poison"
 	showing := func(what, sel string) {
 		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for {
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) { // reload: the page is not live
 			p.do(t, chromedp.Navigate(queuePage), chromedp.WaitVisible(chromedp.CSS(`[data-testid="queue-count"]`)))
 			n, err := chromedp.Run(p.ctx, chromedp.Evaluate[int](`document.querySelectorAll('`+sel+`').length`))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n > 0 {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the queue's page did not show %s within 30 s: %s", what, p.text(t, "main"))
-			}
-			time.Sleep(250 * time.Millisecond) // reload, bounded by the deadline: the page is not live
-		}
+			return n > 0, fmt.Sprintf("the queue's page does not show %s: %s", what, p.text(t, "main"))
+		})
 	}
 	showing("the poison message", `[data-testid="message"]`)
 	t.Logf("shown on the queue's page %s after it was sent", time.Since(start).Round(time.Millisecond))

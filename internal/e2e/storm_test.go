@@ -14,6 +14,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/mailtest"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // TestStormResume (a short name: Chromium's socket path holds it) walks a
@@ -59,9 +60,10 @@ func TestStormResume(t *testing.T) {
 	}
 	all := func(what string, ok func(circuit.Circuit) bool) map[string]circuit.Circuit {
 		t.Helper()
-		deadline := time.Now().Add(20 * time.Second)
-		for {
-			got, done := map[string]circuit.Circuit{}, true
+		var got map[string]circuit.Circuit
+		testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+			got = map[string]circuit.Circuit{}
+			done := true
 			for _, fn := range names {
 				c, err := srv.App.Store.Circuits.Get(ctx, "storm", fn)
 				if err != nil {
@@ -70,14 +72,9 @@ func TestStormResume(t *testing.T) {
 				got[fn] = c
 				done = done && ok(c)
 			}
-			if done {
-				return got
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("the five circuits were not all %s within 20 s: %+v", what, got)
-			}
-			time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
-		}
+			return done, fmt.Sprintf("the five circuits are not all %s: %+v", what, got)
+		})
+		return got
 	}
 	opened := all("open and switched off", func(c circuit.Circuit) bool { return c.State == circuit.Open && !c.Pending() })
 	for _, fn := range names {

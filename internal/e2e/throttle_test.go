@@ -2,6 +2,7 @@ package e2e_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -99,14 +100,13 @@ func TestThrottleJourney(t *testing.T) {
 	}
 	waitUntil := func(what string, limit time.Duration, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(limit)
-		for !ok() {
-			if time.Now().After(deadline) {
-				c := circuitNow()
-				t.Fatalf("not %s within %s: the circuit is %s (%s)", what, limit, c.State, c.Reason)
+		testenv.Eventually(t, limit, func() (bool, string) {
+			if ok() {
+				return true, ""
 			}
-			time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
-		}
+			c := circuitNow()
+			return false, fmt.Sprintf("not %s: the circuit is %s (%s)", what, c.State, c.Reason)
+		})
 	}
 	setting := func(name string) (string, bool) {
 		s, err := localsettings.Settings(settings)

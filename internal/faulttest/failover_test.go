@@ -2,6 +2,7 @@ package faulttest_test
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math/rand/v2"
 	"net/http"
@@ -159,22 +160,18 @@ func containsInstance(list []*faulttest.Instance, in *faulttest.Instance) bool {
 func passedSince(t *testing.T, in *faulttest.Instance, loop string, t0 time.Time) {
 	t.Helper()
 	want := `fusebox_loop_last_success_timestamp_seconds{loop="` + loop + `"} `
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		if resp, err := http.Get(in.URL + "/metrics"); err == nil {
 			body, _ := io.ReadAll(resp.Body)
 			resp.Body.Close()
 			for _, line := range strings.Split(string(body), "\n") {
 				if v, ok := strings.CutPrefix(line, want); ok {
 					if f, err := strconv.ParseFloat(v, 64); err == nil && time.Unix(int64(f), 0).After(t0) {
-						return
+						return true, ""
 					}
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s's %s loop has not passed since %s", in.Name, loop, t0.Format(time.TimeOnly))
-		}
-		time.Sleep(100 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return false, fmt.Sprintf("%s's %s loop has not passed since %s", in.Name, loop, t0.Format(time.TimeOnly))
+	})
 }

@@ -3,6 +3,7 @@ package faulttest_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"path/filepath"
 	"strconv"
@@ -90,21 +91,21 @@ func (r *rig) start(n int) []*faulttest.Instance {
 // one that is among want.
 func (r *rig) holder(name string, want []*faulttest.Instance, timeout time.Duration) (*faulttest.Instance, int64) {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var held *faulttest.Instance
+	var generation int64
+	testenv.Eventually(r.t, timeout, func() (bool, string) {
 		rec, err := r.st.Leases.Get(r.t.Context(), name)
 		if err == nil {
 			for _, in := range want {
 				if in.Holds(rec.Holder) {
-					return in, rec.Generation
+					held, generation = in, rec.Generation
+					return true, ""
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("no instance among %d holds %s after %s (record: %+v, %v)", len(want), name, timeout, rec, err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return false, fmt.Sprintf("no instance among %d holds %s (record: %+v, %v)", len(want), name, rec, err)
+	})
+	return held, generation
 }
 
 func (r *rig) report(t *testing.T, in *faulttest.Instance, function string, count int) {
@@ -132,17 +133,13 @@ func (r *rig) waitState(function string, want circuit.State, timeout time.Durati
 // and fails the test after timeout.
 func (r *rig) waitCircuit(function, want string, ok func(circuit.Circuit) bool, timeout time.Duration) circuit.Circuit {
 	r.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		c, err := r.st.Circuits.Get(r.t.Context(), demo.AppID, function)
-		if err == nil && ok(c) {
-			return c
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s not %s after %s: %+v, %v", function, want, timeout, c, err)
-		}
-		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
-	}
+	var c circuit.Circuit
+	testenv.Eventually(r.t, timeout, func() (bool, string) {
+		var err error
+		c, err = r.st.Circuits.Get(r.t.Context(), demo.AppID, function)
+		return err == nil && ok(c), fmt.Sprintf("%s not %s: %+v, %v", function, want, c, err)
+	})
+	return c
 }
 
 func (r *rig) opens(function string) []circuit.Flip {

@@ -2,6 +2,7 @@ package faulttest_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/faulttest"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // Storage stops answering for 10 s while function instances report. Every
@@ -94,11 +96,12 @@ func TestAStorageOutageLosesNoAcceptedReport(t *testing.T) {
 	wg.Wait()
 
 	// The client sends what it still holds; give it up to 30 s.
-	flushCtx, flushCancel := context.WithTimeout(t.Context(), 30*time.Second)
-	defer flushCancel()
-	for rep.Flush(flushCtx) != nil && flushCtx.Err() == nil {
-		time.Sleep(200 * time.Millisecond) // retry, bounded by the context
-	}
+	testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+		defer cancel()
+		err := rep.Flush(ctx)
+		return err == nil, fmt.Sprintf("the client still holds failures it could not send: %v", err)
+	})
 	cancel()
 	<-clientDone
 

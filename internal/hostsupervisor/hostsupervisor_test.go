@@ -13,6 +13,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/hostsupervisor"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // TestMain lets the test binary play the host: with FUSEBOX_FAKE_HOST set
@@ -52,18 +53,13 @@ func TestMain(m *testing.M) {
 // waitLog waits, bounded, until the host's log has n lines.
 func waitLog(t *testing.T, path string, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	var lines []string
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
 		b, _ := os.ReadFile(path)
-		lines := strings.Fields(strings.ReplaceAll(string(b), "start disabled=", "start:"))
-		if len(lines) >= n {
-			return lines
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("host log after 10 s: %q, want %d lines", b, n)
-		}
-		time.Sleep(10 * time.Millisecond) // poll the child's log, bounded by the deadline
-	}
+		lines = strings.Fields(strings.ReplaceAll(string(b), "start disabled=", "start:"))
+		return len(lines) >= n, fmt.Sprintf("host log %q, want %d lines", b, n)
+	})
+	return lines
 }
 
 func TestTheHostRestartsWhenADisabledKeyChanges(t *testing.T) {

@@ -31,3 +31,23 @@ func Eventually(tb testing.TB, limit time.Duration, check func() (done bool, sta
 }
 
 const pollEvery = 50 * time.Millisecond
+
+// Consistently reads state with check for the whole of d and fails the
+// test the first time check says it no longer holds: for what must not
+// happen (a trigger switched off again, a checkpoint that moves) over a
+// span of real time. The reads come every pollEvery.
+func Consistently(tb testing.TB, d time.Duration, check func() (holds bool, state string)) {
+	tb.Helper()
+	start := time.Now()
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
+	for {
+		if holds, state := check(); !holds {
+			tb.Fatalf("after %s: %s", time.Since(start).Round(time.Millisecond), state)
+		}
+		if time.Since(start) >= d {
+			return
+		}
+		<-tick.C
+	}
+}

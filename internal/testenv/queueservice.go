@@ -32,16 +32,12 @@ func PrivateQueueService(t testing.TB) string {
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		if c, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+	Eventually(t, 30*time.Second, func() (bool, string) {
+		c, err := net.DialTimeout("tcp", addr, time.Second)
+		if err == nil {
 			c.Close()
-			break
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Azurite's queue service did not listen on %s within 30 s", addr)
-		}
-		time.Sleep(100 * time.Millisecond) // poll until it listens, bounded by the deadline
-	}
+		return err == nil, "Azurite's queue service does not listen on " + addr
+	})
 	return "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;QueueEndpoint=http://" + addr + "/devstoreaccount1;"
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -53,24 +54,15 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", "job/bad-misfire", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message", "orders-demo/209901010000|traces|bad-source", "orders-demo/209901010000|logs|bad-count",
 		"orders-demo/orders-poison", "orders-demo/bad-samples-poison", "orders-demo/!run-orders-poison", month + "/0000000000000000000-bad"}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) { // the scanner reads runs on its own pass
 		body := b.get("/").body
-		missing := ""
 		for _, key := range want {
 			if !strings.Contains(body, key) {
-				missing = key
-				break
+				return false, fmt.Sprintf("the overview does not list %s:\n%s", key, body)
 			}
 		}
-		if missing == "" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the overview does not list %s:\n%s", missing, body)
-		}
-		time.Sleep(50 * time.Millisecond) // the scanner reads runs on its own pass
-	}
+		return true, ""
+	})
 	metrics := b.get("/metrics").body
 	if !strings.Contains(metrics, `fusebox_unreadable_rows{table="Circuits"} 2`) {
 		t.Errorf("metrics lack the count of unreadable circuit rows:\n%s", testenv.GrepLines(metrics, "unreadable"))

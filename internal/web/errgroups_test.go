@@ -19,6 +19,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // The circuit page says what failed: the reports' error texts grouped by
@@ -279,16 +280,11 @@ func TestAClosedCircuitsGroupsFollowNewFailures(t *testing.T) {
 	waitFor := func(want string, within time.Duration) time.Duration {
 		t.Helper()
 		start := time.Now()
-		for {
+		testenv.Eventually(t, within, func() (bool, string) {
 			page := b.get("/circuits/" + demo.AppID + "/ScoreLeads")
-			if strings.Contains(page.body, want) {
-				return time.Since(start)
-			}
-			if time.Since(start) > within {
-				t.Fatalf("after %s the page does not show %q:\n%s", within, want, page.body)
-			}
-			time.Sleep(200 * time.Millisecond) // a person reloading, bounded by within
-		}
+			return strings.Contains(page.body, want), fmt.Sprintf("the page does not show %q:\n%s", want, page.body)
+		})
+		return time.Since(start)
 	}
 	report("Timeout after 30 s reading leads")
 	waitFor("Timeout after 30 s reading leads", 10*time.Second)

@@ -15,6 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 func postJSON(t *testing.T, url, key, body string) response {
@@ -282,25 +283,18 @@ func TestTheCircuitPageShowsWhichInstanceFails(t *testing.T) {
 // inside the circuit's 30 s window) while it waits.
 func waitOpen(t *testing.T, srv *apptest.Server, function string) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
 	nudge, nudges := time.Now().Add(500*time.Millisecond), 0
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function)
 		if err != nil {
 			t.Fatal(err)
-		}
-		if c.State == circuit.Open && !c.Pending() {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is %s (pending %v) after 20 s", function, c.State, c.Pending())
 		}
 		if time.Now().After(nudge) && nudges < 20 {
 			srv.Clock.Advance(time.Second)
 			nudge, nudges = time.Now().Add(500*time.Millisecond), nudges+1
 		}
-		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return c.State == circuit.Open && !c.Pending(), fmt.Sprintf("%s is %s (pending %v)", function, c.State, c.Pending())
+	})
 }
 
 // TestOneReportCostsBoundedRows sends what a key holder could: 10,000

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -123,17 +124,10 @@ func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
 func TestFuseboxLoopsAreJobs(t *testing.T) {
 	srv := apptest.Start(t, nil)
 	want := map[string]string{"Fusebox: failure pruner": "0 */10 * * * *", "Fusebox: failure roll-up": "*/30 * * * * *", "Fusebox: session sweeper": "0 */10 * * * *"}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		missing := loopsWithoutRuns(t, srv, want)
-		if len(missing) == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("20 s after start these loops have no job with a successful run and a last-run time: %v", missing)
-		}
-		time.Sleep(10 * time.Millisecond) // poll, bounded by the deadline above
-	}
+		return len(missing) == 0, fmt.Sprintf("these loops have no job with a successful run and a last-run time: %v", missing)
+	})
 }
 
 func loopsWithoutRuns(t *testing.T, srv *apptest.Server, want map[string]string) []string {

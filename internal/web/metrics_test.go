@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -22,9 +23,9 @@ import (
 // line starts with a prefix in gone.
 func waitMetrics(t *testing.T, url string, want, gone []string) string {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		body := newBrowser(t, url).get("/metrics").body
+	var body string
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		body = newBrowser(t, url).get("/metrics").body
 		ok := true
 		for _, w := range want {
 			ok = ok && strings.Contains(body, "\n"+w+"\n")
@@ -32,14 +33,9 @@ func waitMetrics(t *testing.T, url string, want, gone []string) string {
 		for _, g := range gone {
 			ok = ok && !strings.Contains(body, "\n"+g)
 		}
-		if ok {
-			return body
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s the scrape lacks %v or still has %v:\n%s", want, gone, testenv.GrepLines(body, "fusebox_"))
-		}
-		time.Sleep(50 * time.Millisecond) // poll, bounded by the deadline
-	}
+		return ok, fmt.Sprintf("the scrape lacks %v or still has %v:\n%s", want, gone, testenv.GrepLines(body, "fusebox_"))
+	})
+	return body
 }
 
 // A second instance, which holds no lease, answers a scrape with the state

@@ -43,12 +43,14 @@ func TestSlowUploadsHoldNoDecodingSlot(t *testing.T) {
 			if err != nil || !strings.Contains(line, "100 Continue") {
 				t.Fatalf("%s's slow upload: %q, %v; want the server reading its body", app, line, err)
 			}
-			go func() {
+			go func() { // a byte a second: the slow client itself
+				tick := time.NewTicker(time.Second)
+				defer tick.Stop()
 				for range 20 {
 					if _, err := conn.Write([]byte{0}); err != nil {
 						return
 					}
-					time.Sleep(time.Second) // a byte a second: the slow client itself
+					<-tick.C
 				}
 			}()
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -67,17 +68,12 @@ func waitFor(t *testing.T, srv *apptest.Server, b *browser, page, want string) r
 	t.Helper()
 	stop := srv.RunFakeClock()
 	defer stop()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		r := b.get(page)
-		if strings.Contains(r.body, want) {
-			return r
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s did not show %q within 20 s:\n%s", page, want, r.body)
-		}
-		time.Sleep(100 * time.Millisecond) // poll, bounded by the deadline: the watcher announces nothing
-	}
+	var r response
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) { // the watcher announces nothing
+		r = b.get(page)
+		return strings.Contains(r.body, want), fmt.Sprintf("%s does not show %q:\n%s", page, want, r.body)
+	})
+	return r
 }
 
 // A queue-triggered function's poison messages are seen where a person
@@ -270,14 +266,11 @@ func TestAPoisonMessageAboutToExpireIsTold(t *testing.T) {
 	}
 	viewer := newBrowser(t, srv.URL)
 	viewer.signIn("victor")
-	deadline := time.Now().Add(20 * time.Second)
-	for page := ""; !strings.Contains(page, `data-testid="setaside-expires">expires in 2 h`); page = viewer.get("/apps/" + demo.AppID + "/queues/" + source + "-poison").body {
-		if time.Now().After(deadline) {
-			t.Fatalf("the queue's page does not say its message expires in 2 h:\n%s", page)
-		}
-		time.Sleep(100 * time.Millisecond) // poll, bounded by the deadline: the watcher announces nothing
-	}
-	for {
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) { // the watcher announces nothing
+		page := viewer.get("/apps/" + demo.AppID + "/queues/" + source + "-poison").body
+		return strings.Contains(page, `data-testid="setaside-expires">expires in 2 h`), "the queue's page does not say its message expires in 2 h:\n" + page
+	})
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		msgs, err := srv.App.Store.Outbox.Recent(ctx, 100)
 		if err != nil {
 			t.Fatal(err)
@@ -288,12 +281,7 @@ func TestAPoisonMessageAboutToExpireIsTold(t *testing.T) {
 				kinds[m.Kind]++
 			}
 		}
-		if kinds[alerts.KindSetAsideExpiring] == 1 && kinds[alerts.KindSetAsideAppeared] == 1 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("notices about the poison queue: %v; want one appeared and one expiring", kinds)
-		}
-		time.Sleep(100 * time.Millisecond) // poll, bounded by the deadline: the watcher announces nothing
-	}
+		return kinds[alerts.KindSetAsideExpiring] == 1 && kinds[alerts.KindSetAsideAppeared] == 1,
+			fmt.Sprintf("notices about the poison queue: %v; want one appeared and one expiring", kinds)
+	})
 }

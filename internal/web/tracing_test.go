@@ -3,6 +3,7 @@ package web_test
 import (
 	"context"
 	"encoding/hex"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -24,6 +25,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 type span struct{ name, trace, id, parent string }
@@ -121,10 +123,11 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 	req.Header.Set("traceparent", "00-"+traceID+"-00f067aa0ba902b7-01")
 	wantStatus(t, newBrowser(t, srv.URL).do(req), http.StatusAccepted)
 
-	deadline := time.Now().Add(20 * time.Second)
-	for {
+	var ingest *span
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
 		spans := recv.inTrace(traceID)
-		var ingest, trip *span
+		var trip *span
+		ingest = nil
 		children := map[string][]span{}
 		for i, s := range spans {
 			switch {
@@ -141,16 +144,11 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 				armUnderTrip = armUnderTrip || strings.Contains(c.name, "ApplicationSettings")
 			}
 		}
-		if ingest != nil && trip != nil && armUnderTrip {
-			if ingest.parent != "00f067aa0ba902b7" {
-				t.Errorf("the ingest span's parent is %s, want the caller's span", ingest.parent)
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("after 20 s, trace %s has ingest %v, trip %v, ARM under the trip %v; spans: %v", traceID, ingest != nil, trip != nil, armUnderTrip, spans)
-		}
-		time.Sleep(20 * time.Millisecond) // poll, bounded by the deadline
+		return ingest != nil && trip != nil && armUnderTrip,
+			fmt.Sprintf("trace %s has ingest %v, trip %v, ARM under the trip %v; spans: %v", traceID, ingest != nil, trip != nil, armUnderTrip, spans)
+	})
+	if ingest.parent != "00f067aa0ba902b7" {
+		t.Errorf("the ingest span's parent is %s, want the caller's span", ingest.parent)
 	}
 	// The request's log line names its trace and Fusebox's span, so a slow
 	// request found in the logs is one search away in the traces.

@@ -89,10 +89,12 @@ func TestARequeueKilledMidwayLeavesEveryMessageSomewhere(t *testing.T) {
 	// After the 2 s hold, whatever the killed process had taken is visible
 	// again. Count every body in both queues, reading with a hold of our
 	// own so each is read once.
-	deadline := time.Now().Add(15 * time.Second)
-	for {
-		inPoison, inWork := drainRead(t, c, s+"-poison"), drainRead(t, c, s)
-		missing, both := 0, 0
+	var inPoison, inWork map[string]int
+	both := 0
+	testenv.Eventually(t, 15*time.Second, func() (bool, string) { // the hold ends by itself
+		inPoison, inWork = drainRead(t, c, s+"-poison"), drainRead(t, c, s)
+		missing := 0
+		both = 0
 		for _, b := range bodies {
 			switch {
 			case inPoison[b] == 0 && inWork[b] == 0:
@@ -101,17 +103,11 @@ func TestARequeueKilledMidwayLeavesEveryMessageSomewhere(t *testing.T) {
 				both++
 			}
 		}
-		if missing == 0 {
-			t.Logf("killed after %d moved: %d in the work queue, %d back in the poison queue, %d in both (put, not yet deleted)", moved, len(inWork), len(inPoison), both)
-			if both > queues.MaxPeek {
-				t.Errorf("%d messages in both queues; at most one batch (%d) can be", both, queues.MaxPeek)
-			}
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d messages are in neither queue 15 s after the kill", missing, total)
-		}
-		time.Sleep(500 * time.Millisecond) // the hold ends by itself; poll, bounded by the deadline
+		return missing == 0, fmt.Sprintf("%d of %d messages are in neither queue after the kill", missing, total)
+	})
+	t.Logf("killed after %d moved: %d in the work queue, %d back in the poison queue, %d in both (put, not yet deleted)", moved, len(inWork), len(inPoison), both)
+	if both > queues.MaxPeek {
+		t.Errorf("%d messages in both queues; at most one batch (%d) can be", both, queues.MaxPeek)
 	}
 }
 

@@ -260,18 +260,10 @@ func TestARequeueCutAfterThePutLosesNothing(t *testing.T) {
 		t.Fatalf("requeue: %+v, %v; want one message put and not deleted", moved, err)
 	}
 	a := open(t, c, nil)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for {
-		back, err := a.Peek(ctx, s+"-poison", 1, 0)
-		if err == nil && len(back) == 1 && back[0].Body.Text == "order 1" {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("the message did not come back to the poison queue within 10 s of a 1 s hold")
-		}
-		time.Sleep(100 * time.Millisecond) // poll, bounded by the context
-	}
+	testenv.Eventually(t, 10*time.Second, func() (bool, string) {
+		back, err := a.Peek(t.Context(), s+"-poison", 1, 0)
+		return err == nil && len(back) == 1 && back[0].Body.Text == "order 1", "the message did not come back to the poison queue after a 1 s hold"
+	})
 	work, err := a.Peek(t.Context(), s, 32, 0)
 	if err != nil || len(work) != 1 || work[0].Body.Text != "order 1" {
 		t.Fatalf("the work queue holds %+v (%v), want the copy", work, err)

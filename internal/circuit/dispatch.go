@@ -26,16 +26,20 @@ type switcher struct {
 	slots    chan struct{}
 	inflight sync.WaitGroup
 	mu       sync.Mutex
-	busy     map[string]bool            // apps with a switch call in flight
-	again    map[string]bool            // apps given more work while one was
-	hints    map[string]map[string]bool // by app: functions a tick saw lagging
-	drifted  map[string]time.Time       // by app: when its drift was last checked
-	local    Tally                      // this instance's own switch calls, for its metrics
+	busy     map[string]bool              // apps with a switch call in flight
+	again    map[string]bool              // apps given more work while one was
+	hints    map[string]map[string]string // by app: functions a tick saw lagging, and the version it saw
+	drifted  map[string]time.Time         // by app: when its drift was last checked
+	// switchedFrom is, by circuit, the version this instance last switched
+	// its trigger from: a tick that read the row before that switch was
+	// recorded sees it lagging still, and is not a reason to read it again.
+	switchedFrom map[string]string
+	local        Tally // this instance's own switch calls, for its metrics
 }
 
 func newSwitcher(store Store, sw Switch, s EvaluatorSettings) *switcher {
 	return &switcher{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{},
-		hints: map[string]map[string]bool{}, drifted: map[string]time.Time{}, local: NewTally()}
+		hints: map[string]map[string]string{}, drifted: map[string]time.Time{}, switchedFrom: map[string]string{}, local: NewTally()}
 }
 
 // forgetDrift starts a tenure: every app's drift is checked afresh.
@@ -66,11 +70,20 @@ func (w *switcher) applies() (map[string]map[string]int64, map[string]*Histogram
 // the work again.
 func (w *switcher) dispatch(ctx context.Context, appID string, apps map[string]App, due, all []Circuit, drift bool, now time.Time) {
 	w.mu.Lock()
+	hinted := 0
 	for _, c := range due {
-		if w.hints[appID] == nil {
-			w.hints[appID] = map[string]bool{}
+		if c.Version != "" && w.switchedFrom[c.ID()] == c.Version {
+			continue // read before this instance's switch was recorded
 		}
-		w.hints[appID][c.Function] = true
+		hinted++
+		if w.hints[appID] == nil {
+			w.hints[appID] = map[string]string{}
+		}
+		w.hints[appID][c.Function] = c.Version
+	}
+	if len(due) > 0 && hinted == 0 && !drift {
+		w.mu.Unlock()
+		return
 	}
 	if w.busy[appID] {
 		// The goroutine in flight looks again when it is done: a trip
@@ -130,7 +143,13 @@ func (w *switcher) switchApp(ctx context.Context, appID string, apps map[string]
 		// thousands of circuits, and only these lag.
 		now := w.s.Clock.Now()
 		var due []Circuit
-		for function := range hinted {
+		for function, version := range hinted {
+			w.mu.Lock()
+			stale := version != "" && w.switchedFrom[appID+"/"+function] == version
+			w.mu.Unlock()
+			if stale {
+				continue // this instance switched it from the version the hint saw
+			}
 			c, err := w.store.GetCircuit(ctx, appID, function)
 			if err != nil {
 				if !errors.Is(err, ErrNotFound) {
@@ -196,7 +215,7 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 	var armed []Circuit
 	for _, c := range due {
 		if c.Shadow {
-			if err := w.store.MarkApplied(ctx, f, c.AppID, c.Function, c.Episode, w.s.Clock.Now()); err != nil {
+			if err := w.store.MarkApplied(ctx, f, c, w.s.Clock.Now()); err != nil {
 				w.s.Logger.Warn("could not record a shadow circuit's episode", "circuit", c.ID(), "error", err)
 			}
 			continue
@@ -234,11 +253,14 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 	}
 	at := w.s.Clock.Now()
 	for _, c := range due {
-		if err := w.store.MarkApplied(ctx, f, c.AppID, c.Function, c.Episode, at); err != nil {
+		if err := w.store.MarkApplied(ctx, f, c, at); err != nil {
 			// A newer episode is applied on a later tick.
 			w.s.Logger.Warn("could not record a switched trigger", "circuit", c.ID(), "error", err)
 			continue
 		}
+		w.mu.Lock()
+		w.switchedFrom[c.ID()] = c.Version
+		w.mu.Unlock()
 		w.s.Logger.Info("trigger switched", "circuit", c.ID(), "trigger", onOff(!c.State.TriggerOff()), "episode", c.Episode)
 	}
 }

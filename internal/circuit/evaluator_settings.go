@@ -44,10 +44,10 @@ type Store interface {
 	// happen, and the write is conditional on that version too. admit's
 	// error comes back as it is.
 	TransitionGuarded(ctx context.Context, f lease.Fence, c Circuit, fl Flip, admit func(app []Circuit, unreadable int) error) error
-	// MarkApplied records that the trigger was set for episode at the time
+	// MarkApplied records that the trigger was set for c.Episode at the time
 	// given; SetApplyError that it could not be, why, and when to retry.
 	// Both are refused if the circuit has moved to another episode.
-	MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error
+	MarkApplied(ctx context.Context, f lease.Fence, c Circuit, at time.Time) error
 	SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error
 	// SetLowered records, for episode, the settings a throttle is about
 	// to change as they were before it (nil: absent), and the trigger

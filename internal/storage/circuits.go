@@ -47,6 +47,13 @@ type Circuits struct {
 	last    atomic.Pointer[listed]
 	writes  atomic.Uint64
 	listing atomic.Int32 // Lists under way or waiting
+
+	// fences are the rows' fences at the versions read here, so a write
+	// at a version read here needs no read to check its fence.
+	fences readFences
+	// rowReads counts the reads of one circuit's row (Get and the reads
+	// of a read-and-replace), for the tests of what a trip costs.
+	rowReads atomic.Int64
 }
 
 type listed struct {
@@ -344,14 +351,19 @@ func (c *Circuits) Get(ctx context.Context, appID, function string) (circuit.Cir
 
 func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow, error) {
 	var row circuitRow
+	c.rowReads.Add(1)
 	if err := c.table.Get(ctx, appID, circuitKey(function), &row); err != nil {
 		if errors.Is(err, tablestore.ErrNotFound) {
 			return row, fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
 		}
 		return row, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
 	}
+	c.fences.keep(row)
 	return row, nil
 }
+
+// RowReads is how many times this instance has read one circuit's row.
+func (c *Circuits) RowReads() int64 { return c.rowReads.Load() }
 
 // Create inserts a new circuit; one that exists is circuit.ErrConflict.
 func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
@@ -490,11 +502,51 @@ func (c *Circuits) PutFlip(ctx context.Context, ci circuit.Circuit, fl circuit.F
 // tablestore.ErrConflict) and that f admits the write (else lease.ErrFenced).
 // A zero fence (an operator's action) keeps the row's fence as it is.
 func (c *Circuits) Transition(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip) error {
+	if err := c.transitionAsRead(ctx, f, ci, fl); !errors.Is(err, errNotReadHere) {
+		return err
+	}
 	row, err := c.row(ctx, ci.AppID, ci.Function)
 	if err != nil {
 		return err
 	}
 	return c.transition(ctx, f, row, ci, fl, nil)
+}
+
+// errNotReadHere is a write at a version whose fence this instance did
+// not read: it reads the row first.
+var errNotReadHere = errors.New("storage: the circuit was not read here at that version")
+
+// transitionAsRead writes ci's state (merged) and its flip in one batch,
+// on condition that the row is still at ci.Version, without reading it:
+// a zero fence admits any row, and a lease's fence is checked against the
+// fence the row held when this instance read it at ci.Version.
+func (c *Circuits) transitionAsRead(ctx context.Context, f lease.Fence, ci circuit.Circuit, fl circuit.Flip) error {
+	if ci.Version == "" {
+		return errNotReadHere
+	}
+	var fence fenceOf
+	if f.Lease != "" {
+		held, ok := c.fences.of(ci.AppID, ci.Function, ci.Version)
+		if !ok {
+			return errNotReadHere
+		}
+		if err := f.Admits(held.lease, held.generation); err != nil {
+			return fmt.Errorf("storage: transition %s: %w", ci.ID(), err)
+		}
+		fence = fenceOf{f.Lease, f.Generation}
+	}
+	defer c.wrote()
+	b := c.table.NewBatch(ci.AppID)
+	if err := b.Merge(stateOf(ci, fence)); err != nil {
+		return err
+	}
+	if err := b.Insert(flipRowOf(ci, fl)); err != nil {
+		return err
+	}
+	if err := b.Submit(ctx); err != nil {
+		return fmt.Errorf("storage: transition %s to %s: %w", ci.ID(), ci.State, conflictAsCircuit(err))
+	}
+	return nil
 }
 
 // transition writes ci's state and its flip over row, the circuit as just
@@ -588,7 +640,11 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 // MarkApplied records that a switch set the trigger for episode at the
 // time given. It is refused (circuit.ErrConflict) if the circuit has moved
 // to another episode since, so a slow switch call cannot claim a newer one.
-func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error {
+func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, ci circuit.Circuit, at time.Time) error {
+	if err := c.markAppliedAsRead(ctx, f, ci, at); !errors.Is(err, errNotReadHere) && !errors.Is(err, tablestore.ErrConflict) {
+		return err
+	}
+	appID, function, episode := ci.AppID, ci.Function, ci.Episode
 	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
 		if r.Episode != episode {
 			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
@@ -601,6 +657,34 @@ func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, appID, functi
 		}
 		return nil
 	})
+}
+
+// markAppliedAsRead is MarkApplied as one merge at ci.Version, when this
+// instance read the row at that version (its fence is known) and nothing
+// a throttle lowered is to be cleared; a row changed since is
+// tablestore.ErrConflict, and MarkApplied reads it then.
+func (c *Circuits) markAppliedAsRead(ctx context.Context, f lease.Fence, ci circuit.Circuit, at time.Time) error {
+	if ci.Version == "" || ci.State == circuit.Closed && len(ci.Lowered) > 0 {
+		return errNotReadHere
+	}
+	held, ok := c.fences.of(ci.AppID, ci.Function, ci.Version)
+	if !ok {
+		return errNotReadHere
+	}
+	if err := f.Admits(held.lease, held.generation); err != nil {
+		return fmt.Errorf("storage: circuit %s: %w", ci.ID(), err)
+	}
+	a := appliedState{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
+		AppliedEpisode: ci.Episode, AppliedAt: at}
+	var row tablestore.Entity = &a
+	if f.Lease != "" {
+		row = &fencedApplied{appliedState: a, FenceLease: f.Lease, FenceGeneration: f.Generation}
+	}
+	defer c.wrote()
+	if err := c.table.Merge(ctx, row); err != nil {
+		return fmt.Errorf("storage: circuit %s: %w", ci.ID(), err)
+	}
+	return nil
 }
 
 // SetLowered records, for episode, the app settings a throttle is about to

@@ -63,8 +63,8 @@ func (s EvaluatorStore) Transition(ctx context.Context, f lease.Fence, c circuit
 func (s EvaluatorStore) TransitionGuarded(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip, admit func([]circuit.Circuit, int) error) error {
 	return s.Circuits.TransitionGuarded(ctx, f, c, fl, admit)
 }
-func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, appID, function string, episode int64, at time.Time) error {
-	return s.Circuits.MarkApplied(ctx, f, appID, function, episode, at)
+func (s EvaluatorStore) MarkApplied(ctx context.Context, f lease.Fence, ci circuit.Circuit, at time.Time) error {
+	return s.Circuits.MarkApplied(ctx, f, ci, at)
 }
 func (s EvaluatorStore) SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error {
 	return s.Circuits.SetLowered(ctx, f, appID, function, episode, kind, before)

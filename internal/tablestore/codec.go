@@ -112,6 +112,19 @@ func fieldsOf(t reflect.Type) ([]fieldCodec, error) {
 	return fields, nil
 }
 
+// ClearsTimes is an Entity whose zero times are written, not left out: a
+// merge of it clears the times it holds as zero. Table Storage keeps no
+// date before 1601, so a zero time is written as that first instant
+// (zeroTime), which every read takes for zero.
+type ClearsTimes interface {
+	Entity
+	ClearsTimes()
+}
+
+// zeroTime is how a cleared time is stored: Table Storage's earliest
+// date-time.
+var zeroTime = time.Date(1601, 1, 1, 0, 0, 0, 0, time.UTC)
+
 // marshal turns a row into the JSON body the service expects, with OData
 // type annotations where JSON alone would lose the type. It writes the
 // object directly, in field order, rather than through a map: batches of
@@ -129,6 +142,7 @@ func marshal(e Entity) ([]byte, error) {
 	if err := validateKey("RowKey", m.RowKey); err != nil {
 		return nil, err
 	}
+	_, clears := e.(ClearsTimes)
 	buf := make([]byte, 0, 64+32*len(fields))
 	buf = append(buf, '{')
 	first := true
@@ -149,8 +163,11 @@ func marshal(e Entity) ([]byte, error) {
 		switch {
 		case f.typ == timeType:
 			t := fv.Interface().(time.Time)
-			if t.IsZero() {
+			if t.IsZero() && !clears {
 				continue
+			}
+			if t.IsZero() {
+				t = zeroTime
 			}
 			prop(f.name)
 			buf = appendJSONString(buf, t.UTC().Format(time.RFC3339Nano))
@@ -270,6 +287,9 @@ func decodeField(rv json.RawMessage, fv reflect.Value, f fieldCodec) error {
 		t, err := time.Parse(time.RFC3339Nano, s)
 		if err != nil {
 			return fmt.Errorf("want an RFC 3339 date-time, got %q", s)
+		}
+		if t.Equal(zeroTime) {
+			t = time.Time{} // a time a merge cleared
 		}
 		fv.Set(reflect.ValueOf(t.UTC()))
 	case f.typ == bytesType:

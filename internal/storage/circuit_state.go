@@ -1,0 +1,123 @@
+package storage
+
+import (
+	"sync"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// circuitState is what a transition writes of a circuit's row, merged:
+// the breaker's state and the switch's bookkeeping (setState's columns),
+// so a transition decided on a circuit as read is one conditional write,
+// with no read of the row again. A zero time clears its column.
+type circuitState struct {
+	tablestore.Meta
+	State          string
+	Episode        int64
+	Streak         int32
+	ChangedAt      time.Time
+	Reason         string
+	Held           bool
+	ThrottleStage  int32
+	ThrottleSince  int64
+	Ramping        bool
+	Asked          bool
+	Released       string
+	AppliedEpisode int64
+	AppliedAt      time.Time
+	ApplyError     string
+	ApplyRetryAt   time.Time
+	ApplyAttempts  int32
+	Drift          string
+	DriftSince     time.Time
+	RecentChanges  string
+}
+
+func (*circuitState) ClearsTimes() {}
+
+// fencedState is circuitState written under a lease: it takes the row's
+// fence over.
+type fencedState struct {
+	circuitState
+	FenceLease      string
+	FenceGeneration int64
+}
+
+func (*fencedState) ClearsTimes() {}
+
+// stateOf is ci's state as a merge at ci.Version; under a lease, the
+// fence too.
+func stateOf(ci circuit.Circuit, f fenceOf) tablestore.Entity {
+	var row circuitRow
+	row.setState(ci)
+	s := circuitState{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
+		State: row.State, Episode: row.Episode, Streak: row.Streak, ChangedAt: row.ChangedAt, Reason: row.Reason, Held: row.Held,
+		ThrottleStage: row.ThrottleStage, ThrottleSince: row.ThrottleSince, Ramping: row.Ramping, Asked: row.Asked, Released: row.Released,
+		AppliedEpisode: row.AppliedEpisode, AppliedAt: row.AppliedAt, ApplyError: row.ApplyError, ApplyRetryAt: row.ApplyRetryAt,
+		ApplyAttempts: row.ApplyAttempts, Drift: row.Drift, DriftSince: row.DriftSince, RecentChanges: row.RecentChanges}
+	if f.lease == "" {
+		return &s
+	}
+	return &fencedState{circuitState: s, FenceLease: f.lease, FenceGeneration: f.generation}
+}
+
+// fenceOf is the fence a row holds.
+type fenceOf struct {
+	lease      string
+	generation int64
+}
+
+// readFences remembers the fence each circuit row held at the versions
+// this instance read: an ETag names one content of a row, so the fence
+// at a version never changes, and a transition at a version read here
+// checks its fence without reading the row again. At most maxReadFences,
+// then it starts over.
+type readFences struct {
+	mu sync.Mutex
+	at map[string]fenceOf // app/row key/ETag -> fence
+}
+
+const maxReadFences = 20_000
+
+func (r *readFences) keep(row circuitRow) {
+	if row.ETag == "" {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.at == nil || len(r.at) >= maxReadFences {
+		r.at = map[string]fenceOf{}
+	}
+	r.at[row.PartitionKey+"/"+row.RowKey+"/"+string(row.ETag)] = fenceOf{row.FenceLease, row.FenceGeneration}
+}
+
+func (r *readFences) of(appID, function, version string) (fenceOf, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	f, ok := r.at[appID+"/"+circuitKey(function)+"/"+version]
+	return f, ok
+}
+
+// appliedState is what recording a switched trigger writes, merged.
+type appliedState struct {
+	tablestore.Meta
+	AppliedEpisode int64
+	AppliedAt      time.Time
+	ApplyError     string
+	ApplyRetryAt   time.Time
+	ApplyAttempts  int32
+	Drift          string
+	DriftSince     time.Time
+}
+
+func (*appliedState) ClearsTimes() {}
+
+type fencedApplied struct {
+	appliedState
+	FenceLease      string
+	FenceGeneration int64
+}
+
+func (*fencedApplied) ClearsTimes() {}

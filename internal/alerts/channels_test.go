@@ -308,7 +308,7 @@ func TestAFlappingCircuitGetsOneSummary(t *testing.T) {
 
 func TestAcknowledgedEpisodesGetNoReminders(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	c := circuit.Circuit{AppID: "orders", Function: "Import", State: circuit.Open, Episode: 4, ChangedAt: now, Recipients: []string{"ops@example.com"}}
+	c := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Recipients: []string{"ops@example.com"}}, State: circuit.Open, Episode: 4, ChangedAt: now}
 	p := alerts.Policy{RemindEvery: 4 * time.Hour, MaxReminders: 3, Within: 24 * time.Hour}
 	later := now.Add(9 * time.Hour)
 	if got := len(alerts.Owed(c, c.Recipients, later, p)); got != 3 { // opened, reminder-1, reminder-2

@@ -16,9 +16,7 @@ import (
 func TestEscalationsGoToTheSecondListOnceDue(t *testing.T) {
 	trip := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
 	p := alerts.Policy{RemindEvery: 4 * time.Hour, MaxReminders: 3, Within: 24 * time.Hour}
-	open := circuit.Circuit{AppID: "orders", Function: "Import", State: circuit.Open, Episode: 4, ChangedAt: trip,
-		Recipients: []string{"oncall@example.com"},
-		Escalate:   circuit.Escalation{After: 30 * time.Minute, To: []string{"lead@example.com", "ops-pager", "Lead@example.com"}}}
+	open := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Recipients: []string{"oncall@example.com"}, Escalate: circuit.Escalation{After: 30 * time.Minute, To: []string{"lead@example.com", "ops-pager", "Lead@example.com"}}}, State: circuit.Open, Episode: 4, ChangedAt: trip}
 	with := func(f func(*circuit.Circuit)) circuit.Circuit { c := open; f(&c); return c }
 	for _, tc := range []struct {
 		name string

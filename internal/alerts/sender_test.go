@@ -39,9 +39,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(t0)
-	if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second,
-		Recipients: []string{"ops@example.com", "lead@example.com"}, State: circuit.Open, Episode: 1, AppliedEpisode: 1,
-		ChangedAt: t0, Reason: "101 failures in 30s (threshold 100)"}); err != nil {
+	if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com", "lead@example.com"}}, State: circuit.Open, Episode: 1, AppliedEpisode: 1, ChangedAt: t0, Reason: "101 failures in 30s (threshold 100)"}); err != nil {
 		t.Fatal(err)
 	}
 	return &rig{t: t, store: st, clock: clk, sign: signer(t, "k1")}
@@ -194,7 +192,7 @@ func TestMailForAnEndedEpisodeIsNotSent(t *testing.T) {
 // A trip the guardrail held is mailed as such, not as a resume.
 func TestAHeldTripIsMailedAsHeld(t *testing.T) {
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	c := circuit.Circuit{AppID: "orders", Function: "Import", State: circuit.Closed, Held: true, Episode: 2, ChangedAt: now, Recipients: []string{"ops@example.com"}}
+	c := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Recipients: []string{"ops@example.com"}}, State: circuit.Closed, Held: true, Episode: 2, ChangedAt: now}
 	owed := alerts.Owed(c, c.Recipients, now, alerts.Policy{RemindEvery: 4 * time.Hour, MaxReminders: 3, Within: 24 * time.Hour})
 	if len(owed) != 1 || owed[0].Kind != alerts.KindHeld {
 		t.Errorf("owed = %+v, want one held mail", owed)

@@ -222,7 +222,7 @@ func newWorldWith(b *testing.B, nCircuits, threshold int, rule circuit.Rule) *wo
 	if err := st.Apps.Put(ctx, circuit.App{ID: hangingApp, Switch: circuit.SwitchLocal, LocalSettings: "/dev/null"}); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: hangingApp, Function: "Stuck", Threshold: 1, Window: 30 * time.Second}); err != nil {
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: hangingApp, Function: "Stuck", Settings: circuit.Settings{Threshold: 1, Window: 30 * time.Second}}); err != nil {
 		b.Fatal(err)
 	}
 	putCircuits(b, st, nCircuits, threshold, rule)
@@ -244,7 +244,7 @@ func putCircuits(b *testing.B, st *storage.Store, n, threshold int, rule circuit
 	for g := range 8 {
 		wg.Go(func() {
 			for i := g; i < n; i += 8 {
-				if err := st.Circuits.Put(context.Background(), circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Threshold: threshold, Window: 30 * time.Second, Rule: rule}); err != nil {
+				if err := st.Circuits.Put(context.Background(), circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Settings: circuit.Settings{Threshold: threshold, Window: 30 * time.Second, Rule: rule}}); err != nil {
 					errs <- err
 					return
 				}
@@ -758,7 +758,7 @@ func ingestHTTP(b *testing.B, withErrors bool) {
 		// Each function has a circuit, so every item becomes a failure row
 		// as the raw side writes (those of functions without one are tallied).
 		for i := range perRequest {
-			if err := srv.App.Store.Circuits.Put(context.Background(), circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+			if err := srv.App.Store.Circuits.Put(context.Background(), circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Settings: circuit.Settings{Threshold: 1 << 30, Window: 30 * time.Second}}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -849,11 +849,11 @@ func BenchmarkOverviewPage(b *testing.B) {
 	if err := st.Apps.Put(ctx, circuit.App{ID: hangingApp, Switch: circuit.SwitchLocal, LocalSettings: "/dev/null"}); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: hangingApp, Function: "Stuck", Threshold: 1, Window: 30 * time.Second}); err != nil {
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: hangingApp, Function: "Stuck", Settings: circuit.Settings{Threshold: 1, Window: 30 * time.Second}}); err != nil {
 		b.Fatal(err)
 	}
 	for i := range 1000 {
-		if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Threshold: 100, Window: 30 * time.Second}); err != nil {
+		if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%04d", i), Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}}); err != nil {
 			b.Fatal(err)
 		}
 	}

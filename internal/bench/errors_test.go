@@ -39,7 +39,7 @@ func BenchmarkCircuitPageErrors(b *testing.B) {
 	if err := st.Apps.Put(ctx, circuit.App{ID: "bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null"}); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "Noisy", Threshold: 1 << 20, Window: 30 * time.Minute}); err != nil {
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "Noisy", Settings: circuit.Settings{Threshold: 1 << 20, Window: 30 * time.Minute}}); err != nil {
 		b.Fatal(err)
 	}
 	now := time.Now()

@@ -39,7 +39,7 @@ func BenchmarkIngestUnderForgedFlood(b *testing.B) {
 			if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", APIKeyHash: hash}); err != nil {
 				b.Fatal(err)
 			}
-			if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "Process", Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+			if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "Process", Settings: circuit.Settings{Threshold: 1 << 30, Window: 30 * time.Second}}); err != nil {
 				b.Fatal(err)
 			}
 			post := func(client *http.Client, key string) (int, error) {

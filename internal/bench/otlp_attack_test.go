@@ -47,7 +47,7 @@ func BenchmarkOTLPUnderAttack(b *testing.B) {
 	if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "bench", Site: "func-bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", APIKeyHash: hash}); err != nil {
 		b.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "F", Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "F", Settings: circuit.Settings{Threshold: 1 << 30, Window: 30 * time.Second}}); err != nil {
 		b.Fatal(err)
 	}
 	longIDs := func() []byte {

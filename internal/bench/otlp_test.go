@@ -114,7 +114,7 @@ func BenchmarkOTLPIngest(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range functions {
-		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%d", i), Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%d", i), Settings: circuit.Settings{Threshold: 1 << 30, Window: 30 * time.Second}}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -243,7 +243,7 @@ func BenchmarkOTLPTripLatency(b *testing.B) {
 		b.Fatal(err)
 	}
 	for i := range probes {
-		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("T%d", i), Threshold: 5, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("T%d", i), Settings: circuit.Settings{Threshold: 5, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -80,7 +80,7 @@ func BenchmarkSetAsidePages(b *testing.B) {
 	if err := st.Apps.Put(ctx, circuit.App{ID: "bench", Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", HostStorage: conn}); err != nil {
 		b.Fatal(err)
 	}
-	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "TakeOrders", Threshold: 100, Window: 30 * time.Second, Queue: source}); err != nil {
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: "TakeOrders", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Queue: source}}); err != nil {
 		b.Fatal(err)
 	}
 	const total = 10_000
@@ -237,7 +237,7 @@ func BenchmarkCircuitListPaged(b *testing.B) {
 	g.SetLimit(16)
 	for i := range 10_000 {
 		g.Go(func() error {
-			return st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%05d", i), Threshold: 100, Window: 30 * time.Second})
+			return st.Circuits.Put(ctx, circuit.Circuit{AppID: "bench", Function: fmt.Sprintf("F%05d", i), Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}})
 		})
 	}
 	if err := g.Wait(); err != nil {

@@ -219,10 +219,9 @@ type Rule struct {
 	MinInstances int
 }
 
-// Circuit guards one function.
-type Circuit struct {
-	AppID      string
-	Function   string
+// Settings are the parts of a circuit people edit: one type, which the
+// form, the API, the manifest and storage all fill.
+type Settings struct {
 	Threshold  int           // trips when more than Threshold failures...
 	Window     time.Duration // ...happen within Window
 	Rule       Rule          // or on a failure ratio, when Rule.Ratio is set
@@ -255,6 +254,15 @@ type Circuit struct {
 	// and alerts what it would do, but never moves the trigger. For
 	// rolling out a new circuit safely.
 	Shadow bool
+}
+
+// Circuit guards one function.
+type Circuit struct {
+	AppID    string
+	Function string
+	// Settings are what the operator sets; the rest is the breaker's
+	// state and the switch's bookkeeping.
+	Settings
 
 	State   State
 	Episode int64 // bumped on every transition

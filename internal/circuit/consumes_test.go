@@ -19,7 +19,7 @@ func TestConsumesNamesTheHubsCheckpoints(t *testing.T) {
 		{"a.servicebus.windows.net/orders/$default", "b.servicebus.windows.net", "orders", "$default", false},
 		{"refunds", "a.servicebus.windows.net", "orders", "$default", false},
 	} {
-		c := circuit.Circuit{EventHub: tc.setting}
+		c := circuit.Circuit{Settings: circuit.Settings{EventHub: tc.setting}}
 		if got := c.Consumes().Matches(tc.namespace, tc.hub, tc.grp); got != tc.want {
 			t.Errorf("%q matches %s/%s/%s = %v, want %v", tc.setting, tc.namespace, tc.hub, tc.grp, got, tc.want)
 		}

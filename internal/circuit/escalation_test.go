@@ -33,7 +33,7 @@ func TestAnEscalationNamesWhoAndWhenTogether(t *testing.T) {
 		{"too many", circuit.Escalation{After: time.Hour, To: many}, "escalate_to", "at most 20"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 1, Window: time.Minute, Escalate: tc.e}
+			c := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 1, Window: time.Minute, Escalate: tc.e}}
 			err := c.Validate(app)
 			var v circuit.ValidationError
 			switch {
@@ -65,7 +65,7 @@ func TestAHubRetentionIsWholeHoursOfANamedHub(t *testing.T) {
 		{"half an hour", "orders", 30 * time.Minute, "whole hours"},
 		{"no hub", "", 24 * time.Hour, "needs the event hub"},
 	} {
-		c := circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 1, Window: time.Minute, EventHub: tc.hub, HubRetention: tc.keep}
+		c := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 1, Window: time.Minute, EventHub: tc.hub, HubRetention: tc.keep}}
 		err := c.Validate(app)
 		var v circuit.ValidationError
 		switch {

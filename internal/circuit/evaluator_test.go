@@ -49,7 +49,7 @@ func newRig(t *testing.T) *rig {
 	if err := st.Apps.Put(t.Context(), circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: r.settings}); err != nil {
 		t.Fatal(err)
 	}
-	if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+	if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	r.eval = r.evaluator()
@@ -396,7 +396,7 @@ func TestAHangingAppDoesNotDelayAnother(t *testing.T) {
 	if err := r.store.Apps.Put(t.Context(), circuit.App{ID: "slow", Switch: circuit.SwitchLocal, LocalSettings: slowSettings}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "slow", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "slow", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
@@ -440,7 +440,7 @@ func TestAHangingAppDoesNotDelayAnother(t *testing.T) {
 func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 	r := newRig(t)
 	for _, f := range []string{"Import", "Export"} {
-		if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: f, Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+		if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: f, Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -619,7 +619,7 @@ func TestTheGuardrailHoldsTheTripBeyondItsLimit(t *testing.T) {
 	if err := r.store.Apps.Put(t.Context(), circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: r.settings, Guardrail: circuit.Guardrail{MaxOff: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	r.fail("instance-a", 101, 0)
@@ -805,8 +805,8 @@ func (r *rig) newTenureCountsOneTrip() {
 func TestFailingCountsOnlyTheCircuitsWithFailures(t *testing.T) {
 	r := newRig(t)
 	for _, c := range []circuit.Circuit{
-		{AppID: "orders", Function: "Quiet", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed},
-		{AppID: "orders", Function: "Short", Threshold: 100, Window: 10 * time.Second, State: circuit.Closed},
+		{AppID: "orders", Function: "Quiet", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed},
+		{AppID: "orders", Function: "Short", Settings: circuit.Settings{Threshold: 100, Window: 10 * time.Second}, State: circuit.Closed},
 	} {
 		if err := r.store.Circuits.Put(t.Context(), c); err != nil {
 			t.Fatal(err)

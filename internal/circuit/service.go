@@ -286,34 +286,9 @@ func (s *Service) ApplyThrottle(ctx context.Context, appID, function, actor stri
 	})
 }
 
-// Settings are the parts of a circuit people edit.
-type Settings struct {
-	Threshold  int
-	Window     time.Duration
-	Rule       Rule
-	Recipients []string
-	Channels   []string
-	Escalate   Escalation
-	EventHub   string
-	// HubRetention is the hub's message retention; zero: unknown.
-	HubRetention time.Duration
-	Queue        string
-	Parking      string
-	Policy       Policy
-	Throttle     Throttle
-	Shadow       bool
-}
-
-func (s Settings) apply(c Circuit) Circuit {
-	c.Threshold, c.Window, c.Rule, c.Recipients, c.Policy, c.Shadow = s.Threshold, s.Window, s.Rule, s.Recipients, s.Policy, s.Shadow
-	c.Channels, c.EventHub, c.Queue, c.Parking, c.Escalate = s.Channels, s.EventHub, s.Queue, s.Parking, s.Escalate
-	c.HubRetention, c.Throttle = s.HubRetention, s.Throttle
-	return c
-}
-
 // Create makes a closed circuit for a function of a registered app.
 func (s *Service) Create(ctx context.Context, appID, function string, set Settings, actor string) (Circuit, error) {
-	c := set.apply(Circuit{AppID: appID, Function: function, State: Closed, ChangedAt: s.now(), Reason: "created by " + actor})
+	c := Circuit{AppID: appID, Function: function, Settings: set, State: Closed, ChangedAt: s.now(), Reason: "created by " + actor}
 	app, err := s.appOf(ctx, appID)
 	if err != nil {
 		return c, err
@@ -352,7 +327,8 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		if err != nil {
 			return cur, err
 		}
-		next := set.apply(cur)
+		next := cur
+		next.Settings = set
 		if err := next.Validate(app); err != nil {
 			return next, err
 		}

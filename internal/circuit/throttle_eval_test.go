@@ -142,7 +142,7 @@ func TestAThrottleThatCannotBeRecordedHoldsUpNoTrip(t *testing.T) {
 	if err := r.store.Circuits.UpdateSettings(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
-	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+	if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	if err := r.store.Failures.Record(t.Context(), "w", []storage.Report{

@@ -13,8 +13,7 @@ import (
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func base(state circuit.State) circuit.Circuit {
-	return circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second,
-		State: state, Episode: 4, ChangedAt: t0, AppliedEpisode: 4, AppliedAt: t0, Drift: "was drifting"}
+	return circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: state, Episode: 4, ChangedAt: t0, AppliedEpisode: 4, AppliedAt: t0, Drift: "was drifting"}
 }
 
 // applied is a circuit whose trigger was switched at t0+d, after the decision at t0.
@@ -182,8 +181,7 @@ func TestCheckLink(t *testing.T) {
 
 func TestValidateNamesEveryBadField(t *testing.T) {
 	linux := &circuit.App{ID: "orders", Linux: true}
-	c := circuit.Circuit{AppID: "orders", Function: "process-orders", Threshold: 0, Window: -time.Second,
-		Recipients: []string{"ops@example.com", "not an address"}, Policy: circuit.Policy{AutoResume: true}}
+	c := circuit.Circuit{AppID: "orders", Function: "process-orders", Settings: circuit.Settings{Threshold: 0, Window: -time.Second, Recipients: []string{"ops@example.com", "not an address"}, Policy: circuit.Policy{AutoResume: true}}}
 	err := c.Validate(linux)
 	var v circuit.ValidationError
 	if !errors.As(err, &v) {
@@ -200,14 +198,14 @@ func TestValidateNamesEveryBadField(t *testing.T) {
 			t.Errorf("%s: %q, want it to say %q", field, msg, want)
 		}
 	}
-	if err := (circuit.Circuit{AppID: "x", Function: "F", Threshold: 1, Window: time.Second}).Validate(nil); !strings.Contains(err.Error(), `no registered function app "x"`) {
+	if err := (circuit.Circuit{AppID: "x", Function: "F", Settings: circuit.Settings{Threshold: 1, Window: time.Second}}).Validate(nil); !strings.Contains(err.Error(), `no registered function app "x"`) {
 		t.Errorf("unknown app: %v", err)
 	}
-	good := circuit.Circuit{AppID: "orders", Function: "process-orders", Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com"}}
+	good := circuit.Circuit{AppID: "orders", Function: "process-orders", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com"}}}
 	if err := good.Validate(&circuit.App{ID: "orders"}); err != nil {
 		t.Errorf("a dash is fine on Windows: %v", err)
 	}
-	if err := (circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: 1500 * time.Millisecond}).Validate(linux); err == nil {
+	if err := (circuit.Circuit{AppID: "orders", Function: "F", Settings: circuit.Settings{Threshold: 1, Window: 1500 * time.Millisecond}}).Validate(linux); err == nil {
 		t.Error("a window of 1.5s was accepted")
 	}
 }
@@ -288,13 +286,13 @@ func TestRatioRulesAreValidated(t *testing.T) {
 		{circuit.Rule{Ratio: 0.5, MinCalls: 0}, "min_calls"},
 		{circuit.Rule{MinCalls: 10}, "ratio"},
 	} {
-		c := circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: time.Minute, Rule: tc.rule}
+		c := circuit.Circuit{AppID: "orders", Function: "F", Settings: circuit.Settings{Threshold: 1, Window: time.Minute, Rule: tc.rule}}
 		var v circuit.ValidationError
 		if err := c.Validate(app); !errors.As(err, &v) || v.For(tc.field) == "" {
 			t.Errorf("%+v: got %v, want a message for %s", tc.rule, err, tc.field)
 		}
 	}
-	ok := circuit.Circuit{AppID: "orders", Function: "F", Threshold: 1, Window: time.Minute, Rule: circuit.Rule{Ratio: 1, MinCalls: 1}}
+	ok := circuit.Circuit{AppID: "orders", Function: "F", Settings: circuit.Settings{Threshold: 1, Window: time.Minute, Rule: circuit.Rule{Ratio: 1, MinCalls: 1}}}
 	if err := ok.Validate(app); err != nil {
 		t.Errorf("100 %% once 1 call: %v", err)
 	}
@@ -428,8 +426,7 @@ func TestTheNoSuccessRule(t *testing.T) {
 // instance count toward none; the reason says how many instances.
 func TestAQuorumOfInstances(t *testing.T) {
 	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
-	c := circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 10, Window: 30 * time.Second, State: circuit.Closed,
-		ChangedAt: now.Add(-time.Hour), Rule: circuit.Rule{MinInstances: 2}}
+	c := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 10, Window: 30 * time.Second, Rule: circuit.Rule{MinInstances: 2}}, State: circuit.Closed, ChangedAt: now.Add(-time.Hour)}
 	row := func(id, source string, named bool, n int) circuit.FailureRow {
 		return circuit.FailureRow{ID: id, Circuit: c.ID(), Second: now.Add(-5 * time.Second), Count: n, Source: source, Named: named}
 	}
@@ -454,7 +451,7 @@ func TestAQuorumOfInstances(t *testing.T) {
 	if got := c.RuleText(); got != "more than 10 failures in 30s, from at least 2 instances" {
 		t.Errorf("RuleText = %q", got)
 	}
-	if err := (circuit.Circuit{AppID: "orders", Function: "Import", Threshold: 1, Window: time.Minute, Rule: circuit.Rule{MinInstances: -1}}).Validate(nil); err == nil {
+	if err := (circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 1, Window: time.Minute, Rule: circuit.Rule{MinInstances: -1}}}).Validate(nil); err == nil {
 		t.Error("a negative quorum was accepted")
 	}
 }

@@ -12,8 +12,7 @@ import (
 // and records that hide successes judge no ratio.
 func TestRecordsCountOnlyWhereNoSpanTellsOfTheSameCalls(t *testing.T) {
 	now := time.Date(2026, 12, 6, 10, 0, 0, 0, time.UTC)
-	ci := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 1000, Window: time.Minute, State: circuit.Closed,
-		Rule: circuit.Rule{Ratio: 0.5, MinCalls: 100}}
+	ci := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute, Rule: circuit.Rule{Ratio: 0.5, MinCalls: 100}}, State: circuit.Closed}
 	records := func(at time.Time, via circuit.Via) circuit.FailureRow {
 		return circuit.FailureRow{ID: "r" + at.Format(time.TimeOnly), Circuit: ci.ID(), Second: at, Count: 200, Via: via}
 	}

@@ -40,10 +40,10 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		return err
 	}
 	circuits := []circuit.Circuit{
-		{AppID: AppID, Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: now.Add(-26 * time.Hour), Reason: "resumed by alice"},
-		{AppID: AppID, Function: "SyncInventory", Threshold: 50, Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-12 * time.Minute), Reason: "142 failures in 1m (threshold 50)"},
-		{AppID: AppID, Function: "SendReceipts", Threshold: 20, Window: 5 * time.Minute, State: circuit.HalfOpen, Episode: 2, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
-		{AppID: AppID, Function: "ImportPrices", Threshold: 100, Window: 30 * time.Second, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
+		{AppID: AppID, Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: now.Add(-26 * time.Hour), Reason: "resumed by alice"},
+		{AppID: AppID, Function: "SyncInventory", Settings: circuit.Settings{Threshold: 50, Window: time.Minute}, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-12 * time.Minute), Reason: "142 failures in 1m (threshold 50)"},
+		{AppID: AppID, Function: "SendReceipts", Settings: circuit.Settings{Threshold: 20, Window: 5 * time.Minute}, State: circuit.HalfOpen, Episode: 2, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
+		{AppID: AppID, Function: "ImportPrices", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}
 	for _, c := range circuits {
 		c.AppliedEpisode, c.AppliedAt = c.Episode, c.ChangedAt // the switch below applies it

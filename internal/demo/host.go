@@ -147,8 +147,12 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 	if !o.Queues {
 		return nil
 	}
-	return st.Circuits.Put(ctx, circuit.Circuit{AppID: AppID, Function: "TakeOrders", Threshold: 20, Window: time.Minute, State: circuit.Closed,
-		ChangedAt: now, Reason: "created with the demo", Queue: OrdersQueue, Recipients: []string{"oncall@example.com"}})
+	return st.Circuits.Put(ctx, circuit.Circuit{AppID: AppID, Function: "TakeOrders", Settings: circuit.Settings{
+		Threshold:  20,
+		Window:     time.Minute,
+		Queue:      OrdersQueue,
+		Recipients: []string{"oncall@example.com"},
+	}, State: circuit.Closed, ChangedAt: now, Reason: "created with the demo"})
 }
 
 // BlobClient is a blob client whose every try is bounded: a storage

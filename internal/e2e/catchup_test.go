@@ -84,7 +84,7 @@ func TestMissedSlotsAreMadeUp(t *testing.T) {
 		}
 	}
 	// A threshold of 0 is a row another program wrote badly: it does not read.
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "Garbled", Threshold: 0, Window: 30 * time.Second, State: circuit.Open}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "Garbled", Settings: circuit.Settings{Threshold: 0, Window: 30 * time.Second}, State: circuit.Open}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "Garbled"); err == nil {

@@ -152,8 +152,7 @@ func TestTheLogLevelCaseInEveryOrder(t *testing.T) {
 	for i, tc := range cases {
 		function := fmt.Sprintf("NewFunction%d", i)
 		name := fmt.Sprintf("%s, %d calls, records first %v", tc.protocol, tc.calls, tc.recordsFirst)
-		ci := circuit.Circuit{AppID: demo.AppID, Function: function, Threshold: 100_000, Window: time.Minute, State: circuit.Closed,
-			Rule: circuit.Rule{Ratio: 0.5, MinCalls: tc.calls / 20}}
+		ci := circuit.Circuit{AppID: demo.AppID, Function: function, Settings: circuit.Settings{Threshold: 100_000, Window: time.Minute, Rule: circuit.Rule{Ratio: 0.5, MinCalls: tc.calls / 20}}, State: circuit.Closed}
 		if err := srv.App.Store.Circuits.Put(t.Context(), ci); err != nil {
 			t.Fatal(err)
 		}
@@ -304,7 +303,7 @@ func assertClosed(t *testing.T, srv *apptest.Server, function, when string) {
 // is counted and trips.
 func TestAFunctionReportedBySpansAloneTripsInAnAppThatSendsRecords(t *testing.T) {
 	srv, settings := apptest.SeededRealClock(t)
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: time.Minute, State: circuit.Closed}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	usual := shapedHost(t, srv, demo.Shape{NoSpans: true})

@@ -49,8 +49,7 @@ func TestPoisonJourney(t *testing.T) {
 	if err := srv.App.Store.Apps.Put(ctx, app); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Threshold: 20, Window: time.Minute,
-		State: circuit.Closed, ChangedAt: time.Now(), Queue: name, Recipients: []string{"oncall@example.com"}}); err != nil {
+	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Settings: circuit.Settings{Threshold: 20, Window: time.Minute, Queue: name, Recipients: []string{"oncall@example.com"}}, State: circuit.Closed, ChangedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	queue := func(n string) *azqueue.QueueClient {

@@ -38,8 +38,7 @@ func TestStormResume(t *testing.T) {
 	for i := range 5 {
 		fn := fmt.Sprintf("Sync%d", i+1)
 		names = append(names, fn)
-		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "storm", Function: fn, Threshold: 5, Window: 30 * time.Second,
-			State: circuit.Closed, ChangedAt: time.Now().Add(-time.Minute), Recipients: []string{"storm@example.com"}}); err != nil {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "storm", Function: fn, Settings: circuit.Settings{Threshold: 5, Window: 30 * time.Second, Recipients: []string{"storm@example.com"}}, State: circuit.Closed, ChangedAt: time.Now().Add(-time.Minute)}); err != nil {
 			t.Fatal(err)
 		}
 		if i > 0 {

@@ -50,7 +50,7 @@ func TestTheCacheReadsEachWindowOnce(t *testing.T) {
 	rows := &countingRows{read: make(chan struct{}, 100)}
 	c := &errortexts.Cache{Rows: rows, Fixed: 30 * time.Second, Moving: 5 * time.Second}
 	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
-	open := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-time.Minute)}
+	open := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Window: time.Minute}, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-time.Minute)}
 	for _, step := range []struct {
 		name  string
 		ci    circuit.Circuit
@@ -102,7 +102,7 @@ func TestTheCacheReadsAgainOnlyWhenTheRowsChanged(t *testing.T) {
 	st.set(3, true)
 	c := &errortexts.Cache{Rows: rows, Stamps: st, Moving: 5 * time.Second}
 	now := time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC)
-	closed := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Closed, Episode: 2}
+	closed := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Window: time.Minute}, State: circuit.Closed, Episode: 2}
 	for _, step := range []struct {
 		name   string
 		at     time.Duration

@@ -37,8 +37,7 @@ func TestAFrozenInstanceHoldsUpNoTripOrAlert(t *testing.T) {
 	r := newRig(t)
 	r.env["FUSEBOX_LOCAL_SWITCH_DELAY"] = "500ms"
 	for _, f := range []string{"MidTick", "MidApply", "MidSendHeld", "MidSend"} {
-		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: f, Threshold: 100, Window: 30 * time.Second,
-			Recipients: []string{"oncall@example.com"}}); err != nil {
+		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: f, Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"oncall@example.com"}}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -35,7 +35,7 @@ func TestAStormAcrossThreeInstancesKeepsTheGuardrail(t *testing.T) {
 	for i := range 6 {
 		fn := fmt.Sprintf("Storm%d", i+1)
 		storm = append(storm, fn)
-		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: fn, Threshold: 5, Window: time.Minute, State: circuit.Closed, ChangedAt: time.Now().Add(-time.Hour)}); err != nil {
+		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: fn, Settings: circuit.Settings{Threshold: 5, Window: time.Minute}, State: circuit.Closed, ChangedAt: time.Now().Add(-time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
 	}

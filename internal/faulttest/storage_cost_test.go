@@ -26,7 +26,7 @@ func BenchmarkStorageOpsAtRest(b *testing.B) {
 	const nCircuits, window = 1000, time.Minute
 	r := newRigOn(b, testenv.ConnectionString(b))
 	for i := range nCircuits {
-		if err := r.st.Circuits.Put(b.Context(), circuit.Circuit{AppID: demo.AppID, Function: fmt.Sprintf("Healthy%04d", i), Threshold: 100, Window: 30 * time.Second}); err != nil {
+		if err := r.st.Circuits.Put(b.Context(), circuit.Circuit{AppID: demo.AppID, Function: fmt.Sprintf("Healthy%04d", i), Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -26,7 +26,7 @@ func TestAStorageOutageLosesNoAcceptedReport(t *testing.T) {
 	// Circuits that never trip, so the reports are failure rows the
 	// evaluator counts (those of functions without one are only tallied).
 	for _, f := range []string{"RawReports", "ClientReports"} {
-		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: f, Threshold: 1 << 30, Window: 30 * time.Second}); err != nil {
+		if err := r.st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: f, Settings: circuit.Settings{Threshold: 1 << 30, Window: 30 * time.Second}}); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,7 +22,7 @@ func TestDriftOfSaysWhatChangedInAzure(t *testing.T) {
 		{Name: "Odd", Problem: "unreadable"},
 	}
 	cs := []circuit.Circuit{
-		{Function: "Hubs", EventHub: "orders"}, {Function: "Same", EventHub: "ns/payments/fusebox"}, {Function: "Q", Queue: "work"},
+		{Function: "Hubs", Settings: circuit.Settings{EventHub: "orders"}}, {Function: "Same", Settings: circuit.Settings{EventHub: "ns/payments/fusebox"}}, {Function: "Q", Settings: circuit.Settings{Queue: "work"}},
 		{Function: "NowHTTP"}, {Function: "Retired"},
 	}
 	d := DriftOf(fns, cs, []string{"Timed", "OldTimer", ""})

@@ -44,7 +44,7 @@ func TestTheDrainSamplesOffAndLatelyResumedCircuits(t *testing.T) {
 	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	app := circuit.App{ID: "orders", HostStorage: "UseDevelopmentStorage=true", EventHubs: "ns"}
 	c := func(fn string, st circuit.State, switched time.Duration, hub string, applied bool) circuit.Circuit {
-		ci := circuit.Circuit{AppID: "orders", Function: fn, State: st, Episode: 2, AppliedEpisode: 2, ChangedAt: now.Add(-switched), AppliedAt: now.Add(-switched), EventHub: hub}
+		ci := circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{EventHub: hub}, State: st, Episode: 2, AppliedEpisode: 2, ChangedAt: now.Add(-switched), AppliedAt: now.Add(-switched)}
 		if !applied {
 			ci.AppliedEpisode = 1
 		}
@@ -57,7 +57,7 @@ func TestTheDrainSamplesOffAndLatelyResumedCircuits(t *testing.T) {
 		c("LongAgo", circuit.Closed, 2*time.Hour, "orders", true),
 		c("NoHub", circuit.Open, time.Minute, "", true),
 		c("Switching", circuit.Open, time.Minute, "orders", false),
-		{AppID: "bare", Function: "NoStorage", State: circuit.Open, EventHub: "orders"},
+		{AppID: "bare", Function: "NoStorage", Settings: circuit.Settings{EventHub: "orders"}, State: circuit.Open},
 	}}
 	d := &hostinsight.Drain{Circuits: f, Hosts: f, Samples: f, Now: func() time.Time { return now }}
 	if err := d.Pass(t.Context(), lease.Fence{}); err != nil {

@@ -57,7 +57,7 @@ func TestNamesWithoutACircuitAreCappedPerAppAndHour(t *testing.T) {
 // written are kept; nothing older than the app's longest window (an hour
 // at least) and ten minutes is taken.
 func TestOneRequestWritesAtMostMaxRows(t *testing.T) {
-	r := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process", Window: 5 * time.Minute}}, nil, ingest.Settings{})
+	r := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process", Settings: circuit.Settings{Window: 5 * time.Minute}}}, nil, ingest.Settings{})
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var in []storage.Report
 	for i := range 10_000 {
@@ -84,7 +84,7 @@ func TestOneRequestWritesAtMostMaxRows(t *testing.T) {
 	if why := old.Refused[0]; !strings.Contains(why, "1h10m") {
 		t.Errorf("an item 71 minutes old: refused %q, want refused past 1h10m", why)
 	}
-	wide := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process", Window: 6 * time.Hour}}, nil, ingest.Settings{})
+	wide := ingest.NewRouter(circuits{{AppID: "orders", Function: "Process", Settings: circuit.Settings{Window: 6 * time.Hour}}}, nil, ingest.Settings{})
 	kept, _ := wide.Route(t.Context(), "orders", reports(now.Add(-5*time.Hour), "orders", "Process"), ingest.MaxRows, now)
 	if len(kept.Counted) != 1 {
 		t.Errorf("an item 5 h old for a 6 h window: %v, want kept", kept.Refused)
@@ -130,7 +130,7 @@ func TestAnExportOfAFullSDKBatchIsCountedWhole(t *testing.T) {
 	now := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 	var cs circuits
 	for i := range 64 {
-		cs = append(cs, circuit.Circuit{AppID: "orders", Function: fmt.Sprintf("F%d", i), Window: time.Minute})
+		cs = append(cs, circuit.Circuit{AppID: "orders", Function: fmt.Sprintf("F%d", i), Settings: circuit.Settings{Window: time.Minute}})
 	}
 	items := make([]ingest.Item, 512)
 	for i := range items {

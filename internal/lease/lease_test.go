@@ -210,7 +210,7 @@ func TestHealthyHolderKeepsTheLease(t *testing.T) {
 func TestStaleHoldersFencedWriteIsRejected(t *testing.T) {
 	w := newWorld(t)
 	a, b := w.instance("a"), w.instance("b")
-	ci := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}
+	ci := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}
 	if err := a.store.Circuits.Put(w.ctx, ci); err != nil {
 		t.Fatal(err)
 	}

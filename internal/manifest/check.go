@@ -217,12 +217,21 @@ func (a App) domain() circuit.App {
 }
 
 func (c Circuit) domain() circuit.Circuit {
-	return circuit.Circuit{AppID: c.App, Function: c.Function, Threshold: c.Threshold, Window: time.Duration(c.Window),
-		Rule:       circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess, MinInstances: c.MinInstances},
-		Recipients: c.Recipients, Channels: c.Channels, EventHub: c.EventHub, Queue: c.Queue, Parking: c.ParkingQueue, Shadow: c.Shadow,
-		Escalate: circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)}, HubRetention: time.Duration(c.HubRetention),
-		Throttle: circuit.Throttle{Threshold: c.ThrottleThreshold, Quiet: time.Duration(c.ThrottleQuiet), Kind: c.ThrottleKind, Ask: c.ThrottleAsk, OnlyThrottling: c.ThrottleOnly, Words: c.ThrottleWords},
-		Policy:   circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)}}
+	return circuit.Circuit{AppID: c.App, Function: c.Function, Settings: circuit.Settings{
+		Threshold:    c.Threshold,
+		Window:       time.Duration(c.Window),
+		Rule:         circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess, MinInstances: c.MinInstances},
+		Recipients:   c.Recipients,
+		Channels:     c.Channels,
+		EventHub:     c.EventHub,
+		Queue:        c.Queue,
+		Parking:      c.ParkingQueue,
+		Shadow:       c.Shadow,
+		Escalate:     circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)},
+		HubRetention: time.Duration(c.HubRetention),
+		Throttle:     circuit.Throttle{Threshold: c.ThrottleThreshold, Quiet: time.Duration(c.ThrottleQuiet), Kind: c.ThrottleKind, Ask: c.ThrottleAsk, OnlyThrottling: c.ThrottleOnly, Words: c.ThrottleWords},
+		Policy:       circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)},
+	}}
 }
 
 func (j Job) domain() jobs.Job {

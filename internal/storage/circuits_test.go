@@ -25,7 +25,7 @@ func TestPutBackToAnEarlierEpisodeLetsItTransitionAgain(t *testing.T) {
 	}
 	cs := storage.New(svc).Circuits
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	seed := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: t0}
+	seed := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: t0}
 	trip := func() error {
 		c, err := cs.Get(t.Context(), "orders", "Process")
 		if err != nil {
@@ -91,7 +91,7 @@ func TestPutReportsARefusedUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	cs := storage.New(svc).Circuits
-	c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed, ChangedAt: time.Now()}
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: time.Now()}
 	if err := cs.Put(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +129,7 @@ func TestRecentAnswersFromTheLastListButNeverHidesItsOwnWrites(t *testing.T) {
 	here, elsewhere := storage.New(mine).Circuits, storage.New(shared).Circuits
 	put := func(cs *storage.Circuits, function string) {
 		t.Helper()
-		if err := cs.Create(t.Context(), circuit.Circuit{AppID: "orders", Function: function, Threshold: 5, Window: time.Minute, State: circuit.Closed}); err != nil {
+		if err := cs.Create(t.Context(), circuit.Circuit{AppID: "orders", Function: function, Settings: circuit.Settings{Threshold: 5, Window: time.Minute}, State: circuit.Closed}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -193,7 +193,7 @@ func TestTwoInstancesCannotTripPastTheGuardrail(t *testing.T) {
 	one, two := storage.New(svc).Circuits, storage.New(svc).Circuits // two instances' stores
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	for _, fn := range []string{"A", "B", "C"} {
-		if err := one.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: fn, Threshold: 10, Window: time.Minute, State: circuit.Closed, ChangedAt: t0}); err != nil {
+		if err := one.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed, ChangedAt: t0}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -249,7 +249,7 @@ func TestAnUnreadableCircuitCountsAgainstTheGuardrail(t *testing.T) {
 	}
 	cs := storage.New(svc).Circuits
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	if err := cs.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "A", Threshold: 10, Window: time.Minute, State: circuit.Closed, ChangedAt: t0}); err != nil {
+	if err := cs.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "A", Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed, ChangedAt: t0}); err != nil {
 		t.Fatal(err)
 	}
 	type badCircuit struct {

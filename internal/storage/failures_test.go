@@ -206,7 +206,7 @@ func TestGroupingReadsAtMostMaxRows(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ci := circuit.Circuit{AppID: "orders", Function: "Process", Window: 5 * time.Minute, State: circuit.Closed}
+	ci := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Window: 5 * time.Minute}, State: circuit.Closed}
 	groups, other, span, err := errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -460,7 +460,7 @@ func TestARowKeepsItsFailuresByKindOfError(t *testing.T) {
 	if err := st.Failures.Record(t.Context(), "api.one", rs); err != nil {
 		t.Fatal(err)
 	}
-	ci := circuit.Circuit{AppID: "orders", Function: "Process", Window: time.Minute, State: circuit.Closed}
+	ci := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Window: time.Minute}, State: circuit.Closed}
 	groups, other, _, err := errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 10)
 	if err != nil {
 		t.Fatal(err)
@@ -539,7 +539,7 @@ func TestARowOfManyKindsTracksABoundedNumber(t *testing.T) {
 	if err := st.Failures.Record(t.Context(), "api.many", rs); err != nil {
 		t.Fatal(err)
 	}
-	ci := circuit.Circuit{AppID: "orders", Function: "Many", Window: time.Minute, State: circuit.Closed}
+	ci := circuit.Circuit{AppID: "orders", Function: "Many", Settings: circuit.Settings{Window: time.Minute}, State: circuit.Closed}
 	groups, other, _, err := errortexts.OfCircuit(t.Context(), st.Failures.Reader(), ci, now, 20)
 	if err != nil {
 		t.Fatal(err)

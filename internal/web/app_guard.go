@@ -119,7 +119,7 @@ func (s *AppPages) proposal(c echo.Context, get func(string) string) (views.Guar
 	}
 	for _, pc := range plan.Circuits {
 		gc := views.GuardCircuit{Function: pc.Function, Kind: pc.Kind, Why: pc.Why, Window: spoken.Duration(pc.Settings.Window),
-			Rule:     circuit.Circuit{Threshold: pc.Settings.Threshold, Window: pc.Settings.Window, Rule: pc.Settings.Rule}.RuleText(),
+			Rule:     circuit.Circuit{Settings: circuit.Settings{Threshold: pc.Settings.Threshold, Window: pc.Settings.Window, Rule: pc.Settings.Rule}}.RuleText(),
 			Consumes: cmp.Or(pc.Settings.EventHub, pc.Settings.Queue)}
 		if pc.Settings.Rule.Ratio == 0 {
 			gc.Threshold = strconv.Itoa(pc.Settings.Threshold)
@@ -200,7 +200,7 @@ func guardedLines(plan fleet.Plan, g funcapp.Guarded) []string {
 	var out []string
 	for _, pc := range plan.Circuits {
 		if slices.Contains(g.Circuits, pc.Function) {
-			out = append(out, "Circuit "+pc.Function+": "+circuit.Circuit{Threshold: pc.Settings.Threshold, Window: pc.Settings.Window, Rule: pc.Settings.Rule}.RuleText()+".")
+			out = append(out, "Circuit "+pc.Function+": "+circuit.Circuit{Settings: circuit.Settings{Threshold: pc.Settings.Threshold, Window: pc.Settings.Window, Rule: pc.Settings.Rule}}.RuleText()+".")
 		}
 	}
 	for _, pj := range plan.Jobs {

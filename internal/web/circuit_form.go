@@ -316,5 +316,5 @@ func preview(set circuit.Settings, problems map[string]string) string {
 			return ""
 		}
 	}
-	return circuit.Circuit{Threshold: set.Threshold, Window: set.Window, Rule: set.Rule}.RuleText()
+	return circuit.Circuit{Settings: circuit.Settings{Threshold: set.Threshold, Window: set.Window, Rule: set.Rule}}.RuleText()
 }

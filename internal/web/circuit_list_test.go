@@ -24,7 +24,7 @@ func TestTheCircuitListIsSearchedAndPaged(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range 250 {
-		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "many", Function: fmt.Sprintf("Fn%03d", i), Threshold: 10, Window: time.Minute, ChangedAt: srv.Clock.Now()}); err != nil {
+		if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: "many", Function: fmt.Sprintf("Fn%03d", i), Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, ChangedAt: srv.Clock.Now()}); err != nil {
 			t.Fatal(err)
 		}
 	}

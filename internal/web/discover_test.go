@@ -123,7 +123,7 @@ func TestDiscoverListsTheFleetAndWhatIsGuarded(t *testing.T) {
 	// guarded one linked, the unguarded event-driven one offered a circuit,
 	// the timer left alone, and the circuit whose function is gone named.
 	for _, fn := range []string{"ProcessOrders", "Retired"} {
-		if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: fn, Threshold: 10, Window: time.Minute, State: circuit.Closed}); err != nil {
+		if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed}); err != nil {
 			t.Fatal(err)
 		}
 	}

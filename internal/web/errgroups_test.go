@@ -27,7 +27,7 @@ import (
 // most failures first, with first and last seen and the instance.
 func TestTheCircuitPageSaysWhatFailed(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: time.Minute, State: circuit.Closed}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	now := srv.Clock.Now()
@@ -129,7 +129,7 @@ func TestTheDemosOpenCircuitTellsOneStory(t *testing.T) {
 // nothing else is ever written into the link.
 func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
 	srv, _ := apptest.Seeded(t)
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: time.Minute, State: circuit.Closed}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	op := newBrowser(t, srv.URL)
@@ -264,7 +264,7 @@ func wantTraceLinked(t *testing.T, body, appID, problem string) {
 // evaluator's next read, never hidden behind the kept groups.
 func TestAClosedCircuitsGroupsFollowNewFailures(t *testing.T) {
 	srv, _ := apptest.SeededRealClock(t)
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Threshold: 1000, Window: 5 * time.Minute, State: circuit.Closed}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: 5 * time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	report := func(msg string) {

@@ -153,7 +153,7 @@ func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
 		t.Fatal(err)
 	}
-	for _, c := range []circuit.Circuit{{Function: "ProcessOrders", EventHub: "orders-old"}, {Function: "Retired"}} {
+	for _, c := range []circuit.Circuit{{Function: "ProcessOrders", Settings: circuit.Settings{EventHub: "orders-old"}}, {Function: "Retired"}} {
 		c.AppID, c.Threshold, c.Window, c.State = "orders", 10, time.Minute, circuit.Closed
 		if err := srv.App.Store.Circuits.Put(t.Context(), c); err != nil {
 			t.Fatal(err)

@@ -193,7 +193,7 @@ func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "billing", Site: "func-billing", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/b.json", APIKeyHash: hashB}); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "billing", Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "billing", Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 	httpSpan := &tracepb.Span{Name: "POST api/orders", Kind: tracepb.Span_SPAN_KIND_SERVER, EndTimeUnixNano: uint64(srv.Clock.Now().UnixNano())}

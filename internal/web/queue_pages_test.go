@@ -92,8 +92,7 @@ func TestPoisonMessagesAreShownToldAndSentBackFromThePages(t *testing.T) {
 		t.Fatal(err)
 	}
 	source := queueStem()
-	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Threshold: 10, Window: time.Minute,
-		State: circuit.Closed, ChangedAt: srv.Clock.Now(), Queue: source, Recipients: []string{"queues@example.com"}}); err != nil {
+	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Settings: circuit.Settings{Threshold: 10, Window: time.Minute, Queue: source, Recipients: []string{"queues@example.com"}}, State: circuit.Closed, ChangedAt: srv.Clock.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	long := strings.Repeat("x", 400) + "END-OF-LONG-BODY"
@@ -254,8 +253,7 @@ func TestAPoisonMessageAboutToExpireIsTold(t *testing.T) {
 		t.Fatal(err)
 	}
 	source := queueStem()
-	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Threshold: 10, Window: time.Minute,
-		State: circuit.Closed, ChangedAt: time.Now(), Queue: source, Recipients: []string{"queues@example.com"}}); err != nil {
+	if err := srv.App.Store.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "TakeOrders", Settings: circuit.Settings{Threshold: 10, Window: time.Minute, Queue: source, Recipients: []string{"queues@example.com"}}, State: circuit.Closed, ChangedAt: time.Now()}); err != nil {
 		t.Fatal(err)
 	}
 	makeQueue(t, conn, source)

@@ -29,7 +29,7 @@ func TestTheTripPageShowsWhatLoweringWouldWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, f := range []string{"ProcessOrders", "TakeOrders"} {
-		if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: f, Threshold: 10, Window: time.Minute, State: circuit.Closed}); err != nil {
+		if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: f, Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -72,8 +72,8 @@ func TestACircuitPageShowsWhatItsThrottleWouldWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []circuit.Circuit{
-		{AppID: "orders", Function: "TakeOrders", Threshold: 10, Window: time.Minute, Throttle: circuit.Throttle{Threshold: 4, Kind: "queue"}},
-		{AppID: "orders", Function: "ProcessOrders", Threshold: 10, Window: time.Minute},
+		{AppID: "orders", Function: "TakeOrders", Settings: circuit.Settings{Threshold: 10, Window: time.Minute, Throttle: circuit.Throttle{Threshold: 4, Kind: "queue"}}},
+		{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 10, Window: time.Minute}},
 	} {
 		if err := srv.App.Store.Circuits.Put(t.Context(), c); err != nil {
 			t.Fatal(err)
@@ -118,8 +118,7 @@ func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
 	}
 	batch, was := "AzureFunctionsJobHost__extensions__eventHubs__prefetchCount", "200"
 	released := "AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize set to 64 by hand while the throttle held it at 2"
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Threshold: 100, Window: time.Minute, EventHub: "orders",
-		Throttle: circuit.Throttle{Threshold: 40}, State: circuit.Throttled, Episode: 1}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 100, Window: time.Minute, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 40}}, State: circuit.Throttled, Episode: 1}); err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.App.Store.Circuits.SetLowered(t.Context(), lease.Fence{}, "orders", "ProcessOrders", 1, "eventHub", map[string]*string{batch: &was}); err != nil {
@@ -163,7 +162,7 @@ func TestAViewerReloadingCostsARMOneReadAWhile(t *testing.T) {
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "TakeOrders", Threshold: 10, Window: time.Minute, Throttle: circuit.Throttle{Threshold: 4, Kind: "queue"}}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "TakeOrders", Settings: circuit.Settings{Threshold: 10, Window: time.Minute, Throttle: circuit.Throttle{Threshold: 4, Kind: "queue"}}}); err != nil {
 		t.Fatal(err)
 	}
 	viewer := newBrowser(t, srv.URL)

@@ -112,7 +112,7 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: app.ID, Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, State: circuit.Closed}); err != nil {
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: app.ID, Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
 	}
 

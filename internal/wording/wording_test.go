@@ -35,8 +35,7 @@ func TestOnlyCircuitsTheEvaluatorOpenedCarryAResumeLink(t *testing.T) {
 		{circuit.Open, true, "[Fusebox] Orders / Process is open: trigger off", "Review and resume"},
 		{circuit.ForcedOpen, false, "[Fusebox] Orders / Process switched off by hand", "until an operator resumes it in Fusebox"},
 	} {
-		c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 100, Window: 30 * time.Second, State: tc.state, Episode: 4,
-			ChangedAt: now, Reason: "why", Incarnation: "abc", Recipients: []string{"ops@example.com"}}
+		c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com"}}, State: tc.state, Episode: 4, ChangedAt: now, Reason: "why", Incarnation: "abc"}
 		m := alerts.Message{ID: alerts.MessageID(c.ID(), 4, alerts.KindOpened, "ops@example.com"), Circuit: c.ID(), Episode: 4, Kind: alerts.KindOpened, To: "ops@example.com"}
 		mail, err := comp.Compose(m, c, app)
 		if err != nil {
@@ -82,7 +81,7 @@ func TestATripsAlertSaysWhatFailed(t *testing.T) {
 	}
 	base, _ := url.Parse("https://fusebox.example.com")
 	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: srv.Clock.Now, Errors: &errortexts.Cache{Rows: srv.App.Store.Failures.Reader()}}
-	c := circuit.Circuit{AppID: "orders", Function: "Process", Threshold: 4, Window: 30 * time.Second, State: circuit.Open, Episode: 1, ChangedAt: now, Reason: "5 failures in 30s (threshold 4)"}
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 4, Window: 30 * time.Second}, State: circuit.Open, Episode: 1, ChangedAt: now, Reason: "5 failures in 30s (threshold 4)"}
 	m := alerts.Message{ID: alerts.MessageID(c.ID(), 1, alerts.KindOpened, "ops@example.com"), Circuit: c.ID(), Episode: 1, Kind: alerts.KindOpened, To: "ops@example.com"}
 	mail, err := comp.Compose(m, c, circuit.App{ID: "orders", Switch: circuit.SwitchARM})
 	if err != nil {

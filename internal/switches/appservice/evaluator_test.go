@@ -88,7 +88,7 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 		if err := st.Apps.Put(t.Context(), app); err != nil {
 			t.Fatal(err)
 		}
-		if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: a, Function: "Process", Threshold: 100, Window: 30 * time.Second}); err != nil {
+		if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: a, Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -157,8 +157,8 @@ func TestAThrottleAndATripOfOneAppAreOneWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []circuit.Circuit{
-		{AppID: "orders", Function: "Fulfil", Threshold: 100, Window: 30 * time.Second, Queue: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}},
-		{AppID: "orders", Function: "Import", Threshold: 100, Window: 30 * time.Second},
+		{AppID: "orders", Function: "Fulfil", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Queue: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}}},
+		{AppID: "orders", Function: "Import", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}},
 	} {
 		if err := st.Circuits.Put(t.Context(), c); err != nil {
 			t.Fatal(err)
@@ -247,8 +247,7 @@ func TestThrottlePlansOfEachTriggerKindThroughARM(t *testing.T) {
 			if err := st.Apps.Put(t.Context(), app); err != nil {
 				t.Fatal(err)
 			}
-			if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Work", Threshold: 100, Window: 30 * time.Second,
-				Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute, Kind: tc.kind}}); err != nil {
+			if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Work", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute, Kind: tc.kind}}}); err != nil {
 				t.Fatal(err)
 			}
 			clk := evaltest.Clock()

@@ -36,8 +36,8 @@ func TestAThrottleAndATripOfAContainerAppAreOneRevision(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, c := range []circuit.Circuit{
-		{AppID: app.ID, Function: "ProcessOrders", Threshold: 100, Window: 30 * time.Second, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}},
-		{AppID: app.ID, Function: "Import", Threshold: 100, Window: 30 * time.Second},
+		{AppID: app.ID, Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}}},
+		{AppID: app.ID, Function: "Import", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}},
 	} {
 		if err := c.Validate(&app); err != nil {
 			t.Fatalf("%s: %v", c.Function, err)

@@ -216,6 +216,18 @@ func (a App) domain() circuit.App {
 		SetAsideLimit: a.SetAsideLimit, Channels: a.Channels, Escalate: circuit.Escalation{To: a.EscalateTo, After: time.Duration(a.EscalateAfter)}}
 }
 
+// circuitOf is the circuit of app's function with settings s, as a file
+// writes it.
+func circuitOf(app, function string, s circuit.Settings) Circuit {
+	return Circuit{App: app, Function: function, Threshold: s.Threshold, Window: Duration(s.Window),
+		FailureRatio: s.Rule.Ratio, MinCalls: s.Rule.MinCalls, NoSuccess: s.Rule.NoSuccess, MinInstances: s.Rule.MinInstances,
+		Recipients: s.Recipients, Channels: s.Channels, EscalateTo: s.Escalate.To, EscalateAfter: Duration(s.Escalate.After),
+		AutoResume: s.Policy.AutoResume, Cooldown: Duration(s.Policy.Cooldown), MaxCooldown: Duration(s.Policy.MaxCooldown), Shadow: s.Shadow,
+		EventHub: s.EventHub, HubRetention: Duration(s.HubRetention), Queue: s.Queue, ParkingQueue: s.Parking,
+		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Duration(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind, ThrottleAsk: s.Throttle.Ask,
+		ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: emptyNil(s.Throttle.Words)}
+}
+
 func (c Circuit) domain() circuit.Circuit {
 	return circuit.Circuit{AppID: c.App, Function: c.Function, Settings: circuit.Settings{
 		Threshold:    c.Threshold,

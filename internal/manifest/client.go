@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
@@ -126,43 +127,6 @@ type (
 		HostStorage    string   `json:"host_storage,omitempty"`
 		EventHubs      string   `json:"event_hubs,omitempty"`
 	}
-	apiCircuit struct {
-		App             string   `json:"app"`
-		Function        string   `json:"function"`
-		Threshold       int      `json:"threshold"`
-		WindowSeconds   int      `json:"window_seconds"`
-		FailureRatio    float64  `json:"failure_ratio,omitempty"`
-		MinCalls        int      `json:"min_calls,omitempty"`
-		MinInstances    int      `json:"min_instances,omitempty"`
-		NoSuccess       bool     `json:"no_success"`
-		Recipients      []string `json:"recipients"`
-		Channels        []string `json:"channels"`
-		EscalateTo      []string `json:"escalate_to"`
-		EscalateSeconds int      `json:"escalate_after_seconds"`
-		RetentionHours  int      `json:"event_hub_retention_hours"`
-		ThrottleAt      int      `json:"throttle_threshold"`
-		ThrottleQuiet   int      `json:"throttle_quiet_seconds"`
-		ThrottleKind    string   `json:"throttle_kind"`
-		ThrottleAsk     bool     `json:"throttle_ask"`
-		ThrottleOnly    bool     `json:"throttle_only_throttling_errors"`
-		ThrottleWords   []string `json:"throttle_words"`
-		// Throttle is how GET says the three above.
-		Throttle *struct {
-			Threshold    int      `json:"threshold"`
-			QuietSeconds int      `json:"quiet_seconds"`
-			Kind         string   `json:"kind"`
-			Ask          bool     `json:"ask"`
-			Only         bool     `json:"only_throttling_errors"`
-			Words        []string `json:"words"`
-		} `json:"throttle,omitempty"`
-		AutoResume      bool   `json:"auto_resume"`
-		CooldownSeconds int    `json:"cooldown_seconds"`
-		MaxCooldownSecs int    `json:"max_cooldown_seconds"`
-		Shadow          bool   `json:"shadow"`
-		EventHub        string `json:"event_hub"`
-		Queue           string `json:"queue"`
-		ParkingQueue    string `json:"parking_queue"`
-	}
 	apiJob struct {
 		ID                 string   `json:"id,omitempty"`
 		Name               string   `json:"name"`
@@ -265,20 +229,12 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		}
 		doc.Channels = append(doc.Channels, x)
 	}
-	var cs struct{ Circuits []apiCircuit }
+	var cs struct{ Circuits []apiwire.Circuit }
 	if err := c.call(ctx, http.MethodGet, "/api/v1/circuits", nil, &cs); err != nil {
 		return Doc{}, err
 	}
 	for _, ci := range cs.Circuits {
-		if t := ci.Throttle; t != nil {
-			ci.ThrottleAt, ci.ThrottleQuiet, ci.ThrottleKind, ci.ThrottleAsk, ci.ThrottleOnly = t.Threshold, t.QuietSeconds, t.Kind, t.Ask, t.Only
-			ci.ThrottleWords = t.Words
-		}
-		doc.Circuits = append(doc.Circuits, Circuit{ThrottleThreshold: ci.ThrottleAt, ThrottleQuiet: seconds(ci.ThrottleQuiet), ThrottleKind: ci.ThrottleKind, ThrottleAsk: ci.ThrottleAsk, ThrottleOnly: ci.ThrottleOnly, ThrottleWords: emptyNil(ci.ThrottleWords), App: ci.App, Function: ci.Function, Threshold: ci.Threshold, Window: seconds(ci.WindowSeconds),
-			FailureRatio: ci.FailureRatio, MinCalls: ci.MinCalls, NoSuccess: ci.NoSuccess, MinInstances: ci.MinInstances, Recipients: ci.Recipients, Channels: ci.Channels,
-			EscalateTo: ci.EscalateTo, EscalateAfter: seconds(ci.EscalateSeconds), HubRetention: seconds(3600 * ci.RetentionHours),
-			AutoResume: ci.AutoResume, Cooldown: seconds(ci.CooldownSeconds), MaxCooldown: seconds(ci.MaxCooldownSecs), Shadow: ci.Shadow,
-			EventHub: ci.EventHub, Queue: ci.Queue, ParkingQueue: ci.ParkingQueue})
+		doc.Circuits = append(doc.Circuits, circuitOf(ci.App, ci.Function, ci.Settings()))
 	}
 	var js struct{ Jobs []apiJob }
 	if err := c.call(ctx, http.MethodGet, "/api/v1/jobs", nil, &js); err != nil {
@@ -390,12 +346,8 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		}
 	case ch.Circuit != nil:
 		x := ch.Circuit
-		body := apiCircuit{App: x.App, Function: x.Function, Threshold: x.Threshold, WindowSeconds: int(time.Duration(x.Window) / time.Second),
-			FailureRatio: x.FailureRatio, MinCalls: x.MinCalls, NoSuccess: x.NoSuccess, MinInstances: x.MinInstances, Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels),
-			EscalateTo: nonNil(x.EscalateTo), EscalateSeconds: int(time.Duration(x.EscalateAfter) / time.Second), RetentionHours: int(time.Duration(x.HubRetention) / time.Hour),
-			AutoResume: x.AutoResume, CooldownSeconds: int(time.Duration(x.Cooldown) / time.Second), MaxCooldownSecs: int(time.Duration(x.MaxCooldown) / time.Second),
-			Shadow: x.Shadow, EventHub: x.EventHub, Queue: x.Queue, ParkingQueue: x.ParkingQueue,
-			ThrottleAt: x.ThrottleThreshold, ThrottleQuiet: int(time.Duration(x.ThrottleQuiet) / time.Second), ThrottleKind: x.ThrottleKind, ThrottleAsk: x.ThrottleAsk, ThrottleOnly: x.ThrottleOnly, ThrottleWords: nonNil(x.ThrottleWords)}
+		d := x.domain()
+		body := apiwire.NewCircuitSettings(d.AppID, d.Function, d.Settings)
 		path := "/api/v1/circuits/" + esc(x.App) + "/" + esc(x.Function)
 		switch ch.Action {
 		case Create:

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/errortexts"
 )
@@ -15,77 +16,8 @@ import (
 // an API token (Authorization: Bearer fbt_...); browsers may use their
 // session, sending the CSRF token in X-CSRF-Token for changes.
 
-type circuitJSON struct {
-	App             string        `json:"app"`
-	Function        string        `json:"function"`
-	State           string        `json:"state"`
-	Episode         int64         `json:"episode"`
-	Count           int           `json:"count"`
-	Threshold       int           `json:"threshold"`
-	WindowSeconds   int           `json:"window_seconds"`
-	FailureRatio    float64       `json:"failure_ratio,omitempty"`
-	MinCalls        int           `json:"min_calls,omitempty"`
-	MinInstances    int           `json:"min_instances,omitempty"`
-	NoSuccess       bool          `json:"no_success"`
-	Successes       int           `json:"successes"`
-	Rule            string        `json:"rule"`
-	Recipients      []string      `json:"recipients"`
-	Channels        []string      `json:"channels"`
-	EscalateTo      []string      `json:"escalate_to"`
-	EscalateSeconds int           `json:"escalate_after_seconds"`
-	RetentionHours  int           `json:"event_hub_retention_hours,omitempty"`
-	Throttle        *throttleJSON `json:"throttle,omitempty"`
-	AckedEpisode    int64         `json:"acknowledged_episode,omitempty"`
-	AutoResume      bool          `json:"auto_resume"`
-	CooldownSeconds int           `json:"cooldown_seconds"`
-	MaxCooldownSecs int           `json:"max_cooldown_seconds,omitempty"`
-	EventHub        string        `json:"event_hub,omitempty"`
-	Streak          int           `json:"trips_in_a_row"`
-	Shadow          bool          `json:"shadow"`
-	Queue           string        `json:"queue,omitempty"`
-	ParkingQueue    string        `json:"parking_queue,omitempty"`
-	TrialAt         *time.Time    `json:"next_trial_at,omitempty"`
-	ChangedAt       time.Time     `json:"changed_at"`
-	Reason          string        `json:"reason"`
-	Applying        bool          `json:"applying"`
-	ApplyError      string        `json:"apply_error,omitempty"`
-	ApplyRetryAt    *time.Time    `json:"apply_retry_at,omitempty"`
-	CountingSince   time.Time     `json:"counting_since"`
-	Drift           string        `json:"drift,omitempty"`
-	DriftSince      *time.Time    `json:"drift_since,omitempty"`
-	Flips           []flipJSON    `json:"flips,omitempty"`
-	// Errors group what failed in the window before the trip (trigger
-	// off) or the window now; only a single circuit's answer has them.
-	Errors      []errorGroupJSON `json:"errors,omitempty"`
-	ErrorsOther int              `json:"errors_other,omitempty"`
-}
-
-type errorGroupJSON struct {
-	Example   string    `json:"example"`
-	Count     int       `json:"count"`
-	First     time.Time `json:"first"`
-	Last      time.Time `json:"last"`
-	Instances []string  `json:"instances"`
-	TraceIDs  []string  `json:"trace_ids,omitempty"`
-	Links     []string  `json:"links,omitempty"` // for each of TraceIDs, when the app names its Application Insights
-}
-
-type flipJSON struct {
-	Episode       int64     `json:"episode"`
-	From          string    `json:"from"`
-	To            string    `json:"to"`
-	At            time.Time `json:"at"`
-	Actor         string    `json:"actor"`
-	Count         int       `json:"count"`
-	Calls         int       `json:"calls,omitempty"`
-	Since         time.Time `json:"since,omitzero"`
-	Threshold     int       `json:"threshold"`
-	WindowSeconds int       `json:"window_seconds"`
-	Reason        string    `json:"reason"`
-}
-
-func toJSON(c circuit.Circuit, n circuit.Counts) circuitJSON {
-	j := circuitJSON{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
+func toJSON(c circuit.Circuit, n circuit.Counts) apiwire.Circuit {
+	j := apiwire.Circuit{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
 		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, MinInstances: c.Rule.MinInstances, Successes: n.Successes, Rule: c.RuleText(),
 		ApplyError: c.ApplyError,
 		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
@@ -126,7 +58,7 @@ func (s *CircuitPages) apiCircuitList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]circuitJSON, len(cs))
+	out := make([]apiwire.Circuit, len(cs))
 	for i, ci := range cs {
 		out[i] = toJSON(ci, counts[ci.ID()])
 	}
@@ -166,75 +98,24 @@ func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circui
 	return c.JSON(status, j)
 }
 
-func toFlipJSON(f circuit.Flip) flipJSON {
-	return flipJSON{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
+func toFlipJSON(f circuit.Flip) apiwire.Flip {
+	return apiwire.Flip{Episode: f.Episode, From: f.From.String(), To: f.To.String(), At: f.At, Actor: f.Actor,
 		Count: f.Count, Calls: f.Calls, Since: f.Since, Threshold: f.Threshold, WindowSeconds: int(f.Window / time.Second), Reason: f.Reason}
 }
 
-func toErrorGroupJSON(g errortexts.Group, app circuit.App) errorGroupJSON {
-	return errorGroupJSON{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces, Links: traceLinks(g, app)}
+func toErrorGroupJSON(g errortexts.Group, app circuit.App) apiwire.ErrorGroup {
+	return apiwire.ErrorGroup{Example: g.Text(), Count: g.Count, First: g.First, Last: g.Last, Instances: g.Sources, TraceIDs: g.Traces, Links: traceLinks(g, app)}
 }
 
-// throttleJSON is a circuit's throttle stage in the API.
-type throttleJSON struct {
-	Threshold    int      `json:"threshold"`
-	QuietSeconds int      `json:"quiet_seconds"`
-	Kind         string   `json:"kind"`
-	Ask          bool     `json:"ask"`
-	OnlyThrottle bool     `json:"only_throttling_errors"`
-	Asked        bool     `json:"asked"` // its rule fired; waiting for someone to apply it
-	Share        float64  `json:"share"` // of the concurrency before, held now; 0: none
-	Rule         string   `json:"rule"`
-	Released     string   `json:"released,omitempty"`
-	Words        []string `json:"words"`
-}
-
-func throttleOf(c circuit.Circuit) *throttleJSON {
+func throttleOf(c circuit.Circuit) *apiwire.Throttle {
 	if !c.Throttles() {
 		return nil
 	}
-	return &throttleJSON{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText(), Released: c.Released, Words: nonNil(c.Throttle.Words)}
+	return &apiwire.Throttle{Threshold: c.Throttle.Threshold, QuietSeconds: int(c.Throttle.Quiet / time.Second), Kind: c.Throttle.Kind, Ask: c.Throttle.Ask, OnlyThrottle: c.Throttle.OnlyThrottling, Asked: c.Asked && c.State == circuit.Closed, Share: c.ThrottleShare(), Rule: c.ThrottleText(), Released: c.Released, Words: nonNil(c.Throttle.Words)}
 }
 
-type settingsJSON struct {
-	App             string   `json:"app"`
-	Function        string   `json:"function"`
-	Threshold       int      `json:"threshold"`
-	WindowSeconds   int      `json:"window_seconds"`
-	FailureRatio    float64  `json:"failure_ratio"`
-	MinCalls        int      `json:"min_calls"`
-	MinInstances    int      `json:"min_instances"`
-	NoSuccess       bool     `json:"no_success"`
-	Recipients      []string `json:"recipients"`
-	Channels        []string `json:"channels"`
-	EscalateTo      []string `json:"escalate_to"`
-	EscalateSeconds int      `json:"escalate_after_seconds"`
-	EventHub        string   `json:"event_hub"`
-	RetentionHours  int      `json:"event_hub_retention_hours"`
-	ThrottleAt      int      `json:"throttle_threshold"`
-	ThrottleQuiet   int      `json:"throttle_quiet_seconds"`
-	ThrottleKind    string   `json:"throttle_kind"`
-	ThrottleAsk     bool     `json:"throttle_ask"`
-	ThrottleOnly    bool     `json:"throttle_only_throttling_errors"`
-	ThrottleWords   []string `json:"throttle_words"`
-	Queue           string   `json:"queue,omitempty"`
-	ParkingQueue    string   `json:"parking_queue,omitempty"`
-	AutoResume      bool     `json:"auto_resume"`
-	CooldownSeconds int      `json:"cooldown_seconds"`
-	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
-	Shadow          bool     `json:"shadow"`
-}
-
-func (j settingsJSON) settings() circuit.Settings {
-	return circuit.Settings{Threshold: j.Threshold, Window: time.Duration(j.WindowSeconds) * time.Second, Recipients: j.Recipients, Channels: j.Channels, EventHub: j.EventHub, Queue: j.Queue, Parking: j.ParkingQueue,
-		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
-		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind, Ask: j.ThrottleAsk, OnlyThrottling: j.ThrottleOnly, Words: j.ThrottleWords},
-		Rule:     circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
-		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
-}
-
-func bindSettings(c echo.Context) (settingsJSON, error) {
-	var j settingsJSON
+func bindSettings(c echo.Context) (apiwire.CircuitSettings, error) {
+	var j apiwire.CircuitSettings
 	if err := c.Bind(&j); err != nil {
 		return j, echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"app": "orders", "function": "ProcessOrders", "threshold": 100, "window_seconds": 30}.`)
 	}
@@ -248,7 +129,7 @@ func (s *CircuitPages) apiCircuitCreate(c echo.Context) error {
 		return err
 	}
 	p, _ := principal(c)
-	ci, err := s.Settings.Create(c.Request().Context(), j.App, j.Function, j.settings(), p.Name)
+	ci, err := s.Settings.Create(c.Request().Context(), j.App, j.Function, j.Settings(), p.Name)
 	if err != nil {
 		return apiError(c, err)
 	}
@@ -266,7 +147,7 @@ func (s *CircuitPages) apiCircuitUpdate(c echo.Context) error {
 		return err
 	}
 	p, _ := principal(c)
-	if _, err := s.Settings.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.settings(), p.Name); err != nil {
+	if _, err := s.Settings.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.Settings(), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	ci, err := s.circuitOf(c)

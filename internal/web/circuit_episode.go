@@ -13,6 +13,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errortexts"
@@ -141,17 +142,17 @@ func later(d time.Duration) string {
 }
 
 type episodeJSON struct {
-	Circuit      string           `json:"circuit"`
-	Episode      int64            `json:"episode"`
-	Trip         flipJSON         `json:"trip"`
-	Steps        []flipJSON       `json:"steps"`
-	Acknowledged *actionJSON      `json:"acknowledged"`
-	Closed       bool             `json:"closed"`
-	Errors       []errorGroupJSON `json:"errors"`
-	ErrorsOther  int              `json:"errors_other"`
-	ErrorsGone   bool             `json:"errors_gone"`
-	Notices      []noticeJSON     `json:"notices"`
-	Markdown     string           `json:"markdown"`
+	Circuit      string               `json:"circuit"`
+	Episode      int64                `json:"episode"`
+	Trip         apiwire.Flip         `json:"trip"`
+	Steps        []apiwire.Flip       `json:"steps"`
+	Acknowledged *actionJSON          `json:"acknowledged"`
+	Closed       bool                 `json:"closed"`
+	Errors       []apiwire.ErrorGroup `json:"errors"`
+	ErrorsOther  int                  `json:"errors_other"`
+	ErrorsGone   bool                 `json:"errors_gone"`
+	Notices      []noticeJSON         `json:"notices"`
+	Markdown     string               `json:"markdown"`
 }
 
 type actionJSON struct {
@@ -174,8 +175,8 @@ func (s *CircuitPages) apiCircuitEpisode(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	j := episodeJSON{Circuit: rec.Circuit, Episode: rec.Episode, Trip: toFlipJSON(rec.Trip), Steps: []flipJSON{}, ErrorsOther: rec.ErrorsOther,
-		ErrorsGone: rec.ErrorsGone, Errors: []errorGroupJSON{}, Notices: []noticeJSON{}, Markdown: rec.Markdown(s.Now())}
+	j := episodeJSON{Circuit: rec.Circuit, Episode: rec.Episode, Trip: toFlipJSON(rec.Trip), Steps: []apiwire.Flip{}, ErrorsOther: rec.ErrorsOther,
+		ErrorsGone: rec.ErrorsGone, Errors: []apiwire.ErrorGroup{}, Notices: []noticeJSON{}, Markdown: rec.Markdown(s.Now())}
 	_, j.Closed = rec.Closed()
 	if a, ok := rec.Acknowledged(); ok {
 		j.Acknowledged = &actionJSON{At: a.At, Actor: a.Actor}

@@ -38,6 +38,8 @@ type Circuit struct {
 	EventHub        string     `json:"event_hub,omitempty"`
 	Streak          int        `json:"trips_in_a_row"`
 	Shadow          bool       `json:"shadow"`
+	RunbookURL      string     `json:"runbook_url,omitempty"`
+	RunbookNote     string     `json:"runbook_note,omitempty"`
 	Queue           string     `json:"queue,omitempty"`
 	ParkingQueue    string     `json:"parking_queue,omitempty"`
 	TrialAt         *time.Time `json:"next_trial_at,omitempty"`
@@ -125,6 +127,8 @@ type CircuitSettings struct {
 	CooldownSeconds int      `json:"cooldown_seconds"`
 	MaxCooldownSecs int      `json:"max_cooldown_seconds"`
 	Shadow          bool     `json:"shadow"`
+	RunbookURL      string   `json:"runbook_url"`
+	RunbookNote     string   `json:"runbook_note"`
 }
 
 // Settings are the circuit settings j sends.
@@ -133,7 +137,8 @@ func (j CircuitSettings) Settings() circuit.Settings {
 		Escalate: circuit.Escalation{To: j.EscalateTo, After: time.Duration(j.EscalateSeconds) * time.Second}, HubRetention: time.Duration(j.RetentionHours) * time.Hour,
 		Throttle: circuit.Throttle{Threshold: j.ThrottleAt, Quiet: time.Duration(j.ThrottleQuiet) * time.Second, Kind: j.ThrottleKind, Ask: j.ThrottleAsk, OnlyThrottling: j.ThrottleOnly, Words: j.ThrottleWords},
 		Rule:     circuit.Rule{Ratio: j.FailureRatio, MinCalls: j.MinCalls, NoSuccess: j.NoSuccess, MinInstances: j.MinInstances}, Shadow: j.Shadow,
-		Policy: circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second}}
+		Policy:  circuit.Policy{AutoResume: j.AutoResume, Cooldown: time.Duration(j.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(j.MaxCooldownSecs) * time.Second},
+		Runbook: circuit.Runbook{URL: j.RunbookURL, Note: j.RunbookNote}}
 }
 
 // NewCircuitSettings is what sends settings s for app's function.
@@ -144,7 +149,8 @@ func NewCircuitSettings(app, function string, s circuit.Settings) CircuitSetting
 		EventHub: s.EventHub, RetentionHours: int(s.HubRetention / time.Hour), Queue: s.Queue, ParkingQueue: s.Parking,
 		ThrottleAt: s.Throttle.Threshold, ThrottleQuiet: int(s.Throttle.Quiet / time.Second), ThrottleKind: s.Throttle.Kind, ThrottleAsk: s.Throttle.Ask,
 		ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: nonNil(s.Throttle.Words),
-		AutoResume: s.Policy.AutoResume, CooldownSeconds: int(s.Policy.Cooldown / time.Second), MaxCooldownSecs: int(s.Policy.MaxCooldown / time.Second), Shadow: s.Shadow}
+		AutoResume: s.Policy.AutoResume, CooldownSeconds: int(s.Policy.Cooldown / time.Second), MaxCooldownSecs: int(s.Policy.MaxCooldown / time.Second), Shadow: s.Shadow,
+		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note}
 }
 
 // Settings are the settings c answers with.
@@ -153,7 +159,8 @@ func (c Circuit) Settings() circuit.Settings {
 		FailureRatio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess, MinInstances: c.MinInstances,
 		Recipients: c.Recipients, Channels: c.Channels, EscalateTo: c.EscalateTo, EscalateSeconds: c.EscalateSeconds,
 		EventHub: c.EventHub, RetentionHours: c.RetentionHours, Queue: c.Queue, ParkingQueue: c.ParkingQueue,
-		AutoResume: c.AutoResume, CooldownSeconds: c.CooldownSeconds, MaxCooldownSecs: c.MaxCooldownSecs, Shadow: c.Shadow}
+		AutoResume: c.AutoResume, CooldownSeconds: c.CooldownSeconds, MaxCooldownSecs: c.MaxCooldownSecs, Shadow: c.Shadow,
+		RunbookURL: c.RunbookURL, RunbookNote: c.RunbookNote}
 	if t := c.Throttle; t != nil {
 		s.ThrottleAt, s.ThrottleQuiet, s.ThrottleKind, s.ThrottleAsk, s.ThrottleOnly, s.ThrottleWords = t.Threshold, t.QuietSeconds, t.Kind, t.Ask, t.OnlyThrottle, t.Words
 	}

@@ -12,9 +12,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/spoken"
@@ -254,6 +256,41 @@ type Settings struct {
 	// and alerts what it would do, but never moves the trigger. For
 	// rolling out a new circuit safely.
 	Shadow bool
+	// Runbook is what the person paged should read first: shown on the
+	// circuit's page and in every alert about it.
+	Runbook Runbook
+}
+
+// Runbook is a link to what to do when a circuit trips, and a short note.
+type Runbook struct {
+	URL  string // http or https; empty: none
+	Note string // at most MaxRunbookNote bytes, one line
+}
+
+// Limits of a runbook.
+const (
+	MaxRunbookURL  = 2000
+	MaxRunbookNote = 300
+)
+
+// Problems says what is wrong with r, for people; none when it is empty.
+func (r Runbook) Problems() (url, note string) {
+	if r.URL != "" {
+		u, err := neturl.Parse(r.URL)
+		switch {
+		case len(r.URL) > MaxRunbookURL:
+			url = fmt.Sprintf("must be at most %d characters", MaxRunbookURL)
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsFunc(r.URL, unicode.IsSpace):
+			url = "must be a web address starting with https:// (or http://)"
+		}
+	}
+	switch {
+	case len(r.Note) > MaxRunbookNote:
+		note = fmt.Sprintf("must be at most %d characters", MaxRunbookNote)
+	case strings.ContainsFunc(r.Note, unicode.IsControl):
+		note = "must be one line of text"
+	}
+	return url, note
 }
 
 // Circuit guards one function.

@@ -116,6 +116,14 @@ func (c Circuit) Validate(app *App) error {
 			break
 		}
 	}
+	if u, n := c.Runbook.Problems(); u != "" || n != "" {
+		if u != "" {
+			add("runbook_url", "%s", u)
+		}
+		if n != "" {
+			add("runbook_note", "%s", n)
+		}
+	}
 	c.Escalate.validate(add)
 	c.validateThrottle(add)
 	if c.Policy.AutoResume {

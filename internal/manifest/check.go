@@ -225,7 +225,8 @@ func circuitOf(app, function string, s circuit.Settings) Circuit {
 		AutoResume: s.Policy.AutoResume, Cooldown: Duration(s.Policy.Cooldown), MaxCooldown: Duration(s.Policy.MaxCooldown), Shadow: s.Shadow,
 		EventHub: s.EventHub, HubRetention: Duration(s.HubRetention), Queue: s.Queue, ParkingQueue: s.Parking,
 		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Duration(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind, ThrottleAsk: s.Throttle.Ask,
-		ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: emptyNil(s.Throttle.Words)}
+		ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: emptyNil(s.Throttle.Words),
+		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note}
 }
 
 func (c Circuit) domain() circuit.Circuit {
@@ -243,6 +244,7 @@ func (c Circuit) domain() circuit.Circuit {
 		HubRetention: time.Duration(c.HubRetention),
 		Throttle:     circuit.Throttle{Threshold: c.ThrottleThreshold, Quiet: time.Duration(c.ThrottleQuiet), Kind: c.ThrottleKind, Ask: c.ThrottleAsk, OnlyThrottling: c.ThrottleOnly, Words: c.ThrottleWords},
 		Policy:       circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)},
+		Runbook:      circuit.Runbook{URL: c.RunbookURL, Note: c.RunbookNote},
 	}}
 }
 

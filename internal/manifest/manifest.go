@@ -103,7 +103,10 @@ type Circuit struct {
 	ThrottleAsk       bool     `yaml:"throttle_ask,omitempty"`
 	ThrottleOnly      bool     `yaml:"throttle_only_throttling_errors,omitempty"`
 	ThrottleWords     []string `yaml:"throttle_words,omitempty"`
-	Line              int      `yaml:"-" plan:"-"`
+	// What the person paged reads first (a link and a short note).
+	RunbookURL  string `yaml:"runbook_url,omitempty"`
+	RunbookNote string `yaml:"runbook_note,omitempty"`
+	Line        int    `yaml:"-" plan:"-"`
 }
 
 // Job is a scheduled job, by its slug, else its name. Fusebox's own

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/manifest"
 )
@@ -88,7 +89,7 @@ func TestAnExportAppliedChangesNothing(t *testing.T) {
 func TestApplyMakesFuseboxMatchTheFile(t *testing.T) {
 	srv, c := seeded(t)
 	file := string(export(t, c))
-	file = strings.Replace(file, "threshold: 100\n    window: 30s", "threshold: 250\n    window: 30s", 1) // ImportPrices comes first
+	file = strings.Replace(file, "threshold: 100\n    window: 30s", "threshold: 250\n    window: 30s\n    runbook_url: https://wiki.example.com/prices\n    runbook_note: Ask the supplier first", 1) // ImportPrices comes first
 	file = strings.Replace(file, "channels: []", "", 1)
 	file += `channels:
   - id: night-shift
@@ -118,8 +119,8 @@ maintenance:
 		t.Fatalf("apply: %v\n%s", err, out.String())
 	}
 	ci, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ImportPrices")
-	if err != nil || ci.Threshold != 250 {
-		t.Errorf("ImportPrices' threshold is %d (%v), want 250", ci.Threshold, err)
+	if err != nil || ci.Threshold != 250 || ci.Runbook != (circuit.Runbook{URL: "https://wiki.example.com/prices", Note: "Ask the supplier first"}) {
+		t.Errorf("ImportPrices' threshold is %d and runbook %+v (%v), want 250 and the file's", ci.Threshold, ci.Runbook, err)
 	}
 	if again, _ := plan(t, c, []byte(file), false, noEnv); !again.Empty() {
 		t.Errorf("planning the applied file again: %s", again)

@@ -101,6 +101,8 @@ type circuitRow struct {
 	Parking            string  // optional: the queue its code parks events in
 	AutoResume         bool
 	Shadow             bool // the switch is disarmed: state and alerts only
+	RunbookURL         string
+	RunbookNote        string
 	CooldownSeconds    int32
 	MaxCooldownSeconds int32  // cap of the doubling cooldown; 0: 16 × the cooldown
 	State              string // closed, open, half-open, forced-open
@@ -156,6 +158,10 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: RecentChanges: %w", r.PartitionKey, function, err)
 	}
+	runbook := circuit.Runbook{URL: r.RunbookURL, Note: r.RunbookNote}
+	if u, n := runbook.Problems(); u != "" || n != "" {
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: runbook: %s", r.PartitionKey, function, strings.TrimSpace(u+" "+n))
+	}
 	lowered, err := circuit.ParseLowered(r.Lowered)
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: Lowered: %w", r.PartitionKey, function, err)
@@ -175,6 +181,7 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 			Rule:         circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess, MinInstances: quorum(r.MinInstances)},
 			Policy:       circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
 			Shadow:       r.Shadow,
+			Runbook:      runbook,
 			Throttle:     throttleOf(r),
 		},
 		RecentChanges:    changes,
@@ -280,6 +287,7 @@ func (r *circuitRow) setSettings(c circuit.Circuit) {
 	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
 	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
 	r.Shadow = c.Shadow
+	r.RunbookURL, r.RunbookNote = c.Runbook.URL, c.Runbook.Note
 	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind, r.ThrottleAsk = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind, c.Throttle.Ask
 	r.ThrottleOnly429, r.ThrottleWords = c.Throttle.OnlyThrottling, strings.Join(c.Throttle.Words, "\n")
 }

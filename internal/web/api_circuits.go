@@ -40,6 +40,7 @@ func toJSON(c circuit.Circuit, n circuit.Counts) apiwire.Circuit {
 		j.ApplyRetryAt = &c.ApplyRetryAt
 	}
 	j.Streak, j.Shadow = c.Streak, c.Shadow
+	j.RunbookURL, j.RunbookNote = c.Runbook.URL, c.Runbook.Note
 	if at := c.TrialAt(); !at.IsZero() {
 		j.TrialAt = &at
 	}

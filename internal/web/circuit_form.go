@@ -75,6 +75,7 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 		m.MaxCooldown = spoken.Duration(ci.Policy.MaxCooldown)
 	}
 	m.EscalateTo = strings.Join(ci.Escalate.To, ", ")
+	m.RunbookURL, m.RunbookNote = ci.Runbook.URL, ci.Runbook.Note
 	if ci.HubRetention > 0 {
 		m.HubRetention = spoken.Duration(ci.HubRetention)
 	}
@@ -170,6 +171,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		HubRetention:      strings.TrimSpace(c.FormValue("event_hub_retention")),
 		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleKind: strings.TrimSpace(c.FormValue("throttle_kind")), ThrottleAsk: c.FormValue("throttle_ask") == "on", ThrottleOnly: c.FormValue("throttle_only") == "on",
 		ThrottleWords: strings.TrimSpace(c.FormValue("throttle_words")),
+		RunbookURL:    strings.TrimSpace(c.FormValue("runbook_url")), RunbookNote: strings.TrimSpace(c.FormValue("runbook_note")),
 	}
 }
 
@@ -177,7 +179,7 @@ func formValues(c echo.Context) views.CircuitForm {
 // reported by field, and the rest is left to the service's validation.
 func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	problems := map[string]string{}
-	var set circuit.Settings
+	set := circuit.Settings{Runbook: circuit.Runbook{URL: m.RunbookURL, Note: m.RunbookNote}}
 	n, err := strconv.Atoi(m.Threshold)
 	if err != nil {
 		problems["threshold"] = "must be a whole number, such as 100"

@@ -18,13 +18,8 @@ import (
 // operator switched off by hand is mailed as information only, so no
 // recipient can undo a deliberate trip.
 func TestOnlyCircuitsTheEvaluatorOpenedCarryAResumeLink(t *testing.T) {
-	signer, err := alerts.NewSigner("k", map[string][]byte{"k": []byte(strings.Repeat("k", 32))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	base, _ := url.Parse("https://fusebox.example.com")
 	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
-	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: func() time.Time { return now }}
+	comp := composer(t, now)
 	app := circuit.App{ID: "orders", DisplayName: "Orders"}
 	for _, tc := range []struct {
 		state    circuit.State
@@ -53,7 +48,7 @@ func TestOnlyCircuitsTheEvaluatorOpenedCarryAResumeLink(t *testing.T) {
 		if tc.link {
 			token := mail.Text[strings.Index(mail.Text, "/resume/")+len("/resume/"):]
 			token = strings.Fields(token)[0]
-			l, err := signer.Verify(token, now)
+			l, err := comp.Signer.Verify(token, now)
 			if err != nil || l.Incarnation != "abc" || l.Episode != 4 || l.Recipient != "ops@example.com" {
 				t.Errorf("the link names %+v (err %v), want episode 4 of incarnation abc for ops@example.com", l, err)
 			}
@@ -108,4 +103,16 @@ func TestATripsAlertSaysWhatFailed(t *testing.T) {
 	if !strings.Contains(mail.Text, "Writing the app's settings restarts the app: every other function of the app restarts with it") {
 		t.Errorf("the mail does not say what switching cost:\n%s", mail.Text)
 	}
+}
+
+// composer writes alerts at now, with links to https://fusebox.example.com
+// signed by a test key.
+func composer(t *testing.T, now time.Time) wording.Composer {
+	t.Helper()
+	signer, err := alerts.NewSigner("k", map[string][]byte{"k": []byte(strings.Repeat("k", 32))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, _ := url.Parse("https://fusebox.example.com")
+	return wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: func() time.Time { return now }}
 }

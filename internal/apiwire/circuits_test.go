@@ -1,0 +1,45 @@
+package apiwire_test
+
+import (
+	"encoding/json"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apiwire"
+	"github.com/fusebox/fusebox/internal/circuit"
+)
+
+// Settings sent through the API's JSON come back as they were, whether
+// read from what a create sends or from what a GET answers (as fusebox
+// export reads them): no setting is lost on the wire.
+func TestSettingsSurviveTheWire(t *testing.T) {
+	s := circuit.Settings{Threshold: 100, Window: 30 * time.Second, Rule: circuit.Rule{Ratio: 0.5, MinCalls: 200, NoSuccess: true, MinInstances: 2},
+		Recipients: []string{"ops@example.com"}, Channels: []string{"oncall"}, Escalate: circuit.Escalation{To: []string{"lead@example.com"}, After: 30 * time.Minute},
+		EventHub: "orders/fusebox", HubRetention: 24 * time.Hour, Queue: "orders", Parking: "orders-parked",
+		Policy:   circuit.Policy{AutoResume: true, Cooldown: time.Minute, MaxCooldown: time.Hour},
+		Throttle: circuit.Throttle{Threshold: 20, Quiet: 5 * time.Minute, Kind: "queue", Ask: true, OnlyThrottling: true, Words: []string{"quotaexceeded"}},
+		Shadow:   true, Runbook: circuit.Runbook{URL: "https://wiki.example.com/orders", Note: "Check the database first"}}
+	sent := apiwire.NewCircuitSettings("orders", "Process", s)
+	raw, err := json.Marshal(sent)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got apiwire.CircuitSettings
+	if err := json.Unmarshal(raw, &got); err != nil {
+		t.Fatal(err)
+	}
+	if back := got.Settings(); !reflect.DeepEqual(back, s) {
+		t.Errorf("sent and read back:\n%+v\nwant\n%+v", back, s)
+	}
+	answer := apiwire.Circuit{App: "orders", Function: "Process", Threshold: sent.Threshold, WindowSeconds: sent.WindowSeconds,
+		FailureRatio: sent.FailureRatio, MinCalls: sent.MinCalls, NoSuccess: sent.NoSuccess, MinInstances: sent.MinInstances,
+		Recipients: sent.Recipients, Channels: sent.Channels, EscalateTo: sent.EscalateTo, EscalateSeconds: sent.EscalateSeconds,
+		RetentionHours: sent.RetentionHours, EventHub: sent.EventHub, Queue: sent.Queue, ParkingQueue: sent.ParkingQueue,
+		AutoResume: sent.AutoResume, CooldownSeconds: sent.CooldownSeconds, MaxCooldownSecs: sent.MaxCooldownSecs, Shadow: sent.Shadow,
+		RunbookURL: sent.RunbookURL, RunbookNote: sent.RunbookNote,
+		Throttle: &apiwire.Throttle{Threshold: 20, QuietSeconds: 300, Kind: "queue", Ask: true, OnlyThrottle: true, Words: []string{"quotaexceeded"}}}
+	if back := answer.Settings(); !reflect.DeepEqual(back, s) {
+		t.Errorf("answered and read back:\n%+v\nwant\n%+v", back, s)
+	}
+}

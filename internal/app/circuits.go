@@ -31,7 +31,7 @@ type breakers struct {
 	actions   *circuit.Service
 	reports   *ingest.Service
 	exports   *ingest.Exports
-	arrivals  *otlp.Arrivals
+	arrivals  *ingest.Arrivals
 }
 
 func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breakers, error) {
@@ -51,7 +51,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		}
 		evaluator.CheckReported(told)
 	})
-	arrivals := &otlp.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
+	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now, circuit.ServiceSettings{
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
 	return breakers{

@@ -33,7 +33,7 @@ type Answer struct {
 type Exports struct {
 	Reports  *Service
 	Seen     *otlp.Seen
-	Arrivals *otlp.Arrivals
+	Arrivals *Arrivals
 	Now      func() time.Time
 	// Runs, if set, keeps the counted invocations of functions that jobs
 	// name as those jobs' runs (jobs.Invocations), and says how many it

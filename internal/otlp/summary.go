@@ -37,7 +37,7 @@ func Summarize(rows []Arrival, site string, now time.Time) Summary {
 		}
 		sum := s.Hour[r.Source]
 		sum.Source = r.Source
-		sum.add(r)
+		sum.Add(r)
 		s.Hour[r.Source] = sum
 		for _, n := range r.ServiceNames {
 			if n != site && !slices.Contains(s.ForeignNames, n) {

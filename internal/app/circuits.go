@@ -58,33 +58,9 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
 		verifier: circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
-			Runs: timerRuns(&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Writes: store.Jobs.Writes, Now: now}, reports.Budget)},
+			// A timer function's own invocations are its job's runs: no ping needed.
+			Runs: (&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Writes: store.Jobs.Writes, Now: now, Budget: reports.Budget}).TakeExported},
 	}, nil
-}
-
-// timerRuns keeps a timer function's counted invocations, as its host
-// exported them, as runs of the jobs that name it: no ping needed.
-// Each run costs the app's row budget two rows (the run, the job's last
-// run time), as the failure rows do: a key holder who floods a job spends
-// its own app's budget, and is told 429.
-func timerRuns(v *jobs.Invocations, budget *ingest.RowBudget) func(context.Context, string, []otlp.Invocation) (int, error) {
-	return func(ctx context.Context, appID string, invs []otlp.Invocation) (int, error) {
-		watched, err := v.Watched(ctx, appID)
-		if err != nil {
-			return 0, err
-		}
-		var runs []jobs.Invocation
-		for _, inv := range invs {
-			if watched(inv.Function) {
-				runs = append(runs, jobs.Invocation{Function: inv.Function, ID: inv.ID, Start: inv.Start, End: inv.At, Failed: inv.Failed, Error: inv.Sample})
-			}
-		}
-		if len(runs) > 0 && budget != nil && !budget.Spend(appID, 2*min(len(runs), jobs.MaxInvocationRuns), time.Now()) {
-			return 0, ingest.ErrRowBudget
-		}
-		kept, _, err := v.Take(ctx, appID, runs)
-		return kept, err
-	}
 }
 
 // reportService takes failure reports, from the HTTP API and the

@@ -65,6 +65,14 @@ func NewRowBudget(perSecond float64, burst int) *RowBudget {
 	return &RowBudget{perSecond: rate.Limit(perSecond), burst: max(burst, 2*MaxExportRows), apps: map[string]*rate.Limiter{}}
 }
 
+// Charge is Spend as an error: ErrRowBudget when the rows were not taken.
+func (b *RowBudget) Charge(appID string, rows int, now time.Time) error {
+	if !b.Spend(appID, rows, now) {
+		return ErrRowBudget
+	}
+	return nil
+}
+
 // Spend takes rows from appID's bucket, all or none.
 func (b *RowBudget) Spend(appID string, rows int, now time.Time) bool {
 	b.mu.Lock()

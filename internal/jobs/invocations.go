@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/otlp"
 )
 
 // This file is where a timer function's own invocations, as its host
@@ -48,6 +50,12 @@ type Invocations struct {
 	// next export.
 	Writes func() int64
 	Now    func() time.Time
+	// Budget, if set, is charged two rows a run (the run, the job's last
+	// run time) before an export's runs are kept: a key holder who floods
+	// a job spends its own app's budget (ingest.RowBudget).
+	Budget interface {
+		Charge(appID string, rows int, now time.Time) error
+	}
 
 	mu      sync.Mutex
 	byFunc  map[appFunction][]Job
@@ -88,6 +96,31 @@ func (v *Invocations) Take(ctx context.Context, appID string, invs []Invocation)
 		}
 	}
 	return kept, skipped, errors.Join(errs...)
+}
+
+// TakeExported keeps the invocations a host exported (otlp.Invocation:
+// counted, deduplicated) of functions a job names as those jobs' runs,
+// after charging the app's budget for them (its error, as it is, when it
+// refuses), and says how many it kept. Invocations of other functions
+// cost nothing.
+func (v *Invocations) TakeExported(ctx context.Context, appID string, invs []otlp.Invocation) (int, error) {
+	watched, err := v.Watched(ctx, appID)
+	if err != nil {
+		return 0, err
+	}
+	var runs []Invocation
+	for _, inv := range invs {
+		if watched(inv.Function) {
+			runs = append(runs, Invocation{Function: inv.Function, ID: inv.ID, Start: inv.Start, End: inv.At, Failed: inv.Failed, Error: inv.Sample})
+		}
+	}
+	if len(runs) > 0 && v.Budget != nil {
+		if err := v.Budget.Charge(appID, 2*min(len(runs), MaxInvocationRuns), time.Now()); err != nil {
+			return 0, err
+		}
+	}
+	kept, _, err := v.Take(ctx, appID, runs)
+	return kept, err
 }
 
 // Watched says which of appID's functions a job names: an export's

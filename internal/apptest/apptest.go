@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/app"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -89,6 +91,22 @@ func (s *Server) TickAfter(t testing.TB, after time.Time) {
 		}
 		return !st.LastTickAt.Before(after), "no evaluator tick stored since " + after.Format(time.TimeOnly)
 	})
+}
+
+// WaitCircuit waits, on the real clock, until app's function's circuit is
+// what ok says (what, in words), and returns it; bounded by 20 s. A
+// circuit that cannot be read fails the test.
+func (s *Server) WaitCircuit(t testing.TB, appID, function, what string, ok func(circuit.Circuit) bool) circuit.Circuit {
+	t.Helper()
+	var c circuit.Circuit
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		var err error
+		if c, err = s.App.Store.Circuits.Get(t.Context(), appID, function); err != nil {
+			t.Fatal(err)
+		}
+		return ok(c), fmt.Sprintf("%s/%s is not %s: %s, episode %d, pending %v (%s)", appID, function, what, c.State, c.Episode, c.Pending(), c.Reason)
+	})
+	return c
 }
 
 // Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*

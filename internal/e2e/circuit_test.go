@@ -11,7 +11,6 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
-	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // signedIn starts Fusebox with the demo and a browser signed in as user.
@@ -48,15 +47,7 @@ func settle(t *testing.T, srv *apptest.Server, function string) circuit.Circuit 
 	if srv.Clock != nil {
 		srv.NextTick(t)
 	}
-	var c circuit.Circuit
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		var err error
-		if c, err = srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function); err != nil {
-			t.Fatal(err)
-		}
-		return !c.Pending(), function + " still pending"
-	})
-	return c
+	return srv.WaitCircuit(t, demo.AppID, function, "applied", func(c circuit.Circuit) bool { return !c.Pending() })
 }
 
 func TestOperatorTripsAndResumesACircuit(t *testing.T) {

@@ -15,7 +15,6 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/mailtest"
-	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // TestTheEpisodeRecordEndToEnd is the 3 a.m. page's journey on the real
@@ -159,13 +158,5 @@ func item(function string, at time.Time, count int, text string) string {
 // demo app is what ok says (what, in words), and returns it.
 func waitState(t *testing.T, srv *apptest.Server, function, what string, ok func(circuit.Circuit) bool) circuit.Circuit {
 	t.Helper()
-	var c circuit.Circuit
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		var err error
-		if c, err = srv.App.Store.Circuits.Get(t.Context(), demo.AppID, function); err != nil {
-			t.Fatal(err)
-		}
-		return ok(c), fmt.Sprintf("%s not %s: %+v", function, what, c)
-	})
-	return c
+	return srv.WaitCircuit(t, demo.AppID, function, what, ok)
 }

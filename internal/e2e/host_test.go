@@ -50,15 +50,7 @@ func TestResumePageShowsCheckpoints(t *testing.T) {
 	if !ok {
 		t.Fatal("no mail about ProcessOrders")
 	}
-	var switched time.Time
-	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
-		c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
-		if err != nil {
-			t.Fatal(err)
-		}
-		switched = c.SwitchedAt()
-		return c.State == circuit.Open && !c.Pending(), "ProcessOrders not switched off"
-	})
+	switched := srv.WaitCircuit(t, demo.AppID, "ProcessOrders", "switched off", func(c circuit.Circuit) bool { return c.State == circuit.Open && !c.Pending() }).SwitchedAt()
 
 	p := newPage(t)
 	p.do(t, chromedp.Navigate(resumeLink(m.Text)), chromedp.WaitVisible(chromedp.CSS(`[data-testid="checkpoints"]`)))

@@ -31,7 +31,7 @@ func (r *rig) channelSender(smtpPort int, password string) *alerts.Sender {
 	base, _ := url.Parse("http://fusebox.test")
 	comp := wording.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now}
 	jobWords := wording.JobComposer{Jobs: r.store.Jobs, BaseURL: base}
-	return alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
+	return alerts.NewSender(r.store.Outbox, storage.Lists{Store: r.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Username: "fusebox", Password: password, Timeout: 5 * time.Second},
 		comp, alerts.SenderSettings{Clock: r.clock, FirstBackoff: 10 * time.Second, Channels: r.store.Channels,
 			Poster: notify.Poster{Now: r.clock.Now, Egress: egress.Policy{AllowLoopback: true}}, Notices: notices{comp, jobWords}, Health: r.store.Status.DeliveryOf("test")})
@@ -356,7 +356,7 @@ func TestAJobAlertsItsAppsChannels(t *testing.T) {
 		t.Fatal(err)
 	}
 	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, jobs.ScannerSettings{Clock: r.clock,
-		Notify: alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})})
+		Notify: alerts.JobNotifier(r.store.Outbox, storage.Lists{Store: r.store})})
 	if err := scanner.Pass(t.Context(), fence); err != nil {
 		t.Fatal(err)
 	}

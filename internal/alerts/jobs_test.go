@@ -95,9 +95,9 @@ func (r *rig) jobAlerts(t *testing.T) (pass func(), mails func() []mailtest.Mess
 	t.Helper()
 	smtp := mailtest.Start(t)
 	scanner := jobs.NewScanner(storage.ScannerStore{Store: r.store}, jobs.ScannerSettings{Clock: r.clock,
-		Notify: alerts.JobNotifier(r.store.Outbox, storage.EvaluatorStore{Store: r.store})})
+		Notify: alerts.JobNotifier(r.store.Outbox, storage.Lists{Store: r.store})})
 	base, _ := url.Parse("http://fusebox.test")
-	sender := alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
+	sender := alerts.NewSender(r.store.Outbox, storage.Lists{Store: r.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"},
 		wording.Composer{Signer: r.sign, BaseURL: base, LinkTTL: time.Hour, Now: r.clock.Now},
 		alerts.SenderSettings{Clock: r.clock, Jobs: wording.JobComposer{Jobs: r.store.Jobs, BaseURL: base}})

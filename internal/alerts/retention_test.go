@@ -110,7 +110,7 @@ func TestASlowHubHoldsUpOnlyItsOwnApp(t *testing.T) {
 	}
 	hubs := stalledHubs{release: make(chan struct{}), now: t0}
 	outbox := &toldOutbox{Outbox: r.store.Outbox, ensured: make(chan alerts.Message, 10)}
-	w := &alerts.RetentionWatch{Circuits: storage.EvaluatorStore{Store: r.store}, Reader: hubs, Outbox: outbox, Clock: r.clock}
+	w := &alerts.RetentionWatch{Circuits: storage.Lists{Store: r.store}, Reader: hubs, Outbox: outbox, Clock: r.clock}
 	done := make(chan error, 1)
 	go func() { done <- w.Pass(t.Context(), fence) }()
 	select {

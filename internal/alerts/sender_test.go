@@ -47,7 +47,7 @@ func newRig(t *testing.T) *rig {
 
 func (r *rig) sender(smtpPort int) *alerts.Sender {
 	base, _ := url.Parse("http://fusebox.test")
-	return alerts.NewSender(r.store.Outbox, storage.EvaluatorStore{Store: r.store},
+	return alerts.NewSender(r.store.Outbox, storage.Lists{Store: r.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtpPort, TLS: "none", From: "fusebox@example.com", Timeout: 5 * time.Second},
 		wording.Composer{Signer: r.sign, BaseURL: base, LinkTTL: 72 * time.Hour, Now: r.clock.Now},
 		alerts.SenderSettings{Clock: r.clock, FirstBackoff: 10 * time.Second})

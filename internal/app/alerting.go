@@ -57,7 +57,7 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 			return r, ok
 		}}
 	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
-	sender := alerts.NewSender(store.Outbox, storage.EvaluatorStore{Store: store}, mail, composer,
+	sender := alerts.NewSender(store.Outbox, storage.Lists{Store: store}, mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
 			Jobs: jobWords, SetAside: wording.SetAsideComposer{Kept: store.SetAside, BaseURL: cfg.BaseURL, Now: now},
 			Channels: store.Channels, Poster: out.poster, Notices: noticeComposer{composer, jobWords},

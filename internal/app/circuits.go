@@ -40,7 +40,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	if err != nil {
 		return breakers{}, err
 	}
-	evaluator := circuit.NewEvaluator(storage.EvaluatorStore{Store: store}, out.router, circuit.EvaluatorSettings{
+	evaluator := circuit.NewEvaluator(store.Breaker(), out.router, circuit.EvaluatorSettings{
 		Claims: claims, Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: st.locker.Identity(),
 		OnTransition: traceTransition,
 	})
@@ -52,11 +52,11 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		evaluator.CheckReported(told)
 	})
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
-	actions := circuit.NewService(storage.EvaluatorStore{Store: store}, store.Audit, now, circuit.ServiceSettings{
+	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
 	return breakers{
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
-		verifier: circuit.NewVerifier(storage.EvaluatorStore{Store: store}, out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
+		verifier: circuit.NewVerifier(store.Breaker(), out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
 			// A timer function's own invocations are its job's runs: no ping needed.
 			Runs: (&jobs.Invocations{Jobs: store.Jobs, Runs: pings(store), Writes: store.Jobs.Writes, Now: now, Budget: reports.Budget}).TakeExported},

@@ -294,7 +294,7 @@ func tripLatency(b *testing.B, ratio bool) {
 	w, background, probe := p1World(b, nCircuits, ratio)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench"), ApplyTimeout: time.Hour})
+	eval := circuit.NewEvaluator(w.store.Breaker(), w.switchd, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench"), ApplyTimeout: time.Hour})
 	run := (&loop.Runner{}).Work(loop.Loop{Name: "evaluator", Every: time.Second, Begin: eval.Begin, End: eval.Wait, Pass: eval.Tick})
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, lease.Fence{Lease: "evaluator", Generation: 1}) }()
@@ -480,7 +480,7 @@ func BenchmarkTripLatencyFailover(b *testing.B) {
 			b.Fatal(err)
 		}
 		var books atomic.Pointer[lease.Fence]
-		eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, w.switchd.as(name), circuit.EvaluatorSettings{Claims: claims(b, st, name), ApplyTimeout: time.Hour})
+		eval := circuit.NewEvaluator(st.Breaker(), w.switchd.as(name), circuit.EvaluatorSettings{Claims: claims(b, st, name), ApplyTimeout: time.Hour})
 		go func() {
 			_ = l.Run(ctx, "evaluator", func(ctx context.Context, f lease.Fence) error {
 				books.Store(&f)
@@ -665,7 +665,7 @@ func BenchmarkTickQueries(b *testing.B) {
 			for s := range 30 { // already failing for 30 s
 				write(now.Add(-time.Duration(s) * time.Second))
 			}
-			eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench")})
+			eval := circuit.NewEvaluator(w.store.Breaker(), w.switchd, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench")})
 			f := lease.Fence{Lease: "evaluator", Generation: 1}
 			first := w.calls.snapshot()
 			if err := eval.Tick(ctx, f); err != nil { // the first, full read
@@ -951,7 +951,7 @@ func BenchmarkTripToDelivery(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := circuit.NewService(storage.EvaluatorStore{Store: w.store}, w.store.Audit, time.Now, circuit.ServiceSettings{}).Update(ctx, c.AppID, c.Function,
+		if _, err := circuit.NewService(w.store.Breaker(), w.store.Audit, time.Now, circuit.ServiceSettings{}).Update(ctx, c.AppID, c.Function,
 			circuit.Settings{Threshold: c.Threshold, Window: c.Window, Recipients: []string{"oncall@example.com"}, Channels: []string{"teams", "slack", "hook", "pd", "og"}}, "bench"); err != nil {
 			b.Fatal(err)
 		}
@@ -962,10 +962,10 @@ func BenchmarkTripToDelivery(b *testing.B) {
 	// The alerts name what failed, read from the failure rows as in
 	// production (wording.Composer.Errors).
 	comp := wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: time.Now, Errors: &errortexts.Cache{Rows: w.store.Failures.Reader()}}
-	sender := alerts.NewSender(w.store.Outbox, storage.EvaluatorStore{Store: w.store},
+	sender := alerts.NewSender(w.store.Outbox, storage.Lists{Store: w.store},
 		notify.SMTP{Host: "127.0.0.1", Port: smtp.Port, TLS: "none", From: "fusebox@example.com"}, comp,
 		alerts.SenderSettings{Channels: w.store.Channels, Poster: notify.Poster{Egress: egress.Policy{AllowLoopback: true}}, Notices: benchNotices{comp}})
-	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, w.switchd, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench"), ApplyTimeout: time.Hour})
+	eval := circuit.NewEvaluator(w.store.Breaker(), w.switchd, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench"), ApplyTimeout: time.Hour})
 	runner := &loop.Runner{}
 	go runner.Work(loop.Loop{Name: "evaluator", Every: time.Second, Begin: eval.Begin, End: eval.Wait, Pass: eval.Tick})(ctx, lease.Fence{Lease: "evaluator", Generation: 1})
 	go runner.Work(loop.Loop{Name: "mail_sender", Every: time.Second, Phase: 500 * time.Millisecond, Pass: sender.Pass})(ctx, lease.Fence{Lease: "mail/sender", Generation: 1})

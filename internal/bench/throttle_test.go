@@ -53,7 +53,7 @@ func BenchmarkThrottleLatency(b *testing.B) {
 		}
 	}
 	sw := &tunedAt{Router: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, at: map[string]time.Time{}, wait: map[string]chan struct{}{}}
-	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: w.store}, sw, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench")})
+	eval := circuit.NewEvaluator(w.store.Breaker(), sw, circuit.EvaluatorSettings{Claims: claims(b, w.store, "bench")})
 	run := (&loop.Runner{}).Work(loop.Loop{Name: "evaluator", Every: time.Second, Begin: eval.Begin, End: eval.Wait, Pass: eval.Tick})
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, lease.Fence{Lease: "evaluator", Generation: 1}) }()

@@ -19,7 +19,7 @@ const countMargin = 10 * time.Second
 // and metrics: the status, and totals that count each transition once
 // across tenures and instances, and each unreadable failure row once.
 type books struct {
-	store    Store
+	store    Stores
 	log      *slog.Logger
 	identity string
 
@@ -81,7 +81,7 @@ func (b *books) load(ctx context.Context, now time.Time) {
 	if loaded {
 		return
 	}
-	prev, err := b.store.StoredStatus(ctx)
+	prev, err := b.store.Status.Evaluator(ctx)
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	// With no totals stored, the last minute's transitions are counted.
@@ -127,7 +127,7 @@ func (b *books) count(ctx context.Context, circuits []Circuit, now time.Time) {
 		if c.ChangedAt.Before(since) {
 			continue
 		}
-		flips, err := b.store.Flips(ctx, c.AppID, c.Function, 10)
+		flips, err := b.store.Circuits.Flips(ctx, c.AppID, c.Function, 10)
 		if err != nil {
 			b.log.Warn("could not read a circuit's flips for the totals", "circuit", c.ID(), "error", err)
 			continue
@@ -164,7 +164,7 @@ func (b *books) publish(ctx context.Context, settled []Circuit, began, now time.
 	st := b.status
 	st.Tally = b.status.Tally.Clone()
 	b.mu.Unlock()
-	return b.store.PutStatus(ctx, st)
+	return b.store.Status.PutEvaluator(ctx, st)
 }
 
 // countedSince names the flips counted that were made at from or later,

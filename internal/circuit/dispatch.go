@@ -19,7 +19,7 @@ import (
 // time. Now and then it reads an app's actual settings back, for drift.
 // It keeps its own lock: no decision waits for a switch call's books.
 type switcher struct {
-	store Store
+	store Stores
 	sw    Switch
 	s     EvaluatorSettings
 
@@ -37,7 +37,7 @@ type switcher struct {
 	local        Tally // this instance's own switch calls, for its metrics
 }
 
-func newSwitcher(store Store, sw Switch, s EvaluatorSettings) *switcher {
+func newSwitcher(store Stores, sw Switch, s EvaluatorSettings) *switcher {
 	return &switcher{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{},
 		hints: map[string]map[string]string{}, drifted: map[string]time.Time{}, switchedFrom: map[string]string{}, local: NewTally()}
 }
@@ -150,7 +150,7 @@ func (w *switcher) switchApp(ctx context.Context, appID string, apps map[string]
 			if stale {
 				continue // this instance switched it from the version the hint saw
 			}
-			c, err := w.store.GetCircuit(ctx, appID, function)
+			c, err := w.store.Circuits.Get(ctx, appID, function)
 			if err != nil {
 				if !errors.Is(err, ErrNotFound) {
 					w.s.Logger.Warn("could not read a circuit to switch it; the next tick tries again", "circuit", appID+"/"+function, "error", err)
@@ -215,7 +215,7 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 	var armed []Circuit
 	for _, c := range due {
 		if c.Shadow {
-			if err := w.store.MarkApplied(ctx, f, c, w.s.Clock.Now()); err != nil {
+			if err := w.store.Circuits.MarkApplied(ctx, f, c, w.s.Clock.Now()); err != nil {
 				w.s.Logger.Warn("could not record a shadow circuit's episode", "circuit", c.ID(), "error", err)
 			}
 			continue
@@ -253,7 +253,7 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 	}
 	at := w.s.Clock.Now()
 	for _, c := range due {
-		if err := w.store.MarkApplied(ctx, f, c, at); err != nil {
+		if err := w.store.Circuits.MarkApplied(ctx, f, c, at); err != nil {
 			// A newer episode is applied on a later tick.
 			w.s.Logger.Warn("could not record a switched trigger", "circuit", c.ID(), "error", err)
 			continue
@@ -303,7 +303,7 @@ func (w *switcher) failApply(ctx context.Context, f lease.Fence, due []Circuit, 
 		attempts := c.ApplyAttempts + 1
 		wait := min(w.s.RetryFirst<<min(attempts-1, 20), w.s.RetryMax)
 		problem := fmt.Sprintf("could not switch the trigger %s: %v", onOff(!c.State.TriggerOff()), cause)
-		if err := w.store.SetApplyError(ctx, f, c.AppID, c.Function, c.Episode, problem, attempts, now.Add(wait)); err != nil {
+		if err := w.store.Circuits.SetApplyError(ctx, f, c.AppID, c.Function, c.Episode, problem, attempts, now.Add(wait)); err != nil {
 			w.s.Logger.Warn("could not record a failed switch", "circuit", c.ID(), "error", err)
 		}
 		w.s.Logger.Warn("trigger not switched", "circuit", c.ID(), "attempt", attempts, "retry_in", wait.String(), "error", cause)
@@ -338,7 +338,7 @@ func (w *switcher) checkDrift(ctx context.Context, f lease.Fence, app App, circu
 		if drift == c.Drift {
 			continue
 		}
-		if err := w.store.SetDrift(ctx, f, c.AppID, c.Function, c.Episode, drift, now); err != nil {
+		if err := w.store.Circuits.SetDrift(ctx, f, c.AppID, c.Function, c.Episode, drift, now); err != nil {
 			errs = append(errs, err)
 		}
 	}

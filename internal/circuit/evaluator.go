@@ -29,7 +29,7 @@ import (
 // switch calls and drift checks the switcher's (dispatch.go), the totals
 // the books' (books.go); storage keeps the window's rows.
 type Evaluator struct {
-	store Store
+	store Stores
 	s     EvaluatorSettings
 	sw    *switcher
 	books *books
@@ -50,7 +50,7 @@ type Evaluator struct {
 
 // NewEvaluator fills defaults. Claims has none: without it no switch call
 // could be made safely beside other instances.
-func NewEvaluator(store Store, sw Switch, s EvaluatorSettings) *Evaluator {
+func NewEvaluator(store Stores, sw Switch, s EvaluatorSettings) *Evaluator {
 	if s.Claims == nil {
 		panic("circuit: EvaluatorSettings.Claims is required")
 	}
@@ -181,11 +181,11 @@ func (e *Evaluator) Tick(ctx context.Context, keeper lease.Fence) error {
 // read is a tick's reads: every circuit and app, and the failure rows of
 // the longest window (storage reads only what changed since its last).
 func (e *Evaluator) read(ctx context.Context, now time.Time) ([]Circuit, map[string]App, []FailureRow, error) {
-	circuits, err := e.store.ListCircuits(ctx)
+	circuits, err := e.store.Circuits.List(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	apps, err := e.store.ListApps(ctx)
+	apps, err := e.store.Apps.List(ctx)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -197,7 +197,7 @@ func (e *Evaluator) read(ctx context.Context, now time.Time) ([]Circuit, map[str
 	for _, c := range circuits {
 		longest = max(longest, c.Window)
 	}
-	rows, rejected, err := e.store.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
+	rows, rejected, err := e.store.Failures.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
 	if err != nil {
 		return nil, nil, nil, err
 	}
@@ -237,12 +237,12 @@ func (e *Evaluator) decide(ctx context.Context, circuits []Circuit, apps map[str
 			}
 			var err error
 			if !d.Guarded {
-				err = e.store.Transition(ctx, lease.Fence{}, next, *fl)
+				err = e.store.Circuits.Transition(ctx, lease.Fence{}, next, *fl)
 			} else {
 				// Every instance ticks: the count of circuits off is part
 				// of the write, so two instances' trips decided on one
 				// reading cannot both land.
-				err = e.store.TransitionGuarded(ctx, lease.Fence{}, next, *fl, func(app []Circuit, unreadable int) error {
+				err = e.store.Circuits.TransitionGuarded(ctx, lease.Fence{}, next, *fl, func(app []Circuit, unreadable int) error {
 					return guardrail.Admits(app, unreadable, c)
 				})
 				var held *GuardrailHeld
@@ -250,7 +250,7 @@ func (e *Evaluator) decide(ctx context.Context, circuits []Circuit, apps map[str
 					off[c.AppID]--
 					hc, hf := Hold(c, *fl, held.Off, held.Limit)
 					next, fl = hc, &hf
-					err = e.store.Transition(ctx, lease.Fence{}, next, *fl)
+					err = e.store.Circuits.Transition(ctx, lease.Fence{}, next, *fl)
 				}
 			}
 			if err != nil {

@@ -26,15 +26,37 @@ func (s Status) Stale(now time.Time, interval time.Duration) bool {
 	return s.LastTickAt.IsZero() || now.Sub(s.LastTickAt.Add(s.TickDuration)) > 3*interval
 }
 
-// Store is what the evaluator needs of storage.
-type Store interface {
-	ListApps(ctx context.Context) ([]App, error)
-	ListCircuits(ctx context.Context) ([]Circuit, error)
-	// GetCircuit reads one circuit afresh, as storage holds it now.
-	GetCircuit(ctx context.Context, appID, function string) (Circuit, error)
-	// CircuitWindow reads one circuit's failure rows for seconds in
-	// [from, to] afresh: the read a report that may trip it costs.
-	CircuitWindow(ctx context.Context, appID, function string, from, to time.Time) ([]FailureRow, error)
+// Stores are the repositories the breaker reads and writes, each as
+// internal/storage spells its methods: the evaluator, operators' actions
+// and the verifier use them directly, with no adapter between.
+type Stores struct {
+	Apps     AppStore
+	Circuits CircuitStore
+	Failures FailureStore
+	Status   StatusStore
+}
+
+// AppStore reads registered apps (storage.Apps).
+type AppStore interface {
+	List(ctx context.Context) ([]App, error)
+	Get(ctx context.Context, id string) (App, error)
+}
+
+// CircuitStore keeps circuits and their flip logs (storage.Circuits).
+type CircuitStore interface {
+	List(ctx context.Context) ([]Circuit, error)
+	// Get reads one circuit afresh, as storage holds it now.
+	Get(ctx context.Context, appID, function string) (Circuit, error)
+	Create(ctx context.Context, c Circuit) error
+	// UpdateSettings replaces the settings, keeping state; conditional on
+	// c.Version.
+	UpdateSettings(ctx context.Context, c Circuit) error
+	// Delete removes a circuit and its flip log, conditional on version.
+	Delete(ctx context.Context, appID, function, version string) error
+	// Acknowledge records c's AckedEpisode, AckedBy and AckedAt,
+	// conditional on c.Version.
+	Acknowledge(ctx context.Context, c Circuit) error
+	Reapply(ctx context.Context, appID, function string) error
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
@@ -58,16 +80,31 @@ type Store interface {
 	// handed back; refused if the circuit moved on.
 	ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error
 	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
+	// SetConfirmation records the confirmation of episode, unless the
+	// circuit moved on.
+	SetConfirmation(ctx context.Context, f lease.Fence, appID, function string, episode int64, got Confirmation, at time.Time) error
+	// Flips returns up to limit flip-log entries, newest first.
+	Flips(ctx context.Context, appID, function string, limit int) ([]Flip, error)
+}
+
+// FailureStore reads failure rows (storage.Failures).
+type FailureStore interface {
+	// CircuitWindow reads one circuit's failure rows for seconds in
+	// [from, to] afresh: the read a report that may trip it costs.
+	CircuitWindow(ctx context.Context, appID, function string, from, to time.Time) ([]FailureRow, error)
 	// Window returns the failure rows for seconds in [from, to], each
 	// once, and the unreadable rows not reported before. It may read only
 	// what changed since its previous call. The rows may be shared with
 	// other callers: they are read, never written.
 	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
-	PutStatus(ctx context.Context, s Status) error
-	// StoredStatus reads what PutStatus last stored (the zero Status if nothing).
-	StoredStatus(ctx context.Context) (Status, error)
-	// Flips returns up to limit flip-log entries, newest first.
-	Flips(ctx context.Context, appID, function string, limit int) ([]Flip, error)
+}
+
+// StatusStore keeps what the evaluator last said of itself (storage.Status).
+type StatusStore interface {
+	PutEvaluator(ctx context.Context, s Status) error
+	// Evaluator reads what PutEvaluator last stored (the zero Status if
+	// nothing).
+	Evaluator(ctx context.Context) (Status, error)
 }
 
 // Switch turns functions' triggers off and on for one kind of app.

@@ -57,7 +57,7 @@ func newRig(t *testing.T) *rig {
 }
 
 func (r *rig) evaluator() *circuit.Evaluator {
-	return circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
+	return circuit.NewEvaluator(r.store.Breaker(), switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
 		circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock, DriftEvery: 10 * time.Second})
 }
 
@@ -221,13 +221,20 @@ func TestDriftIsRecordedAndClearedByOverride(t *testing.T) {
 // moveFirst is storage as a paused instance sees it: the circuits it read
 // before the pause, while an operator changes the circuit before its write.
 type moveFirst struct {
-	storage.EvaluatorStore
+	circuit.CircuitStore
 	before func()
 }
 
 func (m moveFirst) Transition(ctx context.Context, f lease.Fence, c circuit.Circuit, fl circuit.Flip) error {
 	m.before()
-	return m.EvaluatorStore.Transition(ctx, f, c, fl)
+	return m.CircuitStore.Transition(ctx, f, c, fl)
+}
+
+// movingFirst is st whose circuits are moved by before ahead of each
+// transition.
+func movingFirst(st circuit.Stores, before func()) circuit.Stores {
+	st.Circuits = moveFirst{st.Circuits, before}
+	return st
 }
 
 // Every instance evaluates; what keeps a late one from undoing a newer
@@ -238,12 +245,12 @@ func (m moveFirst) Transition(ctx context.Context, f lease.Fence, c circuit.Circ
 func TestALateDecisionIsRefusedByTheCircuitsVersion(t *testing.T) {
 	r := newRig(t)
 	r.fail("instance-a", 101, 0)
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
-	late := circuit.NewEvaluator(moveFirst{storage.EvaluatorStore{Store: r.store}, func() {
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	late := circuit.NewEvaluator(movingFirst(r.store.Breaker(), func() {
 		if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "planned maintenance"); err != nil {
 			t.Fatal(err)
 		}
-	}}, switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
+	}), switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
 		circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
 	if err := late.Tick(t.Context(), lease.Fence{}); err != nil {
 		t.Errorf("a lost race reported as an error: %v", err)
@@ -265,7 +272,7 @@ func TestALateDecisionIsRefusedByTheCircuitsVersion(t *testing.T) {
 // resume is an operator resuming through the service, as the pages do.
 func (r *rig) resume() {
 	r.t.Helper()
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Resume(r.t.Context(), "orders", "Process", "olivia", ""); err != nil {
 		r.t.Fatal(err)
 	}
@@ -400,7 +407,7 @@ func TestAHangingAppDoesNotDelayAnother(t *testing.T) {
 		t.Fatal(err)
 	}
 	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, hang: map[string]bool{"slow": true}, applied: make(chan string, 4)}
-	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock, ApplyTimeout: time.Minute})
+	r.eval = circuit.NewEvaluator(r.store.Breaker(), sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock, ApplyTimeout: time.Minute})
 	ctx, cancel := context.WithCancel(t.Context())
 	defer func() { cancel(); r.eval.Wait() }()
 
@@ -445,7 +452,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 		}
 	}
 	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}}
-	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
+	r.eval = circuit.NewEvaluator(r.store.Breaker(), sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
 	var reports []storage.Report
 	for _, f := range []string{"Process", "Import", "Export"} {
 		reports = append(reports, storage.Report{App: "orders", Function: f, Second: r.clock.Now(), Count: 101})
@@ -469,7 +476,7 @@ func TestCircuitsOfOneAppAreSwitchedTogether(t *testing.T) {
 func TestAFailingSwitchBacksOffAndSaysWhy(t *testing.T) {
 	r := newRig(t)
 	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, fail: errors.New("403: give Fusebox the Website Contributor role")}
-	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock, RetryFirst: 2 * time.Second, RetryMax: 8 * time.Second})
+	r.eval = circuit.NewEvaluator(r.store.Breaker(), sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock, RetryFirst: 2 * time.Second, RetryMax: 8 * time.Second})
 	r.fail("instance-a", 101, 0)
 	r.tick()
 	c := r.circuit()
@@ -502,14 +509,14 @@ func TestAStuckCircuitCanBeDeleted(t *testing.T) {
 	if err := r.store.Service.CreateTable(t.Context(), storage.TableAudit); err != nil {
 		t.Fatal(err)
 	}
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	r.fail("instance-a", 101, 0)
 	r.tick()
 	if err := svc.Delete(t.Context(), "orders", "Process", "olivia"); !errors.Is(err, circuit.ErrStillOpen) {
 		t.Errorf("deleting an open circuit whose trigger is off: %v, want ErrStillOpen", err)
 	}
 	sw := &countingSwitch{Switch: switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}, fail: errors.New("404: func-orders was not found: was the app deleted or renamed?")}
-	r.eval = circuit.NewEvaluator(storage.EvaluatorStore{Store: r.store}, sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
+	r.eval = circuit.NewEvaluator(r.store.Breaker(), sw, circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
 	r.clock.Advance(time.Second)
 	r.resume() // the trigger must go back on, and cannot
 	r.tick()
@@ -596,7 +603,7 @@ func TestAShadowCircuitNeverMovesTheTriggerUntilArmed(t *testing.T) {
 	if c := r.circuit(); c.Drift != "" {
 		t.Errorf("shadow circuit reported drift %q", c.Drift)
 	}
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, r.store.Audit, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), r.store.Audit, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Update(t.Context(), "orders", "Process", circuit.Settings{Threshold: 100, Window: 30 * time.Second}, "olivia"); err != nil {
 		t.Fatal(err)
 	}
@@ -676,7 +683,7 @@ func TestGuardrailLimits(t *testing.T) {
 
 // readCounter counts the reads a report's check makes.
 type readCounter struct {
-	storage.EvaluatorStore
+	circuit.FailureStore
 	mu    sync.Mutex
 	reads int
 }
@@ -685,7 +692,7 @@ func (c *readCounter) CircuitWindow(ctx context.Context, appID, function string,
 	c.mu.Lock()
 	c.reads++
 	c.mu.Unlock()
-	return c.EvaluatorStore.CircuitWindow(ctx, appID, function, from, to)
+	return c.FailureStore.CircuitWindow(ctx, appID, function, from, to)
 }
 
 func (c *readCounter) count() int {
@@ -701,8 +708,10 @@ func (c *readCounter) count() int {
 // its trigger with no tick: one read of the circuit's window.
 func TestOnlyAReportThatMayTripIsCheckedAndItTripsAtOnce(t *testing.T) {
 	r := newRig(t)
-	store := &readCounter{EvaluatorStore: storage.EvaluatorStore{Store: r.store}}
-	r.eval = circuit.NewEvaluator(store, switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
+	stores := r.store.Breaker()
+	store := &readCounter{FailureStore: stores.Failures}
+	stores.Failures = store
+	r.eval = circuit.NewEvaluator(stores, switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
 		circuit.EvaluatorSettings{Claims: r.claims, Clock: r.clock})
 	r.fail("instance-a", 60, 5*time.Second)
 	r.tick() // counts 60 of the threshold's 100
@@ -735,7 +744,7 @@ func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
 	r := newRig(t)
 	r.tick() // the books counted up to now
 	decided := r.clock.Now().Add(-2 * time.Second)
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, func() time.Time { return decided }, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, func() time.Time { return decided }, circuit.ServiceSettings{})
 	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "decided two seconds before it was written"); err != nil {
 		t.Fatal(err)
 	}
@@ -759,7 +768,7 @@ func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
 func TestANewTenureDoesNotCountAgainAFlipOfTheLastCountsInstant(t *testing.T) {
 	r := newRig(t)
 	r.tick()
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	r.clock.Advance(time.Second)
 	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "in the very instant of the next count"); err != nil {
 		t.Fatal(err)
@@ -776,7 +785,7 @@ func TestANewTenureCountsAFlipWrittenInTheLastCountsInstantAfterIt(t *testing.T)
 	r.tick()
 	r.clock.Advance(time.Second)
 	r.tick() // the books counted up to this instant, without the trip
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "written in the instant of the last count, after it"); err != nil {
 		t.Fatal(err)
 	}
@@ -821,7 +830,7 @@ func TestFailingCountsOnlyTheCircuitsWithFailures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	failing, err := svc.Failing(t.Context(), all)
 	if err != nil {
 		t.Fatal(err)

@@ -62,14 +62,14 @@ func (e *Evaluator) CheckReported(reports []Reported) {
 // the next tick, nor for a whole tick's reads. It leaves to the tick what
 // weighs other circuits (an app's guardrail) and anything it cannot read.
 func (e *Evaluator) check(ctx context.Context, appID, function string) {
-	c, err := e.store.GetCircuit(ctx, appID, function)
+	c, err := e.store.Circuits.Get(ctx, appID, function)
 	if err != nil {
 		e.s.Logger.Warn("could not read a reported circuit; the next tick decides", "circuit", appID+"/"+function, "error", err)
 		e.askForTick()
 		return
 	}
 	now := e.s.Clock.Now()
-	rows, err := e.store.CircuitWindow(ctx, appID, function, now.Add(-c.Window).Truncate(time.Second), now)
+	rows, err := e.store.Failures.CircuitWindow(ctx, appID, function, now.Add(-c.Window).Truncate(time.Second), now)
 	if err != nil {
 		e.s.Logger.Warn("could not read a reported circuit's window; the next tick decides", "circuit", c.ID(), "error", err)
 		e.askForTick()
@@ -96,7 +96,7 @@ func (e *Evaluator) check(ctx context.Context, appID, function string) {
 		e.askForTick()
 		return
 	}
-	if err := e.store.Transition(ctx, lease.Fence{}, d.Next, *d.Flip); err != nil {
+	if err := e.store.Circuits.Transition(ctx, lease.Fence{}, d.Next, *d.Flip); err != nil {
 		if !errors.Is(err, ErrConflict) {
 			e.askForTick()
 		}

@@ -13,25 +13,6 @@ import (
 	"github.com/fusebox/fusebox/internal/spoken"
 )
 
-// ServiceStore is what operator actions need of storage.
-type ServiceStore interface {
-	GetCircuit(ctx context.Context, appID, function string) (Circuit, error)
-	ListCircuits(ctx context.Context) ([]Circuit, error)
-	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
-	Reapply(ctx context.Context, appID, function string) error
-	Window(ctx context.Context, from, to time.Time) ([]FailureRow, []Rejection, error)
-	GetApp(ctx context.Context, id string) (App, error)
-	CreateCircuit(ctx context.Context, c Circuit) error
-	// UpdateSettings replaces threshold, window, recipients and policy,
-	// keeping state; conditional on c.Version.
-	UpdateSettings(ctx context.Context, c Circuit) error
-	// DeleteCircuit removes a circuit and its flip log, conditional on version.
-	DeleteCircuit(ctx context.Context, appID, function, version string) error
-	// Acknowledge records c's AckedEpisode, AckedBy and AckedAt,
-	// conditional on c.Version.
-	Acknowledge(ctx context.Context, c Circuit) error
-}
-
 // Auditor records who did what.
 type Auditor interface {
 	Append(ctx context.Context, e audit.Entry) error
@@ -41,7 +22,7 @@ type Auditor interface {
 // drift. It only changes the circuit's desired state; the evaluator, which
 // is the only one to call trigger switches, applies it within a tick.
 type Service struct {
-	store ServiceStore
+	store Stores
 	audit Auditor
 	now   func() time.Time
 	ServiceSettings
@@ -87,7 +68,7 @@ type FunctionChecker interface {
 }
 
 // NewService builds the service; now is the clock.
-func NewService(store ServiceStore, a Auditor, now func() time.Time, s ServiceSettings) *Service {
+func NewService(store Stores, a Auditor, now func() time.Time, s ServiceSettings) *Service {
 	return &Service{store: store, audit: a, now: now, ServiceSettings: s}
 }
 
@@ -138,7 +119,7 @@ func (s *Service) window(ctx context.Context, circuits []Circuit) ([]FailureRow,
 	if longest == 0 {
 		return nil, now, nil
 	}
-	rows, _, err := s.store.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
+	rows, _, err := s.store.Failures.Window(ctx, now.Add(-longest).Truncate(time.Second), now)
 	if err != nil {
 		return nil, now, err
 	}
@@ -234,7 +215,7 @@ func hasRecipient(c Circuit, app App, to string) bool {
 // conditional write replaces, so a retry after a lost race checks again
 // and can never resume a later episode.
 func (s *Service) ResumeByLink(ctx context.Context, l LinkClaim, actor, reason string) (Circuit, error) {
-	app, err := s.store.GetApp(ctx, l.AppID)
+	app, err := s.store.Apps.Get(ctx, l.AppID)
 	if err != nil {
 		return Circuit{}, err
 	}
@@ -266,7 +247,7 @@ func CheckThrottleLink(c Circuit, app App, l LinkClaim) error {
 // ThrottleByLink applies the throttle an Apply link was sent for, checked
 // again inside the write.
 func (s *Service) ThrottleByLink(ctx context.Context, l LinkClaim, actor string) (Circuit, error) {
-	app, err := s.store.GetApp(ctx, l.AppID)
+	app, err := s.store.Apps.Get(ctx, l.AppID)
 	if err != nil {
 		return Circuit{}, err
 	}
@@ -307,7 +288,7 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 			return c, ValidationError{{Field: "function", Message: err.Error()}}
 		}
 	}
-	if err := s.store.CreateCircuit(ctx, c); err != nil {
+	if err := s.store.Circuits.Create(ctx, c); err != nil {
 		if isConflict(err) {
 			return c, ErrExists
 		}
@@ -319,7 +300,7 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 // Update changes a circuit's settings; its state stays as it is.
 func (s *Service) Update(ctx context.Context, appID, function string, set Settings, actor string) (Circuit, error) {
 	for range 3 {
-		cur, err := s.store.GetCircuit(ctx, appID, function)
+		cur, err := s.store.Circuits.Get(ctx, appID, function)
 		if err != nil {
 			return Circuit{}, err
 		}
@@ -341,7 +322,7 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		// Arming a circuit in shadow makes its trigger follow its state
 		// now: the evaluator applies the current episode again.
 		arming := cur.Shadow && !next.Shadow
-		err = s.store.UpdateSettings(ctx, next)
+		err = s.store.Circuits.UpdateSettings(ctx, next)
 		if isConflict(err) {
 			continue
 		}
@@ -352,7 +333,7 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		switch {
 		case arming:
 			action = "armed circuit"
-			if err := s.store.Reapply(ctx, appID, function); err != nil {
+			if err := s.store.Circuits.Reapply(ctx, appID, function); err != nil {
 				return next, err
 			}
 		case !cur.Shadow && next.Shadow:
@@ -368,7 +349,7 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 // can be deleted in any state: nothing Fusebox does would change it, and
 // the audit entry says where the trigger was left.
 func (s *Service) Delete(ctx context.Context, appID, function, actor string) error {
-	c, err := s.store.GetCircuit(ctx, appID, function)
+	c, err := s.store.Circuits.Get(ctx, appID, function)
 	if err != nil {
 		return err
 	}
@@ -379,7 +360,7 @@ func (s *Service) Delete(ctx context.Context, appID, function, actor string) err
 	case c.Pending():
 		return ErrSwitching
 	}
-	if err := s.store.DeleteCircuit(ctx, appID, function, c.Version); err != nil {
+	if err := s.store.Circuits.Delete(ctx, appID, function, c.Version); err != nil {
 		if isConflict(err) {
 			return ErrConflictRetries
 		}
@@ -393,7 +374,7 @@ func (s *Service) Delete(ctx context.Context, appID, function, actor string) err
 }
 
 func (s *Service) appOf(ctx context.Context, appID string) (*App, error) {
-	app, err := s.store.GetApp(ctx, appID)
+	app, err := s.store.Apps.Get(ctx, appID)
 	if err != nil {
 		if isNotFound(err) {
 			return nil, nil // Validate reports the unknown app by field
@@ -426,7 +407,7 @@ func describe(c Circuit) string {
 // circuit: its reminders stop. The trigger stays off.
 func (s *Service) Acknowledge(ctx context.Context, appID, function, actor string) (Circuit, error) {
 	for range 3 {
-		c, err := s.store.GetCircuit(ctx, appID, function)
+		c, err := s.store.Circuits.Get(ctx, appID, function)
 		if err != nil {
 			return Circuit{}, err
 		}
@@ -437,7 +418,7 @@ func (s *Service) Acknowledge(ctx context.Context, appID, function, actor string
 			return c, nil
 		}
 		c.AckedEpisode, c.AckedBy, c.AckedAt = c.Episode, actor, s.now()
-		err = s.store.Acknowledge(ctx, c)
+		err = s.store.Circuits.Acknowledge(ctx, c)
 		if isConflict(err) {
 			continue
 		}
@@ -466,14 +447,14 @@ func (s *Service) Adopt(ctx context.Context, appID, function, actor string) (Cir
 
 // Override puts the trigger back where the circuit wants it.
 func (s *Service) Override(ctx context.Context, appID, function, actor string) error {
-	c, err := s.store.GetCircuit(ctx, appID, function)
+	c, err := s.store.Circuits.Get(ctx, appID, function)
 	if err != nil {
 		return err
 	}
 	if c.Drift == "" {
 		return ErrNoDrift
 	}
-	if err := s.store.Reapply(ctx, appID, function); err != nil {
+	if err := s.store.Circuits.Reapply(ctx, appID, function); err != nil {
 		return err
 	}
 	return s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "overrode drift", Target: c.ID(),
@@ -482,7 +463,7 @@ func (s *Service) Override(ctx context.Context, appID, function, actor string) e
 
 func (s *Service) act(ctx context.Context, appID, function, actor, verb string, change func(Circuit, Counts, time.Time) (Circuit, Flip, error)) (Circuit, error) {
 	for range 3 {
-		c, err := s.store.GetCircuit(ctx, appID, function)
+		c, err := s.store.Circuits.Get(ctx, appID, function)
 		if err != nil {
 			return Circuit{}, err
 		}
@@ -498,7 +479,7 @@ func (s *Service) act(ctx context.Context, appID, function, actor, verb string, 
 		if s.TraceOf != nil {
 			fl.TraceParent = s.TraceOf(ctx)
 		}
-		err = s.store.Transition(ctx, lease.Fence{}, next, fl)
+		err = s.store.Circuits.Transition(ctx, lease.Fence{}, next, fl)
 		if isConflict(err) {
 			continue
 		}

@@ -112,7 +112,7 @@ func TestThrottlingThatIsNotEnoughTripsAndTheResumeRamps(t *testing.T) {
 	}
 	r.wantSettings("open", map[string]string{throttle.EventHubMaxBatch: "2", throttle.EventHubPrefetch: "75"})
 
-	svc := circuit.NewService(storage.EvaluatorStore{Store: r.store}, nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
+	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	if _, err := svc.Resume(t.Context(), "orders", "Process", "ops@example.com", "fixed"); err != nil {
 		t.Fatal(err)
 	}

@@ -74,15 +74,6 @@ type HostReader interface {
 // ErrCannotConfirm is a switch without a view of the host.
 var ErrCannotConfirm = errors.New("circuit: this switch cannot read the host's own state")
 
-// VerifyStore is what the verifier needs of storage.
-type VerifyStore interface {
-	ListCircuits(ctx context.Context) ([]Circuit, error)
-	ListApps(ctx context.Context) ([]App, error)
-	// SetConfirmation records the confirmation of episode, unless the
-	// circuit moved on.
-	SetConfirmation(ctx context.Context, f lease.Fence, appID, function string, episode int64, got Confirmation, at time.Time) error
-}
-
 // VerifierSettings tune the verifier. Zero values take the defaults.
 type VerifierSettings struct {
 	// Deadline after the write by which the host must agree; default 5m
@@ -100,13 +91,13 @@ type VerifierSettings struct {
 // Verifier polls the host's view of every applied, unconfirmed circuit
 // until it agrees or the deadline passes. Run it under a lease.
 type Verifier struct {
-	store VerifyStore
+	store Stores
 	host  HostReader
 	s     VerifierSettings
 }
 
 // NewVerifier fills defaults.
-func NewVerifier(store VerifyStore, host HostReader, s VerifierSettings) *Verifier {
+func NewVerifier(store Stores, host HostReader, s VerifierSettings) *Verifier {
 	if s.Deadline <= 0 {
 		s.Deadline = 5 * time.Minute
 	}
@@ -128,11 +119,11 @@ func NewVerifier(store VerifyStore, host HostReader, s VerifierSettings) *Verifi
 // Pass reads the host's view for every circuit that awaits one, one
 // goroutine per app: a slow or failing app delays only its own circuits.
 func (v *Verifier) Pass(ctx context.Context, f lease.Fence) error {
-	cs, err := v.store.ListCircuits(ctx)
+	cs, err := v.store.Circuits.List(ctx)
 	if err != nil {
 		return err
 	}
-	apps, err := v.store.ListApps(ctx)
+	apps, err := v.store.Apps.List(ctx)
 	if err != nil {
 		return err
 	}
@@ -206,7 +197,7 @@ func (v *Verifier) verify(ctx context.Context, f lease.Fence, app App, cs []Circ
 		if got == Unconfirmed || got == c.ConfirmationOf() {
 			continue // nothing new to record
 		}
-		if serr := v.store.SetConfirmation(ctx, f, c.AppID, c.Function, c.Episode, got, now); serr != nil && !errors.Is(serr, ErrConflict) {
+		if serr := v.store.Circuits.SetConfirmation(ctx, f, c.AppID, c.Function, c.Episode, got, now); serr != nil && !errors.Is(serr, ErrConflict) {
 			errs = append(errs, serr)
 		}
 	}

@@ -38,7 +38,7 @@ func Evaluator(t *testing.T, st *storage.Store, sw circuit.Switch, settings circ
 		t.Fatal(err)
 	}
 	settings.Claims = claims
-	return circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, settings)
+	return circuit.NewEvaluator(st.Breaker(), sw, settings)
 }
 
 // Tick runs one evaluator tick as the lease's holder and waits for the

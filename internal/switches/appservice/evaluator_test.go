@@ -97,7 +97,7 @@ func TestAHangingAppDoesNotHoldUpAnothersTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	eval := circuit.NewEvaluator(storage.EvaluatorStore{Store: st}, sw, circuit.EvaluatorSettings{Claims: claims, Clock: clk, ApplyTimeout: 90 * time.Second})
+	eval := circuit.NewEvaluator(st.Breaker(), sw, circuit.EvaluatorSettings{Claims: claims, Clock: clk, ApplyTimeout: 90 * time.Second})
 	// At the end the hanging endpoint answers, and the test waits for every
 	// switch call to finish before it ends, rather than cancelling them: the
 	// fake server is not safe against a request cancelled in flight.

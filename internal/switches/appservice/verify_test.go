@@ -44,7 +44,7 @@ func TestTheHostConfirmsTheTrigger(t *testing.T) {
 	if err := sw.Apply(t.Context(), app, map[string]bool{"ProcessOrders": true}); err != nil {
 		t.Fatal(err)
 	}
-	v := circuit.NewVerifier(storage.EvaluatorStore{Store: st}, sw, circuit.VerifierSettings{Clock: clk, Deadline: time.Minute})
+	v := circuit.NewVerifier(st.Breaker(), sw, circuit.VerifierSettings{Clock: clk, Deadline: time.Minute})
 	fence := lease.Fence{Lease: "circuits/verifier", Generation: 1}
 	status := func() string {
 		t.Helper()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/errortexts"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 type countingRows struct {
@@ -126,5 +127,9 @@ func TestTheCacheReadsAgainOnlyWhenTheRowsChanged(t *testing.T) {
 		if got := rows.waitReads(step.reads); got != step.reads {
 			t.Errorf("%s: %d reads, want %d", step.name, got, step.reads)
 		}
+		// The next step finds the background read's result kept.
+		testenv.Eventually(t, 5*time.Second, func() (bool, string) {
+			return !errortexts.Refreshing(c), step.name + ": the background read has not finished"
+		})
 	}
 }

@@ -32,7 +32,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},
 		Hosting: out.router, Keys: keys, Audit: store.Audit, Now: o.Clock.Now}
-	apps := web.AppPages{Registry: registry, Apps: store.Apps, Circuits: store.Circuits, Rates: store.Rates, Arrivals: store.Arrivals,
+	apps := web.AppParts{Registry: registry, Apps: store.Apps, Circuits: store.Circuits, Rates: store.Rates, Arrivals: store.Arrivals,
 		Queues: out.queues, Kept: store.SetAside, SendBack: out.sendBack}
 	if out.fleet != nil {
 		apps.Fleet = out.fleet
@@ -52,20 +52,20 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Base: web.Base{Config: cfg, Logger: o.Logger, Metrics: m, Assets: assets, Now: o.Clock.Now,
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
 		Identity: id,
-		Intake: web.Intake{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
+		Intake: web.IntakeParts{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
 			Jobs: jobStore, Pings: pings(store), Catalog: catalog},
-		SignIn: web.SignIn{Audit: store.Audit},
-		Circuits: web.CircuitPages{Apps: store.Apps, Circuits: store.Circuits,
+		SignIn: web.SignInParts{Audit: store.Audit},
+		Circuits: web.CircuitParts{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
 			Episodes: episode.Reader{Flips: store.Circuits, Notices: store.Outbox, Audit: store.Audit, Rows: store.Failures.Reader(), Kept: storage.FailureRetention},
 			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router, SettingsReader: out.router, Inspector: inspector(out),
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known},
 		Apps: apps,
-		Jobs: web.JobPages{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,
+		Jobs: web.JobParts{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,
 			FunctionRunner: out.router, HostInsight: out.hosts, Channels: known},
-		Notify: web.NotifyPages{Channels: store.Channels, TestChannel: tell.tester.Test, Delivery: store.Status, Outbox: store.Outbox,
+		Notify: web.NotifyParts{Channels: store.Channels, TestChannel: tell.tester.Test, Delivery: store.Status, Outbox: store.Outbox,
 			Audit: store.Audit, Apps: store.Apps, Circuits: store.Circuits, Jobs: jobStore},
-		Ops: web.OpsPages{Apps: store.Apps, Circuits: store.Circuits, Counter: b.actions, Rates: store.Rates, Status: store.Status,
+		Ops: web.OpsParts{Apps: store.Apps, Circuits: store.Circuits, Counter: b.actions, Rates: store.Rates, Status: store.Status,
 			Jobs: jobStore, Kept: store.SetAside, Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Delivery: store.Status,
 			HostInsight: out.hosts, Ready: st.ready},
 	})

@@ -13,10 +13,8 @@ import (
 	"github.com/fusebox/fusebox/internal/setaside/sendback"
 )
 
-// AppPages register function apps, issue their keys, and show the
-// work they set aside.
-type AppPages struct {
-	*core
+// AppParts are what AppPages's handlers use, given to New.
+type AppParts struct {
 	Registry appRegistry
 	Apps     appReader
 	Circuits circuitsNow
@@ -26,23 +24,43 @@ type AppPages struct {
 	// Queues reads the work apps set aside (poison and parking queues),
 	// Kept is what the watcher last saw of them, and SendBack requeues or
 	// deletes them; with Queues nil none of it is shown.
-	Queues   setAsideReader `web:"optional"`
+	Queues   setAsideReader
 	Kept     keptSetAside
-	SendBack sendBacker `web:"optional"`
+	SendBack sendBacker
 	// Fleet is the last survey of the subscriptions' function apps;
 	// nil when Fusebox surveys none.
-	Fleet fleetFinder `web:"optional"`
+	Fleet fleetFinder
 	// Triggers lists an ARM app's functions with their triggers; nil
 	// without an Azure identity.
-	Triggers functionTriggers `web:"optional"`
+	Triggers functionTriggers
 	// Inspector reads what guarding a found site needs (its
 	// functions and a few settings), and Guarding saves a confirmed
 	// plan; nil without an Azure identity.
-	Inspector appInspector `web:"optional"`
+	Inspector appInspector
 	Guarding  appGuarding
 	// Drift is the last check of what changed in Azure under each
 	// ARM app; nil without an Azure identity.
-	Drift driftReader `web:"optional"`
+	Drift driftReader
+}
+
+// missing names the required parts p lacks.
+func (p AppParts) missing() []string {
+	return absent("Apps",
+		part{"Registry", p.Registry == nil},
+		part{"Apps", p.Apps == nil},
+		part{"Circuits", p.Circuits == nil},
+		part{"Rates", p.Rates == nil},
+		part{"Arrivals", p.Arrivals == nil},
+		part{"Kept", p.Kept == nil},
+		part{"Guarding", p.Guarding == nil},
+	)
+}
+
+// AppPages register function apps, issue their keys, and show the
+// work they set aside.
+type AppPages struct {
+	AppParts
+	*core
 }
 
 // What AppPages holds, each the few methods its handlers call.

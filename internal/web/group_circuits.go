@@ -11,10 +11,8 @@ import (
 	"github.com/fusebox/fusebox/internal/hostinsight"
 )
 
-// CircuitPages show circuits, trip and resume them by hand or by a
-// signed link, and edit their settings.
-type CircuitPages struct {
-	*core
+// CircuitParts are what CircuitPages's handlers use, given to New.
+type CircuitParts struct {
 	Apps     appReader
 	Circuits circuitLister
 	// The circuit service's parts: counting, switching by hand or by
@@ -34,25 +32,51 @@ type CircuitPages struct {
 	Links *alerts.Signer
 	// FunctionLister lists an app's functions for the circuit form's
 	// picker; nil leaves the picker empty.
-	FunctionLister functionLister `web:"optional"`
+	FunctionLister functionLister
 	// Inspector reads an app's functions' triggers and the settings
 	// a throttle plan reads (ARM apps); nil shows no plan.
-	Inspector appInspector `web:"optional"`
+	Inspector appInspector
 	// SettingsReader reads an app's settings through its switch, for
 	// the plan an Apply link's page shows; nil shows none.
-	SettingsReader settingsReader `web:"optional"`
+	SettingsReader settingsReader
 	// HostInsight reads apps' own storage for the circuit and resume
 	// pages; nil shows none.
-	HostInsight hostReader `web:"optional"`
+	HostInsight hostReader
 	// HostSamples hold the hosts' learned concurrency over time; nil
 	// draws no history.
-	HostSamples hostSampleReader `web:"optional"`
+	HostSamples hostSampleReader
 	// SetAside is what the watcher last saw of the apps' set-aside
 	// queues; nil shows none.
-	SetAside keptSetAside `web:"optional"`
+	SetAside keptSetAside
 	// Channels checks that the channels a circuit names exist, for a
 	// form with other problems to show them all at once.
 	Channels channelChecker
+}
+
+// missing names the required parts p lacks.
+func (p CircuitParts) missing() []string {
+	return absent("Circuits",
+		part{"Apps", p.Apps == nil},
+		part{"Circuits", p.Circuits == nil},
+		part{"Counter", p.Counter == nil},
+		part{"Switch", p.Switch == nil},
+		part{"Settings", p.Settings == nil},
+		part{"Drift", p.Drift == nil},
+		part{"Window", p.Window == nil},
+		part{"Samples", p.Samples == nil},
+		part{"Episodes", p.Episodes == nil},
+		part{"Rates", p.Rates == nil},
+		part{"Status", p.Status == nil},
+		part{"Links", p.Links == nil},
+		part{"Channels", p.Channels == nil},
+	)
+}
+
+// CircuitPages show circuits, trip and resume them by hand or by a
+// signed link, and edit their settings.
+type CircuitPages struct {
+	CircuitParts
+	*core
 }
 
 // What CircuitPages holds, each the few methods its handlers call.

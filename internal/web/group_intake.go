@@ -10,10 +10,8 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
-// Intake takes what machines send: failure reports, OTLP exports and
-// job pings, each behind a key of its own.
-type Intake struct {
-	*core
+// IntakeParts are what Intake's handlers use, given to New.
+type IntakeParts struct {
 	// AppKeys verify the keys of failure reports and OTLP exports.
 	AppKeys *auth.AppKeys
 	// Reports turn failure reports into rows (ingest.Service); OTLP
@@ -25,6 +23,25 @@ type Intake struct {
 	Jobs    pingJobs
 	Pings   pingRecorder
 	Catalog jobCreator
+}
+
+// missing names the required parts p lacks.
+func (p IntakeParts) missing() []string {
+	return absent("Intake",
+		part{"AppKeys", p.AppKeys == nil},
+		part{"Reports", p.Reports == nil},
+		part{"OTLP", p.OTLP == nil},
+		part{"Jobs", p.Jobs == nil},
+		part{"Pings", p.Pings == nil},
+		part{"Catalog", p.Catalog == nil},
+	)
+}
+
+// Intake takes what machines send: failure reports, OTLP exports and
+// job pings, each behind a key of its own.
+type Intake struct {
+	IntakeParts
+	*core
 
 	unknownPings *ttlSet       // ping ids found not to exist lately
 	pingCreates  *rate.Limiter // bounds the jobs the ping key's ?create=1 makes

@@ -8,10 +8,8 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
-// JobPages show jobs, their runs and gaps, edit them and their
-// maintenance windows.
-type JobPages struct {
-	*core
+// JobParts are what JobPages's handlers use, given to New.
+type JobParts struct {
 	Apps      appReader
 	Jobs      jobReader
 	Windows   maintenanceWindows
@@ -20,11 +18,32 @@ type JobPages struct {
 	RunReader runReader
 	Audit     auditAppender
 	// FunctionRunner runs a job's function once for "Run now"; nil hides it.
-	FunctionRunner functionRunner `web:"optional"`
+	FunctionRunner functionRunner
 	// HostInsight reads a timer function's own status; nil shows none.
-	HostInsight hostReader `web:"optional"`
+	HostInsight hostReader
 	// Channels checks that the channels a job names exist.
 	Channels channelChecker
+}
+
+// missing names the required parts p lacks.
+func (p JobParts) missing() []string {
+	return absent("Jobs",
+		part{"Apps", p.Apps == nil},
+		part{"Jobs", p.Jobs == nil},
+		part{"Windows", p.Windows == nil},
+		part{"Tokens", p.Tokens == nil},
+		part{"Catalog", p.Catalog == nil},
+		part{"RunReader", p.RunReader == nil},
+		part{"Audit", p.Audit == nil},
+		part{"Channels", p.Channels == nil},
+	)
+}
+
+// JobPages show jobs, their runs and gaps, edit them and their
+// maintenance windows.
+type JobPages struct {
+	JobParts
+	*core
 
 	weeks        *weekAssessor
 	unknownPings *ttlSet

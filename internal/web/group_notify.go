@@ -7,9 +7,8 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 )
 
-// NotifyPages edit alert channels and show what was sent.
-type NotifyPages struct {
-	*core
+// NotifyParts are what NotifyPages's handlers use, given to New.
+type NotifyParts struct {
 	Channels channelStore
 	// TestChannel sends a test message to a channel now.
 	TestChannel func(ctx context.Context, ch alerts.Channel) error
@@ -21,6 +20,26 @@ type NotifyPages struct {
 	Apps     appReader
 	Circuits recentCircuits
 	Jobs     jobLister
+}
+
+// missing names the required parts p lacks.
+func (p NotifyParts) missing() []string {
+	return absent("Notify",
+		part{"Channels", p.Channels == nil},
+		part{"TestChannel", p.TestChannel == nil},
+		part{"Delivery", p.Delivery == nil},
+		part{"Outbox", p.Outbox == nil},
+		part{"Audit", p.Audit == nil},
+		part{"Apps", p.Apps == nil},
+		part{"Circuits", p.Circuits == nil},
+		part{"Jobs", p.Jobs == nil},
+	)
+}
+
+// NotifyPages edit alert channels and show what was sent.
+type NotifyPages struct {
+	NotifyParts
+	*core
 }
 
 // What NotifyPages holds, each the few methods its handlers call.

@@ -11,10 +11,8 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 )
 
-// OpsPages are what operators look at about Fusebox itself: the
-// overview, the audit log, locks, and the probes.
-type OpsPages struct {
-	*core
+// OpsParts are what OpsPages's handlers use, given to New.
+type OpsParts struct {
 	Apps     appReader
 	Circuits recentCircuits
 	Counter  failingCounter
@@ -29,10 +27,35 @@ type OpsPages struct {
 	// Delivery reads the destinations the sender finds failing.
 	Delivery deliveryReader
 	// HostInsight reads and breaks the hosts' own locks; nil shows none.
-	HostInsight hostLocks `web:"optional"`
+	HostInsight hostLocks
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error
+}
+
+// missing names the required parts p lacks.
+func (p OpsParts) missing() []string {
+	return absent("Ops",
+		part{"Apps", p.Apps == nil},
+		part{"Circuits", p.Circuits == nil},
+		part{"Counter", p.Counter == nil},
+		part{"Rates", p.Rates == nil},
+		part{"Status", p.Status == nil},
+		part{"Jobs", p.Jobs == nil},
+		part{"Kept", p.Kept == nil},
+		part{"Audit", p.Audit == nil},
+		part{"Leases", p.Leases == nil},
+		part{"Faults", p.Faults == nil},
+		part{"Delivery", p.Delivery == nil},
+		part{"Ready", p.Ready == nil},
+	)
+}
+
+// OpsPages are what operators look at about Fusebox itself: the
+// overview, the audit log, locks, and the probes.
+type OpsPages struct {
+	OpsParts
+	*core
 
 	weeks     *weekAssessor
 	started   time.Time  // readiness allows the first ticks their time

@@ -52,7 +52,6 @@ func (s *Server) routes() {
 	// on the same port (HTTP/2 without TLS: app.Serve).
 	exportLimit := otlpBodyLimit()
 	slots := newExportSlots(OTLPReadsAtOnce, OTLPReadsAtOncePerApp, OTLPReadsAtOncePerApp, 5*time.Second).reading
-	s.intake.decoding = newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, OTLPExportReserve, 5*time.Second)
 	for _, prefix := range []string{"", OTLPPrefix} {
 		e.POST(prefix+"/v1/traces", s.intake.otlpHTTP(otlp.Traces), exportLimit, gate, slots)
 		e.POST(prefix+"/v1/logs", s.intake.otlpHTTP(otlp.Logs), exportLimit, gate, slots)

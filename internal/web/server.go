@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"strings"
 	"time"
 
@@ -42,8 +41,8 @@ type Identity struct {
 	Sessions *auth.Sessions
 	CSRF     *auth.CSRF
 	Local    *auth.LocalUsers
-	OIDC     *auth.OIDC     `web:"optional"`
-	EasyAuth *auth.EasyAuth `web:"optional"`
+	OIDC     *auth.OIDC     // nil: off
+	EasyAuth *auth.EasyAuth // nil: off
 	Tokens   *auth.APITokens
 }
 
@@ -53,13 +52,13 @@ type Identity struct {
 type Parts struct {
 	Base     Base
 	Identity Identity
-	Intake   Intake
-	SignIn   SignIn
-	Circuits CircuitPages
-	Apps     AppPages
-	Jobs     JobPages
-	Notify   NotifyPages
-	Ops      OpsPages
+	Intake   IntakeParts
+	SignIn   SignInParts
+	Circuits CircuitParts
+	Apps     AppParts
+	Jobs     JobParts
+	Notify   NotifyParts
+	Ops      OpsParts
 }
 
 // core is what every handler group shares: the base parts and the helpers
@@ -92,26 +91,30 @@ func New(p Parts) (*Server, error) {
 	}
 	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute)}
 	// What viewers' pages read through ARM is kept per app (armreads.go).
-	if p.Circuits.Inspector != nil {
-		p.Circuits.Inspector = &keptInspector{appInspector: p.Circuits.Inspector}
+	circuits, apps := p.Circuits, p.Apps
+	if circuits.Inspector != nil {
+		circuits.Inspector = &keptInspector{appInspector: circuits.Inspector}
 	}
-	if p.Apps.Triggers != nil {
-		p.Apps.Triggers = &keptTriggers{functionTriggers: p.Apps.Triggers}
+	if apps.Triggers != nil {
+		apps.Triggers = &keptTriggers{functionTriggers: apps.Triggers}
 	}
 	// A new job's id or slug may have been pinged before it existed: the
 	// job pages forget it from the ping intake's list of unknown ids.
 	unknownPings := newTTLSet(30*time.Second, 10_000)
-	s := &Server{core: co, Identity: p.Identity, echo: echo.New(),
-		intake: &p.Intake, signIn: &p.SignIn, circuits: &p.Circuits, apps: &p.Apps, jobs: &p.Jobs, notify: &p.Notify, ops: &p.Ops}
-	s.intake.core, s.intake.unknownPings = co, unknownPings
-	s.intake.pingCreates = rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour)
-	s.intake.pingSecrets = &pingSecrets{}
-	s.signIn.core, s.signIn.identity = co, p.Identity
-	s.circuits.core, s.apps.core, s.notify.core = co, co, co
+	secrets := &pingSecrets{}
 	// The overview assesses jobs' weeks as the job pages do.
 	weeks := &weekAssessor{apps: p.Jobs.Apps, windows: p.Jobs.Windows, runs: &jobs.RunCache{Runs: p.Jobs.RunReader, Now: p.Base.Now}, hosts: p.Jobs.HostInsight, now: p.Base.Now}
-	s.jobs.core, s.jobs.weeks, s.jobs.unknownPings, s.jobs.pingSecrets = co, weeks, unknownPings, s.intake.pingSecrets
-	s.ops.core, s.ops.weeks, s.ops.started, s.ops.readiness = co, weeks, p.Base.Now(), &readiness{}
+	s := &Server{core: co, Identity: p.Identity, echo: echo.New(),
+		intake: &Intake{IntakeParts: p.Intake, core: co, unknownPings: unknownPings, pingSecrets: secrets,
+			pingCreates: rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour),
+			decoding:    newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, OTLPExportReserve, 5*time.Second)},
+		signIn:   &SignIn{SignInParts: p.SignIn, core: co, identity: p.Identity},
+		circuits: &CircuitPages{CircuitParts: circuits, core: co},
+		apps:     &AppPages{AppParts: apps, core: co},
+		jobs:     &JobPages{JobParts: p.Jobs, core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
+		notify:   &NotifyPages{NotifyParts: p.Notify, core: co},
+		ops:      &OpsPages{OpsParts: p.Ops, core: co, weeks: weeks, started: p.Base.Now(), readiness: &readiness{}},
+	}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
 	s.echo.IPExtractor = clientIP(p.Base.Config.TrustProxyHeaders)
@@ -119,25 +122,51 @@ func New(p Parts) (*Server, error) {
 	return s, nil
 }
 
-// missing names the required parts p lacks, as Group.Field: every
-// exported field that can be nil is required unless tagged web:"optional".
+// missing names the required parts p lacks, as Group.Field; what may be
+// off (OpenID Connect, Easy Auth, what needs an Azure identity) is not
+// asked for.
 func (p Parts) missing() []string {
 	var out []string
-	v := reflect.ValueOf(p)
-	for i := range v.NumField() {
-		group := v.Type().Field(i).Name
-		g := v.Field(i)
-		for j := range g.NumField() {
-			f := g.Type().Field(j)
-			if !f.IsExported() || f.Anonymous || f.Tag.Get("web") == "optional" {
-				continue
-			}
-			switch fv := g.Field(j); fv.Kind() {
-			case reflect.Pointer, reflect.Interface, reflect.Func, reflect.Map, reflect.Slice:
-				if fv.IsNil() {
-					out = append(out, group+"."+f.Name)
-				}
-			}
+	for _, m := range [][]string{p.Base.missing(), p.Identity.missing(), p.Intake.missing(), p.SignIn.missing(), p.Circuits.missing(),
+		p.Apps.missing(), p.Jobs.missing(), p.Notify.missing(), p.Ops.missing()} {
+		out = append(out, m...)
+	}
+	return out
+}
+
+func (b Base) missing() []string {
+	return absent("Base",
+		part{"Config", b.Config == nil},
+		part{"Logger", b.Logger == nil},
+		part{"Metrics", b.Metrics == nil},
+		part{"Assets", b.Assets == nil},
+		part{"Now", b.Now == nil},
+		part{"StorageBudget", b.StorageBudget == nil},
+		part{"StorageDown", b.StorageDown == nil},
+	)
+}
+
+func (id Identity) missing() []string {
+	return absent("Identity",
+		part{"Sessions", id.Sessions == nil},
+		part{"CSRF", id.CSRF == nil},
+		part{"Local", id.Local == nil},
+		part{"Tokens", id.Tokens == nil},
+	)
+}
+
+// part is one part a group needs, and whether it is nil.
+type part struct {
+	name  string
+	isNil bool
+}
+
+// absent names, as group.name, the parts that are nil.
+func absent(group string, parts ...part) []string {
+	var out []string
+	for _, p := range parts {
+		if p.isNil {
+			out = append(out, group+"."+p.name)
 		}
 	}
 	return out

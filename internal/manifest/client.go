@@ -127,43 +127,6 @@ type (
 		HostStorage    string   `json:"host_storage,omitempty"`
 		EventHubs      string   `json:"event_hubs,omitempty"`
 	}
-	apiJob struct {
-		ID                 string   `json:"id,omitempty"`
-		Name               string   `json:"name"`
-		Slug               string   `json:"slug"`
-		App                string   `json:"app"`
-		Function           string   `json:"function"`
-		Schedule           string   `json:"schedule"`
-		TimeZone           string   `json:"time_zone"`
-		GraceSeconds       int      `json:"grace_seconds,omitempty"`
-		MaxDurationSeconds int      `json:"max_duration_seconds,omitempty"`
-		MinDurationSeconds int      `json:"min_duration_seconds,omitempty"`
-		FailAfter          int      `json:"fail_after"`
-		RecoverAfter       int      `json:"recover_after"`
-		Recipients         []string `json:"recipients"`
-		Channels           []string `json:"channels"`
-		Tags               []string `json:"tags"`
-		Misfire            string   `json:"misfire"`
-		Paused             bool     `json:"paused"`
-	}
-	apiJobInput struct {
-		Name         string   `json:"name"`
-		Slug         string   `json:"slug"`
-		App          string   `json:"app"`
-		Function     string   `json:"function"`
-		Schedule     string   `json:"schedule"`
-		TimeZone     string   `json:"time_zone"`
-		Grace        string   `json:"grace"`
-		MaxDuration  string   `json:"max_duration"`
-		MinDuration  string   `json:"min_duration"`
-		FailAfter    *int     `json:"fail_after,omitempty"`
-		RecoverAfter *int     `json:"recover_after,omitempty"`
-		Recipients   []string `json:"recipients"`
-		Channels     []string `json:"channels"`
-		Tags         []string `json:"tags"`
-		Misfire      string   `json:"misfire"`
-		Paused       bool     `json:"paused"`
-	}
 	apiChannel struct {
 		ID        string   `json:"id"`
 		Name      string   `json:"name"`
@@ -236,7 +199,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 	for _, ci := range cs.Circuits {
 		doc.Circuits = append(doc.Circuits, circuitOf(ci.App, ci.Function, ci.Settings()))
 	}
-	var js struct{ Jobs []apiJob }
+	var js struct{ Jobs []apiwire.Job }
 	if err := c.call(ctx, http.MethodGet, "/api/v1/jobs", nil, &js); err != nil {
 		return Doc{}, err
 	}
@@ -359,7 +322,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		}
 	case ch.Job != nil:
 		x := ch.Job
-		body := apiJobInput{Name: x.Name, Slug: x.Slug, App: x.App, Function: x.Function, Schedule: x.Schedule, TimeZone: x.TimeZone,
+		body := apiwire.JobInput{Name: x.Name, Slug: x.Slug, App: x.App, Function: x.Function, Schedule: x.Schedule, TimeZone: x.TimeZone,
 			Grace: x.Grace.String(), MaxDuration: optional(x.MaxDuration), MinDuration: optional(x.MinDuration), FailAfter: count(x.FailAfter),
 			RecoverAfter: count(x.RecoverAfter), Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels), Tags: nonNil(x.Tags), Misfire: x.Misfire, Paused: x.Paused}
 		switch ch.Action {

@@ -11,46 +11,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
-type jobJSON struct {
-	ID                 string     `json:"id"`
-	Name               string     `json:"name"`
-	Slug               string     `json:"slug,omitempty"`
-	App                string     `json:"app,omitempty"`
-	Function           string     `json:"function,omitempty"`
-	Schedule           string     `json:"schedule"`
-	TimeZone           string     `json:"time_zone"`
-	GraceSeconds       int        `json:"grace_seconds"`
-	MaxDurationSeconds int        `json:"max_duration_seconds"`
-	MinDurationSeconds int        `json:"min_duration_seconds"`
-	FailAfter          int        `json:"fail_after"`
-	RecoverAfter       int        `json:"recover_after"`
-	Rules              string     `json:"rules"`
-	Recipients         []string   `json:"recipients"`
-	Channels           []string   `json:"channels"`
-	Tags               []string   `json:"tags"`
-	Misfire            string     `json:"misfire,omitempty"`
-	Paused             bool       `json:"paused"`
-	Status             string     `json:"status"`
-	LastRunAt          *time.Time `json:"last_run_at,omitempty"`
-	NextRunAt          *time.Time `json:"next_run_at,omitempty"`
-	Success7d          *float64   `json:"success_7d,omitempty"`
-	ExtraRuns          int64      `json:"extra_runs"`
-	PingURL            string     `json:"ping_url"`
-	Gaps               []gapJSON  `json:"gaps,omitempty"`
-}
-
-type gapJSON struct {
-	At     time.Time `json:"at"`
-	Status string    `json:"status"`
-}
-
-func (s *JobPages) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) jobJSON {
-	out := jobJSON{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
+func (s *JobPages) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) apiwire.Job {
+	out := apiwire.Job{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags, Misfire: j.Misfire,
 		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
 		Paused: j.Paused, Status: j.Status.String(), ExtraRuns: j.ExtraRuns, PingURL: s.pingURL(c, j)}
@@ -93,7 +61,7 @@ func (s *JobPages) apiJobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]jobJSON, 0, len(js))
+	out := make([]apiwire.Job, 0, len(js))
 	for _, j := range js {
 		out = append(out, s.toJobJSON(c, j, weeks[j.ID]))
 	}
@@ -111,11 +79,11 @@ func (s *JobPages) apiJobShow(c echo.Context) error {
 		return err
 	}
 	out := s.toJobJSON(c, j, w)
-	out.Gaps = []gapJSON{}
+	out.Gaps = []apiwire.Gap{}
 	for _, r := range w.results {
 		switch r.Status {
 		case jobs.SlotMissed, jobs.SlotFailed, jobs.SlotLate, jobs.SlotOverran, jobs.SlotOverlapping, jobs.SlotTooFast, jobs.SlotUnreported:
-			out.Gaps = append(out.Gaps, gapJSON{At: r.At, Status: r.Status.String()})
+			out.Gaps = append(out.Gaps, apiwire.Gap{At: r.At, Status: r.Status.String()})
 		}
 	}
 	return c.JSON(http.StatusOK, out)
@@ -173,7 +141,7 @@ func (s *JobPages) apiJobRuns(c echo.Context) error {
 
 // apiJobSave creates (POST) or replaces the settings of (PUT) a job.
 func (s *JobPages) apiJobSave(c echo.Context) error {
-	var in jobInput
+	var in apiwire.JobInput
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"name": "Nightly", "schedule": "0 0 1 * * *", "time_zone": "Asia/Tokyo", "grace": "10m"}.`)
 	}

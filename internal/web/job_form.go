@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -60,7 +61,7 @@ func (s *JobPages) jobSave(c echo.Context) error {
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
 		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on",
 		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after"), Tags: v("tags"), Misfire: v("misfire")}
-	in := jobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
+	in := apiwire.JobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
 		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels),
 		MinDuration: m.MinDuration, Tags: splitComma(strings.ToLower(m.Tags)), Misfire: m.Misfire}
 	for field, dst := range map[string]**int{"fail_after": &in.FailAfter, "recover_after": &in.RecoverAfter} {
@@ -112,30 +113,9 @@ func (s *JobPages) jobSave(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/jobs/"+j.ID)
 }
 
-// jobInput is a job's settings as people and scripts send them.
-type jobInput struct {
-	Name        string `json:"name"`
-	Slug        string `json:"slug"`
-	App         string `json:"app"`
-	Function    string `json:"function"`
-	Schedule    string `json:"schedule"`
-	TimeZone    string `json:"time_zone"`
-	Grace       string `json:"grace"`        // a duration such as "5m"
-	MaxDuration string `json:"max_duration"` // "" for no limit
-	MinDuration string `json:"min_duration"` // "" for no limit
-	// FailAfter and RecoverAfter are consecutive runs (absent: 1).
-	FailAfter    *int     `json:"fail_after"`
-	RecoverAfter *int     `json:"recover_after"`
-	Recipients   []string `json:"recipients"`
-	Channels     []string `json:"channels"`
-	Tags         []string `json:"tags"`
-	Misfire      string   `json:"misfire"` // "", once or each
-	Paused       bool     `json:"paused"`
-}
-
 // buildJob applies input to an existing job (or a new one) and checks it,
 // returning a message per field that is wrong.
-func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in jobInput) (jobs.Job, map[string]string) {
+func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in apiwire.JobInput) (jobs.Job, map[string]string) {
 	j := jobs.Fresh(s.Now())
 	if existing != nil {
 		j = *existing

@@ -104,29 +104,6 @@ func (c *Client) call(ctx context.Context, method, path string, body, into any) 
 
 // The API's shapes, as far as a file needs them.
 type (
-	apiApp struct {
-		ID             string   `json:"id"`
-		DisplayName    string   `json:"display_name,omitempty"`
-		Switch         string   `json:"switch"`
-		Subscription   string   `json:"subscription,omitempty"`
-		ResourceGroup  string   `json:"resource_group,omitempty"`
-		Site           string   `json:"site,omitempty"`
-		Slot           string   `json:"slot,omitempty"`
-		LocalSettings  string   `json:"local_settings,omitempty"`
-		Linux          bool     `json:"linux"`
-		GuardrailMax   int      `json:"guardrail_max,omitempty"`
-		GuardrailShare float64  `json:"guardrail_share_percent,omitempty"`
-		HostID         string   `json:"host_id,omitempty"`
-		InsightsAppID  string   `json:"insights_app_id,omitempty"`
-		SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
-		Channels       []string `json:"channels"`
-		EscalateTo     []string `json:"escalate_to"`
-		EscalateAfter  int      `json:"escalate_after_seconds"`
-		HostStorageSet bool     `json:"host_storage_set,omitempty"`
-		EventHubsSet   bool     `json:"event_hubs_set,omitempty"`
-		HostStorage    string   `json:"host_storage,omitempty"`
-		EventHubs      string   `json:"event_hubs,omitempty"`
-	}
 	apiChannel struct {
 		ID        string   `json:"id"`
 		Name      string   `json:"name"`
@@ -161,7 +138,7 @@ func SecretVar(kind, id, what string) string {
 // the variables SecretVar makes.
 func (c *Client) Current(ctx context.Context) (Doc, error) {
 	doc := Doc{Version: Version}
-	var apps []apiApp
+	var apps []apiwire.App
 	if err := c.call(ctx, http.MethodGet, "/api/v1/apps", nil, &apps); err != nil {
 		return Doc{}, err
 	}
@@ -291,10 +268,10 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		}
 	case ch.App != nil:
 		x := ch.App
-		body := apiApp{ID: x.ID, DisplayName: x.DisplayName, Switch: x.Switch, Subscription: x.Subscription, ResourceGroup: x.ResourceGroup,
+		body := apiwire.AppInput{App: apiwire.App{ID: x.ID, DisplayName: x.DisplayName, Switch: x.Switch, Subscription: x.Subscription, ResourceGroup: x.ResourceGroup,
 			Site: x.Site, Slot: x.Slot, LocalSettings: x.LocalSettings, Linux: x.Linux, GuardrailMax: x.GuardrailMax, GuardrailShare: x.GuardrailShare,
 			HostID: x.HostID, InsightsAppID: x.InsightsAppID, SetAsideLimit: x.SetAsideLimit, Channels: nonNil(x.Channels),
-			EscalateTo: nonNil(x.EscalateTo), EscalateAfter: int(time.Duration(x.EscalateAfter) / time.Second), HostStorage: secret(x.HostStorageEnv), EventHubs: secret(x.EventHubsEnv)}
+			EscalateTo: nonNil(x.EscalateTo), EscalateAfter: int(time.Duration(x.EscalateAfter) / time.Second)}, HostStorage: secret(x.HostStorageEnv), EventHubs: secret(x.EventHubsEnv)}
 		switch ch.Action {
 		case Create:
 			var reg struct{ Key string }

@@ -10,47 +10,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/funcapp"
 )
 
-// appJSON is an app's registration as the API shows it: its secrets only
-// as whether they are set.
-type appJSON struct {
-	ID             string   `json:"id"`
-	DisplayName    string   `json:"display_name,omitempty"`
-	Switch         string   `json:"switch"`
-	Subscription   string   `json:"subscription,omitempty"`
-	ResourceGroup  string   `json:"resource_group,omitempty"`
-	Site           string   `json:"site,omitempty"`
-	Slot           string   `json:"slot,omitempty"`
-	LocalSettings  string   `json:"local_settings,omitempty"`
-	Linux          bool     `json:"linux"`
-	GuardrailMax   int      `json:"guardrail_max,omitempty"`
-	GuardrailShare float64  `json:"guardrail_share_percent,omitempty"`
-	HostID         string   `json:"host_id,omitempty"`
-	InsightsAppID  string   `json:"insights_app_id,omitempty"`
-	SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
-	Channels       []string `json:"channels"`
-	EscalateTo     []string `json:"escalate_to"`
-	EscalateAfter  int      `json:"escalate_after_seconds"`
-	Hosting        string   `json:"hosting,omitempty"`
-	HostStorageSet bool     `json:"host_storage_set"`
-	EventHubsSet   bool     `json:"event_hubs_set"`
-}
-
-// appInput is what POST and PUT take: appJSON's settings and the two
-// secrets, write-only (omitted on PUT: kept).
-type appInput struct {
-	appJSON
-	HostStorage      string `json:"host_storage"`
-	EventHubs        string `json:"event_hubs"`
-	ClearHostStorage bool   `json:"clear_host_storage"`
-	ClearEventHubs   bool   `json:"clear_event_hubs"`
-}
-
-func toAppJSON(a circuit.App) appJSON {
-	return appJSON{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
+func toAppJSON(a circuit.App) apiwire.App {
+	return apiwire.App{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
 		Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.Guardrail.MaxOff,
 		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, Channels: nonNil(a.Channels),
 		EscalateTo: nonNil(a.Escalate.To), EscalateAfter: int(a.Escalate.After / time.Second),
@@ -64,19 +30,19 @@ func nonNil(s []string) []string {
 	return s
 }
 
-func bindApp(c echo.Context) (appInput, error) {
-	var in appInput
+func bindApp(c echo.Context) (apiwire.AppInput, error) {
+	var in apiwire.AppInput
 	if err := c.Bind(&in); err != nil {
 		return in, echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"id": "orders-prod", "switch": "arm", "subscription": "…", "resource_group": "orders", "site": "func-orders"}.`)
 	}
 	return in, nil
 }
 
-func (in appInput) escalation() circuit.Escalation {
+func appEscalation(in apiwire.AppInput) circuit.Escalation {
 	return circuit.Escalation{To: in.EscalateTo, After: time.Duration(in.EscalateAfter) * time.Second}
 }
 
-func (in appInput) host() funcapp.HostChange {
+func appHost(in apiwire.AppInput) funcapp.HostChange {
 	limit := ""
 	if in.SetAsideLimit != 0 {
 		limit = strconv.Itoa(in.SetAsideLimit)
@@ -85,7 +51,7 @@ func (in appInput) host() funcapp.HostChange {
 		ClearHost: in.ClearHostStorage, ClearHubs: in.ClearEventHubs, SetAsideLimit: limit, InsightsAppID: in.InsightsAppID}
 }
 
-func (in appInput) guardrail() circuit.Guardrail {
+func appGuardrail(in apiwire.AppInput) circuit.Guardrail {
 	return circuit.Guardrail{MaxOff: in.GuardrailMax, MaxShare: in.GuardrailShare / 100}
 }
 
@@ -96,7 +62,7 @@ func (s *AppPages) apiAppList(c echo.Context) error {
 		return err
 	}
 	slices.SortFunc(apps, func(a, b circuit.App) int { return cmp.Compare(a.ID, b.ID) })
-	out := make([]appJSON, len(apps))
+	out := make([]apiwire.App, len(apps))
 	for i, a := range apps {
 		out[i] = toAppJSON(a)
 	}
@@ -121,7 +87,7 @@ func (s *AppPages) apiAppCreate(c echo.Context) error {
 	}
 	app := circuit.App{ID: in.ID, DisplayName: in.DisplayName, Switch: circuit.SwitchKind(in.Switch), SubscriptionID: in.Subscription,
 		ResourceGroup: in.ResourceGroup, Site: in.Site, Slot: in.Slot, LocalSettings: in.LocalSettings, Linux: in.Linux,
-		Guardrail: in.guardrail(), Channels: in.Channels, Escalate: in.escalation(), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, InsightsAppID: in.InsightsAppID, SetAsideLimit: in.SetAsideLimit}
+		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, InsightsAppID: in.InsightsAppID, SetAsideLimit: in.SetAsideLimit}
 	p, _ := principal(c)
 	reg, err := s.Registry.Register(c.Request().Context(), app, p.Name)
 	if err != nil {
@@ -156,7 +122,7 @@ func (s *AppPages) apiAppUpdate(c echo.Context) error {
 	}
 	p, _ := principal(c)
 	_, err = s.Registry.Update(c.Request().Context(), app, funcapp.Settings{DisplayName: in.DisplayName, Linux: in.Linux,
-		Guardrail: in.guardrail(), Channels: in.Channels, Escalate: in.escalation(), Host: in.host()}, p.Name)
+		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), Host: appHost(in)}, p.Name)
 	if err != nil {
 		return apiAppError(c, err)
 	}

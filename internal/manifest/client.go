@@ -102,30 +102,6 @@ func (c *Client) call(ctx context.Context, method, path string, body, into any) 
 	return nil
 }
 
-// The API's shapes, as far as a file needs them.
-type (
-	apiChannel struct {
-		ID        string   `json:"id"`
-		Name      string   `json:"name"`
-		Kind      string   `json:"kind"`
-		Addresses []string `json:"addresses,omitempty"`
-		URL       string   `json:"url,omitempty"`
-		Key       string   `json:"key,omitempty"`
-	}
-	apiWindow struct {
-		ID              string    `json:"id,omitempty"`
-		App             string    `json:"app,omitempty"`
-		From            time.Time `json:"from"`
-		Until           time.Time `json:"until"`
-		Reason          string    `json:"reason"`
-		State           string    `json:"state,omitempty"`
-		Recurs          string    `json:"recurs,omitempty"`
-		TimeZone        string    `json:"time_zone,omitempty"`
-		DurationSeconds int       `json:"duration_seconds,omitempty"`
-		Duration        string    `json:"duration,omitempty"`
-	}
-)
-
 // SecretVar is the variable a file names for an entry's secret, such as
 // FUSEBOX_APP_ORDERS_PROD_HOST_STORAGE.
 func SecretVar(kind, id, what string) string {
@@ -155,7 +131,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		}
 		doc.Apps = append(doc.Apps, x)
 	}
-	var chs struct{ Channels []apiChannel }
+	var chs struct{ Channels []apiwire.Channel }
 	if err := c.call(ctx, http.MethodGet, "/api/v1/channels", nil, &chs); err != nil {
 		return Doc{}, err
 	}
@@ -189,7 +165,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 			FailAfter: j.FailAfter, RecoverAfter: j.RecoverAfter, Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags,
 			Misfire: j.Misfire, Paused: j.Paused})
 	}
-	var ws struct{ Windows []apiWindow }
+	var ws struct{ Windows []apiwire.Window }
 	if err := c.call(ctx, http.MethodGet, "/api/v1/maintenance", nil, &ws); err != nil {
 		return Doc{}, err
 	}
@@ -257,7 +233,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 	switch {
 	case ch.Channel != nil:
 		x := ch.Channel
-		body := apiChannel{ID: x.ID, Name: x.Name, Kind: x.Kind, Addresses: x.Addresses, URL: secret(x.URLEnv), Key: secret(x.KeyEnv)}
+		body := apiwire.ChannelInput{ID: x.ID, Name: x.Name, Kind: x.Kind, Addresses: x.Addresses, URL: secret(x.URLEnv), Key: secret(x.KeyEnv)}
 		switch ch.Action {
 		case Create:
 			return c.call(ctx, http.MethodPost, "/api/v1/channels", body, nil)
@@ -314,7 +290,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		x := ch.Window
 		switch ch.Action {
 		case Create:
-			body := apiWindow{App: x.App, From: x.From, Until: x.Until, Reason: x.Reason, Recurs: x.Recurs, TimeZone: x.TimeZone}
+			body := apiwire.WindowInput{App: x.App, From: x.From, Until: x.Until, Reason: x.Reason, Recurs: x.Recurs, TimeZone: x.TimeZone}
 			if x.Recurs != "" {
 				body.Duration = x.Duration.String()
 			}

@@ -3,28 +3,16 @@ package web
 import (
 	"errors"
 	"net/http"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/circuit"
 )
 
-// channelJSON is a channel as the API shows it: never its URL or secret,
-// except the secret once, in the answer that made it.
-type channelJSON struct {
-	ID        string    `json:"id"`
-	Name      string    `json:"name"`
-	Kind      string    `json:"kind"`
-	Addresses []string  `json:"addresses,omitempty"`
-	URL       string    `json:"url,omitempty"` // masked: scheme and host
-	Secret    string    `json:"secret,omitempty"`
-	CreatedAt time.Time `json:"created_at"`
-}
-
-func toChannelJSON(ch alerts.Channel) channelJSON {
-	return channelJSON{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses, URL: ch.MaskedURL(), CreatedAt: ch.CreatedAt}
+func toChannelJSON(ch alerts.Channel) apiwire.Channel {
+	return apiwire.Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses, URL: ch.MaskedURL(), CreatedAt: ch.CreatedAt}
 }
 
 // apiChannelList lists the channels.
@@ -33,7 +21,7 @@ func (s *NotifyPages) apiChannelList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]channelJSON, 0, len(chs))
+	out := make([]apiwire.Channel, 0, len(chs))
 	for _, ch := range chs {
 		out = append(out, toChannelJSON(ch))
 	}
@@ -42,7 +30,7 @@ func (s *NotifyPages) apiChannelList(c echo.Context) error {
 
 // apiChannelSave creates (POST) or changes (PUT /:id) a channel.
 func (s *NotifyPages) apiChannelSave(c echo.Context) error {
-	var in channelInput
+	var in apiwire.ChannelInput
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"id": "oncall", "name": "On call", "kind": "teams", "url": "https://…"}.`)
 	}

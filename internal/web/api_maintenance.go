@@ -7,27 +7,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
-type windowJSON struct {
-	ID        string    `json:"id"`
-	App       string    `json:"app,omitempty"`
-	From      time.Time `json:"from"`
-	Until     time.Time `json:"until"`
-	Reason    string    `json:"reason"`
-	CreatedBy string    `json:"created_by"`
-	State     string    `json:"state"`
-	// A recurring window opens at each slot of Recurs in TimeZone for
-	// DurationSeconds; Next are its coming openings.
-	Recurs          string      `json:"recurs,omitempty"`
-	TimeZone        string      `json:"time_zone,omitempty"`
-	DurationSeconds int         `json:"duration_seconds,omitempty"`
-	Next            []time.Time `json:"next,omitempty"`
-}
-
-func (s *JobPages) toWindowJSON(w jobs.Window) windowJSON {
-	out := windowJSON{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
+func (s *JobPages) toWindowJSON(w jobs.Window) apiwire.Window {
+	out := apiwire.Window{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
 	if w.Recurring() {
 		out.Recurs, out.TimeZone, out.DurationSeconds, out.Next = w.Recurs, w.TimeZone, int(w.Duration/time.Second), w.Next(s.Now(), 5)
 	}
@@ -61,7 +46,7 @@ func (s *JobPages) apiMaintenanceList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]windowJSON, len(ws))
+	out := make([]apiwire.Window, len(ws))
 	for i, w := range ws {
 		out[i] = s.toWindowJSON(w)
 	}
@@ -72,15 +57,7 @@ func (s *JobPages) apiMaintenanceList(c echo.Context) error {
 // job alerts while it works: from defaults to now, and a duration may
 // stand for until.
 func (s *JobPages) apiMaintenanceCreate(c echo.Context) error {
-	var in struct {
-		App      string    `json:"app"`
-		From     time.Time `json:"from"`
-		Until    time.Time `json:"until"`
-		Duration string    `json:"duration"`
-		Reason   string    `json:"reason"`
-		Recurs   string    `json:"recurs"`
-		TimeZone string    `json:"time_zone"`
-	}
+	var in apiwire.WindowInput
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"app": "orders", "duration": "30m", "reason": "deploy 1.4.2"}; times are RFC 3339.`)
 	}

@@ -8,6 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/views"
@@ -36,20 +37,9 @@ func (s *NotifyPages) channel(c echo.Context) (alerts.Channel, error) {
 	return ch, err
 }
 
-// channelInput is what a form or the API says of a channel.
-type channelInput struct {
-	ID        string   `json:"id"`
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Addresses []string `json:"addresses"`
-	URL       string   `json:"url"`    // empty on an edit: keep the stored one
-	Key       string   `json:"key"`    // pagerduty, opsgenie: the integration key; empty on an edit: keep it
-	Rotate    bool     `json:"rotate"` // webhook: make a new signing secret
-}
-
-func channelFromForm(c echo.Context) channelInput {
+func channelFromForm(c echo.Context) apiwire.ChannelInput {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
-	in := channelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Key: v("key"), Rotate: c.FormValue("rotate") == "on"}
+	in := apiwire.ChannelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Key: v("key"), Rotate: c.FormValue("rotate") == "on"}
 	for _, a := range strings.Split(v("addresses"), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			in.Addresses = append(in.Addresses, a)
@@ -60,7 +50,7 @@ func channelFromForm(c echo.Context) channelInput {
 
 // saveChannel creates (cur nil) or changes a channel and records it.
 // It returns the channel and, when it made one, the new signing secret.
-func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in channelInput) (alerts.Channel, string, error) {
+func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in apiwire.ChannelInput) (alerts.Channel, string, error) {
 	ctx := c.Request().Context()
 	now := s.Now()
 	var ch alerts.Channel

@@ -33,9 +33,14 @@ type switcher struct {
 	// switchedFrom is, by circuit, the version this instance last switched
 	// its trigger from: a tick that read the row before that switch was
 	// recorded sees it lagging still, and is not a reason to read it again.
+	// At most maxSwitchedFrom circuits, about 150 bytes each.
 	switchedFrom map[string]string
 	local        Tally // this instance's own switch calls, for its metrics
 }
+
+// maxSwitchedFrom bounds switchedFrom: its keys are stored circuits'
+// ids, and circuits deleted since are not forgotten one by one.
+const maxSwitchedFrom = 50_000
 
 func newSwitcher(store Stores, sw Switch, s EvaluatorSettings) *switcher {
 	return &switcher{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{},
@@ -259,6 +264,9 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 			continue
 		}
 		w.mu.Lock()
+		if len(w.switchedFrom) >= maxSwitchedFrom {
+			clear(w.switchedFrom) // at worst one more read of each
+		}
 		w.switchedFrom[c.ID()] = c.Version
 		w.mu.Unlock()
 		w.s.Logger.Info("trigger switched", "circuit", c.ID(), "trigger", onOff(!c.State.TriggerOff()), "episode", c.Episode)

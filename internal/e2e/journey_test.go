@@ -41,6 +41,13 @@ func TestRealClockJourney(t *testing.T) {
 		}
 		return c
 	}
+	// Its runbook is what the person paged reads first: the mail names it.
+	const runbook = "https://wiki.example.com/runbooks/orders"
+	withRunbook := get()
+	withRunbook.Runbook = circuit.Runbook{URL: runbook, Note: "Check the inventory database first"}
+	if err := srv.App.Store.Circuits.UpdateSettings(t.Context(), withRunbook); err != nil {
+		t.Fatal(err)
+	}
 	waitFor := func(what string, ok func(circuit.Circuit) bool) circuit.Circuit {
 		t.Helper()
 		return waitState(t, srv, "ProcessOrders", what, ok)
@@ -66,6 +73,9 @@ func TestRealClockJourney(t *testing.T) {
 	}
 	mail := mailAbout(opened.Episode)
 	t.Logf("mail received %s after the report", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(mail.Text, "Runbook:   "+runbook+" Check the inventory database first") {
+		t.Errorf("the trip mail does not name the circuit's runbook:\n%s", mail.Text)
+	}
 
 	// The recipient follows the link, signed out, and presses Resume.
 	p := newPage(t)

@@ -49,6 +49,9 @@ const (
 	// MaxCachedRuns bounds the runs the cache holds (a minutely job's
 	// week is 10,080): about 10 MB.
 	MaxCachedRuns = 150_000
+	// MaxCachedJobs bounds the jobs held, whatever their runs: a job with
+	// none in its week costs an entry too (about 200 bytes).
+	MaxCachedJobs = 20_000
 )
 
 // Between returns job j's newest limit runs started in [from, to), oldest
@@ -101,7 +104,7 @@ func (c *RunCache) keep(j Job, e cachedRuns) {
 	if old, ok := c.entries[j.ID]; ok {
 		c.runs -= len(old.runs)
 	}
-	if c.entries == nil || c.runs+len(e.runs) > MaxCachedRuns {
+	if c.entries == nil || c.runs+len(e.runs) > MaxCachedRuns || len(c.entries) >= MaxCachedJobs {
 		c.entries, c.runs = map[string]cachedRuns{}, 0
 	}
 	c.entries[j.ID] = e

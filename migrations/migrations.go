@@ -33,6 +33,7 @@ func Steps() []migrate.Step {
 		{Version: 11, Name: "give every job a ping token apart from its id; ids keep pinging for the grace", Apply: func(ctx context.Context, svc *tablestore.Service) error {
 			return storage.GivePingTokens(ctx, svc, time.Now())
 		}},
+		{Version: 12, Name: "keep each circuit's settings in one Settings column (circuit.Spec as JSON), apart from its state", Apply: storage.MoveCircuitSettings},
 	}
 }
 

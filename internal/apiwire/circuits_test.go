@@ -32,14 +32,28 @@ func TestSettingsSurviveTheWire(t *testing.T) {
 	if back := got.Settings(); !reflect.DeepEqual(back, s) {
 		t.Errorf("sent and read back:\n%+v\nwant\n%+v", back, s)
 	}
-	answer := apiwire.Circuit{App: "orders", Function: "Process", Threshold: sent.Threshold, WindowSeconds: sent.WindowSeconds,
-		FailureRatio: sent.FailureRatio, MinCalls: sent.MinCalls, NoSuccess: sent.NoSuccess, MinInstances: sent.MinInstances,
-		Recipients: sent.Recipients, Channels: sent.Channels, EscalateTo: sent.EscalateTo, EscalateSeconds: sent.EscalateSeconds,
-		RetentionHours: sent.RetentionHours, EventHub: sent.EventHub, Queue: sent.Queue, ParkingQueue: sent.ParkingQueue,
-		AutoResume: sent.AutoResume, CooldownSeconds: sent.CooldownSeconds, MaxCooldownSecs: sent.MaxCooldownSecs, Shadow: sent.Shadow,
-		RunbookURL: sent.RunbookURL, RunbookNote: sent.RunbookNote,
-		Throttle: &apiwire.Throttle{Threshold: 20, QuietSeconds: 300, Kind: "queue", Ask: true, OnlyThrottle: true, Words: []string{"quotaexceeded"}}}
+	// What a GET answers, read back as export reads it.
+	raw, err = json.Marshal(apiwire.Circuit{Spec: s.Spec(), App: "orders", Function: "Process", State: "closed",
+		Throttle: &apiwire.Throttle{Threshold: 1, QuietSeconds: 1, Kind: "other"}}) // the state's copy is not what is read
+	if err != nil {
+		t.Fatal(err)
+	}
+	var answer apiwire.Circuit
+	if err := json.Unmarshal(raw, &answer); err != nil {
+		t.Fatal(err)
+	}
 	if back := answer.Settings(); !reflect.DeepEqual(back, s) {
 		t.Errorf("answered and read back:\n%+v\nwant\n%+v", back, s)
+	}
+}
+
+// A duration too large for Go's time.Duration is refused, not wrapped
+// round to a small or negative one.
+func TestAnOverflowingDurationIsRefused(t *testing.T) {
+	for _, body := range []string{`{"window_seconds": 9300000000000}`, `{"event_hub_retention_hours": 2600000}`, `{"cooldown_seconds": 1.5}`} {
+		var got apiwire.CircuitSettings
+		if err := json.Unmarshal([]byte(body), &got); err == nil {
+			t.Errorf("%s read as %v, want an error", body, got.Settings())
+		}
 	}
 }

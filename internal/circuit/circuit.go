@@ -12,11 +12,9 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	neturl "net/url"
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 
 	"github.com/fusebox/fusebox/internal/setaside"
 	"github.com/fusebox/fusebox/internal/spoken"
@@ -219,78 +217,6 @@ type Rule struct {
 	// MinInstances is a quorum: the circuit trips only on failures from at
 	// least this many distinct instances in the window; 0 or 1: none.
 	MinInstances int
-}
-
-// Settings are the parts of a circuit people edit: one type, which the
-// form, the API, the manifest and storage all fill.
-type Settings struct {
-	Threshold  int           // trips when more than Threshold failures...
-	Window     time.Duration // ...happen within Window
-	Rule       Rule          // or on a failure ratio, when Rule.Ratio is set
-	Recipients []string      // who is mailed when it opens
-	// Channels names the channels its alerts go to; none: the app's.
-	Channels []string
-	// Escalate is who else is told when an episode goes unacknowledged.
-	Escalate Escalation
-	// EventHub is the hub the function's trigger consumes — hub,
-	// hub/consumer group or namespace/hub/consumer group (see Consumes) —
-	// so its page shows its own checkpoints; empty: every checkpoint in the
-	// app's storage, unattributed.
-	EventHub string
-	// HubRetention is how long that hub keeps an event (its message
-	// retention), so the page and reminders say when waiting events begin
-	// to expire; zero: not known.
-	HubRetention time.Duration
-	// Queue is the queue that triggers the function, for a queue-triggered
-	// one: the host sets its poison messages aside in "<Queue>-poison".
-	Queue string
-	// Parking is the queue the function's own code parks events it gave
-	// up on, so the stream goes on (the seed's pattern for Event Hubs).
-	Parking string
-	Policy  Policy
-	// Throttle is the stage before the trip: lower the app's concurrency
-	// when its rule fires, and ramp back up after a resume. Off when its
-	// Threshold is zero.
-	Throttle Throttle
-	// Shadow disarms the switch: the circuit counts, changes state, logs
-	// and alerts what it would do, but never moves the trigger. For
-	// rolling out a new circuit safely.
-	Shadow bool
-	// Runbook is what the person paged should read first: shown on the
-	// circuit's page and in every alert about it.
-	Runbook Runbook
-}
-
-// Runbook is a link to what to do when a circuit trips, and a short note.
-type Runbook struct {
-	URL  string // http or https; empty: none
-	Note string // at most MaxRunbookNote bytes, one line
-}
-
-// Limits of a runbook.
-const (
-	MaxRunbookURL  = 2000
-	MaxRunbookNote = 300
-)
-
-// Problems says what is wrong with r, for people; none when it is empty.
-func (r Runbook) Problems() (url, note string) {
-	if r.URL != "" {
-		u, err := neturl.Parse(r.URL)
-		switch {
-		case len(r.URL) > MaxRunbookURL:
-			url = fmt.Sprintf("must be at most %d characters", MaxRunbookURL)
-		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsFunc(r.URL, unicode.IsSpace):
-			url = "must be a web address starting with https:// (or http://)"
-		}
-	}
-	switch {
-	case len(r.Note) > MaxRunbookNote:
-		note = fmt.Sprintf("must be at most %d characters", MaxRunbookNote)
-	case strings.ContainsFunc(r.Note, unicode.IsControl):
-		note = "must be one line of text"
-	}
-	return url, note
 }
 
 // Circuit guards one function.

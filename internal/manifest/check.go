@@ -219,33 +219,11 @@ func (a App) domain() circuit.App {
 // circuitOf is the circuit of app's function with settings s, as a file
 // writes it.
 func circuitOf(app, function string, s circuit.Settings) Circuit {
-	return Circuit{App: app, Function: function, Threshold: s.Threshold, Window: Duration(s.Window),
-		FailureRatio: s.Rule.Ratio, MinCalls: s.Rule.MinCalls, NoSuccess: s.Rule.NoSuccess, MinInstances: s.Rule.MinInstances,
-		Recipients: s.Recipients, Channels: s.Channels, EscalateTo: s.Escalate.To, EscalateAfter: Duration(s.Escalate.After),
-		AutoResume: s.Policy.AutoResume, Cooldown: Duration(s.Policy.Cooldown), MaxCooldown: Duration(s.Policy.MaxCooldown), Shadow: s.Shadow,
-		EventHub: s.EventHub, HubRetention: Duration(s.HubRetention), Queue: s.Queue, ParkingQueue: s.Parking,
-		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Duration(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind, ThrottleAsk: s.Throttle.Ask,
-		ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: emptyNil(s.Throttle.Words),
-		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note}
+	return Circuit{App: app, Function: function, Spec: s.Spec()}
 }
 
 func (c Circuit) domain() circuit.Circuit {
-	return circuit.Circuit{AppID: c.App, Function: c.Function, Settings: circuit.Settings{
-		Threshold:    c.Threshold,
-		Window:       time.Duration(c.Window),
-		Rule:         circuit.Rule{Ratio: c.FailureRatio, MinCalls: c.MinCalls, NoSuccess: c.NoSuccess, MinInstances: c.MinInstances},
-		Recipients:   c.Recipients,
-		Channels:     c.Channels,
-		EventHub:     c.EventHub,
-		Queue:        c.Queue,
-		Parking:      c.ParkingQueue,
-		Shadow:       c.Shadow,
-		Escalate:     circuit.Escalation{To: c.EscalateTo, After: time.Duration(c.EscalateAfter)},
-		HubRetention: time.Duration(c.HubRetention),
-		Throttle:     circuit.Throttle{Threshold: c.ThrottleThreshold, Quiet: time.Duration(c.ThrottleQuiet), Kind: c.ThrottleKind, Ask: c.ThrottleAsk, OnlyThrottling: c.ThrottleOnly, Words: c.ThrottleWords},
-		Policy:       circuit.Policy{AutoResume: c.AutoResume, Cooldown: time.Duration(c.Cooldown), MaxCooldown: time.Duration(c.MaxCooldown)},
-		Runbook:      circuit.Runbook{URL: c.RunbookURL, Note: c.RunbookNote},
-	}}
+	return circuit.Circuit{AppID: c.App, Function: c.Function, Settings: c.Spec.Settings()}
 }
 
 func (j Job) domain() jobs.Job {

@@ -322,11 +322,3 @@ func count(n int) *int {
 	}
 	return &n
 }
-
-// emptyNil is nil for an empty list, as a document leaves it out.
-func emptyNil(s []string) []string {
-	if len(s) == 0 {
-		return nil
-	}
-	return s
-}

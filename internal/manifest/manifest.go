@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/fusebox/fusebox/internal/circuit"
 )
 
 // Version is the file format's version.
@@ -74,39 +76,13 @@ type App struct {
 	Line           int      `yaml:"-" plan:"-"`
 }
 
-// Circuit is a circuit, by its app and function.
+// Circuit is a circuit, by its app and function, and its settings as
+// the API spells them (circuit.Spec's yaml names).
 type Circuit struct {
-	App           string   `yaml:"app"`
-	Function      string   `yaml:"function"`
-	Threshold     int      `yaml:"threshold"`
-	Window        Duration `yaml:"window"`
-	FailureRatio  float64  `yaml:"failure_ratio,omitempty"`
-	MinCalls      int      `yaml:"min_calls,omitempty"`
-	NoSuccess     bool     `yaml:"no_success,omitempty"`
-	MinInstances  int      `yaml:"min_instances,omitempty"`
-	Recipients    []string `yaml:"recipients,omitempty"`
-	Channels      []string `yaml:"channels,omitempty"`
-	EscalateTo    []string `yaml:"escalate_to,omitempty"`
-	EscalateAfter Duration `yaml:"escalate_after,omitempty"`
-	AutoResume    bool     `yaml:"auto_resume,omitempty"`
-	Cooldown      Duration `yaml:"cooldown,omitempty"`
-	MaxCooldown   Duration `yaml:"max_cooldown,omitempty"`
-	Shadow        bool     `yaml:"shadow,omitempty"`
-	EventHub      string   `yaml:"event_hub,omitempty"`
-	HubRetention  Duration `yaml:"event_hub_retention,omitempty"`
-	Queue         string   `yaml:"queue,omitempty"`
-	ParkingQueue  string   `yaml:"parking_queue,omitempty"`
-	// The throttle stage before the trip (docs/throttle.md).
-	ThrottleThreshold int      `yaml:"throttle_threshold,omitempty"`
-	ThrottleQuiet     Duration `yaml:"throttle_quiet,omitempty"`
-	ThrottleKind      string   `yaml:"throttle_kind,omitempty"`
-	ThrottleAsk       bool     `yaml:"throttle_ask,omitempty"`
-	ThrottleOnly      bool     `yaml:"throttle_only_throttling_errors,omitempty"`
-	ThrottleWords     []string `yaml:"throttle_words,omitempty"`
-	// What the person paged reads first (a link and a short note).
-	RunbookURL  string `yaml:"runbook_url,omitempty"`
-	RunbookNote string `yaml:"runbook_note,omitempty"`
-	Line        int    `yaml:"-" plan:"-"`
+	App          string `yaml:"app"`
+	Function     string `yaml:"function"`
+	circuit.Spec `yaml:",inline"`
+	Line         int `yaml:"-" plan:"-"`
 }
 
 // Job is a scheduled job, by its slug, else its name. Fusebox's own

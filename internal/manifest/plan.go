@@ -202,6 +202,10 @@ func diff(have, want reflect.Value) []string {
 		if f.Tag.Get("plan") == "-" {
 			continue
 		}
+		if f.Anonymous { // an inline part, such as a circuit's Spec
+			out = append(out, diff(have.Field(i), want.Field(i))...)
+			continue
+		}
 		a, b := normal(have.Field(i).Interface()), normal(want.Field(i).Interface())
 		if !reflect.DeepEqual(a, b) {
 			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")

@@ -17,7 +17,6 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/lease"
-	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -77,64 +76,43 @@ func flipKey(function string, episode int64) string {
 }
 
 type circuitRow struct {
-	tablestore.Meta            // PartitionKey: app id; RowKey: "c|" + function
-	Function           string  // as given, for readers that do not parse keys
-	Threshold          int32   // failures
-	WindowSeconds      int32   // length of the rolling window
-	FailureRatio       float64 // optional: trip on this share of failed calls instead of a count
-	MinCalls           int32   // with FailureRatio: calls in the window before it is weighed
-	NoSuccess          bool    // optional: also trip when calls fail and none succeeds for a whole window
-	Recipients         string  // comma-separated addresses
-	Channels           string  // comma-separated channel ids
-	EscalateTo         string  // comma-separated addresses and channel ids told when an episode goes unacknowledged...
-	EscalateSeconds    int32   // ...this long; 0: no escalation
-	EventHub           string  // optional: hub[/consumer group] the function consumes
-	HubRetentionHours  int32   // optional: that hub's message retention
-	MinInstances       int32   // optional: a quorum of instances
-	ThrottleThreshold  int32   // optional: lower concurrency on more than this many failures
-	ThrottleQuiet      int32   // seconds each throttle stage holds quiet before a step up; 0: the default
-	ThrottleKind       string  // the trigger kind a throttle lowers; empty: from EventHub or Queue
-	ThrottleAsk        bool    // ask by notice before lowering
-	ThrottleOnly429    bool    // count only failures that look like a downstream pushing back
-	ThrottleWords      string  // more words that say so, one a line
-	Queue              string  // optional: the queue that triggers it
-	Parking            string  // optional: the queue its code parks events in
-	AutoResume         bool
-	Shadow             bool // the switch is disarmed: state and alerts only
-	RunbookURL         string
-	RunbookNote        string
-	CooldownSeconds    int32
-	MaxCooldownSeconds int32  // cap of the doubling cooldown; 0: 16 × the cooldown
-	State              string // closed, open, half-open, forced-open
-	Episode            int64
-	Streak             int32 // the evaluator's consecutive trips
-	ChangedAt          time.Time
-	Reason             string
-	Held               bool   // the last change was a trip the app's guardrail held
-	ThrottleStage      int32  // while throttled: the ramp's step
-	ThrottleSince      int64  // the episode the current throttle began with
-	Ramping            bool   // that throttle began with a resume
-	Asked              bool   // the last change asked to apply a throttle
-	Lowered            string // JSON: the settings a throttle changed, as they were before (null: absent)
-	LoweredKind        string // the trigger kind they were read for
-	Released           string // the settings a throttle handed back, and why
-	AppliedEpisode     int64
-	AppliedAt          time.Time // when the trigger was set for AppliedEpisode
-	ApplyError         string    // why the trigger could not be set for Episode
-	ApplyRetryAt       time.Time
-	ApplyAttempts      int32
-	Drift              string
-	DriftSince         time.Time
-	Confirmation       string // what the host reported after the write: "", confirmed, contradicted, unconfirmable
-	ConfirmedEpisode   int64
-	ConfirmedAt        time.Time
-	Incarnation        string // random, set at creation: tells a re-created circuit from the deleted one
-	RecentChanges      string // Unix seconds of the last changes, comma-separated, oldest first
-	AckedEpisode       int64  // the episode someone acknowledged: its reminders stop
-	AckedBy            string
-	AckedAt            time.Time
-	FenceLease         string // the lease under which the state was last written
-	FenceGeneration    int64  // and its generation: older generations are refused
+	tablestore.Meta        // PartitionKey: app id; RowKey: "c|" + function
+	Function        string // as given, for readers that do not parse keys
+	// Settings is what people set, as JSON (circuit.Spec), bounded by
+	// maxSettingsJSON: written by Create, Put and UpdateSettings only,
+	// never by the writers of state.
+	Settings         string
+	columnSettings          // read only: how rows written before schema version 12 kept them
+	State            string // closed, open, half-open, forced-open
+	Episode          int64
+	Streak           int32 // the evaluator's consecutive trips
+	ChangedAt        time.Time
+	Reason           string
+	Held             bool   // the last change was a trip the app's guardrail held
+	ThrottleStage    int32  // while throttled: the ramp's step
+	ThrottleSince    int64  // the episode the current throttle began with
+	Ramping          bool   // that throttle began with a resume
+	Asked            bool   // the last change asked to apply a throttle
+	Lowered          string // JSON: the settings a throttle changed, as they were before (null: absent)
+	LoweredKind      string // the trigger kind they were read for
+	Released         string // the settings a throttle handed back, and why
+	AppliedEpisode   int64
+	AppliedAt        time.Time // when the trigger was set for AppliedEpisode
+	ApplyError       string    // why the trigger could not be set for Episode
+	ApplyRetryAt     time.Time
+	ApplyAttempts    int32
+	Drift            string
+	DriftSince       time.Time
+	Confirmation     string // what the host reported after the write: "", confirmed, contradicted, unconfirmable
+	ConfirmedEpisode int64
+	ConfirmedAt      time.Time
+	Incarnation      string // random, set at creation: tells a re-created circuit from the deleted one
+	RecentChanges    string // Unix seconds of the last changes, comma-separated, oldest first
+	AckedEpisode     int64  // the episode someone acknowledged: its reminders stop
+	AckedBy          string
+	AckedAt          time.Time
+	FenceLease       string // the lease under which the state was last written
+	FenceGeneration  int64  // and its generation: older generations are refused
 }
 
 func (r circuitRow) toCircuit() (circuit.Circuit, error) {
@@ -143,11 +121,9 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: %w", r.PartitionKey, function, err)
 	}
-	if r.Threshold < 1 || r.WindowSeconds < 1 {
-		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: threshold %d and window %ds must both be positive", r.PartitionKey, function, r.Threshold, r.WindowSeconds)
-	}
-	if (r.FailureRatio != 0 || r.MinCalls != 0) && !(r.FailureRatio > 0 && r.FailureRatio <= 1 && r.MinCalls >= 1) {
-		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: FailureRatio %v must be in (0, 1] and MinCalls %d at least 1", r.PartitionKey, function, r.FailureRatio, r.MinCalls)
+	set, err := r.settings()
+	if err != nil {
+		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: %w", r.PartitionKey, function, err)
 	}
 	switch conf := circuit.Confirmation(r.Confirmation); conf {
 	case circuit.Unconfirmed, circuit.Confirmed, circuit.Contradicted, circuit.Unconfirmable:
@@ -158,32 +134,13 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: RecentChanges: %w", r.PartitionKey, function, err)
 	}
-	runbook := circuit.Runbook{URL: r.RunbookURL, Note: r.RunbookNote}
-	if u, n := runbook.Problems(); u != "" || n != "" {
-		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: runbook: %s", r.PartitionKey, function, strings.TrimSpace(u+" "+n))
-	}
 	lowered, err := circuit.ParseLowered(r.Lowered)
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: Lowered: %w", r.PartitionKey, function, err)
 	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function,
-		Settings: circuit.Settings{
-			Threshold:    int(r.Threshold),
-			Window:       time.Duration(r.WindowSeconds) * time.Second,
-			Recipients:   commaList(r.Recipients),
-			Channels:     commaList(r.Channels),
-			EventHub:     r.EventHub,
-			Escalate:     circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)},
-			Queue:        r.Queue,
-			Parking:      r.Parking,
-			HubRetention: hubRetention(r.HubRetentionHours),
-			Rule:         circuit.Rule{Ratio: r.FailureRatio, MinCalls: int(r.MinCalls), NoSuccess: r.NoSuccess, MinInstances: quorum(r.MinInstances)},
-			Policy:       circuit.Policy{AutoResume: r.AutoResume, Cooldown: time.Duration(r.CooldownSeconds) * time.Second, MaxCooldown: time.Duration(r.MaxCooldownSeconds) * time.Second},
-			Shadow:       r.Shadow,
-			Runbook:      runbook,
-			Throttle:     throttleOf(r),
-		},
+		Settings:         set,
 		RecentChanges:    changes,
 		Confirmation:     circuit.Confirmation(r.Confirmation),
 		ConfirmedEpisode: r.ConfirmedEpisode,
@@ -216,56 +173,6 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	}, nil
 }
 
-// throttleOf is a row's throttle stage; a threshold out of range (written
-// by hand) is none, and a kind Fusebox does not know is left to Validate
-// and the switcher, which lower nothing for it.
-func throttleOf(r circuitRow) circuit.Throttle {
-	if r.ThrottleThreshold < 0 || r.ThrottleThreshold > circuit.MaxThreshold {
-		return circuit.Throttle{}
-	}
-	q := time.Duration(r.ThrottleQuiet) * time.Second
-	if q < 0 || q > circuit.MaxThrottleQuiet {
-		q = 0
-	}
-	return circuit.Throttle{Threshold: int(r.ThrottleThreshold), Quiet: q, Kind: r.ThrottleKind, Ask: r.ThrottleAsk, OnlyThrottling: r.ThrottleOnly429,
-		Words: throttleWords(r.ThrottleWords)}
-}
-
-// throttleWords are a row's throttle words, bounded as Validate bounds
-// them: a row written by hand costs at most pushback.MaxWords words, and
-// a word that could not be typed in is dropped.
-func throttleWords(s string) []string {
-	if s == "" {
-		return nil
-	}
-	var out []string
-	for _, w := range strings.SplitN(truncate(s, pushback.MaxWords*(pushback.MaxWordBytes+1)), "\n", pushback.MaxWords+1) {
-		if pushback.Word(w) != "" && len(out) < pushback.MaxWords {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// quorum is a row's quorum; out of range (written by hand) it is none,
-// which leaves the circuit able to trip.
-func quorum(n int32) int {
-	if n < 0 || n > circuit.MaxQuorum {
-		return 0
-	}
-	return int(n)
-}
-
-// hubRetention is a row's hub retention; out of range (written by hand)
-// it is not known, which costs only the countdown, not the circuit.
-func hubRetention(hours int32) time.Duration {
-	d := time.Duration(hours) * time.Hour
-	if d < 0 || d > circuit.MaxHubRetention {
-		return 0
-	}
-	return d
-}
-
 // setState copies a circuit's state fields into the row.
 func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
@@ -274,22 +181,6 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
 	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 	r.RecentChanges = joinUnix(c.RecentChanges)
-}
-
-// setSettings copies a circuit's settings into the row.
-func (r *circuitRow) setSettings(c circuit.Circuit) {
-	r.Function = c.Function
-	r.Threshold, r.WindowSeconds = int32(c.Threshold), int32(c.Window/time.Second)
-	r.FailureRatio, r.MinCalls, r.NoSuccess, r.MinInstances = c.Rule.Ratio, int32(c.Rule.MinCalls), c.Rule.NoSuccess, int32(c.Rule.MinInstances)
-	r.Recipients, r.Channels, r.EventHub = strings.Join(c.Recipients, ","), strings.Join(c.Channels, ","), c.EventHub
-	r.Queue, r.Parking, r.HubRetentionHours = c.Queue, c.Parking, int32(c.HubRetention/time.Hour)
-	r.EscalateTo, r.EscalateSeconds = strings.Join(c.Escalate.To, ","), int32(c.Escalate.After/time.Second)
-	r.AutoResume, r.CooldownSeconds = c.Policy.AutoResume, int32(c.Policy.Cooldown/time.Second)
-	r.MaxCooldownSeconds = int32(c.Policy.MaxCooldown / time.Second)
-	r.Shadow = c.Shadow
-	r.RunbookURL, r.RunbookNote = c.Runbook.URL, c.Runbook.Note
-	r.ThrottleThreshold, r.ThrottleQuiet, r.ThrottleKind, r.ThrottleAsk = int32(c.Throttle.Threshold), int32(c.Throttle.Quiet/time.Second), c.Throttle.Kind, c.Throttle.Ask
-	r.ThrottleOnly429, r.ThrottleWords = c.Throttle.OnlyThrottling, strings.Join(c.Throttle.Words, "\n")
 }
 
 // List returns every circuit, ordered by app then function.
@@ -308,7 +199,7 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 		filter = tablestore.And(filter, tablestore.Ge("Timestamp", since))
 	}
 	rows, faults, err := readRows[circuitRow](ctx, c.table, tablestore.Query{Filter: filter, Served: c.inc.served}, TableCircuits,
-		func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
+		checkCircuitRow)
 	if err != nil {
 		return nil, fmt.Errorf("storage: list circuits: %w", err)
 	}
@@ -397,6 +288,7 @@ func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow,
 		}
 		return row, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
 	}
+	row.keepColumnSettings()
 	c.fences.keep(row)
 	return row, nil
 }
@@ -416,40 +308,36 @@ func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
 	return nil
 }
 
-// UpdateSettings replaces a circuit's settings, keeping its state, on
-// condition that it is still at ci.Version.
-func (c *Circuits) UpdateSettings(ctx context.Context, ci circuit.Circuit) error {
-	row, err := c.row(ctx, ci.AppID, ci.Function)
-	if err != nil {
-		return err
-	}
-	if string(row.ETag) != ci.Version {
-		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), circuit.ErrConflict)
-	}
-	row.setSettings(ci)
+// Acknowledge records who acknowledged which episode: one merge, on
+// condition that the circuit is still at ci.Version.
+func (c *Circuits) Acknowledge(ctx context.Context, ci circuit.Circuit) error {
 	defer c.wrote()
-	if err := c.table.Update(ctx, &row); err != nil {
-		return fmt.Errorf("storage: update circuit %s: %w", ci.ID(), conflictAsCircuit(err))
+	row := &ackRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
+		AckedEpisode: ci.AckedEpisode, AckedBy: ci.AckedBy, AckedAt: ci.AckedAt}
+	if err := c.table.Merge(ctx, row); err != nil {
+		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), missingOrConflict(err, ci))
 	}
 	return nil
 }
 
-// Acknowledge records who acknowledged which episode, on condition that
-// the circuit is still at ci.Version.
-func (c *Circuits) Acknowledge(ctx context.Context, ci circuit.Circuit) error {
-	row, err := c.row(ctx, ci.AppID, ci.Function)
-	if err != nil {
-		return err
+// ackRow is what an acknowledgement merges into a circuit's row.
+type ackRow struct {
+	tablestore.Meta
+	AckedEpisode int64
+	AckedBy      string
+	AckedAt      time.Time
+}
+
+func (*ackRow) ClearsTimes() {}
+
+// missingOrConflict is a conditional write's error as circuit.Service
+// reads it: a row that is gone is ErrNoCircuit, a row that changed a
+// conflict to retry.
+func missingOrConflict(err error, ci circuit.Circuit) error {
+	if errors.Is(err, tablestore.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNoCircuit, ci.ID())
 	}
-	if string(row.ETag) != ci.Version {
-		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), circuit.ErrConflict)
-	}
-	row.AckedEpisode, row.AckedBy, row.AckedAt = ci.AckedEpisode, ci.AckedBy, ci.AckedAt
-	defer c.wrote()
-	if err := c.table.Update(ctx, &row); err != nil {
-		return fmt.Errorf("storage: acknowledge circuit %s: %w", ci.ID(), conflictAsCircuit(err))
-	}
-	return nil
+	return conflictAsCircuit(err)
 }
 
 // Delete removes a circuit, on condition that it is still at version, and
@@ -649,7 +537,7 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 		return fmt.Errorf("storage: guardrail of %s: %w", ci.AppID, err)
 	}
 	q := tablestore.Query{Filter: tablestore.And(tablestore.PartitionIs(ci.AppID), tablestore.RowKeyPrefix(circuitPrefix))}
-	rows, faults, err := readRows[circuitRow](ctx, c.table, q, TableCircuits, func(r circuitRow) (circuitRow, error) { _, err := r.toCircuit(); return r, err })
+	rows, faults, err := readRows[circuitRow](ctx, c.table, q, TableCircuits, checkCircuitRow)
 	if err != nil {
 		return fmt.Errorf("storage: circuits of %s: %w", ci.AppID, err)
 	}

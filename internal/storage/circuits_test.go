@@ -309,3 +309,42 @@ func TestLoweredRowsAreBoundedWhenRead(t *testing.T) {
 		}
 	}
 }
+
+// A Settings column is someone else's JSON to a later reader: too long,
+// not settings, or settings that would break counting, the row is
+// unreadable and says why; what costs only a feature is left out.
+func TestASettingsColumnIsCheckedWhenRead(t *testing.T) {
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
+		t.Fatal(err)
+	}
+	cs := storage.New(svc).Circuits
+	type row struct {
+		tablestore.Meta
+		Settings string
+		State    string
+	}
+	cases := map[string]struct{ settings, want string }{
+		"Long":     {`{"threshold": 5, "window_seconds": 60, "runbook_note": "` + strings.Repeat("é", 20<<10) + `"}`, "more than"},
+		"NotJSON":  {`threshold=5`, "not a circuit's settings"},
+		"Zero":     {`{"threshold": 0, "window_seconds": 60}`, "must both be positive"},
+		"Overflow": {`{"threshold": 5, "window_seconds": 9300000000000}`, "not a circuit's settings"},
+		"Runbook":  {`{"threshold": 5, "window_seconds": 60, "runbook_url": "javascript:alert(1)"}`, "runbook"},
+		"None":     {``, "no settings"},
+		"Good":     {`{"threshold": 5, "window_seconds": 60, "min_instances": -4, "throttle_threshold": 5000000, "unknown_to_this_release": true}`, ""},
+	}
+	for fn, c := range cases {
+		if err := svc.Table(storage.TableCircuits).Insert(t.Context(), &row{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: "c|" + fn}, Settings: c.settings, State: "closed"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for fn, c := range cases {
+		got, err := cs.Get(t.Context(), "orders", fn)
+		switch {
+		case c.want == "" && (err != nil || got.Threshold != 5 || got.Rule.MinInstances != 0 || got.Throttle.Threshold != 0):
+			t.Errorf("%s: read as %+v, %v; want threshold 5, no quorum and no throttle", fn, got.Settings, err)
+		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
+			t.Errorf("%s: read as %v; want refused, saying %q", fn, err, c.want)
+		}
+	}
+}

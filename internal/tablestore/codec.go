@@ -22,7 +22,8 @@ import (
 //	}
 //
 // Exported fields map to properties of the same name; a `table:"Name"` tag
-// renames one and `table:"-"` skips it. int64 is stored as Edm.Int64,
+// renames one, `table:"-"` skips it and `table:",readonly"` reads it but
+// never writes it (a column an older release wrote, kept readable). int64 is stored as Edm.Int64,
 // time.Time as Edm.DateTime (zero time: property omitted) and []byte as
 // Edm.Binary, so rows stay readable by the .NET and JavaScript SDKs.
 type Meta struct {
@@ -54,10 +55,11 @@ type Entity interface {
 func (m *Meta) Keys() (string, string) { return m.PartitionKey, m.RowKey }
 
 type fieldCodec struct {
-	index []int
-	name  string
-	kind  reflect.Kind
-	typ   reflect.Type
+	index    []int
+	name     string
+	readOnly bool
+	kind     reflect.Kind
+	typ      reflect.Type
 }
 
 var (
@@ -86,11 +88,16 @@ func fieldsOf(t reflect.Type) ([]fieldCodec, error) {
 				continue
 			}
 			name := f.Name
+			readOnly := false
 			if tag, ok := f.Tag.Lookup("table"); ok {
 				if tag == "-" {
 					continue
 				}
-				name = tag
+				tag, opt, _ := strings.Cut(tag, ",")
+				if tag != "" {
+					name = tag
+				}
+				readOnly = opt == "readonly"
 			}
 			switch {
 			case f.Type == timeType, f.Type == bytesType:
@@ -101,7 +108,7 @@ func fieldsOf(t reflect.Type) ([]fieldCodec, error) {
 					return fmt.Errorf("tablestore: field %s.%s has unsupported type %s", t.Name(), f.Name, f.Type)
 				}
 			}
-			fields = append(fields, fieldCodec{index: index, name: name, kind: f.Type.Kind(), typ: f.Type})
+			fields = append(fields, fieldCodec{index: index, name: name, kind: f.Type.Kind(), typ: f.Type, readOnly: readOnly})
 		}
 		return nil
 	}
@@ -159,6 +166,9 @@ func marshal(e Entity) ([]byte, error) {
 		buf = appendJSONString(buf, edm)
 	}
 	for _, f := range fields {
+		if f.readOnly {
+			continue
+		}
 		fv := v.FieldByIndex(f.index)
 		switch {
 		case f.typ == timeType:

@@ -17,30 +17,15 @@ import (
 // session, sending the CSRF token in X-CSRF-Token for changes.
 
 func toJSON(c circuit.Circuit, n circuit.Counts) apiwire.Circuit {
-	j := apiwire.Circuit{App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
-		FailureRatio: c.Rule.Ratio, MinCalls: c.Rule.MinCalls, NoSuccess: c.Rule.NoSuccess, MinInstances: c.Rule.MinInstances, Successes: n.Successes, Rule: c.RuleText(),
-		ApplyError: c.ApplyError,
-		Threshold:  c.Threshold, WindowSeconds: int(c.Window / time.Second), Recipients: c.Recipients, Channels: c.Channels, AckedEpisode: c.AckedEpisode,
-		EscalateTo: c.Escalate.To, EscalateSeconds: int(c.Escalate.After / time.Second), RetentionHours: int(c.HubRetention / time.Hour),
-		AutoResume: c.Policy.AutoResume, CooldownSeconds: int(c.Policy.Cooldown / time.Second), MaxCooldownSecs: int(c.Policy.MaxCooldown / time.Second), EventHub: c.EventHub,
-		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Queue: c.Queue, ParkingQueue: c.Parking, Throttle: throttleOf(c)}
-	if j.Channels == nil {
-		j.Channels = []string{}
-	}
-	if j.EscalateTo == nil {
-		j.EscalateTo = []string{}
-	}
-	if j.Recipients == nil {
-		j.Recipients = []string{}
-	}
+	j := apiwire.Circuit{Spec: c.Settings.Spec(), App: c.AppID, Function: c.Function, State: c.State.String(), Episode: c.Episode, Count: n.Counted, CountingSince: n.Since,
+		Successes: n.Successes, Rule: c.RuleText(), ApplyError: c.ApplyError, AckedEpisode: c.AckedEpisode, Streak: c.Streak,
+		ChangedAt: c.ChangedAt, Reason: c.Reason, Applying: c.Pending(), Drift: c.Drift, Throttle: throttleOf(c)}
 	if !c.DriftSince.IsZero() {
 		j.DriftSince = &c.DriftSince
 	}
 	if c.ApplyError != "" {
 		j.ApplyRetryAt = &c.ApplyRetryAt
 	}
-	j.Streak, j.Shadow = c.Streak, c.Shadow
-	j.RunbookURL, j.RunbookNote = c.Runbook.URL, c.Runbook.Note
 	if at := c.TrialAt(); !at.IsZero() {
 		j.TrialAt = &at
 	}

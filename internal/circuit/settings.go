@@ -1,0 +1,238 @@
+package circuit
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	neturl "net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/fusebox/fusebox/internal/spoken"
+)
+
+// Settings are the parts of a circuit people edit, as the domain reads
+// them. Documents spell them as Spec: a new setting is a field of each,
+// and a line of each conversion below, all in this file.
+type Settings struct {
+	Threshold  int           // trips when more than Threshold failures...
+	Window     time.Duration // ...happen within Window
+	Rule       Rule          // or on a failure ratio, when Rule.Ratio is set
+	Recipients []string      // who is mailed when it opens
+	// Channels names the channels its alerts go to; none: the app's.
+	Channels []string
+	// Escalate is who else is told when an episode goes unacknowledged.
+	Escalate Escalation
+	// EventHub is the hub the function's trigger consumes — hub,
+	// hub/consumer group or namespace/hub/consumer group (see Consumes) —
+	// so its page shows its own checkpoints; empty: every checkpoint in the
+	// app's storage, unattributed.
+	EventHub string
+	// HubRetention is how long that hub keeps an event (its message
+	// retention), so the page and reminders say when waiting events begin
+	// to expire; zero: not known.
+	HubRetention time.Duration
+	// Queue is the queue that triggers the function, for a queue-triggered
+	// one: the host sets its poison messages aside in "<Queue>-poison".
+	Queue string
+	// Parking is the queue the function's own code parks events it gave
+	// up on, so the stream goes on (the seed's pattern for Event Hubs).
+	Parking string
+	Policy  Policy
+	// Throttle is the stage before the trip: lower the app's concurrency
+	// when its rule fires, and ramp back up after a resume. Off when its
+	// Threshold is zero.
+	Throttle Throttle
+	// Shadow disarms the switch: the circuit counts, changes state, logs
+	// and alerts what it would do, but never moves the trigger. For
+	// rolling out a new circuit safely.
+	Shadow bool
+	// Runbook is what the person paged should read first: shown on the
+	// circuit's page and in every alert about it.
+	Runbook Runbook
+}
+
+// Runbook is a link to what to do when a circuit trips, and a short note.
+type Runbook struct {
+	URL  string // http or https; empty: none
+	Note string // at most MaxRunbookNote bytes, one line
+}
+
+// Limits of a runbook.
+const (
+	MaxRunbookURL  = 2000
+	MaxRunbookNote = 300
+)
+
+// Problems says what is wrong with r, for people; none when it is empty.
+func (r Runbook) Problems() (url, note string) {
+	if r.URL != "" {
+		u, err := neturl.Parse(r.URL)
+		switch {
+		case len(r.URL) > MaxRunbookURL:
+			url = fmt.Sprintf("must be at most %d characters", MaxRunbookURL)
+		case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" || strings.ContainsFunc(r.URL, unicode.IsSpace):
+			url = "must be a web address starting with https:// (or http://)"
+		}
+	}
+	switch {
+	case len(r.Note) > MaxRunbookNote:
+		note = fmt.Sprintf("must be at most %d characters", MaxRunbookNote)
+	case strings.ContainsFunc(r.Note, unicode.IsControl):
+		note = "must be one line of text"
+	}
+	return url, note
+}
+
+// Spec is a circuit's settings as every document spells them, once: the
+// API's requests and answers (json tags), fusebox export and apply's file
+// (yaml tags) and the circuit's row in storage (its Settings column holds
+// this JSON). Nothing in it is state: writers of state never touch it.
+type Spec struct {
+	Threshold    int     `json:"threshold" yaml:"threshold"`
+	Window       Seconds `json:"window_seconds" yaml:"window"`
+	FailureRatio float64 `json:"failure_ratio,omitempty" yaml:"failure_ratio,omitempty"`
+	MinCalls     int     `json:"min_calls,omitempty" yaml:"min_calls,omitempty"`
+	NoSuccess    bool    `json:"no_success" yaml:"no_success,omitempty"`
+	MinInstances int     `json:"min_instances,omitempty" yaml:"min_instances,omitempty"`
+	// Lists are [] rather than null in JSON (SpecOf makes them so).
+	Recipients    []string `json:"recipients" yaml:"recipients,omitempty"`
+	Channels      []string `json:"channels" yaml:"channels,omitempty"`
+	EscalateTo    []string `json:"escalate_to" yaml:"escalate_to,omitempty"`
+	EscalateAfter Seconds  `json:"escalate_after_seconds" yaml:"escalate_after,omitempty"`
+	AutoResume    bool     `json:"auto_resume" yaml:"auto_resume,omitempty"`
+	Cooldown      Seconds  `json:"cooldown_seconds" yaml:"cooldown,omitempty"`
+	MaxCooldown   Seconds  `json:"max_cooldown_seconds,omitempty" yaml:"max_cooldown,omitempty"`
+	Shadow        bool     `json:"shadow" yaml:"shadow,omitempty"`
+	EventHub      string   `json:"event_hub,omitempty" yaml:"event_hub,omitempty"`
+	HubRetention  Hours    `json:"event_hub_retention_hours,omitempty" yaml:"event_hub_retention,omitempty"`
+	Queue         string   `json:"queue,omitempty" yaml:"queue,omitempty"`
+	ParkingQueue  string   `json:"parking_queue,omitempty" yaml:"parking_queue,omitempty"`
+	// The throttle stage before the trip (docs/throttle.md).
+	ThrottleThreshold int      `json:"throttle_threshold,omitempty" yaml:"throttle_threshold,omitempty"`
+	ThrottleQuiet     Seconds  `json:"throttle_quiet_seconds,omitempty" yaml:"throttle_quiet,omitempty"`
+	ThrottleKind      string   `json:"throttle_kind,omitempty" yaml:"throttle_kind,omitempty"`
+	ThrottleAsk       bool     `json:"throttle_ask,omitempty" yaml:"throttle_ask,omitempty"`
+	ThrottleOnly      bool     `json:"throttle_only_throttling_errors,omitempty" yaml:"throttle_only_throttling_errors,omitempty"`
+	ThrottleWords     []string `json:"throttle_words,omitempty" yaml:"throttle_words,omitempty"`
+	// What the person paged reads first (a link and a short note).
+	RunbookURL  string `json:"runbook_url,omitempty" yaml:"runbook_url,omitempty"`
+	RunbookNote string `json:"runbook_note,omitempty" yaml:"runbook_note,omitempty"`
+}
+
+// Settings are the settings s spells.
+func (s Spec) Settings() Settings {
+	return Settings{
+		Threshold:    s.Threshold,
+		Window:       time.Duration(s.Window),
+		Rule:         Rule{Ratio: s.FailureRatio, MinCalls: s.MinCalls, NoSuccess: s.NoSuccess, MinInstances: s.MinInstances},
+		Recipients:   orNil(s.Recipients),
+		Channels:     orNil(s.Channels),
+		Escalate:     Escalation{To: orNil(s.EscalateTo), After: time.Duration(s.EscalateAfter)},
+		EventHub:     s.EventHub,
+		HubRetention: time.Duration(s.HubRetention),
+		Queue:        s.Queue,
+		Parking:      s.ParkingQueue,
+		Policy:       Policy{AutoResume: s.AutoResume, Cooldown: time.Duration(s.Cooldown), MaxCooldown: time.Duration(s.MaxCooldown)},
+		Throttle: Throttle{Threshold: s.ThrottleThreshold, Quiet: time.Duration(s.ThrottleQuiet), Kind: s.ThrottleKind, Ask: s.ThrottleAsk,
+			OnlyThrottling: s.ThrottleOnly, Words: orNil(s.ThrottleWords)},
+		Shadow:  s.Shadow,
+		Runbook: Runbook{URL: s.RunbookURL, Note: s.RunbookNote},
+	}
+}
+
+// Spec is how documents spell s.
+func (s Settings) Spec() Spec {
+	return Spec{
+		Threshold: s.Threshold, Window: Seconds(s.Window),
+		FailureRatio: s.Rule.Ratio, MinCalls: s.Rule.MinCalls, NoSuccess: s.Rule.NoSuccess, MinInstances: s.Rule.MinInstances,
+		Recipients: nonNil(s.Recipients), Channels: nonNil(s.Channels),
+		EscalateTo: nonNil(s.Escalate.To), EscalateAfter: Seconds(s.Escalate.After),
+		AutoResume: s.Policy.AutoResume, Cooldown: Seconds(s.Policy.Cooldown), MaxCooldown: Seconds(s.Policy.MaxCooldown),
+		Shadow: s.Shadow, EventHub: s.EventHub, HubRetention: Hours(s.HubRetention), Queue: s.Queue, ParkingQueue: s.Parking,
+		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Seconds(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind,
+		ThrottleAsk: s.Throttle.Ask, ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: s.Throttle.Words,
+		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note,
+	}
+}
+
+// orNil is s, or nil for an empty list: the domain has no empty lists.
+func orNil(s []string) []string {
+	if len(s) == 0 {
+		return nil
+	}
+	return s
+}
+
+// nonNil is s, or an empty list: JSON says [] rather than null.
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// Seconds is a duration that JSON spells in whole seconds (the API's
+// *_seconds fields) and YAML as people write it: 30s, 5m, 1h30m.
+type Seconds time.Duration
+
+// Hours is a duration that JSON spells in whole hours and YAML as people
+// write it: 168h.
+type Hours time.Duration
+
+// MarshalJSON writes whole seconds.
+func (d Seconds) MarshalJSON() ([]byte, error) { return wholeUnits(time.Duration(d), time.Second), nil }
+
+// UnmarshalJSON reads whole seconds.
+func (d *Seconds) UnmarshalJSON(b []byte) error {
+	return readUnits((*time.Duration)(d), b, time.Second)
+}
+
+// MarshalYAML writes the duration as people write it.
+func (d Seconds) MarshalYAML() (any, error) { return spoken.Duration(time.Duration(d)), nil }
+
+// UnmarshalYAML reads 30s, 5m, 1h30m.
+func (d *Seconds) UnmarshalYAML(n *yaml.Node) error { return readSpoken((*time.Duration)(d), n) }
+
+// MarshalJSON writes whole hours.
+func (d Hours) MarshalJSON() ([]byte, error) { return wholeUnits(time.Duration(d), time.Hour), nil }
+
+// UnmarshalJSON reads whole hours.
+func (d *Hours) UnmarshalJSON(b []byte) error { return readUnits((*time.Duration)(d), b, time.Hour) }
+
+// MarshalYAML writes the duration as people write it.
+func (d Hours) MarshalYAML() (any, error) { return spoken.Duration(time.Duration(d)), nil }
+
+// UnmarshalYAML reads 168h.
+func (d *Hours) UnmarshalYAML(n *yaml.Node) error { return readSpoken((*time.Duration)(d), n) }
+
+func wholeUnits(d, unit time.Duration) []byte { return strconv.AppendInt(nil, int64(d/unit), 10) }
+
+// readUnits reads a whole number of units, refusing one a Duration
+// cannot hold rather than wrapping it.
+func readUnits(d *time.Duration, b []byte, unit time.Duration) error {
+	var n int64
+	if err := json.Unmarshal(b, &n); err != nil {
+		return fmt.Errorf("must be a whole number: %w", err)
+	}
+	if n > math.MaxInt64/int64(unit) || n < math.MinInt64/int64(unit) {
+		return fmt.Errorf("%d is too large", n)
+	}
+	*d = time.Duration(n) * unit
+	return nil
+}
+
+// readSpoken reads a duration from a YAML scalar. Its error is a
+// yaml.TypeError naming the line, so a file's other problems are found too.
+func readSpoken(d *time.Duration, n *yaml.Node) error {
+	v, err := time.ParseDuration(strings.TrimSpace(n.Value))
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a duration such as 30s, 5m or 1h30m", n.Line, n.Value)}}
+	}
+	*d = v
+	return nil
+}

@@ -34,6 +34,7 @@ func Steps() []migrate.Step {
 			return storage.GivePingTokens(ctx, svc, time.Now())
 		}},
 		{Version: 12, Name: "keep each circuit's settings in one Settings column (circuit.Spec as JSON), apart from its state", Apply: storage.MoveCircuitSettings},
+		{Version: 13, Name: "keep each circuit's actuation (applied episode, switch errors, confirmation, drift) in its own row beside the circuit's", Apply: storage.MoveCircuitActuation},
 	}
 }
 

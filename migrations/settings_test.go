@@ -79,11 +79,11 @@ type release11Circuit struct {
 	FenceGeneration    int64  // and its generation: older generations are refused
 }
 
-// Rows the last release wrote come through migration 12 with every
-// setting and every piece of state they held; the columns are gone and
-// one Settings column holds the settings; a row whose columns make no
-// circuit is left as it was, for the bad-rows page. Run twice, it
-// changes nothing more.
+// Rows the last release wrote come through migrations 12 and 13 with
+// every setting, every piece of state and the whole actuation they held;
+// the columns are gone, one Settings column holds the settings and the
+// actuation has its own row; a row whose columns make no circuit is left
+// as it was, for the bad-rows page. Run twice, they change nothing more.
 func TestCircuitRowsOfTheLastReleaseKeepEverything(t *testing.T) {
 	svc, migrateTo := newSchema(t)
 	ctx := t.Context()
@@ -96,7 +96,8 @@ func TestCircuitRowsOfTheLastReleaseKeepEverything(t *testing.T) {
 		ThrottleWords: "quota exceeded\nslow down", Queue: "orders-in", Parking: "orders-parked", AutoResume: true, Shadow: true,
 		RunbookURL: "https://wiki.example.com/orders", RunbookNote: "Check the database first", CooldownSeconds: 60, MaxCooldownSeconds: 3600,
 		State: "open", Episode: 7, Streak: 2, ChangedAt: at, Reason: "more than 100 failures in 30s", AppliedEpisode: 7, AppliedAt: at.Add(time.Second),
-		Confirmation: "confirmed", ConfirmedEpisode: 7, ConfirmedAt: at.Add(5 * time.Second), Incarnation: "abc123", RecentChanges: "1764581400",
+		Confirmation: "confirmed", ConfirmedEpisode: 7, ConfirmedAt: at.Add(5 * time.Second), Drift: "someone switched it back on", DriftSince: at.Add(time.Hour),
+		Incarnation: "abc123", RecentChanges: "1764581400",
 		AckedEpisode: 7, AckedBy: "demo", AckedAt: at.Add(time.Minute), FenceLease: "evaluator", FenceGeneration: 4}
 	plain := release11Circuit{Meta: tablestore.Meta{PartitionKey: "billing", RowKey: "c|Charge"}, Function: "Charge",
 		Threshold: 5, WindowSeconds: 60, State: "closed", Incarnation: "def456"}
@@ -111,6 +112,9 @@ func TestCircuitRowsOfTheLastReleaseKeepEverything(t *testing.T) {
 	for range 2 {
 		migrateTo(len(migrations.Steps()))
 		if err := storage.MoveCircuitSettings(ctx, svc); err != nil { // as after a crash midway
+			t.Fatal(err)
+		}
+		if err := storage.MoveCircuitActuation(ctx, svc); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,8 +135,9 @@ func TestCircuitRowsOfTheLastReleaseKeepEverything(t *testing.T) {
 	}
 	if got.State != circuit.Open || got.Episode != 7 || got.Streak != 2 || !got.ChangedAt.Equal(at) || got.Reason != full.Reason ||
 		got.AppliedEpisode != 7 || !got.AppliedAt.Equal(full.AppliedAt) || got.Confirmation != circuit.Confirmed || got.ConfirmedEpisode != 7 ||
+		!got.ConfirmedAt.Equal(full.ConfirmedAt) || got.Drift != full.Drift || !got.DriftSince.Equal(full.DriftSince) || got.Actuation.Version == "" ||
 		got.AckedEpisode != 7 || got.AckedBy != "demo" || !got.AckedAt.Equal(full.AckedAt) || got.Incarnation != "abc123" || len(got.RecentChanges) != 1 {
-		t.Errorf("state after migration 12: %+v", got)
+		t.Errorf("state and actuation after migrations 12 and 13: %+v", got)
 	}
 	var raw struct {
 		release11Circuit
@@ -143,6 +148,9 @@ func TestCircuitRowsOfTheLastReleaseKeepEverything(t *testing.T) {
 	}
 	if raw.Threshold != 0 || raw.RunbookURL != "" || raw.Recipients != "" || !strings.Contains(raw.Settings, `"runbook_url":"https://wiki.example.com/orders"`) {
 		t.Errorf("the row after migration 12 still has columns (threshold %d, recipients %q) or no Settings (%q)", raw.Threshold, raw.Recipients, raw.Settings)
+	}
+	if raw.AppliedEpisode != 0 || raw.Confirmation != "" || raw.Drift != "" {
+		t.Errorf("the circuit's row after migration 13 still has its actuation (applied %d, %q, drift %q)", raw.AppliedEpisode, raw.Confirmation, raw.Drift)
 	}
 	if raw.FenceLease != "evaluator" || raw.FenceGeneration != 4 {
 		t.Errorf("fence after migration 12: %q %d, want evaluator 4", raw.FenceLease, raw.FenceGeneration)

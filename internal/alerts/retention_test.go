@@ -18,7 +18,7 @@ import (
 // too, unless someone acknowledged it or an operator tripped it by hand.
 func TestRetentionOwesTheStepDueAndTheLoss(t *testing.T) {
 	now := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
-	open := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Escalate: circuit.Escalation{To: []string{"lead@example.com"}, After: 48 * time.Hour}}, State: circuit.Open, Episode: 3, AppliedEpisode: 3, ChangedAt: now.Add(-20 * time.Hour)}
+	open := circuit.Circuit{AppID: "orders", Function: "Import", Settings: circuit.Settings{Escalate: circuit.Escalation{To: []string{"lead@example.com"}, After: 48 * time.Hour}}, State: circuit.Open, Episode: 3, ChangedAt: now.Add(-20 * time.Hour), Actuation: circuit.Actuation{AppliedEpisode: 3}}
 	dests := []string{"oncall@example.com"}
 	in := func(d time.Duration) hostinsight.Retention {
 		return hostinsight.Retention{Waiting: 9, Expires: now.Add(d)}
@@ -104,7 +104,7 @@ func TestASlowHubHoldsUpOnlyItsOwnApp(t *testing.T) {
 		if err := r.store.Apps.Put(t.Context(), circuit.App{ID: id, Switch: circuit.SwitchLocal, LocalSettings: "/dev/null", EventHubs: "orders-ns.servicebus.windows.net"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: id, Function: "Import", Settings: circuit.Settings{Threshold: 10, Window: time.Minute, EventHub: "orders", Recipients: []string{"ops@example.com"}}, State: circuit.Open, Episode: 1, AppliedEpisode: 1, ChangedAt: t0}); err != nil {
+		if err := r.store.Circuits.Put(t.Context(), circuit.Circuit{AppID: id, Function: "Import", Settings: circuit.Settings{Threshold: 10, Window: time.Minute, EventHub: "orders", Recipients: []string{"ops@example.com"}}, State: circuit.Open, Episode: 1, ChangedAt: t0, Actuation: circuit.Actuation{AppliedEpisode: 1}}); err != nil {
 			t.Fatal(err)
 		}
 	}

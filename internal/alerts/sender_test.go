@@ -39,7 +39,7 @@ func newRig(t *testing.T) *rig {
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(t0)
-	if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com", "lead@example.com"}}, State: circuit.Open, Episode: 1, AppliedEpisode: 1, ChangedAt: t0, Reason: "101 failures in 30s (threshold 100)"}); err != nil {
+	if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com", "lead@example.com"}}, State: circuit.Open, Episode: 1, ChangedAt: t0, Reason: "101 failures in 30s (threshold 100)", Actuation: circuit.Actuation{AppliedEpisode: 1}}); err != nil {
 		t.Fatal(err)
 	}
 	return &rig{t: t, store: st, clock: clk, sign: signer(t, "k1")}

@@ -22,7 +22,7 @@ func owedKinds(c circuit.Circuit, now time.Time) []string {
 // its end tells nobody again.
 func TestAThrottleIsToldOnceAndItsEndOnce(t *testing.T) {
 	t0 := time.Date(2026, 12, 5, 9, 0, 0, 0, time.UTC)
-	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}}, Episode: 3, AppliedEpisode: 3, ChangedAt: t0.Add(-time.Hour)}
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 40, Quiet: time.Minute}}, Episode: 3, ChangedAt: t0.Add(-time.Hour), Actuation: circuit.Actuation{AppliedEpisode: 3}}
 	step := func(c circuit.Circuit, n int, at time.Time) circuit.Circuit {
 		t.Helper()
 		next, fl := circuit.Evaluate(c, circuit.Counts{Counted: n, Window: n, Since: at.Add(-30 * time.Second)}, at)

@@ -272,6 +272,25 @@ type Circuit struct {
 	AckedBy      string
 	AckedAt      time.Time
 
+	// Actuation is what the switch did about the state: kept apart from
+	// it, so switching and verifying never change the version a
+	// transition is decided on.
+	Actuation
+
+	// Incarnation tells this circuit apart from an earlier one for the same
+	// function that was deleted: episodes restart at a re-creation, so a
+	// link names both. Empty for circuits made before it existed.
+	Incarnation string
+
+	// Version is the stored row's version; writes are conditional on it.
+	Version string
+}
+
+// Actuation is the switch's record of a circuit: which episode's trigger
+// setting it applied, why it could not, what the host confirmed and what
+// someone moved by hand since. Storage keeps it as its own entity beside
+// the circuit, with its own Version.
+type Actuation struct {
 	// AppliedEpisode is the episode whose trigger setting a switch last
 	// applied, at AppliedAt. While it lags Episode, the evaluator has work
 	// to do. A half-open trial and a cooldown run from AppliedAt: only then
@@ -295,12 +314,8 @@ type Circuit struct {
 	Drift      string
 	DriftSince time.Time
 
-	// Incarnation tells this circuit apart from an earlier one for the same
-	// function that was deleted: episodes restart at a re-creation, so a
-	// link names both. Empty for circuits made before it existed.
-	Incarnation string
-
-	// Version is the stored row's version; writes are conditional on it.
+	// Version is the stored actuation's version ("" when none is stored):
+	// the switch's writes are conditional on it, never on the circuit's.
 	Version string
 }
 

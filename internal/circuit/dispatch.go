@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"sync"
 	"time"
 
@@ -28,11 +29,12 @@ type switcher struct {
 	mu       sync.Mutex
 	busy     map[string]bool              // apps with a switch call in flight
 	again    map[string]bool              // apps given more work while one was
-	hints    map[string]map[string]string // by app: functions a tick saw lagging, and the version it saw
+	hints    map[string]map[string]string // by app: functions a tick saw lagging, and what it saw (seen)
 	drifted  map[string]time.Time         // by app: when its drift was last checked
-	// switchedFrom is, by circuit, the version this instance last switched
-	// its trigger from: a tick that read the row before that switch was
-	// recorded sees it lagging still, and is not a reason to read it again.
+	// switchedFrom is, by circuit, what this instance last switched its
+	// trigger from (seen): a tick that read the circuit before that switch
+	// was recorded sees it lagging still, and is not a reason to read it
+	// again.
 	// At most maxSwitchedFrom circuits, about 150 bytes each.
 	switchedFrom map[string]string
 	local        Tally // this instance's own switch calls, for its metrics
@@ -70,6 +72,16 @@ func (w *switcher) applies() (map[string]map[string]int64, map[string]*Histogram
 	return c.Applies, c.ApplyLatency
 }
 
+// seen names what a reader saw of a circuit: its version, its actuation's
+// and its episode (a transition's next state carries the version it was
+// decided on, and a new episode; a reapply changes only the actuation).
+func seen(c Circuit) string {
+	if c.Version == "" {
+		return ""
+	}
+	return c.Version + "|" + c.Actuation.Version + "|" + strconv.FormatInt(c.Episode, 10)
+}
+
 // dispatch starts the app's switch goroutine unless one is in flight or
 // every slot is taken; either way the tick goes on, and a later tick sees
 // the work again.
@@ -77,14 +89,14 @@ func (w *switcher) dispatch(ctx context.Context, appID string, apps map[string]A
 	w.mu.Lock()
 	hinted := 0
 	for _, c := range due {
-		if c.Version != "" && w.switchedFrom[c.ID()] == c.Version {
+		if c.Version != "" && w.switchedFrom[c.ID()] == seen(c) {
 			continue // read before this instance's switch was recorded
 		}
 		hinted++
 		if w.hints[appID] == nil {
 			w.hints[appID] = map[string]string{}
 		}
-		w.hints[appID][c.Function] = c.Version
+		w.hints[appID][c.Function] = seen(c)
 	}
 	if len(due) > 0 && hinted == 0 && !drift {
 		w.mu.Unlock()
@@ -267,7 +279,7 @@ func (w *switcher) apply(ctx context.Context, f lease.Fence, app App, due, all [
 		if len(w.switchedFrom) >= maxSwitchedFrom {
 			clear(w.switchedFrom) // at worst one more read of each
 		}
-		w.switchedFrom[c.ID()] = c.Version
+		w.switchedFrom[c.ID()] = seen(c)
 		w.mu.Unlock()
 		w.s.Logger.Info("trigger switched", "circuit", c.ID(), "trigger", onOff(!c.State.TriggerOff()), "episode", c.Episode)
 	}
@@ -311,7 +323,7 @@ func (w *switcher) failApply(ctx context.Context, f lease.Fence, due []Circuit, 
 		attempts := c.ApplyAttempts + 1
 		wait := min(w.s.RetryFirst<<min(attempts-1, 20), w.s.RetryMax)
 		problem := fmt.Sprintf("could not switch the trigger %s: %v", onOff(!c.State.TriggerOff()), cause)
-		if err := w.store.Circuits.SetApplyError(ctx, f, c.AppID, c.Function, c.Episode, problem, attempts, now.Add(wait)); err != nil {
+		if err := w.store.Circuits.SetApplyError(ctx, f, c, problem, attempts, now.Add(wait)); err != nil {
 			w.s.Logger.Warn("could not record a failed switch", "circuit", c.ID(), "error", err)
 		}
 		w.s.Logger.Warn("trigger not switched", "circuit", c.ID(), "attempt", attempts, "retry_in", wait.String(), "error", cause)
@@ -346,7 +358,7 @@ func (w *switcher) checkDrift(ctx context.Context, f lease.Fence, app App, circu
 		if drift == c.Drift {
 			continue
 		}
-		if err := w.store.Circuits.SetDrift(ctx, f, c.AppID, c.Function, c.Episode, drift, now); err != nil {
+		if err := w.store.Circuits.SetDrift(ctx, f, c, drift, now); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -56,7 +56,9 @@ type CircuitStore interface {
 	// Acknowledge records c's AckedEpisode, AckedBy and AckedAt,
 	// conditional on c.Version.
 	Acknowledge(ctx context.Context, c Circuit) error
-	Reapply(ctx context.Context, appID, function string) error
+	// Reapply marks c's episode as not applied: the switch sets its
+	// trigger again.
+	Reapply(ctx context.Context, c Circuit) error
 	// Transition records a state change and its flip on condition that
 	// the circuit is still at c.Version and the fence admits the write.
 	Transition(ctx context.Context, f lease.Fence, c Circuit, fl Flip) error
@@ -66,11 +68,12 @@ type CircuitStore interface {
 	// happen, and the write is conditional on that version too. admit's
 	// error comes back as it is.
 	TransitionGuarded(ctx context.Context, f lease.Fence, c Circuit, fl Flip, admit func(app []Circuit, unreadable int) error) error
-	// MarkApplied records that the trigger was set for c.Episode at the time
-	// given; SetApplyError that it could not be, why, and when to retry.
-	// Both are refused if the circuit has moved to another episode.
+	// MarkApplied records in c's actuation that the trigger was set for
+	// c.Episode at the time given (refused if a newer episode was);
+	// SetApplyError that it could not be, why, and when to retry (refused
+	// once it was). Neither changes c.Version.
 	MarkApplied(ctx context.Context, f lease.Fence, c Circuit, at time.Time) error
-	SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error
+	SetApplyError(ctx context.Context, f lease.Fence, c Circuit, problem string, attempts int, retryAt time.Time) error
 	// SetLowered records, for episode, the settings a throttle is about
 	// to change as they were before it (nil: absent), and the trigger
 	// kind they were read for; refused if the circuit moved on.
@@ -79,10 +82,10 @@ type CircuitStore interface {
 	// with before (what is left of them) and records why the rest were
 	// handed back; refused if the circuit moved on.
 	ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error
-	SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error
-	// SetConfirmation records the confirmation of episode, unless the
-	// circuit moved on.
-	SetConfirmation(ctx context.Context, f lease.Fence, appID, function string, episode int64, got Confirmation, at time.Time) error
+	// SetDrift and SetConfirmation record, in c's actuation, what was found
+	// of c.Episode's trigger once applied; refused if another episode was.
+	SetDrift(ctx context.Context, f lease.Fence, c Circuit, drift string, now time.Time) error
+	SetConfirmation(ctx context.Context, f lease.Fence, c Circuit, got Confirmation, at time.Time) error
 	// Flips returns up to limit flip-log entries, newest first.
 	Flips(ctx context.Context, appID, function string, limit int) ([]Flip, error)
 }

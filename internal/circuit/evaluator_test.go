@@ -208,7 +208,7 @@ func TestDriftIsRecordedAndClearedByOverride(t *testing.T) {
 	if r.disabled() {
 		t.Error("Fusebox fought the person who switched the trigger on; it should only report drift")
 	}
-	if err := r.store.Circuits.Reapply(t.Context(), "orders", "Process"); err != nil {
+	if err := r.store.Circuits.Reapply(t.Context(), c); err != nil {
 		t.Fatal(err)
 	}
 	r.clock.Advance(time.Second)

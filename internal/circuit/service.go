@@ -333,7 +333,7 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		switch {
 		case arming:
 			action = "armed circuit"
-			if err := s.store.Circuits.Reapply(ctx, appID, function); err != nil {
+			if err := s.store.Circuits.Reapply(ctx, next); err != nil {
 				return next, err
 			}
 		case !cur.Shadow && next.Shadow:
@@ -454,7 +454,7 @@ func (s *Service) Override(ctx context.Context, appID, function, actor string) e
 	if c.Drift == "" {
 		return ErrNoDrift
 	}
-	if err := s.store.Circuits.Reapply(ctx, appID, function); err != nil {
+	if err := s.store.Circuits.Reapply(ctx, c); err != nil {
 		return err
 	}
 	return s.audit.Append(ctx, audit.Entry{At: s.now(), Actor: actor, Action: "overrode drift", Target: c.ID(),

@@ -13,7 +13,7 @@ import (
 var t0 = time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
 
 func base(state circuit.State) circuit.Circuit {
-	return circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: state, Episode: 4, ChangedAt: t0, AppliedEpisode: 4, AppliedAt: t0, Drift: "was drifting"}
+	return circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: state, Episode: 4, ChangedAt: t0, Actuation: circuit.Actuation{AppliedEpisode: 4, AppliedAt: t0, Drift: "was drifting"}}
 }
 
 // applied is a circuit whose trigger was switched at t0+d, after the decision at t0.

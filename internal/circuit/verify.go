@@ -197,7 +197,7 @@ func (v *Verifier) verify(ctx context.Context, f lease.Fence, app App, cs []Circ
 		if got == Unconfirmed || got == c.ConfirmationOf() {
 			continue // nothing new to record
 		}
-		if serr := v.store.Circuits.SetConfirmation(ctx, f, c.AppID, c.Function, c.Episode, got, now); serr != nil && !errors.Is(serr, ErrConflict) {
+		if serr := v.store.Circuits.SetConfirmation(ctx, f, c, got, now); serr != nil && !errors.Is(serr, ErrConflict) {
 			errs = append(errs, serr)
 		}
 	}

@@ -44,7 +44,7 @@ func TestTheDrainSamplesOffAndLatelyResumedCircuits(t *testing.T) {
 	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
 	app := circuit.App{ID: "orders", HostStorage: "UseDevelopmentStorage=true", EventHubs: "ns"}
 	c := func(fn string, st circuit.State, switched time.Duration, hub string, applied bool) circuit.Circuit {
-		ci := circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{EventHub: hub}, State: st, Episode: 2, AppliedEpisode: 2, ChangedAt: now.Add(-switched), AppliedAt: now.Add(-switched)}
+		ci := circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{EventHub: hub}, State: st, Episode: 2, ChangedAt: now.Add(-switched), Actuation: circuit.Actuation{AppliedEpisode: 2, AppliedAt: now.Add(-switched)}}
 		if !applied {
 			ci.AppliedEpisode = 1
 		}

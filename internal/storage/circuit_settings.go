@@ -175,19 +175,38 @@ func (r *circuitRow) keepColumnSettings() {
 
 // checkCircuitRow is a circuit row as read, checked.
 func checkCircuitRow(r circuitRow) (circuitRow, error) {
+	if strings.HasPrefix(r.RowKey, actuationPrefix) {
+		return r, nil // an actuation row, read with the circuits: every value of it reads
+	}
 	r.keepColumnSettings()
-	_, err := r.toCircuit()
+	_, err := r.toCircuit(nil)
 	return r, err
 }
 
 // MoveCircuitSettings is migration 12: it rewrites each circuit row that
-// keeps its settings in columns with a Settings column instead, each on
-// condition that the row did not change since it was read (a row that
-// changed is read again, a few times). Run again, it finds nothing to do.
-// A row whose columns do not make readable settings is left as it is, to
-// be shown as a bad row.
+// keeps its settings in columns with a Settings column instead (and its
+// actuation, when it keeps that in columns too, in its own row first).
+// Run again, it finds nothing to do. A row whose columns do not make
+// readable settings is left as it is, to be shown as a bad row.
 func MoveCircuitSettings(ctx context.Context, svc *tablestore.Service) error {
-	t := svc.Table(TableCircuits)
+	return rewriteCircuitRows(ctx, svc.Table(TableCircuits), "move settings of", func(row *circuitRow) (bool, error) {
+		if row.Settings != "" || row.columnSettings == (columnSettings{}) {
+			return false, nil
+		}
+		if _, err := row.settings(); err != nil {
+			return false, nil
+		}
+		row.Settings = settingsJSON(row.columnSettings.spec().Settings())
+		return true, nil
+	})
+}
+
+// rewriteCircuitRows replaces every circuit row that change changes (it
+// says whether it did), each on condition that the row did not change
+// since it was read (a row that changed is read again, a few times). A
+// replace drops the row's read-only columns: the actuation they hold is
+// moved to its own row first.
+func rewriteCircuitRows(ctx context.Context, t *tablestore.Table, what string, change func(*circuitRow) (bool, error)) error {
 	q := tablestore.Query{Filter: tablestore.RowKeyPrefix(circuitPrefix)}
 	for row, err := range tablestore.Rows[circuitRow](ctx, t, q) {
 		if err != nil {
@@ -195,17 +214,19 @@ func MoveCircuitSettings(ctx context.Context, svc *tablestore.Service) error {
 			if errors.As(err, &bad) {
 				continue // unreadable to any release; shown as a bad row
 			}
-			return fmt.Errorf("storage: move circuit settings: %w", err)
+			return fmt.Errorf("storage: %s circuits: %w", what, err)
 		}
-		for attempt := 0; row.Settings == "" && row.columnSettings != (columnSettings{}); attempt++ {
-			if _, err := row.settings(); err != nil {
+		for attempt := 0; ; attempt++ {
+			changed, err := change(&row)
+			if err != nil || !changed {
 				break
 			}
-			row.Settings = settingsJSON(row.columnSettings.spec().Settings())
-			err := t.Update(ctx, &row) // a replace: the columns go
+			if err = keepActuation(ctx, t, row); err == nil {
+				err = t.Update(ctx, &row) // a replace: the old columns go
+			}
 			if err == nil || attempt == 4 || !errors.Is(err, tablestore.ErrConflict) {
 				if err != nil {
-					return fmt.Errorf("storage: move settings of circuit %s/%s: %w", row.PartitionKey, row.RowKey, err)
+					return fmt.Errorf("storage: %s circuit %s/%s: %w", what, row.PartitionKey, row.RowKey, err)
 				}
 				break
 			}
@@ -214,9 +235,35 @@ func MoveCircuitSettings(ctx context.Context, svc *tablestore.Service) error {
 			if err := t.Get(ctx, pk, rk, &row); errors.Is(err, tablestore.ErrNotFound) {
 				break // deleted meanwhile
 			} else if err != nil {
-				return fmt.Errorf("storage: move settings of circuit %s/%s: %w", pk, rk, err)
+				return fmt.Errorf("storage: %s circuit %s/%s: %w", what, pk, rk, err)
 			}
 		}
 	}
 	return nil
+}
+
+// keepActuation writes the actuation a circuit row keeps in its old
+// columns as the circuit's actuation row, unless one exists (written by
+// this release's switch: newer).
+func keepActuation(ctx context.Context, t *tablestore.Table, row circuitRow) error {
+	if row.legacyActuation == (legacyActuation{}) {
+		return nil
+	}
+	a := asActuation(row)
+	a.Meta = tablestore.Meta{PartitionKey: row.PartitionKey, RowKey: actuationKey(strings.TrimPrefix(row.RowKey, circuitPrefix))}
+	a.FenceLease, a.FenceGeneration = "", 0
+	if err := t.Insert(ctx, a); err != nil && !errors.Is(err, tablestore.ErrExists) {
+		return err
+	}
+	return nil
+}
+
+// MoveCircuitActuation is migration 13: each circuit row that keeps its
+// actuation (applied episode, switch errors, confirmation, drift) in
+// columns has it moved to the circuit's actuation row, and loses the
+// columns. Run again, it finds nothing to do.
+func MoveCircuitActuation(ctx context.Context, svc *tablestore.Service) error {
+	return rewriteCircuitRows(ctx, svc.Table(TableCircuits), "move actuation of", func(row *circuitRow) (bool, error) {
+		return row.legacyActuation != (legacyActuation{}), nil
+	})
 }

@@ -9,30 +9,23 @@ import (
 )
 
 // circuitState is what a transition writes of a circuit's row, merged:
-// the breaker's state and the switch's bookkeeping (setState's columns),
+// the breaker's state (setState's columns),
 // so a transition decided on a circuit as read is one conditional write,
 // with no read of the row again. A zero time clears its column.
 type circuitState struct {
 	tablestore.Meta
-	State          string
-	Episode        int64
-	Streak         int32
-	ChangedAt      time.Time
-	Reason         string
-	Held           bool
-	ThrottleStage  int32
-	ThrottleSince  int64
-	Ramping        bool
-	Asked          bool
-	Released       string
-	AppliedEpisode int64
-	AppliedAt      time.Time
-	ApplyError     string
-	ApplyRetryAt   time.Time
-	ApplyAttempts  int32
-	Drift          string
-	DriftSince     time.Time
-	RecentChanges  string
+	State         string
+	Episode       int64
+	Streak        int32
+	ChangedAt     time.Time
+	Reason        string
+	Held          bool
+	ThrottleStage int32
+	ThrottleSince int64
+	Ramping       bool
+	Asked         bool
+	Released      string
+	RecentChanges string
 }
 
 func (*circuitState) ClearsTimes() {}
@@ -55,8 +48,7 @@ func stateOf(ci circuit.Circuit, f fenceOf) tablestore.Entity {
 	s := circuitState{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
 		State: row.State, Episode: row.Episode, Streak: row.Streak, ChangedAt: row.ChangedAt, Reason: row.Reason, Held: row.Held,
 		ThrottleStage: row.ThrottleStage, ThrottleSince: row.ThrottleSince, Ramping: row.Ramping, Asked: row.Asked, Released: row.Released,
-		AppliedEpisode: row.AppliedEpisode, AppliedAt: row.AppliedAt, ApplyError: row.ApplyError, ApplyRetryAt: row.ApplyRetryAt,
-		ApplyAttempts: row.ApplyAttempts, Drift: row.Drift, DriftSince: row.DriftSince, RecentChanges: row.RecentChanges}
+		RecentChanges: row.RecentChanges}
 	if f.lease == "" {
 		return &s
 	}
@@ -81,8 +73,8 @@ type readFences struct {
 
 const maxReadFences = 20_000
 
-func (r *readFences) keep(row circuitRow) {
-	if row.ETag == "" {
+func (r *readFences) keep(pk, rk string, etag tablestore.ETag, lease string, generation int64) {
+	if etag == "" {
 		return
 	}
 	r.mu.Lock()
@@ -90,34 +82,12 @@ func (r *readFences) keep(row circuitRow) {
 	if r.at == nil || len(r.at) >= maxReadFences {
 		r.at = map[string]fenceOf{}
 	}
-	r.at[row.PartitionKey+"/"+row.RowKey+"/"+string(row.ETag)] = fenceOf{row.FenceLease, row.FenceGeneration}
+	r.at[pk+"/"+rk+"/"+string(etag)] = fenceOf{lease, generation}
 }
 
-func (r *readFences) of(appID, function, version string) (fenceOf, bool) {
+func (r *readFences) of(appID, rowKey, version string) (fenceOf, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	f, ok := r.at[appID+"/"+circuitKey(function)+"/"+version]
+	f, ok := r.at[appID+"/"+rowKey+"/"+version]
 	return f, ok
 }
-
-// appliedState is what recording a switched trigger writes, merged.
-type appliedState struct {
-	tablestore.Meta
-	AppliedEpisode int64
-	AppliedAt      time.Time
-	ApplyError     string
-	ApplyRetryAt   time.Time
-	ApplyAttempts  int32
-	Drift          string
-	DriftSince     time.Time
-}
-
-func (*appliedState) ClearsTimes() {}
-
-type fencedApplied struct {
-	appliedState
-	FenceLease      string
-	FenceGeneration int64
-}
-
-func (*fencedApplied) ClearsTimes() {}

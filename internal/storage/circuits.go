@@ -39,6 +39,10 @@ type Circuits struct {
 	// since. At 10,000 circuits, converting and sorting every row on every
 	// page and tick cost more than the read that found nothing changed.
 	sorted []circuit.Circuit
+	// converted is each cached circuit as converted last, with the
+	// versions of the rows it was converted from: a change of one row
+	// decodes one circuit's settings again, not every one's.
+	converted map[string]convertedCircuit
 
 	// What Recent serves: the last list and when its read began. writes
 	// counts this instance's writes, so a list read before one is never
@@ -50,9 +54,20 @@ type Circuits struct {
 	// fences are the rows' fences at the versions read here, so a write
 	// at a version read here needs no read to check its fence.
 	fences readFences
-	// rowReads counts the reads of one circuit's row (Get and the reads
-	// of a read-and-replace), for the tests of what a trip costs.
-	rowReads atomic.Int64
+	// watched counts the reads of one circuit's row (Get and the reads
+	// of a read-and-replace), for the tests of what a trip costs; other
+	// circuits' reads (a job's catch-up check, a page) are not its.
+	watched atomic.Pointer[watchedRow]
+}
+
+type watchedRow struct {
+	appID, function string
+	reads           atomic.Int64
+}
+
+type convertedCircuit struct {
+	row, actuation tablestore.ETag
+	ci             circuit.Circuit
 }
 
 type listed struct {
@@ -69,6 +84,10 @@ const (
 	flipPrefix    = "f|"
 )
 
+// circuitsAndActuations are the rows List reads, in one query: every
+// circuit's ("c|") and its actuation's ("a|"); nothing else sorts between.
+var circuitsAndActuations = tablestore.And(tablestore.Ge("RowKey", actuationPrefix), tablestore.Lt("RowKey", circuitPrefix[:1]+"}"))
+
 func circuitKey(function string) string { return circuitPrefix + function }
 
 func flipKey(function string, episode int64) string {
@@ -81,41 +100,34 @@ type circuitRow struct {
 	// Settings is what people set, as JSON (circuit.Spec), bounded by
 	// maxSettingsJSON: written by Create, Put and UpdateSettings only,
 	// never by the writers of state.
-	Settings         string
-	columnSettings          // read only: how rows written before schema version 12 kept them
-	State            string // closed, open, half-open, forced-open
-	Episode          int64
-	Streak           int32 // the evaluator's consecutive trips
-	ChangedAt        time.Time
-	Reason           string
-	Held             bool   // the last change was a trip the app's guardrail held
-	ThrottleStage    int32  // while throttled: the ramp's step
-	ThrottleSince    int64  // the episode the current throttle began with
-	Ramping          bool   // that throttle began with a resume
-	Asked            bool   // the last change asked to apply a throttle
-	Lowered          string // JSON: the settings a throttle changed, as they were before (null: absent)
-	LoweredKind      string // the trigger kind they were read for
-	Released         string // the settings a throttle handed back, and why
-	AppliedEpisode   int64
-	AppliedAt        time.Time // when the trigger was set for AppliedEpisode
-	ApplyError       string    // why the trigger could not be set for Episode
-	ApplyRetryAt     time.Time
-	ApplyAttempts    int32
-	Drift            string
-	DriftSince       time.Time
-	Confirmation     string // what the host reported after the write: "", confirmed, contradicted, unconfirmable
-	ConfirmedEpisode int64
-	ConfirmedAt      time.Time
-	Incarnation      string // random, set at creation: tells a re-created circuit from the deleted one
-	RecentChanges    string // Unix seconds of the last changes, comma-separated, oldest first
-	AckedEpisode     int64  // the episode someone acknowledged: its reminders stop
-	AckedBy          string
-	AckedAt          time.Time
-	FenceLease       string // the lease under which the state was last written
-	FenceGeneration  int64  // and its generation: older generations are refused
+	Settings        string
+	columnSettings         // read only: how rows written before schema version 12 kept them
+	State           string // closed, open, half-open, forced-open
+	Episode         int64
+	Streak          int32 // the evaluator's consecutive trips
+	ChangedAt       time.Time
+	Reason          string
+	Held            bool   // the last change was a trip the app's guardrail held
+	ThrottleStage   int32  // while throttled: the ramp's step
+	ThrottleSince   int64  // the episode the current throttle began with
+	Ramping         bool   // that throttle began with a resume
+	Asked           bool   // the last change asked to apply a throttle
+	Lowered         string // JSON: the settings a throttle changed, as they were before (null: absent)
+	LoweredKind     string // the trigger kind they were read for
+	Released        string // the settings a throttle handed back, and why
+	legacyActuation        // read only: how rows written before schema version 13 kept the actuation
+	Incarnation     string // random, set at creation: tells a re-created circuit from the deleted one
+	RecentChanges   string // Unix seconds of the last changes, comma-separated, oldest first
+	AckedEpisode    int64  // the episode someone acknowledged: its reminders stop
+	AckedBy         string
+	AckedAt         time.Time
+	FenceLease      string // the lease under which the state was last written
+	FenceGeneration int64  // and its generation: older generations are refused
 }
 
-func (r circuitRow) toCircuit() (circuit.Circuit, error) {
+// toCircuit is the row as a circuit, with its actuation (nil: none
+// stored).
+func (r circuitRow) toCircuit(act *actuationRow) (circuit.Circuit, error) {
 	function := strings.TrimPrefix(r.RowKey, circuitPrefix)
 	st, err := circuit.ParseState(r.State)
 	if err != nil {
@@ -124,11 +136,6 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	set, err := r.settings()
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: %w", r.PartitionKey, function, err)
-	}
-	switch conf := circuit.Confirmation(r.Confirmation); conf {
-	case circuit.Unconfirmed, circuit.Confirmed, circuit.Contradicted, circuit.Unconfirmable:
-	default:
-		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: unknown Confirmation %q", r.PartitionKey, function, r.Confirmation)
 	}
 	changes, err := unixList(r.RecentChanges)
 	if err != nil {
@@ -140,36 +147,27 @@ func (r circuitRow) toCircuit() (circuit.Circuit, error) {
 	}
 	return circuit.Circuit{
 		AppID: r.PartitionKey, Function: function,
-		Settings:         set,
-		RecentChanges:    changes,
-		Confirmation:     circuit.Confirmation(r.Confirmation),
-		ConfirmedEpisode: r.ConfirmedEpisode,
-		ConfirmedAt:      r.ConfirmedAt,
-		AckedEpisode:     r.AckedEpisode,
-		AckedBy:          r.AckedBy,
-		AckedAt:          r.AckedAt,
-		Streak:           int(r.Streak),
-		Held:             r.Held,
-		ThrottleStage:    int(max(r.ThrottleStage, 0)),
-		Lowered:          lowered,
-		LoweredKind:      r.LoweredKind,
-		Released:         truncate(r.Released, maxReleased),
-		ThrottleSince:    r.ThrottleSince,
-		Ramping:          r.Ramping,
-		Asked:            r.Asked,
-		State:            st,
-		Episode:          r.Episode,
-		ChangedAt:        r.ChangedAt,
-		Reason:           r.Reason,
-		AppliedEpisode:   r.AppliedEpisode,
-		AppliedAt:        r.AppliedAt,
-		Drift:            r.Drift,
-		DriftSince:       r.DriftSince,
-		ApplyError:       r.ApplyError,
-		ApplyRetryAt:     r.ApplyRetryAt,
-		ApplyAttempts:    int(r.ApplyAttempts),
-		Incarnation:      r.Incarnation,
-		Version:          string(r.ETag),
+		Settings:      set,
+		RecentChanges: changes,
+		Actuation:     r.actuationOf(act),
+		AckedEpisode:  r.AckedEpisode,
+		AckedBy:       r.AckedBy,
+		AckedAt:       r.AckedAt,
+		Streak:        int(r.Streak),
+		Held:          r.Held,
+		ThrottleStage: int(max(r.ThrottleStage, 0)),
+		Lowered:       lowered,
+		LoweredKind:   r.LoweredKind,
+		Released:      truncate(r.Released, maxReleased),
+		ThrottleSince: r.ThrottleSince,
+		Ramping:       r.Ramping,
+		Asked:         r.Asked,
+		State:         st,
+		Episode:       r.Episode,
+		ChangedAt:     r.ChangedAt,
+		Reason:        r.Reason,
+		Incarnation:   r.Incarnation,
+		Version:       string(r.ETag),
 	}, nil
 }
 
@@ -178,8 +176,6 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
 	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
 	r.ThrottleSince, r.Ramping, r.Asked, r.Released = c.ThrottleSince, c.Ramping, c.Asked, truncate(c.Released, maxReleased)
-	r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = c.AppliedEpisode, c.AppliedAt, c.Drift, c.DriftSince
-	r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = c.ApplyError, c.ApplyRetryAt, int32(c.ApplyAttempts)
 	r.RecentChanges = joinUnix(c.RecentChanges)
 }
 
@@ -194,7 +190,7 @@ func (c *Circuits) List(ctx context.Context) ([]circuit.Circuit, error) {
 		c.inc = newIncremental(circuitMargin)
 	}
 	full, since := c.inc.next(start)
-	filter := tablestore.RowKeyPrefix(circuitPrefix)
+	filter := circuitsAndActuations
 	if !full {
 		filter = tablestore.And(filter, tablestore.Ge("Timestamp", since))
 	}
@@ -256,32 +252,64 @@ func (c *Circuits) wrote() { c.writes.Add(1) }
 // its own copy and leaves the cache's alone.
 func (c *Circuits) convert() []circuit.Circuit {
 	keys := make([]string, 0, len(c.cache))
-	for k := range c.cache {
-		keys = append(keys, k)
+	for k, r := range c.cache {
+		if strings.HasPrefix(r.RowKey, circuitPrefix) {
+			keys = append(keys, k)
+		}
 	}
 	sort.Strings(keys)
 	out := make([]circuit.Circuit, 0, len(keys))
+	next := make(map[string]convertedCircuit, len(keys))
 	for _, k := range keys {
-		ci, _ := c.cache[k].toCircuit() // checked when read
-		ci.Recipients, ci.Channels, ci.RecentChanges = slices.Clip(ci.Recipients), slices.Clip(ci.Channels), slices.Clip(ci.RecentChanges)
-		ci.Escalate.To = slices.Clip(ci.Escalate.To)
-		out = append(out, ci)
+		r := c.cache[k]
+		var act *actuationRow
+		if a, ok := c.cache[r.PartitionKey+"/"+actuationKey(strings.TrimPrefix(r.RowKey, circuitPrefix))]; ok {
+			act = asActuation(a)
+		}
+		conv := convertedCircuit{row: r.ETag}
+		if act != nil {
+			conv.actuation = act.ETag
+		}
+		if old, ok := c.converted[k]; ok && old.row == conv.row && old.actuation == conv.actuation {
+			conv.ci = old.ci
+		} else {
+			conv.ci, _ = r.toCircuit(act) // checked when read
+			ci := &conv.ci
+			ci.Recipients, ci.Channels, ci.RecentChanges = slices.Clip(ci.Recipients), slices.Clip(ci.Channels), slices.Clip(ci.RecentChanges)
+			ci.Escalate.To = slices.Clip(ci.Escalate.To)
+		}
+		next[k] = conv
+		out = append(out, conv.ci)
 	}
+	c.converted = next
 	return out
 }
 
-// Get reads one circuit.
+// Get reads one circuit: its row and its actuation, at once.
 func (c *Circuits) Get(ctx context.Context, appID, function string) (circuit.Circuit, error) {
+	var act *actuationRow
+	var actErr error
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		act, _, actErr = c.readActuation(ctx, appID, function)
+	}()
 	row, err := c.row(ctx, appID, function)
+	<-done
 	if err != nil {
 		return circuit.Circuit{}, err
 	}
-	return row.toCircuit()
+	if actErr != nil {
+		return circuit.Circuit{}, actErr
+	}
+	return row.toCircuit(act)
 }
 
 func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow, error) {
 	var row circuitRow
-	c.rowReads.Add(1)
+	if w := c.watched.Load(); w != nil && w.appID == appID && w.function == function {
+		w.reads.Add(1)
+	}
 	if err := c.table.Get(ctx, appID, circuitKey(function), &row); err != nil {
 		if errors.Is(err, tablestore.ErrNotFound) {
 			return row, fmt.Errorf("%w: %s/%s", ErrNoCircuit, appID, function)
@@ -289,12 +317,17 @@ func (c *Circuits) row(ctx context.Context, appID, function string) (circuitRow,
 		return row, fmt.Errorf("storage: get circuit %s/%s: %w", appID, function, err)
 	}
 	row.keepColumnSettings()
-	c.fences.keep(row)
+	c.fences.keep(row.PartitionKey, row.RowKey, row.ETag, row.FenceLease, row.FenceGeneration)
 	return row, nil
 }
 
-// RowReads is how many times this instance has read one circuit's row.
-func (c *Circuits) RowReads() int64 { return c.rowReads.Load() }
+// CountReads counts from now on this instance's reads of one circuit's
+// row (one circuit at a time); the answer says how many so far.
+func (c *Circuits) CountReads(appID, function string) func() int64 {
+	w := &watchedRow{appID: appID, function: function}
+	c.watched.Store(w)
+	return w.reads.Load
+}
 
 // Create inserts a new circuit; one that exists is circuit.ErrConflict.
 func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
@@ -302,7 +335,12 @@ func (c *Circuits) Create(ctx context.Context, ci circuit.Circuit) error {
 	row.setSettings(ci)
 	row.setState(ci)
 	defer c.wrote()
-	if err := c.table.Insert(ctx, &row); err != nil {
+	// With its actuation, which replaces any a deleted circuit left.
+	b := c.table.NewBatch(ci.AppID)
+	if err := errors.Join(b.Insert(&row), b.Upsert(actuationRowOf(ci, row.Incarnation))); err != nil {
+		return err
+	}
+	if err := b.Submit(ctx); err != nil {
 		return fmt.Errorf("storage: create circuit %s: %w", ci.ID(), conflictAsCircuit(err))
 	}
 	return nil
@@ -352,8 +390,14 @@ func (c *Circuits) Delete(ctx context.Context, appID, function, version string) 
 	}
 	c.mu.Lock()
 	delete(c.cache, appID+"/"+circuitKey(function))
+	delete(c.cache, appID+"/"+actuationKey(function))
 	c.sorted = nil
 	c.mu.Unlock()
+	if err := c.table.Delete(ctx, appID, actuationKey(function), tablestore.AnyETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) {
+		// Left behind, it is of another incarnation than a circuit
+		// created again: read as none.
+		return fmt.Errorf("storage: delete actuation of %s/%s: %w", appID, function, err)
+	}
 	return c.deleteFlips(ctx, appID, function)
 }
 
@@ -394,6 +438,9 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 		row.setSettings(ci)
 		row.setState(ci)
 		err = c.table.Insert(ctx, &row)
+		if err == nil {
+			err = c.table.Upsert(ctx, actuationRowOf(ci, row.Incarnation))
+		}
 	case err == nil:
 		// Put back to an earlier episode (a reseeded demo): flips of later
 		// episodes would collide with the episodes to come, and links
@@ -408,6 +455,9 @@ func (c *Circuits) Put(ctx context.Context, ci circuit.Circuit) error {
 		row.setSettings(ci)
 		row.setState(ci)
 		err = c.table.Update(ctx, &row)
+		if err == nil {
+			err = c.table.Upsert(ctx, actuationRowOf(ci, row.Incarnation))
+		}
 	}
 	if err != nil {
 		return fmt.Errorf("storage: put circuit %s: %w", ci.ID(), err)
@@ -453,7 +503,7 @@ func (c *Circuits) transitionAsRead(ctx context.Context, f lease.Fence, ci circu
 	}
 	var fence fenceOf
 	if f.Lease != "" {
-		held, ok := c.fences.of(ci.AppID, ci.Function, ci.Version)
+		held, ok := c.fences.of(ci.AppID, circuitKey(ci.Function), ci.Version)
 		if !ok {
 			return errNotReadHere
 		}
@@ -544,7 +594,7 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 	app := make([]circuit.Circuit, 0, len(rows))
 	var own *circuitRow // the tripping circuit, read with the rest
 	for i, r := range rows {
-		cc, _ := r.toCircuit() // checked when read
+		cc, _ := r.toCircuit(nil) // checked when read; the guardrail weighs states only
 		app = append(app, cc)
 		if cc.Function == ci.Function {
 			own = &rows[i]
@@ -562,56 +612,6 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 		}
 		return b.Update(&guard)
 	})
-}
-
-// MarkApplied records that a switch set the trigger for episode at the
-// time given. It is refused (circuit.ErrConflict) if the circuit has moved
-// to another episode since, so a slow switch call cannot claim a newer one.
-func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, ci circuit.Circuit, at time.Time) error {
-	if err := c.markAppliedAsRead(ctx, f, ci, at); !errors.Is(err, errNotReadHere) && !errors.Is(err, tablestore.ErrConflict) {
-		return err
-	}
-	appID, function, episode := ci.AppID, ci.Function, ci.Episode
-	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
-		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
-		}
-		r.AppliedEpisode, r.AppliedAt, r.Drift, r.DriftSince = episode, at, "", time.Time{}
-		r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = "", time.Time{}, 0
-		if r.State == circuit.Closed.String() {
-			// Closed and applied: whatever a throttle lowered is back.
-			r.Lowered, r.LoweredKind = "", ""
-		}
-		return nil
-	})
-}
-
-// markAppliedAsRead is MarkApplied as one merge at ci.Version, when this
-// instance read the row at that version (its fence is known) and nothing
-// a throttle lowered is to be cleared; a row changed since is
-// tablestore.ErrConflict, and MarkApplied reads it then.
-func (c *Circuits) markAppliedAsRead(ctx context.Context, f lease.Fence, ci circuit.Circuit, at time.Time) error {
-	if ci.Version == "" || ci.State == circuit.Closed && len(ci.Lowered) > 0 {
-		return errNotReadHere
-	}
-	held, ok := c.fences.of(ci.AppID, ci.Function, ci.Version)
-	if !ok {
-		return errNotReadHere
-	}
-	if err := f.Admits(held.lease, held.generation); err != nil {
-		return fmt.Errorf("storage: circuit %s: %w", ci.ID(), err)
-	}
-	a := appliedState{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
-		AppliedEpisode: ci.Episode, AppliedAt: at}
-	var row tablestore.Entity = &a
-	if f.Lease != "" {
-		row = &fencedApplied{appliedState: a, FenceLease: f.Lease, FenceGeneration: f.Generation}
-	}
-	defer c.wrote()
-	if err := c.table.Merge(ctx, row); err != nil {
-		return fmt.Errorf("storage: circuit %s: %w", ci.ID(), err)
-	}
-	return nil
 }
 
 // SetLowered records, for episode, the app settings a throttle is about to
@@ -650,60 +650,6 @@ func (c *Circuits) ReleaseLowered(ctx context.Context, f lease.Fence, appID, fun
 // maxReleased bounds what a circuit row says of the settings its
 // throttle handed back.
 const maxReleased = 1000
-
-// SetApplyError records that the trigger could not be set for episode,
-// why, and when the switch tries again.
-func (c *Circuits) SetApplyError(ctx context.Context, f lease.Fence, appID, function string, episode int64, problem string, attempts int, retryAt time.Time) error {
-	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
-		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
-		}
-		r.ApplyError, r.ApplyAttempts, r.ApplyRetryAt = truncate(problem, 2000), int32(attempts), retryAt
-		return nil
-	})
-}
-
-// SetDrift records (or clears, with "") a trigger found in the wrong
-// position for the current, already applied, episode.
-func (c *Circuits) SetDrift(ctx context.Context, f lease.Fence, appID, function string, episode int64, drift string, now time.Time) error {
-	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
-		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
-		}
-		if drift != "" && r.Drift == "" {
-			r.DriftSince = now
-		}
-		if drift == "" {
-			r.DriftSince = time.Time{}
-		}
-		r.Drift = drift
-		return nil
-	})
-}
-
-// SetConfirmation records what the host reported about episode's trigger.
-// It is conditional on the row's version and episode, and leaves the row's
-// fence as the evaluator wrote it: the verifier's lease must not take over
-// the fencing of the evaluator's writes.
-func (c *Circuits) SetConfirmation(ctx context.Context, _ lease.Fence, appID, function string, episode int64, got circuit.Confirmation, at time.Time) error {
-	return c.update(ctx, lease.Fence{}, appID, function, func(r *circuitRow) error {
-		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
-		}
-		r.Confirmation, r.ConfirmedEpisode, r.ConfirmedAt = string(got), episode, at
-		return nil
-	})
-}
-
-// Reapply marks the current episode as not applied, so the reconciler sets
-// the trigger again (an operator overriding drift).
-func (c *Circuits) Reapply(ctx context.Context, appID, function string) error {
-	return c.update(ctx, lease.Fence{}, appID, function, func(r *circuitRow) error {
-		r.AppliedEpisode, r.Drift, r.DriftSince = -1, "", time.Time{}
-		r.ApplyError, r.ApplyRetryAt, r.ApplyAttempts = "", time.Time{}, 0
-		return nil
-	})
-}
 
 // update reads the row, applies change and writes it back if nobody wrote
 // in between. A lost race is retried on the fresh row a few times: every

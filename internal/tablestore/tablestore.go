@@ -195,7 +195,8 @@ type Table struct {
 func (t *Table) Name() string { return t.name }
 
 // Get reads one row into dst, which must be a pointer to a struct that
-// embeds Meta. A missing row is ErrNotFound.
+// embeds Meta. A missing row is ErrNotFound; one that does not decode is
+// a RowError, with dst's ETag set (a conditional write can replace it).
 func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, dst Entity) error {
 	start := time.Now()
 	resp, err := t.client.GetEntity(ctx, partitionKey, rowKey, nil)
@@ -203,7 +204,10 @@ func (t *Table) Get(ctx context.Context, partitionKey, rowKey string, dst Entity
 	if err != nil {
 		return wrap("get", t.name, partitionKey+"/"+rowKey, err)
 	}
-	return unmarshal(resp.Value, dst, ETag(resp.ETag))
+	if err := unmarshal(resp.Value, dst, ETag(resp.ETag)); err != nil {
+		return &RowError{PartitionKey: partitionKey, RowKey: rowKey, Err: err}
+	}
+	return nil
 }
 
 // Insert adds a new row and records its ETag in it. ErrExists if the key is taken.

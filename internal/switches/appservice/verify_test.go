@@ -35,7 +35,7 @@ func TestTheHostConfirmsTheTrigger(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC))
 	put := func(fn string) {
 		t.Helper()
-		c := circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Open, Episode: 1, ChangedAt: clk.Now(), AppliedEpisode: 1, AppliedAt: clk.Now(), Reason: "101 failures"}
+		c := circuit.Circuit{AppID: "orders", Function: fn, Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Open, Episode: 1, ChangedAt: clk.Now(), Reason: "101 failures", Actuation: circuit.Actuation{AppliedEpisode: 1, AppliedAt: clk.Now()}}
 		if err := st.Circuits.Put(t.Context(), c); err != nil {
 			t.Fatal(err)
 		}

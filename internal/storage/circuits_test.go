@@ -19,11 +19,7 @@ import (
 // clears its flip log, so its next transition does not collide with a flip
 // of the same episode number from before.
 func TestPutBackToAnEarlierEpisodeLetsItTransitionAgain(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
-		t.Fatal(err)
-	}
-	cs := storage.New(svc).Circuits
+	cs, _ := newCircuits(t)
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	seed := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: t0}
 	trip := func() error {
@@ -86,11 +82,7 @@ func TestConcurrencySamplesAreKeptPerFunction(t *testing.T) {
 // Put on an existing circuit reports a refused update; it used to lose the
 // error to a shadowed variable and say the settings were saved.
 func TestPutReportsARefusedUpdate(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
-		t.Fatal(err)
-	}
-	cs := storage.New(svc).Circuits
+	cs, _ := newCircuits(t)
 	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: time.Now()}
 	if err := cs.Put(t.Context(), c); err != nil {
 		t.Fatal(err)
@@ -243,11 +235,7 @@ func TestTwoInstancesCannotTripPastTheGuardrail(t *testing.T) {
 // An unreadable circuit row of the app counts as off: the guardrail is
 // never exceeded because a row does not decode.
 func TestAnUnreadableCircuitCountsAgainstTheGuardrail(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
-		t.Fatal(err)
-	}
-	cs := storage.New(svc).Circuits
+	cs, svc := newCircuits(t)
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
 	if err := cs.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "A", Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed, ChangedAt: t0}); err != nil {
 		t.Fatal(err)
@@ -275,11 +263,7 @@ func TestAnUnreadableCircuitCountsAgainstTheGuardrail(t *testing.T) {
 // setting that is not a throttle's, too many of them or a value too long
 // makes the row unreadable (shown as such), never a setting Fusebox writes.
 func TestLoweredRowsAreBoundedWhenRead(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
-		t.Fatal(err)
-	}
-	cs := storage.New(svc).Circuits
+	cs, svc := newCircuits(t)
 	type row struct {
 		tablestore.Meta
 		Threshold     int32
@@ -314,11 +298,7 @@ func TestLoweredRowsAreBoundedWhenRead(t *testing.T) {
 // not settings, or settings that would break counting, the row is
 // unreadable and says why; what costs only a feature is left out.
 func TestASettingsColumnIsCheckedWhenRead(t *testing.T) {
-	svc, _ := testenv.Storage(t)
-	if err := svc.CreateTable(t.Context(), storage.TableCircuits); err != nil {
-		t.Fatal(err)
-	}
-	cs := storage.New(svc).Circuits
+	cs, svc := newCircuits(t)
 	type row struct {
 		tablestore.Meta
 		Settings string

@@ -12,7 +12,9 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/spoken"
+	"github.com/fusebox/fusebox/internal/validation"
 )
 
 // Settings are the parts of a circuit people edit, as the domain reads
@@ -67,6 +69,70 @@ const (
 	MaxRunbookURL  = 2000
 	MaxRunbookNote = 300
 )
+
+// checkEach adds what is wrong with each setting taken alone, named by
+// the field its form and documents spell it with. A new setting's own
+// rule goes here; Validate adds the rules that weigh settings together or
+// need the app.
+func (s Settings) checkEach(add func(field, format string, args ...any)) {
+	if u, n := s.Runbook.Problems(); u != "" || n != "" {
+		if u != "" {
+			add("runbook_url", "%s", u)
+		}
+		if n != "" {
+			add("runbook_note", "%s", n)
+		}
+	}
+}
+
+// Stored are the settings a stored document spells, checked as anything
+// written by others is: what would break counting, or reach a page or a
+// mail unsafe, is an error; what costs only its own feature is left out.
+func (s Spec) Stored() (Settings, error) {
+	set := s.Settings()
+	if set.Threshold < 1 || set.Window < time.Second {
+		return Settings{}, fmt.Errorf("threshold %d and window %s must both be positive", set.Threshold, set.Window)
+	}
+	if (set.Rule.Ratio != 0 || set.Rule.MinCalls != 0) && !(set.Rule.Ratio > 0 && set.Rule.Ratio <= 1 && set.Rule.MinCalls >= 1) {
+		return Settings{}, fmt.Errorf("failure ratio %v must be in (0, 1] and its minimum of calls %d at least 1", set.Rule.Ratio, set.Rule.MinCalls)
+	}
+	var problems validation.Error
+	set.checkEach(problems.Add)
+	if err := problems.Err(); err != nil {
+		return Settings{}, err
+	}
+	// Out of range (written by hand), these cost only their feature.
+	if set.Throttle.Threshold < 0 || set.Throttle.Threshold > MaxThreshold {
+		set.Throttle = Throttle{}
+	}
+	if set.Throttle.Quiet < 0 || set.Throttle.Quiet > MaxThrottleQuiet {
+		set.Throttle.Quiet = 0
+	}
+	set.Throttle.Words = storedWords(set.Throttle.Words)
+	if set.Rule.MinInstances < 0 || set.Rule.MinInstances > MaxQuorum {
+		set.Rule.MinInstances = 0
+	}
+	if set.HubRetention < 0 || set.HubRetention > MaxHubRetention {
+		set.HubRetention = 0
+	}
+	return set, nil
+}
+
+// storedWords are a document's throttle words, bounded as Validate bounds
+// them: one written by hand costs at most pushback.MaxWords words, and a
+// word that could not be typed in is dropped.
+func storedWords(words []string) []string {
+	var out []string
+	for _, w := range words {
+		if len(out) == pushback.MaxWords {
+			break
+		}
+		if len(w) <= pushback.MaxWordBytes && pushback.Word(w) != "" {
+			out = append(out, w)
+		}
+	}
+	return out
+}
 
 // Problems says what is wrong with r, for people; none when it is empty.
 func (r Runbook) Problems() (url, note string) {

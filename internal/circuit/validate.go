@@ -116,14 +116,7 @@ func (c Circuit) Validate(app *App) error {
 			break
 		}
 	}
-	if u, n := c.Runbook.Problems(); u != "" || n != "" {
-		if u != "" {
-			add("runbook_url", "%s", u)
-		}
-		if n != "" {
-			add("runbook_note", "%s", n)
-		}
-	}
+	c.Settings.checkEach(add)
 	c.Escalate.validate(add)
 	c.validateThrottle(add)
 	if c.Policy.AutoResume {

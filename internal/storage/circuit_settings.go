@@ -6,10 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/pushback"
 	"github.com/fusebox/fusebox/internal/tablestore"
 )
 
@@ -71,106 +69,7 @@ func (r circuitRow) settings() (circuit.Settings, error) {
 	default:
 		return circuit.Settings{}, errors.New("the row holds no settings (no Settings column)")
 	}
-	s := spec.Settings()
-	if s.Threshold < 1 || s.Window < time.Second {
-		return circuit.Settings{}, fmt.Errorf("threshold %d and window %s must both be positive", s.Threshold, s.Window)
-	}
-	if (s.Rule.Ratio != 0 || s.Rule.MinCalls != 0) && !(s.Rule.Ratio > 0 && s.Rule.Ratio <= 1 && s.Rule.MinCalls >= 1) {
-		return circuit.Settings{}, fmt.Errorf("failure ratio %v must be in (0, 1] and its minimum of calls %d at least 1", s.Rule.Ratio, s.Rule.MinCalls)
-	}
-	if u, n := s.Runbook.Problems(); u != "" || n != "" {
-		return circuit.Settings{}, fmt.Errorf("runbook: %s", strings.TrimSpace(u+" "+n))
-	}
-	// Out of range (written by hand), these cost only their feature.
-	if s.Throttle.Threshold < 0 || s.Throttle.Threshold > circuit.MaxThreshold {
-		s.Throttle = circuit.Throttle{}
-	}
-	if s.Throttle.Quiet < 0 || s.Throttle.Quiet > circuit.MaxThrottleQuiet {
-		s.Throttle.Quiet = 0
-	}
-	s.Throttle.Words = throttleWords(s.Throttle.Words)
-	if s.Rule.MinInstances < 0 || s.Rule.MinInstances > circuit.MaxQuorum {
-		s.Rule.MinInstances = 0
-	}
-	if s.HubRetention < 0 || s.HubRetention > circuit.MaxHubRetention {
-		s.HubRetention = 0
-	}
-	return s, nil
-}
-
-// throttleWords are a row's throttle words, bounded as Validate bounds
-// them: a row written by hand costs at most pushback.MaxWords words, and
-// a word that could not be typed in is dropped.
-func throttleWords(words []string) []string {
-	var out []string
-	for _, w := range words {
-		if len(out) == pushback.MaxWords {
-			break
-		}
-		if len(w) <= pushback.MaxWordBytes && pushback.Word(w) != "" {
-			out = append(out, w)
-		}
-	}
-	return out
-}
-
-// columnSettings are the columns a circuit's settings had before schema
-// version 12 (which moved them into Settings). They are read, never
-// written: migration 12 moves them, and a row an instance of the last
-// release wrote during a rolling upgrade stays readable.
-type columnSettings struct {
-	Threshold          int32   `table:",readonly"`
-	WindowSeconds      int32   `table:",readonly"`
-	FailureRatio       float64 `table:",readonly"`
-	MinCalls           int32   `table:",readonly"`
-	NoSuccess          bool    `table:",readonly"`
-	Recipients         string  `table:",readonly"` // comma-separated
-	Channels           string  `table:",readonly"` // comma-separated
-	EscalateTo         string  `table:",readonly"` // comma-separated
-	EscalateSeconds    int32   `table:",readonly"`
-	EventHub           string  `table:",readonly"`
-	HubRetentionHours  int32   `table:",readonly"`
-	MinInstances       int32   `table:",readonly"`
-	ThrottleThreshold  int32   `table:",readonly"`
-	ThrottleQuiet      int32   `table:",readonly"` // seconds
-	ThrottleKind       string  `table:",readonly"`
-	ThrottleAsk        bool    `table:",readonly"`
-	ThrottleOnly429    bool    `table:",readonly"`
-	ThrottleWords      string  `table:",readonly"` // one a line
-	Queue              string  `table:",readonly"`
-	Parking            string  `table:",readonly"`
-	AutoResume         bool    `table:",readonly"`
-	Shadow             bool    `table:",readonly"`
-	RunbookURL         string  `table:",readonly"`
-	RunbookNote        string  `table:",readonly"`
-	CooldownSeconds    int32   `table:",readonly"`
-	MaxCooldownSeconds int32   `table:",readonly"`
-}
-
-// spec is the settings the columns hold.
-func (c columnSettings) spec() circuit.Spec {
-	seconds := func(n int32) circuit.Seconds { return circuit.Seconds(time.Duration(n) * time.Second) }
-	words := strings.SplitN(truncate(c.ThrottleWords, pushback.MaxWords*(pushback.MaxWordBytes+1)), "\n", pushback.MaxWords+1)
-	if c.ThrottleWords == "" {
-		words = nil
-	}
-	return circuit.Spec{Threshold: int(c.Threshold), Window: seconds(c.WindowSeconds),
-		FailureRatio: c.FailureRatio, MinCalls: int(c.MinCalls), NoSuccess: c.NoSuccess, MinInstances: int(c.MinInstances),
-		Recipients: commaList(c.Recipients), Channels: commaList(c.Channels), EscalateTo: commaList(c.EscalateTo), EscalateAfter: seconds(c.EscalateSeconds),
-		AutoResume: c.AutoResume, Cooldown: seconds(c.CooldownSeconds), MaxCooldown: seconds(c.MaxCooldownSeconds), Shadow: c.Shadow,
-		EventHub: c.EventHub, HubRetention: circuit.Hours(time.Duration(c.HubRetentionHours) * time.Hour), Queue: c.Queue, ParkingQueue: c.Parking,
-		ThrottleThreshold: int(c.ThrottleThreshold), ThrottleQuiet: seconds(c.ThrottleQuiet), ThrottleKind: c.ThrottleKind,
-		ThrottleAsk: c.ThrottleAsk, ThrottleOnly: c.ThrottleOnly429, ThrottleWords: words,
-		RunbookURL: c.RunbookURL, RunbookNote: c.RunbookNote}
-}
-
-// keepColumnSettings gives a row read with its settings in columns (an
-// instance of the last release wrote it) a Settings column, so a replace
-// of it, which never writes the columns, keeps them.
-func (r *circuitRow) keepColumnSettings() {
-	if r.Settings == "" && r.columnSettings != (columnSettings{}) {
-		r.Settings = settingsJSON(r.columnSettings.spec().Settings())
-	}
+	return spec.Stored()
 }
 
 // checkCircuitRow is a circuit row as read, checked.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -52,7 +53,7 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 		return err
 	}
 	m := views.CircuitForm{Editing: true, App: ci.AppID, Function: ci.Function, Threshold: strconv.Itoa(ci.Threshold),
-		Window: spoken.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), EventHub: ci.EventHub, Queue: ci.Queue, Parking: ci.Parking, AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
+		Window: spoken.Duration(ci.Window), Recipients: strings.Join(ci.Recipients, ", "), Channels: strings.Join(ci.Channels, ", "), Text: ci.Settings.Spec(), AutoResume: ci.Policy.AutoResume, Cooldown: "5m",
 		Rule: "count", Ratio: "50", MinCalls: "100", NoSuccess: ci.Rule.NoSuccess, Preview: ci.RuleText(), Shadow: ci.Shadow}
 	if ci.Rule.MinInstances > 1 {
 		m.Quorum = strconv.Itoa(ci.Rule.MinInstances)
@@ -63,7 +64,7 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	if ci.Throttle.Quiet > 0 {
 		m.ThrottleQuiet = spoken.Duration(ci.Throttle.Quiet)
 	}
-	m.ThrottleKind, m.ThrottleAsk, m.ThrottleOnly = ci.Throttle.Kind, ci.Throttle.Ask, ci.Throttle.OnlyThrottling
+	m.ThrottleAsk, m.ThrottleOnly = ci.Throttle.Ask, ci.Throttle.OnlyThrottling
 	m.ThrottleWords = strings.Join(ci.Throttle.Words, ", ")
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
@@ -75,7 +76,6 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 		m.MaxCooldown = spoken.Duration(ci.Policy.MaxCooldown)
 	}
 	m.EscalateTo = strings.Join(ci.Escalate.To, ", ")
-	m.RunbookURL, m.RunbookNote = ci.Runbook.URL, ci.Runbook.Note
 	if ci.HubRetention > 0 {
 		m.HubRetention = spoken.Duration(ci.HubRetention)
 	}
@@ -161,17 +161,33 @@ func (s *CircuitPages) renderCircuitForm(c echo.Context, status int, m views.Cir
 }
 
 func formValues(c echo.Context) views.CircuitForm {
-	return views.CircuitForm{
+	m := views.CircuitForm{
 		App: strings.TrimSpace(c.FormValue("app")), Function: strings.TrimSpace(c.FormValue("function")),
 		Threshold: strings.TrimSpace(c.FormValue("threshold")), Window: strings.TrimSpace(c.FormValue("window")),
 		Rule: c.FormValue("rule"), Ratio: strings.TrimSpace(c.FormValue("ratio")), MinCalls: strings.TrimSpace(c.FormValue("min_calls")), NoSuccess: c.FormValue("no_success") == "on", Quorum: strings.TrimSpace(c.FormValue("min_instances")),
-		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), EventHub: strings.TrimSpace(c.FormValue("event_hub")), Queue: strings.TrimSpace(c.FormValue("queue")), Parking: strings.TrimSpace(c.FormValue("parking_queue")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
+		Recipients: strings.TrimSpace(c.FormValue("recipients")), Channels: strings.TrimSpace(c.FormValue("channels")), AutoResume: c.FormValue("auto_resume") == "on", Shadow: c.FormValue("shadow") == "on",
 		Cooldown: strings.TrimSpace(c.FormValue("cooldown")), MaxCooldown: strings.TrimSpace(c.FormValue("max_cooldown")),
 		EscalateTo: strings.TrimSpace(c.FormValue("escalate_to")), EscalateAfter: strings.TrimSpace(c.FormValue("escalate_after")),
 		HubRetention:      strings.TrimSpace(c.FormValue("event_hub_retention")),
-		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleKind: strings.TrimSpace(c.FormValue("throttle_kind")), ThrottleAsk: c.FormValue("throttle_ask") == "on", ThrottleOnly: c.FormValue("throttle_only") == "on",
+		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleAsk: c.FormValue("throttle_ask") == "on", ThrottleOnly: c.FormValue("throttle_only") == "on",
 		ThrottleWords: strings.TrimSpace(c.FormValue("throttle_words")),
-		RunbookURL:    strings.TrimSpace(c.FormValue("runbook_url")), RunbookNote: strings.TrimSpace(c.FormValue("runbook_note")),
+	}
+	bindText(c, &m.Text)
+	return m
+}
+
+// bindText sets spec's text settings from the form's fields of the same
+// JSON names, trimmed: a new text setting of circuit.Spec needs no code
+// here. Numbers, durations, lists and boxes are parsed by parseSettings.
+func bindText(c echo.Context, spec *circuit.Spec) {
+	v := reflect.ValueOf(spec).Elem()
+	for i := range v.NumField() {
+		f := v.Type().Field(i)
+		if f.Type.Kind() != reflect.String {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		v.Field(i).SetString(strings.TrimSpace(c.FormValue(name)))
 	}
 }
 
@@ -179,7 +195,7 @@ func formValues(c echo.Context) views.CircuitForm {
 // reported by field, and the rest is left to the service's validation.
 func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	problems := map[string]string{}
-	set := circuit.Settings{Runbook: circuit.Runbook{URL: m.RunbookURL, Note: m.RunbookNote}}
+	set := m.Text.Settings()
 	n, err := strconv.Atoi(m.Threshold)
 	if err != nil {
 		problems["threshold"] = "must be a whole number, such as 100"
@@ -226,10 +242,9 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 		}
 		set.Throttle.Quiet = d
 	}
-	set.Throttle.Kind, set.Throttle.Ask, set.Throttle.OnlyThrottling = m.ThrottleKind, m.ThrottleAsk, m.ThrottleOnly
+	set.Throttle.Ask, set.Throttle.OnlyThrottling = m.ThrottleAsk, m.ThrottleOnly
 	set.Throttle.Words = splitComma(m.ThrottleWords)
-	set.Recipients, set.Channels, set.EventHub = splitComma(m.Recipients), splitComma(m.Channels), m.EventHub
-	set.Queue, set.Parking = m.Queue, m.Parking
+	set.Recipients, set.Channels = splitComma(m.Recipients), splitComma(m.Channels)
 	set.Escalate.To = splitComma(m.EscalateTo)
 	if m.HubRetention != "" {
 		d, err := time.ParseDuration(m.HubRetention)

@@ -26,7 +26,17 @@ func TestARunbookReachesThePageAndTheAPI(t *testing.T) {
 		t.Errorf("the form does not say why the runbook link was refused:\n%s", section(bad.body, `id="runbook_url"`))
 	}
 	const link = "https://wiki.example.com/runbooks/orders"
-	wantStatus(t, b.post(edit, form(link)), http.StatusSeeOther)
+	saved := form("  " + link + " ") // typed with spaces around it
+	saved.Set("parking_queue", "orders-parked")
+	wantStatus(t, b.post(edit, saved), http.StatusSeeOther)
+	// The form shows again what was saved, trimmed: text settings travel
+	// under their JSON names both ways.
+	again := b.get(edit).body
+	for id, want := range map[string]string{"runbook_url": link, "runbook_note": "Check the inventory database first", "parking_queue": "orders-parked"} {
+		if input := section(again, `id="`+id+`"`); !strings.Contains(input, `value="`+want+`"`) {
+			t.Errorf("the form does not show %s as saved (%q):\n%s", id, want, input)
+		}
+	}
 
 	viewer := newBrowser(t, srv.URL)
 	viewer.signIn("victor")

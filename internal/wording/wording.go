@@ -90,7 +90,7 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		Rule:       ci.RuleText(),
 		ChangedAt:  ci.ChangedAt.UTC().Format("Mon 2 Jan 2006 15:04:05 MST"),
 		CircuitURL: base + "/circuits/" + url.PathEscape(ci.AppID) + "/" + url.PathEscape(ci.Function),
-		RunbookURL: ci.Runbook.URL, RunbookNote: ci.Runbook.Note,
+		Settings:   ci.Settings,
 	}
 	// The link opens a page that asks before it acts: a mail scanner or
 	// a chat's link preview that follows it resumes nothing.
@@ -218,9 +218,9 @@ func (c Composer) Notice(m alerts.Message, ci circuit.Circuit, app circuit.App) 
 	if w.model.Cost != "" {
 		n.Facts = append(n.Facts, alerts.Fact{Name: "Switching", Value: w.model.Cost})
 	}
-	if rb := strings.TrimSpace(w.model.RunbookURL + " " + w.model.RunbookNote); rb != "" {
-		n.Facts = append(n.Facts, alerts.Fact{Name: "Runbook", Value: rb})
-		n.Data["runbook_url"], n.Data["runbook_note"] = w.model.RunbookURL, w.model.RunbookNote
+	if rb := w.model.Settings.Runbook; rb != (circuit.Runbook{}) {
+		n.Facts = append(n.Facts, alerts.Fact{Name: "Runbook", Value: strings.TrimSpace(rb.URL + " " + rb.Note)})
+		n.Data["runbook_url"], n.Data["runbook_note"] = rb.URL, rb.Note
 	}
 	if len(w.model.Errors) > 0 {
 		n.Facts = append(n.Facts, alerts.Fact{Name: "What failed", Value: strings.Join(w.model.Errors, "\n")})
@@ -236,7 +236,7 @@ func text(m views.AlertMail) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s\n\n%s\n\nFunction:  %s in %s\nState:     %s\nWhy:       %s\nTrips at:  %s\nWhen:      %s\n",
 		m.Heading, m.Intro, m.Function, m.App, m.State, m.Reason, m.Rule, m.ChangedAt)
-	if rb := strings.TrimSpace(m.RunbookURL + " " + m.RunbookNote); rb != "" {
+	if rb := strings.TrimSpace(m.Settings.Runbook.URL + " " + m.Settings.Runbook.Note); rb != "" {
 		fmt.Fprintf(&b, "Runbook:   %s\n", rb)
 	}
 	b.WriteString("\n")

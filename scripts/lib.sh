@@ -5,7 +5,7 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BIN="$ROOT/node_modules/.bin"
 PIDS=()
 
-log() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+log() { printf '\033[1m==> %s\033[0m (%d s)\n' "$*" "$SECONDS" >&2; }
 
 # ensure_node_modules installs Azurite, maildev and htmx from the lock file
 # when they are missing or older than the lock file.

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -20,8 +21,9 @@ import (
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 
+	"golang.org/x/crypto/bcrypt"
+
 	"github.com/fusebox/fusebox/internal/app"
-	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/clock"
 	"github.com/fusebox/fusebox/internal/config"
@@ -31,7 +33,14 @@ import (
 // Password is every test user's password.
 const Password = "correct horse battery"
 
-var hashed string
+// hashedPassword is Password hashed once, at bcrypt's least cost: tests
+// sign in hundreds of times, and under the race detector a hash of the
+// default cost costs 0.75 s of CPU to check. The path is the same: a
+// bcrypt hash carries its own cost (and sets the unknown-name hash's).
+var hashedPassword = sync.OnceValues(func() (string, error) {
+	h, err := bcrypt.GenerateFromPassword([]byte(Password), bcrypt.MinCost)
+	return string(h), err
+})
 
 // Server is a running Fusebox.
 type Server struct {
@@ -175,12 +184,9 @@ func StartWith(t testing.TB, env map[string]string, o Options) *Server {
 
 func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential azcore.TokenCredential, armTransport policy.Transporter, o Options) *Server {
 	t.Helper()
-	if hashed == "" {
-		h, err := auth.HashPassword(Password)
-		if err != nil {
-			t.Fatal(err)
-		}
-		hashed = h
+	hashed, err := hashedPassword()
+	if err != nil {
+		t.Fatal(err)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -27,9 +27,24 @@ func NewLocalUsers(users []LocalUser) *LocalUsers {
 	}
 	// Checking a password against this hash when the name is unknown makes
 	// unknown names cost as much as wrong passwords, so timing does not
-	// reveal which names exist.
-	l.dummy, _ = bcrypt.GenerateFromPassword([]byte("no such user"), bcrypt.DefaultCost)
+	// reveal which names exist: its cost is the dearest of the users'.
+	l.dummy, _ = bcrypt.GenerateFromPassword([]byte("no such user"), dearest(users))
 	return l
+}
+
+// dearest is the highest bcrypt cost among the users' hashes, or bcrypt's
+// default when none can be read.
+func dearest(users []LocalUser) int {
+	cost := 0
+	for _, u := range users {
+		if c, err := bcrypt.Cost(u.PasswordHash); err == nil {
+			cost = max(cost, c)
+		}
+	}
+	if cost == 0 {
+		return bcrypt.DefaultCost
+	}
+	return cost
 }
 
 // Enabled reports whether any local user is configured.

@@ -58,6 +58,7 @@ func standInHost(t *testing.T, settings string) (calls func() []string, arrived 
 // "once" runs once; none runs while the job's circuit holds its trigger
 // off.
 func TestMissedSlotsAreMadeUp(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	settings := t.TempDir() + "/local.settings.json"
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {

@@ -68,6 +68,7 @@ func (r *chatReceiver) next(t *testing.T, what, want string) delivery {
 // the review page, whose Resume closes the circuit; every channel then
 // hears that it resumed.
 func TestRealClockChannelsJourney(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartRealClock(t, smtp.Env())
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {

@@ -51,6 +51,7 @@ func settle(t *testing.T, srv *apptest.Server, function string) circuit.Circuit 
 }
 
 func TestOperatorTripsAndResumesACircuit(t *testing.T) {
+	t.Parallel()
 	srv, p, settings := signedIn(t, "olivia")
 	base := srv.URL + "/circuits/" + demo.AppID + "/ProcessOrders"
 	p.do(t,
@@ -99,6 +100,7 @@ func TestOperatorTripsAndResumesACircuit(t *testing.T) {
 }
 
 func TestViewerSeesNoButtons(t *testing.T) {
+	t.Parallel()
 	srv, p, _ := signedIn(t, "victor")
 	p.do(t, chromedp.Navigate(srv.URL+"/circuits/"+demo.AppID+"/ProcessOrders"), chromedp.WaitVisible(chromedp.CSS(`[data-testid="state"]`)))
 	html, err := chromedp.Run(p.ctx, chromedp.OuterHTML(chromedp.CSS("main")))
@@ -116,6 +118,7 @@ func TestViewerSeesNoButtons(t *testing.T) {
 // marks it at its next refresh, the circuit page says so, and the
 // operator's override switches the trigger off again.
 func TestDriftIsShownAndOverridden(t *testing.T) {
+	t.Parallel()
 	srv := apptest.StartRealClock(t, map[string]string{"FUSEBOX_DRIFT_CHECK_INTERVAL": "1s"})
 	settings := t.TempDir() + "/local.settings.json"
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, time.Now()); err != nil {

@@ -31,6 +31,7 @@ import (
 // the store comes back, an operator resumes, the host catches up — and
 // every sequence number of every partition up to the end was processed.
 func TestNothingIsLost(t *testing.T) {
+	t.Parallel()
 	// The pages keep a host snapshot for the default 15 s, but never one
 	// read before the circuit's last switch: the page after the resume
 	// below must show the catch-up, not the snapshot read while it was off.

@@ -25,6 +25,7 @@ import (
 // record, which lists the errors, the delivered mail, the acknowledgement
 // and the resume, and copies as Markdown; the API serves the same record.
 func TestTheEpisodeRecordEndToEnd(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	viewToken, viewHash := auth.NewAPIToken()
 	env := smtp.Env()

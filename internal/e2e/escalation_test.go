@@ -21,6 +21,7 @@ import (
 // naming the commonest error and who was told; the lead resumes from
 // that mail's link; the episode's record lists both notices, delivered.
 func TestEscalationReachesTheSecondList(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartRealClock(t, smtp.Env())
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {

@@ -24,6 +24,7 @@ import (
 // job's run, with no ping. (A job going missing and recovering through
 // its host's export is TestATimersOwnInvocationsAreItsRuns.)
 func TestGuardingAFoundAppEndToEnd(t *testing.T) {
+	t.Parallel()
 	const sub = "00000000-0000-4000-8000-0000000000e2"
 	arm, appSettings := apptest.GuardableARM(sub)
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": sub},

@@ -32,6 +32,7 @@ var ordersHub = amqphub.Fixed{"orders": {
 // trip; a checkpoint then written while the trigger is off shows as a
 // warning, and fewer events wait, on the overview too.
 func TestResumePageShowsCheckpoints(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {

@@ -20,6 +20,7 @@ import (
 // scan, as Healthchecks marks a check down on the signal, and the next
 // good invocation recovers it. Mail tells each change.
 func TestAFailedRunFailsADailyJobAtOnce(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv, _ := apptest.SeededRealClockWith(t, smtp.Env())
 	const id = "11111111-2222-4333-8444-5555555555b2"
@@ -82,6 +83,7 @@ func waitJobStatus(t *testing.T, srv *apptest.Server, id string, want jobs.Statu
 // job keeps 10 runs for the slot and counts the rest, and its page and
 // /jobs answer.
 func TestAFloodOfInvocationsStoresTenRunsASlot(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	const id = "11111111-2222-4333-8444-5555555555b3"
 	token, err := jobs.NewPingToken(id)

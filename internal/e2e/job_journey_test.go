@@ -20,6 +20,7 @@ import (
 // the job page shows it up. The scanner looks every 30 s, so this takes
 // up to a minute.
 func TestRealClockJobJourney(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartRealClock(t, smtp.Env())
 	const id = "11111111-2222-4333-8444-555555555599"

@@ -26,6 +26,7 @@ import (
 // still in its window, and new failures past the threshold open it again
 // with a new episode and a new mail.
 func TestRealClockJourney(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartRealClock(t, smtp.Env())
 	settings := t.TempDir() + "/local.settings.json"

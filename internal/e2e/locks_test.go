@@ -20,6 +20,7 @@ import (
 // age, when the page, refreshing itself, shows it. The operator confirms,
 // the lease is broken in the app's storage, and the audit log says who.
 func TestAnOperatorBreaksAStuckLock(t *testing.T) {
+	t.Parallel()
 	const breakAfter = 3 * time.Second
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_HOST_LOCK_BREAK_AFTER": breakAfter.String()},
 		apptest.Options{RealClock: true, HostInsightTTL: time.Millisecond})

@@ -11,6 +11,7 @@ import (
 )
 
 func TestSingleSignOnThroughTheProvider(t *testing.T) {
+	t.Parallel()
 	var srv *apptest.Server
 	provider := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
 	provider.SetUser(oidctest.User{Subject: "u-42", Name: "Ada Lovelace", Email: "ada@example.com",

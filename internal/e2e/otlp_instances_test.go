@@ -48,6 +48,7 @@ func waitSpansShared(t *testing.T, a *apptest.Server, function string) {
 // of and leaves the records uncounted: 5 failures and 45 successes, not
 // twice that.
 func TestRecordsOnAnotherInstanceDoNotCountWhatSpansCounted(t *testing.T) {
+	t.Parallel()
 	a, b := twoInstances(t)
 	spans := shapedHost(t, a, demo.Shape{NoRecords: true})
 	run(t, spans, "ProcessOrders", 50, true)
@@ -64,6 +65,7 @@ func TestRecordsOnAnotherInstanceDoNotCountWhatSpansCounted(t *testing.T) {
 // failed invocations' records are exported, and they reach instance B
 // while the spans of all 2,000 reach A: 10 % failures stay 10 %.
 func TestTheLogLevelCaseAcrossInstances(t *testing.T) {
+	t.Parallel()
 	a, b := twoInstances(t)
 	spans := shapedHost(t, a, demo.Shape{NoRecords: true})
 	run(t, spans, "ProcessOrders", 2000, true)

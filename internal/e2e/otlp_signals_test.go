@@ -110,6 +110,7 @@ func waitCounted(t *testing.T, srv *apptest.Server, function string, failures, s
 // spans cover all of them. 2,000 invocations with 10 % failures are 10 %
 // against a 50 % rule, not "100 % of 200 calls".
 func TestALogLevelThatHidesSucceededRecordsTripsNoRatioRule(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	c, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 	if err != nil {
@@ -140,6 +141,7 @@ func TestALogLevelThatHidesSucceededRecordsTripsNoRatioRule(t *testing.T) {
 // once read "100 % of 169 calls". The evaluator ticks while only the
 // records are stored, and again after the spans.
 func TestTheLogLevelCaseInEveryOrder(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	cases := []struct {
 		protocol     string
@@ -302,6 +304,7 @@ func assertClosed(t *testing.T, srv *apptest.Server, function, when string) {
 // records, only spans remain), another sends records as usual; the first
 // is counted and trips.
 func TestAFunctionReportedBySpansAloneTripsInAnAppThatSendsRecords(t *testing.T) {
+	t.Parallel()
 	srv, settings := apptest.SeededRealClock(t)
 	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
@@ -326,6 +329,7 @@ func TestAFunctionReportedBySpansAloneTripsInAnAppThatSendsRecords(t *testing.T)
 // worker exporting its own span beside the host's (same invocation id) and
 // no records, each invocation counts once.
 func TestTheHostsAndTheWorkersSpanOfOneInvocationCountOnce(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	host := shapedHost(t, srv, demo.Shape{NoRecords: true, WorkerSpans: true})
 	run(t, host, "ProcessOrders", 50, true)
@@ -336,6 +340,7 @@ func TestTheHostsAndTheWorkersSpanOfOneInvocationCountOnce(t *testing.T) {
 // September 2025 sets no ERROR status on a failed invocation's span; its
 // Executed records say which failed, and they count the function.
 func TestAnOlderHostsSpansThatMissFailuresStillTrip(t *testing.T) {
+	t.Parallel()
 	srv, settings := apptest.SeededRealClock(t)
 	host := shapedHost(t, srv, demo.Shape{NoSpanStatus: true})
 	run(t, host, "ProcessOrders", 20, false)

@@ -87,6 +87,7 @@ func failuresCounted(t *testing.T, srv *apptest.Server) (failures, successes int
 // Fusebox's own port (spans gzipped); 101 failed invocations in ProcessOrders' 30 s window
 // (threshold 100) switch its trigger off.
 func TestTheHostsOwnExportTripsTheBreakerOverGRPC(t *testing.T) {
+	t.Parallel()
 	srv, settings := apptest.SeededRealClock(t)
 	endpoint := strings.TrimPrefix(srv.URL, "http://")
 	headers := map[string]string{"authorization": "Bearer " + demo.Key}
@@ -114,6 +115,7 @@ func TestTheHostsOwnExportTripsTheBreakerOverGRPC(t *testing.T) {
 // OTEL_EXPORTER_OTLP_PROTOCOL=http/protobuf: spans gzipped under the
 // /otlp prefix, log records at the root.
 func TestTheHostsOwnExportTripsTheBreakerOverHTTP(t *testing.T) {
+	t.Parallel()
 	srv, settings := apptest.SeededRealClock(t)
 	spans, err := otlptracehttp.New(t.Context(), otlptracehttp.WithEndpointURL(srv.URL+"/otlp/v1/traces"),
 		otlptracehttp.WithHeaders(map[string]string{"Authorization": "Bearer " + demo.Key}), otlptracehttp.WithCompression(otlptracehttp.GzipCompression))
@@ -137,6 +139,7 @@ func TestTheHostsOwnExportTripsTheBreakerOverHTTP(t *testing.T) {
 // TestAKeyThatDoesNotVerifyIsRefusedOverGRPC: the exporter is told
 // Unauthenticated, and nothing is counted.
 func TestAKeyThatDoesNotVerifyIsRefusedOverGRPC(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	endpoint := strings.TrimPrefix(srv.URL, "http://")
 	forged := map[string]string{"authorization": "Bearer fbx_" + demo.AppID + "_not-the-key"}

@@ -60,6 +60,7 @@ func reachable(t *testing.T, p *page, sel string) bool {
 // (no sideways scroll of the page; wide tables scroll in their own box),
 // every navigation entry is on screen, and Resume is within reach.
 func TestPhoneFit(t *testing.T) {
+	t.Parallel()
 	srv, p, _ := signedIn(t, "olivia")
 	link := mailedResumeLink(t, srv)
 	p.do(t, chromedp.EmulateViewport(phoneWidth, 844, chromedp.EmulateScale(3), chromedp.EmulateMobile))
@@ -96,6 +97,7 @@ func TestPhoneFit(t *testing.T) {
 // own zone, with UTC beside it (the page writes UTC; a small script adds
 // the viewer's time).
 func TestLocalTime(t *testing.T) {
+	t.Parallel()
 	srv, p, _ := signedIn(t, "olivia")
 	p.do(t, chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
 		_, err := cdp.Call(ctx, tg, emulation.SetTimezoneOverride, emulation.SetTimezoneOverrideParams{TimezoneID: "Asia/Tokyo"})
@@ -161,6 +163,7 @@ func mailedResumeLink(t *testing.T, srv *apptest.Server) string {
 // resume page's checkpoint table stays inside its card (it ran past the
 // card's right edge).
 func TestTheResumePageFitsItsCardOnADesktop(t *testing.T) {
+	t.Parallel()
 	srv, p, _ := signedIn(t, "olivia")
 	link := mailedResumeLink(t, srv)
 	p.do(t, chromedp.EmulateViewport(1280, 900, chromedp.EmulateScale(1)),
@@ -184,6 +187,7 @@ func TestTheResumePageFitsItsCardOnADesktop(t *testing.T) {
 // without a throttle stage, an episode's record, a set-aside queue, Discover and the
 // guard form of a found app.
 func TestEveryPageKindFitsAPhone(t *testing.T) {
+	t.Parallel()
 	conn := testenv.ConnectionString(t)
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": demo.Subscription}, apptest.Options{ARMTransport: demo.ARM(conn)})
 	ctx, now := t.Context(), srv.Clock.Now()

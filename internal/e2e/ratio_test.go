@@ -19,6 +19,7 @@ import (
 // client reports calls of both kinds, and the circuit page's flip log
 // shows the figures the trip weighed.
 func TestRatioCircuitTrips(t *testing.T) {
+	t.Parallel()
 	srv, p, settings := signedIn(t, "olivia")
 	p.do(t,
 		chromedp.Navigate(srv.URL+"/circuits/new?app="+demo.AppID),

@@ -22,6 +22,7 @@ import (
 // of the missing job. A README whose trip only throttled once passed
 // every other test.
 func TestTheREADMEsCommandsDoWhatItSays(t *testing.T) {
+	t.Parallel()
 	srv, settings := apptest.SeededRealClock(t)
 	if err := demo.SeedThrottle(t.Context(), srv.App.Store, settings); err != nil {
 		t.Fatal(err)

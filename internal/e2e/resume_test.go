@@ -20,6 +20,7 @@ import (
 // link from the received mail, opens it in Chromium, clicks Resume, and
 // checks that the trigger is back on and the flip log names the recipient.
 func TestResumeFromTheMailedLink(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.Start(t, smtp.Env())
 	settings := t.TempDir() + "/local.settings.json"

@@ -25,6 +25,8 @@ import (
 // acknowledged, the lead too; 15 s later the hub drops the first of them
 // and both are told how many are gone, which the page then says.
 func TestWaitingEventsExpireOnTheRealClock(t *testing.T) {
+	// Not parallel: its page must be read within a 15 s countdown,
+	// which a machine loaded by other journeys can miss.
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RealClock: true, RetentionEvery: time.Second, HostInsightTTL: time.Second})
 	ctx := t.Context()

@@ -11,6 +11,7 @@ import (
 // now" beside the missed night, and checks that the function host (an
 // in-process server standing in for Core Tools) was asked to run it.
 func TestRunNowMakesUpAMissedSlot(t *testing.T) {
+	t.Parallel()
 	srv, p, settings := signedIn(t, "olivia")
 	calls, _ := standInHost(t, settings)
 

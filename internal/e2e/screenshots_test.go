@@ -23,6 +23,7 @@ import (
 // docs/screenshots). Without the variable it has nothing to write and
 // skips: it is a generator, not a check (TestPhoneFit is the check).
 func TestScreenshots(t *testing.T) {
+	t.Parallel()
 	out := os.Getenv("FUSEBOX_SCREENSHOTS")
 	if out == "" {
 		t.Skip("FUSEBOX_SCREENSHOTS names no folder: nothing to write")

@@ -27,6 +27,7 @@ import (
 // recipients; the person fixes the parser, requeues it from the page with
 // a reason, and the function processes it; the poison queue is empty.
 func TestPoisonJourney(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RealClock: true, SetAsideEvery: time.Second})
 	ctx := t.Context()

@@ -11,6 +11,7 @@ import (
 )
 
 func TestAnonymousVisitorIsSentToSignIn(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	p := newPage(t)
 	p.do(t, chromedp.Navigate(srv.URL+"/jobs"), chromedp.WaitVisible(chromedp.CSS(`form[action="/login"]`)))
@@ -26,6 +27,7 @@ func TestAnonymousVisitorIsSentToSignIn(t *testing.T) {
 }
 
 func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
@@ -86,6 +88,7 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 }
 
 func TestWrongPasswordStaysOnSignIn(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	p := newPage(t)
 	p.do(t,

@@ -24,6 +24,7 @@ import (
 // each circuit gets its own flip, audit line, resume mail and trigger
 // switched back on.
 func TestStormResume(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartRealClock(t, smtp.Env())
 	ctx := t.Context()

@@ -34,6 +34,8 @@ import (
 //     the function comes back at a quarter and ramps back up to exactly
 //     what was set.
 func TestThrottleJourney(t *testing.T) {
+	// Not parallel: its ramp is judged on the real clock against the
+	// demo host's own pace, which other journeys on the machine change.
 	srv := apptest.StartRealClock(t, nil)
 	dir := t.TempDir()
 	settings := filepath.Join(dir, "local.settings.json")

@@ -17,6 +17,7 @@ import (
 // Executed records as a host sends them) is the run: the job recovers,
 // and its page shows the run, once.
 func TestATimersOwnInvocationsAreItsRuns(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv, _ := apptest.SeededRealClockWith(t, smtp.Env())
 	const id = "11111111-2222-4333-8444-5555555555a1"

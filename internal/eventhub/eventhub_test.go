@@ -220,13 +220,16 @@ func TestASilentHubLeavesTheRestOfTheSnapshot(t *testing.T) {
 	}
 	hubs := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer hubs.Close(context.Background())
-	src := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), Hubs: hubs, Timeout: time.Second}
+	src := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), Hubs: hubs, Timeout: 3 * time.Second}
 	app := circuit.App{ID: "orders-" + tag, HostStorage: testenv.ConnectionString(t), HostID: tag, EventHubs: silentPort(t)}
 	start := time.Now()
 	snap, _ := src.Snapshot(t.Context(), app, time.Now())
 	took := time.Since(start)
-	if took > 3*time.Second {
-		t.Errorf("the snapshot took %v with a 1 s deadline", took)
+	// The deadline leaves the storage reads beside the silent hub time to
+	// answer on a machine loaded by other tests; the silent hub must cost
+	// no more than it.
+	if took > 6*time.Second {
+		t.Errorf("the snapshot took %v with a 3 s deadline", took)
 	}
 	if snap.Concurrency == nil || snap.Concurrency.Functions["ProcessOrders"] != 4 {
 		t.Errorf("concurrency = %+v, want ProcessOrders at 4", snap.Concurrency)

@@ -34,6 +34,7 @@ const tripGoal = 3 * time.Second
 //     while it holds the app's switch claim and waits on the write;
 //   - mid-send: the instance whose alert the mail server holds unanswered.
 func TestAFrozenInstanceHoldsUpNoTripOrAlert(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	r.env["FUSEBOX_LOCAL_SWITCH_DELAY"] = "500ms"
 	for _, f := range []string{"MidTick", "MidApply", "MidSendHeld", "MidSend"} {

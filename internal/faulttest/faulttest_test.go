@@ -175,6 +175,7 @@ func openMails(ms []mailtest.Message, function string) int {
 // within the lease's time. When the frozen holder is woken it finds its
 // lease gone, and nothing is tripped or mailed twice.
 func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	all := r.start(3)
 	frozen, gen := r.holder("evaluator", all, 20*time.Second)
@@ -235,6 +236,7 @@ func TestAFrozenEvaluatorIsReplacedWithoutADoubleTrip(t *testing.T) {
 // a trip: each time exactly one of them changes the circuit, and the other
 // is told why it did not.
 func TestConcurrentOperatorsMakeOneTransitionEach(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	all := r.start(2)
 	for round := range 3 {

@@ -22,6 +22,7 @@ import (
 // (internal/storage) forces that interleaving. This one shows the held
 // trips of real instances on the real clock.
 func TestAStormAcrossThreeInstancesKeepsTheGuardrail(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	app, err := r.st.Apps.Get(t.Context(), demo.AppID)
 	if err != nil {

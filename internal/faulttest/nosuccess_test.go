@@ -15,6 +15,7 @@ import (
 // stays closed, however the failures pile up; once a whole window has
 // passed without a success it trips, and the flip log says why.
 func TestANoSuccessCircuitTripsAfterAWholeWindowOnTheRealClock(t *testing.T) {
+	t.Parallel()
 	r := newRig(t)
 	in := r.start(1)[0]
 	req, _ := http.NewRequest(http.MethodPost, in.URL+"/api/v1/circuits",

@@ -89,6 +89,7 @@ func (v *visitor) signInForm() url.Values {
 // itself. (Before the fix a report waited 46 s for its 503: three SDK
 // tries of 15 s each.)
 func TestAFrozenStorageCostsSecondsNotMinutes(t *testing.T) {
+	t.Parallel()
 	az := faulttest.StartAzurite(t)
 	r := newRigOn(t, az.ConnectionString)
 	in := r.start(1)[0]

@@ -21,6 +21,7 @@ import (
 // client, which keeps what it could not send and retries with the same
 // idempotency key, loses and doubles nothing it was given.
 func TestAStorageOutageLosesNoAcceptedReport(t *testing.T) {
+	t.Parallel()
 	az := faulttest.StartAzurite(t)
 	r := newRigOn(t, az.ConnectionString)
 	// Circuits that never trip, so the reports are failure rows the

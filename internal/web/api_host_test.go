@@ -20,6 +20,7 @@ import (
 // partition the hub does not answer for has no count, and says so in
 // problems.
 func TestAPIShowsWhereAFunctionResumes(t *testing.T) {
+	t.Parallel()
 	srv, _, viewer := apiServer(t)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ func orNull(p *int64) string {
 // count with what it covers, or a question mark when Event Hubs did not
 // answer for the function's hub.
 func TestAListsWaitingCellSaysHowManyOrWhyNot(t *testing.T) {
+	t.Parallel()
 	for name, tc := range map[string]struct {
 		hub  amqphub.Fixed
 		want []string

@@ -18,6 +18,7 @@ import (
 // queues' properties; a viewer's token is enough, a stranger gets 401, an
 // app without storage configured 404.
 func TestAPIListsTheWorkAnAppSetAside(t *testing.T) {
+	t.Parallel()
 	srv, _, viewer := apiServer(t)
 	conn := testenv.ConnectionString(t)
 	if !strings.Contains(conn, "QueueEndpoint=") {
@@ -63,6 +64,7 @@ func TestAPIListsTheWorkAnAppSetAside(t *testing.T) {
 // the API: each arrives there once, the poison queue is empty, the audit
 // log says who, how many and why. Without a reason nothing moves.
 func TestAnOperatorRequeuesPoisonMessagesThroughTheAPI(t *testing.T) {
+	t.Parallel()
 	srv, operator, viewer := apiServer(t)
 	conn := testenv.ConnectionString(t)
 	if !strings.Contains(conn, "QueueEndpoint=") {

@@ -48,6 +48,7 @@ func apiServer(t *testing.T) (*apptest.Server, apiClient, apiClient) {
 }
 
 func TestAPICircuitLifecycle(t *testing.T) {
+	t.Parallel()
 	_, op, viewer := apiServer(t)
 
 	list := viewer.call(http.MethodGet, "/api/v1/circuits", "")
@@ -98,6 +99,7 @@ func TestAPICircuitLifecycle(t *testing.T) {
 }
 
 func TestAPIRefusesStrangers(t *testing.T) {
+	t.Parallel()
 	srv, _, _ := apiServer(t)
 	stranger := apiClient{t, newBrowser(t, srv.URL), "fbt_not-a-real-token"}
 	wantStatus(t, stranger.call(http.MethodGet, "/api/v1/circuits", ""), http.StatusUnauthorized)
@@ -117,6 +119,7 @@ func TestAPIRefusesStrangers(t *testing.T) {
 }
 
 func TestAPIJobs(t *testing.T) {
+	t.Parallel()
 	_, op, viewer := apiServer(t)
 	list := viewer.call(http.MethodGet, "/api/v1/jobs", "")
 	wantStatus(t, list, http.StatusOK)
@@ -198,6 +201,7 @@ func TestAPIJobs(t *testing.T) {
 // A deploy pipeline silences an app's jobs for half an hour, then ends the
 // window when it is done.
 func TestAPIMaintenanceWindows(t *testing.T) {
+	t.Parallel()
 	srv, op, viewer := apiServer(t)
 	body := `{"app": "orders-demo", "duration": "30m", "reason": "deploy 1.4.2"}`
 	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/maintenance", body), http.StatusForbidden)
@@ -240,6 +244,7 @@ func TestAPIMaintenanceWindows(t *testing.T) {
 // an expression that never fires refused by field, and the job page
 // listing it.
 func TestAPIRecurringMaintenance(t *testing.T) {
+	t.Parallel()
 	srv, op, _ := apiServer(t)
 	bad := op.call(http.MethodPost, "/api/v1/maintenance", `{"recurs": "0 2 30 2 *", "duration": "2h", "reason": "never"}`)
 	if bad.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(bad.body, `"recurs"`) {
@@ -274,6 +279,7 @@ func TestAPIRecurringMaintenance(t *testing.T) {
 // said so and stops none of the others; a malformed name, no reason or a
 // viewer's token changes nothing.
 func TestAPIResumesAStormInOneCall(t *testing.T) {
+	t.Parallel()
 	srv, op, viewer := apiServer(t)
 	body := `{"circuits": ["orders-demo/SyncInventory", "orders-demo/ImportPrices", "orders-demo/ProcessOrders"], "reason": "supplier API back"}`
 	wantStatus(t, viewer.call(http.MethodPost, "/api/v1/circuits/resume", body), http.StatusForbidden)
@@ -316,6 +322,7 @@ func TestAPIResumesAStormInOneCall(t *testing.T) {
 // not; operators register one (its key in that answer only) and change
 // its settings; a body that would move an app is refused field by field.
 func TestAPIApps(t *testing.T) {
+	t.Parallel()
 	_, op, viewer := apiServer(t)
 	body := `{"id": "billing", "display_name": "Billing", "switch": "arm", "subscription": "00000000-0000-4000-8000-000000000001", "resource_group": "billing",
 		"site": "func-billing", "guardrail_max": 2, "host_storage": "https://billingstore.blob.core.windows.net"}`
@@ -362,6 +369,7 @@ func TestAPIApps(t *testing.T) {
 // from the list and from pings; a viewer cannot; Fusebox's own loops'
 // jobs stay.
 func TestAPIJobDelete(t *testing.T) {
+	t.Parallel()
 	srv, op, viewer := apiServer(t)
 	const id = "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a02" // the demo's Reminder mails
 	wantStatus(t, viewer.call(http.MethodDelete, "/api/v1/jobs/"+id, ""), http.StatusForbidden)

@@ -14,6 +14,7 @@ import (
 // its host storage and then stops reading it; the secrets are never shown
 // back nor written to the audit log, which says what changed.
 func TestAnOperatorChangesWhatIsReadOfAnAppsHost(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 // Fusebox reads, are skipped and listed with their key and fault; every
 // page still renders and every other circuit still trips.
 func TestBadRowsInEveryTableStopNothing(t *testing.T) {
+	t.Parallel()
 	node, err := exec.LookPath("node")
 	if err != nil {
 		t.Fatal("node is not installed: run the tests with `make test`")
@@ -72,6 +73,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 // The status rows' tallies are Fusebox's own, but a hand-edited one that
 // does not read stops neither the pages, nor /readyz, nor a scrape.
 func TestABadTallyStopsNothing(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	type statusRow struct {
 		tablestore.Meta

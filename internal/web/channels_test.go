@@ -18,6 +18,7 @@ import (
 // bad input gets a message per field, and circuits cannot name a channel
 // that does not exist.
 func TestAPIChannels(t *testing.T) {
+	t.Parallel()
 	srv, op, viewer := apiServer(t)
 	got := make(chan string, 10)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +97,7 @@ func TestAPIChannels(t *testing.T) {
 // an edit that leaves it out, and the endpoint is PagerDuty's own (the US
 // region when left out); an escalation may name it.
 func TestAPIOnCallChannelsKeepTheirKey(t *testing.T) {
+	t.Parallel()
 	srv, op, viewer := apiServer(t)
 	const key = "R0123456789abcdefABCDEF012345678"
 	created := op.call(http.MethodPost, "/api/v1/channels", `{"id": "oncall", "name": "Orders on call", "kind": "pagerduty", "key": "`+key+`"}`)
@@ -157,6 +159,7 @@ func TestAPIOnCallChannelsKeepTheirKey(t *testing.T) {
 // it was, never the server's reply (which names its own hosts and
 // mailboxes), on the API and on the Channels page.
 func TestAFailedChannelTestSaysNothingTheServerSaid(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	smtp.RejectRecipients("mailbox unknown on relay-7.internal.corp (secret-route)")
 	opToken, opHash := auth.NewAPIToken()

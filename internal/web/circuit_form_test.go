@@ -13,6 +13,7 @@ import (
 )
 
 func TestOperatorCreatesEditsAndDeletesACircuitWithForms(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -72,6 +73,7 @@ func TestOperatorCreatesEditsAndDeletesACircuitWithForms(t *testing.T) {
 }
 
 func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -125,6 +127,7 @@ func TestOperatorRegistersAnAppAndItsKeyWorks(t *testing.T) {
 // A circuit can trip on a failure ratio; the form says the rule in words
 // and names what is wrong with a ratio or minimum that cannot be.
 func TestARatioCircuitFromTheForm(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -153,6 +156,7 @@ func TestARatioCircuitFromTheForm(t *testing.T) {
 // The no-success rule is a box on the form beside either rule; it is
 // stored, previewed in words, shown again on the edit form and in the API.
 func TestTheNoSuccessRuleFromTheFormAndTheAPI(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -178,6 +182,7 @@ func TestTheNoSuccessRuleFromTheFormAndTheAPI(t *testing.T) {
 // message beside the field, whether or not the form has other problems,
 // and nothing is created.
 func TestTheCircuitFormSaysWhichChannelDoesNotExist(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")

@@ -18,6 +18,7 @@ import (
 // pages hold 100 rows and keep the filters, and a page past the end shows
 // the last one.
 func TestTheCircuitListIsSearchedAndPaged(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	ctx := t.Context()
 	if err := srv.App.Store.Apps.Put(ctx, circuit.App{ID: "many", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/local.settings.json"}); err != nil {
@@ -54,6 +55,7 @@ func TestTheCircuitListIsSearchedAndPaged(t *testing.T) {
 // threshold as a line, so a person sees how near the circuit is to
 // tripping; its text alternative carries the numbers.
 func TestTheWindowChartAddsUpToTheThresholdLine(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 40}]}`), http.StatusAccepted)
 	b := newBrowser(t, srv.URL)

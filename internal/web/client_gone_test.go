@@ -17,6 +17,7 @@ import (
 // logged as 499 (client closed request), never as a 5xx ERROR that an
 // alert on server errors would count.
 func TestAClientThatLeavesIsNotAServerError(t *testing.T) {
+	t.Parallel()
 	az := faulttest.StartAzurite(t)
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_STORAGE_CONNECTION_STRING": az.ConnectionString})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {

@@ -9,6 +9,7 @@ import (
 // end sends names its client, so per-client limits count clients, not
 // the front end.
 func TestClientAddressesBehindAppServiceAndContainerApps(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name, remote, xff string
 		trust             bool

@@ -10,6 +10,7 @@ import (
 // and an address seen before keeps its own bucket (spent, it is refused)
 // while fresh ones share the overflow.
 func TestAClientLimiterHoldsABoundedNumberOfAddresses(t *testing.T) {
+	t.Parallel()
 	l := newKeyedLimiter(0.001, 2)
 	l.allow("203.0.113.7")
 	l.allow("203.0.113.7")

@@ -14,6 +14,7 @@ import (
 // behind, so the minutes since come from the circuit's own rows (it
 // showed 0 until the roll-up caught up).
 func TestTheDayChartShowsFailuresJustCounted(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	wantStatus(t, postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`), http.StatusAccepted)
 	b := newBrowser(t, srv.URL)

@@ -28,6 +28,7 @@ var (
 // concurrency is shown only for a function whose trigger has one (not an
 // Event Hubs consumer).
 func TestTheDemoTellsOneStory(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	ctx, now := t.Context(), srv.Clock.Now()
 	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", now); err != nil {

@@ -10,6 +10,7 @@ import (
 // A server built without what it needs says which parts are missing, by
 // the group and field a wiring change must fill.
 func TestAMissingDependencyIsNamed(t *testing.T) {
+	t.Parallel()
 	_, err := web.New(web.Parts{})
 	if err == nil {
 		t.Fatal("New accepted no dependencies")

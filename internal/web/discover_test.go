@@ -44,6 +44,7 @@ func (r refuses) Do(req *http.Request) (*http.Response, error) {
 // A viewer sees the same list and no link. Without subscriptions the page
 // says what to set.
 func TestDiscoverListsTheFleetAndWhatIsGuarded(t *testing.T) {
+	t.Parallel()
 	arm := &armfake.WebAppsServer{NewListPager: func(*armappservice.WebAppsClientListOptions) (resp azfake.PagerResponder[armappservice.WebAppsClientListResponse]) {
 		site := func(rg, name, kind string, p *armappservice.SiteProperties) *armappservice.Site {
 			return &armappservice.Site{ID: to.Ptr("/subscriptions/" + subOrders + "/resourceGroups/" + rg + "/providers/Microsoft.Web/sites/" + name),

@@ -17,6 +17,7 @@ import (
 // made-up app in the same path gets the same answer, not the 404 of a
 // circuit that is not there.
 func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
@@ -67,6 +68,7 @@ func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
 // each minute: the most that waited, and when none were left after the
 // resume; an episode with no counts kept says why.
 func TestAnEpisodesRecordShowsTheWaitingDrain(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	ctx := t.Context()
 	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {

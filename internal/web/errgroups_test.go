@@ -26,6 +26,7 @@ import (
 // what they say (the timeouts with other numbers and keys are one group),
 // most failures first, with first and last seen and the instance.
 func TestTheCircuitPageSaysWhatFailed(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
@@ -74,6 +75,7 @@ func TestTheCircuitPageSaysWhatFailed(t *testing.T) {
 // local app's functions cannot be listed; an ARM app's are named, as
 // TestSwitchCostSaysWhatRestarts shows).
 func TestATripSaysWhatSwitchingCosts(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -93,6 +95,7 @@ func TestATripSaysWhatSwitchingCosts(t *testing.T) {
 // names are the failures of its error groups, from the two demo host
 // instances, and its flip log holds the three episodes its state counts.
 func TestTheDemosOpenCircuitTellsOneStory(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededWithHistory(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
@@ -128,6 +131,7 @@ func TestTheDemosOpenCircuitTellsOneStory(t *testing.T) {
 // traceparent's parent id). A value that is not a GUID is refused, so
 // nothing else is ever written into the link.
 func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)
@@ -161,6 +165,7 @@ func TestSampleTracesLinkToApplicationInsights(t *testing.T) {
 // span's trace: its group links to the request Application Insights keeps
 // of the failed run, the span itself.
 func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	const appID = "0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e"
 	nameInsights(t, srv, appID)
@@ -181,6 +186,7 @@ func TestAFailedSpanLinksToItsOwnTransaction(t *testing.T) {
 // the trace context the record carries (OpenTelemetry's logging stamps it
 // with the run's): its group links to that run, on the page and in the API.
 func TestAFailedExecutedRecordLinksToItsRun(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	const appID = "0f3d9a2c-5b1e-4c7a-9d2e-3f4a5b6c7d8e"
 	nameInsights(t, srv, appID)
@@ -263,6 +269,7 @@ func wantTraceLinked(t *testing.T, body, appID, problem string) {
 // stamps), and a new kind of error shows within the groups' 5 s plus the
 // evaluator's next read, never hidden behind the kept groups.
 func TestAClosedCircuitsGroupsFollowNewFailures(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: "ScoreLeads", Settings: circuit.Settings{Threshold: 1000, Window: 5 * time.Minute}, State: circuit.Closed}); err != nil {
 		t.Fatal(err)

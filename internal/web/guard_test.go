@@ -31,6 +31,7 @@ import (
 // the app is registered with identity-based host storage and Event Hubs
 // (no secret copied), and exactly what was ticked is created.
 func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
+	t.Parallel()
 	arm, appSettings := apptest.GuardableARM(subOrders)
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": subOrders},
 		apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
@@ -148,6 +149,7 @@ func TestGuardingAFoundAppInOneConfirmation(t *testing.T) {
 // circuit whose function is gone and the one whose hub changed; /metrics
 // counts the unguarded functions.
 func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
+	t.Parallel()
 	arm, _ := apptest.GuardableARM(subOrders)
 	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
@@ -188,6 +190,7 @@ func TestTheAppsPageSaysWhatDriftedInAzure(t *testing.T) {
 // (the demo's Azurite) sealed, and copies no key-based Event Hubs
 // connection.
 func TestTheDemosAzureIsGuardable(t *testing.T) {
+	t.Parallel()
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": demo.Subscription},
 		apptest.Options{ARMTransport: demo.ARM(testenv.ConnectionString(t))})
 	operator := newBrowser(t, srv.URL)
@@ -243,6 +246,7 @@ func TestTheDemosAzureIsGuardable(t *testing.T) {
 // settings (before, the headers were replaced by Fusebox's key, which the
 // vendor's traces endpoint then received).
 func TestGuardingAnAppWithAVendorsExporterChangesNoneOfItsSettings(t *testing.T) {
+	t.Parallel()
 	arm, appSettings := apptest.GuardableARM(subOrders)
 	appSettings.Set("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "https://otlp.vendor.example/v1/traces")
 	appSettings.Set("OTEL_EXPORTER_OTLP_HEADERS", "x-vendor-key=vendor-s3cr3t")

@@ -10,6 +10,7 @@ import (
 // TestReadinessIsCheckedOnceASecond: a hundred probes at once, anonymous
 // and each costing three storage reads before, make one check.
 func TestReadinessIsCheckedOnceASecond(t *testing.T) {
+	t.Parallel()
 	var r readiness
 	var checks atomic.Int32
 	var wg sync.WaitGroup

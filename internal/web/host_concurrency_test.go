@@ -17,6 +17,7 @@ import (
 // resumes it says what the host's snapshot holds and draws the samples of
 // the last day, one bar each.
 func TestTheHostPanelShowsLearnedConcurrencyOfAQueueFunction(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	ctx, now := t.Context(), srv.Clock.Now()
 	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", now); err != nil {

@@ -18,6 +18,7 @@ import (
 // page; an operator breaks it after a confirmation, and the audit log
 // says who. The host lock can never be broken from here.
 func TestAStuckHostLockIsShownAndBroken(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_HOST_LOCK_BREAK_AFTER": "0s"})
 	conn := testenv.ConnectionString(t)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {

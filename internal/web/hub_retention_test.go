@@ -25,6 +25,7 @@ import (
 // by the name the checkpoints give it in the app's subscription, then its
 // event hub's retention description; the page says where it came from.
 func TestTheHubsRetentionIsReadFromAzure(t *testing.T) {
+	t.Parallel()
 	const sub = "00000000-0000-0000-0000-0000000000e1"
 	ns := strings.ToLower(testenv.Prefix(t))
 	var asked []string

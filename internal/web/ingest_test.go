@@ -49,6 +49,7 @@ func storedFailuresOf(t *testing.T, srv *apptest.Server, circuitID string) int {
 }
 
 func TestIngestNeedsTheAppsKey(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	body := `{"failures": [{"function": "ProcessOrders"}]}`
 	for name, key := range map[string]string{
@@ -68,6 +69,7 @@ func TestIngestNeedsTheAppsKey(t *testing.T) {
 }
 
 func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	at := srv.Clock.Now().Add(-10 * time.Second).Format(time.RFC3339)
 	body := `{"failures": [
@@ -115,6 +117,7 @@ func TestIngestKeepsValidItemsAndReportsTheRest(t *testing.T) {
 }
 
 func TestIngestAnswers503WhenItCannotStore(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	if err := srv.App.Store.Service.DeleteTable(t.Context(), storage.TableFailures); err != nil {
 		t.Fatal(err)
@@ -127,6 +130,7 @@ func TestIngestAnswers503WhenItCannotStore(t *testing.T) {
 }
 
 func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
+	t.Parallel()
 	srv, settings := apptest.Seeded(t)
 	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 101}]}`)
 	wantStatus(t, r, http.StatusAccepted)
@@ -141,6 +145,7 @@ func TestReportedFailuresTripTheCircuitAndFlipTheLocalSwitch(t *testing.T) {
 }
 
 func TestChartsShowFailures(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	now := srv.Clock.Now()
 	if err := srv.App.Store.Failures.Record(t.Context(), "w", []storage.Report{
@@ -183,6 +188,7 @@ func postWithHeaders(t *testing.T, url, body string, headers map[string]string) 
 // The client's X-Request-ID names nothing stored: two requests carrying
 // the same one in the same second are both counted.
 func TestTwoRequestsWithTheSameRequestIDAreBothCounted(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	before := storedFailures(t, srv)
 	for range 2 {
@@ -197,6 +203,7 @@ func TestTwoRequestsWithTheSameRequestIDAreBothCounted(t *testing.T) {
 // A request retried with the same Idempotency-Key, even a few seconds
 // later, is counted once; another key is another request.
 func TestARetriedRequestWithTheSameIdempotencyKeyCountsOnce(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	before := storedFailures(t, srv)
 	body := `{"failures": [{"function": "ProcessOrders", "count": 5}, {"function": "SendReceipts", "count": 2}]}`
@@ -216,6 +223,7 @@ func TestARetriedRequestWithTheSameIdempotencyKeyCountsOnce(t *testing.T) {
 // Successes travel in the same report; an item of successes alone counts
 // no failure; negative successes are refused by index.
 func TestIngestTakesSuccesses(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	r := postJSON(t, srv.URL, demo.Key, `{"failures": [
 		{"function": "ProcessOrders", "count": 3, "successes": 97},
@@ -251,6 +259,7 @@ func TestIngestTakesSuccesses(t *testing.T) {
 // The circuit page breaks the window's failures down by instance: the one
 // a client names for HTTP reports, the writer for rows written directly.
 func TestTheCircuitPageShowsWhichInstanceFails(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	for _, inst := range []string{"a1b2c3d4e5f6", "a1b2c3d4e5f6", "0f9e8d7c6b5a"} {
 		n := map[string]int{"a1b2c3d4e5f6": 30, "0f9e8d7c6b5a": 2}[inst]
@@ -304,6 +313,7 @@ func waitOpen(t *testing.T, srv *apptest.Server, function string) {
 // Retry-After, keeping nothing (TestTheRowBudgetIsPerAppAndCountsRows
 // shows another app's budget is its own).
 func TestOneReportCostsBoundedRows(t *testing.T) {
+	t.Parallel()
 	// One row a second refills nothing that counts while the test runs,
 	// however slow the machine: the burst of 5,000 rows is what is spent.
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_INGEST_ROW_LIMIT": "1"})

@@ -25,6 +25,7 @@ func (f failingRuns) Between(_ context.Context, jobID string, _, _ time.Time, _ 
 // One job whose runs cannot be read is said on its own row; the page and
 // the other jobs are assessed (it made /jobs and the overview answer 503).
 func TestOneJobsFailedReadMarksThatJob(t *testing.T) {
+	t.Parallel()
 	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	w := &weekAssessor{runs: &jobs.RunCache{Runs: failingRuns{bad: "b"}, Now: func() time.Time { return now }}, now: func() time.Time { return now }}
 	js := []jobs.Job{

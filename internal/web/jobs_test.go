@@ -14,6 +14,7 @@ import (
 )
 
 func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
@@ -74,6 +75,7 @@ func TestJobPagesShowSlotsGapsAndRuns(t *testing.T) {
 }
 
 func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -122,6 +124,7 @@ func TestJobFormValidatesPreviewsAndSaves(t *testing.T) {
 // The loops' first passes run as soon as this instance takes their lease;
 // each pass should show up as a successful run of the loop's job.
 func TestFuseboxLoopsAreJobs(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	want := map[string]string{"Fusebox: failure pruner": "0 */10 * * * *", "Fusebox: failure roll-up": "*/30 * * * * *", "Fusebox: session sweeper": "0 */10 * * * *"}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
@@ -157,6 +160,7 @@ func loopsWithoutRuns(t *testing.T, srv *apptest.Server, want map[string]string)
 }
 
 func TestMaintenanceWindowExcusesMissedSlotsUntilEnded(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	const nightly = "/jobs/5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01"
 	viewer := newBrowser(t, srv.URL)
@@ -230,6 +234,7 @@ func heatmap(page string) string {
 // The job's alert rules: each field refused with a message when it cannot
 // be, previewed in words, saved, and shown back on the edit form.
 func TestJobAlertRulesFromTheForm(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
@@ -272,6 +277,7 @@ func TestJobAlertRulesFromTheForm(t *testing.T) {
 // Tags filter the jobs list and the API, and each tag has a status badge
 // behind an unguessable key.
 func TestJobTagsFiltersAndBadges(t *testing.T) {
+	t.Parallel()
 	srv, _, viewer := apiServer(t)
 	for id, tags := range map[string][]string{
 		"5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01": {"sales", "nightly"},

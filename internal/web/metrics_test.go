@@ -42,6 +42,7 @@ func waitMetrics(t *testing.T, url string, want, gone []string) string {
 // the evaluator and the scanner stored: circuits by state, the open ones,
 // trips and resumes by who made them, jobs by status.
 func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	other := apptest.Start(t, map[string]string{"FUSEBOX_TABLE_PREFIX": srv.Config.Storage.TablePrefix})
 	srv.Clock.Advance(30 * time.Second) // the loops' next passes see the demo
@@ -96,6 +97,7 @@ func TestAnyInstanceExportsTheBreakersState(t *testing.T) {
 // Every metric the Grafana dashboard and the alert rules use is one that
 // /metrics exports, so neither drifts from the code.
 func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	// Let every family have a sample: a trip, its switch, an HTTP request.
 	srv.Clock.Advance(30 * time.Second) // the scanner's next pass sees the demo's missing job

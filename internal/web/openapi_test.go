@@ -15,6 +15,7 @@ import (
 // each method it answers; apptest checks every answer in every test
 // against it (apptest/contract.go).
 func TestEveryAPIRouteIsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := openapi3.NewLoader().LoadFromFile("../../docs/openapi.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 // share of the slots, another app still gets one, and a slot given back
 // is taken by the next export waiting.
 func TestExportSlotsBoundEachAppAndTheInstance(t *testing.T) {
+	t.Parallel()
 	e := newExportSlots(3, 2, 0, 200*time.Millisecond)
 	ctx := context.Background()
 	a1, err1 := e.take(ctx, "a")
@@ -54,6 +55,7 @@ func httpStatus(err error) int {
 // The reserve: two apps at their share of the slots leave the last ones
 // to an app that holds none.
 func TestTheReserveKeepsSlotsForAnAppThatHoldsNone(t *testing.T) {
+	t.Parallel()
 	e := newExportSlots(6, 3, 2, 100*time.Millisecond)
 	ctx := context.Background()
 	for _, app := range []string{"a", "a", "a", "b"} {

@@ -24,6 +24,7 @@ import (
 // handler starts reading the body: past the key gate and whatever slot
 // is taken before reading.
 func TestSlowUploadsHoldNoDecodingSlot(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	addr := strings.TrimPrefix(srv.URL, "http://")
 	for _, app := range []string{"slow-a", "slow-b"} {

@@ -73,6 +73,7 @@ func postOTLP(t *testing.T, base, path, key, ctype string, body []byte, zip bool
 // An exporter that does not hear back sends the same export again; it is
 // counted once, over protobuf and over JSON alike.
 func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	body, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 3))
 	for range 2 {
@@ -104,6 +105,7 @@ func TestAnExportSentAgainIsCountedOnce(t *testing.T) {
 // What the receiver cannot read is refused whole with a status that says
 // so; nothing is counted.
 func TestAnExportThatDoesNotReadIsRefused(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	good, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 1))
 	bomb := bytes.Repeat([]byte{0}, 5<<20) // 5 MiB of zeros gzip to a few KiB
@@ -134,6 +136,7 @@ func TestAnExportThatDoesNotReadIsRefused(t *testing.T) {
 // An export past the limit of records keeps the first ones and tells the
 // exporter, in OTLP's partial success, how many it refused.
 func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	body, _ := proto.Marshal(hostSpans("func-orders-demo", srv.Clock.Now(), 0, manySpans(srv.Clock.Now(), 10_005)...))
 	r := postOTLP(t, srv.URL, "/v1/traces", demo.Key, "application/x-protobuf", body, false)
@@ -154,6 +157,7 @@ func TestAnExportPastTheLimitIsTakenInPart(t *testing.T) {
 // of its own, is counted whole: the 200 rows an API report may write do
 // not apply to it, since no exporter sends refused spans again.
 func TestAFullSDKBatchSpreadOverSecondsIsCountedWhole(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	now := srv.Clock.Now()
 	spans := manySpans(now, 512)
@@ -188,6 +192,7 @@ func manySpans(at time.Time, n int) []*tracepb.Span {
 // counts for A, and the Apps page says so; spans that name no function
 // are counted as such and shown with why.
 func TestTheKeyDecidesTheAppAndTheAppsPageSaysWhatArrived(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	_, hashB := auth.NewAppKey("billing")
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "billing", Site: "func-billing", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/b.json", APIKeyHash: hashB}); err != nil {
@@ -267,6 +272,7 @@ func protowireLen(n int) []byte {
 // million empty spans is read up to the first 10,000, the rest refused
 // with OTLP's partial success.
 func TestAnExportThatWouldCostTooMuchToDecodeIsRefused(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	r := postOTLP(t, srv.URL, "/v1/logs", demo.Key, "application/x-protobuf", emptyResources(2_000_000), true)
 	wantStatus(t, r, http.StatusRequestEntityTooLarge)
@@ -306,6 +312,7 @@ func (rawCodec) Unmarshal(data []byte, v any) error { return proto.Unmarshal(dat
 // built, and refused with ResourceExhausted; the cut spans are told as
 // partial success.
 func TestAnExportThatWouldCostTooMuchToDecodeIsRefusedOverGRPC(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	conn, err := grpc.NewClient(strings.TrimPrefix(srv.URL, "http://"), grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(rawCodec{}), grpc.MaxCallSendMsgSize(8<<20)))

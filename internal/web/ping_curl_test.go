@@ -39,6 +39,7 @@ func runCurl(t *testing.T, args ...string) (int, string, string) {
 // its run: the first 100 kB are kept, the answer is OK, and the limit is
 // in the Ping-Body-Limit header, as Healthchecks does.
 func TestCurlWithALongLogRecordsTheRun(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("curl"); err != nil {
 		t.Fatal("curl is not installed: the ping tests drive the real curl")
 	}
@@ -72,6 +73,7 @@ func TestCurlWithALongLogRecordsTheRun(t *testing.T) {
 // A client that floods the ping API gets 429 with Retry-After, recovers
 // once its bucket refills, and another client is never affected.
 func TestAPingFloodIsThrottledAndOthersAreNot(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_PING_RATE_LIMIT": "2", "FUSEBOX_TRUST_PROXY_HEADERS": "true"})
 	ping := func(client string) response {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ping/00000000-0000-4000-8000-00000000abcd", nil)
@@ -104,6 +106,7 @@ func TestAPingFloodIsThrottledAndOthersAreNot(t *testing.T) {
 // client's port: the flooding address is throttled, and clients at other
 // addresses, IPv4 or IPv6 and with ports of their own, are not.
 func TestAPingFloodBehindAppServiceThrottlesOnlyItsClient(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_PING_RATE_LIMIT": "2", "FUSEBOX_TRUST_PROXY_HEADERS": "true"})
 	ping := func(forwarded string) int {
 		req, _ := http.NewRequest(http.MethodGet, srv.URL+"/ping/00000000-0000-4000-8000-00000000abcd", nil)

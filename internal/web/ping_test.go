@@ -63,6 +63,7 @@ func runs(t *testing.T, srv *apptest.Server, id string) []storage.StoredRun {
 }
 
 func TestPingsWorkLikeHealthchecks(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	base := srv.URL + "/ping/" + nightlyToken
 
@@ -119,6 +120,7 @@ func TestPingsWorkLikeHealthchecks(t *testing.T) {
 }
 
 func TestPingsThatStoreNothing(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	tests := []struct {
 		name   string
@@ -158,6 +160,7 @@ func TestPingsThatStoreNothing(t *testing.T) {
 // a check that ignores pings while paused: a crontab line with curl -f
 // keeps working, and the job stays paused.
 func TestAPausedJobsPingIsKeptAndTheJobStaysPaused(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	paused, _ := srv.App.Store.Jobs.Get(t.Context(), nightly)
 	paused.Paused = true
@@ -180,6 +183,7 @@ func TestAPausedJobsPingIsKeptAndTheJobStaysPaused(t *testing.T) {
 // A slug URL with ?create=1 makes the job on its first ping (201), with
 // Healthchecks' defaults for such checks; the next ping finds it (200).
 func TestAFirstPingCanCreateItsJob(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	url := srv.URL + "/ping/ping-key-0123456789/db-backup?create=1"
 	first := curl(t, http.MethodPost, url, "dumped 3 GB")
@@ -219,6 +223,7 @@ func TestAFirstPingCanCreateItsJob(t *testing.T) {
 // token. A token for the right job with another secret, or for no job,
 // pings nothing.
 func TestAJobsIDIsNoPingSecret(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightly, ""), http.StatusNotFound)
 	if rs := runs(t, srv, nightly); len(rs) != 0 {
@@ -264,6 +269,7 @@ func TestAJobsIDIsNoPingSecret(t *testing.T) {
 // ?create=1 makes at most 50 jobs an hour on an instance; the 51st slug is
 // answered 429 with what to do, and pings of the jobs made still count.
 func TestThePingKeyCreatesABoundedNumberOfJobs(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	for i := range 50 {
 		url := fmt.Sprintf("%s/ping/ping-key-0123456789/made-%d?create=1", srv.URL, i)
@@ -285,6 +291,7 @@ func TestThePingKeyCreatesABoundedNumberOfJobs(t *testing.T) {
 // store holds thousands of runs (a flood before the bound) costs /jobs and
 // the overview a read of what its slots may hold, and says so.
 func TestAFloodOfRunsIsBoundedPerSlot(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	base := srv.URL + "/ping/" + nightlyToken
 	stored, refused := 0, 0
@@ -341,6 +348,7 @@ func TestAFloodOfRunsIsBoundedPerSlot(t *testing.T) {
 // secret is refused before any storage read: 50 forged pings after a good
 // one cost no read of the job, and the job's real token still pings.
 func TestAForgedTokenOfARealJobCostsNoRead(t *testing.T) {
+	t.Parallel()
 	srv := pingServer(t)
 	wantStatus(t, curl(t, http.MethodGet, srv.URL+"/ping/"+nightlyToken, ""), http.StatusOK)
 	b := newBrowser(t, srv.URL)

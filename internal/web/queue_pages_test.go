@@ -82,6 +82,7 @@ func waitFor(t *testing.T, srv *apptest.Server, b *browser, page, want string) r
 // only), told to the circuit's recipients once, and sent back to work in
 // the background after a confirmation, with a reason in the audit log.
 func TestPoisonMessagesAreShownToldAndSentBackFromThePages(t *testing.T) {
+	t.Parallel()
 	srv := apptest.StartWith(t, nil, apptest.Options{SetAsideEvery: time.Second})
 	ctx := t.Context()
 	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
@@ -198,6 +199,7 @@ func TestPoisonMessagesAreShownToldAndSentBackFromThePages(t *testing.T) {
 // has even timed out, and the hanging app's page then says why it shows
 // nothing, in Fusebox's words.
 func TestAnAppWhoseQueuesHangHoldsUpNoOther(t *testing.T) {
+	t.Parallel()
 	srv := apptest.StartWith(t, nil, apptest.Options{SetAsideEvery: time.Second})
 	ctx := t.Context()
 	conn := queueConn(t)
@@ -243,6 +245,7 @@ func TestAnAppWhoseQueuesHangHoldsUpNoOther(t *testing.T) {
 // drops it: the queue's page warns, and its recipients get one notice.
 // On the real clock: the service stamps the message's expiry with its own.
 func TestAPoisonMessageAboutToExpireIsTold(t *testing.T) {
+	t.Parallel()
 	srv := apptest.StartWith(t, nil, apptest.Options{RealClock: true, SetAsideEvery: time.Second})
 	ctx := t.Context()
 	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {

@@ -16,6 +16,7 @@ import (
 // instance reports many failures, and trips once a second one reports
 // some too; the page counts the instances, the flip says how many.
 func TestAQuorumTripsOnlyWhenEnoughInstancesFail(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	ctx := t.Context()
 	ci, err := srv.App.Store.Circuits.Get(ctx, demo.AppID, "ProcessOrders")

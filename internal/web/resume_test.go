@@ -16,6 +16,7 @@ import (
 )
 
 func TestResumeLinksThatMustNotWork(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	signer := srv.App.Links
 	open := func(l alerts.Link) string { return "/resume/" + signer.Sign(l) }
@@ -77,6 +78,7 @@ func TestResumeLinksThatMustNotWork(t *testing.T) {
 }
 
 func TestMailPageShowsStatesAndResends(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.Start(t, smtp.Env())
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {

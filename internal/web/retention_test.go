@@ -22,6 +22,7 @@ import (
 // step escalating to the lead; once retention passes it, the page and a
 // notice to both lists say how many are gone.
 func TestRetentionRemindersComeAheadOfExpiry(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RetentionEvery: 5 * time.Second})
 	ctx := t.Context()

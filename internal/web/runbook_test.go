@@ -13,6 +13,7 @@ import (
 // A circuit's runbook, set on its form, is linked on its page and said by
 // the API; a link that is not a web address is refused with the reason.
 func TestARunbookReachesThePageAndTheAPI(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")

@@ -144,6 +144,7 @@ const csrfRefusal = "did not come from Fusebox"
 // Every route that changes state refuses a request without Fusebox's CSRF
 // token for this browser, whoever is signed in.
 func TestEveryChangeNeedsACSRFToken(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	olivia := newBrowser(t, srv.URL)
 	olivia.signIn("olivia")
@@ -178,6 +179,7 @@ func TestEveryChangeNeedsACSRFToken(t *testing.T) {
 // send a forged Easy Auth header to a Fusebox that does not use Easy Auth;
 // every operator route refuses viewers, by session and by API token.
 func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
+	t.Parallel()
 	viewToken, viewHash := auth.NewAPIToken()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_API_TOKENS": "dashboard:viewer:" + viewHash})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
@@ -243,6 +245,7 @@ func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 // OData literals: a quote in a path or query value finds nothing and
 // breaks nothing.
 func TestODataInjectionFindsNothing(t *testing.T) {
+	t.Parallel()
 	srv, op, _ := apiServer(t)
 	if got := op.call(http.MethodGet, "/api/v1/circuits?app="+demo.AppID, ""); !strings.Contains(got.body, "ProcessOrders") {
 		t.Fatalf("the app filter finds nothing even for the demo app:\n%.300s", got.body)
@@ -286,6 +289,7 @@ func TestODataInjectionFindsNothing(t *testing.T) {
 // it: 413, as JSON to machines and the API, and as a page to browsers. Pings are the
 // exception, since a cut log must still count as a run (ping_test.go).
 func TestEveryBodyIsLimited(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_MAX_BODY_BYTES": "2048"})
 	big := strings.Repeat("x", 4096)
 	checked := 0

@@ -49,6 +49,7 @@ func (l *lockedBuffer) String() string {
 // real app sends meanwhile is accepted, and the malformed ids are refused
 // without a storage read.
 func TestAFloodOfMadeUpAppsFromManyAddressesLeavesRealReportsAccepted(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_TRUST_PROXY_HEADERS": "true"})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
@@ -81,6 +82,7 @@ func TestAFloodOfMadeUpAppsFromManyAddressesLeavesRealReportsAccepted(t *testing
 // stranger's address, refused without a storage read; the log says so
 // once, not per request.
 func TestAForgedKeyFloodLeavesTheRealKeysReportsAccepted(t *testing.T) {
+	t.Parallel()
 	log := &lockedBuffer{}
 	srv := apptest.StartWith(t, nil, apptest.Options{Log: log})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
@@ -111,6 +113,7 @@ func TestAForgedKeyFloodLeavesTheRealKeysReportsAccepted(t *testing.T) {
 // methods, which any client may send without signing in, are OTHER, not a
 // new series each, kept for the life of the process.
 func TestMadeUpMethodsAddNoSeries(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	client := &http.Client{}
 	for i := range 200 {
@@ -143,6 +146,7 @@ func TestMadeUpMethodsAddNoSeries(t *testing.T) {
 // session they hold is a viewer's from the next request, not for the
 // rest of its 12 hours; a user removed is signed out.
 func TestALocalRoleTakenAwayAppliesAtTheNextRequest(t *testing.T) {
+	t.Parallel()
 	before := apptest.Start(t, nil)
 	b := newBrowser(t, before.URL)
 	b.signIn("olivia")
@@ -177,6 +181,7 @@ func with(env map[string]string, k, v string) map[string]string {
 // names an app an hour (the rest are refused item by item), the evaluator
 // reads none of them, and the Apps page lists them with Create circuit….
 func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	items := make([]string, 0, 10_000)
 	refusedWant := 0
@@ -250,6 +255,7 @@ func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
 // through the provider, which signs a user still signed in there back in
 // at once; a change sent with an old role is refused with what to do.
 func TestASingleSignOnRoleIsReadAgainWithinFiveMinutes(t *testing.T) {
+	t.Parallel()
 	var srv *apptest.Server
 	provider := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
 	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-operators"}}})
@@ -295,6 +301,7 @@ func TestASingleSignOnRoleIsReadAgainWithinFiveMinutes(t *testing.T) {
 // add up: they come back refused, to be sent again; the function with a
 // circuit beside them is counted, and another function's tally is kept.
 func TestABadTallyRowRefusesOnlyItsOwnItems(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.Seeded(t)
 	minute := srv.Clock.Now().UTC().Truncate(time.Minute)
 	sc, err := aztables.NewServiceClientFromConnectionString(testenv.ConnectionString(t), &aztables.ClientOptions{ClientOptions: testenv.Bounded()})
@@ -340,6 +347,7 @@ func TestABadTallyRowRefusesOnlyItsOwnItems(t *testing.T) {
 // through the provider and they are a viewer, no later than the window
 // (plus the time a loaded machine takes) after the change.
 func TestASingleSignOnRoleIsReadAgainOnTheRealClock(t *testing.T) {
+	t.Parallel()
 	const maxAge = 3 * time.Second
 	provider := oidctest.Start(t, "", time.Now)
 	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-operators"}}})
@@ -411,6 +419,7 @@ func resolve(base, location string) string {
 // 2 s the circuit list is reused, its reports are counted by the circuit
 // instead of tallied, and the circuit's page shows them.
 func TestAFunctionReportingWithoutACircuitGetsOneOnTheRealClock(t *testing.T) {
+	t.Parallel()
 	srv := apptest.StartRealClock(t, nil)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
 		t.Fatal(err)
@@ -509,6 +518,7 @@ func floodWhileTheRealAppReports(t *testing.T, url string, workers, each int, fo
 // no CSRF token, and neither a report nor a ping is answered with a
 // cookie, so no session or CSRF state is made for a machine.
 func TestMachineIntakeRunsNoneOfThePeoplesChain(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_MAX_BODY_BYTES": "2048"})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)

@@ -29,6 +29,7 @@ var applyLink = regexp.MustCompile(`https?://[^\s"]+(/throttle/[A-Za-z0-9._~-]+)
 // On the real clock: what the person waits for is the evaluator noticing,
 // the mail, and the switch writing after they press the button.
 func TestAThrottleAskedIsAppliedFromTheMailedLink(t *testing.T) {
+	t.Parallel()
 	smtp := mailtest.Start(t)
 	srv := apptest.StartWith(t, smtp.Env(), apptest.Options{RealClock: true})
 	settings := filepath.Join(t.TempDir(), "local.settings.json")
@@ -106,6 +107,7 @@ func TestAThrottleAskedIsAppliedFromTheMailedLink(t *testing.T) {
 // said the downstream pushed back, as reported: 45 null references throttle
 // nothing; 45 TooManyRequests do.
 func TestOnlyThrottlingErrorsCountTowardTheThrottle(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	settings := filepath.Join(t.TempDir(), "local.settings.json")
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {
@@ -148,6 +150,7 @@ func TestOnlyThrottlingErrorsCountTowardTheThrottle(t *testing.T) {
 // where the built-in words alone count none of them. Words only count on a
 // throttle of throttling errors only, and the form says so.
 func TestACircuitsOwnWordsForPushingBackCount(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	settings := filepath.Join(t.TempDir(), "local.settings.json")
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, srv.Clock.Now()); err != nil {

@@ -23,6 +23,7 @@ import (
 // threshold it did not set from the smallest default; an Event Hubs
 // function's own options. Nothing is written.
 func TestTheTripPageShowsWhatLoweringWouldWrite(t *testing.T) {
+	t.Parallel()
 	arm, appSettings := apptest.GuardableARM(subOrders)
 	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
@@ -66,6 +67,7 @@ func TestTheTripPageShowsWhatLoweringWouldWrite(t *testing.T) {
 // (it reads the app's settings through ARM) and writes nothing. A circuit
 // without a throttle stage has no such part.
 func TestACircuitPageShowsWhatItsThrottleWouldWrite(t *testing.T) {
+	t.Parallel()
 	arm, appSettings := apptest.GuardableARM(subOrders)
 	srv := apptest.StartWith(t, nil, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", SubscriptionID: subOrders, ResourceGroup: "rg-orders", Site: "func-orders", Switch: circuit.SwitchARM}); err != nil {
@@ -111,6 +113,7 @@ func TestACircuitPageShowsWhatItsThrottleWouldWrite(t *testing.T) {
 // What a throttle handed back (settings changed by hand while it held
 // them) is said on the circuit's page and in the API.
 func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	settings := t.TempDir() + "/local.settings.json"
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: settings}); err != nil {
@@ -145,6 +148,7 @@ func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
 // functions for 30 s, not one each view. Only reads made for a request
 // are counted: the app's own loops read the settings on their own time.
 func TestAViewerReloadingCostsARMOneReadAWhile(t *testing.T) {
+	t.Parallel()
 	arm, _ := apptest.GuardableARM(subOrders)
 	var settingsReads, functionLists atomic.Int32
 	list, listFns := arm.ListApplicationSettings, arm.NewListFunctionsPager

@@ -75,6 +75,7 @@ func (r *otlpReceiver) inTrace(trace string) []span {
 // the ARM calls that switch the trigger as children of the trip. The
 // flip log keeps the traceparent.
 func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
+	t.Parallel()
 	recv := &otlpReceiver{}
 	collector := httptest.NewServer(recv)
 	defer collector.Close()

@@ -17,6 +17,7 @@ import (
 // and the record of the switched trigger are each one conditional write
 // at the version read, with no read again.
 func TestATripFromAReportReadsItsCircuitTwice(t *testing.T) {
+	t.Parallel()
 	srv, _ := apptest.SeededRealClock(t)
 	reads := srv.App.Store.Circuits.CountReads(demo.AppID, "ProcessOrders")
 	r := postJSON(t, srv.URL, demo.Key, `{"failures": [{"function": "ProcessOrders", "count": 1001}]}`)

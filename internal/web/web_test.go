@@ -96,6 +96,7 @@ func wantStatus(t *testing.T, r response, status int) {
 }
 
 func TestProbesAndMetricsAreOpen(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	b := newBrowser(t, srv.URL)
 	wantStatus(t, b.get("/healthz"), http.StatusOK)
@@ -120,6 +121,7 @@ func TestProbesAndMetricsAreOpen(t *testing.T) {
 }
 
 func TestMetricsTokenWhenConfigured(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_METRICS_TOKEN": "metrics-token-0123456789"})
 	b := newBrowser(t, srv.URL)
 	wantStatus(t, b.get("/metrics", "Accept", "text/plain"), http.StatusUnauthorized)
@@ -128,6 +130,7 @@ func TestMetricsTokenWhenConfigured(t *testing.T) {
 }
 
 func TestReadyzFailsUntilMigrated(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_MIGRATE_ON_START": "false"})
 	b := newBrowser(t, srv.URL)
 	r := b.get("/readyz")
@@ -139,6 +142,7 @@ func TestReadyzFailsUntilMigrated(t *testing.T) {
 }
 
 func TestAnonymousVisitorsAreSentToSignIn(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	b := newBrowser(t, srv.URL)
 	for _, path := range []string{"/", "/circuits", "/jobs", "/locks", "/audit"} {
@@ -165,6 +169,7 @@ func TestAnonymousVisitorsAreSentToSignIn(t *testing.T) {
 }
 
 func TestSignInShowsTheOverviewFromStorage(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
@@ -210,6 +215,7 @@ func TestSignInShowsTheOverviewFromStorage(t *testing.T) {
 }
 
 func TestSignOutEndsTheSessionEverywhere(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	b := newBrowser(t, srv.URL)
 	wantStatus(t, b.signIn("victor"), http.StatusSeeOther)
@@ -237,6 +243,7 @@ func TestSignOutEndsTheSessionEverywhere(t *testing.T) {
 }
 
 func TestFormsNeedAValidCSRFToken(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	b := newBrowser(t, srv.URL)
 	token := b.csrf("/login")
@@ -252,6 +259,7 @@ func TestFormsNeedAValidCSRFToken(t *testing.T) {
 }
 
 func TestSignInAttemptsAreRateLimited(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_LOGIN_RATE_LIMIT": "0.001"})
 	b := newBrowser(t, srv.URL)
 	form := url.Values{"_csrf": {b.csrf("/login")}, "username": {"olivia"}, "password": {"guess"}}
@@ -268,6 +276,7 @@ func TestSignInAttemptsAreRateLimited(t *testing.T) {
 }
 
 func TestSignInRedirectsStayOnSite(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	for next, want := range map[string]string{
 		"/jobs?x=1":          "/jobs?x=1",
@@ -285,6 +294,7 @@ func TestSignInRedirectsStayOnSite(t *testing.T) {
 }
 
 func TestSecurityHeadersAndLimits(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_MAX_BODY_BYTES": "2048"})
 	b := newBrowser(t, srv.URL)
 	r := b.get("/login")
@@ -320,6 +330,7 @@ func TestSecurityHeadersAndLimits(t *testing.T) {
 }
 
 func TestStaticAssetsAreCacheBusted(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	b := newBrowser(t, srv.URL)
 	m := regexp.MustCompile(`href="(/static/css/app\.css\?v=[0-9a-f]{12})"`).FindStringSubmatch(b.get("/login").body)
@@ -346,6 +357,7 @@ func easyAuthHeader(roles ...string) string {
 }
 
 func TestEasyAuthHeaderIsIgnoredUnlessEnabled(t *testing.T) {
+	t.Parallel()
 	off := apptest.Start(t, nil)
 	r := newBrowser(t, off.URL).get("/", "X-MS-CLIENT-PRINCIPAL", easyAuthHeader("Fusebox.Operator"))
 	wantStatus(t, r, http.StatusSeeOther)
@@ -364,6 +376,7 @@ func TestEasyAuthHeaderIsIgnoredUnlessEnabled(t *testing.T) {
 }
 
 func TestOIDCSignInOverHTTP(t *testing.T) {
+	t.Parallel()
 	var srv *apptest.Server
 	provider := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
 	provider.SetUser(oidctest.User{Subject: "u-9", Name: "Ada", Claims: map[string]any{"groups": []any{"g-operators"}}})
@@ -403,6 +416,7 @@ func mustRequest(t *testing.T, u string) *http.Request {
 }
 
 func TestLocksPageListsLeases(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	held, err := srv.App.Locker.TryAcquire(t.Context(), "orders/100")
 	if err != nil {
@@ -430,6 +444,7 @@ func TestLocksPageListsLeases(t *testing.T) {
 }
 
 func TestStorageRowsOfOthersAreValidated(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	type badCircuit struct {
 		tablestore.Meta
@@ -458,6 +473,7 @@ func TestStorageRowsOfOthersAreValidated(t *testing.T) {
 // browser signs in, and each page carries its token masked afresh, so no
 // two responses hold the same bytes (BREACH).
 func TestSignInGivesTheBrowserANewCSRFToken(t *testing.T) {
+	t.Parallel()
 	srv := apptest.Start(t, nil)
 	b := newBrowser(t, srv.URL)
 	before := b.csrf("/login")

@@ -1,0 +1,30 @@
+package auth
+
+import (
+	"testing"
+
+	"golang.org/x/crypto/bcrypt"
+)
+
+// An unknown name is checked against a hash as dear as the dearest
+// user's, so it takes as long as a wrong password for that user: a hash
+// of the default cost beside users hashed dearer would tell names apart.
+func TestAnUnknownNameCostsAsMuchAsTheDearestUser(t *testing.T) {
+	hash := func(cost int) []byte {
+		h, err := bcrypt.GenerateFromPassword([]byte("pw"), cost)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h
+	}
+	l := NewLocalUsers([]LocalUser{{Name: "a", PasswordHash: hash(bcrypt.MinCost)}, {Name: "b", PasswordHash: hash(bcrypt.MinCost + 2)}, {Name: "c", PasswordHash: []byte("not a hash")}})
+	if got, err := bcrypt.Cost(l.dummy); err != nil || got != bcrypt.MinCost+2 {
+		t.Errorf("the unknown-name hash costs %d (%v), want the dearest user's %d", got, err, bcrypt.MinCost+2)
+	}
+	if _, err := l.Authenticate("nobody", "pw"); err != ErrBadCredentials {
+		t.Errorf("an unknown name: %v, want ErrBadCredentials", err)
+	}
+	if got, _ := bcrypt.Cost(NewLocalUsers(nil).dummy); got != bcrypt.DefaultCost {
+		t.Errorf("with no users the unknown-name hash costs %d, want bcrypt's default %d", got, bcrypt.DefaultCost)
+	}
+}

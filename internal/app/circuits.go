@@ -44,13 +44,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		Claims: claims, Interval: cfg.EvaluatorInterval, DriftEvery: cfg.DriftCheckInterval, Clock: o.Clock, Logger: o.Logger, Identity: st.locker.Identity(),
 		OnTransition: traceTransition,
 	})
-	reports := reportService(store, now, cfg.IngestRowLimit, func(counted []ingest.Report) {
-		told := make([]circuit.Reported, len(counted))
-		for i, r := range counted {
-			told[i] = circuit.Reported{AppID: r.App, Function: r.Function, Failures: r.Count, Successes: r.Successes}
-		}
-		evaluator.CheckReported(told)
-	})
+	reports := reportService(store, now, cfg.IngestRowLimit, evaluator.CheckReported)
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
@@ -65,7 +59,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 
 // reportService takes failure reports, from the HTTP API and the
 // OpenTelemetry receiver; stored is told of each report's counts.
-func reportService(store *storage.Store, now func() time.Time, rowsPerSecond float64, stored func([]ingest.Report)) *ingest.Service {
+func reportService(store *storage.Store, now func() time.Time, rowsPerSecond float64, stored func([]circuit.Reported)) *ingest.Service {
 	instance := make([]byte, 6)
 	_, _ = rand.Read(instance)
 	var requests atomic.Int64

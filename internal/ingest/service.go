@@ -123,8 +123,9 @@ type Service struct {
 	// Take says ErrRowBudget.
 	Budget *RowBudget
 	// Stored, if set, is told of the counts just kept, before the answer
-	// goes out: the evaluator ticks at once when they may trip a circuit.
-	Stored func([]Report)
+	// goes out, in the evaluator's terms (circuit.Evaluator.CheckReported):
+	// it checks at once the circuits they may trip.
+	Stored func([]circuit.Reported)
 }
 
 // Take checks, routes and keeps a batch. A Result with nothing accepted
@@ -207,10 +208,19 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		if s.Stored != nil {
-			s.Stored(routed.Counted)
+			s.Stored(reported(routed.Counted))
 		}
 	}
 	return res, nil
+}
+
+// reported are the counts of reports, as the evaluator reads them.
+func reported(reports []Report) []circuit.Reported {
+	out := make([]circuit.Reported, len(reports))
+	for i, r := range reports {
+		out[i] = circuit.Reported{AppID: r.App, Function: r.Function, Failures: r.Count, Successes: r.Successes}
+	}
+	return out
 }
 
 func sortRejected(r []Rejection) {

@@ -159,3 +159,50 @@ func TestAnUnreadableActuationIsReplacedByTheNextSwitch(t *testing.T) {
 		t.Errorf("after the switch: pending %v, applied episode %d; want 4", got.Pending(), got.AppliedEpisode)
 	}
 }
+
+// An actuation row of another incarnation (left by a deleted circuit of
+// the same name) is not the circuit's: read or listed, none of what it
+// says is, and the circuit's next switch error replaces it.
+func TestALeftoverActuationIsNotTheNewCircuits(t *testing.T) {
+	cs, svc := newCircuits(t)
+	ctx := t.Context()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	if err := cs.Create(ctx, circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: t0}); err != nil {
+		t.Fatal(err)
+	}
+	type leftover struct {
+		tablestore.Meta
+		Incarnation    string
+		Episode        int64
+		AppliedEpisode int64
+		ApplyError     string
+		Drift          string
+	}
+	if err := svc.Table(storage.TableCircuits).Upsert(ctx, &leftover{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: "a|Process"},
+		Incarnation: "an-older-circuit", AppliedEpisode: 7, ApplyError: "the old circuit's switch failed", Drift: "the old circuit drifted"}); err != nil {
+		t.Fatal(err)
+	}
+	listed, err := cs.List(ctx)
+	if err != nil || len(listed) != 1 {
+		t.Fatalf("listed: %d circuits, %v; want one", len(listed), err)
+	}
+	for how, c := range map[string]circuit.Circuit{"read": mustGet(t, cs, "orders", "Process"), "listed": listed[0]} {
+		if c.AppliedEpisode != 0 || c.ApplyError != "" || c.Drift != "" || c.Pending() {
+			t.Errorf("%s with another circuit's actuation row: applied episode %d, error %q, drift %q, pending %v; want none of it",
+				how, c.AppliedEpisode, c.ApplyError, c.Drift, c.Pending())
+		}
+	}
+	next, fl, err := circuit.Trip(mustGet(t, cs, "orders", "Process"), "ops", "by hand", circuit.Counts{}, t0.Add(time.Minute))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.Transition(ctx, lease.Fence{}, next, fl); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.SetApplyError(ctx, lease.Fence{}, mustGet(t, cs, "orders", "Process"), "no answer", 1, t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, cs, "orders", "Process"); got.ApplyError != "no answer" || got.AppliedEpisode != 0 || !got.Pending() {
+		t.Errorf("after its own switch failed: error %q, applied episode %d, pending %v; want its error, nothing applied, pending", got.ApplyError, got.AppliedEpisode, got.Pending())
+	}
+}

@@ -30,6 +30,15 @@ func mustGet(t *testing.T, cs *storage.Circuits, app, function string) circuit.C
 	return c
 }
 
+// mustCreateProcess creates orders/Process in state, at episode, changed at.
+func mustCreateProcess(t *testing.T, cs *storage.Circuits, state circuit.State, episode int64, at time.Time) {
+	t.Helper()
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: state, Episode: episode, ChangedAt: at}
+	if err := cs.Create(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // The switch and the verifier write a circuit's actuation, not its row:
 // a trip decided on the circuit as read before them still lands, with no
 // read again, and what they wrote is still there after it.
@@ -37,9 +46,7 @@ func TestSwitchingAndVerifyingLeaveTheVersionATransitionDependsOn(t *testing.T) 
 	cs, _ := newCircuits(t)
 	ctx := t.Context()
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	if err := cs.Create(ctx, circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: t0}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreateProcess(t, cs, circuit.Closed, 0, t0)
 	decided := mustGet(t, cs, "orders", "Process")
 	if decided.Pending() || decided.Actuation.Version == "" {
 		t.Fatalf("a new circuit: pending %v, actuation version %q; want applied, with an actuation row", decided.Pending(), decided.Actuation.Version)
@@ -135,9 +142,7 @@ func TestAnUnreadableActuationIsReplacedByTheNextSwitch(t *testing.T) {
 	cs, svc := newCircuits(t)
 	ctx := t.Context()
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	if err := cs.Create(ctx, circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Open, Episode: 4, ChangedAt: t0}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreateProcess(t, cs, circuit.Open, 4, t0)
 	type garbled struct {
 		tablestore.Meta
 		AppliedEpisode string // a number, written as words by someone
@@ -167,9 +172,7 @@ func TestALeftoverActuationIsNotTheNewCircuits(t *testing.T) {
 	cs, svc := newCircuits(t)
 	ctx := t.Context()
 	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	if err := cs.Create(ctx, circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.Closed, ChangedAt: t0}); err != nil {
-		t.Fatal(err)
-	}
+	mustCreateProcess(t, cs, circuit.Closed, 0, t0)
 	type leftover struct {
 		tablestore.Meta
 		Incarnation    string

@@ -13,15 +13,10 @@ import (
 	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 )
 
-func serve(t *testing.T, h amqphub.Hub) string {
-	t.Helper()
-	return amqphub.ConnectionString(amqphubtest.Serve(t, h))
-}
-
 // The real azeventhubs client reads what the hub says, over AMQP.
 func TestTheEventHubsClientReadsPartitionsAndTheHub(t *testing.T) {
 	at := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
-	conn := serve(t, amqphub.Fixed{"orders": {
+	conn := amqphubtest.ServeConnection(t, amqphub.Fixed{"orders": {
 		"0": {First: 100, Last: 4711, LastOffset: "9000", LastEnqueued: at},
 		"1": {First: 0, Last: -1, Empty: true},
 	}})
@@ -58,7 +53,7 @@ func TestTheEventHubsClientReadsPartitionsAndTheHub(t *testing.T) {
 }
 
 func TestAnUnknownHubOrPartitionIsAnError(t *testing.T) {
-	conn := serve(t, amqphub.Fixed{"orders": {}})
+	conn := amqphubtest.ServeConnection(t, amqphub.Fixed{"orders": {}})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	for _, name := range []string{"orders", "payments"} {
@@ -123,7 +118,7 @@ func TestAPeerSpeakingNonsenseIsDisconnected(t *testing.T) {
 // A client that keeps asking is never starved of credit: thousands of
 // reads on one connection, more than one grant of link credit.
 func TestManyReadsOnOneConnection(t *testing.T) {
-	conn := serve(t, amqphub.Fixed{"orders": {"0": {Last: 7}}})
+	conn := amqphubtest.ServeConnection(t, amqphub.Fixed{"orders": {"0": {Last: 7}}})
 	c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, "orders", azeventhubs.DefaultConsumerGroup, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -143,7 +138,7 @@ func TestManyReadsOnOneConnection(t *testing.T) {
 // retained event gets that one, as from the service.
 func TestTheEventHubsClientReceivesTheEventsAfterASequenceNumber(t *testing.T) {
 	first := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	conn := serve(t, amqphub.Fixed{"orders": {
+	conn := amqphubtest.ServeConnection(t, amqphub.Fixed{"orders": {
 		"0": {First: 100, Last: 200, FirstEnqueued: first, LastEnqueued: first.Add(100 * time.Second)},
 	}})
 	c, err := azeventhubs.NewConsumerClientFromConnectionString(conn, "orders", azeventhubs.DefaultConsumerGroup, nil)

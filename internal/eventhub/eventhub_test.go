@@ -45,13 +45,8 @@ func (h *hub) Partition(ctx context.Context, name, id string) (amqphub.Partition
 	return amqphub.Partition{First: 0, Last: last, LastEnqueued: time.Now()}, true
 }
 
-func serve(t *testing.T, h amqphub.Hub) string {
-	t.Helper()
-	return amqphub.ConnectionString(amqphubtest.Serve(t, h))
-}
-
 func TestHeadsAreReadForEachPartition(t *testing.T) {
-	conn := serve(t, &hub{})
+	conn := amqphubtest.ServeConnection(t, &hub{})
 	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer r.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -74,7 +69,7 @@ func TestHeadsAreReadForEachPartition(t *testing.T) {
 // no more, and the next read, once it answers again, works.
 func TestANamespaceThatDoesNotAnswerIsLeftAtTheDeadline(t *testing.T) {
 	h := &hub{release: make(chan struct{})}
-	conn := serve(t, h)
+	conn := amqphubtest.ServeConnection(t, h)
 	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer r.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -186,7 +181,7 @@ func TestCallersAtOnceShareOneRead(t *testing.T) {
 	hubs := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer hubs.Close(context.Background())
 	src := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), Hubs: hubs}
-	app := circuit.App{ID: "orders-" + tag, HostStorage: testenv.ConnectionString(t), HostID: tag, EventHubs: serve(t, h)}
+	app := circuit.App{ID: "orders-" + tag, HostStorage: testenv.ConnectionString(t), HostID: tag, EventHubs: amqphubtest.ServeConnection(t, h)}
 	const callers = 20
 	snaps := make(chan hostinsight.Snapshot, callers)
 	var start, done sync.WaitGroup
@@ -283,7 +278,7 @@ func TestCheckSaysWhatIsWrong(t *testing.T) {
 // event reads that one.
 func TestOldestIsWhenTheEventAfterTheCheckpointArrived(t *testing.T) {
 	first := time.Date(2026, 12, 5, 8, 0, 0, 0, time.UTC)
-	conn := serve(t, amqphub.Fixed{"orders": {"0": {First: 1000, Last: 2000, FirstEnqueued: first, LastEnqueued: first.Add(1000 * time.Second)}}})
+	conn := amqphubtest.ServeConnection(t, amqphub.Fixed{"orders": {"0": {First: 1000, Last: 2000, FirstEnqueued: first, LastEnqueued: first.Add(1000 * time.Second)}}})
 	r := &eventhub.Reader{Endpoints: egress.Endpoints{Development: true}, Policy: egress.Policy{AllowLoopback: true}}
 	defer r.Close(context.Background())
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)

@@ -2,6 +2,7 @@ package storage_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strconv"
 	"strings"
@@ -165,27 +166,17 @@ func TestAQuietSecondAfterABurstReadsNothing(t *testing.T) {
 		t.Fatalf("full read: %d rows, %v", len(rows), err)
 	}
 	// The service's clock has whole seconds: once it has moved on from the
-	// burst's second, a read answered then covers the burst.
-	deadline := time.Now().Add(5 * time.Second)
-	// Read as the evaluator would, once a tick.
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	var last int64
-	for {
+	// burst's second, a read answered then covers the burst. Read as the
+	// evaluator would, tick after tick.
+	testenv.Eventually(t, 5*time.Second, func() (bool, string) {
 		before := rowsRead.Load()
 		rows, _, err := st.Failures.Window(t.Context(), from, now)
 		if err != nil || len(rows) != 200 {
 			t.Fatalf("incremental read: %d rows kept, %v", len(rows), err)
 		}
-		last = rowsRead.Load() - before
-		if last == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("5 s after the burst each incremental read still fetches %d rows", last)
-		}
-		<-tick.C
-	}
+		last := rowsRead.Load() - before
+		return last == 0, fmt.Sprintf("after the burst each incremental read still fetches %d rows", last)
+	})
 }
 
 // What a page groups is bounded before it is read: a window of 2,500

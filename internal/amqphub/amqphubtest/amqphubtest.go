@@ -19,3 +19,10 @@ func Serve(tb testing.TB, hub amqphub.Hub) string {
 	tb.Cleanup(stop)
 	return addr
 }
+
+// ServeConnection serves hub until tb ends and returns the connection
+// string an Event Hubs client uses for it.
+func ServeConnection(tb testing.TB, hub amqphub.Hub) string {
+	tb.Helper()
+	return amqphub.ConnectionString(Serve(tb, hub))
+}

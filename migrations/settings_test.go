@@ -229,3 +229,77 @@ func newSchema(t *testing.T) (*tablestore.Service, func(version int)) {
 		}
 	}
 }
+
+// What a throttle lowered, kept by the last release in the circuit's row
+// (release 13 had the actuation row, not this column in it), is read
+// from there during a rolling upgrade, survives a replace of the row
+// (moved first), and migration 14 moves it for good; once the circuit
+// closes and its switch is applied, it is gone from both rows.
+func TestWhatAThrottleLoweredMovesToTheActuationRow(t *testing.T) {
+	svc, migrateTo := newSchema(t)
+	ctx := t.Context()
+	migrateTo(13)
+	st := storage.New(svc)
+	at := time.Date(2026, 12, 1, 9, 30, 0, 0, time.UTC)
+	if err := st.Circuits.Create(ctx, circuit.Circuit{AppID: "orders", Function: "Process", State: circuit.Throttled, Episode: 3, ChangedAt: at,
+		Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 20}}}); err != nil {
+		t.Fatal(err)
+	}
+	type release13Lowered struct {
+		tablestore.Meta
+		Lowered, LoweredKind string
+	}
+	tbl := svc.Table(storage.TableCircuits)
+	const was = `{"AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize":"100"}`
+	if err := tbl.Merge(ctx, &release13Lowered{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: "c|Process", ETag: "*"}, Lowered: was, LoweredKind: "eventHub"}); err != nil {
+		t.Fatal(err)
+	}
+	lowered := func(how string) {
+		t.Helper()
+		c := mustGet(t, st, "orders", "Process")
+		if v := c.Lowered["AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize"]; v == nil || *v != "100" || c.LoweredKind != "eventHub" {
+			t.Fatalf("%s: lowered %v (%q); want the batch size of 100 held, for Event Hubs", how, c.Lowered, c.LoweredKind)
+		}
+	}
+	lowered("written by the last release")
+
+	// A replace of the row (a change read afresh) keeps it, in the actuation row.
+	if err := st.Circuits.SetState(ctx, lease.Fence{}, mustGet(t, st, "orders", "Process")); err != nil {
+		t.Fatal(err)
+	}
+	lowered("after a replace of the circuit's row")
+	migrateTo(len(migrations.Steps()))
+	if err := storage.MoveLowered(ctx, svc); err != nil { // again, as after a crash midway
+		t.Fatal(err)
+	}
+	lowered("after migration 14")
+	var raw release13Lowered
+	if err := tbl.Get(ctx, "orders", "c|Process", &raw); err != nil || raw.Lowered != "" {
+		t.Errorf("the circuit's row after migration 14: Lowered %q (%v); want none", raw.Lowered, err)
+	}
+	if err := tbl.Get(ctx, "orders", "a|Process", &raw); err != nil || raw.Lowered != was {
+		t.Errorf("the actuation row after migration 14: Lowered %q (%v); want %s", raw.Lowered, err, was)
+	}
+
+	// Setting it is the actuation's: the circuit's version does not move.
+	ci := mustGet(t, st, "orders", "Process")
+	if err := st.Circuits.SetLowered(ctx, lease.Fence{}, ci, "eventHub", map[string]*string{"AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize": ptr("100")}); err != nil {
+		t.Fatal(err)
+	}
+	if now := mustGet(t, st, "orders", "Process"); now.Version != ci.Version {
+		t.Errorf("recording what a throttle lowers moved the circuit's version from %q to %q", ci.Version, now.Version)
+	}
+	closed := mustGet(t, st, "orders", "Process")
+	closed.State, closed.Episode, closed.ChangedAt = circuit.Closed, 4, at.Add(time.Minute)
+	if err := st.Circuits.Transition(ctx, lease.Fence{}, closed, circuit.Flip{Episode: 4, From: circuit.Throttled, To: circuit.Closed, At: closed.ChangedAt, Actor: "ops"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Circuits.MarkApplied(ctx, lease.Fence{}, mustGet(t, st, "orders", "Process"), at.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if c := mustGet(t, st, "orders", "Process"); c.Lowered != nil || c.Pending() {
+		t.Errorf("closed and applied: lowered %v, pending %v; want nothing lowered", c.Lowered, c.Pending())
+	}
+}
+
+func ptr(s string) *string { return &s }

@@ -255,12 +255,6 @@ type Circuit struct {
 	// Asked says the last change was a throttle asked about (Throttle.Ask):
 	// the circuit stays closed until someone applies it by its link.
 	Asked bool
-	// Lowered are the app settings a throttle changed, as they were before
-	// it (nil: the setting was absent), so that what is restored is exactly
-	// what was there; nil while nothing is lowered. LoweredKind is the
-	// trigger kind they were read for.
-	Lowered     map[string]*string
-	LoweredKind string
 	// Released says which settings the throttle handed back: someone
 	// changed them by hand while it held them, so it leaves them as they
 	// were set, and neither steps nor puts them back. Cleared when a new
@@ -291,6 +285,13 @@ type Circuit struct {
 // someone moved by hand since. Storage keeps it as its own entity beside
 // the circuit, with its own Version.
 type Actuation struct {
+	// Lowered are the app settings a throttle changed, as they were before
+	// it (nil: the setting was absent), so that what is restored is exactly
+	// what was there; nil while nothing is lowered. LoweredKind is the
+	// trigger kind they were read for. Written by the throttle's switch
+	// beside the trigger's, never by a transition.
+	Lowered     map[string]*string
+	LoweredKind string
 	// AppliedEpisode is the episode whose trigger setting a switch last
 	// applied, at AppliedAt. While it lags Episode, the evaluator has work
 	// to do. A half-open trial and a cooldown run from AppliedAt: only then

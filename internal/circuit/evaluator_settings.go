@@ -74,14 +74,15 @@ type CircuitStore interface {
 	// once it was). Neither changes c.Version.
 	MarkApplied(ctx context.Context, f lease.Fence, c Circuit, at time.Time) error
 	SetApplyError(ctx context.Context, f lease.Fence, c Circuit, problem string, attempts int, retryAt time.Time) error
-	// SetLowered records, for episode, the settings a throttle is about
-	// to change as they were before it (nil: absent), and the trigger
-	// kind they were read for; refused if the circuit moved on.
-	SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error
-	// ReleaseLowered replaces, for episode, the settings a throttle holds
-	// with before (what is left of them) and records why the rest were
-	// handed back; refused if the circuit moved on.
-	ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error
+	// SetLowered records in c's actuation, for c.Episode, the settings a
+	// throttle is about to change as they were before it (nil: absent),
+	// and the trigger kind they were read for; refused once a newer
+	// episode was switched. It does not change c.Version.
+	SetLowered(ctx context.Context, f lease.Fence, c Circuit, kind string, before map[string]*string) error
+	// ReleaseLowered replaces, for c.Episode, the settings a throttle
+	// holds with before (what is left of them) and records on the circuit
+	// why the rest were handed back; refused if the circuit moved on.
+	ReleaseLowered(ctx context.Context, f lease.Fence, c Circuit, before map[string]*string, released string) error
 	// SetDrift and SetConfirmation record, in c's actuation, what was found
 	// of c.Episode's trigger once applied; refused if another episode was.
 	SetDrift(ctx context.Context, f lease.Fence, c Circuit, drift string, now time.Time) error

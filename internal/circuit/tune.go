@@ -75,7 +75,7 @@ func (w *switcher) record(ctx context.Context, f lease.Fence, tu Tuner, app App,
 				}
 			}
 		}
-		if err := w.store.Circuits.SetLowered(ctx, f, c.AppID, c.Function, c.Episode, kind, before); err != nil {
+		if err := w.store.Circuits.SetLowered(ctx, f, c, kind, before); err != nil {
 			left[c.Function] = fmt.Errorf("could not record what the throttle changes: %w", err)
 			continue
 		}
@@ -196,7 +196,7 @@ func (w *switcher) releaseHandChanged(ctx context.Context, f lease.Fence, tu Tun
 			notes = append([]string{c.Released}, notes...)
 		}
 		released := strings.Join(notes, "; ")
-		if err := w.store.Circuits.ReleaseLowered(ctx, f, c.AppID, c.Function, c.Episode, kept, released); err != nil {
+		if err := w.store.Circuits.ReleaseLowered(ctx, f, c, kept, released); err != nil {
 			errs = append(errs, err)
 			continue
 		}

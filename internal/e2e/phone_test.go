@@ -14,7 +14,6 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
-	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/testenv"
 	"github.com/fusebox/fusebox/internal/throttle"
 )
@@ -209,11 +208,8 @@ func TestEveryPageKindFitsAPhone(t *testing.T) {
 	po.Throttle = circuit.Throttle{Threshold: 40, OnlyThrottling: true}
 	po.State, po.Episode, po.AppliedEpisode, po.ChangedAt, po.AppliedAt = circuit.Throttled, po.Episode+1, po.Episode+1, now, now
 	po.Lowered, po.LoweredKind = map[string]*string{throttle.EventHubMaxBatch: &batch, throttle.EventHubPrefetch: nil}, throttle.EventHubs
-	po.Released = throttle.EventHubMaxBatch // handed back: its name is on the page too
-	if err := srv.App.Store.Circuits.Put(ctx, po); err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.App.Store.Circuits.SetLowered(ctx, lease.Fence{}, po.AppID, po.Function, po.Episode, po.LoweredKind, po.Lowered); err != nil {
+	po.Released = throttle.EventHubMaxBatch                     // handed back: its name is on the page too
+	if err := srv.App.Store.Circuits.Put(ctx, po); err != nil { // with its actuation: what is lowered
 		t.Fatal(err)
 	}
 	p := newPage(t)

@@ -40,6 +40,10 @@ type actuationRow struct {
 	ConfirmedAt      time.Time
 	FenceLease       string // the switch claim it was last written under
 	FenceGeneration  int64
+	// Lowered is what a throttle lowered, as circuit.FormatLowered spells
+	// it ("": nothing), for LoweredKind's trigger.
+	Lowered     string
+	LoweredKind string
 }
 
 func (*actuationRow) ClearsTimes() {}
@@ -62,8 +66,10 @@ type legacyActuation struct {
 }
 
 // actuationOf is the circuit row's actuation: its own row when there is
-// one of this incarnation, else the row's old columns.
-func (r circuitRow) actuationOf(a *actuationRow) circuit.Actuation {
+// one of this incarnation, else the row's old columns. What a throttle
+// lowered is the actuation row's when it says, else the circuit row's old
+// column (a row of the last release, which a replace moves: keepLowered).
+func (r circuitRow) actuationOf(a *actuationRow) (circuit.Actuation, error) {
 	if a == nil || a.Incarnation != r.Incarnation {
 		l := r.legacyActuation
 		a = &actuationRow{Episode: r.Episode, AppliedEpisode: l.AppliedEpisode, AppliedAt: l.AppliedAt, ApplyError: l.ApplyError,
@@ -71,6 +77,15 @@ func (r circuitRow) actuationOf(a *actuationRow) circuit.Actuation {
 			Confirmation: l.Confirmation, ConfirmedEpisode: l.ConfirmedEpisode, ConfirmedAt: l.ConfirmedAt}
 	}
 	out := circuit.Actuation{AppliedEpisode: a.AppliedEpisode, AppliedAt: a.AppliedAt, Version: string(a.ETag)}
+	lowered, kind := a.Lowered, a.LoweredKind
+	if lowered == "" {
+		lowered, kind = r.Lowered, r.LoweredKind
+	}
+	var err error
+	if out.Lowered, err = circuit.ParseLowered(lowered); err != nil {
+		return circuit.Actuation{}, err
+	}
+	out.LoweredKind = kind
 	switch conf := circuit.Confirmation(a.Confirmation); conf {
 	case circuit.Confirmed, circuit.Contradicted, circuit.Unconfirmable:
 		out.Confirmation, out.ConfirmedEpisode, out.ConfirmedAt = conf, a.ConfirmedEpisode, a.ConfirmedAt
@@ -79,7 +94,7 @@ func (r circuitRow) actuationOf(a *actuationRow) circuit.Actuation {
 		out.ApplyError, out.ApplyRetryAt, out.ApplyAttempts = truncate(a.ApplyError, maxApplyError), a.ApplyRetryAt, int(max(a.ApplyAttempts, 0))
 		out.Drift, out.DriftSince = truncate(a.Drift, maxApplyError), a.DriftSince
 	}
-	return out
+	return out, nil
 }
 
 // maxApplyError bounds what an actuation says of a failed switch or drift.
@@ -92,7 +107,8 @@ func asActuation(r circuitRow) *actuationRow {
 	return &actuationRow{Meta: r.Meta, Incarnation: r.Incarnation, Episode: r.Episode,
 		AppliedEpisode: l.AppliedEpisode, AppliedAt: l.AppliedAt, ApplyError: l.ApplyError, ApplyRetryAt: l.ApplyRetryAt,
 		ApplyAttempts: l.ApplyAttempts, Drift: l.Drift, DriftSince: l.DriftSince, Confirmation: l.Confirmation,
-		ConfirmedEpisode: l.ConfirmedEpisode, ConfirmedAt: l.ConfirmedAt, FenceLease: r.FenceLease, FenceGeneration: r.FenceGeneration}
+		ConfirmedEpisode: l.ConfirmedEpisode, ConfirmedAt: l.ConfirmedAt, FenceLease: r.FenceLease, FenceGeneration: r.FenceGeneration,
+		Lowered: r.Lowered, LoweredKind: r.LoweredKind}
 }
 
 // readActuation reads a circuit's actuation row: nil when there is none,
@@ -167,26 +183,108 @@ func moved(ci circuit.Circuit, a *actuationRow) error {
 // the time given. A switch for an episode older than the one recorded is
 // refused (circuit.ErrConflict): a slow switch call cannot undo a newer
 // one. When the circuit closed with settings a throttle lowered, they are
-// back: the circuit's row forgets them too.
+// back: the actuation forgets them, in the same write.
 func (c *Circuits) MarkApplied(ctx context.Context, f lease.Fence, ci circuit.Circuit, at time.Time) error {
-	err := c.markAppliedAsRead(ctx, f, ci, at)
+	restored := ci.State == circuit.Closed && ci.Lowered != nil
+	err := errNotReadHere
+	if !restored {
+		err = c.markAppliedAsRead(ctx, f, ci, at)
+	}
 	if errors.Is(err, errNotReadHere) || errors.Is(err, tablestore.ErrConflict) {
 		err = c.actuate(ctx, f, ci, func(a *actuationRow) error {
 			if a.AppliedEpisode > ci.Episode || a.Episode > ci.Episode {
 				return moved(ci, a)
 			}
 			applied(a, ci.Episode, at)
+			if restored {
+				a.Lowered, a.LoweredKind = "", ""
+			}
 			return nil
 		})
 	}
-	if err != nil || ci.State != circuit.Closed || len(ci.Lowered) == 0 {
+	if err != nil || !restored {
 		return err
 	}
-	return c.update(ctx, lease.Fence{}, ci.AppID, ci.Function, func(r *circuitRow) error {
-		if r.Episode != ci.Episode {
-			return nil // a newer episode decides what is lowered
+	return c.dropOldLowered(ctx, ci)
+}
+
+// dropOldLowered removes from ci's row the column in which the last
+// release kept what a throttle lowered, now restored, so it does not read
+// as lowered again: one read, and a write only while an instance of the
+// last release wrote it (a rolling upgrade).
+func (c *Circuits) dropOldLowered(ctx context.Context, ci circuit.Circuit) error {
+	err := c.update(ctx, lease.Fence{}, ci.AppID, ci.Function, func(r *circuitRow) error {
+		if r.Lowered == "" || r.Episode != ci.Episode {
+			return errUnchanged // none, or a newer episode decides what is lowered
 		}
-		r.Lowered, r.LoweredKind = "", ""
+		r.Lowered, r.LoweredKind = "", "" // read only: the replace drops them
+		return nil
+	})
+	if errors.Is(err, errUnchanged) {
+		return nil
+	}
+	return err
+}
+
+// errUnchanged is a change that finds nothing to change: nothing is
+// written.
+var errUnchanged = errors.New("storage: nothing to change")
+
+// SetLowered records, for ci's episode, the app settings a throttle is
+// about to change and what they were, before the switch writes them: what
+// a later step or restore reads, so it is never what the throttle itself
+// wrote. It is refused once a newer episode was switched.
+func (c *Circuits) SetLowered(ctx context.Context, f lease.Fence, ci circuit.Circuit, kind string, before map[string]*string) error {
+	raw, err := circuit.FormatLowered(before)
+	if err != nil {
+		return err
+	}
+	return c.actuate(ctx, f, ci, func(a *actuationRow) error {
+		if a.AppliedEpisode > ci.Episode || a.Episode > ci.Episode {
+			return moved(ci, a)
+		}
+		atEpisode(a, ci.Episode)
+		a.Lowered, a.LoweredKind = raw, kind
+		return nil
+	})
+}
+
+// atEpisode makes a about episode: an older episode's switch error and
+// drift are forgotten, and a slower switch of it is refused (moved).
+func atEpisode(a *actuationRow, episode int64) {
+	if a.Episode != episode {
+		a.ApplyError, a.ApplyRetryAt, a.ApplyAttempts = "", time.Time{}, 0
+		a.Drift, a.DriftSince = "", time.Time{}
+		a.Episode = episode
+	}
+}
+
+// ReleaseLowered replaces, for ci's episode, what a throttle holds
+// lowered with before, and records released on the circuit: the settings
+// it handed back and why.
+func (c *Circuits) ReleaseLowered(ctx context.Context, f lease.Fence, ci circuit.Circuit, before map[string]*string, released string) error {
+	raw, err := circuit.FormatLowered(before)
+	if err != nil {
+		return err
+	}
+	if err := c.actuate(ctx, f, ci, func(a *actuationRow) error {
+		if a.AppliedEpisode > ci.Episode || a.Episode > ci.Episode {
+			return moved(ci, a)
+		}
+		atEpisode(a, ci.Episode)
+		a.Lowered = raw
+		if a.LoweredKind == "" {
+			a.LoweredKind = ci.LoweredKind
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	return c.update(ctx, f, ci.AppID, ci.Function, func(r *circuitRow) error {
+		if r.Episode != ci.Episode {
+			return fmt.Errorf("storage: circuit %s moved to episode %d: %w", ci.ID(), r.Episode, circuit.ErrConflict)
+		}
+		r.Released = truncate(released, maxReleased)
 		return nil
 	})
 }
@@ -314,5 +412,16 @@ func actuationRowOf(ci circuit.Circuit, incarnation string) *actuationRow {
 	return &actuationRow{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: actuationKey(ci.Function)}, Incarnation: incarnation,
 		Episode: ci.Episode, AppliedEpisode: ci.AppliedEpisode, AppliedAt: ci.AppliedAt, ApplyError: truncate(ci.ApplyError, maxApplyError),
 		ApplyRetryAt: ci.ApplyRetryAt, ApplyAttempts: int32(ci.ApplyAttempts), Drift: truncate(ci.Drift, maxApplyError), DriftSince: ci.DriftSince,
-		Confirmation: string(ci.Confirmation), ConfirmedEpisode: ci.ConfirmedEpisode, ConfirmedAt: ci.ConfirmedAt}
+		Confirmation: string(ci.Confirmation), ConfirmedEpisode: ci.ConfirmedEpisode, ConfirmedAt: ci.ConfirmedAt,
+		Lowered: mustFormatLowered(ci.Lowered), LoweredKind: ci.LoweredKind}
+}
+
+// mustFormatLowered is m as a row spells it; a map that does not format
+// (it came from a row, so it did once) is written as none.
+func mustFormatLowered(m map[string]*string) string {
+	raw, err := circuit.FormatLowered(m)
+	if err != nil {
+		return ""
+	}
+	return raw
 }

@@ -121,6 +121,9 @@ func rewriteCircuitRows(ctx context.Context, t *tablestore.Table, what string, c
 				break
 			}
 			if err = keepActuation(ctx, t, row); err == nil {
+				err = keepLowered(ctx, t, row)
+			}
+			if err == nil {
 				err = t.Update(ctx, &row) // a replace: the old columns go
 			}
 			if err == nil || attempt == 4 || !errors.Is(err, tablestore.ErrConflict) {
@@ -165,4 +168,44 @@ func MoveCircuitActuation(ctx context.Context, svc *tablestore.Service) error {
 	return rewriteCircuitRows(ctx, svc.Table(TableCircuits), "move actuation of", func(row *circuitRow) (bool, error) {
 		return row.legacyActuation != (legacyActuation{}), nil
 	})
+}
+
+// MoveLowered is migration 14: each circuit row that keeps what a
+// throttle lowered in its Lowered column has it moved to the circuit's
+// actuation row, and loses the column. Run again, it finds nothing to do.
+func MoveLowered(ctx context.Context, svc *tablestore.Service) error {
+	return rewriteCircuitRows(ctx, svc.Table(TableCircuits), "move what a throttle lowered of", func(row *circuitRow) (bool, error) {
+		return row.Lowered != "", nil
+	})
+}
+
+// keepLowered writes what a throttle lowered, where row keeps it in the
+// last release's column, into the circuit's actuation row (unless that
+// row says already), before a replace of row drops the column. The
+// actuation row is written on condition it did not change since read.
+func keepLowered(ctx context.Context, t *tablestore.Table, row circuitRow) error {
+	if row.Lowered == "" {
+		return nil
+	}
+	key := actuationKey(strings.TrimPrefix(row.RowKey, circuitPrefix))
+	var a actuationRow
+	err := t.Get(ctx, row.PartitionKey, key, &a)
+	var bad *tablestore.RowError
+	switch {
+	case errors.Is(err, tablestore.ErrNotFound):
+		a = actuationRow{Meta: tablestore.Meta{PartitionKey: row.PartitionKey, RowKey: key}, Incarnation: row.Incarnation, Episode: row.Episode}
+	case errors.As(err, &bad):
+		a = actuationRow{Meta: tablestore.Meta{PartitionKey: row.PartitionKey, RowKey: key, ETag: a.ETag}, Incarnation: row.Incarnation, Episode: row.Episode}
+	case err != nil:
+		return err
+	case a.Incarnation != row.Incarnation:
+		a = actuationRow{Meta: a.Meta, Incarnation: row.Incarnation, Episode: row.Episode}
+	case a.Lowered != "":
+		return nil // written since by this release: newer
+	}
+	a.Lowered, a.LoweredKind = row.Lowered, row.LoweredKind
+	if a.ETag == "" {
+		return t.Insert(ctx, &a)
+	}
+	return t.Update(ctx, &a)
 }

@@ -100,20 +100,24 @@ type circuitRow struct {
 	// Settings is what people set, as JSON (circuit.Spec), bounded by
 	// maxSettingsJSON: written by Create, Put and UpdateSettings only,
 	// never by the writers of state.
-	Settings        string
-	columnSettings         // read only: how rows written before schema version 12 kept them
-	State           string // closed, open, half-open, forced-open
-	Episode         int64
-	Streak          int32 // the evaluator's consecutive trips
-	ChangedAt       time.Time
-	Reason          string
-	Held            bool   // the last change was a trip the app's guardrail held
-	ThrottleStage   int32  // while throttled: the ramp's step
-	ThrottleSince   int64  // the episode the current throttle began with
-	Ramping         bool   // that throttle began with a resume
-	Asked           bool   // the last change asked to apply a throttle
-	Lowered         string // JSON: the settings a throttle changed, as they were before (null: absent)
-	LoweredKind     string // the trigger kind they were read for
+	Settings       string
+	columnSettings        // read only: how rows written before schema version 12 kept them
+	State          string // closed, open, half-open, forced-open
+	Episode        int64
+	Streak         int32 // the evaluator's consecutive trips
+	ChangedAt      time.Time
+	Reason         string
+	Held           bool  // the last change was a trip the app's guardrail held
+	ThrottleStage  int32 // while throttled: the ramp's step
+	ThrottleSince  int64 // the episode the current throttle began with
+	Ramping        bool  // that throttle began with a resume
+	Asked          bool  // the last change asked to apply a throttle
+	// Lowered and LoweredKind are read only: where rows written before
+	// schema version 14 kept what a throttle lowered (the actuation row
+	// keeps it now), and an actuation row's own columns when a query of
+	// circuit rows reads one.
+	Lowered         string `table:",readonly"`
+	LoweredKind     string `table:",readonly"`
 	Released        string // the settings a throttle handed back, and why
 	legacyActuation        // read only: how rows written before schema version 13 kept the actuation
 	Incarnation     string // random, set at creation: tells a re-created circuit from the deleted one
@@ -141,7 +145,7 @@ func (r circuitRow) toCircuit(act *actuationRow) (circuit.Circuit, error) {
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: RecentChanges: %w", r.PartitionKey, function, err)
 	}
-	lowered, err := circuit.ParseLowered(r.Lowered)
+	actuation, err := r.actuationOf(act)
 	if err != nil {
 		return circuit.Circuit{}, fmt.Errorf("storage: circuit %s/%s: Lowered: %w", r.PartitionKey, function, err)
 	}
@@ -149,15 +153,13 @@ func (r circuitRow) toCircuit(act *actuationRow) (circuit.Circuit, error) {
 		AppID: r.PartitionKey, Function: function,
 		Settings:      set,
 		RecentChanges: changes,
-		Actuation:     r.actuationOf(act),
+		Actuation:     actuation,
 		AckedEpisode:  r.AckedEpisode,
 		AckedBy:       r.AckedBy,
 		AckedAt:       r.AckedAt,
 		Streak:        int(r.Streak),
 		Held:          r.Held,
 		ThrottleStage: int(max(r.ThrottleStage, 0)),
-		Lowered:       lowered,
-		LoweredKind:   r.LoweredKind,
 		Released:      truncate(r.Released, maxReleased),
 		ThrottleSince: r.ThrottleSince,
 		Ramping:       r.Ramping,
@@ -536,6 +538,9 @@ func (c *Circuits) transition(ctx context.Context, f lease.Fence, row circuitRow
 	if err := f.Admits(row.FenceLease, row.FenceGeneration); err != nil {
 		return fmt.Errorf("storage: transition %s: %w", ci.ID(), err)
 	}
+	if err := keepLowered(ctx, c.table, row); err != nil {
+		return err
+	}
 	row.setState(ci)
 	if f.Lease != "" {
 		row.FenceLease, row.FenceGeneration = f.Lease, f.Generation
@@ -614,39 +619,6 @@ func (c *Circuits) TransitionGuarded(ctx context.Context, f lease.Fence, ci circ
 	})
 }
 
-// SetLowered records, for episode, the app settings a throttle is about to
-// change and what they were, before the switch writes them: what a later
-// step or restore reads, so it is never what the throttle itself wrote.
-func (c *Circuits) SetLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, kind string, before map[string]*string) error {
-	raw, err := circuit.FormatLowered(before)
-	if err != nil {
-		return err
-	}
-	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
-		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
-		}
-		r.Lowered, r.LoweredKind = raw, kind
-		return nil
-	})
-}
-
-// ReleaseLowered replaces, for episode, what a throttle holds lowered with
-// before, and records released: the settings it handed back and why.
-func (c *Circuits) ReleaseLowered(ctx context.Context, f lease.Fence, appID, function string, episode int64, before map[string]*string, released string) error {
-	raw, err := circuit.FormatLowered(before)
-	if err != nil {
-		return err
-	}
-	return c.update(ctx, f, appID, function, func(r *circuitRow) error {
-		if r.Episode != episode {
-			return fmt.Errorf("storage: circuit %s/%s moved to episode %d: %w", appID, function, r.Episode, circuit.ErrConflict)
-		}
-		r.Lowered, r.Released = raw, truncate(released, maxReleased)
-		return nil
-	})
-}
-
 // maxReleased bounds what a circuit row says of the settings its
 // throttle handed back.
 const maxReleased = 1000
@@ -677,6 +649,9 @@ func (c *Circuits) updateOnce(ctx context.Context, f lease.Fence, appID, functio
 		return fmt.Errorf("storage: circuit %s/%s: %w", appID, function, err)
 	}
 	if err := change(&row); err != nil {
+		return err
+	}
+	if err := keepLowered(ctx, c.table, row); err != nil {
 		return err
 	}
 	if f.Lease != "" {

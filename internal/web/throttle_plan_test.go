@@ -124,10 +124,14 @@ func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
 	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Threshold: 100, Window: time.Minute, EventHub: "orders", Throttle: circuit.Throttle{Threshold: 40}}, State: circuit.Throttled, Episode: 1}); err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.SetLowered(t.Context(), lease.Fence{}, "orders", "ProcessOrders", 1, "eventHub", map[string]*string{batch: &was}); err != nil {
+	ci, err := srv.App.Store.Circuits.Get(t.Context(), "orders", "ProcessOrders")
+	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.App.Store.Circuits.ReleaseLowered(t.Context(), lease.Fence{}, "orders", "ProcessOrders", 1, map[string]*string{batch: &was}, released); err != nil {
+	if err := srv.App.Store.Circuits.SetLowered(t.Context(), lease.Fence{}, ci, "eventHub", map[string]*string{batch: &was}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.ReleaseLowered(t.Context(), lease.Fence{}, ci, map[string]*string{batch: &was}, released); err != nil {
 		t.Fatal(err)
 	}
 	viewer := newBrowser(t, srv.URL)

@@ -209,3 +209,36 @@ func TestALeftoverActuationIsNotTheNewCircuits(t *testing.T) {
 		t.Errorf("after its own switch failed: error %q, applied episode %d, pending %v; want its error, nothing applied, pending", got.ApplyError, got.AppliedEpisode, got.Pending())
 	}
 }
+
+// A throttle that handed every setting back holds an empty record ({}),
+// which says "begun, holding nothing". Once the circuit closes and its
+// switch is applied, the record is gone, so the next throttle records the
+// settings afresh rather than finding one and lowering nothing.
+func TestAThrottleThatHandedEverythingBackIsForgottenAtClose(t *testing.T) {
+	cs, _ := newCircuits(t)
+	ctx := t.Context()
+	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+	mustCreateProcess(t, cs, circuit.Throttled, 1, t0)
+	was := "100"
+	if err := cs.SetLowered(ctx, lease.Fence{}, mustGet(t, cs, "orders", "Process"), "eventHub", map[string]*string{"AzureFunctionsJobHost__extensions__eventHubs__maxEventBatchSize": &was}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.ReleaseLowered(ctx, lease.Fence{}, mustGet(t, cs, "orders", "Process"), map[string]*string{}, "set by hand"); err != nil {
+		t.Fatal(err)
+	}
+	held := mustGet(t, cs, "orders", "Process")
+	if held.Lowered == nil || len(held.Lowered) != 0 || held.Released != "set by hand" {
+		t.Fatalf("after handing everything back: lowered %v, released %q; want an empty record and why", held.Lowered, held.Released)
+	}
+	closed := held
+	closed.State, closed.Episode, closed.ChangedAt = circuit.Closed, 2, t0.Add(time.Minute)
+	if err := cs.Transition(ctx, lease.Fence{}, closed, circuit.Flip{Episode: 2, From: circuit.Throttled, To: circuit.Closed, At: closed.ChangedAt, Actor: "evaluator"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := cs.MarkApplied(ctx, lease.Fence{}, mustGet(t, cs, "orders", "Process"), t0.Add(2*time.Minute)); err != nil {
+		t.Fatal(err)
+	}
+	if got := mustGet(t, cs, "orders", "Process"); got.Lowered != nil {
+		t.Errorf("closed and applied after handing everything back: lowered %v; want no record", got.Lowered)
+	}
+}

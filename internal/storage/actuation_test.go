@@ -135,33 +135,48 @@ func TestAnActuationBelongsToItsEpisodeAndItsCircuit(t *testing.T) {
 	}
 }
 
-// An actuation row that does not decode reads as none (the trigger is set
-// again), is never what stops the circuit from being read, and the next
-// switch replaces it.
+// An actuation row that does not decode, or whose Lowered record does not
+// parse, reads as none (the trigger is set again), is never what stops the
+// circuit from being read or listed, and the next switch replaces it.
 func TestAnUnreadableActuationIsReplacedByTheNextSwitch(t *testing.T) {
-	cs, svc := newCircuits(t)
-	ctx := t.Context()
-	t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
-	mustCreateProcess(t, cs, circuit.Open, 4, t0)
-	type garbled struct {
+	type inWords struct {
 		tablestore.Meta
 		AppliedEpisode string // a number, written as words by someone
 	}
-	if err := svc.Table(storage.TableCircuits).Upsert(ctx, &garbled{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: "a|Process"}, AppliedEpisode: "four"}); err != nil {
-		t.Fatal(err)
+	type notJSON struct {
+		tablestore.Meta
+		Incarnation string
+		Lowered     string // a record, written as a setting by someone
 	}
-	c := mustGet(t, cs, "orders", "Process")
-	if !c.Pending() {
-		t.Fatalf("with its actuation unreadable, the circuit reads as applied (episode %d)", c.AppliedEpisode)
-	}
-	if listed, err := cs.List(ctx); err != nil || len(listed) != 1 || !listed[0].Pending() {
-		t.Fatalf("listed with its actuation unreadable: %+v, %v; want the circuit, pending", listed, err)
-	}
-	if err := cs.MarkApplied(ctx, lease.Fence{}, c, t0.Add(time.Second)); err != nil {
-		t.Fatal(err)
-	}
-	if got := mustGet(t, cs, "orders", "Process"); got.Pending() || got.AppliedEpisode != 4 {
-		t.Errorf("after the switch: pending %v, applied episode %d; want 4", got.Pending(), got.AppliedEpisode)
+	key := tablestore.Meta{PartitionKey: "orders", RowKey: "a|Process"}
+	for name, bad := range map[string]func(incarnation string) tablestore.Entity{
+		"a number in words": func(string) tablestore.Entity { return &inWords{Meta: key, AppliedEpisode: "four"} },
+		"a Lowered not JSON": func(inc string) tablestore.Entity {
+			return &notJSON{Meta: key, Incarnation: inc, Lowered: "maxEventBatchSize=100"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cs, svc := newCircuits(t)
+			ctx := t.Context()
+			t0 := time.Date(2026, 12, 1, 9, 0, 0, 0, time.UTC)
+			mustCreateProcess(t, cs, circuit.Open, 4, t0)
+			if err := svc.Table(storage.TableCircuits).Upsert(ctx, bad(mustGet(t, cs, "orders", "Process").Incarnation)); err != nil {
+				t.Fatal(err)
+			}
+			c := mustGet(t, cs, "orders", "Process")
+			if !c.Pending() {
+				t.Fatalf("with its actuation unreadable, the circuit reads as applied (episode %d)", c.AppliedEpisode)
+			}
+			if listed, err := cs.List(ctx); err != nil || len(listed) != 1 || listed[0].Function != "Process" || !listed[0].Pending() {
+				t.Fatalf("listed with its actuation unreadable: %+v, %v; want the circuit, pending", listed, err)
+			}
+			if err := cs.MarkApplied(ctx, lease.Fence{}, c, t0.Add(time.Second)); err != nil {
+				t.Fatal(err)
+			}
+			if got := mustGet(t, cs, "orders", "Process"); got.Pending() || got.AppliedEpisode != 4 || got.Lowered != nil {
+				t.Errorf("after the switch: pending %v, applied episode %d, lowered %v; want 4 applied, nothing lowered", got.Pending(), got.AppliedEpisode, got.Lowered)
+			}
+		})
 	}
 }
 

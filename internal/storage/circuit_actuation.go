@@ -115,19 +115,39 @@ func asActuation(r circuitRow) *actuationRow {
 // or when what is there does not decode (the next write replaces it,
 // at the version read).
 func (c *Circuits) readActuation(ctx context.Context, appID, function string) (*actuationRow, tablestore.ETag, error) {
+	a, etag, err := getActuation(ctx, c.table, appID, function)
+	if a != nil {
+		c.fences.keep(a.PartitionKey, a.RowKey, a.ETag, a.FenceLease, a.FenceGeneration)
+	}
+	return a, etag, err
+}
+
+// getActuation reads a circuit's actuation row: nil when there is none,
+// or when what is there does not decode or holds a Lowered record that
+// does not parse (the next write replaces it, at the version read).
+func getActuation(ctx context.Context, t *tablestore.Table, appID, function string) (*actuationRow, tablestore.ETag, error) {
 	var a actuationRow
-	err := c.table.Get(ctx, appID, actuationKey(function), &a)
+	err := t.Get(ctx, appID, actuationKey(function), &a)
 	var bad *tablestore.RowError
 	switch {
 	case errors.Is(err, tablestore.ErrNotFound):
 		return nil, "", nil
-	case errors.As(err, &bad):
+	case errors.As(err, &bad) || a.check() != nil:
 		return nil, a.ETag, nil
 	case err != nil:
 		return nil, "", fmt.Errorf("storage: get actuation of %s/%s: %w", appID, function, err)
 	}
-	c.fences.keep(a.PartitionKey, a.RowKey, a.ETag, a.FenceLease, a.FenceGeneration)
 	return &a, a.ETag, nil
+}
+
+// check says what makes a row others wrote unusable as an actuation: a
+// Lowered record that does not parse, which would leave the circuit
+// unreadable rather than its throttle without a record.
+func (a *actuationRow) check() error {
+	if _, err := circuit.ParseLowered(a.Lowered); err != nil {
+		return fmt.Errorf("the Lowered record: %w", err)
+	}
+	return nil
 }
 
 // actuate changes ci's actuation row: read, change, written back on
@@ -355,10 +375,8 @@ func (c *Circuits) SetApplyError(ctx context.Context, f lease.Fence, ci circuit.
 		if a.AppliedEpisode >= ci.Episode {
 			return moved(ci, a)
 		}
-		if a.Episode != ci.Episode {
-			a.Drift, a.DriftSince = "", time.Time{}
-		}
-		a.Episode, a.ApplyError, a.ApplyAttempts, a.ApplyRetryAt = ci.Episode, truncate(problem, maxApplyError), int32(attempts), retryAt
+		atEpisode(a, ci.Episode)
+		a.ApplyError, a.ApplyAttempts, a.ApplyRetryAt = truncate(problem, maxApplyError), int32(attempts), retryAt
 		return nil
 	})
 }
@@ -413,12 +431,12 @@ func actuationRowOf(ci circuit.Circuit, incarnation string) *actuationRow {
 		Episode: ci.Episode, AppliedEpisode: ci.AppliedEpisode, AppliedAt: ci.AppliedAt, ApplyError: truncate(ci.ApplyError, maxApplyError),
 		ApplyRetryAt: ci.ApplyRetryAt, ApplyAttempts: int32(ci.ApplyAttempts), Drift: truncate(ci.Drift, maxApplyError), DriftSince: ci.DriftSince,
 		Confirmation: string(ci.Confirmation), ConfirmedEpisode: ci.ConfirmedEpisode, ConfirmedAt: ci.ConfirmedAt,
-		Lowered: mustFormatLowered(ci.Lowered), LoweredKind: ci.LoweredKind}
+		Lowered: loweredJSON(ci.Lowered), LoweredKind: ci.LoweredKind}
 }
 
-// mustFormatLowered is m as a row spells it; a map that does not format
-// (it came from a row, so it did once) is written as none.
-func mustFormatLowered(m map[string]*string) string {
+// loweredJSON is m as a row spells it; a map that does not format (it
+// came from a row, so it did once) is written as none.
+func loweredJSON(m map[string]*string) string {
 	raw, err := circuit.FormatLowered(m)
 	if err != nil {
 		return ""

@@ -75,7 +75,9 @@ func (r circuitRow) settings() (circuit.Settings, error) {
 // checkCircuitRow is a circuit row as read, checked.
 func checkCircuitRow(r circuitRow) (circuitRow, error) {
 	if strings.HasPrefix(r.RowKey, actuationPrefix) {
-		return r, nil // an actuation row, read with the circuits: every value of it reads
+		// An actuation row, read with the circuits: one that does not
+		// check is a bad row, and its circuit reads as not applied.
+		return r, asActuation(r).check()
 	}
 	r.keepColumnSettings()
 	_, err := r.toCircuit(nil)
@@ -187,25 +189,20 @@ func keepLowered(ctx context.Context, t *tablestore.Table, row circuitRow) error
 	if row.Lowered == "" {
 		return nil
 	}
-	key := actuationKey(strings.TrimPrefix(row.RowKey, circuitPrefix))
-	var a actuationRow
-	err := t.Get(ctx, row.PartitionKey, key, &a)
-	var bad *tablestore.RowError
+	function := strings.TrimPrefix(row.RowKey, circuitPrefix)
+	a, etag, err := getActuation(ctx, t, row.PartitionKey, function)
 	switch {
-	case errors.Is(err, tablestore.ErrNotFound):
-		a = actuationRow{Meta: tablestore.Meta{PartitionKey: row.PartitionKey, RowKey: key}, Incarnation: row.Incarnation, Episode: row.Episode}
-	case errors.As(err, &bad):
-		a = actuationRow{Meta: tablestore.Meta{PartitionKey: row.PartitionKey, RowKey: key, ETag: a.ETag}, Incarnation: row.Incarnation, Episode: row.Episode}
 	case err != nil:
 		return err
-	case a.Incarnation != row.Incarnation:
-		a = actuationRow{Meta: a.Meta, Incarnation: row.Incarnation, Episode: row.Episode}
+	case a == nil || a.Incarnation != row.Incarnation: // none, unreadable or a deleted circuit's: start afresh
+		a = &actuationRow{Incarnation: row.Incarnation, Episode: row.Episode}
 	case a.Lowered != "":
 		return nil // written since by this release: newer
 	}
+	a.Meta = tablestore.Meta{PartitionKey: row.PartitionKey, RowKey: actuationKey(function), ETag: etag}
 	a.Lowered, a.LoweredKind = row.Lowered, row.LoweredKind
 	if a.ETag == "" {
-		return t.Insert(ctx, &a)
+		return t.Insert(ctx, a)
 	}
-	return t.Update(ctx, &a)
+	return t.Update(ctx, a)
 }

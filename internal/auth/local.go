@@ -32,8 +32,8 @@ func NewLocalUsers(users []LocalUser) *LocalUsers {
 	return l
 }
 
-// dearest is the highest bcrypt cost among the users' hashes, or bcrypt's
-// default when none can be read.
+// dearest is the highest bcrypt cost among the users' hashes, at most
+// maxDummyCost, or bcrypt's default when none can be read.
 func dearest(users []LocalUser) int {
 	cost := 0
 	for _, u := range users {
@@ -44,8 +44,14 @@ func dearest(users []LocalUser) int {
 	if cost == 0 {
 		return bcrypt.DefaultCost
 	}
-	return cost
+	return min(cost, maxDummyCost)
 }
+
+// maxDummyCost bounds the unknown-name hash made at start-up: a hash in
+// the configuration claims its own cost (up to 31, days of work), and the
+// start must not wait on it. At 16 a check takes seconds, past a sign-in's
+// time budget, so no real user's hash is dearer.
+const maxDummyCost = 16
 
 // Enabled reports whether any local user is configured.
 func (l *LocalUsers) Enabled() bool { return len(l.users) > 0 }

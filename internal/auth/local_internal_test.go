@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"strings"
 	"testing"
 
 	"golang.org/x/crypto/bcrypt"
@@ -23,6 +24,11 @@ func TestAnUnknownNameCostsAsMuchAsTheDearestUser(t *testing.T) {
 	}
 	if _, err := l.Authenticate("nobody", "pw"); err != ErrBadCredentials {
 		t.Errorf("an unknown name: %v, want ErrBadCredentials", err)
+	}
+	// A hash claiming a cost of 31 is made at start-up at most at 16.
+	claims31 := strings.Replace(string(hash(bcrypt.MinCost)), "$04$", "$31$", 1)
+	if got := dearest([]LocalUser{{Name: "d", PasswordHash: []byte(claims31)}}); got != maxDummyCost {
+		t.Errorf("a hash claiming cost 31 sets the unknown-name cost to %d, want at most %d", got, maxDummyCost)
 	}
 	if got, _ := bcrypt.Cost(NewLocalUsers(nil).dummy); got != bcrypt.DefaultCost {
 		t.Errorf("with no users the unknown-name hash costs %d, want bcrypt's default %d", got, bcrypt.DefaultCost)

@@ -36,6 +36,7 @@ func Steps() []migrate.Step {
 		{Version: 12, Name: "keep each circuit's settings in one Settings column (circuit.Spec as JSON), apart from its state", Apply: storage.MoveCircuitSettings},
 		{Version: 13, Name: "keep each circuit's actuation (applied episode, switch errors, confirmation, drift) in its own row beside the circuit's", Apply: storage.MoveCircuitActuation},
 		{Version: 14, Name: "keep what a circuit's throttle lowered in its actuation row, beside the switch's record", Apply: storage.MoveLowered},
+		{Version: 15, Name: "create the replays table: checkpoint positions over time, and each episode's replay", Apply: createTables(storage.TableReplays)},
 	}
 }
 

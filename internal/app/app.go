@@ -62,6 +62,10 @@ type Options struct {
 	// DriftEvery is how often each ARM app's functions are compared with
 	// its circuits and jobs (zero: every 10 minutes).
 	DriftEvery time.Duration
+	// ReplayQuiet is how long a partition's checkpoint and ownership must
+	// stand still before a replay moves it (replay.Service.Quiet); zero:
+	// 30 s.
+	ReplayQuiet time.Duration
 	// WrapHandler, when set, wraps the web handler: tests check every API
 	// answer against docs/openapi.yaml with it.
 	WrapHandler func(http.Handler) http.Handler

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/replay"
 	"sync/atomic"
 	"time"
 
@@ -32,6 +33,10 @@ type breakers struct {
 	reports   *ingest.Service
 	exports   *ingest.Exports
 	arrivals  *ingest.Arrivals
+	// replay resumes Event Hubs functions from before their first failure;
+	// replays keeps its history and places episodes' points.
+	replay  *replay.Service
+	replays *replay.Sampler
 }
 
 func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breakers, error) {
@@ -48,8 +53,18 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
+	rp := &replay.Service{Circuits: store.Circuits, Apps: store.Apps, Switch: actions, Records: store.Replays, History: store.Replays,
+		Failures: store.Failures.Reader(), Hosts: out.hosts, Now: now, Quiet: o.ReplayQuiet,
+		Blobs: func(app circuit.App) (replay.Blobs, error) {
+			c, err := out.hosts.Client(app)
+			if err != nil {
+				return nil, err
+			}
+			return replay.Checkpoints{Client: c}, nil
+		}}
 	return breakers{
-		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals,
+		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals, replay: rp,
+		replays:  &replay.Sampler{Circuits: storage.Lists{Store: store}, Hosts: out.hosts, History: store.Replays, Place: rp.Place, Now: now},
 		verifier: circuit.NewVerifier(store.Breaker(), out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
 			// A timer function's own invocations are its job's runs: no ping needed.

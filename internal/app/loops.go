@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/replay"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -58,6 +59,11 @@ func (a *App) loops() []background {
 		// on, for its episode's catch-up.
 		{"host/drain", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000b", Name: "Fusebox: waiting sampler", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
 			loop.Loop{Name: "waiting_sampler", Every: a.retentionEvery, RecordEvery: time.Minute, Pass: a.drain.Pass}},
+		// The replay sampler keeps where each Event Hubs function's
+		// partitions stand every 10 s, and places an opened circuit's
+		// replay point.
+		{"host/replay", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000c", Name: "Fusebox: checkpoint history", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
+			loop.Loop{Name: "checkpoint_history", Every: replay.Every, RecordEvery: time.Minute, Pass: a.breakers.replays.Pass}},
 		// The sampler keeps each app's learned concurrency every 5 minutes.
 		{"host/sampler", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-000000000008", Name: "Fusebox: host sampler", Schedule: "0 */5 * * * *", Grace: 5 * time.Minute},
 			loop.Loop{Name: "host_sampler", Every: 5 * time.Minute, Pass: a.sampler.Pass}},

@@ -18,11 +18,8 @@ import (
 // its Event Hub while its trigger is off and for Follow after it is back
 // on.
 type Drain struct {
-	Circuits interface {
-		ListCircuits(ctx context.Context) ([]circuit.Circuit, error)
-		ListApps(ctx context.Context) ([]circuit.App, error)
-	}
-	Hosts interface {
+	Circuits Lister
+	Hosts    interface {
 		SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (Snapshot, bool)
 	}
 	Samples interface {
@@ -44,27 +41,11 @@ func (d *Drain) Pass(ctx context.Context, _ lease.Fence) error {
 	if follow <= 0 {
 		follow = time.Hour
 	}
-	cs, err := d.Circuits.ListCircuits(ctx)
+	byApp, byID, err := EventHubCircuits(ctx, d.Circuits, func(c circuit.Circuit, app circuit.App) bool {
+		return app.EventHubs != "" && !c.Pending() && (c.State.TriggerOff() || now.Sub(c.SwitchedAt()) <= follow)
+	})
 	if err != nil {
 		return err
-	}
-	apps, err := d.Circuits.ListApps(ctx)
-	if err != nil {
-		return err
-	}
-	byID := map[string]circuit.App{}
-	for _, a := range apps {
-		byID[a.ID] = a
-	}
-	byApp := map[string][]circuit.Circuit{}
-	for _, c := range cs {
-		app, ok := byID[c.AppID]
-		if !ok || app.HostStorage == "" || app.EventHubs == "" || c.Consumes().Hub == "" || c.Pending() {
-			continue
-		}
-		if c.State.TriggerOff() || now.Sub(c.SwitchedAt()) <= follow {
-			byApp[c.AppID] = append(byApp[c.AppID], c)
-		}
 	}
 	return fanout.Each(byApp, drainParallel, func(appID string, circuits []circuit.Circuit) error {
 		app := byID[appID]
@@ -106,4 +87,35 @@ func Drained(samples []WaitingSample, resumed time.Time) (WaitingSample, bool) {
 		}
 	}
 	return WaitingSample{}, false
+}
+
+// Lister lists circuits and apps (storage.Lists).
+type Lister interface {
+	ListCircuits(ctx context.Context) ([]circuit.Circuit, error)
+	ListApps(ctx context.Context) ([]circuit.App, error)
+}
+
+// EventHubCircuits are the circuits that name an Event Hub, of apps whose
+// host storage is set, that keep also says yes to, by app; and the apps
+// by id.
+func EventHubCircuits(ctx context.Context, l Lister, keep func(circuit.Circuit, circuit.App) bool) (map[string][]circuit.Circuit, map[string]circuit.App, error) {
+	cs, err := l.ListCircuits(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	apps, err := l.ListApps(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	byID := map[string]circuit.App{}
+	for _, a := range apps {
+		byID[a.ID] = a
+	}
+	byApp := map[string][]circuit.Circuit{}
+	for _, c := range cs {
+		if app, ok := byID[c.AppID]; ok && app.HostStorage != "" && c.Consumes().Hub != "" && keep(c, app) {
+			byApp[c.AppID] = append(byApp[c.AppID], c)
+		}
+	}
+	return byApp, byID, nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -217,4 +218,39 @@ func (s *Source) Break(ctx context.Context, app circuit.App, blob string) error 
 	delete(s.held, app.ID+"|"+blob)
 	s.mu.Unlock()
 	return nil
+}
+
+// Client is the blob client of app's host storage, checked against the
+// allowed endpoints as every read is: for the replay, which moves
+// checkpoints with the same credential.
+func (s *Source) Client(app circuit.App) (*azblob.Client, error) {
+	if app.HostStorage == "" {
+		return nil, errors.New("hostinsight: the app has no host storage")
+	}
+	r, err := s.reader(app.HostStorage, HostID(app.HostID, app.Site, app.Slot))
+	if err != nil {
+		return nil, err
+	}
+	return r.client, nil
+}
+
+// Checkpoints lists app's checkpoints alone, within the snapshot's
+// time-out: the replay's history reads them every few seconds, and
+// needs nothing else of the host.
+func (s *Source) Checkpoints(ctx context.Context, app circuit.App) ([]Checkpoint, error) {
+	if app.HostStorage == "" {
+		return nil, nil
+	}
+	r, err := s.reader(app.HostStorage, HostID(app.HostID, app.Site, app.Slot))
+	if err != nil {
+		return nil, err
+	}
+	timeout := s.Timeout
+	if timeout <= 0 {
+		timeout = 5 * time.Second
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cps, _, err := r.Checkpoints(ctx)
+	return cps, err
 }

@@ -612,3 +612,24 @@ func (f *Failures) DeleteBefore(ctx context.Context, t time.Time) (int, error) {
 	}
 	return n, nil
 }
+
+// First is the earliest second of [from, to] in which function failed.
+// It reads at most firstFailureRows, oldest minutes first: a minute's
+// rows of every shard sort by shard before second, so the earliest is
+// the least of them, not the first read.
+func (f *Failures) First(ctx context.Context, app, function string, from, to time.Time) (time.Time, bool, error) {
+	rows, _, err := f.readFailures(ctx, from, to, time.Time{}, nil, app+"|"+function+"|", firstFailureRows)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var first time.Time
+	for _, r := range rows {
+		if r.Count > 0 && (first.IsZero() || r.Second.Before(first)) {
+			first = r.Second
+		}
+	}
+	return first, !first.IsZero(), nil
+}
+
+// firstFailureRows bounds First's read.
+const firstFailureRows = 500

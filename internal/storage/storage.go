@@ -34,6 +34,7 @@ const (
 	TableHostSamples = "HostSamples"
 	TableArrivals    = "Arrivals"
 	TableSetAside    = "SetAside"
+	TableReplays     = "Replays"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -59,6 +60,8 @@ type Store struct {
 	Arrivals    *Arrivals
 	// SetAside is what was last seen of apps' poison and parking queues.
 	SetAside *SetAside
+	// Replays keep checkpoint positions over time and episodes' replays.
+	Replays *Replays
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 	// RunBound is what this instance let through of each job's runs per
@@ -88,6 +91,7 @@ func New(svc *tablestore.Service) *Store {
 		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
 		Arrivals:    &Arrivals{table: svc.Table(TableArrivals), faults: faults},
 		SetAside:    &SetAside{table: svc.Table(TableSetAside), faults: faults},
+		Replays:     &Replays{table: svc.Table(TableReplays)},
 	}
 }
 

@@ -1,0 +1,393 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
+	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2/checkpoints"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/replay"
+	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// hub is one test's Event Hub: its checkpoints written and read by the
+// azeventhubs SDK's own blob checkpoint store, as a Go consumer would.
+type hub struct {
+	t          *testing.T
+	ns, name   string
+	partitions int
+	store      *checkpoints.BlobStore
+	blob       *azblob.Client
+}
+
+func newHub(t *testing.T, partitions int) *hub {
+	t.Helper()
+	c, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CreateContainer(t.Context(), hostinsight.EventHubContainer, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+		t.Fatal(err)
+	}
+	store, err := checkpoints.NewBlobStore(c.ServiceClient().NewContainerClient(hostinsight.EventHubContainer), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := testenv.Prefix(t)
+	return &hub{t: t, ns: name + ".servicebus.windows.net", name: name, partitions: partitions, store: store, blob: c}
+}
+
+func offsetOf(seq int64) string { return strconv.FormatInt(seq*256, 10) }
+
+// checkpoint sets every partition's checkpoint at seq, as the host does.
+func (h *hub) checkpoint(seq int64) {
+	h.t.Helper()
+	for p := range h.partitions {
+		h.checkpointOne(p, seq)
+	}
+}
+
+func (h *hub) checkpointOne(p int, seq int64) {
+	h.t.Helper()
+	o := offsetOf(seq)
+	if err := h.store.SetCheckpoint(h.t.Context(), azeventhubs.Checkpoint{FullyQualifiedNamespace: h.ns, EventHubName: h.name, ConsumerGroup: "$default",
+		PartitionID: strconv.Itoa(p), SequenceNumber: &seq, Offset: &o}, nil); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// claim claims partition p for a host, as a running processor does.
+func (h *hub) claim(p int) {
+	h.t.Helper()
+	got, err := h.store.ClaimOwnership(h.t.Context(), []azeventhubs.Ownership{{FullyQualifiedNamespace: h.ns, EventHubName: h.name, ConsumerGroup: "$default",
+		PartitionID: strconv.Itoa(p), OwnerID: "host-1"}}, nil)
+	if err != nil || len(got) != 1 {
+		h.t.Fatalf("claim partition %d: %v, %d claimed", p, err, len(got))
+	}
+}
+
+// read is every partition's checkpoint as the official store reads it.
+func (h *hub) read() map[string]azeventhubs.Checkpoint {
+	h.t.Helper()
+	cps, err := h.store.ListCheckpoints(h.t.Context(), h.ns, h.name, "$default", nil)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	out := map[string]azeventhubs.Checkpoint{}
+	for _, c := range cps {
+		out[c.PartitionID] = c
+	}
+	return out
+}
+
+type fixture struct {
+	hub     *hub
+	ci      circuit.Circuit
+	app     circuit.App
+	replays *storage.Replays
+	source  *hostinsight.Source
+	resumed *switchRecord
+	heads   map[string]hostinsight.Head
+	first   time.Time
+	later   time.Time // a minute after every blob was written: the host is quiet
+}
+
+type switchRecord struct {
+	mu      sync.Mutex
+	reasons []string
+}
+
+func (s *switchRecord) Resume(_ context.Context, appID, function, actor, reason string) (circuit.Circuit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reasons = append(s.reasons, reason)
+	return circuit.Circuit{AppID: appID, Function: function, State: circuit.Closed}, nil
+}
+
+func (s *switchRecord) ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error) {
+	return s.Resume(ctx, l.AppID, l.Function, actor, reason)
+}
+
+func (s *switchRecord) calls() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]string(nil), s.reasons...)
+}
+
+type circuits struct{ ci circuit.Circuit }
+
+func (c circuits) Get(context.Context, string, string) (circuit.Circuit, error) { return c.ci, nil }
+
+type apps struct{ app circuit.App }
+
+func (a apps) Get(context.Context, string) (circuit.App, error) { return a.app, nil }
+
+type firstFailure struct{ at time.Time }
+
+func (f firstFailure) First(context.Context, string, string, time.Time, time.Time) (time.Time, bool, error) {
+	return f.at, true, nil
+}
+
+// withHeads is the host source with what Event Hubs holds filled in.
+type withHeads struct {
+	src   *hostinsight.Source
+	heads map[string]hostinsight.Head
+}
+
+func (w withHeads) SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (hostinsight.Snapshot, bool) {
+	snap, ok := w.src.SnapshotAfter(ctx, app, now, after)
+	snap.Heads = w.heads
+	return snap, ok
+}
+
+// newFixture: the host checkpointed every partition at 99, Fusebox
+// sampled that, then failures began and the host checkpointed past them
+// to 199 before the circuit opened.
+func newFixture(t *testing.T, partitions int) *fixture {
+	t.Helper()
+	h := newHub(t, partitions)
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableReplays); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{hub: h, replays: storage.New(svc).Replays, resumed: &switchRecord{}, heads: map[string]hostinsight.Head{}}
+	f.app = circuit.App{ID: "orders", HostStorage: testenv.ConnectionString(t), Switch: circuit.SwitchLocal}
+	f.source = &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), TTL: time.Nanosecond}
+	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
+	h.checkpoint(99)
+	cps, err := f.source.Checkpoints(t.Context(), f.app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []replay.Mark
+	for _, c := range cps {
+		if c.Hub == h.name {
+			marks = append(marks, replay.MarkOf(c))
+		}
+	}
+	if len(marks) != partitions {
+		t.Fatalf("sampled %d partitions, want %d", len(marks), partitions)
+	}
+	if err := f.replays.Put(t.Context(), f.app.ID, "ProcessOrders", replay.Sample{At: base, Marks: marks}); err != nil {
+		t.Fatal(err)
+	}
+	f.first = base.Add(30 * time.Second)
+	h.checkpoint(199)
+	f.ci = circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Window: time.Minute, EventHub: h.name + "/$default"},
+		State: circuit.Open, Episode: 3, ChangedAt: base.Add(time.Minute)}
+	f.ci.AppliedEpisode, f.ci.AppliedAt = 3, base.Add(time.Minute)
+	f.later = time.Now().Add(time.Minute)
+	return f
+}
+
+func (f *fixture) service(blobs func(circuit.App) (replay.Blobs, error)) *replay.Service {
+	if blobs == nil {
+		blobs = func(app circuit.App) (replay.Blobs, error) {
+			c, err := f.source.Client(app)
+			return replay.Checkpoints{Client: c}, err
+		}
+	}
+	return &replay.Service{Circuits: circuits{f.ci}, Apps: apps{f.app}, Switch: f.resumed, Records: f.replays, History: f.replays,
+		Failures: firstFailure{f.first}, Hosts: withHeads{f.source, f.heads}, Blobs: blobs, Now: func() time.Time { return f.later }}
+}
+
+func TestARewoundCheckpointReadsBackExactlyThroughTheOfficialStore(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	_, rec, err := f.service(nil).Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range f.hub.read() {
+		if c.SequenceNumber == nil || *c.SequenceNumber != 99 || c.Offset == nil || *c.Offset != offsetOf(99) {
+			t.Errorf("partition %s reads back as sequence %v offset %v, want 99 and %s: the position before the first failure", p, deref(c.SequenceNumber), deref(c.Offset), offsetOf(99))
+		}
+	}
+	replayed, lost, refused := rec.Outcome()
+	if replayed != 400 || lost != 0 || len(refused) != 0 {
+		t.Errorf("outcome: %d replayed, %d lost, %d refused; want 400 (100 a partition), 0, 0", replayed, lost, len(refused))
+	}
+	calls := f.resumed.calls()
+	if len(calls) != 1 || !strings.Contains(calls[0], "replayed 400 events from before the first failure on 4 partitions") {
+		t.Errorf("the trigger was asked on with %q; want once, saying what was replayed", calls)
+	}
+	stored, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3)
+	if err != nil || stored.Finished.IsZero() || stored.Open() {
+		t.Errorf("the stored record: finished %v, open %v, %v; want finished", stored.Finished, stored.Open(), err)
+	}
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// host is the app's blobs, with a host that starts and claims partition
+// claimAt between Fusebox's plan and its write, and an instance that
+// stops before writing failAt.
+type host struct {
+	replay.Blobs
+	hub     *hub
+	claimAt string
+	failAt  string
+	mu      sync.Mutex
+	reads   map[string]int
+	writes  []string
+}
+
+func (h *host) Read(ctx context.Context, key string, legacy bool) (replay.Current, error) {
+	h.mu.Lock()
+	h.reads[key]++
+	second := h.reads[key] == 2
+	h.mu.Unlock()
+	if second && h.claimAt != "" && strings.HasSuffix(key, "/"+h.claimAt) {
+		p, _ := strconv.Atoi(h.claimAt)
+		h.hub.claim(p)
+	}
+	return h.Blobs.Read(ctx, key, legacy)
+}
+
+func (h *host) Write(ctx context.Context, key string, target replay.Mark, etag string) error {
+	if h.failAt != "" && strings.HasSuffix(key, "/"+h.failAt) {
+		return errors.New("the instance stopped")
+	}
+	h.mu.Lock()
+	h.writes = append(h.writes, key[strings.LastIndex(key, "/")+1:])
+	h.mu.Unlock()
+	return h.Blobs.Write(ctx, key, target, etag)
+}
+
+func (f *fixture) host(claimAt, failAt string) (*host, func(circuit.App) (replay.Blobs, error)) {
+	h := &host{hub: f.hub, claimAt: claimAt, failAt: failAt, reads: map[string]int{}}
+	return h, func(app circuit.App) (replay.Blobs, error) {
+		c, err := f.source.Client(app)
+		h.Blobs = replay.Checkpoints{Client: c}
+		return h, err
+	}
+}
+
+func TestAPartitionTheHostClaimsMidwayIsRefusedNamedAndNotWritten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	h, blobs := f.host("2", "")
+	_, rec, err := f.service(blobs).Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.hub.read()
+	for p, want := range map[string]int64{"0": 99, "1": 99, "2": 199, "3": 99} {
+		if c := got[p]; c.SequenceNumber == nil || *c.SequenceNumber != want {
+			t.Errorf("partition %s: sequence %v, want %d", p, deref(c.SequenceNumber), want)
+		}
+	}
+	if strings.Contains(strings.Join(h.writes, ","), "2") {
+		t.Errorf("partition 2 was written (%v) after a host claimed it", h.writes)
+	}
+	_, lost, refused := rec.Outcome()
+	if len(refused) != 1 || refused[0].Partition != "2" || !strings.Contains(refused[0].Reason, "claimed") || lost != 100 {
+		t.Errorf("refused %+v, lost %d; want partition 2 named as claimed, its 100 events lost", refused, lost)
+	}
+	if calls := f.resumed.calls(); len(calls) != 1 || !strings.Contains(calls[0], "1 partitions left where they stopped") {
+		t.Errorf("resumed with %q; want it to say a partition was left", calls)
+	}
+}
+
+func TestAResumeStoppedMidwayIsFinishedFromItsPlanByAnotherInstance(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	_, dying := f.host("", "2")
+	if _, _, err := f.service(dying).Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil); err == nil {
+		t.Fatal("the resume whose instance stopped succeeded")
+	}
+	if calls := f.resumed.calls(); len(calls) != 0 {
+		t.Fatalf("the trigger was asked on (%q) before every partition was written", calls)
+	}
+	rec, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3)
+	if err != nil || !rec.Open() {
+		t.Fatalf("the record after the stop: open %v, %v; want an open plan", rec.Open(), err)
+	}
+	// The host moves on meanwhile? It does not: the trigger is off. Another
+	// instance runs the resume again.
+	h, blobs := f.host("", "")
+	_, rec, err = f.service(blobs).Resume(t.Context(), "orders", "ProcessOrders", "bob", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(h.writes, ",") != "2,3" {
+		t.Errorf("the second run wrote partitions %v; want only 2 and 3, those the first did not", h.writes)
+	}
+	for p, c := range f.hub.read() {
+		if c.SequenceNumber == nil || *c.SequenceNumber != 99 {
+			t.Errorf("partition %s: sequence %v, want 99", p, deref(c.SequenceNumber))
+		}
+	}
+	if replayed, _, _ := rec.Outcome(); replayed != 400 || rec.Actor != "alice" {
+		t.Errorf("replayed %d by %q; want 400, by the plan's maker", replayed, rec.Actor)
+	}
+	if calls := f.resumed.calls(); len(calls) != 1 {
+		t.Errorf("the trigger was asked on %d times, want once", len(calls))
+	}
+}
+
+func TestARetentionThatPassedWhileOpenIsNeverRewoundBehind(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	// Retention dropped events up to 149 on partition 0 while the circuit
+	// was open; a later sample saw it at 160. Partition 1 lost up to 120
+	// and no later sample is still inside the retention.
+	key := func(p int) string { return fmt.Sprintf("%s/%s/$default/%d", f.hub.ns, f.hub.name, p) }
+	f.heads[key(0)] = hostinsight.Head{First: 150, Last: 400}
+	f.heads[key(1)] = hostinsight.Head{First: 121, Last: 400}
+	cps, err := f.source.Checkpoints(t.Context(), f.app)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var marks []replay.Mark
+	for _, c := range cps {
+		if c.Hub == f.hub.name {
+			m := replay.MarkOf(c)
+			if c.Partition == "0" {
+				m.Sequence, m.Offset = 160, offsetOf(160)
+			} else {
+				m.Sequence, m.Offset = 110, offsetOf(110)
+			}
+			marks = append(marks, m)
+		}
+	}
+	if err := f.replays.Put(t.Context(), "orders", "ProcessOrders", replay.Sample{At: f.first.Add(5 * time.Second), Marks: marks}); err != nil {
+		t.Fatal(err)
+	}
+	_, rec, err := f.service(nil).Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := f.hub.read()
+	if c := got["0"]; *c.SequenceNumber != 160 || *c.Offset != offsetOf(160) {
+		t.Errorf("partition 0 rewound to %d/%s; want 160, the first sampled checkpoint still inside retention", *c.SequenceNumber, *c.Offset)
+	}
+	if c := got["1"]; *c.SequenceNumber != 199 {
+		t.Errorf("partition 1 moved to %d; want it left at 199: no position inside retention is known", *c.SequenceNumber)
+	}
+	replayed, lost, refused := rec.Outcome()
+	if replayed != 39 || lost != 61+100 || len(refused) != 1 {
+		t.Errorf("replayed %d, lost %d, %d refused; want 39 (160..199), 161 (61 past retention on 0, all 100 of 1), 1", replayed, lost, len(refused))
+	}
+	if !strings.Contains(rec.Partitions[1].Describe(), "already past the hub's retention") {
+		t.Errorf("partition 1 is described as %q", rec.Partitions[1].Describe())
+	}
+}

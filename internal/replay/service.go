@@ -1,0 +1,384 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/spoken"
+	"github.com/fusebox/fusebox/internal/tablestore"
+)
+
+// Service places replay points and resumes circuits from them.
+type Service struct {
+	Circuits interface {
+		Get(ctx context.Context, appID, function string) (circuit.Circuit, error)
+	}
+	Apps interface {
+		Get(ctx context.Context, appID string) (circuit.App, error)
+	}
+	// Switch turns the trigger back on once every partition was written
+	// or refused.
+	Switch interface {
+		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
+	}
+	Records Records
+	History History
+	// Failures finds the first failure of a function in [from, to].
+	Failures interface {
+		First(ctx context.Context, appID, function string, from, to time.Time) (time.Time, bool, error)
+	}
+	Hosts interface {
+		SnapshotAfter(ctx context.Context, app circuit.App, now, after time.Time) (hostinsight.Snapshot, bool)
+	}
+	// Blobs are the app's checkpoint blobs, read and written with the
+	// host-insight credential (hostinsight.Source.Client).
+	Blobs func(app circuit.App) (Blobs, error)
+	Now   func() time.Time
+	// Quiet is how long a partition's checkpoint and ownership must have
+	// stood still before its checkpoint is moved: the Event Hubs
+	// processor renews its ownership every 10 s and lets it expire after
+	// 30 s, so a write within that is the host still running. Default 30 s.
+	Quiet time.Duration
+}
+
+// Records keep each episode's replay.
+type Records interface {
+	Get(ctx context.Context, appID, function string, episode int64) (Record, error) // tablestore.ErrNotFound when none
+	Save(ctx context.Context, r *Record) error                                      // tablestore.ErrConflict when it changed since read
+}
+
+// History keeps each function's samples.
+type History interface {
+	Before(ctx context.Context, appID, function string, t time.Time) (Sample, bool, error)
+	After(ctx context.Context, appID, function string, from, to time.Time, limit int) ([]Sample, error)
+}
+
+// Blobs reads and writes checkpoint blobs (Checkpoints).
+type Blobs interface {
+	Read(ctx context.Context, key string, legacy bool) (Current, error)
+	Write(ctx context.Context, key string, target Mark, etag string) error
+}
+
+// ErrNotReady is a resume from before the first failure that cannot run
+// yet, or at all; its text says why, for people.
+type ErrNotReady struct{ Why string }
+
+func (e ErrNotReady) Error() string { return "replay: " + e.Why }
+
+// Ready says whether ci may be resumed from before its first failure: an
+// Event Hubs function whose host storage Fusebox reads, with its trigger
+// off and the switch applied (confirmed by the host where it can be).
+func Ready(ci circuit.Circuit, app circuit.App) error {
+	switch {
+	case ci.Consumes().Hub == "":
+		return ErrNotReady{"the circuit names no Event Hub, so Fusebox does not know which checkpoints are its"}
+	case app.HostStorage == "":
+		return ErrNotReady{"the app's host storage is not set, so Fusebox cannot read or move its checkpoints"}
+	case !ci.State.TriggerOff():
+		return ErrNotReady{"the trigger is on: checkpoints are moved only while it is off"}
+	case ci.Pending():
+		return ErrNotReady{"the trigger has not been switched off yet"}
+	case ci.ConfirmationOf() == circuit.Contradicted || ci.ConfirmationOf() == circuit.Unconfirmed && app.Switch == circuit.SwitchARM:
+		return ErrNotReady{"the host has not confirmed the trigger off yet"}
+	}
+	return nil
+}
+
+// bound of the history read forward for a later checkpoint still held.
+const maxForward = 2000
+
+// Of is ci's replay as it stands: the stored record of its episode, or a
+// point placed now (not stored: the sampler stores it).
+func (s *Service) Of(ctx context.Context, ci circuit.Circuit, app circuit.App) (Record, error) {
+	rec, err := s.Records.Get(ctx, ci.AppID, ci.Function, ci.Episode)
+	if err == nil {
+		return rec, nil
+	}
+	if !errors.Is(err, tablestore.ErrNotFound) {
+		return Record{}, err
+	}
+	return s.place(ctx, ci, app)
+}
+
+// Place stores ci's replay point if its episode has none yet.
+func (s *Service) Place(ctx context.Context, ci circuit.Circuit, app circuit.App) error {
+	if _, err := s.Records.Get(ctx, ci.AppID, ci.Function, ci.Episode); !errors.Is(err, tablestore.ErrNotFound) {
+		return err
+	}
+	rec, err := s.place(ctx, ci, app)
+	if err != nil {
+		return err
+	}
+	if err := s.Records.Save(ctx, &rec); err != nil && !errors.Is(err, tablestore.ErrExists) {
+		return err
+	}
+	return nil
+}
+
+func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App) (Record, error) {
+	rec := Record{AppID: ci.AppID, Function: ci.Function}
+	rec.Episode = ci.Episode
+	first := ci.ChangedAt
+	if t, ok, err := s.Failures.First(ctx, ci.AppID, ci.Function, ci.ChangedAt.Add(-ci.Window), ci.ChangedAt); err != nil {
+		return Record{}, err
+	} else if ok {
+		first = t
+	}
+	before, ok, err := s.History.Before(ctx, ci.AppID, ci.Function, first.Add(-Slack))
+	if err != nil {
+		return Record{}, err
+	}
+	at, _, err := s.History.Before(ctx, ci.AppID, ci.Function, first)
+	if err != nil {
+		return Record{}, err
+	}
+	snap, has := s.Hosts.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
+	if !has {
+		rec.Point = Point{Episode: ci.Episode, FirstFailure: first, Problem: "the app's host storage is not set"}
+		return rec, nil
+	}
+	var mine []hostinsight.Checkpoint
+	for _, c := range snap.Checkpoints {
+		if ci.Consumes().Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
+			mine = append(mine, c)
+		}
+	}
+	rec.Point = PointOf(ci.Episode, first, before, at, mine, snap.Heads)
+	switch {
+	case len(mine) > MaxPartitions:
+		rec.Point = Point{Episode: ci.Episode, FirstFailure: first, Problem: fmt.Sprintf("the hub has %d partitions; Fusebox replays at most %d", len(mine), MaxPartitions)}
+	case len(mine) == 0:
+		rec.Problem = "no checkpoint of the circuit's Event Hub was found in the app's host storage"
+	case !ok:
+		rec.Problem = "Fusebox had not sampled the checkpoints before the first failure (" + first.UTC().Format(time.TimeOnly) + " UTC): it samples them every 10 s from when the app's host storage is set"
+	}
+	return rec, nil
+}
+
+// Resume moves ci's checkpoints back to its replay point and then
+// switches its trigger back on: by hand (link nil) or by a resume link.
+// A plan left open by an earlier resume is finished, not made again.
+func (s *Service) Resume(ctx context.Context, appID, function, actor, reason string, link *circuit.LinkClaim) (circuit.Circuit, Record, error) {
+	ci, err := s.Circuits.Get(ctx, appID, function)
+	if err != nil {
+		return ci, Record{}, err
+	}
+	app, err := s.Apps.Get(ctx, appID)
+	if err != nil {
+		return ci, Record{}, err
+	}
+	if link != nil {
+		if err := circuit.CheckLink(ci, app, *link); err != nil {
+			return ci, Record{}, err
+		}
+	}
+	if err := Ready(ci, app); err != nil {
+		return ci, Record{}, err
+	}
+	rec, err := s.Records.Get(ctx, appID, function, ci.Episode)
+	if errors.Is(err, tablestore.ErrNotFound) {
+		rec, err = s.place(ctx, ci, app)
+	}
+	if err != nil {
+		return ci, Record{}, err
+	}
+	if rec.Problem != "" {
+		return ci, rec, ErrNotReady{rec.Problem}
+	}
+	blobs, err := s.Blobs(app)
+	if err != nil {
+		return ci, rec, err
+	}
+	if rec.Planned.IsZero() {
+		if err := s.plan(ctx, &rec, app, blobs, actor); err != nil {
+			return ci, rec, err
+		}
+	}
+	for i := range rec.Steps {
+		if rec.Steps[i].State != Pending {
+			continue
+		}
+		if err := s.step(ctx, &rec.Steps[i], blobs); err != nil {
+			return ci, rec, err // the plan stays open: running it again finishes it
+		}
+		if err := s.save(ctx, &rec, i); err != nil {
+			return ci, rec, err
+		}
+	}
+	why := rec.Summary()
+	if reason != "" {
+		why = reason + " (" + why + ")"
+	}
+	var next circuit.Circuit
+	if link != nil {
+		next, err = s.Switch.ResumeByLink(ctx, *link, actor, why)
+	} else {
+		next, err = s.Switch.Resume(ctx, appID, function, actor, why)
+	}
+	if err != nil {
+		return ci, rec, err
+	}
+	rec.Finished = s.Now()
+	if err := s.save(ctx, &rec, -1); err != nil {
+		return next, rec, err
+	}
+	return next, rec, nil
+}
+
+// plan reads every partition's checkpoint and records what each is moved
+// to, before anything is written. Another instance's plan, recorded
+// first, is taken instead.
+func (s *Service) plan(ctx context.Context, rec *Record, app circuit.App, blobs Blobs, actor string) error {
+	now := s.Now()
+	snap, _ := s.Hosts.SnapshotAfter(ctx, app, now, now.Add(-s.quiet()/3))
+	rec.Steps = nil
+	for _, part := range rec.Partitions {
+		st := Step{Key: part.Key, Partition: part.Partition}
+		switch {
+		case !part.Known:
+			st.State, st.Reason = Refused, "no position before the first failure is known"
+		case part.Events == 0:
+			continue
+		default:
+			s.planStep(ctx, rec, &st, part, snap.Heads[part.Key], blobs, now)
+		}
+		rec.Steps = append(rec.Steps, st)
+	}
+	rec.Planned, rec.Actor = now, actor
+	err := s.Records.Save(ctx, rec)
+	if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrExists) {
+		theirs, gerr := s.Records.Get(ctx, rec.AppID, rec.Function, rec.Episode)
+		if gerr != nil {
+			return gerr
+		}
+		if theirs.Planned.IsZero() {
+			return err
+		}
+		*rec = theirs
+		return nil
+	}
+	return err
+}
+
+func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Partition, head hostinsight.Head, blobs Blobs, now time.Time) {
+	refuse := func(lost int64, why string) { st.State, st.Reason, st.Lost = Refused, why, lost }
+	cur, err := blobs.Read(ctx, part.Key, part.To.Legacy)
+	if err != nil {
+		refuse(part.Events, err.Error())
+		return
+	}
+	if why := s.busy(cur, now); why != "" {
+		refuse(part.Events, why)
+		return
+	}
+	if !cur.HasSequence || cur.Sequence != part.To.Sequence {
+		refuse(part.Events, fmt.Sprintf("its checkpoint moved since the trip (sequence %d, now %d): something else consumes it", part.To.Sequence, cur.Sequence))
+		return
+	}
+	target := part.From
+	if head.First > target.Sequence+1 && !head.Empty {
+		// Never behind the hub's retention: the first later checkpoint the
+		// history holds that is still inside it, a real position with its
+		// offset. What lies before it is lost.
+		later, err := s.History.After(ctx, rec.AppID, rec.Function, rec.SampledAt, now, maxForward)
+		found := false
+		for _, smp := range later {
+			if m, ok := smp.Mark(part.Key); ok && m.HasSequence && m.Sequence+1 >= head.First && m.Sequence <= cur.Sequence {
+				target, found = m, true
+				break
+			}
+		}
+		if err != nil || !found {
+			refuse(part.Events, "its replay point has passed the hub's retention, and no later checkpoint still inside it is known")
+			return
+		}
+	}
+	target.Legacy = cur.Legacy
+	st.Target, st.ETag, st.Claimed = target, cur.ETag, cur.Claimed
+	st.Replayed = cur.Sequence - target.Sequence
+	st.Lost = target.Sequence - part.From.Sequence
+}
+
+// step writes one partition's checkpoint, or refuses it.
+func (s *Service) step(ctx context.Context, st *Step, blobs Blobs) error {
+	cur, err := blobs.Read(ctx, st.Key, st.Target.Legacy)
+	if err != nil {
+		return err
+	}
+	if cur.HasSequence && cur.Sequence == st.Target.Sequence && cur.Offset == st.Target.Offset {
+		st.State = Written // written before an instance stopped midway
+		return nil
+	}
+	refuse := func(why string) { st.State, st.Reason, st.Lost, st.Replayed = Refused, why, st.Lost+st.Replayed, 0 }
+	if cur.ETag != st.ETag {
+		refuse("its checkpoint moved since the plan: the host is running")
+		return nil
+	}
+	if cur.Claimed.After(st.Claimed) || cur.LeaseHeld {
+		refuse("a host claimed it since the plan: it is running")
+		return nil
+	}
+	if why := s.busy(cur, s.Now()); why != "" {
+		refuse(why)
+		return nil
+	}
+	switch err := blobs.Write(ctx, st.Key, st.Target, st.ETag); {
+	case errors.Is(err, ErrMoved):
+		refuse("its checkpoint moved while it was being written: the host is running")
+	case err != nil:
+		return err
+	default:
+		st.State = Written
+	}
+	return nil
+}
+
+// busy says why a partition is in use, or "".
+func (s *Service) busy(cur Current, now time.Time) string {
+	switch {
+	case cur.LeaseHeld:
+		return "a host holds its lease: it is running"
+	case !cur.Claimed.IsZero() && now.Sub(cur.Claimed) < s.quiet():
+		return "a host claimed it " + spoken.Duration(max(now.Sub(cur.Claimed), 0).Truncate(time.Second)) + " ago: it is running"
+	case now.Sub(cur.Modified) < s.quiet():
+		return "its checkpoint was written " + spoken.Duration(max(now.Sub(cur.Modified), 0).Truncate(time.Second)) + " ago: the host is running"
+	}
+	return ""
+}
+
+func (s *Service) quiet() time.Duration {
+	if s.Quiet <= 0 {
+		return 30 * time.Second
+	}
+	return s.Quiet
+}
+
+// save stores rec; on a conflict (another instance runs the same plan)
+// it takes the stored record and keeps step i's outcome in it.
+func (s *Service) save(ctx context.Context, rec *Record, i int) error {
+	for range 3 {
+		err := s.Records.Save(ctx, rec)
+		if !errors.Is(err, tablestore.ErrConflict) {
+			return err
+		}
+		theirs, gerr := s.Records.Get(ctx, rec.AppID, rec.Function, rec.Episode)
+		if gerr != nil {
+			return gerr
+		}
+		for j := range theirs.Steps {
+			if j < len(rec.Steps) && theirs.Steps[j].State == Pending && (j == i || rec.Steps[j].State != Pending) {
+				theirs.Steps[j] = rec.Steps[j]
+			}
+		}
+		if theirs.Finished.IsZero() {
+			theirs.Finished = rec.Finished
+		}
+		*rec = theirs
+	}
+	return tablestore.ErrConflict
+}

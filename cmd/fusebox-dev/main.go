@@ -186,7 +186,14 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 	if err != nil {
 		return err
 	}
-	h := &demo.Host{Settings: *settings, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
+	// The ledger counts each event's processing across the host's
+	// restarts, for the page: none never processed is the promise.
+	ledger, err := demo.OpenLedger(filepath.Join(*state, "demo-ledger"))
+	if err != nil {
+		return err
+	}
+	defer ledger.Close()
+	h := &demo.Host{Settings: *settings, Ledger: ledger, Function: "ProcessOrders", Blob: blob, HostID: hostinsight.HostID("", "func-orders-demo", ""),
 		Namespace: "orders-demo.servicebus.windows.net", EventHub: stream.Name, Group: "$default", Partitions: stream.Partitions, Rate: stream.Rate, Epoch: epoch, Retention: stream.Retention,
 		Offline: filepath.Join(*state, "downstream-offline"), Throttling: filepath.Join(*state, "downstream-throttling"), Reporter: rep, Logger: log}
 	// With a queue service (Azurite's), the app also has a queue-triggered

@@ -154,6 +154,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		stopLife()
 		return nil, err
 	}
+	b.replay.Counted = m.ObserveReplay
 	m.WatchState(stateOf(st.store, b.evaluator), o.Clock.Now)
 	if out.drift != nil {
 		m.WatchUnguarded(out.drift.Unguarded)

@@ -150,6 +150,9 @@ type Options struct {
 	// RetentionEvery is how often waiting events' retention is looked at
 	// (default a minute).
 	RetentionEvery time.Duration
+	// ReplayQuiet is how long a checkpoint must stand still before a
+	// replay moves it (app.Options; default 30 s).
+	ReplayQuiet time.Duration
 }
 
 // StartWith is Start with options.
@@ -221,7 +224,7 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		log = slog.New(slog.NewTextHandler(io.MultiWriter(o.Log, warnings{testWriter{t}}), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	}
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
-		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: o.HostInsightTTL, SetAsideEvery: o.SetAsideEvery, RetentionEvery: o.RetentionEvery, WrapHandler: newContract(t).wrap})
+		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: o.HostInsightTTL, SetAsideEvery: o.SetAsideEvery, RetentionEvery: o.RetentionEvery, ReplayQuiet: o.ReplayQuiet, WrapHandler: newContract(t).wrap})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -33,10 +33,11 @@ import (
 //     {partition} in azure-webjobs-eventhub with metadata sequencenumber
 //     and offset, written after each batch; an enabled host claims every
 //     partition at start in …/ownership/{partition} (metadata ownerid);
-//   - a failing batch is retried from the same checkpoint, as the Event
-//     Hubs trigger does with a retry policy of unlimited fixed-delay
-//     retries (without one the real trigger checkpoints past failures:
-//     that loss is what the circuit stops);
+//   - a failing batch is tried again Retries times, as the function's
+//     retry policy says (none unless set: the host's default), and then
+//     checkpointed past, as the Event Hubs trigger does whether a batch
+//     failed or not: its events are lost unless someone rewinds the
+//     checkpoint (RetryForever is a policy of unlimited retries);
 //   - the learned-concurrency snapshot is
 //     azure-webjobs-hosts/concurrency/{hostId}/concurrencyStatus.json;
 //   - the batch size is the host option set as an app setting,
@@ -69,8 +70,14 @@ type Host struct {
 	Throttling string
 	Bears      int
 	Processed  func(partition int, seq int64) // told of each event handled
-	Reporter   Reporter                       // tells Fusebox of failures and successes
-	Logger     *slog.Logger
+	// Retries is how many times a failed batch is tried again before the
+	// host checkpoints past it; RetryForever never gives up.
+	Retries int
+	// Ledger, when set, counts how many times each event was processed,
+	// for the page.
+	Ledger   *Ledger
+	Reporter Reporter // tells Fusebox of failures and successes
+	Logger   *slog.Logger
 	// Corrupt is a file whose existence means the next event on partition
 	// 0 is corrupt: the function fails on it, and after ParkAfter tries it
 	// parks the event on Parking and goes on, as the seed's pattern says.
@@ -86,7 +93,13 @@ type Host struct {
 	parked   int
 	cps      []int64 // last checkpointed sequence per partition, -1: none
 	failures int
+	failed   map[int]int // failed tries of each partition's current batch
+	skipped  int64       // events checkpointed past after their batch failed
 }
+
+// RetryForever is a retry policy that tries a failed batch until it
+// succeeds.
+const RetryForever = -1
 
 // Reporter tells Fusebox how batches went: client.Reporter (the failure
 // API) or Telemetry (OpenTelemetry, as the real host exports).
@@ -159,6 +172,14 @@ func (h *Host) Start(ctx context.Context) error {
 			h.cps[p] = c.Sequence
 		}
 	}
+	if h.Ledger != nil {
+		first := h.Stream().First(time.Now())
+		for p, cp := range h.cps {
+			if err := h.Ledger.Start(p, max(cp+1, first)); err != nil {
+				return err
+			}
+		}
+	}
 	if !h.disabled {
 		// The processor claims each partition by writing its id into the
 		// ownership blob, as the Event Hubs processor does on start.
@@ -227,26 +248,39 @@ func (h *Host) stepEvents(ctx context.Context, now time.Time) error {
 		}
 		to := min(head, from+int64(h.Batch)-1)
 		n := int(to - from + 1)
-		if offline {
-			// The function throws; the retry policy tries the same batch
-			// again on the next step, and nothing is checkpointed.
+		if offline || throttling && n > h.Bears {
+			// The function throws. The retry policy tries the same batch
+			// again on the next step; once it gives up, the trigger
+			// checkpoints past the batch, and its events are not processed.
+			sample := "downstream store offline"
+			if !offline {
+				sample = fmt.Sprintf("429 Too Many Requests: the store takes at most %d events a request", h.Bears)
+			}
 			h.mu.Lock()
 			h.failures += n
+			if h.failed == nil {
+				h.failed = map[int]int{}
+			}
+			h.failed[p]++
+			giveUp := h.Retries != RetryForever && h.failed[p] > h.Retries
+			if giveUp {
+				h.failed[p] = 0
+				h.skipped += int64(n)
+			}
 			h.mu.Unlock()
 			if h.Reporter != nil {
-				h.Reporter.Failures(h.Function, n, now, "downstream store offline")
+				h.Reporter.Failures(h.Function, n, now, sample)
+			}
+			if giveUp {
+				if err := h.checkpoint(ctx, p, to); err != nil {
+					errs = append(errs, err)
+				}
 			}
 			continue
 		}
-		if throttling && n > h.Bears {
-			h.mu.Lock()
-			h.failures += n
-			h.mu.Unlock()
-			if h.Reporter != nil {
-				h.Reporter.Failures(h.Function, n, now, fmt.Sprintf("429 Too Many Requests: the store takes at most %d events a request", h.Bears))
-			}
-			continue
-		}
+		h.mu.Lock()
+		delete(h.failed, p)
+		h.mu.Unlock()
 		skip := int64(-1)
 		if p == 0 && h.Parking != nil && exists(h.Corrupt) {
 			h.mu.Lock()
@@ -275,6 +309,11 @@ func (h *Host) stepEvents(ctx context.Context, now time.Time) error {
 		for seq := from; seq <= to; seq++ {
 			if h.Processed != nil && seq != skip {
 				h.Processed(p, seq)
+			}
+		}
+		if h.Ledger != nil {
+			if err := h.Ledger.Done(p, from, to); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		if err := h.checkpoint(ctx, p, to); err != nil {
@@ -327,9 +366,11 @@ Downstream store: <strong data-testid="store">{{if .Offline}}offline — every b
 {{if .CanThrottle}}<form method="post" action="/throttling"><button type="submit" data-testid="throttling">{{if .Throttling}}Let the store take any batch again{{else}}Overload the store (429 above {{.Bears}} events a batch){{end}}</button></form>{{end}}
 {{if .CanPark}}<form method="post" action="/corrupt"><button type="submit" data-testid="corrupt">Send a corrupt event</button></form>
 <p>A corrupt event fails {{.ParkAfter}} times, then the function parks it in <code>{{.Parking}}</code> and goes on. Parked so far: {{.Parked}}.</p>{{end}}
-<table><tr><th>Partition</th><th>Last event</th><th>Checkpoint</th><th>Waiting</th></tr>
-{{range .Rows}}<tr><td>{{.P}}</td><td>{{.Head}}</td><td>{{.CP}}</td><td>{{.Waiting}}</td></tr>{{end}}</table>
-<p>Failed attempts so far: {{.Failures}}.</p>
+<p>A failed batch is {{if eq .Retries -1}}tried again until it succeeds (a retry policy without limit){{else if eq .Retries 0}}not tried again (no retry policy, the host's default){{else}}tried again {{.Retries}} times{{end}}{{if ne .Retries -1}}, then the trigger checkpoints past it: its events are not processed unless the checkpoint is moved back{{end}}.</p>
+<table><tr><th>Partition</th><th>Last event</th><th>Checkpoint</th><th>Waiting</th>{{if .Ledger}}<th>Processed once</th><th>More than once</th><th>Never</th>{{end}}</tr>
+{{range .Rows}}<tr><td>{{.P}}</td><td>{{.Head}}</td><td>{{.CP}}</td><td>{{.Waiting}}</td>{{if $.Ledger}}<td>{{.Once}}</td><td>{{.More}}</td><td>{{.Never}}</td>{{end}}</tr>{{end}}</table>
+<p>Failed attempts so far: {{.Failures}}; events checkpointed past after their batch failed: {{.Skipped}}.</p>
+{{if .Ledger}}<p data-testid="ledger">Of the events up to the checkpoints, <span data-testid="ledger-once">{{.Once}}</span> were processed once, <span data-testid="ledger-more">{{.More}}</span> more than once and <strong data-testid="ledger-never">{{.Never}}</strong> never.</p>{{end}}
 {{with .Orders}}<h2>{{.Function}} (queue-triggered, <code>{{.Queue}}</code>)</h2>
 <p>Trigger {{if .Off}}<strong>disabled</strong>{{else}}enabled{{end}}. Order parser: <strong data-testid="parser" data-fixed="{{.Fixed}}">{{if .Fixed}}fixed{{else}}fails on sku BROKEN{{end}}</strong>.
 Tries that failed: {{.Failures}}; orders handled: <span data-testid="orders-done">{{.Done}}</span>; set aside in <code>{{.Queue}}-poison</code> after 5 tries: {{.Poisoned}}.</p>
@@ -374,17 +415,28 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/", http.StatusSeeOther)
 		return
 	}
-	type row struct{ P, Head, CP, Waiting int64 }
+	type row struct {
+		P, Head, CP, Waiting int64
+		Tally
+	}
 	now := time.Now()
 	head, first := h.Head(now), h.Stream().First(now)
 	h.mu.Lock()
 	var rows []row
 	for p, cp := range h.cps {
-		rows = append(rows, row{int64(p), head, cp, max(head-max(cp, first-1), 0)})
+		rows = append(rows, row{P: int64(p), Head: head, CP: cp, Waiting: max(head-max(cp, first-1), 0)})
 	}
-	failures, parked, off := h.failures, h.parked, h.off
+	failures, parked, off, skipped := h.failures, h.parked, h.off, h.skipped
 	h.mu.Unlock()
+	var all Tally
+	if h.Ledger != nil {
+		for i := range rows {
+			rows[i].Tally = h.Ledger.Tally(int(rows[i].P), rows[i].CP)
+			all.Never, all.Once, all.More = all.Never+rows[i].Never, all.Once+rows[i].Once, all.More+rows[i].More
+		}
+	}
 	m := map[string]any{"Function": h.Function, "Disabled": h.Disabled(), "Offline": exists(h.Offline), "Rows": rows, "Failures": failures,
+		"Retries": h.Retries, "Skipped": skipped, "Ledger": h.Ledger != nil, "Once": all.Once, "More": all.More, "Never": all.Never,
 		"Batch": h.BatchSize(), "Throttling": exists(h.Throttling), "CanThrottle": h.Throttling != "", "Bears": h.Bears,
 		"CanPark": h.Parking != nil, "ParkAfter": ParkAfter, "Parked": parked}
 	if h.Parking != nil {
@@ -406,4 +458,21 @@ func exists(path string) bool {
 	}
 	_, err := os.Stat(path)
 	return err == nil
+}
+
+// Tally is what the ledger says of every partition's events up to its
+// checkpoint; zero without a ledger.
+func (h *Host) Tally() Tally {
+	var all Tally
+	if h.Ledger == nil {
+		return all
+	}
+	h.mu.Lock()
+	cps := append([]int64(nil), h.cps...)
+	h.mu.Unlock()
+	for p, cp := range cps {
+		t := h.Ledger.Tally(p, cp)
+		all.Never, all.Once, all.More = all.Never+t.Never, all.Once+t.Once, all.More+t.More
+	}
+	return all
 }

@@ -11,11 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/chromedp/chromedp"
 
-	"github.com/fusebox/fusebox/internal/amqphub"
-	"github.com/fusebox/fusebox/internal/amqphub/amqphubtest"
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
@@ -41,42 +38,9 @@ func TestNothingIsLost(t *testing.T) {
 	if err := demo.Seed(t.Context(), srv.App.Store, settings, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	conn := testenv.ConnectionString(t)
-	bc, err := azblob.NewClientFromConnectionString(conn, &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	tag := strings.ToLower(strings.ReplaceAll(testenv.Prefix(t), "_", ""))
-	hub := "orders-" + tag
-	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// The hub the host consumes, served as an Event Hubs namespace would
-	// answer reads of its partitions, which Fusebox makes through
-	// azeventhubs to count the events waiting.
-	epoch := time.Now()
-	stream := demo.Stream{Name: hub, Partitions: 2, Rate: 20, Epoch: epoch}
-	app.HostStorage, app.HostID, app.EventHubs = conn, "demo-"+tag, amqphub.ConnectionString(amqphubtest.Serve(t, stream.Served()))
-	if err := srv.App.Store.Apps.Put(t.Context(), app); err != nil {
-		t.Fatal(err)
-	}
-	ci, err := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ci.EventHub = tag + ".servicebus.windows.net/" + hub + "/$default"
-	if err := srv.App.Store.Circuits.UpdateSettings(t.Context(), ci); err != nil {
-		t.Fatal(err)
-	}
-
-	// The host reports as the real one does with two app settings and no
-	// code: its own OpenTelemetry export, over gRPC.
-	rep, err := demo.NewTelemetry(t.Context(), srv.URL, demo.Key, "grpc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = rep.Shutdown(context.WithoutCancel(t.Context())) })
+	d := wireDemoHub(t, srv)
+	bc, tag, hub, app, stream, rep := d.blob, d.tag, d.hub, d.app, d.stream, d.rep
+	epoch := stream.Epoch
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
@@ -85,7 +49,7 @@ func TestNothingIsLost(t *testing.T) {
 	offline := filepath.Join(dir, "downstream-offline")
 	newHost := func() *demo.Host {
 		return &demo.Host{Settings: settings, Function: "ProcessOrders", Blob: bc, HostID: app.HostID, Namespace: tag + ".servicebus.windows.net",
-			EventHub: hub, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Batch: 50, Offline: offline, Reporter: rep,
+			EventHub: hub, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Batch: 50, Offline: offline, Reporter: rep, Retries: demo.RetryForever,
 			Processed: func(p int, seq int64) {
 				mu.Lock()
 				defer mu.Unlock()

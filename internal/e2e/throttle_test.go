@@ -90,7 +90,8 @@ func TestThrottleJourney(t *testing.T) {
 	// setting or a host option changes.
 	local := runLocalHost(t, ctx, settings, func() *demo.Host {
 		return &demo.Host{Settings: settings, Function: "ProcessOrders", Blob: bc, HostID: "demo-" + tag, Namespace: tag + ".servicebus.windows.net",
-			EventHub: "orders-" + tag, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Offline: offline, Throttling: throttling, Reporter: rep}
+			EventHub: "orders-" + tag, Group: "$default", Partitions: 2, Rate: 20, Epoch: epoch, Offline: offline, Throttling: throttling, Reporter: rep,
+			Retries: demo.RetryForever} // the store pushes back: each batch is tried again, smaller once throttled
 	}, 200*time.Millisecond)
 	host := local.host
 	circuitNow := func() circuit.Circuit {

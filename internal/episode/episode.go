@@ -15,6 +15,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/errortexts"
+	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/spoken"
 )
 
@@ -42,6 +43,30 @@ type Record struct {
 	ErrorsPartial bool
 	Notices       []alerts.Message
 	Actions       []audit.Entry // who did what to the circuit meanwhile
+	// Replay is where each partition stood before the first failure and,
+	// if the circuit was resumed from there, what was replayed; nil for a
+	// function that names no Event Hub or was tripped before it was kept.
+	Replay *replay.Record
+}
+
+// Events says, of an Event Hubs function's episode, how many events the
+// failures before the trip skipped, how many were replayed and how many
+// are lost for good; ok is false when the record has no replay.
+func (r Record) Events() (skipped, replayed, lost int64, ok bool) {
+	if r.Replay == nil || r.Replay.Problem != "" {
+		return 0, 0, 0, false
+	}
+	rp, again, past, _ := r.Replay.Totals()
+	skipped = max(rp-again, 0) + past
+	switch {
+	case !r.Replay.Finished.IsZero():
+		replayed, lost, _ = r.Replay.Outcome()
+	default:
+		if _, closed := r.Closed(); closed {
+			lost = skipped // resumed where it stopped: none was replayed
+		}
+	}
+	return skipped, replayed, lost, true
 }
 
 // Flips finds episode n's trip among flips (any order) and the flips
@@ -171,6 +196,15 @@ func (r Record) Markdown(now time.Time) string {
 	}
 	sent, failed, waiting := r.Delivered()
 	fmt.Fprintf(&b, "- **Notices**: %d delivered, %d failed, %d not sent yet\n", sent, failed, waiting)
+	if skipped, replayed, lost, ok := r.Events(); ok {
+		fmt.Fprintf(&b, "- **Events**: %s\n", EventsText(skipped, replayed, lost, r.Replay))
+		if r.Replay != nil && len(r.Replay.Steps) > 0 {
+			b.WriteString("\n| Partition | Replayed | Lost | Note |\n|---|---:|---:|---|\n")
+			for _, s := range r.Replay.Steps {
+				fmt.Fprintf(&b, "| %s | %d | %d | %s |\n", cell(s.Partition), s.Replayed, s.Lost, cell(s.Reason))
+			}
+		}
+	}
 
 	b.WriteString("\n## What failed\n\n")
 	switch {
@@ -196,6 +230,20 @@ func (r Record) Markdown(now time.Time) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", stamp(e.At), cell(e.What), cell(e.Who))
 	}
 	return b.String()
+}
+
+// EventsText says what became of the events the failures before the trip
+// skipped, in words.
+func EventsText(skipped, replayed, lost int64, rec *replay.Record) string {
+	switch {
+	case rec != nil && !rec.Finished.IsZero():
+		return fmt.Sprintf("the failures before the trip skipped about %d events; resumed from before the first failure, %d were replayed and %d are lost for good", skipped, replayed, lost)
+	case rec != nil && rec.Open():
+		return fmt.Sprintf("the failures before the trip skipped about %d events; a resume from before the first failure stopped midway and can be run again", skipped)
+	case lost > 0:
+		return fmt.Sprintf("the failures before the trip skipped about %d events; resumed where it stopped, they are lost", lost)
+	}
+	return fmt.Sprintf("the failures before the trip skipped about %d events, waiting to be replayed while the circuit is open", skipped)
 }
 
 // Event is one line of the timeline.

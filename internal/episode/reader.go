@@ -8,6 +8,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/errortexts"
+	"github.com/fusebox/fusebox/internal/replay"
 )
 
 // Reader assembles records from what the store keeps: flips, the outbox,
@@ -23,6 +24,10 @@ type Reader struct {
 		About(ctx context.Context, target string, from, to time.Time, limit int) ([]audit.Entry, error)
 	}
 	Rows errortexts.Rows
+	// Replays are episodes' replays (nil: none shown).
+	Replays interface {
+		Get(ctx context.Context, appID, function string, episode int64) (replay.Record, error)
+	}
 	// Kept is how long failure rows are kept (storage.FailureRetention):
 	// an older trip's errors are gone.
 	Kept time.Duration
@@ -48,6 +53,16 @@ func (r Reader) Of(ctx context.Context, ci circuit.Circuit, n int64, now time.Ti
 		return Record{}, err
 	}
 	rec := Record{Circuit: ci.ID(), Episode: n, Trip: trip, Steps: steps}
+	if r.Replays != nil && ci.Consumes().Hub != "" {
+		// The point is placed at the episode the trigger went off in: the
+		// trip's, or a re-trip's after a trial; the latest of them counts.
+		for e := rec.Last(); e >= n; e-- {
+			if rp, err := r.Replays.Get(ctx, ci.AppID, ci.Function, e); err == nil {
+				rec.Replay = &rp
+				break
+			}
+		}
+	}
 	if rec.Notices, err = r.Notices.OfEpisodes(ctx, ci.ID(), n, rec.Last(), MaxNotices); err != nil {
 		return Record{}, err
 	}

@@ -36,6 +36,7 @@ type Metrics struct {
 	unverified    *prometheus.CounterVec
 	otlpLast      *prometheus.GaugeVec
 	otlpExports   *prometheus.CounterVec
+	replayEvents  *prometheus.CounterVec
 }
 
 // New registers every collector, with the Go runtime's and the process's.
@@ -93,7 +94,12 @@ func New() *Metrics {
 		otlpExports: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "fusebox_otlp_exports_total", Help: "OpenTelemetry exports this instance took, by signal (traces, logs, metrics) and protocol (grpc, http/protobuf, http/json).",
 		}, []string{"signal", "protocol"}),
+		replayEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "fusebox_replay_events_total", Help: "Events of Event Hubs functions that resumes from before the first failure put back in front of the function (replayed) or could not (lost: past the hub's retention, or the partition was in use).",
+		}, []string{"outcome"}),
 	}
+	m.replayEvents.WithLabelValues("replayed")
+	m.replayEvents.WithLabelValues("lost")
 	for _, reason := range []string{"malformed", "unknown", "limited"} {
 		m.unverified.WithLabelValues(reason)
 	}
@@ -104,7 +110,7 @@ func New() *Metrics {
 			m.notifications.WithLabelValues(kind, outcome)
 		}
 	}
-	m.Registry.MustRegister(m.otlpLast, m.otlpExports, m.notifications, m.ingested, m.unverified, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
+	m.Registry.MustRegister(m.replayEvents, m.otlpLast, m.otlpExports, m.notifications, m.ingested, m.unverified, m.httpRequests, m.httpDuration, m.storageCalls, m.storageTime, m.loopRuns, m.loopLastOK, m.loopLastErr,
 		m.leaseGained, m.leaseLost, m.leaseRenew, m.leaseFailed,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), buildInfo())
 	return m
@@ -159,6 +165,13 @@ func outcome(err error) string {
 // verified: reason is malformed, unknown or limited.
 func (m *Metrics) ObserveUnverified(reason string) {
 	m.unverified.WithLabelValues(reason).Inc()
+}
+
+// ObserveReplay records what one resume from before the first failure
+// replayed and lost.
+func (m *Metrics) ObserveReplay(replayed, lost int64) {
+	m.replayEvents.WithLabelValues("replayed").Add(float64(replayed))
+	m.replayEvents.WithLabelValues("lost").Add(float64(lost))
 }
 
 // ObserveIngest records one failure report request.

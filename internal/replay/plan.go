@@ -75,6 +75,12 @@ func (r Record) Outcome() (replayed, lost int64, refused []Step) {
 	return replayed, lost, refused
 }
 
+// Counts are the events replayed and lost (Outcome without the steps).
+func (r Record) Counts() (replayed, lost int64) {
+	replayed, lost, _ = r.Outcome()
+	return replayed, lost
+}
+
 // Summary says how a finished replay went, in words.
 func (r Record) Summary() string {
 	replayed, lost, refused := r.Outcome()

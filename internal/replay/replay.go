@@ -112,20 +112,17 @@ type Point struct {
 }
 
 // PointOf places the replay point: before is the last sample at or
-// before the first failure less Slack, at the sample at the first
-// failure itself (for Again; may equal before), now the checkpoints as
-// they stand with the trigger off, heads what Event Hubs holds (by key;
-// may miss some).
-func PointOf(episode int64, first time.Time, before, at Sample, now []hostinsight.Checkpoint, heads map[string]hostinsight.Head) Point {
+// before the first failure less Slack, next the sample after it (zero:
+// none; it estimates Again), now the checkpoints as they stand with the
+// trigger off, heads what Event Hubs holds (by key; may miss some).
+func PointOf(episode int64, first time.Time, before, next Sample, now []hostinsight.Checkpoint, heads map[string]hostinsight.Head) Point {
 	p := Point{Episode: episode, FirstFailure: first, SampledAt: before.At}
 	for _, c := range now {
 		part := Partition{Key: c.Key(), Partition: c.Partition, To: MarkOf(c)}
 		if m, ok := before.Mark(c.Key()); ok && m.HasSequence && c.HasSequence && m.Sequence <= c.Sequence {
 			part.Known, part.From = true, m
 			part.Events = c.Sequence - m.Sequence
-			if a, ok := at.Mark(c.Key()); ok && a.HasSequence && a.Sequence >= m.Sequence {
-				part.Again = min(a.Sequence-m.Sequence, part.Events)
-			}
+			part.Again = min(again(m, first, before.At, next, c.Key()), part.Events)
 			if h, ok := heads[c.Key()]; ok && !h.Empty && m.Sequence+1 < h.First {
 				part.Expired = min(h.First-(m.Sequence+1), part.Events)
 			}
@@ -134,6 +131,22 @@ func PointOf(episode int64, first time.Time, before, at Sample, now []hostinsigh
 	}
 	sort.Slice(p.Partitions, func(i, j int) bool { return lessKey(p.Partitions[i].Key, p.Partitions[j].Key) })
 	return p
+}
+
+// again estimates the events handled between the sample before the
+// first failure and the failure itself: where the checkpoint stood at the
+// failure, read off the line between that sample and the next. The host
+// checkpoints at an even pace until a burst, so the line is close; it
+// cannot tell the events after the failure that succeeded apart from
+// those that failed.
+func again(from Mark, first, fromAt time.Time, next Sample, key string) int64 {
+	n, ok := next.Mark(key)
+	span := next.At.Sub(fromAt)
+	if !ok || !n.HasSequence || n.Sequence <= from.Sequence || span <= 0 || first.Before(fromAt) {
+		return 0
+	}
+	share := min(float64(first.Sub(fromAt))/float64(span), 1)
+	return int64(float64(n.Sequence-from.Sequence) * share)
 }
 
 func lessKey(a, b string) bool {

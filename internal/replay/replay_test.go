@@ -391,3 +391,26 @@ func TestARetentionThatPassedWhileOpenIsNeverRewoundBehind(t *testing.T) {
 		t.Errorf("partition 1 is described as %q", rec.Partitions[1].Describe())
 	}
 }
+
+func TestAHostThatWroteAMomentAgoIsWaitedForAndNothingIsWritten(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	svc := f.service(nil)
+	svc.Now = time.Now // the fixture's host checkpointed just now
+	_, _, err := svc.Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	var nr replay.ErrNotReady
+	if !errors.As(err, &nr) || !strings.Contains(nr.Why, "try again shortly") {
+		t.Fatalf("resume while the host was writing: %v; want a wait", err)
+	}
+	for p, c := range f.hub.read() {
+		if *c.SequenceNumber != 199 {
+			t.Errorf("partition %s moved to %d while the host was running", p, *c.SequenceNumber)
+		}
+	}
+	if calls := f.resumed.calls(); len(calls) != 0 {
+		t.Errorf("the trigger was asked on: %q", calls)
+	}
+	if _, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3); err == nil {
+		t.Error("a plan was recorded though nothing could be planned")
+	}
+}

@@ -39,6 +39,9 @@ type Service struct {
 	// host-insight credential (hostinsight.Source.Client).
 	Blobs func(app circuit.App) (Blobs, error)
 	Now   func() time.Time
+	// Counted, when set, is told what each finished replay replayed and
+	// lost (metrics).
+	Counted func(replayed, lost int64)
 	// Quiet is how long a partition's checkpoint and ownership must have
 	// stood still before its checkpoint is moved: the Event Hubs
 	// processor renews its ownership every 10 s and lets it expire after
@@ -133,9 +136,15 @@ func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App
 	if err != nil {
 		return Record{}, err
 	}
-	at, _, err := s.History.Before(ctx, ci.AppID, ci.Function, first)
-	if err != nil {
-		return Record{}, err
+	var next Sample
+	if ok {
+		later, err := s.History.After(ctx, ci.AppID, ci.Function, before.At.Add(time.Millisecond), ci.ChangedAt, 1)
+		if err != nil {
+			return Record{}, err
+		}
+		if len(later) > 0 {
+			next = later[0]
+		}
 	}
 	snap, has := s.Hosts.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
 	if !has {
@@ -148,7 +157,7 @@ func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App
 			mine = append(mine, c)
 		}
 	}
-	rec.Point = PointOf(ci.Episode, first, before, at, mine, snap.Heads)
+	rec.Point = PointOf(ci.Episode, first, before, next, mine, snap.Heads)
 	switch {
 	case len(mine) > MaxPartitions:
 		rec.Point = Point{Episode: ci.Episode, FirstFailure: first, Problem: fmt.Sprintf("the hub has %d partitions; Fusebox replays at most %d", len(mine), MaxPartitions)}
@@ -227,6 +236,9 @@ func (s *Service) Resume(ctx context.Context, appID, function, actor, reason str
 	if err := s.save(ctx, &rec, -1); err != nil {
 		return next, rec, err
 	}
+	if s.Counted != nil {
+		s.Counted(rec.Counts())
+	}
 	return next, rec, nil
 }
 
@@ -245,7 +257,10 @@ func (s *Service) plan(ctx context.Context, rec *Record, app circuit.App, blobs 
 		case part.Events == 0:
 			continue
 		default:
-			s.planStep(ctx, rec, &st, part, snap.Heads[part.Key], blobs, now)
+			if err := s.planStep(ctx, rec, &st, part, snap.Heads[part.Key], blobs, now); err != nil {
+				rec.Steps = nil
+				return err
+			}
 		}
 		rec.Steps = append(rec.Steps, st)
 	}
@@ -265,20 +280,21 @@ func (s *Service) plan(ctx context.Context, rec *Record, app circuit.App, blobs 
 	return err
 }
 
-func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Partition, head hostinsight.Head, blobs Blobs, now time.Time) {
+// planStep plans one partition. A partition in use now is no plan at
+// all: nothing is recorded, and the resume can be tried again once the
+// host has stopped (ErrNotReady says when).
+func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Partition, head hostinsight.Head, blobs Blobs, now time.Time) error {
 	refuse := func(lost int64, why string) { st.State, st.Reason, st.Lost = Refused, why, lost }
 	cur, err := blobs.Read(ctx, part.Key, part.To.Legacy)
 	if err != nil {
-		refuse(part.Events, err.Error())
-		return
+		return err
 	}
 	if why := s.busy(cur, now); why != "" {
-		refuse(part.Events, why)
-		return
+		return ErrNotReady{"partition " + part.Partition + ": " + why + "; Fusebox moves a checkpoint only after " + spoken.Duration(s.quiet()) + " without a write, so try again shortly"}
 	}
 	if !cur.HasSequence || cur.Sequence != part.To.Sequence {
 		refuse(part.Events, fmt.Sprintf("its checkpoint moved since the trip (sequence %d, now %d): something else consumes it", part.To.Sequence, cur.Sequence))
-		return
+		return nil
 	}
 	target := part.From
 	if head.First > target.Sequence+1 && !head.Empty {
@@ -295,13 +311,14 @@ func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Part
 		}
 		if err != nil || !found {
 			refuse(part.Events, "its replay point has passed the hub's retention, and no later checkpoint still inside it is known")
-			return
+			return nil
 		}
 	}
 	target.Legacy = cur.Legacy
 	st.Target, st.ETag, st.Claimed = target, cur.ETag, cur.Claimed
 	st.Replayed = cur.Sequence - target.Sequence
 	st.Lost = target.Sequence - part.From.Sequence
+	return nil
 }
 
 // step writes one partition's checkpoint, or refuses it.

@@ -157,6 +157,7 @@ func (s *CircuitPages) apiCircuitAction(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		var body struct {
 			Reason string `json:"reason"`
+			From   string `json:"from"`
 		}
 		_ = c.Bind(&body) // the reason is optional
 		p, _ := principal(c)
@@ -165,7 +166,11 @@ func (s *CircuitPages) apiCircuitAction(action string) echo.HandlerFunc {
 		if action == "trip" {
 			_, err = s.Switch.Trip(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
 		} else {
-			_, err = s.Switch.Resume(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
+			var ci circuit.Circuit
+			if ci, err = s.circuitOf(c); err != nil {
+				return err
+			}
+			_, _, err = s.resumeAs(ctx, body.From, ci, p.Name, body.Reason, nil)
 		}
 		if err != nil {
 			return apiError(c, err)

@@ -130,8 +130,8 @@ func TestAPIJobs(t *testing.T) {
 			NextRunAt        *string  `json:"next_run_at"`
 		}
 	}
-	if err := json.Unmarshal([]byte(list.body), &got); err != nil || len(got.Jobs) != 14 {
-		t.Fatalf("list: %v; want the 3 demo jobs and Fusebox's 11 loops: %s", err, list.body)
+	if err := json.Unmarshal([]byte(list.body), &got); err != nil || len(got.Jobs) != 15 {
+		t.Fatalf("list: %v; want the 3 demo jobs and Fusebox's 12 loops: %s", err, list.body)
 	}
 	for _, j := range got.Jobs {
 		if strings.HasPrefix(j.Name, "Fusebox:") {

@@ -43,6 +43,7 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 		if action == "resume" {
 			m.Host = s.hostPanel(c.Request().Context(), ci)
 			m.SetAside = s.functionSetAside(c, ci.AppID, ci.Function)
+			m.Replay = s.replayPanel(c.Request().Context(), ci)
 		}
 		return render(c, http.StatusOK, views.ConfirmPage(m))
 	}

@@ -64,6 +64,12 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 		m.CatchUp, m.CatchUpHost = "latest", s.hostPanel(c.Request().Context(), ci)
 	}
 	s.drain(c.Request().Context(), ci, rec, now, &m)
+	if skipped, replayed, lost, ok := rec.Events(); ok {
+		m.Events, m.EventsUnsafe = episode.EventsText(skipped, replayed, lost, rec.Replay), lost > 0
+		for _, st := range rec.Replay.Steps {
+			m.EventsRows = append(m.EventsRows, views.ReplayStepRow{Partition: st.Partition, Replayed: st.Replayed, Lost: st.Lost, Note: st.Reason})
+		}
+	}
 	if a, ok := rec.Acknowledged(); ok {
 		m.Acked, m.AckedAt, m.AckedBy = true, a.At, a.Actor
 	}

@@ -5,7 +5,14 @@ import "github.com/labstack/echo/v4"
 // circuitResume switches a circuit's trigger back on.
 func (s *CircuitPages) circuitResume(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.Switch.Resume(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name, c.FormValue("reason"))
+	cur, err := s.circuitOf(c)
+	if err != nil {
+		return err
+	}
+	ci, replayed, err := s.resumeAs(c.Request().Context(), c.FormValue("from"), cur, p.Name, c.FormValue("reason"), nil)
+	if replayed != "" {
+		return s.afterAction(c, ci, err, "resumed: "+replayed)
+	}
 	return s.afterAction(c, ci, err, "resumed")
 }
 

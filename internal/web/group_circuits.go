@@ -9,6 +9,7 @@ import (
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/replay"
 )
 
 // CircuitParts are what CircuitPages's handlers use, given to New.
@@ -51,6 +52,9 @@ type CircuitParts struct {
 	// Channels checks that the channels a circuit names exist, for a
 	// form with other problems to show them all at once.
 	Channels channelChecker
+	// Replay resumes Event Hubs functions from before their first
+	// failure; nil offers only "where it stopped".
+	Replay replayer
 }
 
 // missing names the required parts p lacks.
@@ -121,6 +125,12 @@ type (
 	}
 	windowReader interface {
 		Window(ctx context.Context, from, to time.Time) ([]circuit.FailureRow, []circuit.Rejection, error)
+	}
+	// replayer places and runs a resume from before the first failure
+	// (replay.Service).
+	replayer interface {
+		Of(ctx context.Context, ci circuit.Circuit, app circuit.App) (replay.Record, error)
+		Resume(ctx context.Context, appID, function, actor, reason string, link *circuit.LinkClaim) (circuit.Circuit, replay.Record, error)
 	}
 	// episodeReader assembles an episode's record (episode.Reader).
 	episodeReader interface {

@@ -26,7 +26,7 @@ func (s *CircuitPages) resumeShow(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.renderResume(c, link, ci, false)
+	return s.renderResume(c, link, ci, false, "")
 }
 
 // resumeSubmit resumes the circuit a link names.
@@ -39,14 +39,15 @@ func (s *CircuitPages) resumeSubmit(c echo.Context) error {
 	if p, ok := principal(c); ok {
 		actor = p.Name + " (resume link sent to " + link.Recipient + ")"
 	}
-	next, err := s.Switch.ResumeByLink(c.Request().Context(), claimOf(link, ci), actor, "resumed via e-mail link by "+link.Recipient)
+	claim := claimOf(link, ci)
+	next, replayed, err := s.resumeAs(c.Request().Context(), c.FormValue("from"), ci, actor, "resumed via e-mail link by "+link.Recipient, &claim)
 	if circuit.IsLinkRefusal(err) {
 		return linkRefused(err)
 	}
 	if err != nil {
 		return err
 	}
-	return s.renderResume(c, link, next, true)
+	return s.renderResume(c, link, next, true, replayed)
 }
 
 // resumeAck acknowledges the episode a link names: its reminders stop and
@@ -64,7 +65,7 @@ func (s *CircuitPages) resumeAck(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return s.renderResume(c, link, next, false)
+	return s.renderResume(c, link, next, false, "")
 }
 
 func claimOf(l alerts.Link, ci circuit.Circuit) circuit.LinkClaim {
@@ -138,7 +139,7 @@ func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link,
 	return link, ci, app, err
 }
 
-func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {
+func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool, replayed string) error {
 	ctx := c.Request().Context()
 	now := s.Now()
 	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)
@@ -153,9 +154,11 @@ func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit
 	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
 		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		Window: spoken.Duration(ci.Window), WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), Recipient: link.Recipient,
-		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function)}
+		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function),
+		Replayed: replayed}
 	if !done {
 		m.Errors, m.ErrorsOther, _ = s.errorGroups(ctx, ci, now)
+		m.Replay = s.replayPanel(ctx, ci)
 	}
 	return render(c, http.StatusOK, views.ResumePage(m))
 }

@@ -91,6 +91,7 @@ func (s *Server) routes() {
 	api.DELETE("/circuits/:app/:function", s.circuits.apiCircuitDelete, apiOperator)
 	api.POST("/circuits/:app/:function/trip", s.circuits.apiCircuitAction("trip"), apiOperator)
 	api.POST("/circuits/:app/:function/resume", s.circuits.apiCircuitAction("resume"), apiOperator)
+	api.GET("/circuits/:app/:function/replay", s.circuits.apiCircuitReplay)
 	api.GET("/jobs", s.jobs.apiJobList)
 	api.POST("/jobs", s.jobs.apiJobSave, apiOperator)
 	api.GET("/jobs/:id", s.jobs.apiJobShow)

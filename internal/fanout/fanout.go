@@ -31,3 +31,13 @@ func Each[K comparable, V any](groups map[K]V, parallel int, do func(K, V) error
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// Indexes calls do for every index of [0, n), at most parallel at once,
+// and joins what they return.
+func Indexes(n, parallel int, do func(int) error) error {
+	is := make(map[int]struct{}, n)
+	for i := range n {
+		is[i] = struct{}{}
+	}
+	return Each(is, parallel, func(i int, _ struct{}) error { return do(i) })
+}

@@ -186,6 +186,20 @@ func failed(what string, err error) error {
 	return &blobError{msg: msg, err: err}
 }
 
+// Words says err in words safe to show: a replay's own sentences, a blob
+// failure's class and what to grant, never a server's text.
+func Words(err error) string {
+	var nr ErrNotReady
+	var be *blobError
+	switch {
+	case errors.As(err, &nr):
+		return nr.Why
+	case errors.As(err, &be):
+		return be.msg
+	}
+	return "storage did not answer as expected"
+}
+
 type blobError struct {
 	msg string
 	err error

@@ -328,8 +328,8 @@ func TestAResumeStoppedMidwayIsFinishedFromItsPlanByAnotherInstance(t *testing.T
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(h.writes, ",") != "2,3" {
-		t.Errorf("the second run wrote partitions %v; want only 2 and 3, those the first did not", h.writes)
+	if strings.Join(h.writes, ",") != "2" {
+		t.Errorf("the second run wrote partitions %v; want only 2, the one the first did not", h.writes)
 	}
 	for p, c := range f.hub.read() {
 		if c.SequenceNumber == nil || *c.SequenceNumber != 99 {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/fanout"
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -94,6 +95,9 @@ func Ready(ci circuit.Circuit, app circuit.App) error {
 
 // bound of the history read forward for a later checkpoint still held.
 const maxForward = 2000
+
+// stepParallel bounds the partitions read or written at once.
+const stepParallel = 8
 
 // Of is ci's replay as it stands: the stored record of its episode, or a
 // point placed now (not stored: the sampler stores it).
@@ -208,16 +212,17 @@ func (s *Service) Resume(ctx context.Context, appID, function, actor, reason str
 			return ci, rec, err
 		}
 	}
-	for i := range rec.Steps {
+	// Partitions are written side by side, each step its own element. The
+	// outcome is recorded once, after them: a run stopped midway is
+	// finished from the plan, which finds what it wrote already there.
+	werr := fanout.Indexes(len(rec.Steps), stepParallel, func(i int) error {
 		if rec.Steps[i].State != Pending {
-			continue
+			return nil
 		}
-		if err := s.step(ctx, &rec.Steps[i], blobs); err != nil {
-			return ci, rec, err // the plan stays open: running it again finishes it
-		}
-		if err := s.save(ctx, &rec, i); err != nil {
-			return ci, rec, err
-		}
+		return s.step(ctx, &rec.Steps[i], blobs)
+	})
+	if err := s.save(ctx, &rec); err != nil || werr != nil {
+		return ci, rec, errors.Join(werr, err) // the plan stays open: running it again finishes it
 	}
 	why := rec.Summary()
 	if reason != "" {
@@ -233,7 +238,7 @@ func (s *Service) Resume(ctx context.Context, appID, function, actor, reason str
 		return ci, rec, err
 	}
 	rec.Finished = s.Now()
-	if err := s.save(ctx, &rec, -1); err != nil {
+	if err := s.save(ctx, &rec); err != nil {
 		return next, rec, err
 	}
 	if s.Counted != nil {
@@ -249,23 +254,31 @@ func (s *Service) plan(ctx context.Context, rec *Record, app circuit.App, blobs 
 	now := s.Now()
 	snap, _ := s.Hosts.SnapshotAfter(ctx, app, now, now.Add(-s.quiet()/3))
 	rec.Steps = nil
+	var parts []Partition
 	for _, part := range rec.Partitions {
-		st := Step{Key: part.Key, Partition: part.Partition}
-		switch {
-		case !part.Known:
-			st.State, st.Reason = Refused, "no position before the first failure is known"
-		case part.Events == 0:
-			continue
-		default:
-			if err := s.planStep(ctx, rec, &st, part, snap.Heads[part.Key], blobs, now); err != nil {
-				rec.Steps = nil
-				return err
-			}
+		if part.Known && part.Events == 0 {
+			continue // nothing to move back
 		}
-		rec.Steps = append(rec.Steps, st)
+		parts = append(parts, part)
+		rec.Steps = append(rec.Steps, Step{Key: part.Key, Partition: part.Partition})
+	}
+	err := fanout.Indexes(len(parts), stepParallel, func(i int) error {
+		if !parts[i].Known {
+			rec.Steps[i].State, rec.Steps[i].Reason = Refused, "no position before the first failure is known"
+			return nil
+		}
+		return s.planStep(ctx, rec, &rec.Steps[i], parts[i], snap.Heads[parts[i].Key], blobs, now)
+	})
+	if err != nil {
+		rec.Steps = nil
+		var nr ErrNotReady
+		if errors.As(err, &nr) {
+			return nr // one partition's wait says it for all
+		}
+		return err
 	}
 	rec.Planned, rec.Actor = now, actor
-	err := s.Records.Save(ctx, rec)
+	err = s.Records.Save(ctx, rec)
 	if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrExists) {
 		theirs, gerr := s.Records.Get(ctx, rec.AppID, rec.Function, rec.Episode)
 		if gerr != nil {
@@ -376,8 +389,9 @@ func (s *Service) quiet() time.Duration {
 }
 
 // save stores rec; on a conflict (another instance runs the same plan)
-// it takes the stored record and keeps step i's outcome in it.
-func (s *Service) save(ctx context.Context, rec *Record, i int) error {
+// it takes the stored record and keeps in it the outcomes this run has
+// that it lacks.
+func (s *Service) save(ctx context.Context, rec *Record) error {
 	for range 3 {
 		err := s.Records.Save(ctx, rec)
 		if !errors.Is(err, tablestore.ErrConflict) {
@@ -388,7 +402,7 @@ func (s *Service) save(ctx context.Context, rec *Record, i int) error {
 			return gerr
 		}
 		for j := range theirs.Steps {
-			if j < len(rec.Steps) && theirs.Steps[j].State == Pending && (j == i || rec.Steps[j].State != Pending) {
+			if j < len(rec.Steps) && theirs.Steps[j].State == Pending && rec.Steps[j].State != Pending {
 				theirs.Steps[j] = rec.Steps[j]
 			}
 		}

@@ -53,15 +53,8 @@ func (s *CircuitPages) replayPanel(ctx context.Context, ci circuit.Circuit) *vie
 	return m
 }
 
-// notReady is a replay error in words safe to show: the domain's own
-// sentences, or the class of a storage failure (never its text).
-func notReady(err error) string {
-	var nr replay.ErrNotReady
-	if errors.As(err, &nr) {
-		return nr.Why
-	}
-	return "storage did not answer as expected"
-}
+// notReady is a replay error in words safe to show (replay.Words).
+func notReady(err error) string { return replay.Words(err) }
 
 // resumeAs resumes ci by hand or by link, from where it stopped or, when
 // the form or body asks, from before its first failure; done says what

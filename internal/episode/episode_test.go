@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errortexts"
+	"github.com/fusebox/fusebox/internal/replay"
 )
 
 func TestFlipsFindTheTripAndWhatFollowedIt(t *testing.T) {
@@ -144,5 +145,44 @@ func TestAResumeIntoARampEndsTheEpisode(t *testing.T) {
 	}
 	if md := r.Markdown(t0.Add(time.Hour)); !strings.Contains(md, "- **Closed** 2026-12-05 09:03:00 UTC by ops@example.com, 1m after the trip (resumed at a lower concurrency, ramping back up)") {
 		t.Errorf("the record says:\n%s", md)
+	}
+}
+
+// What the record says of the events the failures before the trip
+// skipped: waiting while open, lost when resumed where it stopped, and
+// what a resume from before the first failure replayed and lost.
+func TestTheRecordSaysWhatBecameOfTheSkippedEvents(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	point := replay.Point{Episode: 1, FirstFailure: t0.Add(-20 * time.Second), Partitions: []replay.Partition{
+		{Partition: "0", Known: true, Events: 300, Again: 100},
+		{Partition: "1", Known: true, Events: 250, Again: 50, Expired: 20},
+	}}
+	trip := circuit.Flip{Episode: 1, From: circuit.Closed, To: circuit.Open, At: t0}
+	closing := []circuit.Flip{{Episode: 2, From: circuit.Open, To: circuit.Closed, At: t0.Add(time.Minute)}}
+	finished := replay.Record{Point: point, Planned: t0.Add(50 * time.Second), Finished: t0.Add(time.Minute),
+		Steps: []replay.Step{{Partition: "0", State: replay.Written, Replayed: 300}, {Partition: "1", State: replay.Written, Replayed: 230, Lost: 20}}}
+	unfinished := replay.Record{Point: point, Planned: t0.Add(50 * time.Second), Steps: finished.Steps}
+	for _, tc := range []struct {
+		name  string
+		rec   episode.Record
+		words string
+		lost  int64
+	}{
+		{"open", episode.Record{Trip: trip, Replay: &replay.Record{Point: point}}, "skipped about 400 events, waiting to be replayed while the circuit is open", 0},
+		{"resumed where it stopped", episode.Record{Trip: trip, Steps: closing, Replay: &replay.Record{Point: point}}, "skipped about 400 events; resumed where it stopped, they are lost", 400},
+		{"resumed from before the first failure", episode.Record{Trip: trip, Steps: closing, Replay: &finished}, "skipped about 400 events; resumed from before the first failure, 530 were replayed and 20 are lost for good", 20},
+		{"a resume stopped midway", episode.Record{Trip: trip, Replay: &unfinished}, "stopped midway and can be run again", 0},
+	} {
+		skipped, replayed, lost, ok := tc.rec.Events()
+		words := episode.EventsText(skipped, replayed, lost, tc.rec.Replay)
+		if !ok || lost != tc.lost || !strings.Contains(words, tc.words) {
+			t.Errorf("%s: %q, lost %d; want %q, lost %d", tc.name, words, lost, tc.words, tc.lost)
+		}
+		if md := tc.rec.Markdown(t0.Add(time.Hour)); !strings.Contains(md, "**Events**: "+words) {
+			t.Errorf("%s: the Markdown does not say it:\n%s", tc.name, md)
+		}
+	}
+	if _, _, _, ok := (episode.Record{Trip: trip}).Events(); ok {
+		t.Error("a record without a replay says something of events")
 	}
 }

@@ -16,14 +16,21 @@ type Position struct {
 	// the partition's head.
 	Waiting, Expired int64
 	Counted          bool
-	// MovedWhileOff: the checkpoint was written after the trigger was
-	// switched off. It should not have been: something else consumes with
-	// the same consumer group, or the host had not stopped yet.
+	// MovedWhileOff: the checkpoint was written more than StopGrace after
+	// the trigger was switched off. It should not have been: something
+	// else consumes with the same consumer group, or the host has not
+	// stopped.
 	MovedWhileOff bool
 	// Oldest is when the first waiting event arrived (zero: not read);
 	// retention drops it first.
 	Oldest time.Time
 }
+
+// StopGrace is how long after its trigger is switched off a host may
+// still checkpoint: it restarts to read the setting and finishes the
+// batches it had in hand, each checkpointed (past a failure, too) as
+// usual. A checkpoint written within it is the host stopping.
+const StopGrace = 30 * time.Second
 
 // Expires is when the hub's retention begins to drop the events waiting
 // behind p: its oldest waiting event's arrival plus retention. False when
@@ -67,7 +74,7 @@ func Positions(snap Snapshot, ref circuit.HubRef, off time.Time) (ps []Position,
 		if own && !ref.Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
 			continue
 		}
-		p := Position{Checkpoint: c, MovedWhileOff: !off.IsZero() && c.Moved.After(off)}
+		p := Position{Checkpoint: c, MovedWhileOff: !off.IsZero() && c.Moved.After(off.Add(StopGrace))}
 		if h, ok := snap.Heads[c.Key()]; ok {
 			p.Waiting, p.Expired, p.Counted = Behind(c, h)
 		}

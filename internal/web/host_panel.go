@@ -80,7 +80,7 @@ func (s *CircuitPages) hostPanelOf(ctx context.Context, ci circuit.Circuit, app 
 			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, of))
 		}
 		if len(moved) == 0 && !offSince(ci).IsZero() {
-			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."
+			m.Summary += " Checkpoints unmoved since the trip (but for the host's last batches as it stopped): nothing was consumed while the trigger was off."
 		}
 	}
 	if len(lost) > 0 {

@@ -19,6 +19,7 @@ type App struct {
 	HostID         string   `json:"host_id,omitempty"`
 	InsightsAppID  string   `json:"insights_app_id,omitempty"`
 	SetAsideLimit  int      `json:"set_aside_limit,omitempty"`
+	ResumeFrom     string   `json:"resume_from,omitempty"`
 	Channels       []string `json:"channels"`
 	EscalateTo     []string `json:"escalate_to"`
 	EscalateAfter  int      `json:"escalate_after_seconds"`

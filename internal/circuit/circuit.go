@@ -107,6 +107,10 @@ type App struct {
 	// app may gain in an hour before people are told it grows; 0: the
 	// default (setaside.DefaultGrowthLimit).
 	SetAsideLimit int
+	// ResumeFrom is the way back offered first for the app's Event Hubs
+	// circuits that choose none (ResumeFromFirstFailure or
+	// ResumeFromCheckpoint); empty: from before the first failure.
+	ResumeFrom string
 	// HostID overrides the host id derived from the site name
 	// (AzureFunctionsWebHost__hostid, when the app sets one).
 	HostID string

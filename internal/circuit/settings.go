@@ -56,6 +56,35 @@ type Settings struct {
 	// Runbook is what the person paged should read first: shown on the
 	// circuit's page and in every alert about it.
 	Runbook Runbook
+	// ResumeFrom is the way back offered first for an Event Hubs function
+	// (ResumeFromFirstFailure or ResumeFromCheckpoint); empty: the app's.
+	ResumeFrom string
+}
+
+// The ways back from a trip of an Event Hubs function: from before the
+// episode's first failure (the events the failures skipped are replayed)
+// or from where the checkpoint stopped.
+const (
+	ResumeFromFirstFailure = "first-failure"
+	ResumeFromCheckpoint   = "checkpoint"
+)
+
+// ValidResumeFrom says whether s names a way back, or none ("").
+func ValidResumeFrom(s string) bool {
+	return s == "" || s == ResumeFromFirstFailure || s == ResumeFromCheckpoint
+}
+
+// OffersFirst is the way back offered first for c of app: the circuit's,
+// else the app's, else from before the first failure, which loses
+// nothing.
+func OffersFirst(c Circuit, app App) string {
+	switch {
+	case c.ResumeFrom != "":
+		return c.ResumeFrom
+	case app.ResumeFrom != "":
+		return app.ResumeFrom
+	}
+	return ResumeFromFirstFailure
 }
 
 // Runbook is a link to what to do when a circuit trips, and a short note.
@@ -75,6 +104,9 @@ const (
 // rule goes here; Validate adds the rules that weigh settings together or
 // need the app.
 func (s Settings) checkEach(add func(field, format string, args ...any)) {
+	if !ValidResumeFrom(s.ResumeFrom) {
+		add("resume_from", "must be %s, %s or empty (the app's choice)", ResumeFromFirstFailure, ResumeFromCheckpoint)
+	}
 	if u, n := s.Runbook.Problems(); u != "" || n != "" {
 		if u != "" {
 			add("runbook_url", "%s", u)
@@ -95,6 +127,9 @@ func (s Spec) Stored() (Settings, error) {
 	}
 	if (set.Rule.Ratio != 0 || set.Rule.MinCalls != 0) && !(set.Rule.Ratio > 0 && set.Rule.Ratio <= 1 && set.Rule.MinCalls >= 1) {
 		return Settings{}, fmt.Errorf("failure ratio %v must be in (0, 1] and its minimum of calls %d at least 1", set.Rule.Ratio, set.Rule.MinCalls)
+	}
+	if !ValidResumeFrom(set.ResumeFrom) {
+		set.ResumeFrom = "" // costs only which way back is offered first
 	}
 	var problems validation.Error
 	set.checkEach(problems.Add)
@@ -188,6 +223,8 @@ type Spec struct {
 	// What the person paged reads first (a link and a short note).
 	RunbookURL  string `json:"runbook_url,omitempty" yaml:"runbook_url,omitempty"`
 	RunbookNote string `json:"runbook_note,omitempty" yaml:"runbook_note,omitempty"`
+	// The way back offered first for an Event Hubs function (docs/replay.md).
+	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
 }
 
 // Settings are the settings s spells.
@@ -206,8 +243,9 @@ func (s Spec) Settings() Settings {
 		Policy:       Policy{AutoResume: s.AutoResume, Cooldown: time.Duration(s.Cooldown), MaxCooldown: time.Duration(s.MaxCooldown)},
 		Throttle: Throttle{Threshold: s.ThrottleThreshold, Quiet: time.Duration(s.ThrottleQuiet), Kind: s.ThrottleKind, Ask: s.ThrottleAsk,
 			OnlyThrottling: s.ThrottleOnly, Words: orNil(s.ThrottleWords)},
-		Shadow:  s.Shadow,
-		Runbook: Runbook{URL: s.RunbookURL, Note: s.RunbookNote},
+		Shadow:     s.Shadow,
+		Runbook:    Runbook{URL: s.RunbookURL, Note: s.RunbookNote},
+		ResumeFrom: s.ResumeFrom,
 	}
 }
 
@@ -222,7 +260,7 @@ func (s Settings) Spec() Spec {
 		Shadow: s.Shadow, EventHub: s.EventHub, HubRetention: Hours(s.HubRetention), Queue: s.Queue, ParkingQueue: s.Parking,
 		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Seconds(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind,
 		ThrottleAsk: s.Throttle.Ask, ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: s.Throttle.Words,
-		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note,
+		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note, ResumeFrom: s.ResumeFrom,
 	}
 }
 

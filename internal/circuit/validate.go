@@ -159,6 +159,9 @@ func (a App) Validate() error {
 	if a.SetAsideLimit < 0 || a.SetAsideLimit > 1_000_000 {
 		add("set_aside_limit", "must be a number of messages from 1 to 1000000, or empty for the default of %d", setaside.DefaultGrowthLimit)
 	}
+	if !ValidResumeFrom(a.ResumeFrom) {
+		add("resume_from", "must be %s, %s or empty (from before the first failure)", ResumeFromFirstFailure, ResumeFromCheckpoint)
+	}
 	if a.HostID != "" && !hostIDPattern.MatchString(a.HostID) {
 		// It names folders of the app's storage: a slash would read
 		// another host's blobs.

@@ -165,6 +165,7 @@ type HostChange struct {
 	ClearHost, ClearHubs           bool
 	SetAsideLimit                  string // empty: the default
 	InsightsAppID                  string // empty: no links to Application Insights
+	ResumeFrom                     string // empty: from before the first failure
 }
 
 // UpdateHost changes what Fusebox reads of the app's own storage and hub.
@@ -248,6 +249,13 @@ func (r *Registry) hostChange(app circuit.App, h HostChange) (circuit.App, []str
 	if limit != app.SetAsideLimit {
 		changed = append(changed, "set-aside limit "+quoteOrDerived(h.SetAsideLimit))
 		next.SetAsideLimit = limit
+	}
+	if h.ResumeFrom != app.ResumeFrom {
+		what := "resume from before the first failure first"
+		if h.ResumeFrom == circuit.ResumeFromCheckpoint {
+			what = "resume where it stopped first"
+		}
+		changed, next.ResumeFrom = append(changed, what), h.ResumeFrom
 	}
 	if h.HostID != app.HostID {
 		changed = append(changed, "host id "+quoteOrDerived(h.HostID))

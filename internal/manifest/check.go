@@ -213,7 +213,7 @@ func (a App) domain() circuit.App {
 	return circuit.App{ID: a.ID, DisplayName: a.DisplayName, Switch: circuit.SwitchKind(a.Switch), SubscriptionID: a.Subscription,
 		ResourceGroup: a.ResourceGroup, Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux,
 		Guardrail: circuit.Guardrail{MaxOff: a.GuardrailMax, MaxShare: a.GuardrailShare / 100}, HostID: a.HostID, InsightsAppID: a.InsightsAppID,
-		SetAsideLimit: a.SetAsideLimit, Channels: a.Channels, Escalate: circuit.Escalation{To: a.EscalateTo, After: time.Duration(a.EscalateAfter)}}
+		SetAsideLimit: a.SetAsideLimit, ResumeFrom: a.ResumeFrom, Channels: a.Channels, Escalate: circuit.Escalation{To: a.EscalateTo, After: time.Duration(a.EscalateAfter)}}
 }
 
 // circuitOf is the circuit of app's function with settings s, as a file

@@ -121,7 +121,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 	for _, a := range apps {
 		x := App{ID: a.ID, DisplayName: a.DisplayName, Switch: a.Switch, Subscription: a.Subscription, ResourceGroup: a.ResourceGroup,
 			Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.GuardrailMax,
-			GuardrailShare: a.GuardrailShare, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, Channels: a.Channels,
+			GuardrailShare: a.GuardrailShare, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, ResumeFrom: a.ResumeFrom, Channels: a.Channels,
 			EscalateTo: a.EscalateTo, EscalateAfter: seconds(a.EscalateAfter)}
 		if a.HostStorageSet {
 			x.HostStorageEnv = SecretVar("app", a.ID, "HOST_STORAGE")
@@ -246,7 +246,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		x := ch.App
 		body := apiwire.AppInput{App: apiwire.App{ID: x.ID, DisplayName: x.DisplayName, Switch: x.Switch, Subscription: x.Subscription, ResourceGroup: x.ResourceGroup,
 			Site: x.Site, Slot: x.Slot, LocalSettings: x.LocalSettings, Linux: x.Linux, GuardrailMax: x.GuardrailMax, GuardrailShare: x.GuardrailShare,
-			HostID: x.HostID, InsightsAppID: x.InsightsAppID, SetAsideLimit: x.SetAsideLimit, Channels: nonNil(x.Channels),
+			HostID: x.HostID, InsightsAppID: x.InsightsAppID, SetAsideLimit: x.SetAsideLimit, ResumeFrom: x.ResumeFrom, Channels: nonNil(x.Channels),
 			EscalateTo: nonNil(x.EscalateTo), EscalateAfter: int(time.Duration(x.EscalateAfter) / time.Second)}, HostStorage: secret(x.HostStorageEnv), EventHubs: secret(x.EventHubsEnv)}
 		switch ch.Action {
 		case Create:

@@ -68,6 +68,7 @@ type App struct {
 	HostID         string   `yaml:"host_id,omitempty"`
 	InsightsAppID  string   `yaml:"insights_app_id,omitempty"`
 	SetAsideLimit  int      `yaml:"set_aside_limit,omitempty"`
+	ResumeFrom     string   `yaml:"resume_from,omitempty"`
 	Channels       []string `yaml:"channels,omitempty"`
 	EscalateTo     []string `yaml:"escalate_to,omitempty"`
 	EscalateAfter  Duration `yaml:"escalate_after,omitempty"`

@@ -13,7 +13,6 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2/checkpoints"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
-	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
@@ -35,17 +34,7 @@ type hub struct {
 
 func newHub(t *testing.T, partitions int) *hub {
 	t.Helper()
-	c, err := azblob.NewClientFromConnectionString(testenv.ConnectionString(t), &azblob.ClientOptions{ClientOptions: testenv.Bounded()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.CreateContainer(t.Context(), hostinsight.EventHubContainer, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
-		t.Fatal(err)
-	}
-	store, err := checkpoints.NewBlobStore(c.ServiceClient().NewContainerClient(hostinsight.EventHubContainer), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c, store := testenv.CheckpointStore(t)
 	name := testenv.Prefix(t)
 	return &hub{t: t, ns: name + ".servicebus.windows.net", name: name, partitions: partitions, store: store, blob: c}
 }

@@ -46,6 +46,7 @@ type appRow struct {
 	InsightsAppID   string  // optional: the Application Insights resource's Application ID
 	EventHubs       string  // Event Hubs connection string or namespace host, for lag (a secret)
 	SetAsideLimit   int32   // optional: growth in an hour of a set-aside queue that is told
+	ResumeFrom      string  // optional: the way back offered first (circuit.ResumeFrom…)
 }
 
 func (r *appRow) secrets() map[string]*string {
@@ -83,7 +84,8 @@ func (r appRow) toApp() (circuit.App, error) {
 		Channels:    commaList(r.Channels),
 		Escalate:    circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)},
 		HostStorage: r.HostStorage, HostID: r.HostID, InsightsAppID: r.InsightsAppID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
-		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
+		ResumeFrom: resumeFrom(r.ResumeFrom),
+		Hosting:    circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
 
@@ -146,6 +148,7 @@ func (a *Apps) row(app circuit.App) *appRow {
 		Channels:   strings.Join(app.Channels, ","),
 		EscalateTo: strings.Join(app.Escalate.To, ","), EscalateSeconds: int32(app.Escalate.After / time.Second),
 		HostStorage: app.HostStorage, HostID: app.HostID, InsightsAppID: app.InsightsAppID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
+		ResumeFrom:  app.ResumeFrom,
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	sealSecrets(a.box, TableApps, row)
@@ -156,4 +159,13 @@ func (a *Apps) row(app circuit.App) *appRow {
 // key, and returns how many it sealed.
 func (a *Apps) Reseal(ctx context.Context) (int, error) {
 	return reseal[appRow](ctx, a.box, a.table, tablestore.Query{Filter: tablestore.PartitionIs(appsPartition)}, TableApps)
+}
+
+// resumeFrom is a row's way back, or none when it names no way back (a
+// row written by hand): it costs only which button comes first.
+func resumeFrom(s string) string {
+	if !circuit.ValidResumeFrom(s) {
+		return ""
+	}
+	return s
 }

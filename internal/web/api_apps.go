@@ -18,7 +18,7 @@ import (
 func toAppJSON(a circuit.App) apiwire.App {
 	return apiwire.App{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
 		Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.Guardrail.MaxOff,
-		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, Channels: nonNil(a.Channels),
+		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, ResumeFrom: a.ResumeFrom, Channels: nonNil(a.Channels),
 		EscalateTo: nonNil(a.Escalate.To), EscalateAfter: int(a.Escalate.After / time.Second),
 		Hosting: a.Hosting.Plan, HostStorageSet: a.HostStorage != "", EventHubsSet: a.EventHubs != ""}
 }
@@ -48,7 +48,7 @@ func appHost(in apiwire.AppInput) funcapp.HostChange {
 		limit = strconv.Itoa(in.SetAsideLimit)
 	}
 	return funcapp.HostChange{HostID: in.HostID, HostStorage: in.HostStorage, EventHubs: in.EventHubs,
-		ClearHost: in.ClearHostStorage, ClearHubs: in.ClearEventHubs, SetAsideLimit: limit, InsightsAppID: in.InsightsAppID}
+		ClearHost: in.ClearHostStorage, ClearHubs: in.ClearEventHubs, SetAsideLimit: limit, InsightsAppID: in.InsightsAppID, ResumeFrom: in.ResumeFrom}
 }
 
 func appGuardrail(in apiwire.AppInput) circuit.Guardrail {

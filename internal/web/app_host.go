@@ -29,7 +29,7 @@ func (s *AppPages) appHost(c echo.Context) error {
 		return err
 	}
 	return render(c, http.StatusOK, views.AppHostFormPage(views.AppHostForm{Page: s.page(c, "Host insight of "+app.ID, "apps"), AppID: app.ID,
-		HostStorageSet: app.HostStorage != "", EventHubsSet: app.EventHubs != "", HostID: app.HostID, InsightsAppID: app.InsightsAppID, SetAsideLimit: limitText(app.SetAsideLimit)}))
+		HostStorageSet: app.HostStorage != "", EventHubsSet: app.EventHubs != "", HostID: app.HostID, InsightsAppID: app.InsightsAppID, SetAsideLimit: limitText(app.SetAsideLimit), ResumeFrom: app.ResumeFrom}))
 }
 
 // appHostSave changes them. The secrets are replaced only when given,
@@ -42,10 +42,10 @@ func (s *AppPages) appHostSave(c echo.Context) error {
 	m := views.AppHostForm{AppID: app.ID, HostStorageSet: app.HostStorage != "", EventHubsSet: app.EventHubs != "",
 		HostID: strings.TrimSpace(c.FormValue("host_id")), InsightsAppID: strings.TrimSpace(c.FormValue("insights_app_id")), HostStorage: strings.TrimSpace(c.FormValue("host_storage")),
 		EventHubs: strings.TrimSpace(c.FormValue("event_hubs")), ClearHost: c.FormValue("clear_host_storage") == "on",
-		ClearHubs: c.FormValue("clear_event_hubs") == "on", SetAsideLimit: strings.TrimSpace(c.FormValue("set_aside_limit")), Errors: map[string]string{}}
+		ClearHubs: c.FormValue("clear_event_hubs") == "on", SetAsideLimit: strings.TrimSpace(c.FormValue("set_aside_limit")), ResumeFrom: c.FormValue("resume_from"), Errors: map[string]string{}}
 	p, _ := principal(c)
 	_, err = s.Registry.UpdateHost(c.Request().Context(), app, funcapp.HostChange{HostID: m.HostID, HostStorage: m.HostStorage, EventHubs: m.EventHubs,
-		ClearHost: m.ClearHost, ClearHubs: m.ClearHubs, SetAsideLimit: m.SetAsideLimit, InsightsAppID: m.InsightsAppID}, p.Name)
+		ClearHost: m.ClearHost, ClearHubs: m.ClearHubs, SetAsideLimit: m.SetAsideLimit, InsightsAppID: m.InsightsAppID, ResumeFrom: m.ResumeFrom}, p.Name)
 	var ve circuit.ValidationError
 	if errors.As(err, &ve) {
 		for _, f := range ve {

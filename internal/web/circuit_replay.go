@@ -16,9 +16,6 @@ import (
 // The resume from before the first failure: offered beside "resume where
 // it stopped" wherever a circuit of an Event Hubs function is resumed.
 
-// fromFirstFailure is the form's and the API's word for it.
-const fromFirstFailure = "first-failure"
-
 // replayPanel is what a resume from before the first failure would do
 // for ci; nil where it does not apply (no hub named, no host storage, no
 // replay part).
@@ -32,7 +29,7 @@ func (s *CircuitPages) replayPanel(ctx context.Context, ci circuit.Circuit) *vie
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m := &views.Replay{}
+	m := &views.Replay{CheckpointFirst: circuit.OffersFirst(ci, app) == circuit.ResumeFromCheckpoint}
 	if err := replay.Ready(ci, app); err != nil {
 		m.Why = notReady(err)
 	}
@@ -60,7 +57,7 @@ func notReady(err error) string { return replay.Words(err) }
 // the form or body asks, from before its first failure; done says what
 // was replayed.
 func (s *CircuitPages) resumeAs(ctx context.Context, from string, ci circuit.Circuit, actor, reason string, link *circuit.LinkClaim) (next circuit.Circuit, done string, err error) {
-	if from != fromFirstFailure {
+	if from != circuit.ResumeFromFirstFailure {
 		if link != nil {
 			next, err = s.Switch.ResumeByLink(ctx, *link, actor, reason)
 		} else {

@@ -1,14 +1,17 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -55,8 +58,8 @@ func (s *CircuitPages) stormSubmit(c echo.Context) error {
 	if acknowledge {
 		m.Action = "acknowledge"
 	}
-	for _, o := range s.Switch.ResumeEach(c.Request().Context(), ids, p.Name, reason, acknowledge) {
-		r := views.StormResult{ID: o.ID, Href: "/circuits", State: o.Circuit.State.String(), Tone: stateTone(o.Circuit.State), Error: stormError(o.Err)}
+	for _, o := range s.resumeEach(c.Request().Context(), ids, p.Name, reason, acknowledge, c.FormValue("from")) {
+		r := views.StormResult{ID: o.ID, Href: "/circuits", State: o.Circuit.State.String(), Tone: stateTone(o.Circuit.State), Error: stormError(o.Err), Replayed: o.replayed}
 		if app, fn, ok := circuit.SplitID(o.ID); ok {
 			r.Href = "/circuits/" + url.PathEscape(app) + "/" + url.PathEscape(fn)
 		}
@@ -78,6 +81,8 @@ func stormError(err error) string {
 		return "there is no such circuit"
 	case errors.Is(err, circuit.ErrNotOpen), errors.Is(err, circuit.ErrNothingToAcknowledge), errors.Is(err, circuit.ErrConflictRetries), errors.Is(err, circuit.ErrNotAnID):
 		return strings.TrimPrefix(err.Error(), "circuit: ")
+	case errors.As(err, new(replay.ErrNotReady)):
+		return "not resumed from before its first failure: " + replay.Words(err)
 	}
 	return "Fusebox could not change it now; try again"
 }
@@ -88,6 +93,7 @@ func (s *CircuitPages) apiCircuitsResume(c echo.Context) error {
 		Circuits    []string `json:"circuits"`
 		Reason      string   `json:"reason"`
 		Acknowledge bool     `json:"acknowledge"`
+		From        string   `json:"from"`
 	}
 	if err := c.Bind(&body); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON: {"circuits": ["app/function", ...], "reason": "..."}.`)
@@ -102,16 +108,69 @@ func (s *CircuitPages) apiCircuitsResume(c echo.Context) error {
 		State   string `json:"state"`
 		Episode int64  `json:"episode"`
 		Error   string `json:"error,omitempty"`
+		// Replayed says what a resume from before the first failure
+		// replayed.
+		Replayed string `json:"replayed,omitempty"`
 	}
 	out := struct {
 		Results []result `json:"results"`
 	}{Results: []result{}}
-	for _, o := range s.Switch.ResumeEach(c.Request().Context(), body.Circuits, p.Name, body.Reason, body.Acknowledge) {
-		r := result{Circuit: o.ID, State: o.Circuit.State.String(), Episode: o.Circuit.Episode, Error: stormError(o.Err)}
+	for _, o := range s.resumeEach(c.Request().Context(), body.Circuits, p.Name, body.Reason, body.Acknowledge, body.From) {
+		r := result{Circuit: o.ID, State: o.Circuit.State.String(), Episode: o.Circuit.Episode, Error: stormError(o.Err), Replayed: o.replayed}
 		if o.Err != nil {
 			r.State, r.Episode = "", 0
 		}
 		out.Results = append(out.Results, r)
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// stormOutcome is what a storm action did to one circuit, and what a
+// resume from before the first failure replayed.
+type stormOutcome struct {
+	circuit.StormOutcome
+	replayed string
+}
+
+// resumeEach is the domain's ResumeEach, but for the Event Hubs circuits
+// Fusebox replays when from asks: those are resumed from before their
+// first failure, one after another, each on its own.
+func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool, from string) []stormOutcome {
+	var plain []string
+	var out []stormOutcome
+	for _, id := range ids {
+		app, fn, ok := circuit.SplitID(id)
+		if acknowledge || from != circuit.ResumeFromFirstFailure || s.Replay == nil || !ok || slices.ContainsFunc(out, func(o stormOutcome) bool { return o.ID == id }) {
+			plain = append(plain, id)
+			continue
+		}
+		ci, err := s.Circuits.Get(ctx, app, fn)
+		if err != nil || ci.Consumes().Hub == "" {
+			plain = append(plain, id)
+			continue
+		}
+		if a, err := s.Apps.Get(ctx, app); err != nil || a.HostStorage == "" {
+			plain = append(plain, id)
+			continue
+		}
+		o := stormOutcome{StormOutcome: circuit.StormOutcome{ID: id}}
+		var rec replay.Record
+		o.Circuit, rec, o.Err = s.Replay.Resume(ctx, app, fn, actor, reason, nil)
+		if o.Err == nil {
+			o.replayed = rec.Summary()
+		}
+		out = append(out, o)
+	}
+	for _, o := range s.Switch.ResumeEach(ctx, plain, actor, reason, acknowledge) {
+		out = append(out, stormOutcome{StormOutcome: o})
+	}
+	// In the order they were picked.
+	order := map[string]int{}
+	for i, id := range ids {
+		if _, ok := order[id]; !ok {
+			order[id] = i
+		}
+	}
+	slices.SortStableFunc(out, func(a, b stormOutcome) int { return order[a.ID] - order[b.ID] })
+	return out
 }

@@ -2,8 +2,13 @@ package replay_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -13,6 +18,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2"
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2/checkpoints"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
+	bloblease "github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/lease"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
@@ -80,6 +86,35 @@ func (h *hub) read() map[string]azeventhubs.Checkpoint {
 		out[c.PartitionID] = c
 	}
 	return out
+}
+
+type jsCheckpoint struct {
+	Partition string
+	Sequence  int64
+	Offset    string
+}
+
+// readWithJavaScript lists the checkpoints with @azure/eventhubs-checkpointstore-blob.
+func (h *hub) readWithJavaScript() []jsCheckpoint {
+	h.t.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil {
+		h.t.Fatal("node is not installed: run the tests with `make test`")
+	}
+	_, here, _, _ := runtime.Caller(0)
+	root := filepath.Join(filepath.Dir(here), "..", "..")
+	cmd := exec.CommandContext(h.t.Context(), node, filepath.Join(root, "scripts", "crosslang", "read-checkpoints.mjs"))
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), "CONNECTION_STRING="+testenv.ConnectionString(h.t), "NAMESPACE="+h.ns, "HUB="+h.name, "GROUP=$default")
+	out, err := cmd.Output()
+	if err != nil {
+		h.t.Fatalf("the Node script failed: %v", err)
+	}
+	var cps []jsCheckpoint
+	if err := json.Unmarshal(out, &cps); err != nil || len(cps) != h.partitions {
+		h.t.Fatalf("the JavaScript store read %s: %v", out, err)
+	}
+	return cps
 }
 
 type fixture struct {
@@ -203,6 +238,13 @@ func TestARewoundCheckpointReadsBackExactlyThroughTheOfficialStore(t *testing.T)
 	for p, c := range f.hub.read() {
 		if c.SequenceNumber == nil || *c.SequenceNumber != 99 || c.Offset == nil || *c.Offset != offsetOf(99) {
 			t.Errorf("partition %s reads back as sequence %v offset %v, want 99 and %s: the position before the first failure", p, deref(c.SequenceNumber), deref(c.Offset), offsetOf(99))
+		}
+	}
+	// And as a Node.js consumer reads them, through the JavaScript SDK's
+	// checkpoint store.
+	for _, c := range f.hub.readWithJavaScript() {
+		if c.Sequence != 99 || c.Offset != offsetOf(99) {
+			t.Errorf("the JavaScript store reads partition %s at %d/%s, want 99/%s", c.Partition, c.Sequence, c.Offset, offsetOf(99))
 		}
 	}
 	replayed, lost, refused := rec.Outcome()
@@ -401,5 +443,85 @@ func TestAHostThatWroteAMomentAgoIsWaitedForAndNothingIsWritten(t *testing.T) {
 	}
 	if _, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3); err == nil {
 		t.Error("a plan was recorded though nothing could be planned")
+	}
+}
+
+// The v4 extension's layout: one JSON blob per partition, its other
+// fields kept as they were, and a partition whose blob a host leases
+// (the v4 processor's ownership) is in use: the resume waits.
+func TestALegacyCheckpointIsRewoundInItsOwnLayout(t *testing.T) {
+	t.Parallel()
+	c, _ := testenv.CheckpointStore(t)
+	name := testenv.Prefix(t)
+	ns := name + ".servicebus.windows.net"
+	blobName := func(p int) string { return fmt.Sprintf("%s/%s/$default/%d", ns, name, p) }
+	put := func(p int, seq int64) {
+		t.Helper()
+		body := fmt.Sprintf(`{"PartitionId":"%d","Owner":"host-1","Token":"t-%d","Epoch":7,"Offset":"%s","SequenceNumber":%d}`, p, p, offsetOf(seq), seq)
+		if _, err := c.UploadBuffer(t.Context(), testenv.EventHubContainer, blobName(p), []byte(body), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableReplays); err != nil {
+		t.Fatal(err)
+	}
+	replays := storage.New(svc).Replays
+	app := circuit.App{ID: "orders", HostStorage: testenv.ConnectionString(t), Switch: circuit.SwitchLocal}
+	source := &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), TTL: time.Nanosecond}
+	base := time.Now().Add(-10 * time.Minute)
+	var marks []replay.Mark
+	for p := range 2 {
+		put(p, 99)
+		marks = append(marks, replay.Mark{Key: blobName(p), Sequence: 99, HasSequence: true, Offset: offsetOf(99), Legacy: true})
+	}
+	if err := replays.Put(t.Context(), "orders", "ProcessOrders", replay.Sample{At: base, Marks: marks}); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 2 {
+		put(p, 199)
+	}
+	ci := circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Window: time.Minute, EventHub: name + "/$default"},
+		State: circuit.Open, Episode: 3, ChangedAt: base.Add(time.Minute)}
+	ci.AppliedEpisode = 3
+	sw := &switchRecord{}
+	svcR := &replay.Service{Circuits: circuits{ci}, Apps: apps{app}, Switch: sw, Records: replays, History: replays,
+		Failures: firstFailure{base.Add(30 * time.Second)}, Hosts: withHeads{source, nil}, Now: func() time.Time { return time.Now().Add(time.Minute) },
+		Blobs: func(a circuit.App) (replay.Blobs, error) {
+			cl, err := source.Client(a)
+			return replay.Checkpoints{Client: cl}, err
+		}}
+	// A host holds partition 1's lease: it is running.
+	lc, err := bloblease.NewBlobClient(c.ServiceClient().NewContainerClient(testenv.EventHubContainer).NewBlobClient(blobName(1)), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := lc.AcquireLease(t.Context(), 15, nil); err != nil {
+		t.Fatal(err)
+	}
+	var nr replay.ErrNotReady
+	if _, _, err := svcR.Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil); !errors.As(err, &nr) || !strings.Contains(nr.Why, "lease") {
+		t.Fatalf("a resume while a host holds a lease: %v; want a wait that says so", err)
+	}
+	if _, err := lc.ReleaseLease(t.Context(), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := svcR.Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil); err != nil {
+		t.Fatal(err)
+	}
+	for p := range 2 {
+		resp, err := c.DownloadStream(t.Context(), testenv.EventHubContainer, blobName(p), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if body["SequenceNumber"] != float64(99) || body["Offset"] != offsetOf(99) || body["Owner"] != "host-1" || body["Token"] != fmt.Sprintf("t-%d", p) || body["Epoch"] != float64(7) {
+			t.Errorf("partition %d after the rewind: %v; want sequence 99, offset %s, the rest as it was", p, body, offsetOf(99))
+		}
 	}
 }

@@ -62,6 +62,8 @@ bench "P4 Discover page, 1,000 apps"        ./internal/bench '^BenchmarkDiscover
 bench "fleet: apply 1,000 circuits"         ./internal/bench '^BenchmarkApply$'              1x
 bench "throttle: rule to settings written" ./internal/bench '^BenchmarkThrottleLatency$'     1x
 bench "window full reread, 10,000 rows with 1 kB texts" ./internal/bench '^BenchmarkWindowFullRead$' 10x
+bench "replay: resume from before the first failure, 32 partitions" ./internal/bench '^BenchmarkResumeFromFirstFailure$' 20x
+bench "replay: checkpoint history's storage operations an hour" ./internal/bench '^BenchmarkCheckpointHistoryCost$' 1x
 
 echo
 go run ./internal/bench/summary <"$raw" | tee "${raw%.txt}.summary.txt"

@@ -49,9 +49,11 @@ func (f benchFirst) First(context.Context, string, string, time.Time, time.Time)
 }
 
 // BenchmarkResumeFromFirstFailure is "resume pressed → trigger asked on"
-// with 32 partitions moved back: replay.Service.Resume (the record read,
-// the point placed from the history, the plan read and recorded, 32
-// conditional writes, each outcome recorded) against Azurite. "raw" is
+// with 32 partitions moved back: replay.Service.Resume (the point, placed
+// by the history when the circuit opened, read; the host's snapshot read
+// for the hub's retention; each partition's checkpoint and ownership read
+// and the plan recorded; 32 ownership checks and conditional writes, eight
+// at a time; the outcome recorded) against Azurite. "raw" is
 // the 32 partitions' writes alone in the same run: a read of each blob's
 // ETag and a SetMetadata on condition of it, with azblob.
 //
@@ -107,6 +109,11 @@ func BenchmarkResumeFromFirstFailure(b *testing.B) {
 	for i := range b.N {
 		setAll(199)
 		ci.ci.Episode, ci.ci.AppliedEpisode = int64(i+1), int64(i+1)
+		// The checkpoint history places the point when the circuit opens,
+		// well before anyone presses resume.
+		if err := rs.Place(ctx, ci.ci, app); err != nil {
+			b.Fatal(err)
+		}
 		start := time.Now()
 		if _, rec, err := rs.Resume(ctx, "orders", "ProcessOrders", "bench", "", nil); err != nil {
 			b.Fatal(err)

@@ -125,6 +125,30 @@ func (c Checkpoints) Read(ctx context.Context, key string, legacy bool) (Current
 	return cur, nil
 }
 
+// Claimed is when key's ownership was last written (the v5 layout's
+// ownership blob) and whether a host leases its blob (the v4 layout).
+func (c Checkpoints) Claimed(ctx context.Context, key string, legacy bool) (time.Time, bool, error) {
+	name, owner, err := blobNames(key, legacy)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	if legacy {
+		owner = name
+	}
+	props, err := c.Client.ServiceClient().NewContainerClient(hostinsight.EventHubContainer).NewBlobClient(owner).GetProperties(ctx, nil)
+	switch {
+	case bloberror.HasCode(err, bloberror.BlobNotFound):
+		return time.Time{}, false, nil
+	case err != nil:
+		return time.Time{}, false, failed("read "+owner, err)
+	case legacy:
+		return time.Time{}, props.LeaseState != nil && *props.LeaseState == "leased", nil
+	case props.LastModified != nil:
+		return *props.LastModified, false, nil
+	}
+	return time.Time{}, false, nil
+}
+
 // Write sets key's checkpoint to target, on condition that the blob is
 // still at etag: ErrMoved if it is not.
 func (c Checkpoints) Write(ctx context.Context, key string, target Mark, etagWas string) error {

@@ -281,16 +281,18 @@ type host struct {
 	writes  []string
 }
 
-func (h *host) Read(ctx context.Context, key string, legacy bool) (replay.Current, error) {
+// Claimed is asked just before a partition is written: the host claims
+// partition claimAt then.
+func (h *host) Claimed(ctx context.Context, key string, legacy bool) (time.Time, bool, error) {
 	h.mu.Lock()
 	h.reads[key]++
-	second := h.reads[key] == 2
+	first := h.reads[key] == 1
 	h.mu.Unlock()
-	if second && h.claimAt != "" && strings.HasSuffix(key, "/"+h.claimAt) {
+	if first && h.claimAt != "" && strings.HasSuffix(key, "/"+h.claimAt) {
 		p, _ := strconv.Atoi(h.claimAt)
 		h.hub.claim(p)
 	}
-	return h.Blobs.Read(ctx, key, legacy)
+	return h.Blobs.Claimed(ctx, key, legacy)
 }
 
 func (h *host) Write(ctx context.Context, key string, target replay.Mark, etag string) error {

@@ -65,6 +65,9 @@ type History interface {
 // Blobs reads and writes checkpoint blobs (Checkpoints).
 type Blobs interface {
 	Read(ctx context.Context, key string, legacy bool) (Current, error)
+	// Claimed is when the partition's ownership was last written, and
+	// whether a host leases its v4 checkpoint blob.
+	Claimed(ctx context.Context, key string, legacy bool) (time.Time, bool, error)
 	Write(ctx context.Context, key string, target Mark, etag string) error
 }
 
@@ -336,30 +339,29 @@ func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Part
 
 // step writes one partition's checkpoint, or refuses it.
 func (s *Service) step(ctx context.Context, st *Step, blobs Blobs) error {
-	cur, err := blobs.Read(ctx, st.Key, st.Target.Legacy)
+	refuse := func(why string) { st.State, st.Reason, st.Lost, st.Replayed = Refused, why, st.Lost+st.Replayed, 0 }
+	claimed, leased, err := blobs.Claimed(ctx, st.Key, st.Target.Legacy)
 	if err != nil {
 		return err
 	}
-	if cur.HasSequence && cur.Sequence == st.Target.Sequence && cur.Offset == st.Target.Offset {
-		st.State = Written // written before an instance stopped midway
-		return nil
-	}
-	refuse := func(why string) { st.State, st.Reason, st.Lost, st.Replayed = Refused, why, st.Lost+st.Replayed, 0 }
-	if cur.ETag != st.ETag {
-		refuse("its checkpoint moved since the plan: the host is running")
-		return nil
-	}
-	if cur.Claimed.After(st.Claimed) || cur.LeaseHeld {
+	if leased || claimed.After(st.Claimed) {
 		refuse("a host claimed it since the plan: it is running")
 		return nil
 	}
-	if why := s.busy(cur, s.Now()); why != "" {
-		refuse(why)
-		return nil
-	}
+	// The write is conditional on the plan's ETag: a checkpoint that moved
+	// since is never overwritten. Only then is it read, to tell a write of
+	// an earlier run of this plan from the host's.
 	switch err := blobs.Write(ctx, st.Key, st.Target, st.ETag); {
 	case errors.Is(err, ErrMoved):
-		refuse("its checkpoint moved while it was being written: the host is running")
+		cur, err := blobs.Read(ctx, st.Key, st.Target.Legacy)
+		if err != nil {
+			return err
+		}
+		if cur.HasSequence && cur.Sequence == st.Target.Sequence && cur.Offset == st.Target.Offset {
+			st.State = Written // by a run of this plan that stopped midway
+			return nil
+		}
+		refuse("its checkpoint moved since the plan: the host is running")
 	case err != nil:
 		return err
 	default:

@@ -25,6 +25,7 @@ import (
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -527,3 +528,68 @@ func TestALegacyCheckpointIsRewoundInItsOwnLayout(t *testing.T) {
 		}
 	}
 }
+
+type flipLog []circuit.Flip
+
+func (l flipLog) Flips(context.Context, string, string, int) ([]circuit.Flip, error) { return l, nil }
+
+type firstFrom struct{ from *time.Time }
+
+func (f firstFrom) First(_ context.Context, _, _ string, from, _ time.Time) (time.Time, bool, error) {
+	*f.from = from
+	return time.Time{}, false, nil
+}
+
+// A trip that a throttle came first to: the function kept failing, and
+// kept checkpointing past its failures, all the while the throttle held,
+// so the first failure is looked for from a window before the throttle
+// began, not before the trip.
+func TestTheFirstFailureOfAThrottledTripIsLookedForFromTheThrottlesStart(t *testing.T) {
+	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	var from time.Time
+	ci := circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Window: 30 * time.Second, EventHub: "orders"},
+		State: circuit.Open, Episode: 7, ChangedAt: t0.Add(10 * time.Minute)}
+	log := flipLog{
+		{Episode: 7, From: circuit.Throttled, To: circuit.Open, At: t0.Add(10 * time.Minute)},
+		{Episode: 6, From: circuit.Throttled, To: circuit.Throttled, At: t0.Add(5 * time.Minute)},
+		{Episode: 5, From: circuit.Closed, To: circuit.Throttled, At: t0},
+		{Episode: 4, From: circuit.Open, To: circuit.Closed, At: t0.Add(-time.Hour)},
+	}
+	svc := &replay.Service{Flips: log, Records: noRecords{}, Failures: firstFrom{&from}, History: emptyHistory{}, Hosts: noHost{}, Now: func() time.Time { return t0.Add(11 * time.Minute) }}
+	if _, err := svc.Of(t.Context(), ci, circuit.App{}); err != nil && !strings.Contains(err.Error(), "not found") {
+		t.Fatal(err)
+	}
+	if want := t0.Add(-30 * time.Second); !from.Equal(want) {
+		t.Errorf("the first failure was looked for from %s, want %s: a window before the throttle began", from, want)
+	}
+	log[0].From = circuit.Closed // a trip straight from closed
+	if _, err := svc.Of(t.Context(), ci, circuit.App{}); err != nil && !strings.Contains(err.Error(), "not found") {
+		t.Fatal(err)
+	}
+	if want := ci.ChangedAt.Add(-30 * time.Second); !from.Equal(want) {
+		t.Errorf("for a trip from closed, looked from %s, want %s: a window before the trip", from, want)
+	}
+}
+
+type emptyHistory struct{}
+
+func (emptyHistory) Before(context.Context, string, string, time.Time) (replay.Sample, bool, error) {
+	return replay.Sample{}, false, nil
+}
+
+func (emptyHistory) After(context.Context, string, string, time.Time, time.Time, int) ([]replay.Sample, error) {
+	return nil, nil
+}
+
+type noHost struct{}
+
+func (noHost) SnapshotAfter(context.Context, circuit.App, time.Time, time.Time) (hostinsight.Snapshot, bool) {
+	return hostinsight.Snapshot{}, false
+}
+
+type noRecords struct{}
+
+func (noRecords) Get(context.Context, string, string, int64) (replay.Record, error) {
+	return replay.Record{}, tablestore.ErrNotFound
+}
+func (noRecords) Save(context.Context, *replay.Record) error { return nil }

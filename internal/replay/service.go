@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -29,6 +30,12 @@ type Service struct {
 	}
 	Records Records
 	History History
+	// Flips are the circuit's flip log, newest first, to find where a
+	// throttle that came before the trip began; nil: only the last change
+	// counts.
+	Flips interface {
+		Flips(ctx context.Context, appID, function string, limit int) ([]circuit.Flip, error)
+	}
 	// Failures finds the first failure of a function in [from, to].
 	Failures interface {
 		First(ctx context.Context, appID, function string, from, to time.Time) (time.Time, bool, error)
@@ -133,8 +140,12 @@ func (s *Service) Place(ctx context.Context, ci circuit.Circuit, app circuit.App
 func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App) (Record, error) {
 	rec := Record{AppID: ci.AppID, Function: ci.Function}
 	rec.Episode = ci.Episode
+	began, err := s.troubleBegan(ctx, ci)
+	if err != nil {
+		return Record{}, err
+	}
 	first := ci.ChangedAt
-	if t, ok, err := s.Failures.First(ctx, ci.AppID, ci.Function, ci.ChangedAt.Add(-ci.Window), ci.ChangedAt); err != nil {
+	if t, ok, err := s.Failures.First(ctx, ci.AppID, ci.Function, began.Add(-ci.Window), ci.ChangedAt); err != nil {
 		return Record{}, err
 	} else if ok {
 		first = t
@@ -175,6 +186,40 @@ func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App
 	}
 	return rec, nil
 }
+
+// troubleBegan is when the trouble that switched ci off began: its last
+// change, or, for a trip that throttling came first to, the throttle's
+// start. A throttled function kept failing, and kept checkpointing past
+// its failures, for as long as the throttle held: the first failure is
+// looked for from a window before that.
+func (s *Service) troubleBegan(ctx context.Context, ci circuit.Circuit) (time.Time, error) {
+	if s.Flips == nil {
+		return ci.ChangedAt, nil
+	}
+	flips, err := s.Flips.Flips(ctx, ci.AppID, ci.Function, maxFlips)
+	if err != nil {
+		return time.Time{}, err
+	}
+	slices.SortFunc(flips, func(a, b circuit.Flip) int { return int(b.Episode - a.Episode) }) // newest first
+	trip := slices.IndexFunc(flips, func(f circuit.Flip) bool { return f.Episode == ci.Episode })
+	if trip < 0 || flips[trip].From != circuit.Throttled {
+		return ci.ChangedAt, nil
+	}
+	began := ci.ChangedAt
+	for _, f := range flips[trip+1:] { // the throttle's steps, back to its start
+		if f.To != circuit.Throttled {
+			break
+		}
+		began = f.At
+		if f.From != circuit.Throttled {
+			break
+		}
+	}
+	return began, nil
+}
+
+// maxFlips bounds the flips read to find where a throttle began.
+const maxFlips = 50
 
 // Resume moves ci's checkpoints back to its replay point and then
 // switches its trigger back on: by hand (link nil) or by a resume link.

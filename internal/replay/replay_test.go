@@ -1,6 +1,7 @@
 package replay_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,6 +130,7 @@ type fixture struct {
 	heads   map[string]hostinsight.Head
 	first   time.Time
 	later   time.Time // a minute after every blob was written: the host is quiet
+	prefix  string    // of the tables
 }
 
 type switchRecord struct {
@@ -184,11 +187,11 @@ func (w withHeads) SnapshotAfter(ctx context.Context, app circuit.App, now, afte
 func newFixture(t *testing.T, partitions int) *fixture {
 	t.Helper()
 	h := newHub(t, partitions)
-	svc, _ := testenv.Storage(t)
+	svc, prefix := testenv.Storage(t)
 	if err := svc.CreateTable(t.Context(), storage.TableReplays); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{hub: h, replays: storage.New(svc).Replays, resumed: &switchRecord{}, heads: map[string]hostinsight.Head{}}
+	f := &fixture{hub: h, replays: storage.New(svc).Replays, resumed: &switchRecord{}, heads: map[string]hostinsight.Head{}, prefix: prefix}
 	f.app = circuit.App{ID: "orders", HostStorage: testenv.ConnectionString(t), Switch: circuit.SwitchLocal}
 	f.source = &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), TTL: time.Nanosecond}
 	base := time.Now().Add(-10 * time.Minute).Truncate(time.Second)
@@ -300,10 +303,13 @@ func (h *host) Write(ctx context.Context, key string, target replay.Mark, etag s
 	if h.failAt != "" && strings.HasSuffix(key, "/"+h.failAt) {
 		return errors.New("the instance stopped")
 	}
-	h.mu.Lock()
-	h.writes = append(h.writes, key[strings.LastIndex(key, "/")+1:])
-	h.mu.Unlock()
-	return h.Blobs.Write(ctx, key, target, etag)
+	err := h.Blobs.Write(ctx, key, target, etag)
+	if err == nil {
+		h.mu.Lock()
+		h.writes = append(h.writes, key[strings.LastIndex(key, "/")+1:])
+		h.mu.Unlock()
+	}
+	return err
 }
 
 func (f *fixture) host(claimAt, failAt string) (*host, func(circuit.App) (replay.Blobs, error)) {
@@ -593,3 +599,117 @@ func (noRecords) Get(context.Context, string, string, int64) (replay.Record, err
 	return replay.Record{}, tablestore.ErrNotFound
 }
 func (noRecords) Save(context.Context, *replay.Record) error { return nil }
+
+// TestMain lets the test binary be the instance that is killed midway.
+func TestMain(m *testing.M) {
+	if os.Getenv("FUSEBOX_REPLAY_CHILD") != "" {
+		resumeUntilKilled()
+		return
+	}
+	os.Exit(m.Run())
+}
+
+// resumeUntilKilled resumes the circuit the parent set up, writing
+// partitions 0 and 1 and then stopping before the next write, where the
+// parent kills it.
+func resumeUntilKilled() {
+	env := func(k string) string { return os.Getenv("FUSEBOX_REPLAY_" + k) }
+	unix := func(k string) time.Time { n, _ := strconv.ParseInt(env(k), 10, 64); return time.Unix(n, 0) }
+	svc, err := tablestore.NewFromConnectionString(env("CONN"), tablestore.Options{Prefix: env("PREFIX")})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	f := &fixture{hub: &hub{ns: env("NS"), name: env("HUB")}, replays: storage.New(svc).Replays, resumed: &switchRecord{}, heads: map[string]hostinsight.Head{},
+		app: circuit.App{ID: "orders", HostStorage: env("CONN"), Switch: circuit.SwitchLocal}, first: unix("FIRST"), later: time.Now().Add(time.Minute),
+		source: &hostinsight.Source{Endpoints: egress.Endpoints{Development: true}, Transport: egress.Policy{AllowLoopback: true}.Transporter(), TTL: time.Nanosecond}}
+	f.ci = circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Window: time.Minute, EventHub: f.hub.name + "/$default"},
+		State: circuit.Open, Episode: 3, ChangedAt: unix("CHANGED")}
+	f.ci.AppliedEpisode = 3
+	svcR := f.service(func(app circuit.App) (replay.Blobs, error) {
+		c, err := f.source.Client(app)
+		return stopAt{replay.Checkpoints{Client: c}}, err
+	})
+	_, _, err = svcR.Resume(context.Background(), "orders", "ProcessOrders", "alice", "", nil)
+	fmt.Println("ended", err) // not reached: the parent kills it first
+}
+
+// stopAt writes partitions 0 and 1, says so, and holds every other write
+// until the process is killed.
+type stopAt struct{ replay.Blobs }
+
+func (s stopAt) Write(ctx context.Context, key string, target replay.Mark, etag string) error {
+	p := key[strings.LastIndex(key, "/")+1:]
+	if p != "0" && p != "1" {
+		fmt.Println("holding", p)
+		select {} // killed here
+	}
+	err := s.Blobs.Write(ctx, key, target, etag)
+	fmt.Println("wrote", p, err)
+	return err
+}
+
+// An instance killed (SIGKILL) between two partitions' writes leaves its
+// plan and what it wrote; another instance's resume finishes the rest
+// from the plan, writes only those, and only then asks the trigger on.
+func TestAResumeWhoseInstanceIsKilledMidwayIsFinishedFromItsPlan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	child := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), "FUSEBOX_REPLAY_CHILD=1", "FUSEBOX_REPLAY_CONN="+testenv.ConnectionString(t), "FUSEBOX_REPLAY_PREFIX="+f.prefix,
+		"FUSEBOX_REPLAY_NS="+f.hub.ns, "FUSEBOX_REPLAY_HUB="+f.hub.name,
+		"FUSEBOX_REPLAY_FIRST="+strconv.FormatInt(f.first.Unix(), 10), "FUSEBOX_REPLAY_CHANGED="+strconv.FormatInt(f.ci.ChangedAt.Unix(), 10))
+	out, err := child.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	wrote, holding := 0, 0
+	for (wrote < 2 || holding < 2) && lines.Scan() {
+		switch fs := strings.Fields(lines.Text()); {
+		case len(fs) >= 2 && fs[0] == "wrote":
+			if len(fs) > 2 && fs[2] != "<nil>" {
+				t.Fatalf("the child's write failed: %s", lines.Text())
+			}
+			wrote++
+		case len(fs) == 2 && fs[0] == "holding":
+			holding++
+		default:
+			t.Fatalf("the child says %q", lines.Text())
+		}
+	}
+	if err := child.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = child.Wait()
+	if wrote != 2 || holding != 2 {
+		t.Fatalf("killed after %d writes with %d held; want 2 and 2", wrote, holding)
+	}
+	rec, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3)
+	if err != nil || !rec.Open() {
+		t.Fatalf("after the kill: open plan %v, %v", rec.Open(), err)
+	}
+	h, blobs := f.host("", "")
+	_, rec, err = f.service(blobs).Resume(t.Context(), "orders", "ProcessOrders", "bob", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(h.writes)
+	if strings.Join(h.writes, ",") != "2,3" {
+		t.Errorf("the second instance wrote partitions %v; want 2 and 3, those the killed one had not", h.writes)
+	}
+	for p, c := range f.hub.read() {
+		if *c.SequenceNumber != 99 {
+			t.Errorf("partition %s at %d, want 99", p, *c.SequenceNumber)
+		}
+	}
+	if replayed, _, refused := rec.Outcome(); replayed != 400 || len(refused) != 0 || rec.Finished.IsZero() {
+		t.Errorf("the record: %d replayed, %d refused, finished %v; want 400, none, finished", replayed, len(refused), rec.Finished)
+	}
+	if calls := f.resumed.calls(); len(calls) != 1 {
+		t.Errorf("the trigger was asked on %d times, want once (by the second instance)", len(calls))
+	}
+}

@@ -53,7 +53,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
-	rp := &replay.Service{Circuits: store.Circuits, Apps: store.Apps, Switch: actions, Records: store.Replays, History: store.Replays, Flips: store.Circuits,
+	rp := &replay.Service{Circuits: store.Circuits, Apps: store.Apps, Switch: actions, Records: store.Replays, History: store.Replays, Flips: store.Circuits, Unsettled: store.Replays.Unsettled,
 		Failures: store.Failures.Reader(), Hosts: out.hosts, Now: now, Quiet: o.ReplayQuiet,
 		Blobs: func(app circuit.App) (replay.Blobs, error) {
 			c, err := out.hosts.Client(app)
@@ -64,7 +64,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 		}}
 	return breakers{
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals, replay: rp,
-		replays:  &replay.Sampler{Circuits: storage.Lists{Store: store}, Hosts: out.hosts, History: store.Replays, Place: rp.Place, Now: now},
+		replays:  &replay.Sampler{Circuits: storage.Lists{Store: store}, Hosts: out.hosts, History: store.Replays, Place: rp.Place, Settle: rp.Settle, Now: now},
 		verifier: circuit.NewVerifier(store.Breaker(), out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,
 			// A timer function's own invocations are its job's runs: no ping needed.

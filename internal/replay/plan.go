@@ -52,13 +52,30 @@ type Record struct {
 	// Finished is when every step was written or refused and the trigger
 	// was asked back on.
 	Finished time.Time `json:"finished"`
+	// Settled is when the circuit was found resumed some other way (where
+	// it stopped, by a trial, or deleted) without this replay finishing:
+	// Forsaken events, the skipped ones, are then lost for good.
+	Settled  time.Time `json:"settled"`
+	Forsaken int64     `json:"forsaken,omitempty"`
 	// Version is the stored row's; writes are conditional on it.
 	Version string `json:"-"`
 }
 
 // Open says a plan was recorded and not finished: the resume that began
 // it stopped midway, and running it again finishes the rest.
-func (r Record) Open() bool { return !r.Planned.IsZero() && r.Finished.IsZero() }
+func (r Record) Open() bool { return !r.Planned.IsZero() && r.Finished.IsZero() && r.Settled.IsZero() }
+
+// Unsettled says what became of the skipped events is not known yet:
+// neither replayed nor found given up.
+func (r Record) Unsettled() bool { return r.Finished.IsZero() && r.Settled.IsZero() }
+
+// Skipped are the events the failures before the trip skipped: those to
+// replay less those that had succeeded before the first failure, and
+// those already past retention.
+func (r Record) Skipped() int64 {
+	replay, again, lost, _ := r.Totals()
+	return max(replay-again, 0) + lost
+}
 
 // Outcome adds up the steps: events replayed, lost for good, and the
 // partitions refused.

@@ -713,3 +713,35 @@ func TestAResumeWhoseInstanceIsKilledMidwayIsFinishedFromItsPlan(t *testing.T) {
 		t.Errorf("the trigger was asked on %d times, want once (by the second instance)", len(calls))
 	}
 }
+
+// Resuming where it stopped, by hand or by a trial, gives up the skipped
+// events: the history loop finds the replay that will not run, records
+// them lost and counts them once; an open circuit's replay is left alone.
+func TestAReplayThatWillNotRunIsSettledAsLostOnce(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	var replayedN, lostN int64
+	svc := f.service(nil)
+	svc.Unsettled = f.replays.Unsettled
+	svc.Counted = func(r, l int64) { replayedN += r; lostN += l }
+	if err := svc.Place(t.Context(), f.ci, f.app); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Settle(t.Context(), "orders", []circuit.Circuit{f.ci}); err != nil {
+		t.Fatal(err)
+	}
+	if rec, _ := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3); !rec.Unsettled() || lostN != 0 {
+		t.Fatalf("an open circuit's replay was settled: %+v, %d counted lost", rec.Settled, lostN)
+	}
+	resumed := f.ci
+	resumed.State, resumed.Episode = circuit.Closed, 4 // resumed where it stopped
+	for range 2 {
+		if err := svc.Settle(t.Context(), "orders", []circuit.Circuit{resumed}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rec, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3)
+	if err != nil || rec.Unsettled() || rec.Forsaken != 200 || lostN != 200 || replayedN != 0 {
+		t.Errorf("after the resume where it stopped: settled %v, forsaken %d, counted lost %d, replayed %d; want settled, 200, 200 once, 0", rec.Settled, rec.Forsaken, lostN, replayedN)
+	}
+}

@@ -37,7 +37,9 @@ type Sampler struct {
 	}
 	// Place stores an opened circuit's point (Service.Place).
 	Place func(ctx context.Context, ci circuit.Circuit, app circuit.App) error
-	Now   func() time.Time
+	// Settle records the replays that will not run (Service.Settle).
+	Settle func(ctx context.Context, appID string, circuits []circuit.Circuit) error
+	Now    func() time.Time
 
 	mu   sync.Mutex
 	last map[string]Sample // app/function: the last sample written
@@ -68,6 +70,11 @@ func (s *Sampler) Pass(ctx context.Context, _ lease.Fence) error {
 				if err := s.Place(ctx, ci, app); err != nil {
 					errs = append(errs, err)
 				}
+			}
+		}
+		if s.Settle != nil {
+			if err := s.Settle(ctx, appID, circuits); err != nil {
+				errs = append(errs, err)
 			}
 		}
 		return errors.Join(errs...)

@@ -29,7 +29,10 @@ type Service struct {
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
 	}
 	Records Records
-	History History
+	// Unsettled lists an app's replays whose outcome is not known yet
+	// (Settle); nil: none are settled.
+	Unsettled func(ctx context.Context, appID string) ([]Record, error)
+	History   History
 	// Flips are the circuit's flip log, newest first, to find where a
 	// throttle that came before the trip began; nil: only the last change
 	// counts.
@@ -217,6 +220,45 @@ func (s *Service) troubleBegan(ctx context.Context, ci circuit.Circuit) (time.Ti
 	}
 	return began, nil
 }
+
+// Settle finds the replays of appID's circuits that will not run any
+// more: the circuit is on again (resumed where it stopped, or by a trial),
+// moved on to a later episode, or was deleted. Their skipped events are
+// lost for good: recorded, and counted once.
+func (s *Service) Settle(ctx context.Context, appID string, circuits []circuit.Circuit) error {
+	if s.Unsettled == nil {
+		return nil
+	}
+	recs, err := s.Unsettled(ctx, appID)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, rec := range recs {
+		i := slices.IndexFunc(circuits, func(c circuit.Circuit) bool { return c.Function == rec.Function })
+		if i >= 0 && circuits[i].Episode == rec.Episode && circuits[i].State.TriggerOff() {
+			continue // still open: the replay may yet run
+		}
+		if !rec.Planned.IsZero() && s.Now().Sub(rec.Planned) < settleAfter {
+			continue // a resume from before the first failure may be finishing it
+		}
+		rec.Settled, rec.Forsaken = s.Now(), rec.Skipped()
+		if err := s.Records.Save(ctx, &rec); err != nil {
+			if !errors.Is(err, tablestore.ErrConflict) { // a resume finishing it meanwhile
+				errs = append(errs, err)
+			}
+			continue
+		}
+		if s.Counted != nil && rec.Forsaken > 0 {
+			s.Counted(0, rec.Forsaken)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// settleAfter is how long after its plan a replay whose circuit moved on
+// is left to the resume finishing it.
+const settleAfter = 5 * time.Minute
 
 // maxFlips bounds the flips read to find where a throttle began.
 const maxFlips = 50

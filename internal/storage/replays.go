@@ -23,6 +23,9 @@ type replayRow struct {
 	Function        string
 	At              time.Time
 	Body            string // JSON: a replay.Sample's marks, or a replay.Record
+	// Unsettled marks a record whose outcome is not known yet, for
+	// replay.Service.Settle's query.
+	Unsettled bool
 }
 
 // Row kinds, and how long each is kept.
@@ -118,11 +121,21 @@ func (r *Replays) Get(ctx context.Context, appID, function string, episode int64
 	if err := r.table.Get(ctx, appID, recordKey(function, episode), &row); err != nil {
 		return replay.Record{}, err
 	}
-	var rec replay.Record
-	if len(row.Body) > maxReplayBody || json.Unmarshal([]byte(row.Body), &rec) != nil || rec.Episode != episode {
+	rec, err := recordOf(row)
+	if err != nil || rec.Function != function || rec.Episode != episode {
 		return replay.Record{}, &tablestore.RowError{PartitionKey: appID, RowKey: row.RowKey, Err: errors.New("not an episode's replay record")}
 	}
-	rec.AppID, rec.Function, rec.Version = appID, function, string(row.ETag)
+	return rec, nil
+}
+
+// recordOf reads a record row, checked against its key.
+func recordOf(row replayRow) (replay.Record, error) {
+	var rec replay.Record
+	if row.Kind != replayRecord || len(row.Body) > maxReplayBody || json.Unmarshal([]byte(row.Body), &rec) != nil ||
+		row.RowKey != recordKey(row.Function, rec.Episode) || len(rec.Partitions) > replay.MaxPartitions {
+		return replay.Record{}, errors.New("not an episode's replay record")
+	}
+	rec.AppID, rec.Function, rec.Version = row.PartitionKey, row.Function, string(row.ETag)
 	return rec, nil
 }
 
@@ -137,7 +150,7 @@ func (r *Replays) Save(ctx context.Context, rec *replay.Record) error {
 		return fmt.Errorf("storage: the replay record of %s/%s is %d bytes, more than a row holds", rec.AppID, rec.Function, len(body))
 	}
 	row := &replayRow{Meta: tablestore.Meta{PartitionKey: rec.AppID, RowKey: recordKey(rec.Function, rec.Episode), ETag: tablestore.ETag(rec.Version)},
-		Kind: replayRecord, Function: rec.Function, At: rec.FirstFailure, Body: string(body)}
+		Kind: replayRecord, Function: rec.Function, At: rec.FirstFailure, Body: string(body), Unsettled: rec.Unsettled()}
 	if rec.Version == "" {
 		err = r.table.Insert(ctx, row)
 	} else {
@@ -148,6 +161,34 @@ func (r *Replays) Save(ctx context.Context, rec *replay.Record) error {
 	}
 	rec.Version = string(row.ETag)
 	return nil
+}
+
+// maxUnsettled bounds one app's unsettled records read in a pass.
+const maxUnsettled = 100
+
+// Unsettled are appID's records whose outcome is not known yet, at most
+// maxUnsettled; rows that do not read are skipped.
+func (r *Replays) Unsettled(ctx context.Context, appID string) ([]replay.Record, error) {
+	f := tablestore.And(tablestore.PartitionIs(appID), tablestore.Eq("Kind", replayRecord), tablestore.Eq("Unsettled", true))
+	var out []replay.Record
+	for row, err := range tablestore.Rows[replayRow](ctx, r.table, tablestore.Query{Filter: f}) {
+		var rowErr *tablestore.RowError
+		if errors.As(err, &rowErr) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("storage: unsettled replays of %s: %w", appID, err)
+		}
+		rec, err := recordOf(row)
+		if err != nil {
+			continue
+		}
+		out = append(out, rec)
+		if len(out) >= maxUnsettled {
+			break
+		}
+	}
+	return out, nil
 }
 
 // DeleteBefore removes samples older than history and records older

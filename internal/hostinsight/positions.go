@@ -16,10 +16,10 @@ type Position struct {
 	// the partition's head.
 	Waiting, Expired int64
 	Counted          bool
-	// MovedWhileOff: the checkpoint was written more than StopGrace after
-	// the trigger was switched off. It should not have been: something
-	// else consumes with the same consumer group, or the host has not
-	// stopped.
+	// MovedWhileOff: the checkpoint was written after the trigger was
+	// switched off: the host finishing its last batches as it stopped
+	// (within StopGrace), or something else consuming with the same
+	// consumer group.
 	MovedWhileOff bool
 	// Oldest is when the first waiting event arrived (zero: not read);
 	// retention drops it first.
@@ -29,8 +29,14 @@ type Position struct {
 // StopGrace is how long after its trigger is switched off a host may
 // still checkpoint: it restarts to read the setting and finishes the
 // batches it had in hand, each checkpointed (past a failure, too) as
-// usual. A checkpoint written within it is the host stopping.
+// usual. A checkpoint written within it may be the host stopping; one
+// written later is not.
 const StopGrace = 30 * time.Second
+
+// Late says p moved while off, and later than StopGrace after off.
+func (p Position) Late(off time.Time) bool {
+	return p.MovedWhileOff && p.Moved.After(off.Add(StopGrace))
+}
 
 // Expires is when the hub's retention begins to drop the events waiting
 // behind p: its oldest waiting event's arrival plus retention. False when
@@ -74,7 +80,7 @@ func Positions(snap Snapshot, ref circuit.HubRef, off time.Time) (ps []Position,
 		if own && !ref.Matches(c.Namespace, c.Hub, c.ConsumerGroup) {
 			continue
 		}
-		p := Position{Checkpoint: c, MovedWhileOff: !off.IsZero() && c.Moved.After(off.Add(StopGrace))}
+		p := Position{Checkpoint: c, MovedWhileOff: !off.IsZero() && c.Moved.After(off)}
 		if h, ok := snap.Heads[c.Key()]; ok {
 			p.Waiting, p.Expired, p.Counted = Behind(c, h)
 		}

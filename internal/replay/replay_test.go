@@ -745,3 +745,29 @@ func TestAReplayThatWillNotRunIsSettledAsLostOnce(t *testing.T) {
 		t.Errorf("after the resume where it stopped: settled %v, forsaken %d, counted lost %d, replayed %d; want settled, 200, 200 once, 0", rec.Settled, rec.Forsaken, lostN, replayedN)
 	}
 }
+
+// The host checkpoints its last batches as it stops, after the history
+// placed the point: the replay runs from the point to where the
+// checkpoint stands at the resume, losing none of those either.
+func TestCheckpointsTheHostWroteAsItStoppedAreReplayedToo(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	svc := f.service(nil)
+	if err := svc.Place(t.Context(), f.ci, f.app); err != nil {
+		t.Fatal(err)
+	}
+	f.hub.checkpoint(250) // its last batches, failed and checkpointed past
+	f.later = time.Now().Add(time.Minute)
+	_, rec, err := svc.Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for p, c := range f.hub.read() {
+		if *c.SequenceNumber != 99 {
+			t.Errorf("partition %s at %d, want 99", p, *c.SequenceNumber)
+		}
+	}
+	if replayed, _, refused := rec.Outcome(); replayed != 2*151 || len(refused) != 0 {
+		t.Errorf("replayed %d with %d refused; want %d (100..250 on each partition), none refused", replayed, len(refused), 2*151)
+	}
+}

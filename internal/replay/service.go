@@ -395,8 +395,11 @@ func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Part
 	if why := s.busy(cur, now); why != "" {
 		return ErrNotReady{"partition " + part.Partition + ": " + why + "; Fusebox moves a checkpoint only after " + spoken.Duration(s.quiet()) + " without a write, so try again shortly"}
 	}
-	if !cur.HasSequence || cur.Sequence != part.To.Sequence {
-		refuse(part.Events, fmt.Sprintf("its checkpoint moved since the trip (sequence %d, now %d): something else consumes it", part.To.Sequence, cur.Sequence))
+	// The host may have checkpointed its last batches after the point was
+	// placed, as it stopped: the replay runs from the point to where the
+	// checkpoint stands now. One already before the point is left alone.
+	if !cur.HasSequence || cur.Sequence < part.From.Sequence {
+		refuse(part.Events, fmt.Sprintf("its checkpoint (sequence %d) is already before the replay point (%d): someone moved it back", cur.Sequence, part.From.Sequence))
 		return nil
 	}
 	target := part.From

@@ -12,6 +12,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/hostinsight"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 	"github.com/fusebox/fusebox/internal/wording"
 )
@@ -49,6 +50,7 @@ func (s *CircuitPages) hostPanelOf(ctx context.Context, ci circuit.Circuit, app 
 		m.Note = "These are every checkpoint in the app's storage. Name the event hub " + ci.Function + " consumes in its settings to see which are its own, where it resumes, and whether they moved while it was off."
 	}
 	var from, lost, moved []string
+	late := false
 	for _, p := range ps {
 		seq := "none yet"
 		if p.HasSequence {
@@ -71,6 +73,7 @@ func (s *CircuitPages) hostPanelOf(ctx context.Context, ci circuit.Circuit, app 
 		}
 		if p.MovedWhileOff {
 			moved = append(moved, p.Hub+"/"+p.Partition)
+			late = late || p.Late(offSince(ci))
 		}
 		m.Checkpoints = append(m.Checkpoints, row)
 	}
@@ -80,14 +83,17 @@ func (s *CircuitPages) hostPanelOf(ctx context.Context, ci circuit.Circuit, app 
 			m.Summary += fmt.Sprintf(" About %d events waiting%s.", waiting, partly(counted, of))
 		}
 		if len(moved) == 0 && !offSince(ci).IsZero() {
-			m.Summary += " Checkpoints unmoved since the trip (but for the host's last batches as it stopped): nothing was consumed while the trigger was off."
+			m.Summary += " Checkpoints unmoved since the trip: nothing was consumed while the trigger was off."
 		}
 	}
 	if len(lost) > 0 {
 		m.Expired = "Events passed the hub's retention before the function read them (" + strings.Join(lost, ", ") + "): they are gone from the hub, and resuming cannot bring them back."
 	}
-	if len(moved) > 0 {
-		m.Warning = fmt.Sprintf("%d checkpoints moved after the trigger was switched off (%s): another consumer uses this consumer group, or the host had not stopped yet.", len(moved), strings.Join(moved, ", "))
+	switch {
+	case late:
+		m.Warning = fmt.Sprintf("%d checkpoints moved after the trigger was switched off (%s), some more than %s after: another consumer uses this consumer group, or the host has not stopped.", len(moved), strings.Join(moved, ", "), spoken.Duration(hostinsight.StopGrace))
+	case len(moved) > 0:
+		m.Warning = fmt.Sprintf("%d checkpoints moved within %s after the trigger was switched off (%s): the host finishing the batches it had in hand as it stopped (it checkpoints past them, failed or not), or another consumer of this consumer group.", len(moved), spoken.Duration(hostinsight.StopGrace), strings.Join(moved, ", "))
 	}
 	if c := snap.Concurrency; c != nil {
 		if n, ok := c.Functions[ci.Function]; ok {

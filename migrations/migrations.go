@@ -37,6 +37,7 @@ func Steps() []migrate.Step {
 		{Version: 13, Name: "keep each circuit's actuation (applied episode, switch errors, confirmation, drift) in its own row beside the circuit's", Apply: storage.MoveCircuitActuation},
 		{Version: 14, Name: "keep what a circuit's throttle lowered in its actuation row, beside the switch's record", Apply: storage.MoveLowered},
 		{Version: 15, Name: "create the replays table: checkpoint positions over time, and each episode's replay", Apply: createTables(storage.TableReplays)},
+		{Version: 16, Name: "create the API tokens table: tokens people issue on the Tokens page", Apply: createTables(storage.TableTokens)},
 	}
 }
 

@@ -56,7 +56,7 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 		easy = auth.NewEasyAuth(roles)
 	}
 	return web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
-		Tokens: auth.NewAPITokens(tokens)}, nil
+		Tokens: auth.NewAPITokens(tokens), Issued: &auth.Issued{List: store.Tokens.List, Touch: store.Tokens.Touch, Now: now}}, nil
 }
 
 // appKeys verify apps' report keys against the hashes the apps table keeps.

@@ -67,7 +67,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			Audit: store.Audit, Apps: store.Apps, Circuits: store.Circuits, Jobs: jobStore},
 		Ops: web.OpsParts{Apps: store.Apps, Circuits: store.Circuits, Counter: b.actions, Rates: store.Rates, Status: store.Status,
 			Jobs: jobStore, Kept: store.SetAside, Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Delivery: store.Status,
-			HostInsight: out.hosts, Ready: st.ready},
+			HostInsight: out.hosts, Ready: st.ready, Tokens: store.Tokens, Issued: id.Issued},
 	})
 }
 

@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 )
 
 // Role is what a person may do. The zero Role may do nothing.
@@ -64,7 +65,10 @@ type Principal struct {
 	Name     string // for display and the audit log
 	Email    string
 	Role     Role
-	Provider string // "local", "oidc" or "easyauth"
+	Provider string // "local", "oidc", "easyauth" or "token"
+	// Until is when the credential ends (an issued token's expiry); zero:
+	// it does not, or it is not known.
+	Until time.Time
 }
 
 // Errors shown to people, in words they can act on.

@@ -35,6 +35,7 @@ const (
 	TableArrivals    = "Arrivals"
 	TableSetAside    = "SetAside"
 	TableReplays     = "Replays"
+	TableTokens      = "Tokens"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -62,6 +63,8 @@ type Store struct {
 	SetAside *SetAside
 	// Replays keep checkpoint positions over time and episodes' replays.
 	Replays *Replays
+	// Tokens are the API tokens people issued.
+	Tokens *Tokens
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 	// RunBound is what this instance let through of each job's runs per
@@ -92,6 +95,7 @@ func New(svc *tablestore.Service) *Store {
 		Arrivals:    &Arrivals{table: svc.Table(TableArrivals), faults: faults},
 		SetAside:    &SetAside{table: svc.Table(TableSetAside), faults: faults},
 		Replays:     &Replays{table: svc.Table(TableReplays)},
+		Tokens:      &Tokens{table: svc.Table(TableTokens)},
 	}
 }
 

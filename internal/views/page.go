@@ -43,7 +43,11 @@ var navItems = []navItem{
 	{"jobs", "Jobs", "/jobs"},
 	{"locks", "Locks", "/locks"},
 	{"audit", "Audit", "/audit"},
+	{"tokens", "Tokens", "/tokens"}, // operators only
 }
+
+// shown says whether n is for user: the Tokens page is operators'.
+func (n navItem) shown(user *User) bool { return n.Key != "tokens" || user.Role == "operator" }
 
 func current(p Page, key string) string {
 	if p.Nav == key {

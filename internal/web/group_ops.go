@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"github.com/fusebox/fusebox/internal/auth"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -31,6 +32,10 @@ type OpsParts struct {
 	// Ready reports whether Fusebox can serve: storage reachable and
 	// migrations applied.
 	Ready func(context.Context) error
+	// Tokens keeps the API tokens people issue; Issued verifies them and
+	// forgets its list when one is issued or revoked here.
+	Tokens tokenStore
+	Issued *auth.Issued
 }
 
 // missing names the required parts p lacks.
@@ -48,6 +53,8 @@ func (p OpsParts) missing() []string {
 		part{"Faults", p.Faults == nil},
 		part{"Delivery", p.Delivery == nil},
 		part{"Ready", p.Ready == nil},
+		part{"Tokens", p.Tokens == nil},
+		part{"Issued", p.Issued == nil},
 	)
 }
 
@@ -77,6 +84,11 @@ type (
 	leaseLister interface {
 		List(context.Context) ([]lease.Record, error)
 		Identity() string
+	}
+	tokenStore interface {
+		List(ctx context.Context) ([]auth.IssuedToken, error)
+		Insert(ctx context.Context, t auth.IssuedToken) error
+		Revoke(ctx context.Context, id string, at time.Time) error
 	}
 	auditLog interface {
 		Append(context.Context, audit.Entry) error

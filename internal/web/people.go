@@ -144,9 +144,16 @@ func (s *Server) apiAuth(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok {
 			return session(c)
 		}
-		p, ok := s.Tokens.Principal(strings.TrimSpace(token))
+		token = strings.TrimSpace(token)
+		p, ok := s.Tokens.Principal(token)
+		if _, issued := auth.IssuedID(token); issued {
+			var err error
+			if p, ok, err = s.Issued.Principal(c.Request().Context(), token); err != nil {
+				return err // storage: answered as its failures are
+			}
+		}
 		if !ok {
-			return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API token.")
+			return echo.NewHTTPError(http.StatusUnauthorized, "Unknown API token, or one that was revoked or has ended.")
 		}
 		c.Set(keyPrincipal, p)
 		return next(c)

@@ -76,6 +76,9 @@ func otlpRoute(path string) bool {
 // operatorPages are the pages (GET) that only operators may open: forms and
 // confirmations of changes. Viewers may open every other page.
 func operatorPage(path string) bool {
+	if path == "/tokens" || path == "/api/v1/tokens" {
+		return true // who holds which token is operators' business
+	}
 	for _, suffix := range []string{"/new", "/edit", "/trip", "/resume", "/break", "/guard"} {
 		if strings.HasSuffix(path, suffix) && !strings.HasPrefix(path, "/resume/") {
 			return true

@@ -44,6 +44,8 @@ type Identity struct {
 	OIDC     *auth.OIDC     // nil: off
 	EasyAuth *auth.EasyAuth // nil: off
 	Tokens   *auth.APITokens
+	// Issued verifies the tokens people issue on the Tokens page.
+	Issued *auth.Issued
 }
 
 // Parts are what the server is built from: what every handler may use, who
@@ -152,6 +154,7 @@ func (id Identity) missing() []string {
 		part{"CSRF", id.CSRF == nil},
 		part{"Local", id.Local == nil},
 		part{"Tokens", id.Tokens == nil},
+		part{"Issued", id.Issued == nil},
 	)
 }
 

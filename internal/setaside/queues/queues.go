@@ -15,6 +15,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue"
+	"github.com/Azure/azure-sdk-for-go/sdk/storage/azqueue/queueerror"
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
@@ -84,6 +85,9 @@ func (a *Account) List(ctx context.Context, owners setaside.Owners) ([]Found, er
 				continue
 			}
 			f, err := a.describe(ctx, kind)
+			if queueerror.HasCode(err, queueerror.QueueNotFound, queueerror.QueueBeingDeleted) {
+				continue // deleted since the listing: nothing set aside there now
+			}
 			if err != nil {
 				return nil, err
 			}

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -110,5 +112,51 @@ func TestTheSamplerKeepsWhatMovedAndPlacesAnOpenedCircuitsPoint(t *testing.T) {
 	pass()
 	if len(placed) != 1 || placed[0] != 4 {
 		t.Errorf("points placed: %v; want episode 4's", placed)
+	}
+}
+
+// A history row or a record written by hand that does not read places
+// nothing and resumes nothing; each is listed among the rows Fusebox
+// skipped, and the samples around it still serve.
+func TestABadReplayRowIsSkippedAndListed(t *testing.T) {
+	t.Parallel()
+	svc, _ := testenv.Storage(t)
+	if err := svc.CreateTable(t.Context(), storage.TableReplays); err != nil {
+		t.Fatal(err)
+	}
+	st := storage.New(svc)
+	at := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
+	good := replay.Sample{At: at, Marks: []replay.Mark{{Key: "ns/orders/$default/0", Sequence: 5, HasSequence: true}}}
+	if err := st.Replays.Put(t.Context(), "orders", "ProcessOrders", good); err != nil {
+		t.Fatal(err)
+	}
+	type raw struct {
+		tablestore.Meta
+		Kind, Function, Body string
+		At                   time.Time
+	}
+	for _, r := range []*raw{
+		{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: fmt.Sprintf("h|ProcessOrders|%019d", at.Add(time.Second).UnixMilli())}, Kind: "h", Function: "ProcessOrders", Body: "{not json", At: at.Add(time.Second)},
+		{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: fmt.Sprintf("r|ProcessOrders|%019d", 3)}, Kind: "r", Function: "ProcessOrders", Body: `{"episode": 4}`, At: at},
+	} {
+		if err := svc.Table(storage.TableReplays).Upsert(t.Context(), r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s, ok, err := st.Replays.Before(t.Context(), "orders", "ProcessOrders", at.Add(time.Minute))
+	if err != nil || !ok || s.Marks[0].Sequence != 5 {
+		t.Errorf("the last good sample before a bad one: %+v %v %v", s, ok, err)
+	}
+	if _, err := st.Replays.Get(t.Context(), "orders", "ProcessOrders", 3); err == nil {
+		t.Error("a record whose body names another episode was read")
+	}
+	listed := map[string]bool{}
+	for _, f := range st.Faults.List() {
+		listed[f.Key] = true
+	}
+	for _, key := range []string{fmt.Sprintf("orders/h|ProcessOrders|%019d", at.Add(time.Second).UnixMilli()), fmt.Sprintf("orders/r|ProcessOrders|%019d", 3)} {
+		if !listed[key] {
+			t.Errorf("%s is not listed among the rows skipped: %v", key, st.Faults.List())
+		}
 	}
 }

@@ -15,7 +15,16 @@ import (
 // Replays keeps where each Event Hubs function's checkpoints stood over
 // time (replay.History) and each episode's replay (replay.Records), in
 // the app's partition.
-type Replays struct{ table *tablestore.Table }
+type Replays struct {
+	table  *tablestore.Table
+	faults *Faults
+}
+
+// bad lists a row that does not read, for the dashboard's list of rows
+// written by others that Fusebox skipped.
+func (r *Replays) bad(pk, rk, problem string) {
+	r.faults.Add(Fault{Table: TableReplays, Key: pk + "/" + rk, Problem: problem, Seen: time.Now()})
+}
 
 type replayRow struct {
 	tablestore.Meta // PartitionKey: app id; RowKey: h|function|unix ms (19 digits), or r|function|episode (19 digits)
@@ -73,6 +82,7 @@ func (r *Replays) samples(ctx context.Context, appID, function string, from, to 
 	for row, err := range tablestore.Rows[replayRow](ctx, r.table, tablestore.Query{Filter: f}) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
+			r.bad(rowErr.PartitionKey, rowErr.RowKey, rowErr.Err.Error())
 			continue // a bad row places nothing; the next sample does
 		}
 		if err != nil {
@@ -80,6 +90,7 @@ func (r *Replays) samples(ctx context.Context, appID, function string, from, to 
 		}
 		s, ok := sampleOf(row, function)
 		if !ok {
+			r.bad(row.PartitionKey, row.RowKey, "not a checkpoint sample: its body must be a JSON array of at most 128 partitions' positions")
 			continue
 		}
 		out = append(out, s)
@@ -123,6 +134,7 @@ func (r *Replays) Get(ctx context.Context, appID, function string, episode int64
 	}
 	rec, err := recordOf(row)
 	if err != nil || rec.Function != function || rec.Episode != episode {
+		r.bad(appID, row.RowKey, "not an episode's replay record")
 		return replay.Record{}, &tablestore.RowError{PartitionKey: appID, RowKey: row.RowKey, Err: errors.New("not an episode's replay record")}
 	}
 	return rec, nil
@@ -174,6 +186,7 @@ func (r *Replays) Unsettled(ctx context.Context, appID string) ([]replay.Record,
 	for row, err := range tablestore.Rows[replayRow](ctx, r.table, tablestore.Query{Filter: f}) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
+			r.bad(rowErr.PartitionKey, rowErr.RowKey, rowErr.Err.Error())
 			continue
 		}
 		if err != nil {
@@ -181,6 +194,7 @@ func (r *Replays) Unsettled(ctx context.Context, appID string) ([]replay.Record,
 		}
 		rec, err := recordOf(row)
 		if err != nil {
+			r.bad(row.PartitionKey, row.RowKey, err.Error())
 			continue
 		}
 		out = append(out, rec)

@@ -94,8 +94,8 @@ func New(svc *tablestore.Service) *Store {
 		HostSamples: &HostSamples{table: svc.Table(TableHostSamples)},
 		Arrivals:    &Arrivals{table: svc.Table(TableArrivals), faults: faults},
 		SetAside:    &SetAside{table: svc.Table(TableSetAside), faults: faults},
-		Replays:     &Replays{table: svc.Table(TableReplays)},
-		Tokens:      &Tokens{table: svc.Table(TableTokens)},
+		Replays:     &Replays{table: svc.Table(TableReplays), faults: faults},
+		Tokens:      &Tokens{table: svc.Table(TableTokens), faults: faults},
 	}
 }
 

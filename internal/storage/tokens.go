@@ -12,7 +12,10 @@ import (
 
 // Tokens keeps the API tokens people issued: their hashes, never the
 // tokens.
-type Tokens struct{ table *tablestore.Table }
+type Tokens struct {
+	table  *tablestore.Table
+	faults *Faults
+}
 
 const tokenPartition = "token"
 
@@ -44,6 +47,7 @@ func (t *Tokens) List(ctx context.Context) ([]auth.IssuedToken, error) {
 	for row, err := range tablestore.Rows[tokenRow](ctx, t.table, tablestore.Query{Filter: tablestore.PartitionIs(tokenPartition)}) {
 		var rowErr *tablestore.RowError
 		if errors.As(err, &rowErr) {
+			t.faults.Add(Fault{Table: TableTokens, Key: rowErr.PartitionKey + "/" + rowErr.RowKey, Problem: rowErr.Err.Error(), Seen: time.Now()})
 			continue
 		}
 		if err != nil {
@@ -51,6 +55,7 @@ func (t *Tokens) List(ctx context.Context) ([]auth.IssuedToken, error) {
 		}
 		tok, err := row.token()
 		if err != nil {
+			t.faults.Add(Fault{Table: TableTokens, Key: row.PartitionKey + "/" + row.RowKey, Problem: err.Error() + ": it verifies nothing", Seen: time.Now()})
 			continue
 		}
 		out = append(out, tok)

@@ -43,6 +43,9 @@ const rows = {
     { partitionKey: "orders-demo", rowKey: "209901010000|traces|bad-source", Source: "pigeons", Exports: 1 },
     { partitionKey: "orders-demo", rowKey: "209901010000|logs|bad-count", Source: "logs", Exports: "lots" },
   ],
+  // An issued API token's row written by hand: no role Fusebox knows, no
+  // hash, no end. It must verify nothing.
+  Tokens: [{ partitionKey: "token", rowKey: "0123456789abcdef", Name: "Forged", Role: "root", Hash: "x" }],
   // What the watcher last saw of set-aside queues: the overview and app pages read it.
   SetAside: [
     { partitionKey: "orders-demo", rowKey: "orders-poison", Kind: "parking-lot", Count: 3 },

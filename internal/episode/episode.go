@@ -237,13 +237,13 @@ func (r Record) Markdown(now time.Time) string {
 func EventsText(skipped, replayed, lost int64, rec *replay.Record) string {
 	switch {
 	case rec != nil && !rec.Finished.IsZero():
-		return fmt.Sprintf("the failures before the trip skipped about %d events; resumed from before the first failure, %d were replayed and %d are lost for good", skipped, replayed, lost)
+		return fmt.Sprintf("the failures before the trip skipped up to about %d events; resumed from before the first failure, %d were replayed and %d are lost for good", skipped, replayed, lost)
 	case rec != nil && rec.Open():
-		return fmt.Sprintf("the failures before the trip skipped about %d events; a resume from before the first failure stopped midway and can be run again", skipped)
+		return fmt.Sprintf("the failures before the trip skipped up to about %d events; a resume from before the first failure stopped midway and can be run again", skipped)
 	case lost > 0:
-		return fmt.Sprintf("the failures before the trip skipped about %d events; resumed where it stopped, they are lost", lost)
+		return fmt.Sprintf("the failures before the trip skipped up to about %d events; resumed where it stopped, they are lost", lost)
 	}
-	return fmt.Sprintf("the failures before the trip skipped about %d events, waiting to be replayed while the circuit is open", skipped)
+	return fmt.Sprintf("the failures before the trip skipped up to about %d events, waiting to be replayed while the circuit is open", skipped)
 }
 
 // Event is one line of the timeline.

@@ -168,9 +168,9 @@ func TestTheRecordSaysWhatBecameOfTheSkippedEvents(t *testing.T) {
 		words string
 		lost  int64
 	}{
-		{"open", episode.Record{Trip: trip, Replay: &replay.Record{Point: point}}, "skipped about 400 events, waiting to be replayed while the circuit is open", 0},
-		{"resumed where it stopped", episode.Record{Trip: trip, Steps: closing, Replay: &replay.Record{Point: point}}, "skipped about 400 events; resumed where it stopped, they are lost", 400},
-		{"resumed from before the first failure", episode.Record{Trip: trip, Steps: closing, Replay: &finished}, "skipped about 400 events; resumed from before the first failure, 530 were replayed and 20 are lost for good", 20},
+		{"open", episode.Record{Trip: trip, Replay: &replay.Record{Point: point}}, "skipped up to about 400 events, waiting to be replayed while the circuit is open", 0},
+		{"resumed where it stopped", episode.Record{Trip: trip, Steps: closing, Replay: &replay.Record{Point: point}}, "skipped up to about 400 events; resumed where it stopped, they are lost", 400},
+		{"resumed from before the first failure", episode.Record{Trip: trip, Steps: closing, Replay: &finished}, "skipped up to about 400 events; resumed from before the first failure, 530 were replayed and 20 are lost for good", 20},
 		{"a resume stopped midway", episode.Record{Trip: trip, Replay: &unfinished}, "stopped midway and can be run again", 0},
 	} {
 		skipped, replayed, lost, ok := tc.rec.Events()

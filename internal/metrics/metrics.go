@@ -95,7 +95,7 @@ func New() *Metrics {
 			Name: "fusebox_otlp_exports_total", Help: "OpenTelemetry exports this instance took, by signal (traces, logs, metrics) and protocol (grpc, http/protobuf, http/json).",
 		}, []string{"signal", "protocol"}),
 		replayEvents: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "fusebox_replay_events_total", Help: "Events of Event Hubs functions that the failures before a trip skipped, by what became of them: put back in front of the function by a resume from before the first failure (replayed), or lost for good (past the hub's retention, the partition in use, or the circuit resumed where it stopped).",
+			Name: "fusebox_replay_events_total", Help: "Events of Event Hubs functions that the failures before a trip skipped, by what became of them: put back in front of the function by a resume from before the first failure (replayed), or lost for good (past the hub's retention, the partition in use, or the circuit resumed where it stopped, counted as every event after the first failure: an upper bound).",
 		}, []string{"outcome"}),
 	}
 	m.replayEvents.WithLabelValues("replayed")

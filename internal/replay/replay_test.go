@@ -549,8 +549,10 @@ func (f firstFrom) First(_ context.Context, _, _ string, from, _ time.Time) (tim
 // A trip that a throttle came first to: the function kept failing, and
 // kept checkpointing past its failures, all the while the throttle held,
 // so the first failure is looked for from a window before the throttle
-// began, not before the trip.
-func TestTheFirstFailureOfAThrottledTripIsLookedForFromTheThrottlesStart(t *testing.T) {
+// began, not before the trip; but never before the change that came
+// before the trouble (a resume): those failures belong to an episode that
+// is over.
+func TestTheFirstFailureIsLookedForWithinTheTroubleThatTripped(t *testing.T) {
 	t0 := time.Date(2026, 12, 6, 9, 0, 0, 0, time.UTC)
 	var from time.Time
 	ci := circuit.Circuit{AppID: "orders", Function: "ProcessOrders", Settings: circuit.Settings{Window: 30 * time.Second, EventHub: "orders"},
@@ -562,18 +564,25 @@ func TestTheFirstFailureOfAThrottledTripIsLookedForFromTheThrottlesStart(t *test
 		{Episode: 4, From: circuit.Open, To: circuit.Closed, At: t0.Add(-time.Hour)},
 	}
 	svc := &replay.Service{Flips: log, Records: noRecords{}, Failures: firstFrom{&from}, History: emptyHistory{}, Hosts: noHost{}, Now: func() time.Time { return t0.Add(11 * time.Minute) }}
-	if _, err := svc.Of(t.Context(), ci, circuit.App{}); err != nil && !strings.Contains(err.Error(), "not found") {
-		t.Fatal(err)
-	}
-	if want := t0.Add(-30 * time.Second); !from.Equal(want) {
-		t.Errorf("the first failure was looked for from %s, want %s: a window before the throttle began", from, want)
-	}
-	log[0].From = circuit.Closed // a trip straight from closed
-	if _, err := svc.Of(t.Context(), ci, circuit.App{}); err != nil && !strings.Contains(err.Error(), "not found") {
-		t.Fatal(err)
-	}
-	if want := ci.ChangedAt.Add(-30 * time.Second); !from.Equal(want) {
-		t.Errorf("for a trip from closed, looked from %s, want %s: a window before the trip", from, want)
+	for _, tc := range []struct {
+		name   string
+		change func()
+		want   time.Time
+	}{
+		{"throttled for ten minutes, then tripped", func() {}, t0.Add(-30 * time.Second)},
+		{"resumed 10 s before the throttle began", func() { log[3].At = t0.Add(-10 * time.Second) }, t0.Add(-10 * time.Second)},
+		{"tripped straight from closed", func() { log[0].From = circuit.Closed; log[3].At = t0.Add(-time.Hour) }, ci.ChangedAt.Add(-30 * time.Second)},
+		{"tripped from closed 10 s after a resume", func() {
+			log[1] = circuit.Flip{Episode: 6, From: circuit.Open, To: circuit.Closed, At: ci.ChangedAt.Add(-10 * time.Second)}
+		}, ci.ChangedAt.Add(-10 * time.Second)},
+	} {
+		tc.change()
+		if _, err := svc.Of(t.Context(), ci, circuit.App{}); err != nil {
+			t.Fatal(err)
+		}
+		if !from.Equal(tc.want) {
+			t.Errorf("%s: the first failure was looked for from %s, want %s", tc.name, from, tc.want)
+		}
 	}
 }
 

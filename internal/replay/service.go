@@ -143,12 +143,12 @@ func (s *Service) Place(ctx context.Context, ci circuit.Circuit, app circuit.App
 func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App) (Record, error) {
 	rec := Record{AppID: ci.AppID, Function: ci.Function}
 	rec.Episode = ci.Episode
-	began, err := s.troubleBegan(ctx, ci)
+	from, err := s.firstFrom(ctx, ci)
 	if err != nil {
 		return Record{}, err
 	}
 	first := ci.ChangedAt
-	if t, ok, err := s.Failures.First(ctx, ci.AppID, ci.Function, began.Add(-ci.Window), ci.ChangedAt); err != nil {
+	if t, ok, err := s.Failures.First(ctx, ci.AppID, ci.Function, from, ci.ChangedAt); err != nil {
 		return Record{}, err
 	} else if ok {
 		first = t
@@ -190,14 +190,17 @@ func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App
 	return rec, nil
 }
 
-// troubleBegan is when the trouble that switched ci off began: its last
-// change, or, for a trip that throttling came first to, the throttle's
-// start. A throttled function kept failing, and kept checkpointing past
-// its failures, for as long as the throttle held: the first failure is
-// looked for from a window before that.
-func (s *Service) troubleBegan(ctx context.Context, ci circuit.Circuit) (time.Time, error) {
+// firstFrom is where to look for the first failure of the trouble that
+// switched ci off: a window before the trouble began (its last change, or,
+// for a trip that throttling came first to, the throttle's start: a
+// throttled function kept failing, and checkpointing past its failures,
+// all the while the throttle held), but never before the change that came
+// before it (a resume, the creation): failures before that belong to an
+// episode that is over.
+func (s *Service) firstFrom(ctx context.Context, ci circuit.Circuit) (time.Time, error) {
+	from := ci.ChangedAt.Add(-ci.Window)
 	if s.Flips == nil {
-		return ci.ChangedAt, nil
+		return from, nil
 	}
 	flips, err := s.Flips.Flips(ctx, ci.AppID, ci.Function, maxFlips)
 	if err != nil {
@@ -205,20 +208,23 @@ func (s *Service) troubleBegan(ctx context.Context, ci circuit.Circuit) (time.Ti
 	}
 	slices.SortFunc(flips, func(a, b circuit.Flip) int { return int(b.Episode - a.Episode) }) // newest first
 	trip := slices.IndexFunc(flips, func(f circuit.Flip) bool { return f.Episode == ci.Episode })
-	if trip < 0 || flips[trip].From != circuit.Throttled {
-		return ci.ChangedAt, nil
+	if trip < 0 {
+		return from, nil
 	}
-	began := ci.ChangedAt
-	for _, f := range flips[trip+1:] { // the throttle's steps, back to its start
-		if f.To != circuit.Throttled {
-			break
-		}
-		began = f.At
-		if f.From != circuit.Throttled {
-			break
+	began := trip
+	if flips[trip].From == circuit.Throttled {
+		for i := trip + 1; i < len(flips) && flips[i].To == circuit.Throttled; i++ { // the throttle's steps, back to its start
+			began = i
+			if flips[i].From != circuit.Throttled {
+				break
+			}
 		}
 	}
-	return began, nil
+	from = flips[began].At.Add(-ci.Window)
+	if before := began + 1; before < len(flips) && flips[before].At.After(from) {
+		from = flips[before].At
+	}
+	return from, nil
 }
 
 // Settle finds the replays of appID's circuits that will not run any

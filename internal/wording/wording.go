@@ -254,7 +254,11 @@ func text(m views.AlertMail) string {
 		fmt.Fprintf(&b, "Review what it would write and apply it here (the link asks before it acts;\nit works until %s, or until the circuit changes):\n\n  %s\n\n", m.Expires, m.ApplyURL)
 	}
 	if m.ResumeURL != "" {
-		fmt.Fprintf(&b, "Events wait in the hub and its checkpoint stays put while the trigger is off,\nfor as long as the hub's retention keeps them. Once the cause is fixed,\nresume the function: it continues from its last checkpoint. Review and resume here (the link asks\nbefore it acts; it works until %s, or until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)
+		b.WriteString("Events wait in the hub and its checkpoint stays put while the trigger is off,\nfor as long as the hub's retention keeps them. Once the cause is fixed,\nresume the function: it continues from its last checkpoint.")
+		if m.Settings.EventHub != "" {
+			b.WriteString("\nBefore the trip, the Event Hubs trigger checkpointed past the batches that\nfailed. The review page says how many events that skipped and can resume\nfrom before the first failure, replaying them.")
+		}
+		fmt.Fprintf(&b, "\nReview and resume here (the link asks before it acts; it works until %s,\nor until the circuit closes):\n\n  %s\n\n", m.Expires, m.ResumeURL)
 	}
 	fmt.Fprintf(&b, "The circuit in Fusebox:\n\n  %s\n", m.CircuitURL)
 	return b.String()

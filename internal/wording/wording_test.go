@@ -116,3 +116,26 @@ func composer(t *testing.T, now time.Time) wording.Composer {
 	base, _ := url.Parse("https://fusebox.example.com")
 	return wording.Composer{Signer: signer, BaseURL: base, LinkTTL: time.Hour, Now: func() time.Time { return now }}
 }
+
+// The trip mail of an Event Hubs function says the batches that failed
+// before the trip were checkpointed past, and that the review page can
+// replay them; other functions' mails say nothing of it.
+func TestATripMailOfAnEventHubsFunctionOffersTheReplay(t *testing.T) {
+	now := time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)
+	comp := composer(t, now)
+	app := circuit.App{ID: "orders", DisplayName: "Orders"}
+	for _, hub := range []string{"orders/$default", ""} {
+		c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second, Recipients: []string{"ops@example.com"}, EventHub: hub},
+			State: circuit.Open, Episode: 4, ChangedAt: now, Reason: "why"}
+		m := alerts.Message{ID: alerts.MessageID(c.ID(), 4, alerts.KindOpened, "ops@example.com"), Circuit: c.ID(), Episode: 4, Kind: alerts.KindOpened, To: "ops@example.com"}
+		mail, err := comp.Compose(m, c, app)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, body := range []string{mail.Text, mail.HTML} {
+			if says := strings.Contains(body, "resume\nfrom before the first failure") || strings.Contains(body, "resume from before the first failure"); says != (hub != "") {
+				t.Errorf("hub %q: the mail offers the replay: %v\n%s", hub, says, body)
+			}
+		}
+	}
+}

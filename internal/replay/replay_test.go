@@ -780,3 +780,69 @@ func TestCheckpointsTheHostWroteAsItStoppedAreReplayedToo(t *testing.T) {
 		t.Errorf("replayed %d with %d refused; want %d (100..250 on each partition), none refused", replayed, len(refused), 2*151)
 	}
 }
+
+// onceSwitch turns the trigger on once; a second resume finds the circuit
+// closed, as the circuit service answers.
+type onceSwitch struct {
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *onceSwitch) Resume(_ context.Context, appID, function, _, _ string) (circuit.Circuit, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls++
+	if s.calls > 1 {
+		return circuit.Circuit{}, circuit.ErrNotOpen
+	}
+	return circuit.Circuit{AppID: appID, Function: function, State: circuit.Closed}, nil
+}
+
+func (s *onceSwitch) ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error) {
+	return s.Resume(ctx, l.AppID, l.Function, actor, reason)
+}
+
+// Two people press "resume from before the first failure" at once, on two
+// instances: one plan is recorded and both run it; every partition ends
+// at the point, none is refused as moved (the other's write is told from
+// the host's), and the trigger is turned on once.
+func TestTwoResumesAtOnceRunOnePlan(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 4)
+	sw := &onceSwitch{}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	recs := make([]replay.Record, 2)
+	for i := range 2 {
+		svc := f.service(nil)
+		svc.Switch = sw
+		wg.Go(func() {
+			_, recs[i], errs[i] = svc.Resume(t.Context(), "orders", "ProcessOrders", fmt.Sprintf("person-%d", i), "", nil)
+		})
+	}
+	wg.Wait()
+	ok := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			ok++
+		case !errors.Is(err, circuit.ErrNotOpen):
+			t.Errorf("resume %d: %v; want success or the circuit already resumed", i, err)
+		}
+	}
+	if ok < 1 || sw.calls > 2 {
+		t.Errorf("%d resumes succeeded, the switch was called %d times", ok, sw.calls)
+	}
+	for p, c := range f.hub.read() {
+		if *c.SequenceNumber != 99 {
+			t.Errorf("partition %s at %d, want 99", p, *c.SequenceNumber)
+		}
+	}
+	rec, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if replayed, _, refused := rec.Outcome(); len(refused) != 0 || replayed != 400 {
+		t.Errorf("the stored record: %d replayed, refused %+v; want 400, none", replayed, refused)
+	}
+}

@@ -59,6 +59,10 @@ type Record struct {
 	Forsaken int64     `json:"forsaken,omitempty"`
 	// Version is the stored row's; writes are conditional on it.
 	Version string `json:"-"`
+	// unsure says the point could not be placed for a reason that may
+	// pass (the host's storage did not answer): it is not stored, and the
+	// next pass places it again.
+	unsure bool
 }
 
 // Open says a plan was recorded and not finished: the resume that began

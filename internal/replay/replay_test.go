@@ -846,3 +846,27 @@ func TestTwoResumesAtOnceRunOnePlan(t *testing.T) {
 		t.Errorf("the stored record: %d replayed, refused %+v; want 400, none", replayed, refused)
 	}
 }
+
+// A point that could not be placed because the host's storage did not
+// answer is not stored: the next pass places it, once the storage
+// answers.
+func TestAPointTheStorageDidNotAnswerForIsPlacedAgain(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	svc := f.service(nil)
+	svc.Hosts = noHost{} // the account did not answer
+	if err := svc.Place(t.Context(), f.ci, f.app); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3); !errors.Is(err, tablestore.ErrNotFound) {
+		t.Fatalf("a point placed without the host's checkpoints was stored: %v", err)
+	}
+	svc.Hosts = withHeads{f.source, f.heads}
+	if err := svc.Place(t.Context(), f.ci, f.app); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := f.replays.Get(t.Context(), "orders", "ProcessOrders", 3)
+	if err != nil || rec.Problem != "" || len(rec.Partitions) != 2 {
+		t.Errorf("placed again: %+v, %v; want both partitions", rec.Point, err)
+	}
+}

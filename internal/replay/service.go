@@ -131,7 +131,7 @@ func (s *Service) Place(ctx context.Context, ci circuit.Circuit, app circuit.App
 		return err
 	}
 	rec, err := s.place(ctx, ci, app)
-	if err != nil {
+	if err != nil || rec.unsure {
 		return err
 	}
 	if err := s.Records.Save(ctx, &rec); err != nil && !errors.Is(err, tablestore.ErrExists) {
@@ -170,6 +170,7 @@ func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App
 	snap, has := s.Hosts.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
 	if !has {
 		rec.Point = Point{Episode: ci.Episode, FirstFailure: first, Problem: "the app's host storage is not set"}
+		rec.unsure = true
 		return rec, nil
 	}
 	var mine []hostinsight.Checkpoint
@@ -184,6 +185,7 @@ func (s *Service) place(ctx context.Context, ci circuit.Circuit, app circuit.App
 		rec.Point = Point{Episode: ci.Episode, FirstFailure: first, Problem: fmt.Sprintf("the hub has %d partitions; Fusebox replays at most %d", len(mine), MaxPartitions)}
 	case len(mine) == 0:
 		rec.Problem = "no checkpoint of the circuit's Event Hub was found in the app's host storage"
+		rec.unsure = true // the read may have failed: placed again next pass
 	case !ok:
 		rec.Problem = "Fusebox had not sampled the checkpoints before the first failure (" + first.UTC().Format(time.TimeOnly) + " UTC): it samples them every 10 s from when the app's host storage is set"
 	}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -180,12 +181,19 @@ func TestEveryChangeNeedsACSRFToken(t *testing.T) {
 
 // Every route that is not open refuses anonymous callers, even ones that
 // send a forged Easy Auth header to a Fusebox that does not use Easy Auth;
-// every operator route refuses viewers, by session and by API token.
+// every operator route refuses viewers, by session and by API token, a
+// configured one and one issued on the Tokens page alike.
 func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 	t.Parallel()
 	viewToken, viewHash := auth.NewAPIToken()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_API_TOKENS": "dashboard:viewer:" + viewHash})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	id, issuedView, hash := auth.NewIssuedToken()
+	now := srv.Clock.Now()
+	if err := srv.App.Store.Tokens.Insert(t.Context(), auth.IssuedToken{ID: id, Name: "nightly-report", Role: auth.RoleViewer, CreatedBy: "olivia",
+		CreatedAt: now, Expires: now.Add(24 * time.Hour), Hash: hash}); err != nil {
 		t.Fatal(err)
 	}
 	stranger := newBrowser(t, srv.URL)
@@ -227,18 +235,21 @@ func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 			t.Errorf("viewer's session %s: status %d, but viewers may see this", r, got.StatusCode)
 		}
 
-		// A viewer's API token, where the API takes tokens.
-		if r.api() {
+		// A viewer's API tokens, where the API takes tokens.
+		for kind, token := range map[string]string{"configured": viewToken, "issued": issuedView} {
+			if !r.api() {
+				break
+			}
 			req, _ := http.NewRequest(r.method, srv.URL+r.url(), strings.NewReader("{}"))
-			req.Header.Set("Authorization", "Bearer "+viewToken)
+			req.Header.Set("Authorization", "Bearer "+token)
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json")
 			got = stranger.do(req)
 			if operatorOnly && got.StatusCode != http.StatusForbidden {
-				t.Errorf("viewer's token %s: status %d, want 403", r, got.StatusCode)
+				t.Errorf("viewer's %s token %s: status %d, want 403", kind, r, got.StatusCode)
 			}
 			if !operatorOnly && got.StatusCode >= 400 && got.StatusCode != http.StatusNotFound {
-				t.Errorf("viewer's token %s: status %d", r, got.StatusCode)
+				t.Errorf("viewer's %s token %s: status %d", kind, r, got.StatusCode)
 			}
 		}
 	}

@@ -11,17 +11,27 @@ import (
 // Each calls do for every key of groups with its value, at most parallel
 // at once, and joins what they return.
 func Each[K comparable, V any](groups map[K]V, parallel int, do func(K, V) error) error {
+	keys := make([]K, 0, len(groups))
+	for k := range groups {
+		keys = append(keys, k)
+	}
+	return Indexes(len(keys), parallel, func(i int) error { return do(keys[i], groups[keys[i]]) })
+}
+
+// Indexes calls do for every index of [0, n), at most parallel at once,
+// and joins what they return.
+func Indexes(n, parallel int, do func(int) error) error {
 	var (
 		mu   sync.Mutex
 		errs []error
 		wg   sync.WaitGroup
 		slot = make(chan struct{}, max(parallel, 1))
 	)
-	for k, v := range groups {
+	for i := range n {
 		slot <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-slot }()
-			if err := do(k, v); err != nil {
+			if err := do(i); err != nil {
 				mu.Lock()
 				errs = append(errs, err)
 				mu.Unlock()
@@ -30,14 +40,4 @@ func Each[K comparable, V any](groups map[K]V, parallel int, do func(K, V) error
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// Indexes calls do for every index of [0, n), at most parallel at once,
-// and joins what they return.
-func Indexes(n, parallel int, do func(int) error) error {
-	is := make(map[int]struct{}, n)
-	for i := range n {
-		is[i] = struct{}{}
-	}
-	return Each(is, parallel, func(i int, _ struct{}) error { return do(i) })
 }

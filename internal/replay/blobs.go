@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/streaming"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/blob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
@@ -177,14 +179,14 @@ func (c Checkpoints) Write(ctx context.Context, key string, target Mark, etagWas
 		body["SequenceNumber"] = target.Sequence
 		body["Offset"] = target.Offset
 		out, _ := json.Marshal(body)
-		_, err = bc.Upload(ctx, nopCloser{bytes.NewReader(out)}, &blockblob.UploadOptions{AccessConditions: cond})
+		_, err = bc.Upload(ctx, streaming.NopCloser(bytes.NewReader(out)), &blockblob.UploadOptions{AccessConditions: cond})
 		return failed("write "+name, err)
 	}
 	// Metadata is replaced whole: the offset and sequence number written
 	// are one real checkpoint's, never a mix of two.
-	md := map[string]*string{"sequencenumber": ptr(strconv.FormatInt(target.Sequence, 10))}
+	md := map[string]*string{"sequencenumber": to.Ptr(strconv.FormatInt(target.Sequence, 10))}
 	if target.Offset != "" {
-		md["offset"] = ptr(target.Offset)
+		md["offset"] = to.Ptr(target.Offset)
 	}
 	_, err = bc.SetMetadata(ctx, md, &blob.SetMetadataOptions{AccessConditions: cond})
 	return failed("write "+name, err)
@@ -238,9 +240,3 @@ func etag(e *azcore.ETag) string {
 	}
 	return string(*e)
 }
-
-func ptr(s string) *string { return &s }
-
-type nopCloser struct{ io.ReadSeeker }
-
-func (nopCloser) Close() error { return nil }

@@ -467,7 +467,7 @@ func TestALegacyCheckpointIsRewoundInItsOwnLayout(t *testing.T) {
 	put := func(p int, seq int64) {
 		t.Helper()
 		body := fmt.Sprintf(`{"PartitionId":"%d","Owner":"host-1","Token":"t-%d","Epoch":7,"Offset":"%s","SequenceNumber":%d}`, p, p, offsetOf(seq), seq)
-		if _, err := c.UploadBuffer(t.Context(), testenv.EventHubContainer, blobName(p), []byte(body), nil); err != nil {
+		if _, err := c.UploadBuffer(t.Context(), hostinsight.EventHubContainer, blobName(p), []byte(body), nil); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -501,7 +501,7 @@ func TestALegacyCheckpointIsRewoundInItsOwnLayout(t *testing.T) {
 			return replay.Checkpoints{Client: cl}, err
 		}}
 	// A host holds partition 1's lease: it is running.
-	lc, err := bloblease.NewBlobClient(c.ServiceClient().NewContainerClient(testenv.EventHubContainer).NewBlobClient(blobName(1)), nil)
+	lc, err := bloblease.NewBlobClient(c.ServiceClient().NewContainerClient(hostinsight.EventHubContainer).NewBlobClient(blobName(1)), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -519,7 +519,7 @@ func TestALegacyCheckpointIsRewoundInItsOwnLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	for p := range 2 {
-		resp, err := c.DownloadStream(t.Context(), testenv.EventHubContainer, blobName(p), nil)
+		resp, err := c.DownloadStream(t.Context(), hostinsight.EventHubContainer, blobName(p), nil)
 		if err != nil {
 			t.Fatal(err)
 		}

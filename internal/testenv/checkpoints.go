@@ -6,11 +6,9 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/messaging/azeventhubs/v2/checkpoints"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob"
 	"github.com/Azure/azure-sdk-for-go/sdk/storage/azblob/bloberror"
-)
 
-// EventHubContainer is where the Functions host keeps Event Hubs
-// checkpoints (hostinsight.EventHubContainer).
-const EventHubContainer = "azure-webjobs-eventhub"
+	"github.com/fusebox/fusebox/internal/hostinsight"
+)
 
 // CheckpointStore is the test Azurite's blob service and the azeventhubs
 // SDK's own blob checkpoint store over its checkpoint container, which
@@ -21,10 +19,10 @@ func CheckpointStore(tb testing.TB) (*azblob.Client, *checkpoints.BlobStore) {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	if _, err := c.CreateContainer(tb.Context(), EventHubContainer, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
+	if _, err := c.CreateContainer(tb.Context(), hostinsight.EventHubContainer, nil); err != nil && !bloberror.HasCode(err, bloberror.ContainerAlreadyExists) {
 		tb.Fatal(err)
 	}
-	store, err := checkpoints.NewBlobStore(c.ServiceClient().NewContainerClient(EventHubContainer), nil)
+	store, err := checkpoints.NewBlobStore(c.ServiceClient().NewContainerClient(hostinsight.EventHubContainer), nil)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -31,11 +31,11 @@ func (s *CircuitPages) replayPanel(ctx context.Context, ci circuit.Circuit) *vie
 	defer cancel()
 	m := &views.Replay{CheckpointFirst: circuit.OffersFirst(ci, app) == circuit.ResumeFromCheckpoint}
 	if err := replay.Ready(ci, app); err != nil {
-		m.Why = notReady(err)
+		m.Why = replay.Words(err)
 	}
 	rec, err := s.Replay.Of(ctx, ci, app)
 	if err != nil {
-		m.Why = "Fusebox could not read where the partitions stood: " + notReady(err)
+		m.Why = "Fusebox could not read where the partitions stood: " + replay.Words(err)
 		return m
 	}
 	if rec.Problem != "" {
@@ -49,9 +49,6 @@ func (s *CircuitPages) replayPanel(ctx context.Context, ci circuit.Circuit) *vie
 	m.Available = m.Why == "" && m.Replay > 0
 	return m
 }
-
-// notReady is a replay error in words safe to show (replay.Words).
-func notReady(err error) string { return replay.Words(err) }
 
 // resumeAs resumes ci by hand or by link, from where it stopped or, when
 // the form or body asks, from before its first failure; done says what
@@ -76,7 +73,7 @@ func (s *CircuitPages) resumeAs(ctx context.Context, from string, ci circuit.Cir
 	if err != nil && !circuit.IsLinkRefusal(err) && !errors.Is(err, circuit.ErrNotFound) && !isConflict(err) {
 		// A storage failure midway: the plan is kept, pressing again
 		// finishes it. The trigger is still off.
-		return ci, "", echo.NewHTTPError(http.StatusServiceUnavailable, "Moving the checkpoints back stopped midway ("+notReady(err)+"). The trigger is still off; resume again to finish: what was written is kept.")
+		return ci, "", echo.NewHTTPError(http.StatusServiceUnavailable, "Moving the checkpoints back stopped midway ("+replay.Words(err)+"). The trigger is still off; resume again to finish: what was written is kept.")
 	}
 	return next, rec.Summary(), err
 }

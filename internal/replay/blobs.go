@@ -37,6 +37,12 @@ type Current struct {
 	Modified  time.Time
 }
 
+// BadBlob is a checkpoint blob that does not read: written by something
+// else, it costs its own partition, never the others.
+type BadBlob struct{ Why string }
+
+func (e BadBlob) Error() string { return "replay: " + e.Why }
+
 // ErrMoved is a conditional write refused: the blob changed since it was
 // read.
 var ErrMoved = errors.New("replay: the checkpoint changed since it was read")
@@ -79,7 +85,7 @@ func (c Checkpoints) Read(ctx context.Context, key string, legacy bool) (Current
 			SequenceNumber *int64
 		}
 		if err := json.Unmarshal(data, &body); err != nil {
-			return Current{}, fmt.Errorf("replay: %s is not a checkpoint in the legacy layout", name)
+			return Current{}, BadBlob{name + " is not a checkpoint in the legacy layout"}
 		}
 		if body.SequenceNumber != nil {
 			cur.Sequence, cur.HasSequence = *body.SequenceNumber, true
@@ -107,7 +113,7 @@ func (c Checkpoints) Read(ctx context.Context, key string, legacy bool) (Current
 	if s, ok := md["sequencenumber"]; ok {
 		n, err := strconv.ParseInt(s, 10, 64)
 		if err != nil {
-			return Current{}, fmt.Errorf("replay: %s: sequencenumber %q is not a sequence number", name, s)
+			return Current{}, BadBlob{fmt.Sprintf("%s: sequencenumber %q is not a sequence number", name, s)}
 		}
 		cur.Sequence, cur.HasSequence = n, true
 	}
@@ -174,7 +180,7 @@ func (c Checkpoints) Write(ctx context.Context, key string, target Mark, etagWas
 		}
 		var body map[string]any
 		if err := json.Unmarshal(data, &body); err != nil {
-			return fmt.Errorf("replay: %s is not a checkpoint in the legacy layout", name)
+			return BadBlob{name + " is not a checkpoint in the legacy layout"}
 		}
 		body["SequenceNumber"] = target.Sequence
 		body["Offset"] = target.Offset
@@ -217,9 +223,12 @@ func failed(what string, err error) error {
 func Words(err error) string {
 	var nr ErrNotReady
 	var be *blobError
+	var bad BadBlob
 	switch {
 	case errors.As(err, &nr):
 		return nr.Why
+	case errors.As(err, &bad):
+		return bad.Why
 	case errors.As(err, &be):
 		return be.msg
 	}

@@ -870,3 +870,33 @@ func TestAPointTheStorageDidNotAnswerForIsPlacedAgain(t *testing.T) {
 		t.Errorf("placed again: %+v, %v; want both partitions", rec.Point, err)
 	}
 }
+
+// A checkpoint blob something else rewrote so it no longer reads costs
+// its own partition: refused and named; the others are moved back and the
+// trigger comes on.
+func TestACheckpointThatDoesNotReadCostsOnlyItsPartition(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 3)
+	svc := f.service(nil)
+	if err := svc.Place(t.Context(), f.ci, f.app); err != nil {
+		t.Fatal(err)
+	}
+	lots := "lots"
+	name := fmt.Sprintf("%s/%s/$default/checkpoint/1", f.hub.ns, f.hub.name)
+	if _, err := f.hub.blob.ServiceClient().NewContainerClient(hostinsight.EventHubContainer).NewBlobClient(name).SetMetadata(t.Context(),
+		map[string]*string{"sequencenumber": &lots}, nil); err != nil {
+		t.Fatal(err)
+	}
+	f.later = time.Now().Add(time.Minute)
+	_, rec, err := svc.Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	if err != nil {
+		t.Fatalf("one partition's unreadable checkpoint stopped the resume: %v", err)
+	}
+	_, lost, refused := rec.Outcome()
+	if len(refused) != 1 || refused[0].Partition != "1" || !strings.Contains(refused[0].Reason, "does not read") || lost != 100 {
+		t.Errorf("refused %+v, lost %d; want partition 1 named, its 100 events lost", refused, lost)
+	}
+	if calls := f.resumed.calls(); len(calls) != 1 {
+		t.Errorf("the trigger was asked on %d times, want once", len(calls))
+	}
+}

@@ -397,6 +397,11 @@ func (s *Service) plan(ctx context.Context, rec *Record, app circuit.App, blobs 
 func (s *Service) planStep(ctx context.Context, rec *Record, st *Step, part Partition, head hostinsight.Head, blobs Blobs, now time.Time) error {
 	refuse := func(lost int64, why string) { st.State, st.Reason, st.Lost = Refused, why, lost }
 	cur, err := blobs.Read(ctx, part.Key, part.To.Legacy)
+	var bad BadBlob
+	if errors.As(err, &bad) {
+		refuse(part.Events, "its checkpoint does not read: "+bad.Why)
+		return nil
+	}
 	if err != nil {
 		return err
 	}
@@ -449,9 +454,17 @@ func (s *Service) step(ctx context.Context, st *Step, blobs Blobs) error {
 	// The write is conditional on the plan's ETag: a checkpoint that moved
 	// since is never overwritten. Only then is it read, to tell a write of
 	// an earlier run of this plan from the host's.
+	var bad BadBlob
 	switch err := blobs.Write(ctx, st.Key, st.Target, st.ETag); {
+	case errors.As(err, &bad):
+		refuse("its checkpoint does not read: " + bad.Why)
 	case errors.Is(err, ErrMoved):
 		cur, err := blobs.Read(ctx, st.Key, st.Target.Legacy)
+		var bad BadBlob
+		if errors.As(err, &bad) {
+			refuse("its checkpoint was rewritten since the plan and does not read: " + bad.Why)
+			return nil
+		}
 		if err != nil {
 			return err
 		}

@@ -128,8 +128,10 @@ type Issued struct {
 	flight singleflight.Group
 	mu     sync.Mutex
 	read   time.Time
-	byID   map[string]IssuedToken
-	used   map[string]time.Time
+	byID   map[string]IssuedToken // the list as last read, at most MaxIssued
+	// used is when each token's use was last recorded here: only tokens
+	// that verified, and only those still listed (at most MaxIssued).
+	used map[string]time.Time
 }
 
 // Principal returns who an issued token belongs to, and false when it is
@@ -176,6 +178,11 @@ func (i *Issued) current(ctx context.Context, now time.Time) (map[string]IssuedT
 		}
 		i.mu.Lock()
 		i.byID, i.read = m, now
+		for id := range i.used { // only listed tokens are remembered: at most MaxIssued
+			if _, ok := m[id]; !ok {
+				delete(i.used, id)
+			}
+		}
 		i.mu.Unlock()
 		return m, nil
 	})

@@ -12,12 +12,23 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"sync"
 )
 
 // maxLedger bounds the events the ledger counts per partition (a day of
 // the demo's hub at 5 events a second is 432,000).
 const maxLedger = 4 << 20
+
+// maxLedgerPartitions bounds the partitions counted (Event Hubs' premium
+// tier has at most 100; the demo's hub 4): a line naming another is
+// skipped, so a ledger file edited by hand cannot grow the maps.
+const maxLedgerPartitions = 128
+
+// compactAfter is how many lines are appended before the file is written
+// again as runs: a batch is a line, so a day of the demo's hub would
+// otherwise be hundreds of thousands of them, read at every restart.
+const compactAfter = 50_000
 
 // Ledger counts processed events per partition and sequence number.
 type Ledger struct {
@@ -28,6 +39,7 @@ type Ledger struct {
 	base   map[int]int64
 	counts map[int][]uint8
 	file   *os.File
+	lines  int // appended since the file was last written as runs
 }
 
 // OpenLedger reads the ledger at path, or starts one.
@@ -44,8 +56,8 @@ func OpenLedger(path string) (*Ledger, error) {
 			var kind string
 			var p int
 			var a, b int64
-			if _, err := fmt.Sscan(sc.Text(), &kind, &p, &a, &b); err != nil {
-				continue // a line cut short by a stop
+			if _, err := fmt.Sscan(sc.Text(), &kind, &p, &a, &b); err != nil || p < 0 || p >= maxLedgerPartitions {
+				continue // a line cut short by a stop, or not the ledger's
 			}
 			switch kind {
 			case "base":
@@ -58,16 +70,60 @@ func OpenLedger(path string) (*Ledger, error) {
 		}
 		f.Close()
 	}
-	if l.file, err = os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644); err != nil {
+	if err := l.compact(); err != nil {
 		return nil, err
 	}
 	return l, nil
+}
+
+// compact writes the ledger afresh as runs of equal counts (a run counted
+// n times is n lines), replacing the file whole, and opens it to append.
+func (l *Ledger) compact() error {
+	tmp, err := os.CreateTemp(filepath.Dir(l.path), filepath.Base(l.path)+"-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	for p, base := range l.base {
+		fmt.Fprintf(w, "base %d %d 0\n", p, base)
+		c := l.counts[p]
+		for i := 0; i < len(c); {
+			j := i
+			for j+1 < len(c) && c[j+1] == c[i] {
+				j++
+			}
+			for range c[i] {
+				fmt.Fprintf(w, "done %d %d %d\n", p, base+int64(i), base+int64(j))
+			}
+			i = j + 1
+		}
+	}
+	err = w.Flush()
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), l.path)
+	}
+	if err != nil {
+		return err
+	}
+	if l.file != nil {
+		l.file.Close()
+	}
+	l.lines = 0
+	l.file, err = os.OpenFile(l.path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	return err
 }
 
 // Start says partition p is counted from seq on, unless it already is.
 func (l *Ledger) Start(p int, seq int64) error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if p < 0 || p >= maxLedgerPartitions {
+		return fmt.Errorf("demo ledger: partition %d is not counted (at most %d)", p, maxLedgerPartitions)
+	}
 	if _, ok := l.base[p]; ok {
 		return nil
 	}
@@ -84,6 +140,9 @@ func (l *Ledger) Done(p int, from, to int64) error {
 		return err
 	}
 	l.add(p, from, to)
+	if l.lines++; l.lines >= compactAfter {
+		return l.compact()
+	}
 	return nil
 }
 

@@ -104,6 +104,14 @@ func TestHostStorageOutsideAzureIsNeverCalled(t *testing.T) {
 		if len(snap.Problems) != 1 || !strings.Contains(snap.Problems[0].Reason, "endpoint not allowed") {
 			t.Errorf("%s: problems %v, want one saying the endpoint is not allowed", storage, snap.Problems)
 		}
+		// The replay's writes take the same client, refused the same way
+		// before anything is sent.
+		if _, err := src.Client(circuit.App{ID: "evil", HostStorage: storage, Site: "orders"}); err == nil || !strings.Contains(err.Error(), "endpoint not allowed") {
+			t.Errorf("%s: the replay's client: %v, want the endpoint refused", storage, err)
+		}
+		if _, err := src.Checkpoints(t.Context(), circuit.App{ID: "evil", HostStorage: storage, Site: "orders"}); err == nil {
+			t.Errorf("%s: the checkpoint history read it", storage)
+		}
 	}
 	if hits != 0 || len(id.asked) != 0 {
 		t.Errorf("server hit %d times, identity asked %v: want neither", hits, id.asked)

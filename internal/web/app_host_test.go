@@ -73,3 +73,36 @@ func TestAnOperatorChangesWhatIsReadOfAnAppsHost(t *testing.T) {
 		t.Error("the audit log holds a secret")
 	}
 }
+
+// An app's Event Hubs circuits that choose no way back get the app's:
+// set on its Host insight form, kept, audited; a value that names no way
+// back is refused.
+func TestAnAppChoosesTheWayBackOfferedFirst(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, nil)
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	op := newBrowser(t, srv.URL)
+	op.signIn("olivia")
+	form := "/apps/" + demo.AppID + "/host/edit"
+	post := func(v url.Values) response {
+		t.Helper()
+		v.Set("_csrf", op.csrf(form))
+		return op.post(form, v)
+	}
+	if r := post(url.Values{"resume_from": {"rewind"}}); r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, "checkpoint") {
+		t.Errorf("resume_from rewind: status %d, want 422 naming the ways back", r.StatusCode)
+	}
+	wantStatus(t, post(url.Values{"resume_from": {"checkpoint"}}), http.StatusSeeOther)
+	app, err := srv.App.Store.Apps.Get(t.Context(), demo.AppID)
+	if err != nil || app.ResumeFrom != "checkpoint" {
+		t.Fatalf("after saving: %q, %v", app.ResumeFrom, err)
+	}
+	if page := op.get(form).body; !strings.Contains(page, `<option value="checkpoint" selected>`) {
+		t.Error("the form does not show the app's choice")
+	}
+	if !strings.Contains(op.get("/audit").body, "resume where it stopped first") {
+		t.Error("the audit log does not say what changed")
+	}
+}

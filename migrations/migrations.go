@@ -38,6 +38,7 @@ func Steps() []migrate.Step {
 		{Version: 14, Name: "keep what a circuit's throttle lowered in its actuation row, beside the switch's record", Apply: storage.MoveLowered},
 		{Version: 15, Name: "create the replays table: checkpoint positions over time, and each episode's replay", Apply: createTables(storage.TableReplays)},
 		{Version: 16, Name: "create the API tokens table: tokens people issue on the Tokens page", Apply: createTables(storage.TableTokens)},
+		{Version: 17, Name: "create the teams table: teams, their members and default channels; apps, channels and jobs name their team in a column of their own", Apply: createTables(storage.TableTeams)},
 	}
 }
 

@@ -41,7 +41,9 @@ export FUSEBOX_HTTP_ADDR=127.0.0.1:${FUSEBOX_PORT:-8080}
 export FUSEBOX_DISCOVER_SUBSCRIPTIONS=7e2c1f4a-5b6d-4e8f-9a0b-1c2d3e4f5a6b # the demo's, answered by demo.ARM
 export FUSEBOX_SESSION_KEY
 FUSEBOX_SESSION_KEY=$(cat "$DEV/session.key")
-export FUSEBOX_LOCAL_USERS="demo:operator:$demo_hash,viewer:viewer:$demo_hash"
+# Two teams: orders (the orders-demo app; demo operates it, viewer reads
+# it) and billing (what Guard makes of func-billing); admin runs Fusebox.
+export FUSEBOX_LOCAL_USERS="demo:operator@orders:$demo_hash,viewer:viewer@orders:$demo_hash,billing:operator@billing:$demo_hash,admin:admin:$demo_hash"
 # An operator's API token for fusebox export and apply, kept across restarts.
 [[ -s "$DEV/api-token" ]] || bin/fusebox api-token demo-cli operator | awk 'NR==2 || NR==5 {print $1}' >"$DEV/api-token"
 api_token=$(sed -n 1p "$DEV/api-token")
@@ -84,13 +86,14 @@ PIDS+=($!)
 cat <<MSG
 
   Fusebox      http://$FUSEBOX_HTTP_ADDR
-  Sign in      demo / $demo_password   (operator)    viewer / $demo_password   (viewer)
+  Sign in      demo / $demo_password   (operator of orders)    viewer / $demo_password   (viewer of orders)
+               billing / $demo_password   (operator of billing)   admin / $demo_password    (admin)
   Mail         http://127.0.0.1:1080   (maildev: every mail Fusebox sends lands here)
   Chat         http://127.0.0.1:8025   (demo receiver: what the demo Teams, Slack and webhook channels got)
   Demo host    http://127.0.0.1:7072   (ProcessOrders consuming a simulated hub, TakeOrders a queue; break them here)
   Demo hub     127.0.0.1:7073          (AMQP: answers as an Event Hubs namespace how far each partition has got)
   Demo switch  .dev/orders-demo/local.settings.json
-  Demo Azure   Apps → Discover: func-billing and func-shipping, a stand-in for ARM in memory; Guard… them
+  Demo Azure   as admin, Apps → Discover: func-billing and func-shipping, a stand-in for ARM in memory; Guard… them (func-billing into billing)
   As a file    FUSEBOX_URL=http://$FUSEBOX_HTTP_ADDR FUSEBOX_API_TOKEN=$api_token bin/fusebox export > fusebox.yaml
                (then bin/fusebox apply -f fusebox.yaml --dry-run, with the same two variables)
 

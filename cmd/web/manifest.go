@@ -83,6 +83,7 @@ func applyCmd(ctx context.Context, args []string, lookup func(string) (string, b
 		return err
 	}
 	doc.Normalize()
+	doc.FillTeams(current.Caller)
 	env := manifest.Env(lookup)
 	if problems := manifest.Check(doc, current, *prune, env); len(problems) > 0 {
 		return fmt.Errorf("%s: nothing was changed:\n%w", *file, problems)

@@ -87,6 +87,9 @@ type Channel struct {
 	OldUntil  time.Time
 	CreatedAt time.Time
 	Version   string
+	// Team owns the channel; empty: shared between teams, which admins
+	// manage and every team may name.
+	Team string
 }
 
 // WithDefaults fills what an operator may leave out: an on-call

@@ -12,6 +12,9 @@ type KnownChannels struct {
 	Channels interface {
 		ListChannels(ctx context.Context) ([]Channel, error)
 	}
+	// Sees says whether the one asking (named by ctx) may name ch: a
+	// team's channel is its own and shared ones. Nil: every channel.
+	Sees func(ctx context.Context, ch Channel) bool
 }
 
 // Check refuses channel ids that name no channel, with a message for the
@@ -26,7 +29,7 @@ func (k KnownChannels) Check(ctx context.Context, ids []string) error {
 	}
 	known := make(map[string]bool, len(chs))
 	for _, ch := range chs {
-		known[ch.ID] = true
+		known[ch.ID] = k.Sees == nil || k.Sees(ctx, ch)
 	}
 	for _, id := range ids {
 		if !known[id] {

@@ -6,6 +6,7 @@ package apiwire
 // as whether they are set.
 type App struct {
 	ID             string   `json:"id"`
+	Team           string   `json:"team,omitempty"` // empty: admins' alone
 	DisplayName    string   `json:"display_name,omitempty"`
 	Switch         string   `json:"switch"`
 	Subscription   string   `json:"subscription,omitempty"`

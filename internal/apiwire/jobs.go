@@ -5,6 +5,7 @@ import "time"
 // Job is a scheduled job as the API answers it.
 type Job struct {
 	ID                 string     `json:"id"`
+	Team               string     `json:"team,omitempty"` // a job of no app: its own team
 	Name               string     `json:"name"`
 	Slug               string     `json:"slug,omitempty"`
 	App                string     `json:"app,omitempty"`
@@ -39,6 +40,8 @@ type Gap struct {
 
 // JobInput is a job's settings as people and scripts send them.
 type JobInput struct {
+	// Team owns a job of no app (one of an app follows the app's).
+	Team        string `json:"team,omitempty"`
 	Name        string `json:"name"`
 	Slug        string `json:"slug"`
 	App         string `json:"app"`

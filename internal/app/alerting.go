@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/notify"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/internal/wording"
 )
 
@@ -57,7 +58,7 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 			return r, ok
 		}}
 	jobWords := wording.JobComposer{Jobs: store.Jobs, BaseURL: cfg.BaseURL}
-	sender := alerts.NewSender(store.Outbox, storage.Lists{Store: store}, mail, composer,
+	sender := alerts.NewSender(store.Outbox, withTeamChannels(store, now), mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
 			Jobs: jobWords, SetAside: wording.SetAsideComposer{Kept: store.SetAside, BaseURL: cfg.BaseURL, Now: now},
 			Channels: store.Channels, Poster: out.poster, Notices: noticeComposer{composer, jobWords},
@@ -80,4 +81,30 @@ func (n noticeComposer) Notice(m alerts.Message, c circuit.Circuit, app circuit.
 
 func (n noticeComposer) JobNotice(ctx context.Context, m alerts.Message) (alerts.Notice, error) {
 	return n.jobs.JobNotice(ctx, m)
+}
+
+// withTeamChannels is the store's lists for what notifies: apps with
+// their team's default channels.
+func withTeamChannels(store *storage.Store, now func() time.Time) teamDefaults {
+	return teamDefaults{Lists: storage.Lists{Store: store}, teams: &teams.Directory{List: store.Teams.List, Now: now}}
+}
+
+// teamDefaults lists apps as the sender needs them: an app that names no
+// channel notifies its team's default channels. The teams are read at
+// most every teams.TTL; when they cannot be read, apps go as they are.
+type teamDefaults struct {
+	storage.Lists
+	teams *teams.Directory
+}
+
+func (t teamDefaults) ListApps(ctx context.Context) ([]circuit.App, error) {
+	apps, err := t.Lists.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	ts, err := t.teams.All(ctx)
+	if err != nil {
+		return apps, nil
+	}
+	return teams.DefaultChannels(apps, ts), nil
 }

@@ -173,7 +173,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 			Outbox: store.Outbox, Now: o.Clock.Now, Logger: o.Logger},
 		sampler:        &hostinsight.Sampler{Apps: store.Apps, Hosts: out.hosts, Samples: store.HostSamples, Now: o.Clock.Now},
 		drain:          &hostinsight.Drain{Circuits: storage.Lists{Store: store}, Hosts: out.hosts, Samples: store.HostSamples, Now: o.Clock.Now},
-		retention:      &alerts.RetentionWatch{Circuits: storage.Lists{Store: store}, Reader: out.hosts, Outbox: store.Outbox, Clock: o.Clock},
+		retention:      &alerts.RetentionWatch{Circuits: withTeamChannels(store, o.Clock.Now), Reader: out.hosts, Outbox: store.Outbox, Clock: o.Clock},
 		runner:         &loop.Runner{Clock: o.Clock, Logger: o.Logger, Observer: m},
 		phase:          time.Duration(mathrand.Int64N(int64(b.evaluator.Interval()))),
 		setAsideEvery:  cmp.Or(o.SetAsideEvery, 30*time.Second),

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
-	"github.com/fusebox/fusebox/internal/replay"
 	"sync/atomic"
 	"time"
 
@@ -19,8 +18,10 @@ import (
 	"github.com/fusebox/fusebox/internal/lease"
 	"github.com/fusebox/fusebox/internal/metrics"
 	"github.com/fusebox/fusebox/internal/otlp"
+	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/telemetry"
+	"github.com/fusebox/fusebox/internal/web"
 )
 
 // breakers is the circuit side: failure intake (the API and OTLP), the
@@ -52,7 +53,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	reports := reportService(store, now, cfg.IngestRowLimit, evaluator.CheckReported)
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
-		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels}})
+		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels, Sees: web.ChannelSeen}, Acts: web.AppActed})
 	rp := &replay.Service{Circuits: store.Circuits, Apps: store.Apps, Switch: actions, Records: store.Replays, History: store.Replays, Flips: store.Circuits, Unsettled: store.Replays.Unsettled,
 		Failures: store.Failures.Reader(), Hosts: out.hosts, Now: now, Quiet: o.ReplayQuiet,
 		Blobs: func(app circuit.App) (replay.Blobs, error) {

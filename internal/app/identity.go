@@ -3,10 +3,12 @@ package app
 import (
 	"context"
 	"errors"
+	"slices"
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/internal/web"
 )
 
@@ -25,11 +27,11 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 	}
 	users := make([]auth.LocalUser, 0, len(cfg.LocalUsers))
 	for _, u := range cfg.LocalUsers {
-		role, err := auth.ParseRole(u.Role)
+		role, on, err := teams.ParseGrants(u.Role)
 		if err != nil {
 			return web.Identity{}, err
 		}
-		users = append(users, auth.LocalUser{Name: u.Name, Role: role, PasswordHash: []byte(u.PasswordHash.Reveal())})
+		users = append(users, auth.LocalUser{Name: u.Name, Role: role, Teams: on, PasswordHash: []byte(u.PasswordHash.Reveal())})
 	}
 	tokens := make([]auth.APIToken, 0, len(cfg.APITokens))
 	for _, t := range cfg.APITokens {
@@ -37,9 +39,32 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 		if err != nil {
 			return web.Identity{}, err
 		}
+		if role == auth.RoleOperator {
+			role = auth.RoleAdmin // the environment's tokens bootstrap: an operator's is an admin's
+		}
 		tokens = append(tokens, auth.APIToken{Name: t.Name, Role: role, Hash: t.Hash.Reveal()})
 	}
-	roles := auth.NewRoleMapper(cfg.RoleClaim, cfg.OperatorClaims, cfg.ViewerClaims)
+	roles := auth.NewRoleMapper(cfg.RoleClaim, cfg.AdminClaims, cfg.OperatorClaims, cfg.ViewerClaims)
+	roles.TeamClaim = cfg.TeamClaim
+	// Teams named in the environment, by FUSEBOX_TEAM_MEMBERS or a local
+	// user's ROLE@TEAM, exist with those members (shown on the Teams page).
+	var configured []teams.Team
+	member := func(team, who string, role auth.Role) {
+		i := slices.IndexFunc(configured, func(t teams.Team) bool { return t.Name == team })
+		if i < 0 {
+			configured, i = append(configured, teams.Team{Name: team}), len(configured)
+		}
+		configured[i].Members = append(configured[i].Members, teams.Member{Who: who, Role: role, Configured: true})
+	}
+	for _, m := range cfg.TeamMembers {
+		role, _ := auth.ParseRole(m.Role)
+		member(m.Team, m.Who, role)
+	}
+	for _, u := range users {
+		for team, role := range u.Teams {
+			member(team, teams.UserPrefix+u.Name, role)
+		}
+	}
 	var oidc *auth.OIDC
 	if cfg.OIDC != nil {
 		oidc, err = auth.NewOIDC(ctx, auth.OIDCSettings{
@@ -56,7 +81,10 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 		easy = auth.NewEasyAuth(roles)
 	}
 	return web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
-		Tokens: auth.NewAPITokens(tokens), Issued: &auth.Issued{List: store.Tokens.List, Touch: store.Tokens.Touch, Now: now}}, nil
+		Tokens: auth.NewAPITokens(tokens), Issued: &auth.Issued{List: store.Tokens.List, Touch: store.Tokens.Touch, Now: now},
+		Teams: &teams.Directory{List: store.Teams.List, Configured: configured, Now: now},
+		Owners: web.Owners{Apps: store.Apps.List, App: store.Apps.Get, Job: store.Jobs.Get, Channel: store.Channels.Get, Windows: store.Jobs.Windows, Tokens: store.Tokens.List,
+			Channels: store.Channels.ListChannels, Jobs: store.Jobs.List}}, nil
 }
 
 // appKeys verify apps' report keys against the hashes the apps table keeps.

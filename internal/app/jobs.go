@@ -17,7 +17,7 @@ import (
 func jobScanner(o Options, store *storage.Store, out reach) *jobs.Scanner {
 	return jobs.NewScanner(storage.ScannerStore{Store: store}, jobs.ScannerSettings{
 		Clock: o.Clock, Logger: o.Logger,
-		Notify: alerts.JobNotifier(store.Outbox, storage.Lists{Store: store}),
+		Notify: alerts.JobNotifier(store.Outbox, withTeamChannels(store, o.Clock.Now)),
 		TimerLast: func(ctx context.Context, j jobs.Job, now time.Time) time.Time {
 			if j.AppID == "" || j.Function == "" {
 				return time.Time{}

@@ -27,7 +27,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	}
 	store := st.store
 	keys := appKeys(store) // identity.go
-	jobStore, known := store.Jobs, alerts.KnownChannels{Channels: store.Channels}
+	jobStore, known := store.Jobs, alerts.KnownChannels{Channels: store.Channels, Sees: web.ChannelSeen}
 	catalog := jobs.Catalog{Store: jobStore}
 	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},
@@ -67,7 +67,8 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			Audit: store.Audit, Apps: store.Apps, Circuits: store.Circuits, Jobs: jobStore},
 		Ops: web.OpsParts{Apps: store.Apps, Circuits: store.Circuits, Counter: b.actions, Rates: store.Rates, Status: store.Status,
 			Jobs: jobStore, Kept: store.SetAside, Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Delivery: store.Status,
-			HostInsight: out.hosts, Ready: st.ready, Tokens: store.Tokens, Issued: id.Issued},
+			HostInsight: out.hosts, Ready: st.ready, Tokens: store.Tokens, Issued: id.Issued,
+			TeamStore: store.Teams, AppTeams: store.Apps, Channels: known},
 	})
 }
 

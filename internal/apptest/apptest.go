@@ -42,6 +42,17 @@ var hashedPassword = sync.OnceValues(func() (string, error) {
 	return string(h), err
 })
 
+// User is a FUSEBOX_LOCAL_USERS entry for name with roles (such as
+// operator@billing) and Password.
+func User(t testing.TB, name, roles string) string {
+	t.Helper()
+	h, err := hashedPassword()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name + ":" + roles + ":" + h
+}
+
 // Server is a running Fusebox.
 type Server struct {
 	URL    string
@@ -119,7 +130,7 @@ func (s *Server) WaitCircuit(t testing.TB, appID, function, what string, ok func
 }
 
 // Start runs Fusebox until the test ends. env adds or overrides FUSEBOX_*
-// variables; by default there are two local users, "olivia" (operator) and
+// variables; by default there are two local users, "olivia" (admin) and
 // "victor" (viewer), both with Password. The clock starts at a fixed time.
 func Start(t testing.TB, env map[string]string) *Server {
 	t.Helper()
@@ -202,7 +213,7 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		"FUSEBOX_STORAGE_CONNECTION_STRING": testenv.ConnectionString(t),
 		"FUSEBOX_TABLE_PREFIX":              prefix,
 		"FUSEBOX_SESSION_KEY":               "test-session-key-0123456789abcdef",
-		"FUSEBOX_LOCAL_USERS":               "olivia:operator:" + hashed + ",victor:viewer:" + hashed,
+		"FUSEBOX_LOCAL_USERS":               "olivia:admin:" + hashed + ",victor:viewer:" + hashed,
 		"FUSEBOX_HTTP_ADDR":                 l.Addr().String(),
 		"FUSEBOX_BASE_URL":                  url,
 		"FUSEBOX_LOGIN_RATE_LIMIT":          "1000",

@@ -20,6 +20,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -29,10 +30,13 @@ type Role int
 
 const (
 	RoleNone Role = iota
-	// RoleViewer reads every page.
+	// RoleViewer reads the pages of the apps it is held on.
 	RoleViewer
-	// RoleOperator also acts: trips, resumes, edits.
+	// RoleOperator also acts on them: trips, resumes, edits.
 	RoleOperator
+	// RoleAdmin operates every app and manages Fusebox itself: teams,
+	// channels shared between teams, its own loops and locks.
+	RoleAdmin
 )
 
 func (r Role) String() string {
@@ -41,17 +45,23 @@ func (r Role) String() string {
 		return "viewer"
 	case RoleOperator:
 		return "operator"
+	case RoleAdmin:
+		return "admin"
 	}
 	return "none"
 }
 
-// ParseRole reads "viewer" or "operator".
+// ParseRole reads "viewer", "operator", "admin" or "none".
 func ParseRole(s string) (Role, error) {
 	switch s {
 	case "viewer":
 		return RoleViewer, nil
 	case "operator":
 		return RoleOperator, nil
+	case "admin":
+		return RoleAdmin, nil
+	case "none":
+		return RoleNone, nil
 	}
 	return RoleNone, fmt.Errorf("auth: unknown role %q", s)
 }
@@ -61,39 +71,103 @@ func (r Role) Allows(need Role) bool { return need != RoleNone && r >= need }
 
 // Principal is a signed-in person.
 type Principal struct {
-	Subject  string // stable id at the provider (or the local user name)
-	Name     string // for display and the audit log
-	Email    string
+	Subject string // stable id at the provider (or the local user name)
+	Name    string // for display and the audit log
+	Email   string
+	// Role is held on every app (an admin's also on Fusebox itself);
+	// Teams adds a role on one team's apps. A person may hold neither:
+	// signed in, they see an empty Fusebox that says why.
 	Role     Role
+	Teams    map[string]Role
 	Provider string // "local", "oidc", "easyauth" or "token"
+	// Claims are the values of the provider's role and group claims, kept
+	// so that a team's membership changed on the Teams page applies to a
+	// session already begun. At most MaxClaims of at most MaxClaimLen.
+	Claims []string
 	// Until is when the credential ends (an issued token's expiry); zero:
 	// it does not, or it is not known.
 	Until time.Time
 }
 
+// Bounds on the claim values a session keeps: Entra ID sends at most 200
+// groups in a token (more become an overage link, not values).
+const (
+	MaxClaims   = 200
+	MaxClaimLen = 256
+)
+
+// On is the role p holds on the apps of team ("": apps of no team, which
+// only roles held on every app reach).
+func (p Principal) On(team string) Role {
+	r := p.Role
+	if t := p.Teams[team]; team != "" && t > r {
+		r = t
+	}
+	return r
+}
+
+// Top is the highest role p holds anywhere: what a route needs at least.
+func (p Principal) Top() Role {
+	r := p.Role
+	for _, t := range p.Teams {
+		r = max(r, t)
+	}
+	return r
+}
+
+// Admin says p manages Fusebox itself.
+func (p Principal) Admin() bool { return p.Role == RoleAdmin }
+
+// TeamsWith lists, sorted, the teams on whose apps p holds at least role
+// through membership (roles held everywhere are not listed).
+func (p Principal) TeamsWith(role Role) []string {
+	var out []string
+	for t, r := range p.Teams {
+		if r.Allows(role) {
+			out = append(out, t)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// keepClaims bounds what a session keeps of a provider's claim values.
+func keepClaims(values []string) []string {
+	var out []string
+	for _, v := range values {
+		if v == "" || len(v) > MaxClaimLen || slices.Contains(out, v) {
+			continue
+		}
+		if out = append(out, v); len(out) == MaxClaims {
+			break
+		}
+	}
+	return out
+}
+
 // Errors shown to people, in words they can act on.
 var (
 	ErrBadCredentials = errors.New("the user name or password is not right")
-	ErrNoRole         = errors.New("your account has no Fusebox role; ask an administrator to grant you viewer or operator")
 	ErrNoSession      = errors.New("not signed in, or the session has ended")
 )
 
-// RoleMapper turns claim values (app roles or group ids) into a Role.
+// RoleMapper turns claim values (app roles or group ids) into the role
+// held on every app. Teams map values to roles on their own apps
+// (teams.Directory); TeamClaim names a second claim read for them.
 type RoleMapper struct {
-	Claim    string
-	operator map[string]bool
-	viewer   map[string]bool
+	Claim     string
+	TeamClaim string // such as "groups"; empty: only Claim
+	roles     map[string]Role
 }
 
-// NewRoleMapper grants operator to any of operatorValues and viewer to any
-// of viewerValues found in the named claim.
-func NewRoleMapper(claim string, operatorValues, viewerValues []string) RoleMapper {
-	m := RoleMapper{Claim: claim, operator: map[string]bool{}, viewer: map[string]bool{}}
-	for _, v := range operatorValues {
-		m.operator[v] = true
-	}
-	for _, v := range viewerValues {
-		m.viewer[v] = true
+// NewRoleMapper grants admin, operator or viewer on every app to any of
+// the values listed for it found in the named claim.
+func NewRoleMapper(claim string, adminValues, operatorValues, viewerValues []string) RoleMapper {
+	m := RoleMapper{Claim: claim, roles: map[string]Role{}}
+	for role, values := range map[Role][]string{RoleAdmin: adminValues, RoleOperator: operatorValues, RoleViewer: viewerValues} {
+		for _, v := range values {
+			m.roles[v] = max(m.roles[v], role)
+		}
 	}
 	return m
 }
@@ -102,12 +176,7 @@ func NewRoleMapper(claim string, operatorValues, viewerValues []string) RoleMapp
 func (m RoleMapper) Map(values []string) Role {
 	role := RoleNone
 	for _, v := range values {
-		switch {
-		case m.operator[v]:
-			return RoleOperator
-		case m.viewer[v]:
-			role = RoleViewer
-		}
+		role = max(role, m.roles[v])
 	}
 	return role
 }

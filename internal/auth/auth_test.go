@@ -3,6 +3,7 @@ package auth_test
 import (
 	"encoding/base64"
 	"errors"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ func TestLocalUsers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	users := auth.NewLocalUsers([]auth.LocalUser{{Name: "Alice", Role: auth.RoleOperator, PasswordHash: []byte(hash)}})
+	users := auth.NewLocalUsers([]auth.LocalUser{{Name: "Alice", Role: auth.RoleNone, Teams: map[string]auth.Role{"billing": auth.RoleOperator}, PasswordHash: []byte(hash)}})
 	tests := []struct {
 		name, user, password string
 		wantErr              bool
@@ -40,8 +41,8 @@ func TestLocalUsers(t *testing.T) {
 				}
 				return
 			}
-			want := auth.Principal{Subject: "local:Alice", Name: "Alice", Role: auth.RoleOperator, Provider: "local"}
-			if err != nil || p != want {
+			want := auth.Principal{Subject: "local:Alice", Name: "Alice", Teams: map[string]auth.Role{"billing": auth.RoleOperator}, Provider: "local"}
+			if err != nil || !reflect.DeepEqual(p, want) {
 				t.Errorf("got %+v, %v; want %+v", p, err, want)
 			}
 		})
@@ -87,7 +88,7 @@ func TestSessionsLiveInStorageAndEnd(t *testing.T) {
 		t.Errorf("expires %v, want %v", expires, want)
 	}
 	got, err := sessions.Lookup(t.Context(), cookie)
-	if err != nil || got.Principal != ada {
+	if err != nil || !reflect.DeepEqual(got.Principal, ada) {
 		t.Fatalf("Lookup = %+v, %v; want %+v", got.Principal, err, ada)
 	}
 
@@ -180,7 +181,9 @@ func TestCSRFTokens(t *testing.T) {
 func principalHeader(json string) string { return base64.StdEncoding.EncodeToString([]byte(json)) }
 
 func TestEasyAuthPrincipal(t *testing.T) {
-	e := auth.NewEasyAuth(auth.NewRoleMapper("roles", []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer"}))
+	roles := auth.NewRoleMapper("roles", nil, []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer"})
+	roles.TeamClaim = "groups"
+	e := auth.NewEasyAuth(roles)
 	tests := []struct {
 		name    string
 		header  string
@@ -191,11 +194,14 @@ func TestEasyAuthPrincipal(t *testing.T) {
 			{"typ":"http://schemas.microsoft.com/identity/claims/objectidentifier","val":"oid-1"},
 			{"typ":"name","val":"Grace Hopper"},{"typ":"preferred_username","val":"grace@example.com"},
 			{"typ":"roles","val":"Fusebox.Operator"}]}`),
-			auth.Principal{Subject: "oid-1", Name: "Grace Hopper", Email: "grace@example.com", Role: auth.RoleOperator, Provider: "easyauth"}, nil},
+			auth.Principal{Subject: "oid-1", Name: "Grace Hopper", Email: "grace@example.com", Role: auth.RoleOperator, Provider: "easyauth", Claims: []string{"Fusebox.Operator"}}, nil},
 		{"viewer by the provider's role claim type", principalHeader(`{"auth_typ":"aad","role_typ":"http://schemas.microsoft.com/ws/2008/06/identity/claims/role","claims":[
 			{"typ":"sub","val":"s-2"},{"typ":"http://schemas.microsoft.com/ws/2008/06/identity/claims/role","val":"Fusebox.Viewer"}]}`),
-			auth.Principal{Subject: "s-2", Name: "s-2", Role: auth.RoleViewer, Provider: "easyauth"}, nil},
-		{"no role", principalHeader(`{"auth_typ":"aad","claims":[{"typ":"sub","val":"s-3"},{"typ":"roles","val":"Other"}]}`), auth.Principal{}, auth.ErrNoRole},
+			auth.Principal{Subject: "s-2", Name: "s-2", Role: auth.RoleViewer, Provider: "easyauth", Claims: []string{"Fusebox.Viewer"}}, nil},
+		// No role here, but a team may map its claim values: signed in, it
+		// sees what its teams own.
+		{"no role, a group", principalHeader(`{"auth_typ":"aad","claims":[{"typ":"sub","val":"s-3"},{"typ":"roles","val":"Other"},{"typ":"groups","val":"g-billing"}]}`),
+			auth.Principal{Subject: "s-3", Name: "s-3", Provider: "easyauth", Claims: []string{"Other", "g-billing"}}, nil},
 		{"not base64", "%%%", auth.Principal{}, auth.ErrBadPrincipal},
 		{"not JSON", principalHeader("hello"), auth.Principal{}, auth.ErrBadPrincipal},
 		{"no auth type", principalHeader(`{"claims":[{"typ":"sub","val":"s"},{"typ":"roles","val":"Fusebox.Operator"}]}`), auth.Principal{}, auth.ErrBadPrincipal},
@@ -205,7 +211,7 @@ func TestEasyAuthPrincipal(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := e.Principal(tt.header)
-			if !errors.Is(err, tt.wantErr) || got != tt.want {
+			if !errors.Is(err, tt.wantErr) || !reflect.DeepEqual(got, tt.want) {
 				t.Errorf("got %+v, %v; want %+v, %v", got, err, tt.want, tt.wantErr)
 			}
 		})

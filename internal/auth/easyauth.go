@@ -33,8 +33,8 @@ type clientPrincipal struct {
 const maxPrincipalHeader = 16 << 10
 
 // Principal decodes the header's value. A malformed value or one without a
-// subject is ErrBadPrincipal; a well-formed one whose claims grant no role
-// is ErrNoRole.
+// subject is ErrBadPrincipal. One whose claims grant no role is still a
+// principal: teams may map its claims (Principal.Claims).
 func (e *EasyAuth) Principal(header string) (Principal, error) {
 	if header == "" || len(header) > maxPrincipalHeader {
 		return Principal{}, ErrBadPrincipal
@@ -79,8 +79,9 @@ func (e *EasyAuth) Principal(header string) (Principal, error) {
 		values = append(values, claims[cp.RoleType]...)
 	}
 	p.Role = e.roles.Map(values)
-	if p.Role == RoleNone {
-		return Principal{}, ErrNoRole
+	if tc := e.roles.TeamClaim; tc != "" && tc != e.roles.Claim {
+		values = append(values, claims[tc]...)
 	}
+	p.Claims = keepClaims(values)
 	return p, nil
 }

@@ -23,9 +23,12 @@ import (
 
 // IssuedToken is an API token a person issued.
 type IssuedToken struct {
-	ID        string
-	Name      string
-	Role      Role
+	ID   string
+	Name string
+	Role Role
+	// Team limits the token to one team's apps, at Role (viewer or
+	// operator); empty: Role on every app (an admin's token).
+	Team      string
 	CreatedBy string
 	CreatedAt time.Time
 	Expires   time.Time // always set: an issued token ends
@@ -153,7 +156,11 @@ func (i *Issued) Principal(ctx context.Context, token string) (Principal, bool, 
 		return Principal{}, false, nil
 	}
 	i.touch(ctx, t, now)
-	return Principal{Subject: "token:" + t.ID, Name: t.Name, Role: t.Role, Provider: "token", Until: t.Expires}, true, nil
+	p := Principal{Subject: "token:" + t.ID, Name: t.Name, Role: t.Role, Provider: "token", Until: t.Expires}
+	if t.Team != "" {
+		p.Role, p.Teams = RoleNone, map[string]Role{t.Team: min(t.Role, RoleOperator)}
+	}
+	return p, true, nil
 }
 
 // current is the list as read at most IssuedTokenTTL ago.

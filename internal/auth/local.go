@@ -9,8 +9,9 @@ import (
 // LocalUser is a user defined in configuration.
 type LocalUser struct {
 	Name         string
-	Role         Role
-	PasswordHash []byte // bcrypt
+	Role         Role            // on every app
+	Teams        map[string]Role // on teams' apps
+	PasswordHash []byte          // bcrypt
 }
 
 // LocalUsers checks passwords of users defined in configuration.
@@ -67,7 +68,7 @@ func (l *LocalUsers) Authenticate(name, password string) (Principal, error) {
 	if err := bcrypt.CompareHashAndPassword(hash, []byte(password)); err != nil || !ok || len(password) > 72 {
 		return Principal{}, ErrBadCredentials
 	}
-	return Principal{Subject: "local:" + u.Name, Name: u.Name, Role: u.Role, Provider: "local"}, nil
+	return Principal{Subject: "local:" + u.Name, Name: u.Name, Role: u.Role, Teams: u.Teams, Provider: "local"}, nil
 }
 
 // Current is a local principal as configuration has it now: its role may
@@ -78,7 +79,7 @@ func (l *LocalUsers) Current(p Principal) (Principal, bool) {
 	if !ok || p.Provider != "local" {
 		return Principal{}, false
 	}
-	p.Role = u.Role
+	p.Role, p.Teams = u.Role, u.Teams
 	return p, true
 }
 

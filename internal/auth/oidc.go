@@ -145,10 +145,14 @@ func (o *OIDC) Finish(ctx context.Context, flowCookie, state, code string) (Prin
 	if p.Name == "" {
 		p.Name = idToken.Subject
 	}
-	p.Role = o.settings.Roles.Map(claimValues(claims[o.settings.Roles.Claim]))
-	if p.Role == RoleNone {
-		return Principal{}, "", ErrNoRole
+	// A person whose claims grant nothing still signs in: a team may
+	// name their groups later, and the pages say why they are empty.
+	values := claimValues(claims[o.settings.Roles.Claim])
+	p.Role = o.settings.Roles.Map(values)
+	if tc := o.settings.Roles.TeamClaim; tc != "" && tc != o.settings.Roles.Claim {
+		values = append(values, claimValues(claims[tc])...)
 	}
+	p.Claims = keepClaims(values)
 	return p, f.Next, nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -25,9 +26,11 @@ func newOIDC(t *testing.T, secret string) (*auth.OIDC, *oidctest.Provider, *cloc
 	if secret == "" {
 		secret = p.ClientSecret
 	}
+	roles := auth.NewRoleMapper("roles", nil, []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer", "group-viewers"})
+	roles.TeamClaim = "groups"
 	o, err := auth.NewOIDC(t.Context(), auth.OIDCSettings{
 		Issuer: p.URL, ClientID: p.ClientID, ClientSecret: secret, RedirectURL: callback,
-		Roles:    auth.NewRoleMapper("roles", []string{"Fusebox.Operator"}, []string{"Fusebox.Viewer", "group-viewers"}),
+		Roles:    roles,
 		StateKey: stateKey, Now: clk.Now,
 	})
 	if err != nil {
@@ -61,10 +64,14 @@ func TestOIDCSignsInAndMapsRoles(t *testing.T) {
 		name   string
 		claims map[string]any
 		want   auth.Role
+		kept   []string // the claim values the session keeps, for teams
 	}{
-		{"app role operator", map[string]any{"roles": []any{"Fusebox.Operator"}}, auth.RoleOperator},
-		{"app role viewer as a string", map[string]any{"roles": "Fusebox.Viewer"}, auth.RoleViewer},
-		{"operator wins over viewer", map[string]any{"roles": []any{"Fusebox.Viewer", "Fusebox.Operator"}}, auth.RoleOperator},
+		{"app role operator", map[string]any{"roles": []any{"Fusebox.Operator"}}, auth.RoleOperator, []string{"Fusebox.Operator"}},
+		{"app role viewer as a string", map[string]any{"roles": "Fusebox.Viewer"}, auth.RoleViewer, []string{"Fusebox.Viewer"}},
+		{"operator wins over viewer", map[string]any{"roles": []any{"Fusebox.Viewer", "Fusebox.Operator"}}, auth.RoleOperator, []string{"Fusebox.Viewer", "Fusebox.Operator"}},
+		// No role on every app: signed in all the same, with the groups a
+		// team may name (teams.Apply).
+		{"no role, groups kept", map[string]any{"roles": []any{"Other"}, "groups": []any{"6a1f0c2e-billing", "6a1f0c2e-billing"}}, auth.RoleNone, []string{"Other", "6a1f0c2e-billing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -76,8 +83,8 @@ func TestOIDCSignsInAndMapsRoles(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			want := auth.Principal{Subject: "u-1", Name: "Ada Lovelace", Email: "ada@example.com", Role: tt.want, Provider: "oidc"}
-			if got != want {
+			want := auth.Principal{Subject: "u-1", Name: "Ada Lovelace", Email: "ada@example.com", Role: tt.want, Provider: "oidc", Claims: tt.kept}
+			if !reflect.DeepEqual(got, want) {
 				t.Errorf("principal = %+v, want %+v", got, want)
 			}
 			if next != "/circuits?app=x" {
@@ -97,7 +104,6 @@ func TestOIDCRefusals(t *testing.T) {
 		wantErr error  // errors.Is target, when set
 		wantMsg string // substring, when set
 	}{
-		{name: "no role", user: oidctest.User{Subject: "u-2", Name: "Eve", Claims: map[string]any{"roles": []any{"Other"}}}, wantErr: auth.ErrNoRole},
 		{name: "wrong client secret", secret: "not-the-secret", user: operator, wantMsg: "FUSEBOX_OIDC_CLIENT_SECRET"},
 		{name: "state from another sign-in", user: operator, wantErr: auth.ErrFlow,
 			tamper: func(f, s, c string, _ *clock.Fake) (string, string, string) { return f, "forged-state", c }},

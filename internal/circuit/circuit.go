@@ -80,7 +80,10 @@ const (
 
 // App is a function app whose functions Fusebox guards.
 type App struct {
-	ID             string // short slug chosen by the operator, unique
+	ID string // short slug chosen by the operator, unique
+	// Team owns the app: its members see and act on its circuits, jobs,
+	// queues and notices (internal/teams). Empty: admins' alone.
+	Team           string
 	DisplayName    string
 	SubscriptionID string
 	ResourceGroup  string

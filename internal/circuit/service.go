@@ -39,6 +39,9 @@ type ServiceSettings struct {
 	// Channels, if set, refuses circuits that name channels that do not
 	// exist (alerts.KnownChannels).
 	Channels ChannelChecker
+	// Acts, if set, says whether the one creating a circuit (named by
+	// ctx) operates the app: another team's app is refused as unknown.
+	Acts func(ctx context.Context, app App) bool
 }
 
 // ChannelChecker refuses channel ids that name no channel, with a
@@ -273,6 +276,9 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 	app, err := s.appOf(ctx, appID)
 	if err != nil {
 		return c, err
+	}
+	if app != nil && s.Acts != nil && !s.Acts(ctx, *app) {
+		app = nil // another team's app reads as one that does not exist
 	}
 	if err := c.Validate(app); err != nil {
 		return c, err

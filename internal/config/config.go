@@ -18,6 +18,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/fusebox/fusebox/internal/teams"
 	"time"
 )
 
@@ -50,9 +52,14 @@ type Config struct {
 	OIDC           *OIDC      // nil when OpenID Connect is off
 	EasyAuth       bool       // trust App Service's X-MS-CLIENT-PRINCIPAL header (only where App Service says authentication is on)
 	RoleClaim      string
-	OperatorClaims []string // claim values that grant the operator role
-	ViewerClaims   []string // claim values that grant the viewer role
-	LoginRateLimit float64  // sign-in attempts per second per client address
+	AdminClaims    []string // claim values that grant the admin role
+	OperatorClaims []string // claim values that grant the operator role on every app
+	ViewerClaims   []string // claim values that grant the viewer role on every app
+	// TeamClaim is a second claim whose values teams map (Entra ID's
+	// "groups"); TeamMembers map claim values and local users to teams.
+	TeamClaim      string
+	TeamMembers    []TeamMember
+	LoginRateLimit float64 // sign-in attempts per second per client address
 	// PingRateLimit is pings per second per client address, and
 	// IngestRateLimit failure reports per second per app; each may burst
 	// to ten times its rate.
@@ -127,10 +134,12 @@ type Session struct {
 	TTL time.Duration
 }
 
-// LocalUser is an operator defined in configuration, for development and
+// LocalUser is a person defined in configuration, for development and
 // small installations. Only the bcrypt hash of the password is known.
 type LocalUser struct {
-	Name         string
+	Name string
+	// Role is admin, viewer or operator on every app, or roles on teams'
+	// apps: operator@billing+viewer@orders (teams.ParseGrants).
 	Role         string
 	PasswordHash Secret
 }
@@ -200,6 +209,7 @@ const DevelopmentStorage = "DefaultEndpointsProtocol=http;AccountName=devstoreac
 const (
 	RoleViewer   = "viewer"
 	RoleOperator = "operator"
+	RoleAdmin    = "admin"
 )
 
 var (
@@ -222,6 +232,8 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		MigrateOnStart:      r.bool("FUSEBOX_MIGRATE_ON_START", true),
 		EasyAuth:            r.bool("FUSEBOX_EASYAUTH_ENABLED", false),
 		RoleClaim:           r.str("FUSEBOX_ROLE_CLAIM", "roles"),
+		AdminClaims:         r.list("FUSEBOX_ADMIN_CLAIM_VALUES"),
+		TeamClaim:           r.str("FUSEBOX_TEAM_CLAIM", "groups"),
 		OperatorClaims:      r.list("FUSEBOX_OPERATOR_CLAIM_VALUES"),
 		ViewerClaims:        r.list("FUSEBOX_VIEWER_CLAIM_VALUES"),
 		LoginRateLimit:      r.float("FUSEBOX_LOGIN_RATE_LIMIT", 1),
@@ -361,7 +373,8 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	if c.RoleClaim == "" {
 		r.fail("FUSEBOX_ROLE_CLAIM", "must name the claim that carries roles or groups, such as roles or groups")
 	}
-	if (c.OIDC != nil || c.EasyAuth) && len(c.OperatorClaims)+len(c.ViewerClaims) == 0 {
+	c.TeamMembers = r.teamMembers()
+	if (c.OIDC != nil || c.EasyAuth) && len(c.AdminClaims)+len(c.OperatorClaims)+len(c.ViewerClaims)+len(c.TeamMembers) == 0 {
 		r.fail("FUSEBOX_OPERATOR_CLAIM_VALUES", "set it (and/or FUSEBOX_VIEWER_CLAIM_VALUES) to the %s claim values that grant each role; without them nobody signing in through OpenID Connect or Easy Auth gets a role", c.RoleClaim)
 	}
 	if len(c.LocalUsers) == 0 && c.OIDC == nil && !c.EasyAuth {
@@ -578,6 +591,40 @@ func normalizeConnectionString(cs string) (string, error) {
 	return cs, nil
 }
 
+// TeamMember maps a claim value, or "user:" and a local user's name, to a
+// role on a team's apps (FUSEBOX_TEAM_MEMBERS: team:role:who, ...).
+type TeamMember struct {
+	Team, Role, Who string
+}
+
+func (r *reader) teamMembers() []TeamMember {
+	var out []TeamMember
+	for i, entry := range r.list("FUSEBOX_TEAM_MEMBERS") {
+		parts := strings.SplitN(entry, ":", 3)
+		switch {
+		case len(parts) != 3 || strings.TrimSpace(parts[2]) == "":
+			r.fail("FUSEBOX_TEAM_MEMBERS", "entry %d must be team:role:who, who being a group's object id or name, an app role, or user:NAME", i+1)
+		case !teams.ValidName(parts[0]):
+			r.fail("FUSEBOX_TEAM_MEMBERS", "entry %d: %q is not a team's name (1 to 40 lower-case letters, digits or -)", i+1, parts[0])
+		case parts[1] != RoleViewer && parts[1] != RoleOperator:
+			r.fail("FUSEBOX_TEAM_MEMBERS", "entry %d (%s): a role on a team is viewer or operator, got %q", i+1, parts[0], parts[1])
+		case len(parts[2]) > teams.MaxWho:
+			r.fail("FUSEBOX_TEAM_MEMBERS", "entry %d (%s): who is longer than %d characters", i+1, parts[0], teams.MaxWho)
+		default:
+			out = append(out, TeamMember{Team: parts[0], Role: parts[1], Who: strings.TrimSpace(parts[2])})
+		}
+	}
+	return out
+}
+
+// grantsProblem says what is wrong with a local user's roles; empty: nothing.
+func grantsProblem(spec string) string {
+	if _, _, err := teams.ParseGrants(spec); err != nil {
+		return err.Error()
+	}
+	return ""
+}
+
 func (r *reader) localUsers() []LocalUser {
 	raw := r.str("FUSEBOX_LOCAL_USERS", "")
 	if raw == "" {
@@ -599,8 +646,8 @@ func (r *reader) localUsers() []LocalUser {
 		switch {
 		case !userNamePattern.MatchString(name):
 			r.fail("FUSEBOX_LOCAL_USERS", "entry %d: user name %q may hold only letters, digits and . _ @ -", i+1, name)
-		case role != RoleViewer && role != RoleOperator:
-			r.fail("FUSEBOX_LOCAL_USERS", "entry %d (%s): role must be viewer or operator, got %q", i+1, name, role)
+		case grantsProblem(role) != "":
+			r.fail("FUSEBOX_LOCAL_USERS", "entry %d (%s): %s", i+1, name, grantsProblem(role))
 		case !strings.HasPrefix(hash, "$2a$") && !strings.HasPrefix(hash, "$2b$") && !strings.HasPrefix(hash, "$2y$"):
 			r.fail("FUSEBOX_LOCAL_USERS", "entry %d (%s): the password must be a bcrypt hash starting with $2a$, $2b$ or $2y$ (make one with: fusebox hash-password)", i+1, name)
 		case seen[strings.ToLower(name)]:
@@ -709,8 +756,8 @@ func (r *reader) apiTokens() []APIToken {
 			r.fail("FUSEBOX_API_TOKENS", "entry %d must be name:role:sha256 (make one with: fusebox api-token NAME ROLE)", i+1)
 		case !userNamePattern.MatchString(parts[0]):
 			r.fail("FUSEBOX_API_TOKENS", "entry %d: name %q may hold only letters, digits and . _ @ -", i+1, parts[0])
-		case parts[1] != RoleViewer && parts[1] != RoleOperator:
-			r.fail("FUSEBOX_API_TOKENS", "entry %d (%s): role must be viewer or operator, got %q", i+1, parts[0], parts[1])
+		case parts[1] != RoleViewer && parts[1] != RoleOperator && parts[1] != RoleAdmin:
+			r.fail("FUSEBOX_API_TOKENS", "entry %d (%s): role must be viewer, operator or admin (an operator's token is an admin's: these tokens are for bootstrap), got %q", i+1, parts[0], parts[1])
 		case !hexHash.MatchString(parts[2]):
 			r.fail("FUSEBOX_API_TOKENS", "entry %d (%s): the third part must be the token's SHA-256 in lower-case hex, not the token", i+1, parts[0])
 		default:

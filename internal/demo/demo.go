@@ -18,11 +18,20 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/internal/throttle"
 )
 
 // AppID is the demo function app's id.
 const AppID = "orders-demo"
+
+// The demo's teams: orders owns orders-demo (local users demo, its
+// operator, and viewer); billing gets what Guard makes of func-billing
+// (user billing). Their members are the local users' ROLE@TEAM.
+const (
+	TeamOrders  = "orders"
+	TeamBilling = "billing"
+)
 
 // Key is the demo app's failure-reporting key. It is public, in the README,
 // so it must never be given to an app in Azure: make real keys with
@@ -32,9 +41,21 @@ const Key = "fbx_orders-demo_local-demo-key-not-for-azure"
 // Seed writes the demo. localSettings is the local.settings.json the demo
 // app's local switch edits; open circuits are switched off in it.
 func Seed(ctx context.Context, st *storage.Store, localSettings string, now time.Time) error {
+	have, err := st.Teams.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, t := range []teams.Team{{Name: TeamOrders}, {Name: TeamBilling}} {
+		if _, ok := teams.Find(have, t.Name); ok {
+			continue // members added on the page stay
+		}
+		if err := st.Teams.Put(ctx, t); err != nil {
+			return err
+		}
+	}
 	app := circuit.App{
 		ID: AppID, DisplayName: "Orders (demo)", Site: "func-orders-demo", Switch: circuit.SwitchLocal, LocalSettings: localSettings,
-		APIKeyHash: auth.HashAppKey(Key),
+		APIKeyHash: auth.HashAppKey(Key), Team: TeamOrders,
 	}
 	if err := st.Apps.Put(ctx, app); err != nil {
 		return err

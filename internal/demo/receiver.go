@@ -32,7 +32,7 @@ func SeedChannels(ctx context.Context, st *storage.Store, receiverURL string, no
 	}
 	var ids []string
 	for _, ch := range chs {
-		ch.CreatedAt = now
+		ch.CreatedAt, ch.Team = now, TeamOrders
 		if err := st.Channels.Delete(ctx, ch.ID); err != nil {
 			return err
 		}

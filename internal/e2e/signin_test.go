@@ -45,7 +45,7 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 		t.Errorf("after sign-in the browser is at %s", got)
 	}
 	checks := map[string]string{
-		`[data-testid="signed-in-as"]`:    "olivia (operator)",
+		`[data-testid="signed-in-as"]`:    "olivia (admin)",
 		`[role="status"]`:                 "You are signed in.",
 		`[data-testid="apps-count"]`:      "1",
 		`[data-testid="circuits-open"]`:   "1",

@@ -186,6 +186,9 @@ type Settings struct {
 	Channels    []string
 	Escalate    circuit.Escalation
 	Host        HostChange
+	// Team, when set, moves the app (its circuits, jobs and queues with
+	// it) to another team; the caller checked the mover may.
+	Team *string
 }
 
 // Update changes an app's settings, host insight included, with the same
@@ -195,6 +198,9 @@ func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, acto
 	next, changed, v := r.hostChange(app, s.Host)
 	if s.DisplayName != app.DisplayName {
 		next.DisplayName, changed = s.DisplayName, append(changed, fmt.Sprintf("name %q", s.DisplayName))
+	}
+	if s.Team != nil && *s.Team != app.Team {
+		next.Team, changed = *s.Team, append(changed, fmt.Sprintf("team %q", *s.Team))
 	}
 	if s.Linux != app.Linux {
 		next.Linux, changed = s.Linux, append(changed, fmt.Sprintf("linux %t", s.Linux))

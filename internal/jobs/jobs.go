@@ -68,12 +68,15 @@ type Job struct {
 	PingByIDSince time.Time
 	Slug          string // optional: /ping/<ping key>/<slug>
 	Name          string
-	AppID         string        // optional: the function app it runs in
-	Function      string        // optional: the timer-triggered function
-	Schedule      string        // cron (five fields), NCRONTAB (six) or "every 15m"
-	TimeZone      string        // IANA or Windows zone id
-	Grace         time.Duration // how late a run may start
-	MaxDuration   time.Duration // how long a run may take; 0: no limit
+	AppID         string // optional: the function app it runs in
+	// Team owns a job of no app (one of an app follows its app's team);
+	// empty: admins'.
+	Team        string
+	Function    string        // optional: the timer-triggered function
+	Schedule    string        // cron (five fields), NCRONTAB (six) or "every 15m"
+	TimeZone    string        // IANA or Windows zone id
+	Grace       time.Duration // how late a run may start
+	MaxDuration time.Duration // how long a run may take; 0: no limit
 	// MinDuration is how short a run may be: one that ends sooner (a job
 	// that quits at once) counts as failed. 0: no limit.
 	MinDuration time.Duration

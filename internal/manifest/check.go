@@ -32,6 +32,27 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 			channels[ch.ID] = true
 		}
 	}
+	for _, id := range current.Shared {
+		channels[id] = true
+	}
+	// A file is one team's part, or (an admin's) every team's: an entry of
+	// a team the token does not operate refuses the whole file.
+	caller := current.Caller
+	owned := func(line int, what, team string) {
+		if team == "" {
+			team = caller.OnlyTeam()
+		}
+		if caller.Role == "" && caller.Teams == nil {
+			return // a Fusebox that does not say who asks: before teams
+		}
+		if !caller.Operates(team) {
+			if team == "" {
+				ps.add(line, "team: %s names no team, and only an admin keeps things apart from every team: name one of yours", what)
+			} else {
+				ps.add(line, "team: %s is team %s's, which this token does not operate: the file is refused whole", what, team)
+			}
+		}
+	}
 	apps := map[string]App{}
 	for _, a := range current.Apps {
 		apps[a.ID] = a
@@ -81,6 +102,11 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 
 	for _, ch := range doc.Channels {
 		twice("channel", ch.ID, ch.Line)
+		if ch.Team == "" && !caller.Admin() && (caller.Role != "" || caller.Teams != nil) {
+			ps.add(ch.Line, "team: the channel %s names no team: a channel shared between teams is an admin's; name one of yours", ch.ID)
+		} else if ch.Team != "" {
+			owned(ch.Line, "the channel "+ch.ID, ch.Team)
+		}
 		c := alerts.Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses}
 		isNew := !have("channel", ch.ID)
 		switch {
@@ -108,6 +134,7 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 	}
 	for _, a := range doc.Apps {
 		twice("app", a.ID, a.Line)
+		owned(a.Line, "the app "+a.ID, a.Team)
 		fields(&ps, a.Line, a.domain().Validate(), map[string]string{"guardrail_share": "guardrail_share_percent"})
 		refer(a.Line, a.Channels)
 		_, appEscalation := a.domain().Escalate.Split()
@@ -134,6 +161,9 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 	}
 	for _, j := range doc.Jobs {
 		twice("job", j.Key(), j.Line)
+		if j.App == "" {
+			owned(j.Line, "the job "+j.Name, j.Team)
+		}
 		fields(&ps, j.Line, j.domain().Validate(), nil)
 		if j.App != "" {
 			if _, ok := apps[j.App]; !ok {

@@ -114,12 +114,15 @@ func SecretVar(kind, id, what string) string {
 // the variables SecretVar makes.
 func (c *Client) Current(ctx context.Context) (Doc, error) {
 	doc := Doc{Version: Version}
+	if err := c.call(ctx, http.MethodGet, "/api/v1/me", nil, &doc.Caller); err != nil {
+		return Doc{}, err
+	}
 	var apps []apiwire.App
 	if err := c.call(ctx, http.MethodGet, "/api/v1/apps", nil, &apps); err != nil {
 		return Doc{}, err
 	}
 	for _, a := range apps {
-		x := App{ID: a.ID, DisplayName: a.DisplayName, Switch: a.Switch, Subscription: a.Subscription, ResourceGroup: a.ResourceGroup,
+		x := App{ID: a.ID, Team: a.Team, DisplayName: a.DisplayName, Switch: a.Switch, Subscription: a.Subscription, ResourceGroup: a.ResourceGroup,
 			Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.GuardrailMax,
 			GuardrailShare: a.GuardrailShare, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, ResumeFrom: a.ResumeFrom, Channels: a.Channels,
 			EscalateTo: a.EscalateTo, EscalateAfter: seconds(a.EscalateAfter)}
@@ -136,7 +139,11 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		return Doc{}, err
 	}
 	for _, ch := range chs.Channels {
-		x := Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses}
+		if ch.Team == "" && !doc.Caller.Admin() {
+			doc.Shared = append(doc.Shared, ch.ID) // named, never held: an admin's
+			continue
+		}
+		x := Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses, Team: ch.Team}
 		if ch.Kind != "mail" {
 			x.URLEnv = SecretVar("channel", ch.ID, "URL")
 		}
@@ -160,7 +167,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		if jobs.InternalID(j.ID) {
 			continue
 		}
-		doc.Jobs = append(doc.Jobs, Job{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.App, Function: j.Function, Schedule: j.Schedule,
+		doc.Jobs = append(doc.Jobs, Job{ID: j.ID, Team: j.Team, Name: j.Name, Slug: j.Slug, App: j.App, Function: j.Function, Schedule: j.Schedule,
 			TimeZone: j.TimeZone, Grace: seconds(j.GraceSeconds), MaxDuration: seconds(j.MaxDurationSeconds), MinDuration: seconds(j.MinDurationSeconds),
 			FailAfter: j.FailAfter, RecoverAfter: j.RecoverAfter, Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags,
 			Misfire: j.Misfire, Paused: j.Paused})
@@ -233,7 +240,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 	switch {
 	case ch.Channel != nil:
 		x := ch.Channel
-		body := apiwire.ChannelInput{ID: x.ID, Name: x.Name, Kind: x.Kind, Addresses: x.Addresses, URL: secret(x.URLEnv), Key: secret(x.KeyEnv)}
+		body := apiwire.ChannelInput{ID: x.ID, Name: x.Name, Kind: x.Kind, Addresses: x.Addresses, URL: secret(x.URLEnv), Key: secret(x.KeyEnv), Team: x.Team}
 		switch ch.Action {
 		case Create:
 			return c.call(ctx, http.MethodPost, "/api/v1/channels", body, nil)
@@ -244,7 +251,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		}
 	case ch.App != nil:
 		x := ch.App
-		body := apiwire.AppInput{App: apiwire.App{ID: x.ID, DisplayName: x.DisplayName, Switch: x.Switch, Subscription: x.Subscription, ResourceGroup: x.ResourceGroup,
+		body := apiwire.AppInput{App: apiwire.App{ID: x.ID, Team: x.Team, DisplayName: x.DisplayName, Switch: x.Switch, Subscription: x.Subscription, ResourceGroup: x.ResourceGroup,
 			Site: x.Site, Slot: x.Slot, LocalSettings: x.LocalSettings, Linux: x.Linux, GuardrailMax: x.GuardrailMax, GuardrailShare: x.GuardrailShare,
 			HostID: x.HostID, InsightsAppID: x.InsightsAppID, SetAsideLimit: x.SetAsideLimit, ResumeFrom: x.ResumeFrom, Channels: nonNil(x.Channels),
 			EscalateTo: nonNil(x.EscalateTo), EscalateAfter: int(time.Duration(x.EscalateAfter) / time.Second)}, HostStorage: secret(x.HostStorageEnv), EventHubs: secret(x.EventHubsEnv)}
@@ -275,7 +282,7 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		}
 	case ch.Job != nil:
 		x := ch.Job
-		body := apiwire.JobInput{Name: x.Name, Slug: x.Slug, App: x.App, Function: x.Function, Schedule: x.Schedule, TimeZone: x.TimeZone,
+		body := apiwire.JobInput{Team: x.Team, Name: x.Name, Slug: x.Slug, App: x.App, Function: x.Function, Schedule: x.Schedule, TimeZone: x.TimeZone,
 			Grace: x.Grace.String(), MaxDuration: optional(x.MaxDuration), MinDuration: optional(x.MinDuration), FailAfter: count(x.FailAfter),
 			RecoverAfter: count(x.RecoverAfter), Recipients: nonNil(x.Recipients), Channels: nonNil(x.Channels), Tags: nonNil(x.Tags), Misfire: x.Misfire, Paused: x.Paused}
 		switch ch.Action {

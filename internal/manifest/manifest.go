@@ -34,6 +34,38 @@ type Doc struct {
 	Circuits    []Circuit `yaml:"circuits,omitempty"`
 	Jobs        []Job     `yaml:"jobs,omitempty"`
 	Maintenance []Window  `yaml:"maintenance,omitempty"`
+	// What Fusebox holds (Client.Current) also says who asks and the
+	// channels shared between teams, which a team's file names but never
+	// holds.
+	Caller Caller   `yaml:"-"`
+	Shared []string `yaml:"-"`
+}
+
+// Caller is who a token is, as GET /api/v1/me says: its role on every app
+// and on each team's.
+type Caller struct {
+	Role  string
+	Teams map[string]string
+}
+
+// Admin says the caller manages Fusebox itself, every team included.
+func (c Caller) Admin() bool { return c.Role == "admin" }
+
+// Operates says the caller may place things in team ("": apart from
+// every team, an admin's).
+func (c Caller) Operates(team string) bool {
+	return c.Admin() || (team != "" && (c.Role == "operator" || c.Teams[team] == "operator"))
+}
+
+// OnlyTeam is the team a caller of one team's puts what names none in.
+func (c Caller) OnlyTeam() string {
+	if c.Admin() || len(c.Teams) != 1 {
+		return ""
+	}
+	for t := range c.Teams {
+		return t
+	}
+	return ""
 }
 
 // Channel is an alert channel, by its id.
@@ -47,7 +79,9 @@ type Channel struct {
 	// KeyEnv names the variable holding a PagerDuty or Opsgenie channel's
 	// integration key (their url_env is optional: unset, the US region).
 	KeyEnv string `yaml:"key_env,omitempty" plan:"-"`
-	Line   int    `yaml:"-" plan:"-"`
+	// Team owns it; empty: shared between teams (an admin's).
+	Team string `yaml:"team,omitempty"`
+	Line int    `yaml:"-" plan:"-"`
 }
 
 // App is a registered function app, by its id. Where its switch writes
@@ -55,6 +89,7 @@ type Channel struct {
 // set when it is registered and never changed by apply.
 type App struct {
 	ID             string   `yaml:"id"`
+	Team           string   `yaml:"team,omitempty"` // the team that owns it; empty: admins' alone
 	DisplayName    string   `yaml:"display_name,omitempty"`
 	Switch         string   `yaml:"switch"`
 	Subscription   string   `yaml:"subscription,omitempty"`
@@ -90,6 +125,7 @@ type Circuit struct {
 // loops' jobs are not in a file.
 type Job struct {
 	Name         string   `yaml:"name"`
+	Team         string   `yaml:"team,omitempty"` // a job of no app: its team
 	Slug         string   `yaml:"slug,omitempty"`
 	App          string   `yaml:"app,omitempty"`
 	Function     string   `yaml:"function,omitempty"`
@@ -174,4 +210,28 @@ func (d *Duration) UnmarshalText(b []byte) error {
 	}
 	*d = Duration(v)
 	return nil
+}
+
+// FillTeams puts what names no team in the caller's only team, as
+// Fusebox would: a team's file need not say its team on every line.
+func (d *Doc) FillTeams(c Caller) {
+	team := c.OnlyTeam()
+	if team == "" {
+		return
+	}
+	for i := range d.Apps {
+		if d.Apps[i].Team == "" {
+			d.Apps[i].Team = team
+		}
+	}
+	for i := range d.Jobs {
+		if d.Jobs[i].Team == "" && d.Jobs[i].App == "" {
+			d.Jobs[i].Team = team
+		}
+	}
+	for i := range d.Channels {
+		if d.Channels[i].Team == "" {
+			d.Channels[i].Team = team
+		}
+	}
 }

@@ -179,7 +179,35 @@ func MakePlan(doc, current Doc, prune bool, env Env) Plan {
 			p.only(prune, Change{Action: Delete, Kind: "channel", Name: ch.ID, Channel: ch})
 		}
 	}
+	p.appsFirst()
 	return p
+}
+
+// appsFirst moves the apps the plan registers ahead of every other change,
+// unless they name a channel the plan makes: an id another team holds is
+// refused as taken, and then before the file changed anything else.
+func (p *Plan) appsFirst() {
+	made := map[string]bool{}
+	for _, c := range p.Changes {
+		if c.Channel != nil && c.Action == Create {
+			made[c.Channel.ID] = true
+		}
+	}
+	first := func(c Change) bool {
+		if c.App == nil || c.Action != Create {
+			return false
+		}
+		return !slices.ContainsFunc(slices.Concat(c.App.Channels, c.App.EscalateTo), func(id string) bool { return made[id] })
+	}
+	slices.SortStableFunc(p.Changes, func(a, b Change) int {
+		switch fa, fb := first(a), first(b); {
+		case fa && !fb:
+			return -1
+		case fb && !fa:
+			return 1
+		}
+		return 0
+	})
 }
 
 // only is a change to what only Fusebox has: made with prune, else kept.

@@ -10,6 +10,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // Apps holds the registered function apps, all in one partition: there are
@@ -47,6 +48,7 @@ type appRow struct {
 	EventHubs       string  // Event Hubs connection string or namespace host, for lag (a secret)
 	SetAsideLimit   int32   // optional: growth in an hour of a set-aside queue that is told
 	ResumeFrom      string  // optional: the way back offered first (circuit.ResumeFrom…)
+	Team            string  // the team that owns it; empty: admins' and roles held on every app
 }
 
 func (r *appRow) secrets() map[string]*string {
@@ -74,6 +76,10 @@ func (r appRow) toApp() (circuit.App, error) {
 		// the app its links, not its circuits.
 		r.InsightsAppID = ""
 	}
+	if r.Team != "" && !teams.ValidName(r.Team) {
+		// Written by hand: the app is admins' until a team is named again.
+		r.Team = ""
+	}
 	if r.GuardrailMax < 0 || r.GuardrailShare < 0 || r.GuardrailShare > 1 {
 		return circuit.App{}, fmt.Errorf("storage: app %s: GuardrailMax %d must not be negative and GuardrailShare %v must be in [0, 1]", r.RowKey, r.GuardrailMax, r.GuardrailShare)
 	}
@@ -84,8 +90,8 @@ func (r appRow) toApp() (circuit.App, error) {
 		Channels:    commaList(r.Channels),
 		Escalate:    circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)},
 		HostStorage: r.HostStorage, HostID: r.HostID, InsightsAppID: r.InsightsAppID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
-		ResumeFrom: resumeFrom(r.ResumeFrom),
-		Hosting:    circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
+		ResumeFrom: resumeFrom(r.ResumeFrom), Team: r.Team,
+		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
 	}, nil
 }
 
@@ -148,7 +154,7 @@ func (a *Apps) row(app circuit.App) *appRow {
 		Channels:   strings.Join(app.Channels, ","),
 		EscalateTo: strings.Join(app.Escalate.To, ","), EscalateSeconds: int32(app.Escalate.After / time.Second),
 		HostStorage: app.HostStorage, HostID: app.HostID, InsightsAppID: app.InsightsAppID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
-		ResumeFrom:  app.ResumeFrom,
+		ResumeFrom: app.ResumeFrom, Team: app.Team,
 		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
 	}
 	sealSecrets(a.box, TableApps, row)
@@ -168,4 +174,21 @@ func resumeFrom(s string) string {
 		return ""
 	}
 	return s
+}
+
+// appTeam is the merge that moves an app to a team: only its Team column
+// (a merge writes every string of its struct).
+type appTeam struct {
+	tablestore.Meta
+	Team string
+}
+
+// SetTeam moves an app to team ("": admins' alone); circuit.ErrNoApp when
+// there is no such app.
+func (a *Apps) SetTeam(ctx context.Context, id, team string) error {
+	err := a.table.Merge(ctx, &appTeam{Meta: tablestore.Meta{PartitionKey: appsPartition, RowKey: id, ETag: tablestore.AnyETag}, Team: team})
+	if errors.Is(err, tablestore.ErrNotFound) {
+		return fmt.Errorf("%w: %s", ErrNoApp, id)
+	}
+	return err
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/sealed"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // Channels holds the alert channels, all in one partition: there are few.
@@ -59,11 +60,15 @@ type channelRow struct {
 	OldSecret       string // webhook: the previous secret, still signing until OldUntil
 	OldUntil        time.Time
 	CreatedAt       time.Time
+	Team            string // empty: shared
 }
 
 func (r channelRow) channel() (alerts.Channel, error) {
 	ch := alerts.Channel{ID: r.RowKey, Name: r.Name, Kind: r.Kind, Addresses: commaList(r.Addresses), URL: r.URL, Secret: r.Secret,
-		OldSecret: r.OldSecret, OldUntil: r.OldUntil, CreatedAt: r.CreatedAt, Version: string(r.ETag)}
+		OldSecret: r.OldSecret, OldUntil: r.OldUntil, CreatedAt: r.CreatedAt, Version: string(r.ETag), Team: r.Team}
+	if ch.Team != "" && !teams.ValidName(ch.Team) {
+		return alerts.Channel{}, fmt.Errorf("storage: channel %s: Team %q is not a team's name", r.RowKey, r.Team)
+	}
 	// Rows another program wrote are checked as a form would be; loopback
 	// URLs are allowed here because development instances write them.
 	if err := ch.Validate(true); err != nil {
@@ -75,7 +80,7 @@ func (r channelRow) channel() (alerts.Channel, error) {
 func channelRowOf(ch alerts.Channel) *channelRow {
 	return &channelRow{Meta: tablestore.Meta{PartitionKey: channelsPartition, RowKey: ch.ID, ETag: tablestore.ETag(ch.Version)},
 		Name: ch.Name, Kind: ch.Kind, Addresses: strings.Join(ch.Addresses, ","), URL: ch.URL, Secret: ch.Secret,
-		OldSecret: ch.OldSecret, OldUntil: ch.OldUntil, CreatedAt: ch.CreatedAt}
+		OldSecret: ch.OldSecret, OldUntil: ch.OldUntil, CreatedAt: ch.CreatedAt, Team: ch.Team}
 }
 
 // ListChannels returns every readable channel, ordered by id.

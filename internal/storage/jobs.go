@@ -51,6 +51,7 @@ type jobRow struct {
 	Channels           string // comma-separated channel ids
 	Tags               string // comma-separated tags
 	Misfire            string // "", once or each
+	Team               string // a job of no app: the team that owns it
 	Paused             bool
 	CreatedAt          time.Time
 	Status             string
@@ -157,7 +158,7 @@ func (r jobRow) job() (jobs.Job, error) {
 		ID: r.RowKey, Name: r.Name, Slug: r.Slug, AppID: r.AppID, Function: r.Function, Schedule: r.Schedule, TimeZone: r.TimeZone,
 		Grace: time.Duration(r.GraceSeconds) * time.Second, MaxDuration: time.Duration(r.MaxDurationSeconds) * time.Second,
 		MinDuration: time.Duration(r.MinDurationSeconds) * time.Second, FailAfter: int(r.FailAfter), RecoverAfter: int(r.RecoverAfter),
-		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, LastStartAt: r.LastStartAt, ExtraRuns: max(r.ExtraRuns, 0), Version: string(r.ETag),
+		Recipients: recipients, Channels: commaList(r.Channels), Tags: commaList(r.Tags), Misfire: r.Misfire, Team: r.Team, Paused: r.Paused, CreatedAt: r.CreatedAt, Status: st, LastRunAt: r.LastRunAt, LastStartAt: r.LastStartAt, ExtraRuns: max(r.ExtraRuns, 0), Version: string(r.ETag),
 		PingToken: r.PingToken, PingByIDSince: r.PingByIDSince,
 	}, nil
 }
@@ -172,6 +173,7 @@ func (r *jobRow) set(j jobs.Job) {
 // scanner write.
 func (r *jobRow) setSettings(j jobs.Job) {
 	r.Name, r.Slug, r.AppID, r.Function, r.Schedule, r.TimeZone = j.Name, j.Slug, j.AppID, j.Function, j.Schedule, j.TimeZone
+	r.Team = j.Team
 	r.GraceSeconds, r.MaxDurationSeconds = int32(j.Grace/time.Second), int32(j.MaxDuration/time.Second)
 	r.MinDurationSeconds, r.FailAfter, r.RecoverAfter = int32(j.MinDuration/time.Second), int32(j.FailAfter), int32(j.RecoverAfter)
 	r.Channels, r.Tags, r.Misfire = strings.Join(j.Channels, ","), strings.Join(j.Tags, ","), j.Misfire

@@ -2,6 +2,7 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -21,6 +22,7 @@ type sessionRow struct {
 	Name            string
 	Email           string
 	Role            string
+	Claims          string // JSON list: the provider's role and group claim values, for teams
 	Provider        string
 	CreatedAt       time.Time
 	ExpiresAt       time.Time
@@ -28,9 +30,13 @@ type sessionRow struct {
 
 // CreateSession stores a new session.
 func (s *Sessions) CreateSession(ctx context.Context, sess auth.Session) error {
+	claims, err := json.Marshal(sess.Claims)
+	if err != nil {
+		return err
+	}
 	row := &sessionRow{
 		Meta:    tablestore.Meta{PartitionKey: sess.TokenHash[:2], RowKey: sess.TokenHash},
-		Subject: sess.Subject, Name: sess.Name, Email: sess.Email, Role: sess.Role.String(),
+		Subject: sess.Subject, Name: sess.Name, Email: sess.Email, Role: sess.Role.String(), Claims: string(claims),
 		Provider: sess.Provider, CreatedAt: sess.CreatedAt, ExpiresAt: sess.ExpiresAt,
 	}
 	if err := s.table.Insert(ctx, row); err != nil {
@@ -55,9 +61,15 @@ func (s *Sessions) GetSession(ctx context.Context, tokenHash string) (auth.Sessi
 	if err != nil {
 		return auth.Session{}, fmt.Errorf("storage: session %s…: %w", tokenHash[:8], err)
 	}
+	var claims []string
+	if row.Claims != "" && len(row.Claims) <= auth.MaxClaims*(auth.MaxClaimLen+8) {
+		if err := json.Unmarshal([]byte(row.Claims), &claims); err != nil || len(claims) > auth.MaxClaims {
+			return auth.Session{}, fmt.Errorf("storage: session %s…: Claims do not read", tokenHash[:8])
+		}
+	}
 	return auth.Session{
 		TokenHash: tokenHash,
-		Principal: auth.Principal{Subject: row.Subject, Name: row.Name, Email: row.Email, Role: role, Provider: row.Provider},
+		Principal: auth.Principal{Subject: row.Subject, Name: row.Name, Email: row.Email, Role: role, Provider: row.Provider, Claims: claims},
 		CreatedAt: row.CreatedAt, ExpiresAt: row.ExpiresAt,
 	}, nil
 }

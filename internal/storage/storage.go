@@ -36,6 +36,7 @@ const (
 	TableSetAside    = "SetAside"
 	TableReplays     = "Replays"
 	TableTokens      = "Tokens"
+	TableTeams       = "Teams"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -65,6 +66,8 @@ type Store struct {
 	Replays *Replays
 	// Tokens are the API tokens people issued.
 	Tokens *Tokens
+	// Teams are the teams defined on the Teams page.
+	Teams *Teams
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 	// RunBound is what this instance let through of each job's runs per
@@ -96,6 +99,7 @@ func New(svc *tablestore.Service) *Store {
 		SetAside:    &SetAside{table: svc.Table(TableSetAside), faults: faults},
 		Replays:     &Replays{table: svc.Table(TableReplays), faults: faults},
 		Tokens:      &Tokens{table: svc.Table(TableTokens), faults: faults},
+		Teams:       &Teams{table: svc.Table(TableTeams), faults: faults},
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // Tokens keeps the API tokens people issued: their hashes, never the
@@ -23,6 +24,7 @@ type tokenRow struct {
 	tablestore.Meta // PartitionKey: "token"; RowKey: the token's id
 	Name            string
 	Role            string
+	Team            string // empty: the role on every app
 	CreatedBy       string
 	CreatedAt       time.Time
 	Expires         time.Time
@@ -36,7 +38,10 @@ func (r tokenRow) token() (auth.IssuedToken, error) {
 	if err != nil || r.Expires.IsZero() || len(r.Hash) != 64 || len(r.RowKey) != 16 {
 		return auth.IssuedToken{}, fmt.Errorf("storage: token %s: not an issued token's row", r.RowKey)
 	}
-	return auth.IssuedToken{ID: r.RowKey, Name: r.Name, Role: role, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, Expires: r.Expires,
+	if r.Team != "" && (!teams.ValidName(r.Team) || role == auth.RoleAdmin) {
+		return auth.IssuedToken{}, fmt.Errorf("storage: token %s: Team %q is not a team's name, or names a team with the admin role", r.RowKey, r.Team)
+	}
+	return auth.IssuedToken{ID: r.RowKey, Name: r.Name, Role: role, Team: r.Team, CreatedBy: r.CreatedBy, CreatedAt: r.CreatedAt, Expires: r.Expires,
 		Revoked: r.Revoked, LastUsed: r.LastUsed, Hash: r.Hash}, nil
 }
 
@@ -68,7 +73,7 @@ func (t *Tokens) List(ctx context.Context) ([]auth.IssuedToken, error) {
 
 // Insert stores a new token.
 func (t *Tokens) Insert(ctx context.Context, tok auth.IssuedToken) error {
-	row := &tokenRow{Meta: tablestore.Meta{PartitionKey: tokenPartition, RowKey: tok.ID}, Name: tok.Name, Role: tok.Role.String(), CreatedBy: tok.CreatedBy,
+	row := &tokenRow{Meta: tablestore.Meta{PartitionKey: tokenPartition, RowKey: tok.ID}, Name: tok.Name, Role: tok.Role.String(), Team: tok.Team, CreatedBy: tok.CreatedBy,
 		CreatedAt: tok.CreatedAt, Expires: tok.Expires, Hash: tok.Hash}
 	return t.table.Insert(ctx, row)
 }

@@ -828,7 +828,7 @@ func LocksBody(m Locks) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				if r.Breakable && m.User != nil && m.User.Role == "operator" {
+				if r.Breakable && m.User != nil && m.User.Role == "admin" {
 					templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 63, "<a href=\"")
 					if templ_7745c5c3_Err != nil {
 						return templ_7745c5c3_Err

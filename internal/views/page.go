@@ -15,14 +15,18 @@ type Page struct {
 	User  *User  // nil when nobody is signed in
 	CSRF  string // token for forms on this page
 	Flash *Flash
-	Asset func(name string) string // cache-busted URL of a static file
-	Now   time.Time
+	// Notice says why a signed-in person sees nothing: in no team.
+	Notice string
+	Asset  func(name string) string // cache-busted URL of a static file
+	Now    time.Time
 }
 
 // User is the signed-in person, as the header shows them.
 type User struct {
 	Name string
-	Role string
+	Role string // the highest held anywhere: none, viewer, operator or admin
+	// Holds says what, for the header: "admin", "operator of billing".
+	Holds string
 }
 
 // Flash is a one-time message carried across a redirect.
@@ -41,13 +45,23 @@ var navItems = []navItem{
 	{"notifications", "Notifications", "/notifications"},
 	{"channels", "Channels", "/channels"},
 	{"jobs", "Jobs", "/jobs"},
-	{"locks", "Locks", "/locks"},
+	{"locks", "Locks", "/locks"}, // admins only
 	{"audit", "Audit", "/audit"},
-	{"tokens", "Tokens", "/tokens"}, // operators only
+	{"tokens", "Tokens", "/tokens"}, // operators and admins
+	{"teams", "Teams", "/teams"},    // admins only
 }
 
-// shown says whether n is for user: the Tokens page is operators'.
-func (n navItem) shown(user *User) bool { return n.Key != "tokens" || user.Role == "operator" }
+// shown says whether n is for user: Tokens are for operators and admins,
+// Locks and Teams for admins.
+func (n navItem) shown(user *User) bool {
+	switch n.Key {
+	case "tokens":
+		return user.Role == "operator" || user.Role == "admin"
+	case "locks", "teams":
+		return user.Role == "admin"
+	}
+	return true
+}
 
 func current(p Page, key string) string {
 	if p.Nav == key {

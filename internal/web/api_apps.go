@@ -16,7 +16,7 @@ import (
 )
 
 func toAppJSON(a circuit.App) apiwire.App {
-	return apiwire.App{ID: a.ID, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
+	return apiwire.App{ID: a.ID, Team: a.Team, DisplayName: a.DisplayName, Switch: string(a.Switch), Subscription: a.SubscriptionID, ResourceGroup: a.ResourceGroup,
 		Site: a.Site, Slot: a.Slot, LocalSettings: a.LocalSettings, Linux: a.Linux, GuardrailMax: a.Guardrail.MaxOff,
 		GuardrailShare: a.Guardrail.MaxShare * 100, HostID: a.HostID, InsightsAppID: a.InsightsAppID, SetAsideLimit: a.SetAsideLimit, ResumeFrom: a.ResumeFrom, Channels: nonNil(a.Channels),
 		EscalateTo: nonNil(a.Escalate.To), EscalateAfter: int(a.Escalate.After / time.Second),
@@ -61,6 +61,7 @@ func (s *AppPages) apiAppList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	apps = scopeOf(c).apps(apps)
 	slices.SortFunc(apps, func(a, b circuit.App) int { return cmp.Compare(a.ID, b.ID) })
 	out := make([]apiwire.App, len(apps))
 	for i, a := range apps {
@@ -87,7 +88,13 @@ func (s *AppPages) apiAppCreate(c echo.Context) error {
 	}
 	app := circuit.App{ID: in.ID, DisplayName: in.DisplayName, Switch: circuit.SwitchKind(in.Switch), SubscriptionID: in.Subscription,
 		ResourceGroup: in.ResourceGroup, Site: in.Site, Slot: in.Slot, LocalSettings: in.LocalSettings, Linux: in.Linux,
-		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, InsightsAppID: in.InsightsAppID, SetAsideLimit: in.SetAsideLimit}
+		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, InsightsAppID: in.InsightsAppID, SetAsideLimit: in.SetAsideLimit,
+		Team: cmp.Or(in.Team, defaultTeam(c))}
+	if problem, err := s.placeIn(c, app.Team); err != nil {
+		return err
+	} else if problem != "" {
+		return apiAppError(c, circuit.ValidationError{{Field: "team", Message: problem}})
+	}
 	p, _ := principal(c)
 	reg, err := s.Registry.Register(c.Request().Context(), app, p.Name)
 	if err != nil {
@@ -120,9 +127,19 @@ func (s *AppPages) apiAppUpdate(c echo.Context) error {
 	if len(moved) > 0 {
 		return apiAppError(c, moved)
 	}
+	set := funcapp.Settings{DisplayName: in.DisplayName, Linux: in.Linux,
+		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), Host: appHost(in)}
+	if in.Team != "" && in.Team != app.Team {
+		// Moving needs the operator role on both teams (require checked this one).
+		if problem, err := s.placeIn(c, in.Team); err != nil {
+			return err
+		} else if problem != "" {
+			return apiAppError(c, circuit.ValidationError{{Field: "team", Message: problem}})
+		}
+		set.Team = &in.Team
+	}
 	p, _ := principal(c)
-	_, err = s.Registry.Update(c.Request().Context(), app, funcapp.Settings{DisplayName: in.DisplayName, Linux: in.Linux,
-		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), Host: appHost(in)}, p.Name)
+	_, err = s.Registry.Update(c.Request().Context(), app, set, p.Name)
 	if err != nil {
 		return apiAppError(c, err)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func toChannelJSON(ch alerts.Channel) apiwire.Channel {
-	return apiwire.Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses, URL: ch.MaskedURL(), CreatedAt: ch.CreatedAt}
+	return apiwire.Channel{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: ch.Addresses, URL: ch.MaskedURL(), CreatedAt: ch.CreatedAt, Team: ch.Team}
 }
 
 // apiChannelList lists the channels.
@@ -22,7 +22,7 @@ func (s *NotifyPages) apiChannelList(c echo.Context) error {
 		return err
 	}
 	out := make([]apiwire.Channel, 0, len(chs))
-	for _, ch := range chs {
+	for _, ch := range scopeOf(c).channels(chs) {
 		out = append(out, toChannelJSON(ch))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"channels": out})

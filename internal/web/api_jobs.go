@@ -13,7 +13,6 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/audit"
-	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
@@ -21,7 +20,7 @@ func (s *JobPages) toJobJSON(c echo.Context, j jobs.Job, w jobWeek) apiwire.Job 
 	out := apiwire.Job{ID: j.ID, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule, TimeZone: j.TimeZone,
 		GraceSeconds: int(j.Grace / time.Second), MaxDurationSeconds: int(j.MaxDuration / time.Second), Recipients: j.Recipients, Channels: j.Channels, Tags: j.Tags, Misfire: j.Misfire,
 		MinDurationSeconds: int(j.MinDuration / time.Second), FailAfter: max(j.FailAfter, 1), RecoverAfter: max(j.RecoverAfter, 1), Rules: j.Rules(),
-		Paused: j.Paused, Status: j.Status.String(), ExtraRuns: j.ExtraRuns, PingURL: s.pingURL(c, j)}
+		Paused: j.Paused, Status: j.Status.String(), ExtraRuns: j.ExtraRuns, PingURL: s.pingURL(c, j), Team: j.Team}
 	if out.Channels == nil {
 		out.Channels = []string{}
 	}
@@ -49,7 +48,11 @@ func (s *JobPages) apiJobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	js, problem := filterJobs(all, c.QueryParam("tag"), c.QueryParam("status"))
+	owners, err := s.owners(c)
+	if err != nil {
+		return err
+	}
+	js, problem := filterJobs(scopeOf(c).jobs(owners, all), c.QueryParam("tag"), c.QueryParam("status"))
 	if problem != "" {
 		field := "tag"
 		if strings.Contains(problem, "status") {
@@ -203,7 +206,7 @@ func (s *JobPages) apiJobDelete(c echo.Context) error {
 // pingURL is a job's ping URL for operators. A ping URL records runs
 // without a key, so viewers do not get it; Fusebox's own loops have none.
 func (s *JobPages) pingURL(c echo.Context, j jobs.Job) string {
-	if p, ok := principal(c); !ok || !p.Role.Allows(auth.RoleOperator) || j.Internal() {
+	if j.Internal() || !s.actsOnJob(c, j) {
 		return ""
 	}
 	if j.PingToken == "" {

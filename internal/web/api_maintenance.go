@@ -46,9 +46,16 @@ func (s *JobPages) apiMaintenanceList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := make([]apiwire.Window, len(ws))
-	for i, w := range ws {
-		out[i] = s.toWindowJSON(w)
+	owners, err := s.owners(c)
+	if err != nil {
+		return err
+	}
+	sc := scopeOf(c)
+	out := make([]apiwire.Window, 0, len(ws))
+	for _, w := range ws {
+		if sc.seesWindow(owners, w) {
+			out = append(out, s.toWindowJSON(w))
+		}
 	}
 	return c.JSON(http.StatusOK, map[string]any{"windows": out})
 }

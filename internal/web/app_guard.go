@@ -51,6 +51,11 @@ func (s *AppPages) appGuard(c echo.Context) error {
 		return err
 	}
 	plan, m, problems := confirmed(plan, m, form)
+	if problem, err := s.placeIn(c, plan.App.Team); err != nil {
+		return err
+	} else if problem != "" {
+		problems["team"] = problem
+	}
 	if len(problems) == 0 {
 		p, _ := principal(c)
 		var g funcapp.Guarded
@@ -83,6 +88,13 @@ func (s *AppPages) appGuard(c echo.Context) error {
 func (s *AppPages) proposal(c echo.Context, get func(string) string) (views.GuardPlan, fleet.Plan, error) {
 	q := func(k string) string { return strings.TrimSpace(get(k)) }
 	m := views.GuardPlan{Page: s.page(c, "Guard an app", "apps"), Subscription: q("subscription"), ResourceGroup: q("resource_group"), Site: q("site"), Slot: q("slot")}
+	var err error
+	if m.Team, err = s.teamChoice(c, q("team"), "admins' alone"); err != nil {
+		return m, fleet.Plan{}, err
+	}
+	if m.Team.Value == "" {
+		m.Team.Value = teamNamedIn(m.Team.Options, m.Site, m.ResourceGroup)
+	}
 	if s.Fleet == nil || s.Inspector == nil {
 		m.Off = "Fusebox surveys no subscription: set FUSEBOX_DISCOVER_SUBSCRIPTIONS and give its identity Reader there (deploy/azure/discovery.bicep)."
 		return m, fleet.Plan{}, nil
@@ -146,7 +158,8 @@ func confirmed(plan fleet.Plan, m views.GuardPlan, form map[string][]string) (fl
 		return ""
 	}
 	problems := map[string]string{}
-	plan.App.ID, plan.App.DisplayName = v("id"), v("name")
+	plan.App.ID, plan.App.DisplayName, plan.App.Team = v("id"), v("name"), v("team")
+	m.Team.Value = plan.App.Team
 	m.ID, m.Name, m.Recipients = plan.App.ID, plan.App.DisplayName, v("recipients")
 	recipients := splitComma(m.Recipients)
 	var bad []string
@@ -222,4 +235,17 @@ func guardedLines(plan fleet.Plan, g funcapp.Guarded) []string {
 		out = append(out, "Host storage: "+plan.HostStorageFrom+".")
 	}
 	return out
+}
+
+// teamNamedIn proposes the team whose name the site or its resource group
+// carries (func-billing, rg-billing: billing), or none.
+func teamNamedIn(options []views.Option, names ...string) string {
+	for _, o := range options {
+		for _, n := range names {
+			if o.Value != "" && slices.Contains(strings.FieldsFunc(strings.ToLower(n), func(r rune) bool { return r == '-' || r == '_' || r == '.' }), o.Value) {
+				return o.Value
+			}
+		}
+	}
+	return ""
 }

@@ -29,6 +29,8 @@ func (s *AppPages) appList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sc := scopeOf(c)
+	cs, apps = sc.circuits(teamOf(apps), cs), sc.apps(apps)
 	perApp := map[string]int{}
 	has := map[string]bool{}
 	for _, ci := range cs {

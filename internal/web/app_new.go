@@ -17,7 +17,11 @@ import (
 func (s *AppPages) appNew(c echo.Context) error {
 	// Discover's Register link fills in where the site is, as ARM said.
 	q := func(k string) string { return strings.TrimSpace(c.QueryParam(k)) }
-	return render(c, http.StatusOK, views.AppFormPage(views.AppForm{Page: s.page(c, "Register an app", "apps"), Switch: "arm",
+	tc, err := s.teamChoice(c, "", "admins' alone")
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.AppFormPage(views.AppForm{Page: s.page(c, "Register an app", "apps"), Switch: "arm", Team: tc,
 		Subscription: q("subscription"), ResourceGroup: q("resource_group"), Site: q("site"), Slot: q("slot"), Name: q("site"), Linux: q("linux") == "on"}))
 }
 
@@ -31,8 +35,17 @@ func (s *AppPages) appCreate(c echo.Context) error {
 		HostStorage: v("host_storage"), HostID: v("host_id"), EventHubs: v("event_hubs")}
 	app := circuit.App{ID: m.ID, DisplayName: m.Name, Switch: circuit.SwitchKind(m.Switch), SubscriptionID: m.Subscription,
 		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels),
-		HostStorage: m.HostStorage, HostID: m.HostID, EventHubs: m.EventHubs}
+		HostStorage: m.HostStorage, HostID: m.HostID, EventHubs: m.EventHubs, Team: v("team")}
+	if !teamNamed(c, app.Team) {
+		app.Team = defaultTeam(c)
+	}
 	g, err := funcapp.ParseGuardrail(m.GuardrailMax, m.GuardrailShare)
+	if err == nil {
+		var problem string
+		if problem, err = s.placeIn(c, app.Team); err == nil && problem != "" {
+			err = circuit.ValidationError{{Field: "team", Message: problem}}
+		}
+	}
 	app.Guardrail = g
 	app.Escalate.To = splitComma(m.EscalateTo)
 	if m.EscalateAfter != "" && err == nil {
@@ -55,6 +68,9 @@ func (s *AppPages) appCreate(c echo.Context) error {
 			m.Errors[f.Field] = f.Message
 		}
 		m.Page = s.page(c, "Register an app", "apps")
+		if m.Team, err = s.teamChoice(c, app.Team, "admins' alone"); err != nil {
+			return err
+		}
 		return render(c, http.StatusUnprocessableEntity, views.AppFormPage(m))
 	}
 	return s.showKey(c, reg.App, reg.Key, reg.Note)

@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"net/http"
 	"strings"
 
@@ -21,6 +22,7 @@ func (s *NotifyPages) renderChannels(c echo.Context, status int, flash *views.Fl
 	if err != nil {
 		return err
 	}
+	chs = scopeOf(c).channels(chs)
 	users, err := s.channelUsers(c)
 	if err != nil {
 		return err
@@ -34,20 +36,27 @@ func (s *NotifyPages) renderChannels(c echo.Context, status int, flash *views.Fl
 		if ch.Kind == alerts.ChannelMail {
 			where = strings.Join(ch.Addresses, ", ")
 		}
-		m.Rows = append(m.Rows, views.ChannelRow{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Where: where, Users: users[ch.ID]})
+		m.Rows = append(m.Rows, views.ChannelRow{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Where: where, Users: users[ch.ID],
+			Team: cmp.Or(ch.Team, "shared"), CanEdit: canChange(c, ch)})
 	}
 	return render(c, status, views.ChannelsPage(m))
 }
 
-// channelUsers counts the circuits, jobs and apps naming each channel.
+// channelUsers counts the circuits, jobs and apps naming each channel,
+// of those the principal may see.
 func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	ctx := c.Request().Context()
 	out := map[string]int{}
+	sc := scopeOf(c)
+	owners, err := s.owners(c)
+	if err != nil {
+		return nil, err
+	}
 	cs, err := s.Circuits.Recent(ctx, listFreshness)
 	if err != nil {
 		return nil, err
 	}
-	for _, ci := range cs {
+	for _, ci := range sc.circuits(owners, cs) {
 		for _, id := range ci.Channels {
 			out[id]++
 		}
@@ -56,7 +65,7 @@ func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range js {
+	for _, j := range sc.jobs(owners, js) {
 		for _, id := range j.Channels {
 			out[id]++
 		}
@@ -65,7 +74,7 @@ func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range apps {
+	for _, a := range sc.apps(apps) {
 		for _, id := range a.Channels {
 			out[id]++
 		}

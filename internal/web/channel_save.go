@@ -16,7 +16,11 @@ import (
 
 // channelNew shows the form for a new channel.
 func (s *NotifyPages) channelNew(c echo.Context) error {
-	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "New channel", "channels"), Kind: alerts.ChannelTeams}))
+	tc, err := s.teamChoice(c, "", "shared between teams")
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "New channel", "channels"), Kind: alerts.ChannelTeams, Team: tc}))
 }
 
 // channelEdit shows a channel's form; its URL is never put in it.
@@ -25,7 +29,11 @@ func (s *NotifyPages) channelEdit(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "Edit "+ch.ID, "channels"), Editing: true,
+	tc, err := s.teamChoice(c, ch.Team, "shared between teams")
+	if err != nil {
+		return err
+	}
+	return render(c, http.StatusOK, views.ChannelFormPage(views.ChannelForm{Page: s.page(c, "Edit "+ch.ID, "channels"), Editing: true, Team: tc,
 		ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Addresses: strings.Join(ch.Addresses, ", "), MaskedURL: ch.MaskedURL()}))
 }
 
@@ -39,7 +47,7 @@ func (s *NotifyPages) channel(c echo.Context) (alerts.Channel, error) {
 
 func channelFromForm(c echo.Context) apiwire.ChannelInput {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
-	in := apiwire.ChannelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Key: v("key"), Rotate: c.FormValue("rotate") == "on"}
+	in := apiwire.ChannelInput{ID: v("id"), Name: v("name"), Kind: v("kind"), URL: v("url"), Key: v("key"), Rotate: c.FormValue("rotate") == "on", Team: v("team")}
 	for _, a := range strings.Split(v("addresses"), ",") {
 		if a = strings.TrimSpace(a); a != "" {
 			in.Addresses = append(in.Addresses, a)
@@ -55,6 +63,23 @@ func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in apiwir
 	now := s.Now()
 	var ch alerts.Channel
 	secret := ""
+	team := in.Team
+	switch {
+	case teamNamed(c, team):
+	case cur != nil:
+		team = cur.Team // an edit that names no team keeps it
+	default:
+		team = defaultTeam(c)
+	}
+	if cur == nil || team != cur.Team {
+		problem, err := s.placeIn(c, team)
+		if err != nil {
+			return alerts.Channel{}, "", err
+		}
+		if problem != "" {
+			return alerts.Channel{}, "", circuit.ValidationError{{Field: "team", Message: problem}}
+		}
+	}
 	if cur == nil {
 		ch = alerts.Channel{ID: in.ID, Kind: in.Kind, CreatedAt: now}
 		if in.Kind == alerts.ChannelWebhook {
@@ -68,7 +93,7 @@ func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in apiwir
 			secret = ch.Secret
 		}
 	}
-	ch.Name, ch.Addresses = in.Name, in.Addresses
+	ch.Name, ch.Addresses, ch.Team = in.Name, in.Addresses, team
 	if in.URL != "" || cur == nil {
 		ch.URL = in.URL
 	}
@@ -126,6 +151,9 @@ func (s *NotifyPages) channelSubmit(c echo.Context, cur *alerts.Channel) error {
 	if errors.As(err, &ve) {
 		m := views.ChannelForm{Page: s.page(c, "Channel", "channels"), Editing: cur != nil, ID: in.ID, Name: in.Name, Kind: in.Kind,
 			Addresses: strings.Join(in.Addresses, ", "), URL: in.URL, Errors: map[string]string{}}
+		if m.Team, err = s.teamChoice(c, in.Team, "shared between teams"); err != nil {
+			return err
+		}
 		if cur != nil {
 			m.MaskedURL = cur.MaskedURL()
 		}

@@ -132,6 +132,7 @@ func (s *CircuitPages) renderCircuitForm(c echo.Context, status int, m views.Cir
 	if err != nil {
 		return err
 	}
+	apps = operated(c, apps)
 	for _, a := range apps {
 		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
 	}

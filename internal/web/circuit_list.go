@@ -27,6 +27,8 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sc := scopeOf(c)
+	all, apps = sc.circuits(teamOf(apps), all), sc.apps(apps)
 	appFilter, stateFilter, search := c.QueryParam("app"), c.QueryParam("state"), strings.TrimSpace(c.QueryParam("q"))
 	matched := filterCircuits(all, appFilter, stateFilter, search)
 	page, pages := pageOf(c.QueryParam("page"), len(matched))
@@ -86,9 +88,11 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 	return render(c, http.StatusOK, views.CircuitsPage(m))
 }
 
+// canAct says whether the principal operates any app: forms show their
+// buttons; what each names is checked when it is sent (require).
 func canAct(c echo.Context) bool {
 	p, _ := principal(c)
-	return p.Role.Allows(auth.RoleOperator)
+	return p.Top().Allows(auth.RoleOperator)
 }
 
 func compareStrings(a, b string) int {

@@ -29,11 +29,13 @@ func (s *CircuitPages) stormShow(c echo.Context) error {
 	}
 	app := c.QueryParam("app")
 	m := views.Storm{Page: s.page(c, "Resume several circuits", "circuits"), App: app}
+	apps = operated(c, apps)
 	if app != "" {
 		m.AppName = appName(apps, app)
 	}
+	owners := teamOf(apps)
 	for _, ci := range all {
-		if !ci.State.TriggerOff() || (app != "" && ci.AppID != app) {
+		if _, mine := owners[ci.AppID]; !mine || !ci.State.TriggerOff() || (app != "" && ci.AppID != app) {
 			continue
 		}
 		m.Rows = append(m.Rows, views.StormRow{ID: ci.ID(), App: appName(apps, ci.AppID), Function: ci.Function, State: ci.State.String(),
@@ -138,8 +140,24 @@ type stormOutcome struct {
 func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool, from string) []stormOutcome {
 	var plain []string
 	var out []stormOutcome
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		for _, id := range ids {
+			out = append(out, stormOutcome{StormOutcome: circuit.StormOutcome{ID: id, Err: err}})
+		}
+		return out
+	}
+	owned := map[string]circuit.App{}
+	for _, a := range apps {
+		owned[a.ID] = a
+	}
 	for _, id := range ids {
 		app, fn, ok := circuit.SplitID(id)
+		if a, listed := owned[app]; ok && listed && !AppActed(ctx, a) {
+			// Another team's reads as no such circuit, and is left alone.
+			out = append(out, stormOutcome{StormOutcome: circuit.StormOutcome{ID: id, Err: circuit.ErrNotFound}})
+			continue
+		}
 		if acknowledge || from != circuit.ResumeFromFirstFailure || s.Replay == nil || !ok || slices.ContainsFunc(out, func(o stormOutcome) bool { return o.ID == id }) {
 			plain = append(plain, id)
 			continue

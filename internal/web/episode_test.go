@@ -50,8 +50,8 @@ func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
 		"/circuits/" + demo.AppID + "/SyncInventory/episodes/-1",
 		"/circuits/" + demo.AppID + "/SyncInventory/episodes/1e3",
 		"/circuits/" + demo.AppID + "/SyncInventory/episodes/99999999999999999999999999",
-		"/circuits/no-such-app/NoSuchFunction/episodes/x",
-		"/api/v1/circuits/no-such-app/NoSuchFunction/episodes/x",
+		"/circuits/" + demo.AppID + "/NoSuchFunction/episodes/x",
+		"/api/v1/circuits/" + demo.AppID + "/NoSuchFunction/episodes/x",
 	} {
 		got := victor.get(path)
 		if got.StatusCode != http.StatusBadRequest || !strings.Contains(got.body, "An episode is a number from 1.") {

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/teams"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -36,12 +37,25 @@ type OpsParts struct {
 	// forgets its list when one is issued or revoked here.
 	Tokens tokenStore
 	Issued *auth.Issued
+	// TeamStore keeps the teams defined on the Teams page; AppTeams moves
+	// apps between them; Channels checks a team's default channels.
+	TeamStore interface {
+		Put(ctx context.Context, t teams.Team) error
+		Delete(ctx context.Context, name string) error
+	}
+	AppTeams interface {
+		SetTeam(ctx context.Context, id, team string) error
+	}
+	Channels channelChecker
 }
 
 // missing names the required parts p lacks.
 func (p OpsParts) missing() []string {
 	return absent("Ops",
 		part{"Apps", p.Apps == nil},
+		part{"TeamStore", p.TeamStore == nil},
+		part{"AppTeams", p.AppTeams == nil},
+		part{"Channels", p.Channels == nil},
 		part{"Circuits", p.Circuits == nil},
 		part{"Counter", p.Counter == nil},
 		part{"Rates", p.Rates == nil},

@@ -29,7 +29,8 @@ func (s *JobPages) jobEdit(c echo.Context) error {
 		return err
 	}
 	m := views.JobForm{Editing: true, Name: j.Name, Slug: j.Slug, App: j.AppID, Function: j.Function, Schedule: j.Schedule,
-		TimeZone: j.TimeZone, Grace: spoken.Duration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused}
+		TimeZone: j.TimeZone, Grace: spoken.Duration(j.Grace), Recipients: strings.Join(j.Recipients, ", "), Channels: strings.Join(j.Channels, ", "), Tags: strings.Join(j.Tags, ", "), Misfire: j.Misfire, Paused: j.Paused,
+		Team: views.TeamChoice{Value: j.Team}}
 	if j.MaxDuration > 0 {
 		m.MaxDuration = spoken.Duration(j.MaxDuration)
 	}
@@ -60,10 +61,11 @@ func (s *JobPages) jobSave(c echo.Context) error {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	m := views.JobForm{Editing: id != "", Name: v("name"), Slug: v("slug"), App: v("app"), Function: v("function"), Schedule: v("schedule"),
 		TimeZone: v("time_zone"), Grace: v("grace"), MaxDuration: v("max_duration"), Recipients: v("recipients"), Channels: v("channels"), Paused: c.FormValue("paused") == "on",
-		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after"), Tags: v("tags"), Misfire: v("misfire")}
+		MinDuration: v("min_duration"), FailAfter: v("fail_after"), RecoverAfter: v("recover_after"), Tags: v("tags"), Misfire: v("misfire"),
+		Team: views.TeamChoice{Value: v("team")}}
 	in := apiwire.JobInput{Name: m.Name, Slug: m.Slug, App: m.App, Function: m.Function, Schedule: m.Schedule, TimeZone: m.TimeZone,
 		Grace: m.Grace, MaxDuration: m.MaxDuration, Paused: m.Paused, Recipients: splitComma(m.Recipients), Channels: splitComma(m.Channels),
-		MinDuration: m.MinDuration, Tags: splitComma(strings.ToLower(m.Tags)), Misfire: m.Misfire}
+		MinDuration: m.MinDuration, Tags: splitComma(strings.ToLower(m.Tags)), Misfire: m.Misfire, Team: m.Team.Value}
 	for field, dst := range map[string]**int{"fail_after": &in.FailAfter, "recover_after": &in.RecoverAfter} {
 		if raw := v(field); raw != "" {
 			n, err := strconv.Atoi(raw)
@@ -155,8 +157,24 @@ func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in apiwire.JobIn
 		}
 	}
 	if j.AppID != "" && problems["app"] == "" {
-		if _, err := s.Apps.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) {
+		// Another team's app reads as one that does not exist.
+		if a, err := s.Apps.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) || (err == nil && !scopeOf(c).acts(a.Team)) {
 			problems["app"] = "there is no such function app"
+		}
+	}
+	switch {
+	case j.AppID != "":
+		j.Team = "" // it follows its app's
+	case teamNamed(c, in.Team):
+		j.Team = in.Team
+	case existing == nil:
+		j.Team = defaultTeam(c)
+	}
+	if j.AppID == "" && (existing == nil || existing.Team != j.Team || existing.AppID != "") {
+		if problem, err := s.placeIn(c, j.Team); err != nil {
+			problems["team"] = "the teams could not be read now"
+		} else if problem != "" {
+			problems["team"] = problem
 		}
 	}
 	return j, withChannelProblems(c, s.Channels, j.Channels, problems)
@@ -201,8 +219,11 @@ func (s *JobPages) renderJobForm(c echo.Context, status int, m views.JobForm, id
 	if err != nil {
 		return err
 	}
-	for _, a := range apps {
+	for _, a := range operated(c, apps) {
 		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
+	}
+	if m.Team, err = s.teamChoice(c, m.Team.Value, "admins' alone"); err != nil {
+		return err
 	}
 	if id == "" {
 		m.Page, m.Action, m.Cancel = s.page(c, "New job", "jobs"), "/jobs/new", "/jobs"

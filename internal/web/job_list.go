@@ -12,6 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -26,6 +27,8 @@ func (s *JobPages) jobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	sc := scopeOf(c)
+	all, apps = sc.jobs(teamOf(apps), all), sc.apps(apps)
 	tag, status := c.QueryParam("tag"), c.QueryParam("status")
 	js, problem := filterJobs(all, tag, status)
 	weeks, err := s.weeks.all(c, js)
@@ -38,8 +41,8 @@ func (s *JobPages) jobList(c echo.Context) error {
 		m.Flash = &views.Flash{Kind: "error", Text: problem}
 		code = http.StatusUnprocessableEntity
 	}
-	if canAct(c) && len(m.Tags) > 0 {
-		m.BadgeBase = strings.TrimRight(s.Config.BaseURL.String(), "/") + "/badge/" + s.badgeKey() + "/"
+	if team, ok := badgeTeam(sc); ok && canAct(c) && len(m.Tags) > 0 {
+		m.BadgeBase = strings.TrimRight(s.Config.BaseURL.String(), "/") + "/badge/" + s.badgeKey(team) + "/"
 	}
 	return render(c, code, views.JobsPage(m))
 }
@@ -81,11 +84,45 @@ func tagsOf(js []jobs.Job) []string {
 }
 
 // badgeKey is the unguessable part of badge URLs: derived from the session
-// key, so it is the same on every instance and changes with it.
-func (s *JobPages) badgeKey() string {
+// key, so it is the same on every instance and changes with it. A team's
+// badges have a key of their own and count only its jobs; "" is every job's.
+func (s *JobPages) badgeKey(team string) string {
 	m := hmac.New(sha256.New, []byte(s.Config.Session.Key.Reveal()))
 	m.Write([]byte("fusebox-badge\x00"))
+	if team != "" {
+		m.Write([]byte("team\x00" + team))
+	}
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
+}
+
+// badgeTeam is the team whose badges a person is shown: every job's for
+// an admin, else the one team they operate (with several, none).
+func badgeTeam(sc scope) (string, bool) {
+	if sc.p.Admin() {
+		return "", true
+	}
+	ts := sc.p.TeamsWith(auth.RoleOperator)
+	if len(ts) == 1 && sc.p.Role == auth.RoleNone {
+		return ts[0], true
+	}
+	return "", false
+}
+
+// badgeScope finds whose badge key was given: every job's, or a team's.
+// Every key is compared, in constant time.
+func (s *JobPages) badgeScope(c echo.Context) (team string, ok bool, err error) {
+	key := []byte(c.Param("key"))
+	ok = subtle.ConstantTimeCompare(key, []byte(s.badgeKey(""))) == 1
+	ts, err := s.allTeams(c)
+	if err != nil {
+		return "", false, err
+	}
+	for _, t := range ts {
+		if subtle.ConstantTimeCompare(key, []byte(s.badgeKey(t.Name))) == 1 {
+			team, ok = t.Name, true
+		}
+	}
+	return team, ok, nil
 }
 
 var badgeColours = map[string]string{"up": "#2e9e5b", "late": "#d98b1a", "down": "#c9352b", "no jobs": "#8a8f98"}
@@ -93,7 +130,11 @@ var badgeColours = map[string]string{"up": "#2e9e5b", "late": "#d98b1a", "down":
 // badge answers /badge/<key>/<tag>.svg and .json (a Shields endpoint):
 // the worst status of the tag's jobs.
 func (s *JobPages) badge(c echo.Context) error {
-	if subtle.ConstantTimeCompare([]byte(c.Param("key")), []byte(s.badgeKey())) != 1 {
+	team, ok, err := s.badgeScope(c)
+	if err != nil {
+		return err
+	}
+	if !ok {
 		return c.String(http.StatusNotFound, "not found")
 	}
 	name := c.Param("file")
@@ -107,8 +148,15 @@ func (s *JobPages) badge(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	owners, err := s.owners(c)
+	if err != nil {
+		return err
+	}
 	var tagged []jobs.Job
 	for _, j := range js {
+		if team != "" && (jobs.InternalID(j.ID) || jobTeam(owners, j) != team) {
+			continue
+		}
 		if j.HasTag(tag) && j.Status != jobs.Paused && j.Status != jobs.New {
 			tagged = append(tagged, j)
 		}

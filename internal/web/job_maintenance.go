@@ -50,11 +50,15 @@ func (s *JobPages) renderMaintenance(c echo.Context, code int, form views.Window
 		return err
 	}
 	m := views.Maintenance{Page: s.page(c, "Maintenance windows", "jobs"), CanAct: canAct(c), Form: form}
-	for _, a := range apps {
+	for _, a := range operated(c, apps) {
 		m.Apps = append(m.Apps, a.ID)
 	}
 	now := s.Now()
+	sc, owners := scopeOf(c), teamOf(apps)
 	for _, w := range ws {
+		if !sc.seesWindow(owners, w) {
+			continue
+		}
 		st := w.State(now)
 		row := views.WindowRow{ID: w.ID, App: w.AppID, Reason: w.Reason, By: w.CreatedBy, From: w.From, Until: w.Until,
 			State: st, Tone: windowTones[st]}
@@ -135,9 +139,12 @@ func (s *JobPages) checkWindow(c echo.Context, w jobs.Window) (map[string]string
 		if err != nil {
 			return nil, err
 		}
-		if !slices.ContainsFunc(apps, func(a circuit.App) bool { return a.ID == w.AppID }) {
+		// Another team's app reads as one that does not exist.
+		if !slices.ContainsFunc(operated(c, apps), func(a circuit.App) bool { return a.ID == w.AppID }) {
 			errs["app"] = "There is no such app."
 		}
+	} else if !scopeOf(c).p.Admin() {
+		errs["app"] = "Choose one of your apps: a window over every app is an admin's to set."
 	}
 	return errs, nil
 }

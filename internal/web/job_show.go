@@ -67,8 +67,8 @@ func (s *JobPages) jobShow(c echo.Context) error {
 	if j.AppID != "" {
 		m.App = appName(apps, j.AppID)
 	}
-	m.CanRun = canAct(c) && j.AppID != "" && j.Function != "" && s.FunctionRunner != nil
-	m.CanEdit = canAct(c)
+	m.CanRun = s.actsOnJob(c, j) && j.AppID != "" && j.Function != "" && s.FunctionRunner != nil
+	m.CanEdit = s.actsOnJob(c, j)
 	if j.MaxDuration > 0 {
 		m.MaxRun = spoken.Duration(j.MaxDuration)
 	}

@@ -157,6 +157,7 @@ const (
 	keyCSRF      = "fusebox.csrf"
 	keySession   = "fusebox.session" // the session cookie value, when signed in by session
 	keyStaleRole = "fusebox.stale"   // a single sign-on session whose role must be read again
+	keyOwners    = "fusebox.owners"  // every app's team, read once a request
 )
 
 // detached returns a context for writes that must finish even if the

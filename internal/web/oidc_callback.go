@@ -28,8 +28,6 @@ func (s *SignIn) oidcCallback(c echo.Context) error {
 	switch {
 	case errors.Is(err, auth.ErrFlow):
 		return echo.NewHTTPError(http.StatusBadRequest, err.Error())
-	case errors.Is(err, auth.ErrNoRole):
-		return echo.NewHTTPError(http.StatusForbidden, err.Error())
 	case err != nil:
 		// The cause (a bad client secret, a forged token) goes to the log;
 		// the person gets a clear refusal.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -29,12 +30,23 @@ func (s *NotifyPages) outboxList(c echo.Context) error {
 	for _, ch := range chs {
 		byID[ch.ID] = ch
 	}
-	failing, err := failingRows(ctx, s.Delivery)
+	seen, err := s.messagesSeen(c)
+	if err != nil {
+		return err
+	}
+	failing, err := failingRows(ctx, s.Delivery, func(h alerts.Health) bool {
+		id, isChannel := strings.CutPrefix(h.Destination, "channel:")
+		ch, known := byID[id]
+		return scopeOf(c).p.Admin() || (isChannel && known && scopeOf(c).seesChannel(ch))
+	})
 	if err != nil {
 		return err
 	}
 	m := views.Outbox{Page: s.page(c, "Notifications", "notifications"), CanAct: canAct(c), MailOff: s.Config.Mail.Host == "", Failing: failing}
 	for _, msg := range msgs {
+		if !seen(msg) {
+			continue
+		}
 		tone := map[string]string{alerts.Sent: "ok", alerts.Failed: "bad", alerts.Sending: "info"}[msg.State]
 		if tone == "" {
 			tone = "warn"
@@ -53,13 +65,17 @@ func (s *NotifyPages) outboxList(c echo.Context) error {
 }
 
 // failingRows are the destinations the sender last found failing.
-func failingRows(ctx context.Context, d deliveryReader) ([]views.FailingRow, error) {
+// Only those keep says the principal may see.
+func failingRows(ctx context.Context, d deliveryReader, keep func(alerts.Health) bool) ([]views.FailingRow, error) {
 	hs, err := d.Delivery(ctx)
 	if err != nil {
 		return nil, err
 	}
 	var out []views.FailingRow
 	for _, h := range hs {
+		if !keep(h) {
+			continue
+		}
 		r := views.FailingRow{Name: h.Name, Kind: h.Kind, Since: h.FailingSince.UTC().Format("Mon 2 Jan 15:04:05 MST"), Reason: h.LastError}
 		if h.NextTry.After(h.FailingSince) {
 			r.NextTry = h.NextTry.UTC().Format("15:04:05 MST")
@@ -76,8 +92,12 @@ func (s *NotifyPages) outboxResend(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	seen, err := s.messagesSeen(c)
+	if err != nil {
+		return err
+	}
 	for _, m := range msgs {
-		if m.ID != id {
+		if m.ID != id || !seen(m) { // another team's reads as no such message
 			continue
 		}
 		m.State, m.Attempts, m.NextAttempt, m.LastError = alerts.Pending, 0, s.Now(), ""

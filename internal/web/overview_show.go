@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/fault"
@@ -41,24 +42,47 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		return err
 	})
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
-	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), 8); return err })
+	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), auditRead(c, 8)); return err })
 	g.Go(func() (err error) { rates, err = s.Rates.Since(ctx, s.Now().Add(-time.Hour)); return err })
 	var status circuit.Status
 	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
 	var failing []views.FailingRow
-	g.Go(func() (err error) { failing, err = failingRows(ctx, s.Delivery); return err })
+	g.Go(func() (err error) {
+		failing, err = failingRows(ctx, s.Delivery, func(alerts.Health) bool { return scopeOf(c).p.Admin() })
+		return err
+	})
 	var windows []jobs.Window
 	g.Go(func() (err error) { windows, err = s.weeks.windows.Windows(ctx); return err })
 	var growing []views.SetAsideRow
 	if s.Kept != nil {
 		g.Go(func() error {
 			all, err := s.Kept.All(ctx)
+			if err != nil {
+				return err
+			}
+			owners, err := s.owners(c)
+			for app := range all {
+				if !scopeOf(c).seesApp(owners, app) {
+					delete(all, app)
+				}
+			}
 			growing = growingRows(all, s.Now())
 			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
 		return err
+	}
+	// What another team owns is not counted, listed or named.
+	sc, owners := scopeOf(c), teamOf(apps)
+	circuits, jobList, apps = sc.circuits(owners, circuits), sc.jobs(owners, jobList), sc.apps(apps)
+	recent, err := s.auditEntries(c, recent, 8)
+	if err != nil {
+		return err
+	}
+	faults := faultRows(s.Faults.List())
+	if !sc.p.Admin() {
+		faults = nil // rows of every table: an admin's to mend
 	}
 	// Next expected and the last 7 days, as /jobs shows them.
 	weeks, err := s.weeks.allOf(c, jobList, windows, apps)
@@ -70,7 +94,7 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 	m := views.Overview{
 		Page:           s.page(c, "Overview", "overview"),
 		EvaluatorStale: s.evaluatorStale(status),
-		Faults:         faultRows(s.Faults.List()),
+		Faults:         faults,
 		Failing:        failing,
 		SetAside:       growing,
 		Apps:           len(apps),

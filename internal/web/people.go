@@ -5,6 +5,7 @@
 package web
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -94,8 +95,6 @@ func (s *Server) loadPrincipal(next echo.HandlerFunc) echo.HandlerFunc {
 			if h := c.Request().Header.Get("X-MS-CLIENT-PRINCIPAL"); h != "" {
 				p, err := s.EasyAuth.Principal(h)
 				switch {
-				case errors.Is(err, auth.ErrNoRole):
-					return echo.NewHTTPError(http.StatusForbidden, auth.ErrNoRole.Error())
 				case err != nil:
 					return echo.NewHTTPError(http.StatusUnauthorized, "The sign-in information from App Service could not be read.")
 				}
@@ -178,8 +177,37 @@ func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 				}
 				return c.Redirect(http.StatusSeeOther, "/login?next="+url.QueryEscape(c.Request().URL.RequestURI()))
 			}
-			if !p.Role.Allows(role) {
-				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("This needs the %s role; you are signed in as %s.", role, p.Role))
+			p, err := s.withTeams(c, p)
+			if err != nil {
+				return err
+			}
+			c.Set(keyPrincipal, p)
+			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalKey{}, p)))
+			// What the route names is checked against the role held on it,
+			// found or not; what names nothing, against the highest held.
+			o, named, err := s.ownerOf(c)
+			if err != nil {
+				return err
+			}
+			held := p.Top()
+			if named {
+				seen, ok := o.lets(p, role)
+				switch {
+				case !seen:
+					return errNotYours
+				case !ok && o.shared:
+					return echo.NewHTTPError(http.StatusForbidden, "This is shared between teams: it needs the admin role to change.")
+				case ok:
+					held = role
+				default:
+					held = p.On(o.team)
+				}
+			}
+			if role == auth.RoleViewer && !named {
+				return next(c) // every signed-in person: pages of nothing say why
+			}
+			if !held.Allows(role) {
+				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("This needs the %s role; you are signed in as %s.", role, held))
 			}
 			return next(c)
 		}

@@ -26,7 +26,8 @@ func render(c echo.Context, status int, comp templ.Component) error {
 func (s *core) page(c echo.Context, title, nav string) views.Page {
 	p := views.Page{Title: title, Nav: nav, CSRF: csrfToken(c), Asset: s.Assets.URL, Now: s.Now(), Flash: s.takeFlash(c)}
 	if pr, ok := principal(c); ok {
-		p.User = &views.User{Name: pr.Name, Role: pr.Role.String()}
+		p.User = &views.User{Name: pr.Name, Role: pr.Top().String(), Holds: holds(pr)}
+		p.Notice = scope{p: pr}.emptyBecause()
 	}
 	return p
 }

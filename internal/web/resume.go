@@ -116,7 +116,7 @@ func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link,
 			}
 			return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusUnauthorized, "Sign in first.")
 		}
-		if !p.Role.Allows(auth.RoleOperator) {
+		if !p.Top().Allows(auth.RoleOperator) {
 			return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusForbidden, "What this link does needs the operator role.")
 		}
 	}
@@ -136,6 +136,13 @@ func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link,
 		return link, ci, circuit.App{}, err
 	}
 	app, err := s.Apps.Get(c.Request().Context(), appID)
+	if err == nil && s.Config.Mail.ResumeSignIn {
+		// Signed in as asked: an operator of this app's team.
+		p, _ := principal(c)
+		if p, err = s.withTeams(c, p); err == nil && !p.On(app.Team).Allows(auth.RoleOperator) {
+			err = echo.NewHTTPError(http.StatusForbidden, "What this link does needs the operator role on this app's team.")
+		}
+	}
 	return link, ci, app, err
 }
 

@@ -210,7 +210,10 @@ func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 		if _, open := openRoutes[r.String()]; open {
 			continue
 		}
-		operatorOnly := r.changes() || operatorPage(r.path)
+		operatorOnly := r.changes() || operatorPage(r.path) || adminRoute(r.path)
+		// The id these routes are sent is made up: it names nothing, which
+		// answers 404 before any role is weighed (teams_test.go sends real ones).
+		madeUp := strings.Contains(r.path, ":id") && !adminRoute(r.path)
 
 		// Anonymous, with a valid CSRF token so that only sign-in is tested.
 		got := stranger.send(r.method, r.url(), url.Values{"_csrf": {strangerToken}}, "X-CSRF-Token", strangerToken, "X-MS-CLIENT-PRINCIPAL", forged)
@@ -227,7 +230,8 @@ func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 
 		// A viewer's session.
 		got = victor.send(r.method, r.url(), url.Values{"_csrf": {victorToken}}, "X-CSRF-Token", victorToken)
-		refused := got.StatusCode == http.StatusForbidden && strings.Contains(got.body, "operator role")
+		refused := got.StatusCode == http.StatusForbidden && (strings.Contains(got.body, "operator role") || strings.Contains(got.body, "admin role")) ||
+			madeUp && got.StatusCode == http.StatusNotFound
 		if operatorOnly && !refused {
 			t.Errorf("viewer's session %s: status %d, want 403 for the role\n%.300s", r, got.StatusCode, got.body)
 		}
@@ -245,7 +249,7 @@ func TestEveryRouteRefusesStrangersAndViewersWhereItShould(t *testing.T) {
 			req.Header.Set("Content-Type", "application/json")
 			req.Header.Set("Accept", "application/json")
 			got = stranger.do(req)
-			if operatorOnly && got.StatusCode != http.StatusForbidden {
+			if operatorOnly && got.StatusCode != http.StatusForbidden && !(madeUp && got.StatusCode == http.StatusNotFound) {
 				t.Errorf("viewer's %s token %s: status %d, want 403", kind, r, got.StatusCode)
 			}
 			if !operatorOnly && got.StatusCode >= 400 && got.StatusCode != http.StatusNotFound {

@@ -18,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/metrics"
+	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/static"
 )
 
@@ -46,6 +47,10 @@ type Identity struct {
 	Tokens   *auth.APITokens
 	// Issued verifies the tokens people issue on the Tokens page.
 	Issued *auth.Issued
+	// Teams maps people to teams, and so to the apps they may see.
+	Teams *teams.Directory
+	// Owners says which team owns what a route names.
+	Owners Owners
 }
 
 // Parts are what the server is built from: what every handler may use, who
@@ -69,6 +74,10 @@ type core struct {
 	Base
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
+	// teams maps people to teams (Identity.Teams); appList lists every
+	// app, to tell their teams (Identity.Owners.Apps).
+	teams *teams.Directory
+	owns  Owners
 }
 
 // Server serves Fusebox over HTTP.
@@ -91,7 +100,7 @@ func New(p Parts) (*Server, error) {
 	if missing := p.missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("web: required parts are missing: %s", strings.Join(missing, ", "))
 	}
-	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute)}
+	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute), teams: p.Identity.Teams, owns: p.Identity.Owners}
 	// What viewers' pages read through ARM is kept per app (armreads.go).
 	circuits, apps := p.Circuits, p.Apps
 	if circuits.Inspector != nil {

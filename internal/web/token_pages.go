@@ -1,6 +1,7 @@
 package web
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
 	"slices"
@@ -28,16 +29,33 @@ func (s *OpsPages) tokenList(c echo.Context) error {
 	return s.renderTokens(c, http.StatusOK, views.TokenForm{Days: strconv.Itoa(defaultTokenDays), Role: "viewer"}, "")
 }
 
+// tokensOf keeps the tokens the principal manages: an admin every one, a
+// team's operator the team's.
+func tokensOf(c echo.Context, list []auth.IssuedToken) []auth.IssuedToken {
+	sc := scopeOf(c)
+	out := make([]auth.IssuedToken, 0, len(list))
+	for _, t := range list {
+		if sc.p.Admin() || (t.Team != "" && sc.acts(t.Team)) {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 func (s *OpsPages) renderTokens(c echo.Context, status int, form views.TokenForm, issued string) error {
 	list, err := s.Tokens.List(c.Request().Context())
 	if err != nil {
 		return err
 	}
 	now := s.Now()
+	list = tokensOf(c, list)
 	slices.SortFunc(list, func(a, b auth.IssuedToken) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	m := views.Tokens{Page: s.page(c, "API tokens", "tokens"), Form: form, Issued: issued}
+	m := views.Tokens{Page: s.page(c, "API tokens", "tokens"), Form: form, Issued: issued, Admin: scopeOf(c).p.Admin()}
+	if m.Form.Team, err = s.teamChoice(c, form.Team.Value, "none: on every app (an admin's token)"); err != nil {
+		return err
+	}
 	for _, t := range list {
-		m.Rows = append(m.Rows, views.TokenRow{ID: t.ID, Name: t.Name, Role: t.Role.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
+		m.Rows = append(m.Rows, views.TokenRow{ID: t.ID, Name: t.Name, Role: t.Role.String(), Team: cmp.Or(t.Team, "every app"), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt,
 			Expires: t.Expires, LastUsed: t.LastUsed, State: t.State(now)})
 	}
 	return render(c, status, views.TokensPage(m))
@@ -45,13 +63,14 @@ func (s *OpsPages) renderTokens(c echo.Context, status int, form views.TokenForm
 
 // tokenIssue issues a token from the form and shows it, once.
 func (s *OpsPages) tokenIssue(c echo.Context) error {
-	form := views.TokenForm{Name: strings.TrimSpace(c.FormValue("name")), Role: c.FormValue("role"), Days: strings.TrimSpace(c.FormValue("expires_in_days"))}
+	form := views.TokenForm{Name: strings.TrimSpace(c.FormValue("name")), Role: c.FormValue("role"), Days: strings.TrimSpace(c.FormValue("expires_in_days")),
+		Team: views.TeamChoice{Value: c.FormValue("team")}}
 	days, err := strconv.Atoi(form.Days)
 	if err != nil {
 		days = -1
 	}
 	p, _ := principal(c)
-	token, problems, err := s.issue(c, p, form.Name, form.Role, days)
+	token, problems, err := s.issue(c, p, form.Name, form.Role, form.Team.Value, days)
 	if err != nil {
 		return err
 	}
@@ -63,15 +82,27 @@ func (s *OpsPages) tokenIssue(c echo.Context) error {
 }
 
 // issue checks and stores a token p asked for; problems by field.
-func (s *OpsPages) issue(c echo.Context, p auth.Principal, name, roleName string, days int) (string, map[string]string, error) {
+// A token of a team holds role on its apps alone; one of no team, an
+// admin's to issue, holds role on every app.
+func (s *OpsPages) issue(c echo.Context, p auth.Principal, name, roleName, team string, days int) (string, map[string]string, error) {
 	role, _ := auth.ParseRole(roleName)
 	now := s.Now()
 	life := time.Duration(days) * 24 * time.Hour
-	if problems := auth.CheckIssue(name, role, p.Role, life, now, p.Until); len(problems) > 0 {
+	issuer := p.On(team)
+	if team != "" {
+		issuer = min(issuer, auth.RoleOperator) // a team's token is at most its operator
+	}
+	problems := auth.CheckIssue(name, role, issuer, life, now, p.Until)
+	if problem, err := s.placeIn(c, team); err != nil {
+		return "", nil, err
+	} else if problem != "" {
+		problems["team"] = problem
+	}
+	if len(problems) > 0 {
 		return "", problems, nil
 	}
 	id, token, hash := auth.NewIssuedToken()
-	t := auth.IssuedToken{ID: id, Name: name, Role: role, CreatedBy: p.Name, CreatedAt: now, Expires: now.Add(life), Hash: hash}
+	t := auth.IssuedToken{ID: id, Name: name, Role: role, Team: team, CreatedBy: p.Name, CreatedAt: now, Expires: now.Add(life), Hash: hash}
 	if err := s.Tokens.Insert(c.Request().Context(), t); err != nil {
 		return "", nil, err
 	}
@@ -79,7 +110,7 @@ func (s *OpsPages) issue(c echo.Context, p auth.Principal, name, roleName string
 	actx, cancel := detached(c)
 	defer cancel()
 	err := s.Audit.Append(actx, audit.Entry{At: now, Actor: p.Name, Action: "issued API token", Target: "token:" + id,
-		Detail: name + ", " + role.String() + ", until " + t.Expires.UTC().Format(time.DateOnly)})
+		Detail: name + ", " + role.String() + " of " + cmp.Or(team, "every app") + ", until " + t.Expires.UTC().Format(time.DateOnly)})
 	return token, nil, err
 }
 
@@ -117,6 +148,7 @@ type tokenJSON struct {
 	ID        string     `json:"id"`
 	Name      string     `json:"name"`
 	Role      string     `json:"role"`
+	Team      string     `json:"team,omitempty"` // empty: the role on every app
 	CreatedBy string     `json:"created_by"`
 	CreatedAt time.Time  `json:"created_at"`
 	Expires   time.Time  `json:"expires_at"`
@@ -126,7 +158,7 @@ type tokenJSON struct {
 }
 
 func toTokenJSON(t auth.IssuedToken, now time.Time) tokenJSON {
-	j := tokenJSON{ID: t.ID, Name: t.Name, Role: t.Role.String(), CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Expires: t.Expires, State: t.State(now)}
+	j := tokenJSON{ID: t.ID, Name: t.Name, Role: t.Role.String(), Team: t.Team, CreatedBy: t.CreatedBy, CreatedAt: t.CreatedAt, Expires: t.Expires, State: t.State(now)}
 	if !t.LastUsed.IsZero() {
 		j.LastUsed = &t.LastUsed
 	}
@@ -143,7 +175,7 @@ func (s *OpsPages) apiTokenList(c echo.Context) error {
 	out := struct {
 		Tokens []tokenJSON `json:"tokens"`
 	}{Tokens: []tokenJSON{}}
-	for _, t := range list {
+	for _, t := range tokensOf(c, list) {
 		out.Tokens = append(out.Tokens, toTokenJSON(t, now))
 	}
 	return c.JSON(http.StatusOK, out)
@@ -154,6 +186,7 @@ func (s *OpsPages) apiTokenIssue(c echo.Context) error {
 	var body struct {
 		Name string `json:"name"`
 		Role string `json:"role"`
+		Team string `json:"team"`
 		Days int    `json:"expires_in_days"`
 	}
 	if err := c.Bind(&body); err != nil {
@@ -163,7 +196,10 @@ func (s *OpsPages) apiTokenIssue(c echo.Context) error {
 		body.Days = defaultTokenDays
 	}
 	p, _ := principal(c)
-	token, problems, err := s.issue(c, p, strings.TrimSpace(body.Name), body.Role, body.Days)
+	if body.Team == "" {
+		body.Team = defaultTeam(c)
+	}
+	token, problems, err := s.issue(c, p, strings.TrimSpace(body.Name), body.Role, body.Team, body.Days)
 	if err != nil {
 		return err
 	}
@@ -173,7 +209,7 @@ func (s *OpsPages) apiTokenIssue(c echo.Context) error {
 	id, _ := auth.IssuedID(token)
 	now := s.Now()
 	role, _ := auth.ParseRole(body.Role)
-	j := toTokenJSON(auth.IssuedToken{ID: id, Name: strings.TrimSpace(body.Name), Role: role, CreatedBy: p.Name, CreatedAt: now, Expires: now.Add(time.Duration(body.Days) * 24 * time.Hour)}, now)
+	j := toTokenJSON(auth.IssuedToken{ID: id, Name: strings.TrimSpace(body.Name), Role: role, Team: body.Team, CreatedBy: p.Name, CreatedAt: now, Expires: now.Add(time.Duration(body.Days) * 24 * time.Hour)}, now)
 	j.Token = token
 	return c.JSON(http.StatusCreated, j)
 }

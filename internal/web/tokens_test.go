@@ -20,7 +20,7 @@ func TestATokenIssuedOnThePageWorksAndStopsWhenRevoked(t *testing.T) {
 	srv, _, _ := apiServer(t)
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
-	page := b.post("/tokens", url.Values{"_csrf": {b.csrf("/tokens")}, "name": {"ci-deploy"}, "role": {"operator"}, "expires_in_days": {"30"}})
+	page := b.post("/tokens", url.Values{"_csrf": {b.csrf("/tokens")}, "name": {"ci-deploy"}, "role": {"operator"}, "team": {"orders"}, "expires_in_days": {"30"}})
 	wantStatus(t, page, http.StatusOK)
 	m := regexp.MustCompile(`data-testid="issued-token">(fbt_[0-9a-f]{16}\.[A-Za-z0-9_-]+)<`).FindStringSubmatch(page.body)
 	if m == nil {
@@ -35,9 +35,9 @@ func TestATokenIssuedOnThePageWorksAndStopsWhenRevoked(t *testing.T) {
 	wantStatus(t, ci.call(http.MethodPost, "/api/v1/circuits/orders-demo/ProcessOrders/trip", `{"reason": "deploy"}`), http.StatusOK) // an operator's token acts
 	var list struct {
 		Tokens []struct {
-			ID, Name, Role, State, Token string
-			CreatedBy                    string     `json:"created_by"`
-			LastUsed                     *time.Time `json:"last_used_at"`
+			ID, Name, Role, Team, State, Token string
+			CreatedBy                          string     `json:"created_by"`
+			LastUsed                           *time.Time `json:"last_used_at"`
 		}
 	}
 	res := ci.call(http.MethodGet, "/api/v1/tokens", "")
@@ -45,8 +45,8 @@ func TestATokenIssuedOnThePageWorksAndStopsWhenRevoked(t *testing.T) {
 		t.Fatalf("%v: %s", err, res.body)
 	}
 	got := list.Tokens[0]
-	if got.Name != "ci-deploy" || got.Role != "operator" || got.State != "active" || got.CreatedBy != "olivia" || got.LastUsed == nil || got.Token != "" {
-		t.Errorf("the list says %+v; want ci-deploy, operator, active, by olivia, used, without the token", got)
+	if got.Name != "ci-deploy" || got.Role != "operator" || got.Team != "orders" || got.State != "active" || got.CreatedBy != "olivia" || got.LastUsed == nil || got.Token != "" {
+		t.Errorf("the list says %+v; want ci-deploy, operator of orders, active, by olivia, used, without the token", got)
 	}
 	page = b.post("/tokens/"+got.ID+"/revoke", url.Values{"_csrf": {b.csrf("/tokens")}})
 	if page.StatusCode != http.StatusSeeOther {
@@ -81,7 +81,8 @@ func TestATokenIsIssuedOnlyWithinWhatItsIssuerMay(t *testing.T) {
 	wantStatus(t, vt.call(http.MethodPost, "/api/v1/tokens", `{"name": "escalate", "role": "operator"}`), http.StatusForbidden)
 	for body, field := range map[string]string{
 		`{"name": "", "role": "viewer"}`:                          "name",
-		`{"name": "x", "role": "admin"}`:                          "role",
+		`{"name": "x", "role": "admin", "team": "orders"}`:        "role",
+		`{"name": "x", "role": "viewer", "team": "no-such-team"}`: "team",
 		`{"name": "x", "role": "viewer", "expires_in_days": 400}`: "expires_in_days",
 		`{"name": "a\nb", "role": "viewer"}`:                      "name",
 	} {

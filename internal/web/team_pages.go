@@ -1,0 +1,351 @@
+package web
+
+import (
+	"cmp"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/teams"
+	"github.com/fusebox/fusebox/internal/validation"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// The admins' Teams page and API: who is in which team, and which apps
+// each owns. Membership changes apply everywhere within teams.TTL.
+
+// teamList shows every team and the form that makes one.
+func (s *OpsPages) teamList(c echo.Context) error {
+	return s.renderTeams(c, http.StatusOK, views.TeamForm{})
+}
+
+// teamsAndApps reads every team and every app.
+func (s *OpsPages) teamsAndApps(c echo.Context) ([]teams.Team, []circuit.App, error) {
+	ts, err := s.allTeams(c)
+	if err != nil {
+		return nil, nil, err
+	}
+	apps, err := s.Apps.List(c.Request().Context())
+	return ts, apps, err
+}
+
+// appsOf lists the ids of team's apps.
+func appsOf(apps []circuit.App, team string) []string {
+	out := []string{}
+	for _, a := range apps {
+		if a.Team == team {
+			out = append(out, a.ID)
+		}
+	}
+	return out
+}
+
+func (s *OpsPages) renderTeams(c echo.Context, status int, form views.TeamForm) error {
+	ts, apps, err := s.teamsAndApps(c)
+	if err != nil {
+		return err
+	}
+	m := views.Teams{Page: s.page(c, "Teams", "teams"), Form: form}
+	for _, t := range ts {
+		r := views.TeamRow{Name: t.Name, Channels: t.Channels, Apps: appsOf(apps, t.Name)}
+		for _, mb := range t.Members {
+			r.Members = append(r.Members, views.TeamMemberRow{Who: mb.Who, Role: mb.Role.String(), Configured: mb.Configured})
+		}
+		m.Rows = append(m.Rows, r)
+	}
+	m.Form.Apps = teamApps(apps, form.Name, nil)
+	return render(c, status, views.TeamsPage(m))
+}
+
+// teamApps are the form's app boxes: ticked those of team, or those picked.
+func teamApps(apps []circuit.App, team string, picked []string) []views.TeamApp {
+	out := make([]views.TeamApp, 0, len(apps))
+	for _, a := range apps {
+		checked := a.Team == team && team != ""
+		if picked != nil {
+			checked = slices.Contains(picked, a.ID)
+		}
+		out = append(out, views.TeamApp{ID: a.ID, Label: appName(apps, a.ID), Team: a.Team, Checked: checked})
+	}
+	return out
+}
+
+// teamEdit shows one team's form.
+func (s *OpsPages) teamEdit(c echo.Context) error {
+	t, err := s.teamOf(c)
+	if err != nil {
+		return err
+	}
+	apps, err := s.Apps.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	form := views.TeamForm{Editing: true, Name: t.Name, Members: teams.FormatMembers(t.Members), Channels: strings.Join(t.Channels, ", "),
+		Apps: teamApps(apps, t.Name, nil)}
+	return render(c, http.StatusOK, views.TeamEditPage(views.TeamEdit{Page: s.page(c, "Team "+t.Name, "teams"), Form: form}))
+}
+
+func (s *OpsPages) teamOf(c echo.Context) (teams.Team, error) {
+	ts, err := s.allTeams(c)
+	if err != nil {
+		return teams.Team{}, err
+	}
+	t, ok := teams.Find(ts, c.Param("team"))
+	if !ok {
+		return t, echo.NewHTTPError(http.StatusNotFound)
+	}
+	return t, nil
+}
+
+// teamCreate and teamUpdate save the form.
+func (s *OpsPages) teamCreate(c echo.Context) error { return s.teamSubmit(c, false) }
+func (s *OpsPages) teamUpdate(c echo.Context) error { return s.teamSubmit(c, true) }
+
+func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
+	form, err := c.FormParams()
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
+	}
+	f := views.TeamForm{Editing: editing, Name: strings.TrimSpace(c.FormValue("name")), Members: c.FormValue("members"), Channels: c.FormValue("channels")}
+	if editing {
+		cur, err := s.teamOf(c)
+		if err != nil {
+			return err
+		}
+		f.Name = cur.Name
+	}
+	picked := form["app"]
+	if picked == nil {
+		picked = []string{}
+	}
+	err = s.saveTeam(c, f.Name, f.Members, splitComma(f.Channels), picked, !editing)
+	var ve validation.Error
+	if errors.As(err, &ve) {
+		f.Errors = map[string]string{}
+		for _, fe := range ve {
+			f.Errors[fe.Field] = fe.Message
+		}
+		apps, lerr := s.Apps.List(c.Request().Context())
+		if lerr != nil {
+			return lerr
+		}
+		f.Apps = teamApps(apps, f.Name, picked)
+		if editing {
+			return render(c, http.StatusUnprocessableEntity, views.TeamEditPage(views.TeamEdit{Page: s.page(c, "Team "+f.Name, "teams"), Form: f}))
+		}
+		return s.renderTeams(c, http.StatusUnprocessableEntity, f)
+	}
+	if err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/teams")
+}
+
+// saveTeam checks and stores a team, moves the apps picked into it and
+// those no longer picked out of it (to admins' alone), and audits it.
+// picked nil leaves the apps as they are.
+func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, channels, picked []string, create bool) error {
+	ctx := c.Request().Context()
+	members, err := teams.ParseMembers(membersText)
+	if err != nil {
+		return validation.Error{{Field: "members", Message: err.Error()}}
+	}
+	t := teams.Team{Name: name, Members: members, Channels: channels}
+	var v validation.Error
+	for field, msg := range t.Check() {
+		v = append(v, validation.FieldError{Field: field, Message: msg})
+	}
+	ts, err := s.allTeams(c)
+	if err != nil {
+		return err
+	}
+	if _, exists := teams.Find(ts, name); create && exists {
+		v = append(v, validation.FieldError{Field: "name", Message: "a team of this name exists already"})
+	}
+	if err := s.Channels.Check(ctx, channels); err != nil {
+		if !errors.As(err, new(validation.Error)) {
+			return err
+		}
+		v = append(v, validation.FieldError{Field: "channels", Message: fieldProblems(err)["channels"]})
+	}
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	for _, id := range picked {
+		if !slices.ContainsFunc(apps, func(a circuit.App) bool { return a.ID == id }) {
+			v = append(v, validation.FieldError{Field: "apps", Message: "there is no app " + id})
+		}
+	}
+	if len(v) > 0 {
+		return v
+	}
+	if err := s.TeamStore.Put(ctx, t); err != nil {
+		return err
+	}
+	p, _ := principal(c)
+	actx, cancel := detached(c)
+	defer cancel()
+	for _, a := range apps {
+		in := slices.Contains(picked, a.ID)
+		switch {
+		case picked == nil, in == (a.Team == name):
+			continue
+		case in:
+			err = s.AppTeams.SetTeam(actx, a.ID, name)
+		default:
+			err = s.AppTeams.SetTeam(actx, a.ID, "")
+		}
+		if err != nil {
+			return err
+		}
+		if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "moved app", Target: a.ID, Detail: cmp.Or(a.Team, "no team") + " → " + teamIf(in, name)}); err != nil {
+			return err
+		}
+	}
+	s.teams.Forget()
+	action := "changed team"
+	if create {
+		action = "created team"
+	}
+	return s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: "team:" + name,
+		Detail: teams.FormatMembersLine(members) + "; channels " + cmp.Or(strings.Join(channels, ", "), "none")})
+}
+
+func teamIf(in bool, name string) string {
+	if in {
+		return name
+	}
+	return "no team"
+}
+
+// teamDelete removes a team that owns no app.
+func (s *OpsPages) teamDelete(c echo.Context) error {
+	if err := s.deleteTeam(c); err != nil {
+		return err
+	}
+	return c.Redirect(http.StatusSeeOther, "/teams")
+}
+
+func (s *OpsPages) deleteTeam(c echo.Context) error {
+	ctx := c.Request().Context()
+	name := c.Param("team")
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return err
+	}
+	if slices.ContainsFunc(apps, func(a circuit.App) bool { return a.Team == name }) {
+		return echo.NewHTTPError(http.StatusConflict, "The team still owns apps: move them to another team first.")
+	}
+	if err := s.TeamStore.Delete(ctx, name); errors.Is(err, circuit.ErrNotFound) {
+		return echo.NewHTTPError(http.StatusNotFound)
+	} else if err != nil {
+		return err
+	}
+	s.teams.Forget()
+	p, _ := principal(c)
+	actx, cancel := detached(c)
+	defer cancel()
+	return s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted team", Target: "team:" + name})
+}
+
+// teamJSON is a team in the API.
+type teamJSON struct {
+	Name     string       `json:"name"`
+	Members  []memberJSON `json:"members"`
+	Channels []string     `json:"channels"`
+	Apps     []string     `json:"apps"`
+}
+
+type memberJSON struct {
+	Who        string `json:"who"`
+	Role       string `json:"role"`
+	Configured bool   `json:"configured,omitempty"`
+}
+
+// apiTeamList lists the teams, their members and apps.
+func (s *OpsPages) apiTeamList(c echo.Context) error {
+	ts, apps, err := s.teamsAndApps(c)
+	if err != nil {
+		return err
+	}
+	out := struct {
+		Teams []teamJSON `json:"teams"`
+	}{Teams: []teamJSON{}}
+	for _, t := range ts {
+		j := teamJSON{Name: t.Name, Members: []memberJSON{}, Channels: nonNil(t.Channels), Apps: appsOf(apps, t.Name)}
+		for _, m := range t.Members {
+			j.Members = append(j.Members, memberJSON{Who: m.Who, Role: m.Role.String(), Configured: m.Configured})
+		}
+		out.Teams = append(out.Teams, j)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// apiTeamPut creates or replaces a team: its members (those not set in
+// the environment), channels and, when given, its apps.
+func (s *OpsPages) apiTeamPut(c echo.Context) error {
+	var body struct {
+		Members  []memberJSON `json:"members"`
+		Channels []string     `json:"channels"`
+		Apps     []string     `json:"apps"`
+	}
+	if err := c.Bind(&body); err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"members": [{"who": "<group id>", "role": "operator"}], "channels": [], "apps": ["orders-prod"]}.`)
+	}
+	var text strings.Builder
+	for _, m := range body.Members {
+		if !m.Configured {
+			text.WriteString(m.Role + " " + m.Who + "\n")
+		}
+	}
+	ts, err := s.allTeams(c)
+	if err != nil {
+		return err
+	}
+	_, exists := teams.Find(ts, c.Param("team"))
+	err = s.saveTeam(c, c.Param("team"), text.String(), body.Channels, body.Apps, false)
+	var ve validation.Error
+	if errors.As(err, &ve) {
+		fields := map[string]string{}
+		for _, f := range ve {
+			fields[f.Field] = f.Message
+		}
+		return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "the team is not valid", "fields": fields})
+	}
+	if err != nil {
+		return err
+	}
+	if exists {
+		return c.NoContent(http.StatusNoContent)
+	}
+	return c.NoContent(http.StatusCreated)
+}
+
+// apiTeamDelete removes a team that owns no app.
+func (s *OpsPages) apiTeamDelete(c echo.Context) error {
+	if err := s.deleteTeam(c); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// apiMe says who the caller is and what it holds: what export and apply
+// check a file against.
+func (s *OpsPages) apiMe(c echo.Context) error {
+	p, _ := principal(c)
+	out := struct {
+		Name  string            `json:"name"`
+		Role  string            `json:"role"` // on every app; admin: Fusebox itself too
+		Teams map[string]string `json:"teams"`
+	}{Name: p.Name, Role: p.Role.String(), Teams: map[string]string{}}
+	for t, r := range p.Teams {
+		out.Teams[t] = r.String()
+	}
+	return c.JSON(http.StatusOK, out)
+}

@@ -60,7 +60,7 @@ func newRigOn(t testing.TB, conn string) *rig {
 		"FUSEBOX_STORAGE_CONNECTION_STRING": conn,
 		"FUSEBOX_TABLE_PREFIX":              prefix,
 		"FUSEBOX_SESSION_KEY":               "fleet-session-key-0123456789abcdef",
-		"FUSEBOX_LOCAL_USERS":               "olivia:operator:" + hashed,
+		"FUSEBOX_LOCAL_USERS":               "olivia:admin:" + hashed + ",bianca:operator@billing:" + hashed,
 		"FUSEBOX_API_TOKENS":                "deploy-bot:operator:" + tokenHash,
 		"FUSEBOX_SMTP_HOST":                 "127.0.0.1", "FUSEBOX_SMTP_PORT": strconv.Itoa(smtp.Port), "FUSEBOX_SMTP_TLS": "none",
 		"FUSEBOX_MAIL_FROM":            "fusebox@example.com",

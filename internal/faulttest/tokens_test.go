@@ -12,9 +12,9 @@ import (
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
-// A token issued on one instance works on another, and once revoked on
-// the first the second refuses it within auth.IssuedTokenTTL, on the real
-// clock, each instance its own process.
+// A team's token issued on one instance works on another, and once
+// revoked on the first the second refuses it within auth.IssuedTokenTTL,
+// on the real clock, each instance its own process.
 func TestARevokedTokenIsRefusedOnAnotherInstanceWithinItsBound(t *testing.T) {
 	t.Parallel()
 	r := newRig(t)
@@ -32,7 +32,7 @@ func TestARevokedTokenIsRefusedOnAnotherInstanceWithinItsBound(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, string(b)
 	}
-	status, body := call(ins[0].URL, r.token, http.MethodPost, "/api/v1/tokens", `{"name": "ci-deploy", "role": "viewer", "expires_in_days": 1}`)
+	status, body := call(ins[0].URL, r.token, http.MethodPost, "/api/v1/tokens", `{"name": "ci-deploy", "role": "viewer", "team": "billing", "expires_in_days": 1}`)
 	if status != http.StatusCreated {
 		t.Fatalf("issue: %d %s", status, body)
 	}

@@ -26,6 +26,10 @@ func render(c echo.Context, status int, comp templ.Component) error {
 func (s *core) page(c echo.Context, title, nav string) views.Page {
 	p := views.Page{Title: title, Nav: nav, CSRF: csrfToken(c), Asset: s.Assets.URL, Now: s.Now(), Flash: s.takeFlash(c)}
 	if pr, ok := principal(c); ok {
+		// Pages outside require (a resume link's) have not had teams added.
+		if withTeams, err := s.withTeams(c, pr); err == nil {
+			pr = withTeams
+		}
 		p.User = &views.User{Name: pr.Name, Role: pr.Top().String(), Holds: holds(pr)}
 		p.Notice = scope{p: pr}.emptyBecause()
 	}

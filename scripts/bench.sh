@@ -58,6 +58,7 @@ bench "P4 set-aside pages, 10,000 messages" ./internal/bench '^BenchmarkSetAside
 bench "requeue rate vs raw azqueue"        ./internal/bench '^BenchmarkRequeueRate$'         1x
 bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitListPaged$'   200x
 bench "fleet: discovery of 1,000 apps"      ./internal/bench '^BenchmarkDiscovery$'          1x
+bench "team scope: pages, admin vs a team member" ./internal/bench '^BenchmarkTeamScope$' 200x
 bench "P4 Discover page, 1,000 apps"        ./internal/bench '^BenchmarkDiscoverPage$'       200x
 bench "fleet: apply 1,000 circuits"         ./internal/bench '^BenchmarkApply$'              1x
 bench "throttle: rule to settings written" ./internal/bench '^BenchmarkThrottleLatency$'     1x

@@ -21,6 +21,12 @@ import (
 // signIn returns an HTTP client signed in to srv as the operator olivia.
 func signIn(b testing.TB, srv *apptest.Server) *http.Client {
 	b.Helper()
+	return signInAs(b, srv, "olivia")
+}
+
+// signInAs is signIn as user.
+func signInAs(b testing.TB, srv *apptest.Server, user string) *http.Client {
+	b.Helper()
 	jar, _ := cookiejar.New(nil)
 	c := &http.Client{Jar: jar}
 	resp, err := c.Get(srv.URL + "/login")
@@ -33,7 +39,7 @@ func signIn(b testing.TB, srv *apptest.Server) *http.Client {
 	if m == nil {
 		b.Fatal("no CSRF token on the sign-in page")
 	}
-	form := url.Values{"_csrf": {string(m[1])}, "username": {"olivia"}, "password": {apptest.Password}}
+	form := url.Values{"_csrf": {string(m[1])}, "username": {user}, "password": {apptest.Password}}
 	resp, err = c.Post(srv.URL+"/login", "application/x-www-form-urlencoded", strings.NewReader(form.Encode()))
 	if err != nil {
 		b.Fatal(err)

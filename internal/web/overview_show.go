@@ -102,7 +102,7 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		Jobs:           jobRows(apps, people, weeks),
 		Own:            own,
 		OwnTrouble:     ownTrouble(own),
-		Storms:         storms(apps, circuits, canAct(c)),
+		Storms:         storms(operated(c, apps), circuits), // resumed together only where the person may act
 		StateCounts:    stateCounts(circuits),
 		JobCounts:      jobCounts(people),
 		Recent:         auditRows(recent),
@@ -328,10 +328,7 @@ func ownTrouble(rows []views.JobRow) []views.JobRow {
 }
 
 // storms are the apps with more than one circuit off, for operators.
-func storms(apps []circuit.App, cs []circuit.Circuit, operator bool) []views.StormLink {
-	if !operator {
-		return nil
-	}
+func storms(apps []circuit.App, cs []circuit.Circuit) []views.StormLink {
 	off := circuit.Storms(cs)
 	var out []views.StormLink
 	for _, a := range apps {

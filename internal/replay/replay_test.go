@@ -900,3 +900,44 @@ func TestACheckpointThatDoesNotReadCostsOnlyItsPartition(t *testing.T) {
 		t.Errorf("the trigger was asked on %d times, want once", len(calls))
 	}
 }
+
+// placedMeanwhile is the episode's records as the checkpoint history's
+// loop races a resume: the first read finds no record, and the loop's own
+// Place stores the point just after it.
+type placedMeanwhile struct {
+	replay.Records
+	place func() error
+	once  sync.Once
+	err   error
+}
+
+func (p *placedMeanwhile) Get(ctx context.Context, appID, function string, episode int64) (replay.Record, error) {
+	rec, err := p.Records.Get(ctx, appID, function, episode)
+	if errors.Is(err, tablestore.ErrNotFound) {
+		p.once.Do(func() { p.err = p.place() })
+	}
+	return rec, err
+}
+
+// A resume pressed the moment the checkpoint history's loop places the
+// episode's point (the loop runs every 10 s, a resume can come at once
+// after a trip) plans over the point the loop stored, instead of stopping
+// with "storage did not answer as expected" (the race a CI run met).
+func TestAResumeAsTheLoopPlacesThePointStillRuns(t *testing.T) {
+	t.Parallel()
+	f := newFixture(t, 2)
+	loop := f.service(nil)
+	svc := f.service(nil)
+	raced := &placedMeanwhile{Records: f.replays, place: func() error { return loop.Place(context.Background(), f.ci, f.app) }}
+	svc.Records = raced
+	_, rec, err := svc.Resume(t.Context(), "orders", "ProcessOrders", "alice", "", nil)
+	if raced.err != nil {
+		t.Fatalf("the loop's Place: %v", raced.err)
+	}
+	if err != nil {
+		t.Fatalf("the resume stopped: %v", err)
+	}
+	if replayed, lost, refused := rec.Outcome(); replayed != 200 || lost != 0 || len(refused) != 0 {
+		t.Errorf("outcome: %d replayed, %d lost, %d refused; want 200, 0, 0", replayed, lost, len(refused))
+	}
+}

@@ -376,17 +376,24 @@ func (s *Service) plan(ctx context.Context, rec *Record, app circuit.App, blobs 
 		return err
 	}
 	rec.Planned, rec.Actor = now, actor
-	err = s.Records.Save(ctx, rec)
-	if errors.Is(err, tablestore.ErrConflict) || errors.Is(err, tablestore.ErrExists) {
+	for range 2 {
+		err = s.Records.Save(ctx, rec)
+		if !errors.Is(err, tablestore.ErrConflict) && !errors.Is(err, tablestore.ErrExists) {
+			return err
+		}
 		theirs, gerr := s.Records.Get(ctx, rec.AppID, rec.Function, rec.Episode)
 		if gerr != nil {
 			return gerr
 		}
-		if theirs.Planned.IsZero() {
-			return err
+		if !theirs.Planned.IsZero() {
+			*rec = theirs // another run planned first: its plan is the one
+			return nil
 		}
-		*rec = theirs
-		return nil
+		// The checkpoint history's loop placed the point since this run
+		// found none (it runs every 10 s; a resume can come at once after
+		// a trip): this plan, made from a point placed the same way, goes
+		// over it.
+		rec.Version = theirs.Version
 	}
 	return err
 }

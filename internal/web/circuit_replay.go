@@ -9,7 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/replay"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -73,7 +75,8 @@ func (s *CircuitPages) resumeAs(ctx context.Context, from string, ci circuit.Cir
 	if err != nil && !circuit.IsLinkRefusal(err) && !errors.Is(err, circuit.ErrNotFound) && !isConflict(err) {
 		// A storage failure midway: the plan is kept, pressing again
 		// finishes it. The trigger is still off.
-		return ci, "", echo.NewHTTPError(http.StatusServiceUnavailable, "Moving the checkpoints back stopped midway ("+replay.Words(err)+"). The trigger is still off; resume again to finish: what was written is kept.")
+		return ci, "", echo.NewHTTPError(http.StatusServiceUnavailable, "Moving the checkpoints back stopped midway ("+replay.Words(err)+"). The trigger is still off; resume again to finish: what was written is kept.").
+			SetInternal(errors.New("replay stopped: " + storeClass(err))) // for the log: a class, never a server's text
 	}
 	return next, rec.Summary(), err
 }
@@ -124,4 +127,15 @@ func (s *CircuitPages) apiCircuitReplay(c echo.Context) error {
 		out.Partitions = append(out.Partitions, row{r.Partition, r.Known, r.What, r.Events, r.Again, r.Expired})
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// storeClass names a storage failure's class for the log: the table's
+// own kinds, else egress.Class, never a server's text.
+func storeClass(err error) string {
+	for _, k := range []error{tablestore.ErrConflict, tablestore.ErrExists, tablestore.ErrNotFound, tablestore.ErrInvalid} {
+		if errors.Is(err, k) {
+			return "table: " + k.Error()
+		}
+	}
+	return egress.Class(err)
 }

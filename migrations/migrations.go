@@ -39,6 +39,7 @@ func Steps() []migrate.Step {
 		{Version: 15, Name: "create the replays table: checkpoint positions over time, and each episode's replay", Apply: createTables(storage.TableReplays)},
 		{Version: 16, Name: "create the API tokens table: tokens people issue on the Tokens page", Apply: createTables(storage.TableTokens)},
 		{Version: 17, Name: "create the teams table: teams, their members and default channels; apps, channels and jobs name their team in a column of their own", Apply: createTables(storage.TableTeams)},
+		{Version: 18, Name: "create the alerts table: what Azure Monitor's action groups posted", Apply: createTables(storage.TableAlerts)},
 	}
 }
 

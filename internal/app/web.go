@@ -53,7 +53,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
 		Identity: id,
 		Intake: web.IntakeParts{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
-			Jobs: jobStore, Pings: pings(store), Catalog: catalog},
+			Jobs: jobStore, Pings: pings(store), Catalog: catalog, Alerts: store.Alerts},
 		SignIn: web.SignInParts{Audit: store.Audit},
 		Circuits: web.CircuitParts{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
@@ -68,7 +68,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Ops: web.OpsParts{Apps: store.Apps, Circuits: store.Circuits, Counter: b.actions, Rates: store.Rates, Status: store.Status,
 			Jobs: jobStore, Kept: store.SetAside, Audit: store.Audit, Leases: st.locker, Faults: store.Faults, Delivery: store.Status,
 			HostInsight: out.hosts, Ready: st.ready, Tokens: store.Tokens, Issued: id.Issued,
-			TeamStore: store.Teams, AppTeams: store.Apps, Channels: known},
+			TeamStore: store.Teams, AppTeams: store.Apps, Channels: known, Alerts: store.Alerts},
 	})
 }
 

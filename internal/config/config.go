@@ -69,6 +69,9 @@ type Config struct {
 	// whatever their number, in bursts of 25 full requests.
 	IngestRowLimit float64
 	MetricsToken   Secret // when set, /metrics needs "Authorization: Bearer <token>"
+	// AzureAlertsSecret, when set, takes Azure Monitor's action groups'
+	// webhooks at /hooks/azure-monitor/<secret> (they cannot send headers).
+	AzureAlertsSecret Secret
 	// MetricsOpen states that /metrics may answer without a token in
 	// production (a network that keeps strangers out); without it and a
 	// token, production refuses to start.
@@ -241,6 +244,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		IngestRateLimit:     r.float("FUSEBOX_INGEST_RATE_LIMIT", 100),
 		IngestRowLimit:      r.float("FUSEBOX_INGEST_ROW_LIMIT", 500),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
+		AzureAlertsSecret:   Secret(r.str("FUSEBOX_AZURE_ALERTS_SECRET", "")),
 		MetricsOpen:         r.bool("FUSEBOX_METRICS_OPEN", false),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		PingIDGrace:         r.duration("FUSEBOX_PING_ID_GRACE", 30*24*time.Hour),
@@ -346,6 +350,11 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 	}
 	if c.MetricsToken != "" && len(c.MetricsToken) < 16 {
 		r.fail("FUSEBOX_METRICS_TOKEN", "must be at least 16 characters when set")
+	}
+	if s := c.AzureAlertsSecret; s != "" && (len(s) < 32 || len(s) > 128 || strings.ContainsFunc(string(s), func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	})) {
+		r.fail("FUSEBOX_AZURE_ALERTS_SECRET", "must be 32 to 128 letters, digits, - or _ (it is a path segment of the action group's webhook URL): openssl rand -hex 32 makes one")
 	}
 	if c.Env == Production && c.MetricsToken == "" && !c.MetricsOpen {
 		r.fail("FUSEBOX_METRICS_TOKEN", "is needed in production: /metrics says which circuits are open and which jobs are down. Set it (at least 16 characters) and give it to the scraper, or set FUSEBOX_METRICS_OPEN=true where the network already keeps strangers out")

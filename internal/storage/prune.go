@@ -81,5 +81,6 @@ func (s *Store) Prune(ctx context.Context, now time.Time) (int, error) {
 	_, err6 := s.HostSamples.DeleteBefore(ctx, now.Add(-HostSampleRetention))
 	_, err7 := s.Arrivals.DeleteBefore(ctx, now.Add(-ArrivalRetention))
 	_, err8 := s.Replays.DeleteBefore(ctx, now.Add(-ReplayHistoryRetention), now.Add(-ReplayRecordRetention))
-	return n, errors.Join(err, err2, err3, err4, err5, err6, err7, err8)
+	_, err9 := s.Alerts.DeleteBefore(ctx, now.Add(-AlertRetention))
+	return n, errors.Join(err, err2, err3, err4, err5, err6, err7, err8, err9)
 }

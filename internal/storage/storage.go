@@ -37,6 +37,7 @@ const (
 	TableReplays     = "Replays"
 	TableTokens      = "Tokens"
 	TableTeams       = "Teams"
+	TableAlerts      = "Alerts"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -68,6 +69,8 @@ type Store struct {
 	Tokens *Tokens
 	// Teams are the teams defined on the Teams page.
 	Teams *Teams
+	// Alerts are what Azure Monitor's action groups posted.
+	Alerts *Alerts
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 	// RunBound is what this instance let through of each job's runs per
@@ -100,6 +103,7 @@ func New(svc *tablestore.Service) *Store {
 		Replays:     &Replays{table: svc.Table(TableReplays), faults: faults},
 		Tokens:      &Tokens{table: svc.Table(TableTokens), faults: faults},
 		Teams:       &Teams{table: svc.Table(TableTeams), faults: faults},
+		Alerts:      &Alerts{table: svc.Table(TableAlerts), faults: faults},
 	}
 }
 

@@ -48,6 +48,7 @@ var navItems = []navItem{
 	{"locks", "Locks", "/locks"}, // admins only
 	{"audit", "Audit", "/audit"},
 	{"tokens", "Tokens", "/tokens"}, // operators and admins
+	{"alerts", "Alerts", "/alerts"}, // admins only
 	{"teams", "Teams", "/teams"},    // admins only
 }
 
@@ -57,7 +58,7 @@ func (n navItem) shown(user *User) bool {
 	switch n.Key {
 	case "tokens":
 		return user.Role == "operator" || user.Role == "admin"
-	case "locks", "teams":
+	case "locks", "teams", "alerts":
 		return user.Role == "admin"
 	}
 	return true

@@ -2,10 +2,12 @@ package web
 
 import (
 	"context"
+	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
@@ -23,6 +25,10 @@ type IntakeParts struct {
 	Jobs    pingJobs
 	Pings   pingRecorder
 	Catalog jobCreator
+	// Alerts keeps what Azure Monitor's action groups post.
+	Alerts interface {
+		Add(ctx context.Context, a azalerts.Alert, received time.Time) (bool, error)
+	}
 }
 
 // missing names the required parts p lacks.
@@ -34,6 +40,7 @@ func (p IntakeParts) missing() []string {
 		part{"Jobs", p.Jobs == nil},
 		part{"Pings", p.Pings == nil},
 		part{"Catalog", p.Catalog == nil},
+		part{"Alerts", p.Alerts == nil},
 	)
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/teams"
 	"time"
 
@@ -47,6 +48,10 @@ type OpsParts struct {
 		SetTeam(ctx context.Context, id, team string) error
 	}
 	Channels channelChecker
+	// Alerts lists what Azure Monitor's action groups posted.
+	Alerts interface {
+		Recent(ctx context.Context, now time.Time) ([]azalerts.Received, error)
+	}
 }
 
 // missing names the required parts p lacks.
@@ -56,6 +61,7 @@ func (p OpsParts) missing() []string {
 		part{"TeamStore", p.TeamStore == nil},
 		part{"AppTeams", p.AppTeams == nil},
 		part{"Channels", p.Channels == nil},
+		part{"Alerts", p.Alerts == nil},
 		part{"Circuits", p.Circuits == nil},
 		part{"Counter", p.Counter == nil},
 		part{"Rates", p.Rates == nil},

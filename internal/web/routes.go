@@ -10,6 +10,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 
 	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/static"
 )
@@ -68,6 +69,9 @@ func (s *Server) routes() {
 	for _, p := range []string{"/ping/:a", "/ping/:a/:b", "/ping/:a/:b/:c"} {
 		e.Match([]string{http.MethodGet, http.MethodHead, http.MethodPost}, p, s.intake.ping, pingLimit)
 	}
+	// Azure Monitor's action groups, behind the secret in the path: the
+	// same budget per client address as pings, a body of its own limit.
+	e.POST("/hooks/azure-monitor/:secret", s.intake.azureAlert, middleware.BodyLimit(bodyLimit(min(azalerts.MaxBody, s.Config.MaxBodyBytes))), pingLimit)
 	// Status badges: public behind an unguessable key.
 	e.GET("/badge/:key/:file", s.jobs.badge, slices.Concat(people, []echo.MiddlewareFunc{pingLimit})...)
 
@@ -95,6 +99,7 @@ func (s *Server) routes() {
 	apiAdmin := s.require(auth.RoleAdmin)
 	api.GET("/me", s.ops.apiMe)
 	api.GET("/teams", s.ops.apiTeamList, apiAdmin)
+	api.GET("/alerts", s.ops.apiAlertList, apiAdmin)
 	api.PUT("/teams/:team", s.ops.apiTeamPut, apiAdmin)
 	api.DELETE("/teams/:team", s.ops.apiTeamDelete, apiAdmin)
 	api.GET("/tokens", s.ops.apiTokenList, apiOperator)
@@ -165,6 +170,7 @@ func (s *Server) routes() {
 	viewer.GET("/locks", s.ops.lockList, admin)
 	viewer.GET("/locks/host/break", s.ops.hostLockConfirm, admin)
 	viewer.POST("/locks/host/break", s.ops.hostLockBreak, admin)
+	viewer.GET("/alerts", s.ops.alertList, admin)
 	viewer.GET("/teams", s.ops.teamList, admin)
 	viewer.POST("/teams", s.ops.teamCreate, admin)
 	viewer.GET("/teams/:team/edit", s.ops.teamEdit, admin)

@@ -84,7 +84,7 @@ func (c caller) send(r route, path string) response {
 // adminRoute says whether a route is Fusebox's own: teams, locks, and
 // discovering what to guard.
 func adminRoute(path string) bool {
-	for _, p := range []string{"/locks", "/teams", "/apps/discover", "/api/v1/teams"} {
+	for _, p := range []string{"/locks", "/teams", "/apps/discover", "/api/v1/teams", "/alerts", "/api/v1/alerts"} {
 		if path == p || strings.HasPrefix(path, p+"/") {
 			return true
 		}

@@ -46,6 +46,10 @@ const rows = {
   // An issued API token's row written by hand: no role Fusebox knows, no
   // hash, no end. It must verify nothing.
   Tokens: [{ partitionKey: "token", rowKey: "0123456789abcdef", Name: "Forged", Role: "root", Hash: "x" }],
+  // A team written by hand whose members do not read: they gain nothing.
+  Teams: [{ partitionKey: "team", rowKey: "forged-team", Members: "[{\"who\": \"g-1\", \"role\": \"root\"}]" }],
+  // A received alert written by hand: no condition Azure Monitor sends.
+  Alerts: [{ partitionKey: MONTH, rowKey: "bad-alert", AlertID: "x", Rule: "r", Condition: "Exploded" }],
   // What the watcher last saw of set-aside queues: the overview and app pages read it.
   SetAside: [
     { partitionKey: "orders-demo", rowKey: "orders-poison", Kind: "parking-lot", Count: 3 },

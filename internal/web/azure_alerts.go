@@ -1,0 +1,50 @@
+package web
+
+import (
+	"crypto/subtle"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/azalerts"
+)
+
+// azureAlert takes an Azure Monitor action group's webhook, in the common
+// alert schema, at /hooks/azure-monitor/<secret>: an action group's plain
+// webhook cannot send a header, so the secret is in the path, compared in
+// constant time before the body is read. A wrong secret, or none
+// configured, answers as a path that names nothing. The alert is kept and
+// shown on the Alerts page; Fusebox acts on none yet.
+func (s *Intake) azureAlert(c echo.Context) error {
+	want := []byte(s.Config.AzureAlertsSecret.Reveal())
+	if len(want) == 0 || subtle.ConstantTimeCompare([]byte(c.Param("secret")), want) != 1 {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	body, err := io.ReadAll(io.LimitReader(c.Request().Body, azalerts.MaxBody+1))
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, "The body could not be read.")
+	}
+	a, err := azalerts.Parse(body)
+	var bad azalerts.Error
+	if errors.As(err, &bad) {
+		return echo.NewHTTPError(http.StatusBadRequest, "Not an alert Fusebox takes: "+bad.Why+".")
+	}
+	if err != nil {
+		return err
+	}
+	now := s.Now()
+	if a.Fired.After(now.Add(azalerts.MaxAhead)) || a.Fired.Before(now.Add(-azalerts.MaxAge)) {
+		return echo.NewHTTPError(http.StatusBadRequest, "Not an alert Fusebox takes: it fired at "+a.Fired.Format(time.RFC3339)+", not within the last 31 days (check the sender's clock).")
+	}
+	added, err := s.Alerts.Add(c.Request().Context(), a, now)
+	if err != nil {
+		return err
+	}
+	if !added {
+		return c.JSON(http.StatusOK, map[string]string{"status": "received already"})
+	}
+	return c.JSON(http.StatusAccepted, map[string]string{"status": "received"})
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/episode"
@@ -53,7 +54,8 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			StorageBudget: tablestore.WithBudget, StorageDown: tablestore.Unreachable},
 		Identity: id,
 		Intake: web.IntakeParts{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
-			Jobs: jobStore, Pings: pings(store), Catalog: catalog, Alerts: store.Alerts},
+			Jobs: jobStore, Pings: pings(store), Catalog: catalog, Alerts: store.Alerts,
+			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Trip: b.actions.Trip}},
 		SignIn: web.SignInParts{Audit: store.Audit},
 		Circuits: web.CircuitParts{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},

@@ -174,8 +174,9 @@ func when(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// Received is an alert and when Fusebox took it.
+// Received is an alert, when Fusebox took it, and the circuits it tripped.
 type Received struct {
 	Alert
-	At time.Time
+	At      time.Time
+	Tripped []string
 }

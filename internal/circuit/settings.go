@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	neturl "net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -59,6 +60,10 @@ type Settings struct {
 	// ResumeFrom is the way back offered first for an Event Hubs function
 	// (ResumeFromFirstFailure or ResumeFromCheckpoint); empty: the app's.
 	ResumeFrom string
+	// AlertRules are the Azure Monitor alert rules, by resource id, whose
+	// "Fired" trips the circuit (docs/alerts.md). "Resolved" resumes
+	// nothing: a person does, or the circuit's own trial.
+	AlertRules []string
 }
 
 // The ways back from a trip of an Event Hubs function: from before the
@@ -93,6 +98,27 @@ type Runbook struct {
 	Note string // at most MaxRunbookNote bytes, one line
 }
 
+// MaxAlertRules bounds the rules a circuit names.
+const MaxAlertRules = 10
+
+// ValidAlertRule says r is an alert rule's resource id: what Azure
+// Monitor's common alert schema sends as alertRuleID.
+func ValidAlertRule(r string) bool {
+	l := strings.ToLower(r)
+	return len(r) <= 512 && strings.HasPrefix(l, "/subscriptions/") && strings.Contains(l, "/providers/microsoft.insights/") &&
+		!strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f })
+}
+
+// NamesAlertRule says s names the rule id (resource ids compare in any case).
+func (s Settings) NamesAlertRule(id string) bool {
+	for _, r := range s.AlertRules {
+		if strings.EqualFold(r, id) {
+			return true
+		}
+	}
+	return false
+}
+
 // Limits of a runbook.
 const (
 	MaxRunbookURL  = 2000
@@ -104,6 +130,15 @@ const (
 // rule goes here; Validate adds the rules that weigh settings together or
 // need the app.
 func (s Settings) checkEach(add func(field, format string, args ...any)) {
+	if len(s.AlertRules) > MaxAlertRules {
+		add("alert_rules", "at most %d rules", MaxAlertRules)
+	}
+	for _, r := range s.AlertRules {
+		if !ValidAlertRule(r) {
+			add("alert_rules", "%q is not an alert rule's resource id: /subscriptions/…/providers/microsoft.insights/metricAlerts/<name> (or scheduledQueryRules, activityLogAlerts), as the rule's JSON view shows it", r)
+			break
+		}
+	}
 	if !ValidResumeFrom(s.ResumeFrom) {
 		add("resume_from", "must be %s, %s or empty (the app's choice)", ResumeFromFirstFailure, ResumeFromCheckpoint)
 	}
@@ -130,6 +165,13 @@ func (s Spec) Stored() (Settings, error) {
 	}
 	if !ValidResumeFrom(set.ResumeFrom) {
 		set.ResumeFrom = "" // costs only which way back is offered first
+	}
+	// A rule id written by hand that is not one costs only what it would
+	// trip on.
+	set.AlertRules = slices.DeleteFunc(slices.Clone(set.AlertRules), func(r string) bool { return !ValidAlertRule(r) })
+	set.AlertRules = set.AlertRules[:min(len(set.AlertRules), MaxAlertRules)]
+	if len(set.AlertRules) == 0 {
+		set.AlertRules = nil
 	}
 	var problems validation.Error
 	set.checkEach(problems.Add)
@@ -225,6 +267,8 @@ type Spec struct {
 	RunbookNote string `json:"runbook_note,omitempty" yaml:"runbook_note,omitempty"`
 	// The way back offered first for an Event Hubs function (docs/replay.md).
 	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
+	// Azure Monitor alert rules whose "Fired" trips it (docs/alerts.md).
+	AlertRules []string `json:"alert_rules,omitempty" yaml:"alert_rules,omitempty"`
 }
 
 // Settings are the settings s spells.
@@ -246,6 +290,7 @@ func (s Spec) Settings() Settings {
 		Shadow:     s.Shadow,
 		Runbook:    Runbook{URL: s.RunbookURL, Note: s.RunbookNote},
 		ResumeFrom: s.ResumeFrom,
+		AlertRules: orNil(s.AlertRules),
 	}
 }
 
@@ -260,7 +305,7 @@ func (s Settings) Spec() Spec {
 		Shadow: s.Shadow, EventHub: s.EventHub, HubRetention: Hours(s.HubRetention), Queue: s.Queue, ParkingQueue: s.Parking,
 		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Seconds(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind,
 		ThrottleAsk: s.Throttle.Ask, ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: s.Throttle.Words,
-		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note, ResumeFrom: s.ResumeFrom,
+		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note, ResumeFrom: s.ResumeFrom, AlertRules: s.AlertRules,
 	}
 }
 

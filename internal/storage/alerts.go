@@ -40,6 +40,7 @@ type alertRow struct {
 	Resolved        time.Time
 	Description     string
 	Received        time.Time
+	Tripped         string // comma-separated app/function: what it tripped
 }
 
 func (r alertRow) alert() (azalerts.Received, error) {
@@ -52,7 +53,7 @@ func (r alertRow) alert() (azalerts.Received, error) {
 		len(r.AlertID) > azalerts.MaxID || len(r.Rule) > azalerts.MaxRule || len(r.Description) > azalerts.MaxDescription || a.Fired.IsZero() {
 		return azalerts.Received{}, fmt.Errorf("storage: alert %s: not a received alert's row", r.RowKey)
 	}
-	return azalerts.Received{Alert: a, At: r.Received}, nil
+	return azalerts.Received{Alert: a, At: r.Received, Tripped: commaList(r.Tripped)}, nil
 }
 
 // Add stores a received alert; false when this alert in this condition
@@ -69,6 +70,19 @@ func (s *Alerts) Add(ctx context.Context, a azalerts.Alert, received time.Time) 
 		return false, fmt.Errorf("storage: add alert: %w", err)
 	}
 	return true, nil
+}
+
+// alertTripped is the merge that records what an alert tripped: its one
+// column (a merge writes every string of its struct).
+type alertTripped struct {
+	tablestore.Meta
+	Tripped string
+}
+
+// SetTripped records the circuits a received alert tripped.
+func (s *Alerts) SetTripped(ctx context.Context, a azalerts.Alert, tripped []string) error {
+	return s.table.Merge(ctx, &alertTripped{Meta: tablestore.Meta{PartitionKey: a.Fired.UTC().Format("2006-01"), RowKey: a.Key(), ETag: tablestore.AnyETag},
+		Tripped: strings.Join(tripped, ",")})
 }
 
 // Recent lists the alerts that fired last month, this month or (by a

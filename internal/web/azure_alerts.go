@@ -17,7 +17,8 @@ import (
 // webhook cannot send a header, so the secret is in the path, compared in
 // constant time before the body is read. A wrong secret, or none
 // configured, answers as a path that names nothing. The alert is kept and
-// shown on the Alerts page; Fusebox acts on none yet.
+// shown on the Alerts page; a "Fired" alert trips the circuits that name
+// its rule (azalerts.Responder), once: a retry of it changes nothing.
 func (s *Intake) azureAlert(c echo.Context) error {
 	want := []byte(s.Config.AzureAlertsSecret.Reveal())
 	if len(want) == 0 || subtle.ConstantTimeCompare([]byte(c.Param("secret")), want) != 1 {
@@ -46,5 +47,21 @@ func (s *Intake) azureAlert(c echo.Context) error {
 	if !added {
 		return c.JSON(http.StatusOK, map[string]string{"status": "received already"})
 	}
-	return c.JSON(http.StatusAccepted, map[string]string{"status": "received"})
+	// What the alert trips is done even if the sender stops waiting: the
+	// row is written, and a retry would find it received already.
+	ctx, cancel := detached(c)
+	defer cancel()
+	tripped, terr := s.AlertResponder.Respond(ctx, a)
+	if len(tripped) > 0 {
+		if err := s.Alerts.SetTripped(ctx, a, tripped); err != nil {
+			return err
+		}
+	}
+	if terr != nil {
+		// Kept, and what it did trip recorded; a retry finds it received
+		// and trips nothing (a circuit resumed since stays resumed). The
+		// log says which circuit failed; the Alerts page what it tripped.
+		return terr
+	}
+	return c.JSON(http.StatusAccepted, map[string]any{"status": "received", "tripped": nonNil(tripped)})
 }

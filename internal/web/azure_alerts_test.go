@@ -2,11 +2,14 @@ package web_test
 
 import (
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"testing"
 
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
 )
 
 const alertsSecret = "0123456789abcdef0123456789abcdef-alerts"
@@ -74,5 +77,83 @@ func TestAzureMonitorAlertsAreTakenOnceAndShown(t *testing.T) {
 	}
 	if r := postAlert(t, off.URL, alertsSecret, string(metric)); r.StatusCode != http.StatusNotFound {
 		t.Errorf("with no secret configured, a guessed one: %d", r.StatusCode)
+	}
+}
+
+// A "Fired" alert trips the circuits whose alert rules name its rule's
+// resource id, once, as Azure Monitor; circuits naming another rule or
+// none stay as they were; "Resolved" resumes nothing; the same alert sent
+// again after a person resumed the circuit trips nothing.
+func TestAFiredAlertTripsTheCircuitsNamingItsRuleOnce(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": alertsSecret})
+	ctx := t.Context()
+	st := srv.App.Store
+	if err := demo.Seed(ctx, st, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	today := srv.Clock.Now().UTC().Format("2006-01-02")
+	b, err := os.ReadFile("../azalerts/testdata/metric.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fired := strings.ReplaceAll(string(b), "2026-12-07T", today+"T")
+	rule := "/subscriptions/7e2c1f4a-5b6d-4e8f-9a0b-1c2d3e4f5a6b/resourceGroups/rg-data/providers/Microsoft.Insights/metricAlerts/inventory-db-dtu-high" // as the portal spells it
+	for fn, rules := range map[string][]string{"ProcessOrders": {rule}, "SendReceipts": {strings.Replace(rule, "dtu-high", "cpu-high", 1)}} {
+		ci, err := st.Circuits.Get(ctx, demo.AppID, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ci.AlertRules = rules
+		if err := st.Circuits.Put(ctx, ci); err != nil {
+			t.Fatal(err)
+		}
+	}
+	state := func(fn string) circuit.Circuit {
+		t.Helper()
+		ci, err := st.Circuits.Get(ctx, demo.AppID, fn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ci
+	}
+	before := state("SendReceipts")
+
+	got := postAlert(t, srv.URL, alertsSecret, fired)
+	if got.StatusCode != http.StatusAccepted || !strings.Contains(got.body, `"tripped":["orders-demo/ProcessOrders"]`) {
+		t.Fatalf("the fired alert: %d %s", got.StatusCode, got.body)
+	}
+	if ci := state("ProcessOrders"); !ci.State.TriggerOff() || !strings.Contains(ci.Reason, "alert rule inventory-db-dtu-high fired") {
+		t.Errorf("ProcessOrders after its rule fired: %s, %q", ci.State, ci.Reason)
+	}
+	if after := state("SendReceipts"); after.State != before.State || after.Episode != before.Episode {
+		t.Errorf("SendReceipts, naming another rule, went from %s to %s", before.State, after.State)
+	}
+	flips, err := st.Circuits.Flips(ctx, demo.AppID, "ProcessOrders", 1)
+	if err != nil || len(flips) == 0 || flips[0].Actor != "Azure Monitor" {
+		t.Errorf("the flip log's last entry: %+v %v; want Azure Monitor's", flips, err)
+	}
+
+	resolved := strings.Replace(fired, `"monitorCondition": "Fired"`, `"monitorCondition": "Resolved", "resolvedDateTime": "`+today+`T02:30:00Z"`, 1)
+	wantStatus(t, postAlert(t, srv.URL, alertsSecret, resolved), http.StatusAccepted)
+	if ci := state("ProcessOrders"); !ci.State.TriggerOff() {
+		t.Errorf("Resolved resumed ProcessOrders: %s", ci.State)
+	}
+
+	admin := newBrowser(t, srv.URL)
+	admin.signIn("olivia")
+	if page := admin.get("/alerts").body; !strings.Contains(page, `href="/circuits/orders-demo/ProcessOrders"`) {
+		t.Error("the Alerts page does not say what the alert tripped")
+	}
+	path := "/circuits/" + demo.AppID + "/ProcessOrders/resume"
+	wantStatus(t, admin.post(path, url.Values{"_csrf": {admin.csrf(path)}, "reason": {"the database is back"}}), http.StatusSeeOther)
+	if ci := state("ProcessOrders"); ci.State.TriggerOff() {
+		t.Fatalf("the resume left ProcessOrders %s", ci.State)
+	}
+	if again := postAlert(t, srv.URL, alertsSecret, fired); again.StatusCode != http.StatusOK {
+		t.Errorf("the fired alert sent again: %d %s", again.StatusCode, again.body)
+	}
+	if ci := state("ProcessOrders"); ci.State.TriggerOff() {
+		t.Errorf("a retry of the alert tripped ProcessOrders again, after a person resumed it")
 	}
 }

@@ -66,6 +66,7 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	}
 	m.ThrottleAsk, m.ThrottleOnly = ci.Throttle.Ask, ci.Throttle.OnlyThrottling
 	m.ThrottleWords = strings.Join(ci.Throttle.Words, ", ")
+	m.AlertRules = strings.Join(ci.AlertRules, "\n")
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -172,6 +173,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		HubRetention:      strings.TrimSpace(c.FormValue("event_hub_retention")),
 		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleAsk: c.FormValue("throttle_ask") == "on", ThrottleOnly: c.FormValue("throttle_only") == "on",
 		ThrottleWords: strings.TrimSpace(c.FormValue("throttle_words")),
+		AlertRules:    strings.TrimSpace(c.FormValue("alert_rules")),
 	}
 	bindText(c, &m.Text)
 	return m
@@ -245,6 +247,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	}
 	set.Throttle.Ask, set.Throttle.OnlyThrottling = m.ThrottleAsk, m.ThrottleOnly
 	set.Throttle.Words = splitComma(m.ThrottleWords)
+	set.AlertRules = strings.Fields(m.AlertRules)
 	set.Recipients, set.Channels = splitComma(m.Recipients), splitComma(m.Channels)
 	set.Escalate.To = splitComma(m.EscalateTo)
 	if m.HubRetention != "" {

@@ -28,6 +28,11 @@ type IntakeParts struct {
 	// Alerts keeps what Azure Monitor's action groups post.
 	Alerts interface {
 		Add(ctx context.Context, a azalerts.Alert, received time.Time) (bool, error)
+		SetTripped(ctx context.Context, a azalerts.Alert, tripped []string) error
+	}
+	// AlertResponder trips the circuits a fired alert's rule names.
+	AlertResponder interface {
+		Respond(ctx context.Context, a azalerts.Alert) ([]string, error)
 	}
 }
 
@@ -41,6 +46,7 @@ func (p IntakeParts) missing() []string {
 		part{"Pings", p.Pings == nil},
 		part{"Catalog", p.Catalog == nil},
 		part{"Alerts", p.Alerts == nil},
+		part{"AlertResponder", p.AlertResponder == nil},
 	)
 }
 

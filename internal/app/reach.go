@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
@@ -36,6 +37,8 @@ type reach struct {
 	queues    *queues.Source
 	sendBack  *sendback.Runner
 	poster    notify.Poster
+	// keys reads an Entra tenant's signing keys, through the guarded dialer.
+	keys *http.Client
 	// fleet finds the subscriptions' function apps; nil without an Azure
 	// identity or subscriptions to survey.
 	fleet *fleet.Finder
@@ -85,6 +88,7 @@ func reachOut(life context.Context, cfg *config.Config, o Options, store *storag
 		hosts:    hosts,
 		sendBack: &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: o.Clock.Now, Logger: o.Logger, Life: life},
 		poster:   notify.Poster{Now: o.Clock.Now, Client: outbound.Client(5 * time.Second)},
+		keys:     outbound.Client(10 * time.Second),
 	}
 }
 

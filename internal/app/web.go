@@ -55,7 +55,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Identity: id,
 		Intake: web.IntakeParts{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
 			Jobs: jobStore, Pings: pings(store), Catalog: catalog, Alerts: store.Alerts,
-			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Trip: b.actions.Trip}},
+			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Trip: b.actions.Trip}, AlertTokens: alertTokens(cfg, out, o)},
 		SignIn: web.SignInParts{Audit: store.Audit},
 		Circuits: web.CircuitParts{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},
@@ -83,4 +83,14 @@ func inspector(out reach) interface {
 		return nil
 	}
 	return out.discoverer
+}
+
+// alertTokens verifies an action group's secure webhook tokens, when the
+// configuration names the tenant and app registration; nil otherwise.
+func alertTokens(cfg *config.Config, out reach, o Options) web.AlertTokenVerifier {
+	e := cfg.AzureAlertsEntra
+	if e == nil {
+		return nil
+	}
+	return &azalerts.Verifier{Issuer: e.Issuer, Audience: e.Audience, Tenant: e.Tenant, Role: e.Role, KeysURL: e.KeysURL, Client: out.keys, Now: o.Clock.Now}
 }

@@ -72,6 +72,9 @@ type Config struct {
 	// AzureAlertsSecret, when set, takes Azure Monitor's action groups'
 	// webhooks at /hooks/azure-monitor/<secret> (they cannot send headers).
 	AzureAlertsSecret Secret
+	// AzureAlertsEntra, when set, takes them at /hooks/azure-monitor with
+	// the secure webhook's Entra ID token instead (or as well).
+	AzureAlertsEntra *AzureAlertsEntra
 	// MetricsOpen states that /metrics may answer without a token in
 	// production (a network that keeps strangers out); without it and a
 	// token, production refuses to start.
@@ -245,6 +248,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		IngestRowLimit:      r.float("FUSEBOX_INGEST_ROW_LIMIT", 500),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		AzureAlertsSecret:   Secret(r.str("FUSEBOX_AZURE_ALERTS_SECRET", "")),
+		AzureAlertsEntra:    r.azureAlertsEntra(),
 		MetricsOpen:         r.bool("FUSEBOX_METRICS_OPEN", false),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
 		PingIDGrace:         r.duration("FUSEBOX_PING_ID_GRACE", 30*24*time.Hour),
@@ -599,6 +603,40 @@ func normalizeConnectionString(cs string) (string, error) {
 	}
 	return cs, nil
 }
+
+// AzureAlertsEntra is what an action group's secure webhook token must
+// say: issued by the tenant for Fusebox's app registration.
+type AzureAlertsEntra struct {
+	Tenant, Audience, Issuer, KeysURL, Role string
+}
+
+func (r *reader) azureAlertsEntra() *AzureAlertsEntra {
+	e := &AzureAlertsEntra{Tenant: r.str("FUSEBOX_AZURE_ALERTS_TENANT", ""), Audience: r.str("FUSEBOX_AZURE_ALERTS_AUDIENCE", ""),
+		Issuer: r.str("FUSEBOX_AZURE_ALERTS_ISSUER", ""), KeysURL: r.str("FUSEBOX_AZURE_ALERTS_KEYS_URL", ""), Role: r.str("FUSEBOX_AZURE_ALERTS_ROLE", "")}
+	if e.Tenant == "" && e.Audience == "" {
+		return nil
+	}
+	switch {
+	case e.Tenant == "" || e.Audience == "":
+		r.fail("FUSEBOX_AZURE_ALERTS_TENANT", "and FUSEBOX_AZURE_ALERTS_AUDIENCE are set together: the tenant's id and the app registration's application id URI (or client id) the action group's secure webhook asks a token for")
+		return nil
+	case !guidPattern.MatchString(e.Tenant):
+		r.fail("FUSEBOX_AZURE_ALERTS_TENANT", "must be the tenant's id, a GUID, got %q", e.Tenant)
+		return nil
+	}
+	if e.Issuer == "" {
+		e.Issuer = "https://sts.windows.net/" + e.Tenant + "/" // the v1 tokens an action group's app registration is sent
+	}
+	if e.KeysURL == "" {
+		e.KeysURL = "https://login.microsoftonline.com/" + e.Tenant + "/discovery/v2.0/keys"
+	}
+	if u, err := url.Parse(e.KeysURL); err != nil || (u.Scheme != "https" && r.str("FUSEBOX_ENV", "") != "development") {
+		r.fail("FUSEBOX_AZURE_ALERTS_KEYS_URL", "must be the tenant's https JWKS address")
+	}
+	return e
+}
+
+var guidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // TeamMember maps a claim value, or "user:" and a local user's name, to a
 // role on a team's apps (FUSEBOX_TEAM_MEMBERS: team:role:who, ...).

@@ -24,6 +24,29 @@ func (s *Intake) azureAlert(c echo.Context) error {
 	if len(want) == 0 || subtle.ConstantTimeCompare([]byte(c.Param("secret")), want) != 1 {
 		return echo.NewHTTPError(http.StatusNotFound)
 	}
+	return s.takeAlert(c)
+}
+
+// azureAlertSecure takes a secure webhook's alert at /hooks/azure-monitor:
+// its Entra ID token is verified (signature against the tenant's keys,
+// issuer, audience, tenant, life, role) before the body is read.
+func (s *Intake) azureAlertSecure(c echo.Context) error {
+	if s.AlertTokens == nil {
+		return echo.NewHTTPError(http.StatusNotFound)
+	}
+	err := s.AlertTokens.Verify(c.Request().Context(), c.Request().Header.Get("Authorization"))
+	switch {
+	case errors.Is(err, azalerts.ErrNoToken), errors.Is(err, azalerts.ErrBadToken):
+		return echo.NewHTTPError(http.StatusUnauthorized, "The bearer token is not one Fusebox takes: an action group's secure webhook's, for this app registration and tenant.")
+	case err != nil:
+		// The tenant's keys could not be read: the sender retries.
+		return echo.NewHTTPError(http.StatusServiceUnavailable, "The tenant's signing keys could not be read; try again.").SetInternal(err)
+	}
+	return s.takeAlert(c)
+}
+
+// takeAlert reads, keeps and acts on an alert whose sender was verified.
+func (s *Intake) takeAlert(c echo.Context) error {
 	body, err := io.ReadAll(io.LimitReader(c.Request().Body, azalerts.MaxBody+1))
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The body could not be read.")

@@ -6,8 +6,10 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth/oidctest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 )
@@ -155,5 +157,75 @@ func TestAFiredAlertTripsTheCircuitsNamingItsRuleOnce(t *testing.T) {
 	}
 	if ci := state("ProcessOrders"); ci.State.TriggerOff() {
 		t.Errorf("a retry of the alert tripped ProcessOrders again, after a person resumed it")
+	}
+}
+
+// An action group's secure webhook is taken with its Entra ID token
+// (the local provider standing in for the tenant): verified for signature,
+// issuer, audience, tenant, life and app role before the body is read. A
+// forged token, one for another audience or tenant, without the role, or
+// expired, is refused; forged tokens do not each cost a fetch of the
+// tenant's keys; an alert sent again is kept once.
+func TestASecureWebhooksTokenIsVerified(t *testing.T) {
+	t.Parallel()
+	const tenant = "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b"
+	var srv *apptest.Server
+	provider := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
+	forger := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
+	srv = apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_TENANT": tenant, "FUSEBOX_AZURE_ALERTS_AUDIENCE": "api://fusebox-alerts",
+		"FUSEBOX_AZURE_ALERTS_ISSUER": provider.URL, "FUSEBOX_AZURE_ALERTS_KEYS_URL": provider.URL + "/jwks", "FUSEBOX_AZURE_ALERTS_ROLE": "ActionGroupsSecureWebhook"})
+	today := srv.Clock.Now().UTC().Format("2006-01-02")
+	b, err := os.ReadFile("../azalerts/testdata/resourcehealth.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	alert := strings.ReplaceAll(string(b), "2026-12-07T", today+"T")
+	claims := func(change func(map[string]any)) map[string]any {
+		now := srv.Clock.Now()
+		c := map[string]any{"iss": provider.URL, "aud": "api://fusebox-alerts", "tid": tenant, "roles": []any{"ActionGroupsSecureWebhook"},
+			"appid": "461e8683-5575-4561-ac7f-899cc907d62a", "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+		if change != nil {
+			change(c)
+		}
+		return c
+	}
+	send := func(token string) response {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/hooks/azure-monitor", strings.NewReader(alert))
+		req.Header.Set("Content-Type", "application/json")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		return newBrowser(t, srv.URL).do(req)
+	}
+	wantStatus(t, send(provider.Mint(claims(nil))), http.StatusAccepted)
+	if again := send(provider.Mint(claims(nil))); again.StatusCode != http.StatusOK || !strings.Contains(again.body, "received already") {
+		t.Errorf("the same alert sent again: %d %s", again.StatusCode, again.body)
+	}
+	for name, token := range map[string]string{
+		"forged (another key)": forger.Mint(claims(nil)),
+		"for another audience": provider.Mint(claims(func(c map[string]any) { c["aud"] = "api://something-else" })),
+		"of another tenant":    provider.Mint(claims(func(c map[string]any) { c["tid"] = "00000000-0000-0000-0000-000000000000" })),
+		"from another issuer":  provider.Mint(claims(func(c map[string]any) { c["iss"] = "https://sts.windows.net/" + tenant + "/" })),
+		"without the app role": provider.Mint(claims(func(c map[string]any) { delete(c, "roles") })),
+		"expired":              provider.Mint(claims(func(c map[string]any) { c["exp"] = srv.Clock.Now().Add(-time.Minute).Unix() })),
+		"none":                 "",
+		"not a token":          "x.y.z",
+	} {
+		if got := send(token); got.StatusCode != http.StatusUnauthorized {
+			t.Errorf("a token %s: %d %s", name, got.StatusCode, got.body)
+		}
+	}
+	before := provider.Keys()
+	for range 20 {
+		send(forger.Mint(claims(nil)))
+	}
+	if fetched := provider.Keys() - before; fetched > 1 {
+		t.Errorf("20 forged tokens fetched the tenant's keys %d times; at most once a minute", fetched)
+	}
+	admin := newBrowser(t, srv.URL)
+	admin.signIn("olivia")
+	if page := admin.get("/alerts").body; strings.Count(page, `data-testid="alert-row"`) != 1 || !strings.Contains(page, "inventory-db-health") {
+		t.Errorf("the Alerts page does not show the one alert taken")
 	}
 }

@@ -12,6 +12,11 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
+// AlertTokenVerifier verifies an Authorization header's bearer token.
+type AlertTokenVerifier interface {
+	Verify(ctx context.Context, header string) error
+}
+
 // IntakeParts are what Intake's handlers use, given to New.
 type IntakeParts struct {
 	// AppKeys verify the keys of failure reports and OTLP exports.
@@ -30,6 +35,8 @@ type IntakeParts struct {
 		Add(ctx context.Context, a azalerts.Alert, received time.Time) (bool, error)
 		SetTripped(ctx context.Context, a azalerts.Alert, tripped []string) error
 	}
+	// AlertTokens verify the secure webhook's Entra ID tokens; nil: off.
+	AlertTokens AlertTokenVerifier
 	// AlertResponder trips the circuits a fired alert's rule names.
 	AlertResponder interface {
 		Respond(ctx context.Context, a azalerts.Alert) ([]string, error)

@@ -71,7 +71,9 @@ func (s *Server) routes() {
 	}
 	// Azure Monitor's action groups, behind the secret in the path: the
 	// same budget per client address as pings, a body of its own limit.
-	e.POST("/hooks/azure-monitor/:secret", s.intake.azureAlert, middleware.BodyLimit(bodyLimit(min(azalerts.MaxBody, s.Config.MaxBodyBytes))), pingLimit)
+	alertLimit := middleware.BodyLimit(bodyLimit(min(azalerts.MaxBody, s.Config.MaxBodyBytes)))
+	e.POST("/hooks/azure-monitor/:secret", s.intake.azureAlert, alertLimit, pingLimit)
+	e.POST("/hooks/azure-monitor", s.intake.azureAlertSecure, alertLimit, pingLimit)
 	// Status badges: public behind an unguessable key.
 	e.GET("/badge/:key/:file", s.jobs.badge, slices.Concat(people, []echo.MiddlewareFunc{pingLimit})...)
 

@@ -45,6 +45,7 @@ var openRoutes = map[string]string{
 	"POST /ping/:a/:b/:c":               "jobs",
 	"GET /badge/:key/:file":             "status badges behind an unguessable key",
 	"POST /hooks/azure-monitor/:secret": "Azure Monitor's action groups, behind the secret in the path",
+	"POST /hooks/azure-monitor":         "Azure Monitor's secure webhooks, with their Entra ID token",
 	"GET /login":                        "sign-in",
 	"POST /login":                       "sign-in (CSRF-checked)",
 	"POST /logout":                      "sign-out (CSRF-checked)",
@@ -65,7 +66,7 @@ const (
 )
 
 // machineRoutes take no cookies, so CSRF does not apply to them.
-var machineRoutes = map[string]bool{"/api/v1/failures": true, "/hooks/azure-monitor/:secret": true, "/ping/:a": true, "/ping/:a/:b": true, "/ping/:a/:b/:c": true,
+var machineRoutes = map[string]bool{"/api/v1/failures": true, "/hooks/azure-monitor/:secret": true, "/hooks/azure-monitor": true, "/ping/:a": true, "/ping/:a/:b": true, "/ping/:a/:b/:c": true,
 	"/v1/traces": true, "/v1/logs": true, "/v1/metrics": true, "/otlp/v1/traces": true, "/otlp/v1/logs": true, "/otlp/v1/metrics": true,
 	grpcTraces: true, grpcLogs: true, grpcMetrics: true}
 

@@ -48,8 +48,10 @@ type Provider struct {
 	user        User
 	redirectURI string
 	codes       map[string]grant
-	// TokenRequests counts calls to the token endpoint.
+	// TokenRequests counts calls to the token endpoint, KeyRequests
+	// those to the JWKS.
 	TokenRequests int
+	KeyRequests   int
 }
 
 type grant struct {
@@ -113,7 +115,27 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 	})
 }
 
+// Mint signs claims as the provider's tokens are signed, for a token a
+// service would be sent (an action group's secure webhook's).
+func (p *Provider) Mint(claims map[string]any) string {
+	tok, err := jwt.Signed(p.signer).Claims(claims).Serialize()
+	if err != nil {
+		panic(err) // claims that do not encode are the test's own mistake
+	}
+	return tok
+}
+
+// Keys counts the JWKS requests so far.
+func (p *Provider) Keys() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.KeyRequests
+}
+
 func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
+	p.mu.Lock()
+	p.KeyRequests++
+	p.mu.Unlock()
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{Key: &p.key.PublicKey, KeyID: "test-key", Algorithm: "RS256", Use: "sig"}}})
 }
 

@@ -55,7 +55,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Identity: id,
 		Intake: web.IntakeParts{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
 			Jobs: jobStore, Pings: pings(store), Catalog: catalog, Alerts: store.Alerts,
-			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Trip: b.actions.Trip}, AlertTokens: alertTokens(cfg, out, o)},
+			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Trip: b.actions.Trip, Trial: b.actions.Trial}, AlertTokens: alertTokens(cfg, out, o)},
 		SignIn: web.SignInParts{Audit: store.Audit},
 		Circuits: web.CircuitParts{Apps: store.Apps, Circuits: store.Circuits,
 			Counter: b.actions, Switch: b.actions, Settings: b.actions, Drift: b.actions, Window: storage.PageRows{Evaluator: store.Failures, Own: store.Failures.Reader()}, Samples: &errortexts.Cache{Rows: store.Failures.Reader(), Stamps: store.Failures},

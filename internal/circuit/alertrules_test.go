@@ -38,3 +38,18 @@ func TestAlertRules(t *testing.T) {
 		t.Errorf("a stored row naming a bad rule: %v %v; want it kept, without that rule", set.AlertRules, err)
 	}
 }
+
+// A trial switches an open trigger on, half-open, for the circuit's own
+// counts to judge; a closed circuit has nothing to try.
+func TestATrialIsOnlyOfATriggerOff(t *testing.T) {
+	now := time.Date(2026, 12, 7, 9, 0, 0, 0, time.UTC)
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.ForcedOpen, Episode: 4}
+	next, f, err := circuit.Trial(c, "Azure Monitor", "alert rule db resolved", circuit.Counts{}, now)
+	if err != nil || next.State != circuit.HalfOpen || f.Actor != "Azure Monitor" || next.Episode != 5 || f.From != circuit.ForcedOpen {
+		t.Errorf("a trial of a tripped circuit: %s, flip %+v, %v", next.State, f, err)
+	}
+	c.State = circuit.Closed
+	if _, _, err := circuit.Trial(c, "Azure Monitor", "x", circuit.Counts{}, now); err != circuit.ErrNoTrial {
+		t.Errorf("a trial of a closed circuit: %v", err)
+	}
+}

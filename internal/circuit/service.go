@@ -136,6 +136,13 @@ func (s *Service) Trip(ctx context.Context, appID, function, actor, reason strin
 	})
 }
 
+// Trial switches a circuit's trigger on for a trial its counts judge.
+func (s *Service) Trial(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "tried", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return Trial(c, actor, reason, n, now)
+	})
+}
+
 // Resume switches a circuit's trigger back on.
 func (s *Service) Resume(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
 	return s.act(ctx, appID, function, actor, "resumed", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {

@@ -277,6 +277,21 @@ func Resume(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, 
 	return next, *f, nil
 }
 
+// ErrNoTrial is a trial asked of a circuit whose trigger is not off.
+var ErrNoTrial = errors.New("circuit: the trigger is not off; there is nothing to try")
+
+// Trial switches the trigger back on for a trial, as a cooldown's end
+// does: the circuit is half-open, and its own counts decide, over a
+// window, whether it closes or opens again. An outside signal that the
+// cause cleared (an alert resolved) asks for one; it never resumes.
+func Trial(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Flip, error) {
+	if !c.State.TriggerOff() {
+		return c, Flip{}, ErrNoTrial
+	}
+	next, f := flip(c, HalfOpen, actor, n, now, reason)
+	return next, *f, nil
+}
+
 // ErrNotAsked is an Apply link for a throttle nobody is asked about now.
 var ErrNotAsked = errors.New("circuit: no throttle is waiting to be applied")
 

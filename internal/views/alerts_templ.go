@@ -57,7 +57,7 @@ func AlertsPage(m Alerts) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Azure Monitor alerts</h1><p class=\"muted\">What Azure Monitor's action groups posted to <code>/hooks/azure-monitor/…</code> in the common alert schema, around this month. A \"Fired\" alert trips the circuits that name its rule's resource id among their alert rules; \"Resolved\" resumes nothing.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Azure Monitor alerts</h1><p class=\"muted\">What Azure Monitor's action groups posted to <code>/hooks/azure-monitor/…</code> in the common alert schema, around this month. A \"Fired\" alert trips the circuits that name its rule's resource id among their alert rules; \"Resolved\" resumes nothing: it starts a trial of what the rule tripped, and the circuit's own counts decide.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}
@@ -90,7 +90,7 @@ func AlertsPage(m Alerts) templ.Component {
 					return templ_7745c5c3_Err
 				}
 			} else {
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<div class=\"scroll\"><table data-testid=\"alerts\"><thead><tr><th>Rule</th><th>Condition</th><th>Severity</th><th>Signal</th><th>Resource</th><th>Fired</th><th>Resolved</th><th>Received</th><th>Tripped</th></tr></thead> <tbody>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 6, "<div class=\"scroll\"><table data-testid=\"alerts\"><thead><tr><th>Rule</th><th>Condition</th><th>Severity</th><th>Signal</th><th>Resource</th><th>Fired</th><th>Resolved</th><th>Received</th><th>Acted on</th></tr></thead> <tbody>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

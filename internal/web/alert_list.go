@@ -38,7 +38,7 @@ type alertJSON struct {
 	Resolved    *time.Time `json:"resolved_at,omitempty"`
 	Description string     `json:"description,omitempty"`
 	Received    time.Time  `json:"received_at"`
-	Tripped     []string   `json:"tripped"`
+	Tripped     []string   `json:"acted_on"` // tripped on Fired, tried on Resolved
 }
 
 // apiAlertList lists the received alerts, newest first.

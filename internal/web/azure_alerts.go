@@ -86,5 +86,5 @@ func (s *Intake) takeAlert(c echo.Context) error {
 		// log says which circuit failed; the Alerts page what it tripped.
 		return terr
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"status": "received", "tripped": nonNil(tripped)})
+	return c.JSON(http.StatusAccepted, map[string]any{"status": "received", "acted_on": nonNil(tripped)})
 }

@@ -2,7 +2,6 @@ package web_test
 
 import (
 	"net/http"
-	"net/url"
 	"os"
 	"strings"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth/oidctest"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 const alertsSecret = "0123456789abcdef0123456789abcdef-alerts"
@@ -84,8 +84,10 @@ func TestAzureMonitorAlertsAreTakenOnceAndShown(t *testing.T) {
 
 // A "Fired" alert trips the circuits whose alert rules name its rule's
 // resource id, once, as Azure Monitor; circuits naming another rule or
-// none stay as they were; "Resolved" resumes nothing; the same alert sent
-// again after a person resumed the circuit trips nothing.
+// none stay as they were. "Resolved" resumes nothing: it starts a trial of
+// what the rule tripped, and the circuit's own counts close it after a
+// quiet window; a circuit a person tripped is left to them. The same
+// alert sent again after that trips nothing.
 func TestAFiredAlertTripsTheCircuitsNamingItsRuleOnce(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": alertsSecret})
@@ -122,7 +124,7 @@ func TestAFiredAlertTripsTheCircuitsNamingItsRuleOnce(t *testing.T) {
 	before := state("SendReceipts")
 
 	got := postAlert(t, srv.URL, alertsSecret, fired)
-	if got.StatusCode != http.StatusAccepted || !strings.Contains(got.body, `"tripped":["orders-demo/ProcessOrders"]`) {
+	if got.StatusCode != http.StatusAccepted || !strings.Contains(got.body, `"acted_on":["orders-demo/ProcessOrders"]`) {
 		t.Fatalf("the fired alert: %d %s", got.StatusCode, got.body)
 	}
 	if ci := state("ProcessOrders"); !ci.State.TriggerOff() || !strings.Contains(ci.Reason, "alert rule inventory-db-dtu-high fired") {
@@ -136,27 +138,42 @@ func TestAFiredAlertTripsTheCircuitsNamingItsRuleOnce(t *testing.T) {
 		t.Errorf("the flip log's last entry: %+v %v; want Azure Monitor's", flips, err)
 	}
 
-	resolved := strings.Replace(fired, `"monitorCondition": "Fired"`, `"monitorCondition": "Resolved", "resolvedDateTime": "`+today+`T02:30:00Z"`, 1)
-	wantStatus(t, postAlert(t, srv.URL, alertsSecret, resolved), http.StatusAccepted)
-	if ci := state("ProcessOrders"); !ci.State.TriggerOff() {
-		t.Errorf("Resolved resumed ProcessOrders: %s", ci.State)
+	// ImportPrices, tripped by a person, names the rule too: Resolved
+	// leaves it to them.
+	imp := state("ImportPrices")
+	imp.AlertRules = []string{rule}
+	if err := st.Circuits.Put(ctx, imp); err != nil {
+		t.Fatal(err)
 	}
+	resolved := strings.Replace(fired, `"monitorCondition": "Fired"`, `"monitorCondition": "Resolved", "resolvedDateTime": "`+today+`T02:30:00Z"`, 1)
+	got = postAlert(t, srv.URL, alertsSecret, resolved)
+	if got.StatusCode != http.StatusAccepted || !strings.Contains(got.body, `"acted_on":["orders-demo/ProcessOrders"]`) {
+		t.Fatalf("the resolved alert: %d %s", got.StatusCode, got.body)
+	}
+	if ci := state("ProcessOrders"); ci.State != circuit.HalfOpen || !strings.Contains(ci.Reason, "resolved: trigger on for a trial") {
+		t.Errorf("ProcessOrders after its rule resolved: %s, %q; want a trial, not a resume", ci.State, ci.Reason)
+	}
+	if ci := state("ImportPrices"); ci.State != circuit.ForcedOpen {
+		t.Errorf("ImportPrices, tripped by a person, is %s after the rule resolved", ci.State)
+	}
+	// No failure for a whole window: the trial closes it, on its counts.
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		srv.Clock.Advance(5 * time.Second)
+		ci := state("ProcessOrders")
+		return ci.State == circuit.Closed, "ProcessOrders' trial is " + ci.State.String()
+	})
 
 	admin := newBrowser(t, srv.URL)
 	admin.signIn("olivia")
-	if page := admin.get("/alerts").body; !strings.Contains(page, `href="/circuits/orders-demo/ProcessOrders"`) {
-		t.Error("the Alerts page does not say what the alert tripped")
+	if page := admin.get("/alerts").body; strings.Count(page, `href="/circuits/orders-demo/ProcessOrders"`) != 2 {
+		t.Error("the Alerts page does not say what each alert acted on")
 	}
-	path := "/circuits/" + demo.AppID + "/ProcessOrders/resume"
-	wantStatus(t, admin.post(path, url.Values{"_csrf": {admin.csrf(path)}, "reason": {"the database is back"}}), http.StatusSeeOther)
-	if ci := state("ProcessOrders"); ci.State.TriggerOff() {
-		t.Fatalf("the resume left ProcessOrders %s", ci.State)
-	}
+	// Closed after its trial: a retry of the Fired changes nothing.
 	if again := postAlert(t, srv.URL, alertsSecret, fired); again.StatusCode != http.StatusOK {
 		t.Errorf("the fired alert sent again: %d %s", again.StatusCode, again.body)
 	}
-	if ci := state("ProcessOrders"); ci.State.TriggerOff() {
-		t.Errorf("a retry of the alert tripped ProcessOrders again, after a person resumed it")
+	if ci := state("ProcessOrders"); ci.State != circuit.Closed {
+		t.Errorf("a retry of the alert changed ProcessOrders to %s after its trial closed it", ci.State)
 	}
 }
 

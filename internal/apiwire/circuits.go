@@ -25,6 +25,7 @@ type Circuit struct {
 	AckedEpisode  int64      `json:"acknowledged_episode,omitempty"`
 	Streak        int        `json:"trips_in_a_row"`
 	TrialAt       *time.Time `json:"next_trial_at,omitempty"`
+	PauseUntil    *time.Time `json:"pause_until,omitempty"` // a pause's end, when the evaluator resumes it
 	ChangedAt     time.Time  `json:"changed_at"`
 	Reason        string     `json:"reason"`
 	Applying      bool       `json:"applying"`

@@ -53,3 +53,38 @@ func TestATrialIsOnlyOfATriggerOff(t *testing.T) {
 		t.Errorf("a trial of a closed circuit: %v", err)
 	}
 }
+
+// A pause is a trip by hand that the evaluator resumes when it ends; a
+// resume by hand before then ends it early, and nothing resumes it again.
+func TestAPauseEndsOnItsOwn(t *testing.T) {
+	now := time.Date(2026, 12, 7, 2, 0, 0, 0, time.UTC)
+	c := circuit.Circuit{AppID: "orders", Function: "Process", Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed, Episode: 1}
+	if _, _, err := circuit.Pause(c, "olivia", "maintenance", now.Add(-time.Minute), circuit.Counts{}, now); err != circuit.ErrPause {
+		t.Errorf("a pause ending in the past: %v", err)
+	}
+	if _, _, err := circuit.Pause(c, "olivia", "maintenance", now.Add(8*24*time.Hour), circuit.Counts{}, now); err != circuit.ErrPause {
+		t.Errorf("a pause of 8 days: %v", err)
+	}
+	p, f, err := circuit.Pause(c, "olivia", "database maintenance", now.Add(time.Hour), circuit.Counts{}, now)
+	if err != nil || p.State != circuit.ForcedOpen || !p.PauseUntil.Equal(now.Add(time.Hour)) || !strings.Contains(f.Reason, "database maintenance, until 2026-12-07 03:00 UTC") {
+		t.Fatalf("a pause of an hour: %s until %s, %q, %v", p.State, p.PauseUntil, f.Reason, err)
+	}
+	if _, fl := circuit.Evaluate(p, circuit.Counts{}, now.Add(2*time.Hour)); fl != nil {
+		t.Errorf("a pause whose trigger is not yet off was resumed: %+v", fl)
+	}
+	p.AppliedEpisode = p.Episode // the switch applied it
+	if next, fl := circuit.Evaluate(p, circuit.Counts{}, now.Add(59*time.Minute)); fl != nil || next.State != circuit.ForcedOpen {
+		t.Errorf("before its end the pause changed to %s", next.State)
+	}
+	next, fl := circuit.Evaluate(p, circuit.Counts{}, now.Add(time.Hour))
+	if fl == nil || next.State != circuit.Closed || fl.Actor != circuit.EvaluatorActor || fl.Reason != "the pause ended" || !next.PauseUntil.IsZero() {
+		t.Errorf("at its end: %s, flip %+v", next.State, fl)
+	}
+	early, _, err := circuit.Resume(p, "olivia", "done early", circuit.Counts{}, now.Add(10*time.Minute))
+	if err != nil || !early.PauseUntil.IsZero() {
+		t.Fatalf("resumed early: %v, pause until %s", err, early.PauseUntil)
+	}
+	if _, fl := circuit.Evaluate(early, circuit.Counts{}, now.Add(2*time.Hour)); fl != nil {
+		t.Errorf("a pause resumed early was resumed again: %+v", fl)
+	}
+}

@@ -246,6 +246,9 @@ type Circuit struct {
 	// circuit stays closed, the flip log and the alert say what it would
 	// have done.
 	Held bool
+	// PauseUntil is when a pause (a trip by hand for a time) ends and the
+	// evaluator resumes the circuit; zero: no pause, a person resumes.
+	PauseUntil time.Time
 	// RecentChanges are the times of the last changes (at most
 	// keptChanges), oldest first: a circuit that changes too often is
 	// flapping, and its alerts become a summary an hour.

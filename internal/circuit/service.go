@@ -136,6 +136,14 @@ func (s *Service) Trip(ctx context.Context, appID, function, actor, reason strin
 	})
 }
 
+// Pause switches a circuit's trigger off until a time, when the evaluator
+// resumes it.
+func (s *Service) Pause(ctx context.Context, appID, function, actor, reason string, until time.Time) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "paused", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return Pause(c, actor, reason, until, n, now)
+	})
+}
+
 // Trial switches a circuit's trigger on for a trial its counts judge.
 func (s *Service) Trial(ctx context.Context, appID, function, actor, reason string) (Circuit, error) {
 	return s.act(ctx, appID, function, actor, "tried", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {

@@ -76,7 +76,8 @@ const EvaluatorActor = "evaluator"
 //     the trigger went off;
 //   - half-open trips again at the first failure after the trigger went
 //     back on, and closes after a whole window without one;
-//   - forced-open changes only by an operator's hand;
+//   - forced-open changes only by an operator's hand, or when its pause
+//     ends: then it resumes as a person's resume would;
 //   - closed, with a throttle stage, throttles when its throttle rule fires
 //     and the trip rule does not; throttled trips, steps down or steps up
 //     as evaluateThrottled says.
@@ -112,6 +113,13 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 		}
 	case Throttled:
 		return evaluateThrottled(c, n, now)
+	case ForcedOpen:
+		if !c.PauseUntil.IsZero() && !now.Before(c.PauseUntil) && !c.Pending() {
+			next, f, err := Resume(c, EvaluatorActor, "the pause ended", n, now)
+			if err == nil {
+				return next, &f
+			}
+		}
 	case Open:
 		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) {
 			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", spoken.Duration(c.Cooldown().Round(time.Second)))
@@ -256,6 +264,30 @@ func Trip(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Fl
 	return next, *f, nil
 }
 
+// MaxPause bounds a pause: longer is a trip a person resumes.
+const MaxPause = 7 * 24 * time.Hour
+
+// ErrPause is a pause that does not end in the future within MaxPause.
+var ErrPause = errors.New("circuit: a pause ends after now and within 7 days")
+
+// Pause is an operator switching the trigger off until a time: a trip by
+// hand that the evaluator resumes when it ends (through the throttle's
+// ramp, when the circuit has one). It may be resumed early by hand.
+func Pause(c Circuit, actor, reason string, until time.Time, n Counts, now time.Time) (Circuit, Flip, error) {
+	if !until.After(now) || until.Sub(now) > MaxPause {
+		return c, Flip{}, ErrPause
+	}
+	if reason = strings.TrimSpace(reason); reason == "" {
+		reason = "paused by hand"
+	}
+	next, f, err := Trip(c, actor, fmt.Sprintf("%s, until %s", reason, until.UTC().Format("2006-01-02 15:04 MST")), n, now)
+	if err != nil {
+		return c, Flip{}, err
+	}
+	next.PauseUntil = until
+	return next, f, nil
+}
+
 // Resume switches the trigger back on and closes the circuit. The function
 // continues from its last checkpoint. A circuit with a throttle stage
 // comes back throttled, at the ramp's lowest share, so a backlog does not
@@ -334,7 +366,7 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.State, c.Episode, c.ChangedAt, c.Reason = to, c.Episode+1, now, reason
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
-	c.Held, c.Asked = false, false
+	c.Held, c.Asked, c.PauseUntil = false, false, time.Time{}
 	if to != Throttled {
 		c.ThrottleStage = 0
 	}

@@ -26,6 +26,7 @@ type circuitState struct {
 	Asked         bool
 	Released      string
 	RecentChanges string
+	PauseUntil    time.Time
 }
 
 func (*circuitState) ClearsTimes() {}
@@ -48,7 +49,7 @@ func stateOf(ci circuit.Circuit, f fenceOf) tablestore.Entity {
 	s := circuitState{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
 		State: row.State, Episode: row.Episode, Streak: row.Streak, ChangedAt: row.ChangedAt, Reason: row.Reason, Held: row.Held,
 		ThrottleStage: row.ThrottleStage, ThrottleSince: row.ThrottleSince, Ramping: row.Ramping, Asked: row.Asked, Released: row.Released,
-		RecentChanges: row.RecentChanges}
+		RecentChanges: row.RecentChanges, PauseUntil: row.PauseUntil}
 	if f.lease == "" {
 		return &s
 	}

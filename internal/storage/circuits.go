@@ -107,11 +107,12 @@ type circuitRow struct {
 	Streak         int32 // the evaluator's consecutive trips
 	ChangedAt      time.Time
 	Reason         string
-	Held           bool  // the last change was a trip the app's guardrail held
-	ThrottleStage  int32 // while throttled: the ramp's step
-	ThrottleSince  int64 // the episode the current throttle began with
-	Ramping        bool  // that throttle began with a resume
-	Asked          bool  // the last change asked to apply a throttle
+	Held           bool      // the last change was a trip the app's guardrail held
+	ThrottleStage  int32     // while throttled: the ramp's step
+	ThrottleSince  int64     // the episode the current throttle began with
+	Ramping        bool      // that throttle began with a resume
+	Asked          bool      // the last change asked to apply a throttle
+	PauseUntil     time.Time // a pause's end, when the evaluator resumes it
 	// Lowered and LoweredKind are read only: where rows written before
 	// schema version 14 kept what a throttle lowered (the actuation row
 	// keeps it now), and an actuation row's own columns when a query of
@@ -164,6 +165,7 @@ func (r circuitRow) toCircuit(act *actuationRow) (circuit.Circuit, error) {
 		ThrottleSince: r.ThrottleSince,
 		Ramping:       r.Ramping,
 		Asked:         r.Asked,
+		PauseUntil:    r.PauseUntil,
 		State:         st,
 		Episode:       r.Episode,
 		ChangedAt:     r.ChangedAt,
@@ -178,6 +180,7 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
 	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
 	r.ThrottleSince, r.Ramping, r.Asked, r.Released = c.ThrottleSince, c.Ramping, c.Asked, truncate(c.Released, maxReleased)
+	r.PauseUntil = c.PauseUntil
 	r.RecentChanges = joinUnix(c.RecentChanges)
 }
 

@@ -3,6 +3,7 @@ package web
 import (
 	"errors"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -28,6 +29,9 @@ func toJSON(c circuit.Circuit, n circuit.Counts) apiwire.Circuit {
 	}
 	if at := c.TrialAt(); !at.IsZero() {
 		j.TrialAt = &at
+	}
+	if !c.PauseUntil.IsZero() {
+		j.PauseUntil = &c.PauseUntil
 	}
 	return j
 }
@@ -162,19 +166,26 @@ func (s *CircuitPages) apiCircuitAction(action string) echo.HandlerFunc {
 		var body struct {
 			Reason string `json:"reason"`
 			From   string `json:"from"`
+			// A pause: the trip ends on its own at until, or after for.
+			For   string `json:"for"`
+			Until string `json:"until"`
 		}
 		_ = c.Bind(&body) // the reason is optional
 		p, _ := principal(c)
 		ctx := c.Request().Context()
 		var err error
 		if action == "trip" {
-			_, err = s.Switch.Trip(ctx, c.Param("app"), c.Param("function"), p.Name, body.Reason)
+			_, err = s.tripOrPause(c, p.Name, body.Reason, strings.TrimSpace(body.For), strings.TrimSpace(body.Until))
 		} else {
 			var ci circuit.Circuit
 			if ci, err = s.circuitOf(c); err != nil {
 				return err
 			}
 			_, _, err = s.resumeAs(ctx, body.From, ci, p.Name, body.Reason, nil)
+		}
+		var v circuit.ValidationError
+		if errors.As(err, &v) && action == "trip" {
+			return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "not paused", "fields": fieldProblems(err)})
 		}
 		if err != nil {
 			return apiError(c, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/fleet"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/throttle"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -39,6 +40,9 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 		}
 		if action == "trip" {
 			m.Cost, m.Lower = s.switchCost(c.Request().Context(), ci)
+			if ci.HubRetention > 0 {
+				m.Retention = spoken.Duration(ci.HubRetention)
+			}
 		}
 		if action == "resume" {
 			m.Host = s.hostPanel(c.Request().Context(), ci)

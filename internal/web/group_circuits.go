@@ -97,6 +97,7 @@ type (
 	}
 	circuitSwitch interface {
 		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		Pause(ctx context.Context, appID, function, actor, reason string, until time.Time) (circuit.Circuit, error)
 		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
 		ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []circuit.StormOutcome
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)

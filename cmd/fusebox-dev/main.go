@@ -38,6 +38,9 @@ commands:
   demo-receiver   stand in for Teams, Slack and a webhook receiver (-addr 127.0.0.1:8025)
   demo-host       the demo function app's stand-in host (-settings PATH -addr 127.0.0.1:7072)
   demo-hub        the demo's Event Hubs namespace: answers partition reads over AMQP (-addr 127.0.0.1:7073)
+  demo-alert      fired|resolved: posts Azure Monitor's demo alert on the orders store (demo.AlertRule) to the
+                  demo's webhook (-url http://127.0.0.1:8080, -state .dev/demo-alert); fired trips ProcessOrders
+                  and TakeOrders, resolved puts them on trial
   serve-demo      fusebox serve, with the demo's stand-in for Azure Resource Manager (demo.ARM): Apps → Discover
                   lists the demo subscription's function apps, and guarding one switches its triggers there
 
@@ -68,6 +71,8 @@ func run(ctx context.Context, args []string, lookup func(string) (string, bool),
 		return demoReceiver(ctx, args, stderr)
 	case "serve-demo":
 		return serveDemo(ctx, lookup, stderr)
+	case "demo-alert":
+		return demoAlert(ctx, args, stdout, stderr)
 	case "help", "-h", "--help":
 		fmt.Fprintln(stdout, usage)
 		return nil
@@ -307,4 +312,44 @@ func serveDemo(ctx context.Context, lookup func(string) (string, bool), stderr i
 	err = a.Serve(ctx, l)
 	log.Info("fusebox stopped")
 	return err
+}
+
+// demoAlert posts the demo rule's alert: "fired" as a new alert instance
+// (its id kept in the state file), "resolved" of the last one fired.
+func demoAlert(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := flag.NewFlagSet("demo-alert", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	base := fs.String("url", "http://127.0.0.1:8080", "the Fusebox to post to")
+	state := fs.String("state", ".dev/demo-alert", "where the last fired alert's id and time are kept")
+	if len(args) == 0 || (args[0] != "fired" && args[0] != "resolved") {
+		return errors.New("demo-alert: say fired or resolved")
+	}
+	condition := args[0]
+	if err := fs.Parse(args[1:]); err != nil {
+		return err
+	}
+	now := time.Now()
+	id, fired := demo.NewAlertID(), now
+	if condition == "resolved" {
+		b, err := os.ReadFile(*state)
+		if err != nil {
+			return errors.New("demo-alert: no alert was fired here yet: run demo-alert fired first")
+		}
+		last, at, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
+		if fired, err = time.Parse(time.RFC3339Nano, at); err != nil {
+			return fmt.Errorf("demo-alert: %s does not read: fire again", *state)
+		}
+		id = last
+	} else if err := os.WriteFile(*state, []byte(id+" "+fired.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
+		return err
+	}
+	status, body, err := demo.PostAlert(ctx, *base, demo.AlertPayload(id, strings.ToUpper(condition[:1])+condition[1:], fired, now))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%d %s\n", status, strings.TrimSpace(body))
+	if status >= 300 {
+		return fmt.Errorf("demo-alert: Fusebox answered %d (is FUSEBOX_AZURE_ALERTS_SECRET the demo's? make run sets it)", status)
+	}
+	return nil
 }

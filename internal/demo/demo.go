@@ -66,6 +66,7 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		{AppID: AppID, Function: "SendReceipts", Settings: circuit.Settings{Threshold: 20, Window: 5 * time.Minute}, State: circuit.HalfOpen, Episode: 2, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
 		{AppID: AppID, Function: "ImportPrices", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}
+	circuits[0].AlertRules = []string{AlertRule} // ProcessOrders: Azure Monitor's rule on the orders store
 	for _, c := range circuits {
 		c.AppliedEpisode, c.AppliedAt = c.Episode, c.ChangedAt // the switch below applies it
 		c.Recipients = []string{"oncall@example.com"}

@@ -152,6 +152,7 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 		Window:     time.Minute,
 		Queue:      OrdersQueue,
 		Recipients: []string{"oncall@example.com"},
+		AlertRules: []string{AlertRule}, // it writes to the orders store too
 	}, State: circuit.Closed, ChangedAt: now, Reason: "created with the demo"})
 }
 

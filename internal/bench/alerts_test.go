@@ -16,6 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/testenv"
 )
 
 // BenchmarkAlertToTriggersOff measures #57's figure on what lands today:
@@ -71,13 +72,9 @@ func BenchmarkAlertToTriggersOff(b *testing.B) {
 		return len(cs) == 20
 	}
 	wait := func(off bool) {
-		deadline := time.Now().Add(30 * time.Second)
-		for !allOff(off) {
-			if time.Now().After(deadline) {
-				b.Fatalf("the 20 triggers are not all off=%v after 30 s", off)
-			}
-			time.Sleep(5 * time.Millisecond) // polling what a person would see, not synchronising a test
-		}
+		testenv.Eventually(b, 30*time.Second, func() (bool, string) {
+			return allOff(off), fmt.Sprintf("the 20 triggers are not all off=%v", off)
+		})
 	}
 	api := func(path, body string) {
 		req, _ := http.NewRequest(http.MethodPost, srv.URL+path, strings.NewReader(body))

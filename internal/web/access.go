@@ -64,6 +64,24 @@ func (o owner) lets(p auth.Principal, role auth.Role) (seen, held bool) {
 // router answers a path that names nothing.
 var errNotYours = echo.NewHTTPError(http.StatusNotFound)
 
+// ownedBy is ownerOf as looked up once a request: a route checked by its
+// group (viewer) and by itself (operator) reads its owner once.
+type ownedBy struct {
+	o     owner
+	named bool
+}
+
+func (s *Server) ownerOnce(c echo.Context) (owner, bool, error) {
+	if v, ok := c.Get(keyOwner).(ownedBy); ok {
+		return v.o, v.named, nil
+	}
+	o, named, err := s.ownerOf(c)
+	if err == nil {
+		c.Set(keyOwner, ownedBy{o, named})
+	}
+	return o, named, err
+}
+
 // ownerOf finds what the route names and its team; named is false for
 // routes that name nothing.
 func (s *Server) ownerOf(c echo.Context) (o owner, named bool, err error) {

@@ -246,3 +246,48 @@ func TestASecureWebhooksTokenIsVerified(t *testing.T) {
 		t.Errorf("the Alerts page does not show the one alert taken")
 	}
 }
+
+// The alert journey on the real clock: the rule fires and the circuit's
+// trigger goes off; the rule resolves and the trigger comes back on for a
+// trial, which the circuit's own counts close after a whole quiet window,
+// not before it.
+func TestAnAlertTripsAndItsResolveTriesOnTheRealClock(t *testing.T) {
+	t.Parallel()
+	srv := apptest.StartRealClock(t, map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": demo.AlertsSecret})
+	ctx := t.Context()
+	st := srv.App.Store
+	if err := demo.Seed(ctx, st, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	const window = 3 * time.Second
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: demo.AppID, Function: "ChargeCards", Settings: circuit.Settings{Threshold: 10, Window: window,
+		AlertRules: []string{demo.AlertRule}}, State: circuit.Closed, ChangedAt: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	until := func(what string, ok func(circuit.Circuit) bool) {
+		t.Helper()
+		testenv.Eventually(t, 30*time.Second, func() (bool, string) {
+			c, err := st.Circuits.Get(ctx, demo.AppID, "ChargeCards")
+			if err != nil {
+				t.Fatal(err)
+			}
+			return ok(c), "ChargeCards is " + c.State.String() + ", not " + what
+		})
+	}
+	id, fired := demo.NewAlertID(), time.Now()
+	if status, body, err := demo.PostAlert(ctx, srv.URL, demo.AlertPayload(id, "Fired", fired, time.Time{})); err != nil || status != http.StatusAccepted {
+		t.Fatalf("fired: %d %s %v", status, body, err)
+	}
+	until("off", func(c circuit.Circuit) bool { return c.State == circuit.ForcedOpen && !c.Pending() })
+	if status, body, err := demo.PostAlert(ctx, srv.URL, demo.AlertPayload(id, "Resolved", fired, time.Now())); err != nil || status != http.StatusAccepted {
+		t.Fatalf("resolved: %d %s %v", status, body, err)
+	}
+	until("on trial", func(c circuit.Circuit) bool { return c.State == circuit.HalfOpen && !c.Pending() })
+	onTrial := time.Now()
+	until("closed", func(c circuit.Circuit) bool { return c.State == circuit.Closed })
+	took := time.Since(onTrial)
+	t.Logf("the trial closed the circuit %s after the trigger came back on (window %s)", took.Round(100*time.Millisecond), window)
+	if took < window-time.Second {
+		t.Errorf("the trial closed after %s: before a whole window of %s", took, window)
+	}
+}

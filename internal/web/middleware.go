@@ -158,6 +158,7 @@ const (
 	keySession   = "fusebox.session" // the session cookie value, when signed in by session
 	keyStaleRole = "fusebox.stale"   // a single sign-on session whose role must be read again
 	keyOwners    = "fusebox.owners"  // every app's team, read once a request
+	keyOwner     = "fusebox.owner"   // the owner of what the route names, looked up once a request
 )
 
 // detached returns a context for writes that must finish even if the

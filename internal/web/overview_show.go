@@ -53,20 +53,11 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 	})
 	var windows []jobs.Window
 	g.Go(func() (err error) { windows, err = s.weeks.windows.Windows(ctx); return err })
-	var growing []views.SetAsideRow
+	var kept map[string]setaside.AppSetAside
 	if s.Kept != nil {
 		g.Go(func() error {
-			all, err := s.Kept.All(ctx)
-			if err != nil {
-				return err
-			}
-			owners, err := s.owners(c)
-			for app := range all {
-				if !scopeOf(c).seesApp(owners, app) {
-					delete(all, app)
-				}
-			}
-			growing = growingRows(all, s.Now())
+			var err error
+			kept, err = s.Kept.All(ctx)
 			return err
 		})
 	}
@@ -75,6 +66,12 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 	}
 	// What another team owns is not counted, listed or named.
 	sc, owners := scopeOf(c), teamOf(apps)
+	for app := range kept {
+		if !sc.seesApp(owners, app) {
+			delete(kept, app)
+		}
+	}
+	growing := growingRows(kept, s.Now())
 	circuits, jobList, apps = sc.circuits(owners, circuits), sc.jobs(owners, jobList), sc.apps(apps)
 	recent, err := s.auditEntries(c, recent, 8)
 	if err != nil {

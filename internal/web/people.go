@@ -185,7 +185,7 @@ func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalKey{}, p)))
 			// What the route names is checked against the role held on it,
 			// found or not; what names nothing, against the highest held.
-			o, named, err := s.ownerOf(c)
+			o, named, err := s.ownerOnce(c)
 			if err != nil {
 				return err
 			}

@@ -399,7 +399,9 @@ func TestSingleSignOnGroupsMapToTeams(t *testing.T) {
 	if page := admin.get("/teams").body; !strings.Contains(page, "g-readers") || !strings.Contains(page, "g-billing-ops") {
 		t.Error("the Teams page does not list the member added and the one from the environment")
 	}
-	srv.Clock.Advance(teams.TTL) // another instance's directory reads it again within this
+	// This instance forgot its teams when the page saved; another reads
+	// them again within teams.TTL, which the clock passes here too.
+	srv.Clock.Advance(teams.TTL)
 	if page := bea.get("/circuits/" + demo.AppID + "/SyncInventory"); page.StatusCode != http.StatusOK || strings.Contains(page.body, `data-testid="trip"`) {
 		t.Errorf("orders' new viewer: %d, offered Trip %v", page.StatusCode, strings.Contains(page.body, `data-testid="trip"`))
 	}

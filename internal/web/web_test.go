@@ -365,6 +365,9 @@ func TestEasyAuthHeaderIsIgnoredUnlessEnabled(t *testing.T) {
 	// WEBSITE_AUTH_ENABLED is what App Service sets when its authentication
 	// is on; without it Fusebox refuses to start (config's tests).
 	on := apptest.Start(t, map[string]string{"FUSEBOX_EASYAUTH_ENABLED": "true", "WEBSITE_AUTH_ENABLED": "True", "FUSEBOX_OPERATOR_CLAIM_VALUES": "Fusebox.Operator"})
+	if err := demo.Seed(t.Context(), on.App.Store, t.TempDir()+"/local.settings.json", on.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
 	b := newBrowser(t, on.URL)
 	ok := b.get("/", "X-MS-CLIENT-PRINCIPAL", easyAuthHeader("Fusebox.Operator"))
 	wantStatus(t, ok, http.StatusOK)
@@ -379,6 +382,9 @@ func TestEasyAuthHeaderIsIgnoredUnlessEnabled(t *testing.T) {
 	if !strings.Contains(none.body, `data-testid="no-team"`) || strings.Contains(none.body, "SyncInventory") {
 		t.Error("a person in no team is not told why Fusebox is empty, or is shown circuits")
 	}
+	// The circuit exists (Grace, an operator of every app, opens it): to
+	// someone in no team it is not there.
+	wantStatus(t, b.get("/circuits/orders-demo/SyncInventory", "X-MS-CLIENT-PRINCIPAL", easyAuthHeader("Fusebox.Operator")), http.StatusOK)
 	wantStatus(t, b.get("/circuits/orders-demo/SyncInventory", "X-MS-CLIENT-PRINCIPAL", easyAuthHeader("Someone.Else")), http.StatusNotFound)
 }
 

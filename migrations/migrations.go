@@ -40,6 +40,7 @@ func Steps() []migrate.Step {
 		{Version: 16, Name: "create the API tokens table: tokens people issue on the Tokens page", Apply: createTables(storage.TableTokens)},
 		{Version: 17, Name: "create the teams table: teams, their members and default channels; apps, channels and jobs name their team in a column of their own", Apply: createTables(storage.TableTeams)},
 		{Version: 18, Name: "create the alerts table: what Azure Monitor's action groups posted", Apply: createTables(storage.TableAlerts)},
+		{Version: 19, Name: "create the downstreams table: shared dependencies, their member circuits across apps, their episodes and probe answers", Apply: createTables(storage.TableDownstreams)},
 	}
 }
 

@@ -136,12 +136,12 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 	}
 	d := delivery{kind: kind}
 	about := m.Subject().About
-	isJob, isQueue := about == AboutJob, about == AboutSetAside
+	isJob, isQueue, isDown := about == AboutJob, about == AboutSetAside, about == AboutDownstream
 	var (
 		c   circuit.Circuit
 		app circuit.App
 	)
-	if !isJob && !isQueue {
+	if !isJob && !isQueue && !isDown {
 		var ok bool
 		c, ok = circuits[m.Circuit]
 		if !ok || (m.Kind != KindFlapping && c.Episode != m.Episode) {
@@ -176,6 +176,10 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 				return fmt.Errorf("%w: no one writes mail about set-aside queues here", ErrPermanent)
 			case isQueue:
 				mail, err = s.s.SetAside.ComposeSetAside(ctx, m)
+			case isDown && s.s.Downstreams == nil:
+				return fmt.Errorf("%w: no one writes mail about downstreams here", ErrPermanent)
+			case isDown:
+				mail, err = s.s.Downstreams.ComposeDownstream(ctx, m)
 			default:
 				mail, err = s.composer.Compose(m, c, app)
 			}
@@ -200,6 +204,10 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 			return fmt.Errorf("%w: no one writes notices about set-aside queues here", ErrPermanent)
 		case isQueue:
 			n, err = s.s.SetAside.SetAsideNotice(ctx, m)
+		case isDown && s.s.Downstreams == nil:
+			return fmt.Errorf("%w: no one writes notices about downstreams here", ErrPermanent)
+		case isDown:
+			n, err = s.s.Downstreams.DownstreamNotice(ctx, m)
 		default:
 			n, err = s.s.Notices.Notice(m, c, app)
 		}

@@ -42,7 +42,7 @@ const (
 // it or adds to the open one.
 func IncidentAction(n Notice) string {
 	switch n.Type {
-	case "circuit.resumed", "circuit.restored", "job.recovered", "test.resolved":
+	case "circuit.resumed", "circuit.restored", "downstream.resumed", "job.recovered", "test.resolved":
 		return IncidentResolve
 	}
 	return IncidentTrigger

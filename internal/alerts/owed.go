@@ -47,8 +47,11 @@ func Destinations(recipients, channels, appChannels []string) []string {
 // again. A circuit that changed more than FlapLimit times in the last hour
 // is owed one summary per hour instead. Messages are keyed, so listing
 // them again changes nothing.
+//
+// A circuit whose episode a downstream started is owed nothing of its
+// own: the downstream tells its members' destinations once (Downstream).
 func Owed(c circuit.Circuit, dests []string, now time.Time, p Policy) []Message {
-	if c.Episode < 1 || len(dests) == 0 || now.Sub(c.ChangedAt) > p.Within+time.Duration(p.MaxReminders)*p.RemindEvery {
+	if c.Episode < 1 || len(dests) == 0 || c.Downstream != "" || now.Sub(c.ChangedAt) > p.Within+time.Duration(p.MaxReminders)*p.RemindEvery {
 		return nil
 	}
 	if p.FlapLimit > 0 && c.ChangesSince(now.Add(-time.Hour)) > p.FlapLimit {

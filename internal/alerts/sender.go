@@ -48,6 +48,9 @@ type SenderSettings struct {
 	// SetAside writes mail and notices about set-aside queues; nil fails
 	// them.
 	SetAside SetAsideWriter
+	// Downstreams writes mail and notices about downstreams; nil fails
+	// them for good.
+	Downstreams DownstreamWriter
 	// Channels, Poster and Notices deliver to channels; with any of them
 	// nil only direct mail addresses and mail channels are served.
 	Channels Channels

@@ -6,9 +6,10 @@ import "strings"
 type About int
 
 const (
-	AboutCircuit  About = iota // Message.Circuit is "app/function"
-	AboutJob                   // "job:<id>"
-	AboutSetAside              // "queue:<app>/<queue>"
+	AboutCircuit    About = iota // Message.Circuit is "app/function"
+	AboutJob                     // "job:<id>"
+	AboutSetAside                // "queue:<app>/<queue>"
+	AboutDownstream              // "downstream:<name>"
 )
 
 // Subject is what a message is about, read once from the subject the
@@ -26,6 +27,9 @@ func (m Message) Subject() Subject {
 	}
 	if id, ok := strings.CutPrefix(m.Circuit, SetAsidePrefix); ok {
 		return Subject{About: AboutSetAside, ID: id}
+	}
+	if id, ok := strings.CutPrefix(m.Circuit, DownstreamPrefix); ok {
+		return Subject{About: AboutDownstream, ID: id}
 	}
 	return Subject{About: AboutCircuit, ID: m.Circuit}
 }

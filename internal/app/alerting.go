@@ -61,7 +61,8 @@ func tellPeople(cfg *config.Config, o Options, st stores, out reach, m *metrics.
 	sender := alerts.NewSender(store.Outbox, withTeamChannels(store, now), mail, composer,
 		alerts.SenderSettings{RemindEvery: cfg.Mail.RemindEvery, MaxReminders: reminders, Clock: o.Clock, Logger: o.Logger,
 			Jobs: jobWords, SetAside: wording.SetAsideComposer{Kept: store.SetAside, BaseURL: cfg.BaseURL, Now: now},
-			Channels: store.Channels, Poster: out.poster, Notices: noticeComposer{composer, jobWords},
+			Downstreams: wording.DownstreamComposer{Downstreams: store.Downstreams, Circuits: store.Circuits, BaseURL: cfg.BaseURL, Now: now},
+			Channels:    store.Channels, Poster: out.poster, Notices: noticeComposer{composer, jobWords},
 			Health: store.Status.DeliveryOf(st.locker.Identity()), Observe: m.ObserveNotification})
 	return alerting{
 		signer: signer, sender: sender,

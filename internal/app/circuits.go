@@ -13,6 +13,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/downstream"
 	"github.com/fusebox/fusebox/internal/ingest"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/lease"
@@ -38,6 +39,8 @@ type breakers struct {
 	// replays keeps its history and places episodes' points.
 	replay  *replay.Service
 	replays *replay.Sampler
+	// downstreams act on shared dependencies' members together.
+	downstreams *downstream.Keeper
 }
 
 func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breakers, error) {
@@ -63,8 +66,10 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 			}
 			return replay.Checkpoints{Client: c}, nil
 		}}
+	keeper := &downstream.Keeper{Store: store.Downstreams, Members: actions, Circuits: store.Circuits, Apps: withTeamChannels(store, now),
+		Outbox: store.Outbox, Audit: store.Audit, Probe: downstream.HTTPProber(out.probes, now), Now: now, Logger: o.Logger}
 	return breakers{
-		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals, replay: rp,
+		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals, replay: rp, downstreams: keeper,
 		replays:  &replay.Sampler{Circuits: storage.Lists{Store: store}, Hosts: out.hosts, History: store.Replays, Place: rp.Place, Settle: rp.Settle, Now: now},
 		verifier: circuit.NewVerifier(store.Breaker(), out.router, circuit.VerifierSettings{Clock: o.Clock, Logger: o.Logger}),
 		exports: &ingest.Exports{Reports: reports, Seen: &otlp.Seen{}, Arrivals: arrivals, Now: now,

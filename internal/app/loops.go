@@ -90,6 +90,10 @@ func (a *App) loops() []background {
 				_, err := a.Store.Sessions.DeleteExpired(ctx, a.clock.Now())
 				return err
 			}}},
+		// The downstreams' keeper trips a downstream whose quorum is met,
+		// probes the ones that are off and settles their trials.
+		{"downstreams/keeper", jobs.Job{ID: "f0c5b0c5-0000-4000-8000-00000000000d", Name: "Fusebox: downstream keeper", Schedule: "0 * * * * *", Grace: 2 * time.Minute},
+			loop.Loop{Name: "downstream_keeper", Every: time.Second, RecordEvery: time.Minute, Pass: a.breakers.downstreams.Pass}},
 		// The sender always runs (channels need no SMTP server), on every
 		// instance: each message is claimed by a conditional write before
 		// it is sent, so an instance frozen mid-send holds up only the

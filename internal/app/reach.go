@@ -9,6 +9,7 @@ import (
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/downstream"
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/eventhub"
 	"github.com/fusebox/fusebox/internal/fleet"
@@ -37,6 +38,8 @@ type reach struct {
 	queues    *queues.Source
 	sendBack  *sendback.Runner
 	poster    notify.Poster
+	// probes calls downstreams' health URLs, through the guarded dialer.
+	probes *http.Client
 	// keys reads an Entra tenant's signing keys, through the guarded dialer.
 	keys *http.Client
 	// fleet finds the subscriptions' function apps; nil without an Azure
@@ -88,6 +91,7 @@ func reachOut(life context.Context, cfg *config.Config, o Options, store *storag
 		hosts:    hosts,
 		sendBack: &sendback.Runner{Queues: queueSource, Runs: store.SetAside, Audit: store.Audit, Now: o.Clock.Now, Logger: o.Logger, Life: life},
 		poster:   notify.Poster{Now: o.Clock.Now, Client: outbound.Client(5 * time.Second)},
+		probes:   outbound.Client(downstream.ProbeTimeout),
 		keys:     outbound.Client(10 * time.Second),
 	}
 }

@@ -249,6 +249,13 @@ type Circuit struct {
 	// PauseUntil is when a pause (a trip by hand for a time) ends and the
 	// evaluator resumes the circuit; zero: no pause, a person resumes.
 	PauseUntil time.Time
+	// Downstream marks an episode a downstream started ("name#episode",
+	// see package downstream): the downstream tells people once for all
+	// its members, so the circuit's own notices give way. The evaluator's
+	// flips keep it while the episode runs (a trial closing or failing);
+	// a person's flip, or the next trip on the circuit's own counts,
+	// clears it.
+	Downstream string
 	// RecentChanges are the times of the last changes (at most
 	// keptChanges), oldest first: a circuit that changes too often is
 	// flapping, and its alerts become a summary an hour.

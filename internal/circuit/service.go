@@ -136,6 +136,44 @@ func (s *Service) Trip(ctx context.Context, appID, function, actor, reason strin
 	})
 }
 
+// TripFor, TrialFor and ResumeFor are Trip, Trial and Resume on behalf
+// of a downstream's episode: the flip carries its mark (Circuit.Downstream).
+func (s *Service) TripFor(ctx context.Context, appID, function, actor, reason, mark string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "tripped", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return marked(mark)(Trip(c, actor, reason, n, now))
+	})
+}
+
+// TrialFor: see TripFor.
+func (s *Service) TrialFor(ctx context.Context, appID, function, actor, reason, mark string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "tried", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return marked(mark)(Trial(c, actor, reason, n, now))
+	})
+}
+
+// ResumeFor: see TripFor.
+func (s *Service) ResumeFor(ctx context.Context, appID, function, actor, reason, mark string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "resumed", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return marked(mark)(Resume(c, actor, reason, n, now))
+	})
+}
+
+// ThrottleFor: see TripFor; reason says whose word it is.
+func (s *Service) ThrottleFor(ctx context.Context, appID, function, actor, reason, mark string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "throttled", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return marked(mark)(ThrottleNow(c, actor, reason, n, now))
+	})
+}
+
+func marked(mark string) func(Circuit, Flip, error) (Circuit, Flip, error) {
+	return func(c Circuit, f Flip, err error) (Circuit, Flip, error) {
+		if err == nil {
+			c.Downstream = mark
+		}
+		return c, f, err
+	}
+}
+
 // Pause switches a circuit's trigger off until a time, when the evaluator
 // resumes it.
 func (s *Service) Pause(ctx context.Context, appID, function, actor, reason string, until time.Time) (Circuit, error) {

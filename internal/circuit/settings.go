@@ -103,20 +103,40 @@ const MaxAlertRules = 10
 
 // ValidAlertRule says r is an alert rule's resource id: what Azure
 // Monitor's common alert schema sends as alertRuleID.
+//
+// A rule a circuit names may be prefixed "throttle:": when it fires, it
+// throttles the circuit rather than trip it (RuleAction).
 func ValidAlertRule(r string) bool {
+	r, _ = RuleAction(r)
 	l := strings.ToLower(r)
 	return len(r) <= 512 && strings.HasPrefix(l, "/subscriptions/") && strings.Contains(l, "/providers/microsoft.insights/") &&
 		!strings.ContainsFunc(r, func(c rune) bool { return c <= ' ' || c == 0x7f })
 }
 
+// RuleAction reads an alert rule as a circuit names it: its id, and
+// "throttle" or "trip".
+func RuleAction(r string) (id, action string) {
+	if id, ok := strings.CutPrefix(r, "throttle:"); ok {
+		return id, "throttle"
+	}
+	return r, "trip"
+}
+
 // NamesAlertRule says s names the rule id (resource ids compare in any case).
 func (s Settings) NamesAlertRule(id string) bool {
+	_, ok := s.AlertRuleAction(id)
+	return ok
+}
+
+// AlertRuleAction is what the rule id does to the circuit ("trip" or
+// "throttle"), if the circuit names it.
+func (s Settings) AlertRuleAction(id string) (string, bool) {
 	for _, r := range s.AlertRules {
-		if strings.EqualFold(r, id) {
-			return true
+		if rid, action := RuleAction(r); strings.EqualFold(rid, id) {
+			return action, true
 		}
 	}
-	return false
+	return "", false
 }
 
 // Limits of a runbook.

@@ -327,6 +327,23 @@ func Trial(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, F
 // ErrNotAsked is an Apply link for a throttle nobody is asked about now.
 var ErrNotAsked = errors.New("circuit: no throttle is waiting to be applied")
 
+// ErrNoThrottle is a throttle asked of a circuit that has none, or is
+// not running.
+var ErrNoThrottle = errors.New("circuit: it has no throttle stage, or is not closed")
+
+// ThrottleNow lowers a running circuit's concurrency to its throttle's
+// first stage on an alert's word (or a downstream's); the throttle's own
+// ramp steps it back up as its counts stay healthy, and trips it if they
+// do not.
+func ThrottleNow(c Circuit, actor, reason string, n Counts, now time.Time) (Circuit, Flip, error) {
+	if c.State != Closed || !c.Throttles() {
+		return c, Flip{}, ErrNoThrottle
+	}
+	next, f := flip(c, Throttled, actor, n, now, fmt.Sprintf("%s: concurrency lowered to %s of what it was", reason, shareWords(throttle.Ramp[0])))
+	next.ThrottleStage = 0
+	return next, *f, nil
+}
+
 // ApplyThrottle is a person applying the throttle a circuit asked about:
 // it lowers the app's concurrency as the throttle stage does on its own.
 func ApplyThrottle(c Circuit, actor string, n Counts, now time.Time) (Circuit, Flip, error) {
@@ -367,6 +384,9 @@ func flip(c Circuit, to State, actor string, n Counts, now time.Time, reason str
 	c.Drift, c.DriftSince = "", time.Time{}
 	c.ApplyError, c.ApplyRetryAt, c.ApplyAttempts = "", time.Time{}, 0
 	c.Held, c.Asked, c.PauseUntil = false, false, time.Time{}
+	if actor != EvaluatorActor || f.From == Closed {
+		c.Downstream = "" // a person's flip, or a trip on the circuit's own counts
+	}
 	if to != Throttled {
 		c.ThrottleStage = 0
 	}

@@ -12,8 +12,10 @@ import (
 )
 
 // The demo's alert on the orders store, posted as `fusebox-dev demo-alert`
-// posts it: fired, it trips ProcessOrders, which names its rule; resolved,
-// it puts ProcessOrders on trial.
+// posts it: fired, it trips the orders-store downstream, which names its
+// rule, and so its member ProcessOrders, in the downstream's episode;
+// resolved (the store has no probe without the demo host), it puts
+// ProcessOrders on trial.
 func TestTheDemoAlertTripsAndTriesProcessOrders(t *testing.T) {
 	t.Parallel()
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": demo.AlertsSecret})
@@ -31,11 +33,11 @@ func TestTheDemoAlertTripsAndTriesProcessOrders(t *testing.T) {
 	}
 	id, fired := demo.NewAlertID(), srv.Clock.Now()
 	status, body, err := demo.PostAlert(ctx, srv.URL, demo.AlertPayload(id, "Fired", fired, time.Time{}))
-	if err != nil || status != http.StatusAccepted || !strings.Contains(body, "orders-demo/ProcessOrders") {
+	if err != nil || status != http.StatusAccepted || !strings.Contains(body, `"acted_on":["downstream:orders-store","orders-demo/ProcessOrders"]`) {
 		t.Fatalf("fired: %d %s %v", status, body, err)
 	}
-	if c := state(); c.State != circuit.ForcedOpen {
-		t.Errorf("after the demo alert fired ProcessOrders is %s", c.State)
+	if c := state(); c.State != circuit.ForcedOpen || c.Downstream != demo.Store+"#1" {
+		t.Errorf("after the demo alert fired ProcessOrders is %s, marked %q; want forced open by orders-store's episode 1", c.State, c.Downstream)
 	}
 	status, body, err = demo.PostAlert(ctx, srv.URL, demo.AlertPayload(id, "Resolved", fired, fired.Add(time.Minute)))
 	if err != nil || status != http.StatusAccepted {

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/base32"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/downstream"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
@@ -66,7 +68,6 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		{AppID: AppID, Function: "SendReceipts", Settings: circuit.Settings{Threshold: 20, Window: 5 * time.Minute}, State: circuit.HalfOpen, Episode: 2, ChangedAt: now.Add(-3 * time.Minute), Reason: "cooldown over: trial run"},
 		{AppID: AppID, Function: "ImportPrices", Settings: circuit.Settings{Threshold: 100, Window: 30 * time.Second}, State: circuit.ForcedOpen, Episode: 1, ChangedAt: now.Add(-2 * time.Hour), Reason: "tripped by hand: supplier feed migration"},
 	}
-	circuits[0].AlertRules = []string{AlertRule} // ProcessOrders: Azure Monitor's rule on the orders store
 	for _, c := range circuits {
 		c.AppliedEpisode, c.AppliedAt = c.Episode, c.ChangedAt // the switch below applies it
 		c.Recipients = []string{"oncall@example.com"}
@@ -76,6 +77,9 @@ func Seed(ctx context.Context, st *storage.Store, localSettings string, now time
 		if err := localsettings.SetDisabled(localSettings, c.Function, c.State.TriggerOff()); err != nil {
 			return fmt.Errorf("demo: %w", err)
 		}
+	}
+	if err := seedStore(ctx, st, []string{AppID + "/ProcessOrders"}, ""); err != nil {
+		return err
 	}
 	js := []jobs.Job{
 		{ID: "5f0c6a1e-7d1b-4c59-9a55-0d6c1e2b7a01", Slug: "nightly-sales-summary", Name: "Nightly sales summary", AppID: AppID, Function: "NightlySalesSummary",
@@ -277,4 +281,31 @@ func SeedThrottle(ctx context.Context, st *storage.Store, localSettings string) 
 	// What the app runs with, whatever a throttle of an earlier run left.
 	batch := "50"
 	return localsettings.Tune(localSettings, nil, map[string]*string{throttle.EventHubMaxBatch: &batch, throttle.EventHubPrefetch: nil})
+}
+
+// Store is the demo's downstream: the orders store, which ProcessOrders
+// (and TakeOrders, with the demo host's queues) write to. Azure Monitor's
+// rule on it (AlertRule) trips its members together.
+const Store = "orders-store"
+
+// seedStore names the orders store with members, and its health probe
+// when probe is set; a store already named keeps its state and episode.
+func seedStore(ctx context.Context, st *storage.Store, members []string, probe string) error {
+	d := downstream.Downstream{Name: Store, Team: TeamOrders, Members: members, Quorum: 0,
+		Rules: []downstream.Rule{{ID: AlertRule, Action: downstream.ActionTrip}},
+		Note:  "The orders database: every function that writes orders calls it."}
+	if probe != "" {
+		d.Probe = downstream.Probe{URL: probe, Good: 3, Every: 2 * time.Second}
+	}
+	d = d.WithDefaults()
+	cur, err := st.Downstreams.Get(ctx, Store)
+	if errors.Is(err, downstream.ErrNotFound) {
+		_, err = st.Downstreams.Create(ctx, d)
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	_, err = st.Downstreams.Update(ctx, cur.Settled(d))
+	return err
 }

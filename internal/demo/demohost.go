@@ -381,6 +381,16 @@ Tries that failed: {{.Failures}}; orders handled: <span data-testid="orders-done
 // ServeHTTP shows the host's state, toggles the downstream outage and the
 // parser's fix, and sends poison messages and corrupt events.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == HealthPath && r.Method == http.MethodGet {
+		// The orders store's health, as its own endpoint would say it:
+		// the demo's downstream probe calls it.
+		if exists(h.Offline) {
+			http.Error(w, "the orders store is offline", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
 	if r.Method == http.MethodPost {
 		// A local demo page: refuse cross-site posts all the same.
 		if o := r.Header.Get("Origin"); o != "" && o != "http://"+r.Host {

@@ -147,13 +147,21 @@ func SeedHostStorage(ctx context.Context, st *storage.Store, connectionString st
 	if !o.Queues {
 		return nil
 	}
-	return st.Circuits.Put(ctx, circuit.Circuit{AppID: AppID, Function: "TakeOrders", Settings: circuit.Settings{
+	if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: AppID, Function: "TakeOrders", Settings: circuit.Settings{
 		Threshold:  20,
 		Window:     time.Minute,
 		Queue:      OrdersQueue,
 		Recipients: []string{"oncall@example.com"},
-		AlertRules: []string{AlertRule}, // it writes to the orders store too
-	}, State: circuit.Closed, ChangedAt: now, Reason: "created with the demo"})
+	}, State: circuit.Closed, ChangedAt: now, Reason: "created with the demo"}); err != nil {
+		return err
+	}
+	// TakeOrders writes to the orders store too; the live demo host
+	// answers its health probe (HealthPath).
+	probe := ""
+	if o.Live {
+		probe = "http://" + HostAddr + HealthPath
+	}
+	return seedStore(ctx, st, []string{AppID + "/ProcessOrders", AppID + "/TakeOrders"}, probe)
 }
 
 // BlobClient is a blob client whose every try is bounded: a storage

@@ -97,6 +97,14 @@ func OrdersStream(epoch time.Time) Stream {
 // HubAddr is where `make run` serves the demo's Event Hubs namespace.
 const HubAddr = "127.0.0.1:7073"
 
+// HostAddr is where `make run` serves the demo host's page; HealthPath
+// is its orders store's health endpoint, which the orders-store
+// downstream's probe calls (200, or 503 while the store is offline).
+const (
+	HostAddr   = "127.0.0.1:7072"
+	HealthPath = "/health/orders-store"
+)
+
 // StreamEpoch is when the demo's hub began, kept in dir so that events
 // keep their sequence numbers across restarts; the first caller sets it.
 // The demo host and the demo hub start side by side: the time is written

@@ -52,7 +52,7 @@ func TestLocalUserSignsInSeesOverviewAndSignsOut(t *testing.T) {
 		`[data-testid="circuits-closed"]`: "1",
 		`[data-testid="jobs-healthy"]`:    "2", // two demo jobs: Fusebox's own loops have their own line
 		`[data-testid="jobs-attention"]`:  "1",
-		`[data-testid="own-ok"]`:          "None of Fusebox's 12 own loops is late, missing or failing.",
+		`[data-testid="own-ok"]`:          "None of Fusebox's 13 own loops is late, missing or failing.",
 	}
 	for sel, want := range checks {
 		if got := p.text(t, sel); got != want {

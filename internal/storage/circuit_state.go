@@ -27,6 +27,7 @@ type circuitState struct {
 	Released      string
 	RecentChanges string
 	PauseUntil    time.Time
+	Downstream    string
 }
 
 func (*circuitState) ClearsTimes() {}
@@ -49,7 +50,7 @@ func stateOf(ci circuit.Circuit, f fenceOf) tablestore.Entity {
 	s := circuitState{Meta: tablestore.Meta{PartitionKey: ci.AppID, RowKey: circuitKey(ci.Function), ETag: tablestore.ETag(ci.Version)},
 		State: row.State, Episode: row.Episode, Streak: row.Streak, ChangedAt: row.ChangedAt, Reason: row.Reason, Held: row.Held,
 		ThrottleStage: row.ThrottleStage, ThrottleSince: row.ThrottleSince, Ramping: row.Ramping, Asked: row.Asked, Released: row.Released,
-		RecentChanges: row.RecentChanges, PauseUntil: row.PauseUntil}
+		RecentChanges: row.RecentChanges, PauseUntil: row.PauseUntil, Downstream: row.Downstream}
 	if f.lease == "" {
 		return &s
 	}

@@ -113,6 +113,7 @@ type circuitRow struct {
 	Ramping        bool      // that throttle began with a resume
 	Asked          bool      // the last change asked to apply a throttle
 	PauseUntil     time.Time // a pause's end, when the evaluator resumes it
+	Downstream     string    // the downstream episode that started this one: "name#episode"
 	// Lowered and LoweredKind are read only: where rows written before
 	// schema version 14 kept what a throttle lowered (the actuation row
 	// keeps it now), and an actuation row's own columns when a query of
@@ -166,6 +167,7 @@ func (r circuitRow) toCircuit(act *actuationRow) (circuit.Circuit, error) {
 		Ramping:       r.Ramping,
 		Asked:         r.Asked,
 		PauseUntil:    r.PauseUntil,
+		Downstream:    truncate(r.Downstream, 100),
 		State:         st,
 		Episode:       r.Episode,
 		ChangedAt:     r.ChangedAt,
@@ -180,7 +182,7 @@ func (r *circuitRow) setState(c circuit.Circuit) {
 	r.State, r.Episode, r.ChangedAt, r.Reason = c.State.String(), c.Episode, c.ChangedAt, c.Reason
 	r.Streak, r.Held, r.ThrottleStage = int32(c.Streak), c.Held, int32(c.ThrottleStage)
 	r.ThrottleSince, r.Ramping, r.Asked, r.Released = c.ThrottleSince, c.Ramping, c.Asked, truncate(c.Released, maxReleased)
-	r.PauseUntil = c.PauseUntil
+	r.PauseUntil, r.Downstream = c.PauseUntil, c.Downstream
 	r.RecentChanges = joinUnix(c.RecentChanges)
 }
 

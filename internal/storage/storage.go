@@ -38,6 +38,7 @@ const (
 	TableTokens      = "Tokens"
 	TableTeams       = "Teams"
 	TableAlerts      = "Alerts"
+	TableDownstreams = "Downstreams"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -71,6 +72,8 @@ type Store struct {
 	Teams *Teams
 	// Alerts are what Azure Monitor's action groups posted.
 	Alerts *Alerts
+	// Downstreams are the dependencies named with their member circuits.
+	Downstreams *Downstreams
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 	// RunBound is what this instance let through of each job's runs per
@@ -104,6 +107,7 @@ func New(svc *tablestore.Service) *Store {
 		Tokens:      &Tokens{table: svc.Table(TableTokens), faults: faults},
 		Teams:       &Teams{table: svc.Table(TableTeams), faults: faults},
 		Alerts:      &Alerts{table: svc.Table(TableAlerts), faults: faults},
+		Downstreams: &Downstreams{table: svc.Table(TableDownstreams), faults: faults},
 	}
 }
 

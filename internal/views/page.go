@@ -41,6 +41,7 @@ type navItem struct{ Key, Label, Href string }
 var navItems = []navItem{
 	{"overview", "Overview", "/"},
 	{"circuits", "Circuits", "/circuits"},
+	{"downstreams", "Downstreams", "/downstreams"},
 	{"apps", "Apps", "/apps"},
 	{"notifications", "Notifications", "/notifications"},
 	{"channels", "Channels", "/channels"},

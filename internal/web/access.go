@@ -18,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/downstream"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/internal/views"
@@ -31,6 +32,9 @@ type Owners struct {
 	Channel func(ctx context.Context, id string) (alerts.Channel, error)
 	Windows func(ctx context.Context) ([]jobs.Window, error)
 	Tokens  func(ctx context.Context) ([]auth.IssuedToken, error)
+	// Downstream reads a downstream by name.
+	Downstream  func(ctx context.Context, name string) (downstream.Downstream, error)
+	Downstreams func(ctx context.Context) ([]downstream.Downstream, error)
 	// For the audit log's entries, which name their subject in words.
 	Channels func(ctx context.Context) ([]alerts.Channel, error)
 	Jobs     func(ctx context.Context) ([]jobs.Job, error)
@@ -123,6 +127,15 @@ func (s *Server) ownerOf(c echo.Context) (o owner, named bool, err error) {
 			return owner{}, true, notFoundOr(err)
 		}
 		return s.jobOwner(ctx, j)
+	case strings.HasPrefix(path, "/downstreams/"):
+		d, err := s.Owners.Downstream(ctx, id)
+		if errors.Is(err, downstream.ErrNotFound) {
+			return owner{}, true, nil
+		}
+		if err != nil {
+			return owner{}, true, err
+		}
+		return owner{team: d.Team, found: true}, true, nil
 	case strings.HasPrefix(path, "/channels/"):
 		ch, err := s.Owners.Channel(ctx, id)
 		if err != nil {
@@ -388,6 +401,13 @@ func (s *core) auditEntries(c echo.Context, es []audit.Entry, limit int) ([]audi
 	for _, t := range toks {
 		seen["token:"+t.ID] = t.Team != "" && sc.sees(t.Team)
 	}
+	ds, err := s.owns.Downstreams(ctx)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range ds {
+		seen["downstream:"+d.Name] = sc.seesDownstream(d)
+	}
 	for _, j := range js {
 		v, ok := seen[j.Name]
 		seen[j.Name] = (v || !ok) && sc.seesJob(owners, j)
@@ -547,10 +567,21 @@ func (s *core) messagesSeen(c echo.Context) (func(alerts.Message) bool, error) {
 	for _, j := range js {
 		jobSeen[j.ID] = sc.seesJob(owners, j)
 	}
+	ds, err := s.owns.Downstreams(c.Request().Context())
+	if err != nil {
+		return nil, err
+	}
+	downSeen := make(map[string]bool, len(ds))
+	for _, d := range ds {
+		downSeen[d.Name] = sc.seesDownstream(d)
+	}
 	return func(m alerts.Message) bool {
 		sub := m.Subject()
-		if sub.About == alerts.AboutJob {
+		switch sub.About {
+		case alerts.AboutJob:
 			return jobSeen[sub.ID]
+		case alerts.AboutDownstream:
+			return downSeen[sub.ID]
 		}
 		app, _, _ := strings.Cut(sub.ID, "/")
 		return sc.seesApp(owners, app)

@@ -55,6 +55,11 @@ type CircuitParts struct {
 	// Replay resumes Event Hubs functions from before their first
 	// failure; nil offers only "where it stopped".
 	Replay replayer
+	// Downstreams are the shared dependencies; Keeper acts on their
+	// members together; Audit records changes to them.
+	Downstreams downstreamStore
+	Keeper      downstreamKeeper
+	Audit       auditAppender
 }
 
 // missing names the required parts p lacks.
@@ -68,6 +73,9 @@ func (p CircuitParts) missing() []string {
 		part{"Drift", p.Drift == nil},
 		part{"Window", p.Window == nil},
 		part{"Samples", p.Samples == nil},
+		part{"Downstreams", p.Downstreams == nil},
+		part{"Keeper", p.Keeper == nil},
+		part{"Audit", p.Audit == nil},
 		part{"Episodes", p.Episodes == nil},
 		part{"Rates", p.Rates == nil},
 		part{"Status", p.Status == nil},
@@ -94,6 +102,8 @@ type (
 	}
 	circuitCounter interface {
 		Counts(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
+		// Failing counts only those with failures in their window.
+		Failing(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
 	}
 	circuitSwitch interface {
 		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)

@@ -153,11 +153,16 @@ func TestEveryRouteShowsAndChangesOnlyWhatTheCallersTeamsOwn(t *testing.T) {
 					parts[i] = "demo-teams"
 				case strings.Contains(r.path, "/tokens/"):
 					parts[i] = victimID
+				case strings.Contains(r.path, "/downstreams/"):
+					parts[i] = demo.Store
 				}
 				if madeUp {
 					parts[i] = map[bool]string{true: "0123456789abcdef", false: jobs.NewID()}[strings.Contains(r.path, "/tokens/")]
 					if strings.Contains(r.path, "/channels/") {
 						parts[i] = "no-such-channel"
+					}
+					if strings.Contains(r.path, "/downstreams/") {
+						parts[i] = "no-such-store"
 					}
 				}
 			}
@@ -179,7 +184,7 @@ func TestEveryRouteShowsAndChangesOnlyWhatTheCallersTeamsOwn(t *testing.T) {
 	}
 	others := []caller{signed("billing's operator", "bianca", false, false, false), token("billing's token", billingOp, false, false, false)}
 	// Words that name orders' things; none may reach another team.
-	secrets := []string{"orders-oncall@example.com", demo.AppID, "SyncInventory", "ProcessOrders", "Nightly sales summary", "demo-teams", "orders-window-reason", "orders-victim", "orders-ci", jobID}
+	secrets := []string{"orders-oncall@example.com", demo.AppID, "SyncInventory", "ProcessOrders", "Nightly sales summary", "demo-teams", "orders-window-reason", "orders-victim", "orders-ci", jobID, demo.Store}
 
 	routes := routesOf(t, srv)
 	before := teamSnapshot(t, srv)

@@ -1,0 +1,420 @@
+package downstream
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/alerts"
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/lease"
+)
+
+// What the keeper reads and changes.
+type (
+	Store interface {
+		List(ctx context.Context) ([]Downstream, error)
+		Get(ctx context.Context, name string) (Downstream, error)
+		Update(ctx context.Context, d Downstream) (Downstream, error)
+	}
+	// Members changes member circuits on the downstream's behalf
+	// (circuit.Service).
+	Members interface {
+		TripFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
+		TrialFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
+		ResumeFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
+		ThrottleFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
+		Failing(ctx context.Context, circuits []circuit.Circuit) (map[string]circuit.Counts, error)
+	}
+	Circuits interface {
+		List(ctx context.Context) ([]circuit.Circuit, error)
+	}
+	Apps interface {
+		ListApps(ctx context.Context) ([]circuit.App, error)
+	}
+	Outbox interface {
+		Ensure(ctx context.Context, m alerts.Message) error
+	}
+	Auditor interface {
+		Append(ctx context.Context, e audit.Entry) error
+	}
+	// Prober calls a health URL once, within its own time-out.
+	Prober func(ctx context.Context, url string) Answer
+)
+
+// Keeper acts on downstreams: by hand, on alerts and on its members'
+// counts, and runs their probes. Its Pass runs under a lease.
+type Keeper struct {
+	Store    Store
+	Members  Members
+	Circuits Circuits
+	Apps     Apps
+	Outbox   Outbox
+	Audit    Auditor
+	Probe    Prober
+	Now      func() time.Time
+	Logger   *slog.Logger
+	// Within is how long after a change its notices are still sent
+	// (alerts' MailableWithin); default a day.
+	Within time.Duration
+
+	mu      sync.Mutex
+	probing map[string]bool // downstreams whose probe call is in flight
+	told    map[string]bool // outbox message ids this instance queued
+}
+
+// maxTold bounds told; past it, it starts again (the outbox refuses a
+// message twice anyway).
+const maxTold = 10_000
+
+func (k *Keeper) logger() *slog.Logger {
+	if k.Logger == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return k.Logger
+}
+
+func (k *Keeper) within() time.Duration {
+	if k.Within <= 0 {
+		return 24 * time.Hour
+	}
+	return k.Within
+}
+
+// change applies a transition to the stored downstream, retrying a lost
+// race twice, and records who did it.
+func (k *Keeper) change(ctx context.Context, name, actor, verb string, move func(Downstream) (Downstream, error)) (Downstream, error) {
+	for range 3 {
+		d, err := k.Store.Get(ctx, name)
+		if err != nil {
+			return Downstream{}, err
+		}
+		next, err := move(d)
+		if err != nil {
+			return d, err
+		}
+		next, err = k.Store.Update(ctx, next)
+		if errors.Is(err, ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return Downstream{}, err
+		}
+		if k.Audit != nil {
+			if err := k.Audit.Append(ctx, audit.Entry{At: next.ChangedAt, Actor: actor, Action: verb, Target: "downstream:" + name,
+				Detail: fmt.Sprintf("%s → %s, episode %d: %s", d.State, next.State, next.Episode, next.Reason)}); err != nil {
+				return next, err
+			}
+		}
+		return next, nil
+	}
+	return Downstream{}, fmt.Errorf("downstream %s: %w", name, ErrConflict)
+}
+
+// Outcome is what an action did to one member.
+type Outcome struct {
+	Member string
+	Err    error
+}
+
+// Trip switches every member's trigger off in one episode: each through
+// its own app's switch, each flip marked with the episode. A member
+// already off is left as it is; one that cannot be changed stops none of
+// the others.
+func (k *Keeper) Trip(ctx context.Context, name, actor, reason string) (Downstream, []Outcome, error) {
+	d, err := k.change(ctx, name, actor, "tripped", func(d Downstream) (Downstream, error) {
+		return Trip(d, actor, reason, k.Now())
+	})
+	if err != nil {
+		return d, nil, err
+	}
+	out := k.each(ctx, d, func(c circuit.Circuit) (bool, error) {
+		if c.State.TriggerOff() {
+			return false, nil
+		}
+		_, err := k.Members.TripFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		return true, err
+	})
+	k.tell(ctx, d, nil)
+	return d, out, nil
+}
+
+// Throttle lowers every member's concurrency that has a throttle, in
+// one episode; members without one are left running.
+func (k *Keeper) Throttle(ctx context.Context, name, actor, reason string) (Downstream, []Outcome, error) {
+	d, err := k.Store.Get(ctx, name)
+	if err != nil {
+		return d, nil, err
+	}
+	out := k.each(ctx, d, func(c circuit.Circuit) (bool, error) {
+		if c.State != circuit.Closed || !c.Throttles() {
+			return false, nil
+		}
+		_, err := k.Members.ThrottleFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		return true, err
+	})
+	return d, out, nil
+}
+
+// Resolved is the cause reported gone: with a probe, the downstream waits
+// for its good answers; without, its members go on trial now.
+func (k *Keeper) Resolved(ctx context.Context, name, actor, reason string) (Downstream, []Outcome, error) {
+	d, err := k.change(ctx, name, actor, "resolved", func(d Downstream) (Downstream, error) {
+		return Resolved(d, actor, reason, k.Now())
+	})
+	if err != nil || d.State != Trial {
+		return d, nil, err
+	}
+	return d, k.try(ctx, d), nil
+}
+
+// try puts on trial the members this episode switched off.
+func (k *Keeper) try(ctx context.Context, d Downstream) []Outcome {
+	return k.each(ctx, d, func(c circuit.Circuit) (bool, error) {
+		if !d.Marks(c) || !c.State.TriggerOff() {
+			return false, nil
+		}
+		_, err := k.Members.TrialFor(ctx, c.AppID, c.Function, d.Actor, "downstream "+d.Name+": "+d.Reason, d.Mark())
+		return true, err
+	})
+}
+
+// Resume switches back on, by hand, every member this episode switched
+// off (or put on trial): the downstream closes.
+func (k *Keeper) Resume(ctx context.Context, name, actor, reason string) (Downstream, []Outcome, error) {
+	d, err := k.change(ctx, name, actor, "resumed", func(d Downstream) (Downstream, error) {
+		return Resume(d, actor, reason, k.Now())
+	})
+	if err != nil {
+		return d, nil, err
+	}
+	out := k.each(ctx, d, func(c circuit.Circuit) (bool, error) {
+		if !d.Marks(c) || c.State == circuit.Closed || c.State == circuit.Throttled {
+			return false, nil
+		}
+		_, err := k.Members.ResumeFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		return true, err
+	})
+	k.tell(ctx, d, nil)
+	return d, out, nil
+}
+
+// each reads the members' circuits and calls act on each, in order; act
+// says whether it acted. Members that are not circuits (deleted since)
+// are said so.
+func (k *Keeper) each(ctx context.Context, d Downstream, act func(circuit.Circuit) (bool, error)) []Outcome {
+	cs, err := k.Circuits.List(ctx)
+	if err != nil {
+		return []Outcome{{Member: d.Name, Err: err}}
+	}
+	byID := make(map[string]circuit.Circuit, len(cs))
+	for _, c := range cs {
+		byID[c.ID()] = c
+	}
+	var out []Outcome
+	for _, id := range d.Members {
+		c, ok := byID[id]
+		if !ok {
+			out = append(out, Outcome{Member: id, Err: circuit.ErrNoCircuit})
+			continue
+		}
+		acted, err := act(c)
+		if acted || err != nil {
+			out = append(out, Outcome{Member: id, Err: err})
+		}
+	}
+	return out
+}
+
+// Pass looks at every downstream once: a closed one whose quorum is met
+// trips; an off one with a probe is probed when due (each call in its own
+// goroutine, so one slow health URL holds up no other); a trial settles
+// from its members' states; every episode's notices are in the outbox.
+func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
+	ds, err := k.Store.List(ctx)
+	if err != nil || len(ds) == 0 {
+		return err
+	}
+	cs, err := k.Circuits.List(ctx)
+	if err != nil {
+		return err
+	}
+	byID := make(map[string]circuit.Circuit, len(cs))
+	var members []circuit.Circuit
+	for _, c := range cs {
+		byID[c.ID()] = c
+	}
+	for _, d := range ds {
+		for _, id := range d.Members {
+			if c, ok := byID[id]; ok {
+				members = append(members, c)
+			}
+		}
+	}
+	counts, err := k.Members.Failing(ctx, members)
+	if err != nil {
+		return err
+	}
+	now := k.Now()
+	var errs []error
+	for _, d := range ds {
+		d = d.WithDefaults()
+		switch {
+		case d.State == Closed:
+			if reason, ok := QuorumMet(d, Failing(d, byID, counts)); ok {
+				if _, out, err := k.Trip(ctx, d.Name, circuit.EvaluatorActor, reason); err != nil && !errors.Is(err, ErrAlreadyOff) {
+					errs = append(errs, err)
+				} else {
+					errs = append(errs, joined(out))
+				}
+				continue
+			}
+		case d.State == Trial:
+			var ms []circuit.Circuit
+			for _, id := range d.Members {
+				if c, ok := byID[id]; ok {
+					ms = append(ms, c)
+				}
+			}
+			if _, ok := Settle(d, ms, now); ok {
+				if _, err := k.change(ctx, d.Name, circuit.EvaluatorActor, "settled", func(d Downstream) (Downstream, error) {
+					if next, ok := Settle(d, ms, k.Now()); ok {
+						return next, nil
+					}
+					return d, ErrNotOff
+				}); err != nil && !errors.Is(err, ErrNotOff) {
+					errs = append(errs, err)
+				}
+			}
+		case d.ProbeDue(now):
+			k.probe(ctx, d)
+		}
+		k.tell(ctx, d, cs)
+	}
+	return errors.Join(errs...)
+}
+
+func joined(out []Outcome) error {
+	var errs []error
+	for _, o := range out {
+		if o.Err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", o.Member, o.Err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// probe calls the downstream's health URL in a goroutine of its own,
+// unless a call is in flight, and records the answer; enough good ones in
+// a row start the trial. The goroutine ends with ctx (the pass's lease).
+func (k *Keeper) probe(ctx context.Context, d Downstream) {
+	k.mu.Lock()
+	if k.probing == nil {
+		k.probing = map[string]bool{}
+	}
+	if k.probing[d.Name] {
+		k.mu.Unlock()
+		return
+	}
+	k.probing[d.Name] = true
+	k.mu.Unlock()
+	go func() {
+		defer func() {
+			k.mu.Lock()
+			delete(k.probing, d.Name)
+			k.mu.Unlock()
+		}()
+		a := k.Probe(ctx, d.Probe.URL)
+		var tried bool
+		next, err := k.change(ctx, d.Name, "probe", "probed", func(cur Downstream) (Downstream, error) {
+			if cur.Probe.URL != d.Probe.URL || !cur.State.Off() {
+				return cur, ErrNotOff // changed meanwhile: the answer is of no use
+			}
+			var next Downstream
+			next, tried = Heard(cur.WithDefaults(), a)
+			return next, nil
+		})
+		switch {
+		case errors.Is(err, ErrNotOff) || ctx.Err() != nil:
+		case err != nil:
+			k.logger().Warn("could not record a downstream's probe answer", "downstream", d.Name, "error", err)
+		case tried:
+			if err := joined(k.try(ctx, next)); err != nil {
+				k.logger().Warn("a downstream's trial did not reach every member", "downstream", d.Name, "error", err)
+			}
+		}
+	}()
+}
+
+// Busy says a probe call is in flight.
+func (k *Keeper) Busy() bool {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return len(k.probing) > 0
+}
+
+// tell makes sure the episode's notices are in the outbox: one per
+// destination, whatever the number of members.
+// cs are the circuits as the caller read them; nil: read them.
+func (k *Keeper) tell(ctx context.Context, d Downstream, cs []circuit.Circuit) {
+	if k.Outbox == nil || d.Episode < 1 || d.State == Trial || d.State == Waiting || k.Now().Sub(d.ChangedAt) > k.within() {
+		return
+	}
+	kind := alerts.KindDownstreamResumed
+	if d.State.Off() {
+		kind = alerts.KindDownstreamOpened
+	}
+	key := fmt.Sprintf("%s|%d|%s", d.Name, d.Episode, kind)
+	k.mu.Lock()
+	done := k.told[key]
+	k.mu.Unlock()
+	if done {
+		return
+	}
+	dests, err := k.destinations(ctx, d, cs)
+	if err != nil {
+		k.logger().Warn("could not find where a downstream's notice goes; the next pass tries again", "downstream", d.Name, "error", err)
+		return
+	}
+	for _, m := range alerts.DownstreamMessages(d.Name, d.Episode, d.State.Off(), d.ChangedAt, dests, k.Now(), k.within()) {
+		if err := k.Outbox.Ensure(ctx, m); err != nil {
+			k.logger().Warn("could not queue a downstream's notice; the next pass tries again", "downstream", d.Name, "error", err)
+			return
+		}
+	}
+	k.mu.Lock()
+	if k.told == nil || len(k.told) >= maxTold {
+		k.told = map[string]bool{}
+	}
+	k.told[key] = true
+	k.mu.Unlock()
+}
+
+func (k *Keeper) destinations(ctx context.Context, d Downstream, cs []circuit.Circuit) ([]string, error) {
+	if cs == nil {
+		var err error
+		if cs, err = k.Circuits.List(ctx); err != nil {
+			return nil, err
+		}
+	}
+	apps, err := k.Apps.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	appChannels := map[string][]string{}
+	for _, a := range apps {
+		appChannels[a.ID] = a.Channels
+	}
+	var members [][]string
+	for _, c := range cs {
+		if slices.Contains(d.Members, c.ID()) {
+			members = append(members, alerts.Destinations(c.Recipients, c.Channels, appChannels[c.AppID]))
+		}
+	}
+	return alerts.DownstreamDestinations(d.Recipients, d.Channels, members), nil
+}

@@ -1,0 +1,504 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/downstream"
+	"github.com/fusebox/fusebox/internal/views"
+)
+
+// Downstreams: a dependency many functions call, named once with its
+// member circuits across a team's apps, tripped, tried and resumed as
+// one (package downstream). The route's :id is the downstream's name.
+
+type (
+	downstreamStore interface {
+		List(ctx context.Context) ([]downstream.Downstream, error)
+		Get(ctx context.Context, name string) (downstream.Downstream, error)
+		Create(ctx context.Context, d downstream.Downstream) (downstream.Downstream, error)
+		Update(ctx context.Context, d downstream.Downstream) (downstream.Downstream, error)
+		Delete(ctx context.Context, name string) error
+	}
+	downstreamKeeper interface {
+		Trip(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
+		Resolved(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
+		Resume(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
+	}
+)
+
+func init() {
+	flashes["downstream-saved"] = views.Flash{Kind: "success", Text: "Downstream saved."}
+	flashes["downstream-deleted"] = views.Flash{Kind: "success", Text: "Downstream deleted. Its members keep their own circuits."}
+	flashes["downstream-tripped"] = views.Flash{Kind: "success", Text: "Every member is being switched off, each through its own app."}
+	flashes["downstream-resumed"] = views.Flash{Kind: "success", Text: "Every member it switched off is being switched back on."}
+	flashes["downstream-tried"] = views.Flash{Kind: "success", Text: "Its probe decides: the members go on trial after enough good answers (at once without a probe)."}
+}
+
+// seesDownstream says whether the principal sees d: as it sees an app of
+// d's team.
+func (sc scope) seesDownstream(d downstream.Downstream) bool { return sc.sees(d.Team) }
+
+// downstreamList shows the downstreams the caller's teams own, what
+// failures propose, and the form for a new one.
+func (s *CircuitPages) downstreamList(c echo.Context) error {
+	return s.renderDownstreams(c, http.StatusOK, views.DownstreamForm{Quorum: "2", ProbeGood: "3", ProbeEvery: "10s"})
+}
+
+func (s *CircuitPages) renderDownstreams(c echo.Context, status int, form views.DownstreamForm) error {
+	ctx := c.Request().Context()
+	ds, err := s.Downstreams.List(ctx)
+	if err != nil {
+		return err
+	}
+	cs, err := s.Circuits.List(ctx)
+	if err != nil {
+		return err
+	}
+	owners, err := s.owners(c)
+	if err != nil {
+		return err
+	}
+	sc := scopeOf(c)
+	state := map[string]circuit.Circuit{}
+	for _, ci := range cs {
+		state[ci.ID()] = ci
+	}
+	m := views.Downstreams{Page: s.page(c, "Downstreams", "downstreams"), CanCreate: len(sc.p.TeamsWith(auth.RoleOperator)) > 0 || sc.p.Admin() || sc.acts("")}
+	for _, d := range ds {
+		if !sc.seesDownstream(d) {
+			continue
+		}
+		off := 0
+		for _, id := range d.Members {
+			if state[id].State.TriggerOff() {
+				off++
+			}
+		}
+		m.Rows = append(m.Rows, views.DownstreamRow{Name: d.Name, Team: d.Team, State: d.State.String(), StateWord: d.State.Word(), Reason: d.Reason,
+			Members: len(d.Members), Apps: len(d.Apps()), Off: off, Changed: d.ChangedAt})
+	}
+	if m.CanCreate {
+		tc, err := s.teamChoice(c, form.Team.Value, "no team (admins')")
+		if err != nil {
+			return err
+		}
+		form.Team = tc
+		m.Form = form
+		m.Proposals = s.proposals(ctx, sc.circuits(owners, cs))
+	}
+	return render(c, status, views.DownstreamsPage(m))
+}
+
+// hostRE finds host names in error texts: dotted names such as
+// inventory.database.windows.net or db-1.internal, and host:port.
+var hostRE = regexp.MustCompile(`\b([a-zA-Z0-9][a-zA-Z0-9-]*(?:\.[a-zA-Z0-9-]+)+)(?::\d{2,5})?\b`)
+
+// notHosts are dotted words error texts carry that name no host.
+var notHosts = regexp.MustCompile(`(?i)^(system|microsoft|azure\.functions|java|javax|org|com\.microsoft|node|python|[0-9.]+)(\.|$)|\.(cs|js|ts|py|java|dll|exe|json|txt)$`)
+
+// maxProposalCircuits bounds the circuits a list page reads error texts
+// of for its proposals.
+const maxProposalCircuits = 50
+
+// proposals are hosts named in the failures of circuits of more than one
+// app, read from the error groups of circuits with failures.
+func (s *CircuitPages) proposals(ctx context.Context, cs []circuit.Circuit) []views.DownstreamProposal {
+	failing, err := s.Counter.Failing(ctx, cs)
+	if err != nil || len(failing) == 0 {
+		return nil
+	}
+	now := s.Now()
+	byHost := map[string][]string{}
+	looked := 0
+	for _, ci := range cs {
+		if _, ok := failing[ci.ID()]; !ok || looked >= maxProposalCircuits {
+			continue
+		}
+		looked++
+		groups, _, _, err := s.Samples.OfCircuit(ctx, ci, now, 5)
+		if err != nil {
+			continue
+		}
+		seen := map[string]bool{}
+		for _, g := range groups {
+			for _, m := range hostRE.FindAllStringSubmatch(g.Example, 10) {
+				h := strings.ToLower(m[1])
+				if notHosts.MatchString(h) || !strings.ContainsAny(h, "abcdefghijklmnopqrstuvwxyz") || seen[h] {
+					continue
+				}
+				seen[h] = true
+				byHost[h] = append(byHost[h], ci.ID())
+			}
+		}
+	}
+	var out []views.DownstreamProposal
+	for h, ids := range byHost {
+		apps := map[string]bool{}
+		for _, id := range ids {
+			app, _, _ := circuit.SplitID(id)
+			apps[app] = true
+		}
+		if len(apps) < 2 {
+			continue
+		}
+		slices.Sort(ids)
+		out = append(out, views.DownstreamProposal{Host: h, Members: ids, Apps: len(apps)})
+	}
+	slices.SortFunc(out, func(a, b views.DownstreamProposal) int { return strings.Compare(a.Host, b.Host) })
+	return out
+}
+
+// downstreamShow shows one downstream: its members, probe and actions.
+func (s *CircuitPages) downstreamShow(c echo.Context) error {
+	d, err := s.downstreamOf(c)
+	if err != nil {
+		return err
+	}
+	return s.renderDownstream(c, http.StatusOK, d, formOf(d))
+}
+
+func (s *CircuitPages) downstreamOf(c echo.Context) (downstream.Downstream, error) {
+	d, err := s.Downstreams.Get(c.Request().Context(), c.Param("id"))
+	if errors.Is(err, downstream.ErrNotFound) {
+		return d, errNotYours
+	}
+	return d, err
+}
+
+func formOf(d downstream.Downstream) views.DownstreamForm {
+	var rules []string
+	for _, r := range d.Rules {
+		if r.Action == downstream.ActionThrottle {
+			rules = append(rules, "throttle:"+r.ID)
+		} else {
+			rules = append(rules, r.ID)
+		}
+	}
+	f := views.DownstreamForm{Editing: true, Name: d.Name, Members: strings.Join(d.Members, "\n"), Quorum: strconv.Itoa(d.Quorum),
+		Rules: strings.Join(rules, "\n"), ProbeURL: d.Probe.URL, Channels: strings.Join(d.Channels, ", "),
+		Recipients: strings.Join(d.Recipients, ", "), Note: d.Note}
+	if d.Probe.URL != "" {
+		f.ProbeGood, f.ProbeEvery = strconv.Itoa(d.Probe.Good), d.Probe.Every.String()
+	}
+	return f
+}
+
+func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream.Downstream, form views.DownstreamForm) error {
+	cs, err := s.Circuits.List(c.Request().Context())
+	if err != nil {
+		return err
+	}
+	state := map[string]circuit.Circuit{}
+	for _, ci := range cs {
+		state[ci.ID()] = ci
+	}
+	d = d.WithDefaults()
+	m := views.Downstream{Page: s.page(c, "Downstream "+d.Name, "downstreams"), Name: d.Name, Team: d.Team, State: d.State.String(), StateWord: d.State.Word(),
+		Reason: d.Reason, Actor: d.Actor, Episode: d.Episode, Changed: d.ChangedAt, Quorum: d.Quorum, Apps: len(d.Apps()),
+		ProbeURL: d.Probe.URL, ProbeGood: d.Probe.Good, InARow: d.InARow, ProbeEvery: d.Probe.Every.String(),
+		CanAct: scopeOf(c).acts(d.Team), Form: form}
+	for _, r := range d.Rules {
+		m.Rules = append(m.Rules, r.Action+": "+r.ID)
+	}
+	for _, id := range d.Members {
+		app, fn, _ := circuit.SplitID(id)
+		ci, ok := state[id]
+		mb := views.DownstreamMember{ID: id, App: app, Function: fn, Missing: !ok}
+		if ok {
+			mb.State, mb.Reason, mb.Marked = ci.State.String(), ci.Reason, ci.Downstream == d.Mark()
+		}
+		m.Members = append(m.Members, mb)
+	}
+	for _, a := range d.Answers {
+		m.Answers = append(m.Answers, views.ProbeAnswer{At: a.At, Good: a.Good, Said: a.Said, Took: a.Took.Round(time.Millisecond).String()})
+	}
+	return render(c, status, views.DownstreamPage(m))
+}
+
+// downstreamInput reads the form.
+func downstreamInput(c echo.Context) (downstream.Downstream, views.DownstreamForm, map[string]string) {
+	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
+	f := views.DownstreamForm{Name: v("name"), Members: v("members"), Quorum: v("quorum"), Rules: v("alert_rules"), ProbeURL: v("probe_url"),
+		ProbeGood: v("probe_good"), ProbeEvery: v("probe_every"), Channels: v("channels"), Recipients: v("recipients"), Note: v("note")}
+	f.Team.Value = v("team")
+	problems := map[string]string{}
+	d := downstream.Downstream{Name: f.Name, Team: f.Team.Value, Members: fields(f.Members), Channels: fields(f.Channels), Recipients: fields(f.Recipients), Note: f.Note,
+		Probe: downstream.Probe{URL: f.ProbeURL}}
+	if f.Quorum != "" {
+		n, err := strconv.Atoi(f.Quorum)
+		if err != nil {
+			problems["quorum"] = "a whole number"
+		}
+		d.Quorum = n
+	}
+	for _, r := range fields(f.Rules) {
+		id, action := circuit.RuleAction(r)
+		d.Rules = append(d.Rules, downstream.Rule{ID: id, Action: action})
+	}
+	if f.ProbeURL != "" {
+		if f.ProbeGood != "" {
+			n, err := strconv.Atoi(f.ProbeGood)
+			if err != nil {
+				problems["probe_good"] = "a whole number"
+			}
+			d.Probe.Good = n
+		}
+		if f.ProbeEvery != "" {
+			every, err := time.ParseDuration(f.ProbeEvery)
+			if err != nil {
+				problems["probe_every"] = "a duration such as 10s"
+			}
+			d.Probe.Every = every
+		}
+	}
+	return d.WithDefaults(), f, problems
+}
+
+// fields splits on commas, spaces and lines.
+func fields(s string) []string {
+	return strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '\n' || r == '\r' || r == ' ' || r == '\t' })
+}
+
+// checkDownstream says what is wrong with d as the caller would save it:
+// its own settings, its team, and members that must be circuits of apps
+// of its team the caller operates (anything else reads as no circuit,
+// whoever's it is).
+func (s *CircuitPages) checkDownstream(c echo.Context, d downstream.Downstream, problems map[string]string, creating bool) (map[string]string, error) {
+	ctx := c.Request().Context()
+	var v downstream.ValidationError
+	if err := d.Check(s.Config.Env == config.Development); errors.As(err, &v) {
+		for k, msg := range v {
+			if problems[k] == "" {
+				problems[k] = msg
+			}
+		}
+	}
+	if creating {
+		problem, err := s.placeIn(c, d.Team)
+		if err != nil {
+			return nil, err
+		}
+		if problem != "" {
+			problems["team"] = problem
+		}
+	}
+	sc := scopeOf(c)
+	for _, id := range d.Members {
+		app, fn, ok := circuit.SplitID(id)
+		if !ok || problems["members"] != "" {
+			break
+		}
+		a, err := s.Apps.Get(ctx, app)
+		if err != nil && !errors.Is(err, circuit.ErrNotFound) {
+			return nil, err
+		}
+		if err != nil || a.Team != d.Team && d.Team != "" || !sc.acts(a.Team) {
+			problems["members"] = fmt.Sprintf("%s is not a circuit of an app of %s you operate", id, orWord(d.Team, "your teams"))
+			break
+		}
+		if _, err := s.Circuits.Get(ctx, app, fn); err != nil {
+			if !errors.Is(err, circuit.ErrNotFound) {
+				return nil, err
+			}
+			problems["members"] = fmt.Sprintf("%s is not a circuit: make it first on the Circuits page", id)
+			break
+		}
+	}
+	if problems["channels"] == "" && len(d.Channels) > 0 && s.Channels != nil {
+		var ve circuit.ValidationError
+		if err := s.Channels.Check(ctx, d.Channels); errors.As(err, &ve) {
+			problems["channels"] = ve.Error()
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	for _, r := range d.Recipients {
+		if !strings.Contains(r, "@") || len(r) > 254 {
+			problems["recipients"] = fmt.Sprintf("%q is not a mail address", clipText(r, 80))
+			break
+		}
+	}
+	return problems, nil
+}
+
+func orWord(s, none string) string {
+	if s == "" {
+		return none
+	}
+	return s
+}
+
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// downstreamCreate names a new downstream.
+func (s *CircuitPages) downstreamCreate(c echo.Context) error {
+	d, form, problems := downstreamInput(c)
+	if d.Team == "" && !teamNamed(c, d.Team) {
+		d.Team = defaultTeam(c)
+		form.Team.Value = d.Team
+	}
+	problems, err := s.checkDownstream(c, d, problems, true)
+	if err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		_, err = s.Downstreams.Create(c.Request().Context(), d)
+		if errors.Is(err, downstream.ErrConflict) {
+			problems["name"] = "is taken: choose another name"
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(problems) > 0 {
+		form.Errors = problems
+		return s.renderDownstreams(c, http.StatusUnprocessableEntity, form)
+	}
+	if err := s.record(c, "created downstream", d.Name, strings.Join(d.Members, ", ")); err != nil {
+		return err
+	}
+	s.setFlash(c, "downstream-saved")
+	return c.Redirect(http.StatusSeeOther, "/downstreams/"+d.Name)
+}
+
+// record appends an audit entry of a change to a downstream.
+func (s *CircuitPages) record(c echo.Context, action, name, detail string) error {
+	return s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: actorOf(c), Action: action, Target: "downstream:" + name, Detail: detail})
+}
+
+// actorOf is who the request is, as flip logs and the audit name them.
+func actorOf(c echo.Context) string {
+	p, _ := principal(c)
+	return p.Name
+}
+
+// downstreamUpdate changes a downstream's settings, keeping its state.
+func (s *CircuitPages) downstreamUpdate(c echo.Context) error {
+	cur, err := s.downstreamOf(c)
+	if err != nil {
+		return err
+	}
+	d, form, problems := downstreamInput(c)
+	d.Name, d.Team = cur.Name, cur.Team
+	form.Editing, form.Name = true, cur.Name
+	problems, err = s.checkDownstream(c, d, problems, false)
+	if err != nil {
+		return err
+	}
+	if len(problems) == 0 {
+		if _, err := s.Downstreams.Update(c.Request().Context(), cur.Settled(d)); errors.Is(err, downstream.ErrConflict) {
+			problems["name"] = "it changed while you edited it: look at it again"
+		} else if err != nil {
+			return err
+		}
+	}
+	if len(problems) > 0 {
+		form.Errors = problems
+		return s.renderDownstream(c, http.StatusUnprocessableEntity, cur, form)
+	}
+	if err := s.record(c, "changed downstream", d.Name, strings.Join(d.Members, ", ")); err != nil {
+		return err
+	}
+	s.setFlash(c, "downstream-saved")
+	return c.Redirect(http.StatusSeeOther, "/downstreams/"+d.Name)
+}
+
+// downstreamDelete forgets a downstream; its members keep their circuits.
+func (s *CircuitPages) downstreamDelete(c echo.Context) error {
+	d, err := s.downstreamOf(c)
+	if err != nil {
+		return err
+	}
+	if err := s.Downstreams.Delete(c.Request().Context(), d.Name); err != nil && !errors.Is(err, downstream.ErrNotFound) {
+		return err
+	}
+	if err := s.record(c, "deleted downstream", d.Name, ""); err != nil {
+		return err
+	}
+	s.setFlash(c, "downstream-deleted")
+	return c.Redirect(http.StatusSeeOther, "/downstreams")
+}
+
+// downstreamAction trips, tries or resumes every member.
+func (s *CircuitPages) downstreamAction(verb string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		d, err := s.downstreamOf(c)
+		if err != nil {
+			return err
+		}
+		reason := strings.TrimSpace(c.FormValue("reason"))
+		_, out, err := s.actOnDownstream(c, d, verb, reason)
+		if err != nil {
+			return err
+		}
+		if msg := outcomeProblem(out); msg != "" {
+			return echo.NewHTTPError(http.StatusConflict, msg)
+		}
+		s.setFlash(c, "downstream-"+map[string]string{"trip": "tripped", "try": "tried", "resume": "resumed"}[verb])
+		return c.Redirect(http.StatusSeeOther, "/downstreams/"+d.Name)
+	}
+}
+
+// actOnDownstream is one action, for the page and the API: a refusal of
+// the state (tripping what is off) is a 409 that says so.
+func (s *CircuitPages) actOnDownstream(c echo.Context, d downstream.Downstream, verb, reason string) (downstream.Downstream, []downstream.Outcome, error) {
+	ctx, actor := c.Request().Context(), actorOf(c)
+	if verb != "try" {
+		if msg := audit.CheckReason(reason, "every member's flip log"); msg != "" {
+			return d, nil, echo.NewHTTPError(http.StatusUnprocessableEntity, msg)
+		}
+	}
+	var next downstream.Downstream
+	var out []downstream.Outcome
+	var err error
+	switch verb {
+	case "trip":
+		next, out, err = s.Keeper.Trip(ctx, d.Name, actor, reason)
+	case "try":
+		next, out, err = s.Keeper.Resolved(ctx, d.Name, actor, "said fixed by "+actor)
+	default:
+		next, out, err = s.Keeper.Resume(ctx, d.Name, actor, reason)
+	}
+	switch {
+	case errors.Is(err, downstream.ErrAlreadyOff):
+		return d, nil, echo.NewHTTPError(http.StatusConflict, "Its members are already off.")
+	case errors.Is(err, downstream.ErrNotOff):
+		return d, nil, echo.NewHTTPError(http.StatusConflict, "Its members are not off: there is nothing to try or resume.")
+	case errors.Is(err, downstream.ErrNotFound):
+		return d, nil, errNotYours
+	}
+	return next, out, err
+}
+
+// outcomeProblem says which members an action could not change, in the
+// service's words for circuits (never a remote server's).
+func outcomeProblem(out []downstream.Outcome) string {
+	var bad []string
+	for _, o := range out {
+		if o.Err != nil {
+			bad = append(bad, o.Member)
+		}
+	}
+	if len(bad) == 0 {
+		return ""
+	}
+	return "The downstream changed, but these members could not be: " + strings.Join(bad, ", ") + ". Look at each on its page."
+}

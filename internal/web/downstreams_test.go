@@ -1,0 +1,310 @@
+package web_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/downstream"
+	"github.com/fusebox/fusebox/internal/mailtest"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/testenv"
+)
+
+// shippingKey is the second app's report key.
+const shippingKey = "fbx_shipping-demo_test-key-not-for-azure"
+
+// secondApp registers shipping-demo, of the orders team, with circuits
+// for functions, each with a window of window and the demo's recipient;
+// its local switch writes settings.
+func secondApp(t *testing.T, srv *apptest.Server, settings string, window time.Duration, functions ...string) {
+	t.Helper()
+	ctx := t.Context()
+	st := srv.App.Store
+	if err := st.Apps.Put(ctx, circuit.App{ID: "shipping-demo", DisplayName: "Shipping (demo)", Switch: circuit.SwitchLocal, LocalSettings: settings,
+		APIKeyHash: auth.HashAppKey(shippingKey), Team: demo.TeamOrders}); err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range functions {
+		if err := st.Circuits.Put(ctx, circuit.Circuit{AppID: "shipping-demo", Function: fn, Settings: circuit.Settings{Threshold: 10, Window: window,
+			Recipients: []string{"oncall@example.com"}}, State: circuit.Closed, ChangedAt: srv.Clock.Now()}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ci, err := st.Circuits.Get(ctx, demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci.Window = window
+	if err := st.Circuits.UpdateSettings(ctx, ci); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// setStore makes the demo's orders-store span both apps.
+func setStore(t *testing.T, srv *apptest.Server, quorum int, probe downstream.Probe, members ...string) {
+	t.Helper()
+	ctx := t.Context()
+	d, err := srv.App.Store.Downstreams.Get(ctx, demo.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	set := d
+	set.Members, set.Quorum, set.Probe = members, quorum, probe
+	if _, err := srv.App.Store.Downstreams.Update(ctx, d.Settled(set.WithDefaults())); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func storeOf(t *testing.T, srv *apptest.Server) downstream.Downstream {
+	t.Helper()
+	d, err := srv.App.Store.Downstreams.Get(t.Context(), demo.Store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func waitStore(t *testing.T, srv *apptest.Server, what string, ok func(downstream.Downstream) bool) downstream.Downstream {
+	t.Helper()
+	var d downstream.Downstream
+	testenv.Eventually(t, 20*time.Second, func() (bool, string) {
+		d = storeOf(t, srv)
+		return ok(d), fmt.Sprintf("orders-store is %s (episode %d, %d good in a row: %q), not %s", d.State, d.Episode, d.InARow, d.Reason, what)
+	})
+	return d
+}
+
+// probeServer is a health endpoint that answers 200 while good, else 503.
+func probeServer(t *testing.T) (url string, good *atomic.Bool, calls *atomic.Int64) {
+	t.Helper()
+	good, calls = &atomic.Bool{}, &atomic.Int64{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		if !good.Load() {
+			http.Error(w, "<script>the store is down</script>", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/health", good, calls
+}
+
+// One alert on the orders store trips its members in two apps in one
+// episode, each through its own app's switch, and the on-call address
+// both members name gets one mail listing both (not one per member).
+// "Resolved" resumes nothing while the probe answers badly; three good
+// answers in a row put both on trial; their own counts close them after a
+// quiet window; the downstream closes, and one mail says so. The page
+// shows the probe's answers, never what the server said.
+func TestOneAlertTripsADownstreamsMembersAcrossAppsInOneEpisode(t *testing.T) {
+	t.Parallel()
+	smtp := mailtest.Start(t)
+	env := map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": demo.AlertsSecret}
+	maps.Copy(env, smtp.Env())
+	srv := apptest.Start(t, env)
+	ctx := t.Context()
+	orders, shipping := t.TempDir()+"/local.settings.json", t.TempDir()+"/local.settings.json"
+	if err := demo.Seed(ctx, srv.App.Store, orders, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secondApp(t, srv, shipping, 3*time.Second, "ReserveStock")
+	probe, good, _ := probeServer(t)
+	setStore(t, srv, 2, downstream.Probe{URL: probe, Good: 3, Every: time.Second}, demo.AppID+"/ProcessOrders", "shipping-demo/ReserveStock")
+	stop := srv.RunFakeClock()
+	defer stop()
+
+	id, fired := demo.NewAlertID(), srv.Clock.Now()
+	status, body, err := demo.PostAlert(ctx, srv.URL, demo.AlertPayload(id, "Fired", fired, time.Time{}))
+	if err != nil || status != http.StatusAccepted || !strings.Contains(body, `"acted_on":["downstream:orders-store","orders-demo/ProcessOrders","shipping-demo/ReserveStock"]`) {
+		t.Fatalf("fired: %d %s %v", status, body, err)
+	}
+	off := func(c circuit.Circuit) bool { return c.State == circuit.ForcedOpen && !c.Pending() }
+	process := srv.WaitCircuit(t, demo.AppID, "ProcessOrders", "off by the downstream", off)
+	reserve := srv.WaitCircuit(t, "shipping-demo", "ReserveStock", "off by the downstream", off)
+	if process.Downstream != "orders-store#1" || reserve.Downstream != "orders-store#1" {
+		t.Errorf("the members' episodes are marked %q and %q; want both orders-store#1", process.Downstream, reserve.Downstream)
+	}
+	for file, fn := range map[string]string{orders: "ProcessOrders", shipping: "ReserveStock"} {
+		if disabled, err := localsettings.Disabled(file, fn); err != nil || !disabled {
+			t.Errorf("%s's trigger is not off in its own app's settings: %v", fn, err)
+		}
+	}
+	opened, ok := smtp.WaitFor(func(m mailtest.Message) bool { return strings.Contains(m.Subject, "orders-store failed") }, 20*time.Second)
+	if !ok {
+		t.Fatalf("no mail about the orders store; got %v", smtp.Messages())
+	}
+	if opened.To != "oncall@example.com" || !strings.Contains(opened.Text, "orders-demo/ProcessOrders: forced-open") || !strings.Contains(opened.Text, "shipping-demo/ReserveStock: forced-open") ||
+		!strings.Contains(opened.Subject, "2 functions in 2 apps") {
+		t.Errorf("the mail does not list both members:\n%s\n%s", opened.Subject, opened.Text)
+	}
+
+	// Resolved while the store still fails: the probe is asked, and
+	// nothing is resumed on Azure's word alone.
+	status, body, err = demo.PostAlert(ctx, srv.URL, demo.AlertPayload(id, "Resolved", fired, srv.Clock.Now()))
+	if err != nil || status != http.StatusAccepted || !strings.Contains(body, "downstream:orders-store") {
+		t.Fatalf("resolved: %d %s %v", status, body, err)
+	}
+	waitStore(t, srv, "waiting, with bad answers", func(d downstream.Downstream) bool { return d.State == downstream.Waiting && len(d.Answers) >= 3 })
+	for _, fn := range []string{"ProcessOrders", "ReserveStock"} {
+		app := map[string]string{"ProcessOrders": demo.AppID, "ReserveStock": "shipping-demo"}[fn]
+		if c, _ := srv.App.Store.Circuits.Get(ctx, app, fn); c.State != circuit.ForcedOpen {
+			t.Errorf("%s is %s while the probe answers 503", fn, c.State)
+		}
+	}
+	viewer := newBrowser(t, srv.URL)
+	viewer.signIn("victor")
+	page := viewer.get("/downstreams/" + demo.Store).body
+	if !strings.Contains(page, "waiting for the probe") || !strings.Contains(page, "bad</span>  503") || strings.Contains(page, "the store is down") {
+		t.Errorf("the page does not show the probe's answers (and only their status):\n%s", section(page, `data-testid="probe-answers"`))
+	}
+
+	good.Store(true)
+	tried := waitStore(t, srv, "on trial", func(d downstream.Downstream) bool { return d.State == downstream.Trial })
+	if tried.InARow != 3 || tried.Episode != 1 {
+		t.Errorf("the trial began after %d good answers in a row, episode %d; want 3, episode 1", tried.InARow, tried.Episode)
+	}
+	closed := func(c circuit.Circuit) bool { return c.State == circuit.Closed && !c.Pending() }
+	srv.WaitCircuit(t, demo.AppID, "ProcessOrders", "closed after its trial", closed)
+	srv.WaitCircuit(t, "shipping-demo", "ReserveStock", "closed after its trial", closed)
+	waitStore(t, srv, "closed", func(d downstream.Downstream) bool { return d.State == downstream.Closed })
+	if _, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+		return strings.Contains(m.Subject, "orders-store: its 2 functions in 2 apps are back on")
+	}, 20*time.Second); !ok {
+		t.Fatalf("no mail that the orders store's members are back on; got %v", smtp.Messages())
+	}
+	var about []string // the demo's other circuits are told of too
+	for _, m := range smtp.Messages() {
+		if strings.Contains(m.Subject, "ProcessOrders") || strings.Contains(m.Subject, "ReserveStock") || strings.Contains(m.Subject, "orders-store") {
+			about = append(about, m.Subject)
+		}
+	}
+	if len(about) != 2 {
+		t.Errorf("mails about the store and its members: %q; want its two alone (opened, back on), none of a member on its own", about)
+	}
+}
+
+// Members failing in one app trip no other; members of two apps failing
+// trip every member, those not failing yet too, in one episode.
+func TestADownstreamsQuorumCountsApps(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, nil)
+	ctx := t.Context()
+	orders, shipping := t.TempDir()+"/local.settings.json", t.TempDir()+"/local.settings.json"
+	if err := demo.Seed(ctx, srv.App.Store, orders, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secondApp(t, srv, shipping, time.Minute, "ReserveStock", "PackParcels")
+	setStore(t, srv, 2, downstream.Probe{}, demo.AppID+"/ProcessOrders", "shipping-demo/ReserveStock", "shipping-demo/PackParcels")
+	report := func(key, function string, count int) {
+		t.Helper()
+		body := fmt.Sprintf(`{"failures":[{"function":%q,"at":%q,"count":%d}]}`, function, srv.Clock.Now().Add(-time.Second).Format(time.RFC3339), count)
+		wantStatus(t, postJSON(t, srv.URL, key, body), http.StatusAccepted)
+	}
+	report(demo.Key, "ProcessOrders", 500)
+	stop := srv.RunFakeClock()
+	srv.WaitCircuit(t, demo.AppID, "ProcessOrders", "open on its own counts", func(c circuit.Circuit) bool { return c.State == circuit.Open })
+	testenv.Consistently(t, 3*time.Second, func() (bool, string) {
+		c, err := srv.App.Store.Circuits.Get(ctx, "shipping-demo", "PackParcels")
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := storeOf(t, srv)
+		return c.State == circuit.Closed && d.State == downstream.Closed, fmt.Sprintf("one app failing: PackParcels is %s, the store %s (%s)", c.State, d.State, d.Reason)
+	})
+	stop()
+	report(shippingKey, "ReserveStock", 20)
+	stop = srv.RunFakeClock()
+	defer stop()
+	tripped := waitStore(t, srv, "open on its quorum", func(d downstream.Downstream) bool { return d.State == downstream.Open })
+	if !strings.Contains(tripped.Reason, "members of 2 apps fail on their own (quorum 2)") || tripped.Actor != circuit.EvaluatorActor {
+		t.Errorf("the trip says %q by %s", tripped.Reason, tripped.Actor)
+	}
+	pack := srv.WaitCircuit(t, "shipping-demo", "PackParcels", "off by the downstream", func(c circuit.Circuit) bool { return c.State == circuit.ForcedOpen && !c.Pending() })
+	if pack.Downstream != "orders-store#1" {
+		t.Errorf("PackParcels, not failing, went off marked %q; want orders-store#1", pack.Downstream)
+	}
+	if c, _ := srv.App.Store.Circuits.Get(ctx, demo.AppID, "ProcessOrders"); c.State != circuit.Open || c.Downstream != "" {
+		t.Errorf("ProcessOrders, open on its own counts, is %s marked %q: the downstream must leave it as it was", c.State, c.Downstream)
+	}
+}
+
+// An operator names a downstream on the page from circuits of the team's
+// apps; one naming another team's circuit, or a probe in the clear
+// outside loopback, is refused by field; the page trips and resumes every
+// member.
+func TestAnOperatorNamesADownstreamAndActsOnIt(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_LOCAL_USERS": strings.Join([]string{apptest.User(t, "oscar", "operator@orders"), apptest.User(t, "bianca", "operator@billing")}, ",")})
+	ctx := t.Context()
+	orders, shipping := t.TempDir()+"/local.settings.json", t.TempDir()+"/local.settings.json"
+	if err := demo.Seed(ctx, srv.App.Store, orders, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secondApp(t, srv, shipping, time.Minute, "ReserveStock")
+	oscar := newBrowser(t, srv.URL)
+	oscar.signIn("oscar")
+	form := url.Values{"_csrf": {oscar.csrf("/downstreams")}, "name": {"inventory-db"}, "members": {"orders-demo/SendReceipts\nshipping-demo/ReserveStock"}, "quorum": {"2"},
+		"probe_url": {"http://inventory.example.com/health"}, "probe_good": {"3"}, "probe_every": {"10s"}}
+	refused := oscar.post("/downstreams", form)
+	if refused.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(refused.body, "must be an https:// URL") {
+		t.Errorf("a probe in the clear: %d\n%s", refused.StatusCode, section(refused.body, `data-testid="downstream-form"`))
+	}
+	form.Set("probe_url", "https://inventory.example.com/health")
+	wantStatus(t, oscar.post("/downstreams", form), http.StatusSeeOther)
+	d, err := srv.App.Store.Downstreams.Get(ctx, "inventory-db")
+	if err != nil || d.Team != demo.TeamOrders || len(d.Members) != 2 {
+		t.Fatalf("the saved downstream: %+v %v", d, err)
+	}
+
+	bianca := newBrowser(t, srv.URL)
+	bianca.signIn("bianca")
+	theirs := url.Values{"_csrf": {bianca.csrf("/downstreams")}, "name": {"billing-db"}, "members": {"orders-demo/SendReceipts"}, "quorum": {"0"}}
+	if got := bianca.post("/downstreams", theirs); got.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(got.body, "is not a circuit of an app of billing you operate") {
+		t.Errorf("billing naming orders' circuit: %d\n%s", got.StatusCode, section(got.body, `data-testid="downstream-form"`))
+	}
+	if got := bianca.get("/downstreams/inventory-db"); got.StatusCode != http.StatusNotFound {
+		t.Errorf("billing reads orders' downstream: %d", got.StatusCode)
+	}
+
+	csrf := oscar.csrf("/downstreams/inventory-db")
+	wantStatus(t, oscar.post("/downstreams/inventory-db/trip", url.Values{"_csrf": {csrf}, "reason": {"failing over the inventory database"}}), http.StatusSeeOther)
+	for app, fn := range map[string]string{demo.AppID: "SendReceipts", "shipping-demo": "ReserveStock"} {
+		if c, _ := srv.App.Store.Circuits.Get(ctx, app, fn); c.State != circuit.ForcedOpen || c.Downstream != "inventory-db#1" {
+			t.Errorf("%s after the trip: %s marked %q", fn, c.State, c.Downstream)
+		}
+	}
+	if got := oscar.post("/downstreams/inventory-db/trip", url.Values{"_csrf": {csrf}, "reason": {"again"}}); got.StatusCode != http.StatusConflict {
+		t.Errorf("a second trip: %d, want 409", got.StatusCode)
+	}
+	wantStatus(t, oscar.post("/downstreams/inventory-db/resume", url.Values{"_csrf": {csrf}, "reason": {"failover done"}}), http.StatusSeeOther)
+	for app, fn := range map[string]string{demo.AppID: "SendReceipts", "shipping-demo": "ReserveStock"} {
+		if c, _ := srv.App.Store.Circuits.Get(ctx, app, fn); c.State != circuit.Closed {
+			t.Errorf("%s after the resume: %s", fn, c.State)
+		}
+	}
+	if d := storeNamed(t, srv, "inventory-db"); d.State != downstream.Closed || d.Episode != 1 {
+		t.Errorf("the downstream after the resume: %s, episode %d", d.State, d.Episode)
+	}
+}
+
+func storeNamed(t *testing.T, srv *apptest.Server, name string) downstream.Downstream {
+	t.Helper()
+	d, err := srv.App.Store.Downstreams.Get(context.WithoutCancel(t.Context()), name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}

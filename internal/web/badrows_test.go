@@ -40,7 +40,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 
 	b := newBrowser(t, srv.URL)
 	b.signIn("olivia")
-	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/notifications", "/channels", "/audit", "/circuits/" + demo.AppID + "/ProcessOrders", "/tokens", "/teams", "/alerts"} {
+	for _, path := range []string{"/circuits", "/apps", "/jobs", "/jobs/" + job, "/jobs/maintenance", "/notifications", "/channels", "/audit", "/circuits/" + demo.AppID + "/ProcessOrders", "/tokens", "/teams", "/alerts", "/downstreams", "/downstreams/" + demo.Store} {
 		wantStatus(t, b.get(path), http.StatusOK)
 	}
 	// The scanner reads the bad run on its next pass.
@@ -55,7 +55,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", "job/bad-misfire", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message", "orders-demo/209901010000|traces|bad-source", "orders-demo/209901010000|logs|bad-count",
 		"orders-demo/orders-poison", "orders-demo/bad-samples-poison", "orders-demo/!run-orders-poison", month + "/0000000000000000000-bad", "token/0123456789abcdef",
-		"team/forged-team", month + "/bad-alert"}
+		"team/forged-team", month + "/bad-alert", "downstream/melted-db"}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) { // the scanner reads runs on its own pass
 		body := b.get("/").body
 		for _, key := range want {

@@ -50,6 +50,9 @@ const rows = {
   Teams: [{ partitionKey: "team", rowKey: "forged-team", Members: "[{\"who\": \"g-1\", \"role\": \"root\"}]" }],
   // A received alert written by hand: no condition Azure Monitor sends.
   Alerts: [{ partitionKey: MONTH, rowKey: "bad-alert", AlertID: "x", Rule: "r", Condition: "Exploded" }],
+  // A downstream written by hand: a state Fusebox has not, and a member
+  // that is no circuit's name. It must act on nothing; the real one stays.
+  Downstreams: [{ partitionKey: "downstream", rowKey: "melted-db", Members: "orders-demo", State: "molten", Quorum: 1 }],
   // What the watcher last saw of set-aside queues: the overview and app pages read it.
   SetAside: [
     { partitionKey: "orders-demo", rowKey: "orders-poison", Kind: "parking-lot", Count: 3 },

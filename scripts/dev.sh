@@ -54,6 +54,10 @@ export FUSEBOX_API_TOKENS="${FUSEBOX_API_TOKENS:+$FUSEBOX_API_TOKENS,}$demo_toke
 # Azure Monitor's demo alerts come through the webhook with the demo's
 # public secret (demo.AlertsSecret): never one for Azure.
 export FUSEBOX_AZURE_ALERTS_SECRET=demo-alerts-secret-not-for-azure-0123456789
+# The secure webhook: tokens signed by the demo's stand-in tenant, whose
+# keys the demo host serves (demo.AlertSigner; its page posts the alert).
+export FUSEBOX_AZURE_ALERTS_TENANT=5e1f0c2a-0d7b-4f3e-9c1a-6b8d2e4f7a90 FUSEBOX_AZURE_ALERTS_AUDIENCE=api://fusebox-demo-alerts
+export FUSEBOX_AZURE_ALERTS_KEYS_URL=http://127.0.0.1:7072/alerts/keys
 # Mail goes to maildev; its web UI shows every message.
 export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost
 
@@ -96,8 +100,9 @@ cat <<MSG
   Demo host    http://127.0.0.1:7072   (ProcessOrders consuming a simulated hub, TakeOrders a queue; break them here)
   Demo hub     127.0.0.1:7073          (AMQP: answers as an Event Hubs namespace how far each partition has got)
   Demo switch  .dev/orders-demo/local.settings.json
-  Demo alert   bin/fusebox-dev demo-alert fired   (then resolved): Azure Monitor's orders-store-down, whose rule
-               ProcessOrders and TakeOrders name: fired trips both, resolved puts them on trial (as admin: Alerts)
+  Demo alert   the demo host's page (The alert fires / resolves) or bin/fusebox-dev demo-alert fired|resolved:
+               Azure Monitor's orders-store-down on the downstream orders-store: fired switches off ProcessOrders
+               and TakeOrders in one episode; resolved waits for the store's health, then tries them (Downstreams)
   Demo Azure   as admin, Apps → Discover: func-billing and func-shipping, a stand-in for ARM in memory; Guard… them (func-billing into billing)
   As a file    FUSEBOX_URL=http://$FUSEBOX_HTTP_ADDR FUSEBOX_API_TOKEN=$api_token bin/fusebox export > fusebox.yaml
                (then bin/fusebox apply -f fusebox.yaml --dry-run, with the same two variables)

@@ -216,6 +216,13 @@ func demoHostCmd(ctx context.Context, args []string, lookup func(string) (string
 		h.Parking, h.Corrupt = parking, filepath.Join(*state, "corrupt-event")
 		h.Orders = &demo.OrderQueue{Queue: orders, Poison: poison, Function: "TakeOrders", Fixed: filepath.Join(*state, "parser-fixed"), Reporter: rep, Logger: log}
 	}
+	// The page posts Azure Monitor's alert on the orders store to the
+	// secure webhook, signed as the demo's tenant, whose keys it serves.
+	signer, err := demo.LoadAlertSigner(filepath.Join(*state, "demo-alert-key.pem"))
+	if err != nil {
+		return err
+	}
+	h.Alerts = &demo.HostAlerts{Fusebox: *fusebox, Signer: signer, State: demo.AlertState(filepath.Join(*state, "demo-alert")), Logger: log}
 	if err := h.Start(ctx); err != nil {
 		return err
 	}
@@ -329,21 +336,12 @@ func demoAlert(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		return err
 	}
 	now := time.Now()
-	id, fired := demo.NewAlertID(), now
-	if condition == "resolved" {
-		b, err := os.ReadFile(*state)
-		if err != nil {
-			return errors.New("demo-alert: no alert was fired here yet: run demo-alert fired first")
-		}
-		last, at, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
-		if fired, err = time.Parse(time.RFC3339Nano, at); err != nil {
-			return fmt.Errorf("demo-alert: %s does not read: fire again", *state)
-		}
-		id = last
-	} else if err := os.WriteFile(*state, []byte(id+" "+fired.UTC().Format(time.RFC3339Nano)+"\n"), 0o600); err != nil {
-		return err
+	condition = strings.ToUpper(condition[:1]) + condition[1:]
+	id, fired, err := demo.AlertState(*state).Next(condition, now)
+	if err != nil {
+		return fmt.Errorf("demo-alert: %w", err)
 	}
-	status, body, err := demo.PostAlert(ctx, *base, demo.AlertPayload(id, strings.ToUpper(condition[:1])+condition[1:], fired, now))
+	status, body, err := demo.PostAlert(ctx, *base, demo.AlertPayload(id, condition, fired, now))
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -77,7 +78,11 @@ type Host struct {
 	// for the page.
 	Ledger   *Ledger
 	Reporter Reporter // tells Fusebox of failures and successes
-	Logger   *slog.Logger
+	// Alerts, if set, lets the page post Azure Monitor's alert on the
+	// orders store to Fusebox's secure webhook, signed as the demo's
+	// tenant (AlertSigner), and serves the tenant's keys.
+	Alerts *HostAlerts
+	Logger *slog.Logger
 	// Corrupt is a file whose existence means the next event on partition
 	// 0 is corrupt: the function fails on it, and after ParkAfter tries it
 	// parks the event on Parking and goes on, as the seed's pattern says.
@@ -376,11 +381,66 @@ Downstream store: <strong data-testid="store">{{if .Offline}}offline — every b
 Tries that failed: {{.Failures}}; orders handled: <span data-testid="orders-done">{{.Done}}</span>; set aside in <code>{{.Queue}}-poison</code> after 5 tries: {{.Poisoned}}.</p>
 <form method="post" action="/poison"><button type="submit" data-testid="send-poison">Send a poison message</button></form>
 <form method="post" action="/fix"><button type="submit" data-testid="fix">{{if .Fixed}}Break the parser again{{else}}Fix the parser{{end}}</button></form>{{end}}
+{{if .Alerts}}<h2>Azure Monitor: orders-store-down</h2>
+<p>The metric alert on the orders store, posted to Fusebox's secure webhook as an action group does, with a token the demo's tenant signs. Fired trips every function of the <code>orders-store</code> downstream at once; resolved waits for the store's health (<code>/health/orders-store</code>, 503 while the store is offline) to answer well 3 times in a row, then tries them.</p>
+<form method="post" action="/alert/fired"><button type="submit" data-testid="alert-fired">The alert fires</button></form>
+<form method="post" action="/alert/resolved"><button type="submit" data-testid="alert-resolved">The alert resolves</button></form>
+{{with .AlertSaid}}<p data-testid="alert-said">{{.}}</p>{{end}}{{end}}
 </body></html>`))
+
+// HostAlerts posts the demo's alert from the host's page.
+type HostAlerts struct {
+	Fusebox string // its base URL
+	Signer  *AlertSigner
+	State   AlertState
+	Logger  *slog.Logger
+	Now     func() time.Time // nil: the real clock
+
+	mu   sync.Mutex
+	last string // what Fusebox answered the last post, for the page
+}
+
+func (a *HostAlerts) said() string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.last
+}
+
+// post posts the alert's condition ("fired" or "resolved") and keeps
+// Fusebox's answer (its status and what it acted on) for the page.
+func (a *HostAlerts) post(ctx context.Context, condition string) {
+	condition = strings.ToUpper(condition[:1]) + condition[1:]
+	now := time.Now()
+	if a.Now != nil {
+		now = a.Now()
+	}
+	said := ""
+	id, fired, err := a.State.Next(condition, now)
+	if err == nil {
+		var token string
+		if token, err = a.Signer.Token(now); err == nil {
+			var status int
+			var body string
+			status, body, err = PostSecureAlert(ctx, a.Fusebox, token, AlertPayload(id, condition, fired, now))
+			said = fmt.Sprintf("%s: Fusebox answered %d %s", condition, status, strings.TrimSpace(body))
+		}
+	}
+	if err != nil {
+		a.Logger.Warn("demo alert", "condition", condition, "error", err)
+		said = condition + ": not posted: " + err.Error()
+	}
+	a.mu.Lock()
+	a.last = said
+	a.mu.Unlock()
+}
 
 // ServeHTTP shows the host's state, toggles the downstream outage and the
 // parser's fix, and sends poison messages and corrupt events.
 func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.Alerts != nil && r.URL.Path == AlertKeysPath && r.Method == http.MethodGet {
+		h.Alerts.Signer.Keys(w, r)
+		return
+	}
 	if r.URL.Path == HealthPath && r.Method == http.MethodGet {
 		// The orders store's health, as its own endpoint would say it:
 		// the demo's downstream probe calls it.
@@ -413,6 +473,8 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			err = h.Orders.Send(r.Context(), int(time.Now().Unix()%100000), true)
 		case r.URL.Path == "/fix" && h.Orders != nil:
 			err = h.Orders.ToggleFix()
+		case (r.URL.Path == "/alert/fired" || r.URL.Path == "/alert/resolved") && h.Alerts != nil:
+			h.Alerts.post(r.Context(), strings.TrimPrefix(r.URL.Path, "/alert/"))
 		default:
 			http.NotFound(w, r)
 			return
@@ -448,7 +510,10 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m := map[string]any{"Function": h.Function, "Disabled": h.Disabled(), "Offline": exists(h.Offline), "Rows": rows, "Failures": failures,
 		"Retries": h.Retries, "Skipped": skipped, "Ledger": h.Ledger != nil, "Once": all.Once, "More": all.More, "Never": all.Never,
 		"Batch": h.BatchSize(), "Throttling": exists(h.Throttling), "CanThrottle": h.Throttling != "", "Bears": h.Bears,
-		"CanPark": h.Parking != nil, "ParkAfter": ParkAfter, "Parked": parked}
+		"CanPark": h.Parking != nil, "ParkAfter": ParkAfter, "Parked": parked, "Alerts": h.Alerts != nil}
+	if h.Alerts != nil {
+		m["AlertSaid"] = h.Alerts.said()
+	}
 	if h.Parking != nil {
 		m["Parking"] = queueName(h.Parking)
 	}

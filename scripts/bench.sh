@@ -60,6 +60,7 @@ bench "P4 circuit list, 10,000 circuits"    ./internal/bench '^BenchmarkCircuitL
 bench "fleet: discovery of 1,000 apps"      ./internal/bench '^BenchmarkDiscovery$'          1x
 bench "team scope: pages, admin vs a team member" ./internal/bench '^BenchmarkTeamScope$' 200x
 bench "alert to triggers off, 20 circuits over 10 apps" ./internal/bench '^BenchmarkAlertToTriggersOff$' 10x
+bench "downstream alert to triggers off, 20 members over 10 apps" ./internal/bench '^BenchmarkDownstreamAlertToTriggersOff$' 10x
 bench "P4 Discover page, 1,000 apps"        ./internal/bench '^BenchmarkDiscoverPage$'       200x
 bench "fleet: apply 1,000 circuits"         ./internal/bench '^BenchmarkApply$'              1x
 bench "throttle: rule to settings written" ./internal/bench '^BenchmarkThrottleLatency$'     1x

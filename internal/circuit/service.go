@@ -42,6 +42,10 @@ type ServiceSettings struct {
 	// Acts, if set, says whether the one creating a circuit (named by
 	// ctx) operates the app: another team's app is refused as unknown.
 	Acts func(ctx context.Context, app App) bool
+	// Changed, if set, is told after each transition the service stored
+	// (the evaluator's TickNow): the switch applies it at once rather
+	// than at the next tick.
+	Changed func()
 }
 
 // ChannelChecker refuses channel ids that name no channel, with a
@@ -544,6 +548,9 @@ func (s *Service) act(ctx context.Context, appID, function, actor, verb string, 
 		}
 		if err != nil {
 			return Circuit{}, err
+		}
+		if s.Changed != nil {
+			s.Changed()
 		}
 		if err := s.audit.Append(ctx, audit.Entry{At: fl.At, Actor: actor, Action: verb, Target: c.ID(),
 			Detail: fmt.Sprintf("%s → %s, episode %d: %s", fl.From, fl.To, fl.Episode, fl.Reason)}); err != nil {

@@ -144,7 +144,7 @@ func (s *Sender) prepare(ctx context.Context, m Message, circuits map[string]cir
 	if !isJob && !isQueue && !isDown {
 		var ok bool
 		c, ok = circuits[m.Circuit]
-		if !ok || (m.Kind != KindFlapping && c.Episode != m.Episode) {
+		if !ok || (m.Kind != KindFlapping && m.Kind != KindPauseAhead && c.Episode != m.Episode) {
 			// The episode is over (or the circuit gone): an opening alert
 			// or a reminder about it would be stale, and its link dead.
 			d.closed = "the episode ended before the alert could be sent"

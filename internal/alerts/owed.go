@@ -133,3 +133,19 @@ func messages(subject string, episode int64, kinds, dests []string, now time.Tim
 	}
 	return out
 }
+
+// KindPauseAhead warns, an hour before a pause window opens, that the
+// events waiting when it opens would expire before it ends (the window is
+// as long as the hub keeps them, or longer). Its episode is the opening's
+// Unix second: one warning per opening.
+const KindPauseAhead = "pause-ahead"
+
+// PauseAhead is the warning a circuit's next pause window owes, within
+// the hour before it opens.
+func PauseAhead(c circuit.Circuit, dests []string, now time.Time) []Message {
+	p, start, _, ok := circuit.NextPause(c, now)
+	if !ok || start.Sub(now) > time.Hour || c.HubRetention == 0 || p.Duration < c.HubRetention || c.Shadow {
+		return nil
+	}
+	return messages(c.ID(), start.Unix(), []string{KindPauseAhead}, dests, now)
+}

@@ -153,7 +153,7 @@ func (s *Sender) Pass(ctx context.Context, f lease.Fence) error {
 		byID[c.ID()] = c
 		dests := Destinations(c.Recipients, c.Channels, appByID[c.AppID].Channels)
 		onCall := func(id string) bool { return OnCall(channels[id].Kind) }
-		for _, m := range slices.Concat(Owed(c, dests, now, s.policy()), Escalations(c, now, s.policy()), Resolutions(c, onCall, now, s.policy())) {
+		for _, m := range slices.Concat(Owed(c, dests, now, s.policy()), Escalations(c, now, s.policy()), Resolutions(c, onCall, now, s.policy()), PauseAhead(c, dests, now)) {
 			if err := s.ensure(ctx, m, now); err != nil {
 				errs = append(errs, err)
 			}

@@ -57,7 +57,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
 		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels, Sees: web.ChannelSeen}, Acts: web.AppActed,
-		Changed: evaluator.TickNow})
+		Changed: evaluator.TickNow, RefuseExpiring: cfg.PauseExpiry == "refuse"})
 	rp := &replay.Service{Circuits: store.Circuits, Apps: store.Apps, Switch: actions, Records: store.Replays, History: store.Replays, Flips: store.Circuits, Unsettled: store.Replays.Unsettled,
 		Failures: store.Failures.Reader(), Hosts: out.hosts, Now: now, Quiet: o.ReplayQuiet,
 		Blobs: func(app circuit.App) (replay.Blobs, error) {

@@ -42,6 +42,10 @@ type ServiceSettings struct {
 	// Acts, if set, says whether the one creating a circuit (named by
 	// ctx) operates the app: another team's app is refused as unknown.
 	Acts func(ctx context.Context, app App) bool
+	// RefuseExpiring refuses pause windows as long as the hub keeps
+	// events (or longer); without it they are kept, and the page and a
+	// notice before each opening warn (FUSEBOX_PAUSE_EXPIRY).
+	RefuseExpiring bool
 	// Changed, if set, is told after each transition the service stored
 	// (the evaluator's TickNow): the switch applies it at once rather
 	// than at the next tick.
@@ -64,6 +68,16 @@ func (s *Service) checkChannels(ctx context.Context, ids []string) error {
 }
 
 // checkEscalation refuses escalation channel ids that name no channel.
+func (s *Service) checkPauses(set Settings) error {
+	if !s.RefuseExpiring {
+		return nil
+	}
+	if p, ok := ExpiringPause(set); ok {
+		return ValidationError{{Field: "pause_windows", Message: fmt.Sprintf("%s is as long as the hub keeps events (%s) or longer: the events waiting when it opens would be gone before it ends (pauses that would lose events are refused here)", p, spoken.Duration(set.HubRetention))}}
+	}
+	return nil
+}
+
 func (s *Service) checkEscalation(ctx context.Context, e Escalation) error {
 	return CheckEscalationChannels(ctx, s.checkChannels, e)
 }
@@ -346,6 +360,9 @@ func (s *Service) Create(ctx context.Context, appID, function string, set Settin
 	if err := s.checkEscalation(ctx, c.Escalate); err != nil {
 		return c, err
 	}
+	if err := s.checkPauses(c.Settings); err != nil {
+		return c, err
+	}
 	if s.Functions != nil && app != nil {
 		if err := s.Functions.CheckFunction(ctx, *app, function); err != nil {
 			return c, ValidationError{{Field: "function", Message: err.Error()}}
@@ -378,6 +395,9 @@ func (s *Service) Update(ctx context.Context, appID, function string, set Settin
 		}
 		if err := s.checkChannels(ctx, next.Channels); err != nil {
 			return next, err
+		}
+		if err := s.checkPauses(next.Settings); err != nil {
+			return Circuit{}, err
 		}
 		if err := s.checkEscalation(ctx, next.Escalate); err != nil {
 			return next, err

@@ -1,6 +1,7 @@
 package circuit
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -64,6 +65,10 @@ type Settings struct {
 	// "Fired" trips the circuit (docs/alerts.md). "Resolved" resumes
 	// nothing: a person does, or the circuit's own trial.
 	AlertRules []string
+	// PauseWindows are planned pauses, one-off or recurring: the
+	// evaluator pauses the circuit when one opens and resumes it when it
+	// ends (docs/pauses.md).
+	PauseWindows []PauseWindow
 }
 
 // The ways back from a trip of an Event Hubs function: from before the
@@ -153,6 +158,15 @@ func (s Settings) checkEach(add func(field, format string, args ...any)) {
 	if len(s.AlertRules) > MaxAlertRules {
 		add("alert_rules", "at most %d rules", MaxAlertRules)
 	}
+	if len(s.PauseWindows) > MaxPauseWindows {
+		add("pause_windows", "at most %d windows", MaxPauseWindows)
+	}
+	for _, p := range s.PauseWindows {
+		if msg := cmp.Or(p.bad, p.Check()); msg != "" {
+			add("pause_windows", "%s", msg)
+			break
+		}
+	}
 	for _, r := range s.AlertRules {
 		if !ValidAlertRule(r) {
 			add("alert_rules", "%q is not an alert rule's resource id: /subscriptions/…/providers/microsoft.insights/metricAlerts/<name> (or scheduledQueryRules, activityLogAlerts), as the rule's JSON view shows it", r)
@@ -193,6 +207,9 @@ func (s Spec) Stored() (Settings, error) {
 	if len(set.AlertRules) == 0 {
 		set.AlertRules = nil
 	}
+	// So does a pause window that does not read.
+	set.PauseWindows = slices.DeleteFunc(set.PauseWindows, func(p PauseWindow) bool { return p.bad != "" || p.Check() != "" })
+	set.PauseWindows = set.PauseWindows[:min(len(set.PauseWindows), MaxPauseWindows)]
 	var problems validation.Error
 	set.checkEach(problems.Add)
 	if err := problems.Err(); err != nil {
@@ -289,6 +306,8 @@ type Spec struct {
 	ResumeFrom string `json:"resume_from,omitempty" yaml:"resume_from,omitempty"`
 	// Azure Monitor alert rules whose "Fired" trips it (docs/alerts.md).
 	AlertRules []string `json:"alert_rules,omitempty" yaml:"alert_rules,omitempty"`
+	// Planned pauses: "0 2 * * * for 1h in Europe/Paris", "2026-12-08T02:00:00Z for 1h".
+	PauseWindows []string `json:"pause_windows,omitempty" yaml:"pause_windows,omitempty"`
 }
 
 // Settings are the settings s spells.
@@ -307,11 +326,26 @@ func (s Spec) Settings() Settings {
 		Policy:       Policy{AutoResume: s.AutoResume, Cooldown: time.Duration(s.Cooldown), MaxCooldown: time.Duration(s.MaxCooldown)},
 		Throttle: Throttle{Threshold: s.ThrottleThreshold, Quiet: time.Duration(s.ThrottleQuiet), Kind: s.ThrottleKind, Ask: s.ThrottleAsk,
 			OnlyThrottling: s.ThrottleOnly, Words: orNil(s.ThrottleWords)},
-		Shadow:     s.Shadow,
-		Runbook:    Runbook{URL: s.RunbookURL, Note: s.RunbookNote},
-		ResumeFrom: s.ResumeFrom,
-		AlertRules: orNil(s.AlertRules),
+		Shadow:       s.Shadow,
+		Runbook:      Runbook{URL: s.RunbookURL, Note: s.RunbookNote},
+		ResumeFrom:   s.ResumeFrom,
+		AlertRules:   orNil(s.AlertRules),
+		PauseWindows: pauseWindowsOf(s.PauseWindows),
 	}
+}
+
+// pauseWindowsOf reads a document's pause windows; one that does not read
+// is kept, saying why, for checkEach to name (Stored drops it).
+func pauseWindowsOf(lines []string) []PauseWindow {
+	var out []PauseWindow
+	for _, l := range lines {
+		p, err := ParsePauseWindow(l)
+		if err != nil {
+			p = PauseWindow{bad: err.Error()}
+		}
+		out = append(out, p)
+	}
+	return out
 }
 
 // Spec is how documents spell s.
@@ -326,7 +360,16 @@ func (s Settings) Spec() Spec {
 		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Seconds(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind,
 		ThrottleAsk: s.Throttle.Ask, ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: s.Throttle.Words,
 		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note, ResumeFrom: s.ResumeFrom, AlertRules: s.AlertRules,
+		PauseWindows: pauseWindowLines(s.PauseWindows),
 	}
+}
+
+func pauseWindowLines(ps []PauseWindow) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }
 
 // orNil is s, or nil for an empty list: the domain has no empty lists.

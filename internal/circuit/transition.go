@@ -88,6 +88,12 @@ const EvaluatorActor = "evaluator"
 func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 	switch c.State {
 	case Closed:
+		if p, end, ok := PauseDue(c, now); ok {
+			next, f, err := Pause(c, PauseWindowActor, "pause window "+p.String(), end, n, now)
+			if err == nil {
+				return next, &f
+			}
+		}
 		if Trips(c, n) {
 			// A trip within a window of closing continues the streak.
 			streak := 1

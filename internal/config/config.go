@@ -72,6 +72,10 @@ type Config struct {
 	// AzureAlertsSecret, when set, takes Azure Monitor's action groups'
 	// webhooks at /hooks/azure-monitor/<secret> (they cannot send headers).
 	AzureAlertsSecret Secret
+	// PauseExpiry is what Fusebox does with a pause as long as the hub
+	// keeps events: "warn" (ask, by hand; warn on the page and before a
+	// window opens) or "refuse".
+	PauseExpiry string
 	// AzureAlertsEntra, when set, takes them at /hooks/azure-monitor with
 	// the secure webhook's Entra ID token instead (or as well).
 	AzureAlertsEntra *AzureAlertsEntra
@@ -248,6 +252,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		IngestRowLimit:      r.float("FUSEBOX_INGEST_ROW_LIMIT", 500),
 		MetricsToken:        Secret(r.str("FUSEBOX_METRICS_TOKEN", "")),
 		AzureAlertsSecret:   Secret(r.str("FUSEBOX_AZURE_ALERTS_SECRET", "")),
+		PauseExpiry:         r.str("FUSEBOX_PAUSE_EXPIRY", "warn"),
 		AzureAlertsEntra:    r.azureAlertsEntra(),
 		MetricsOpen:         r.bool("FUSEBOX_METRICS_OPEN", false),
 		PingKey:             Secret(r.str("FUSEBOX_PING_KEY", "")),
@@ -359,6 +364,9 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_')
 	})) {
 		r.fail("FUSEBOX_AZURE_ALERTS_SECRET", "must be 32 to 128 letters, digits, - or _ (it is a path segment of the action group's webhook URL): openssl rand -hex 32 makes one")
+	}
+	if c.PauseExpiry != "warn" && c.PauseExpiry != "refuse" {
+		r.fail("FUSEBOX_PAUSE_EXPIRY", "must be warn (a pause longer than the hub keeps events is asked about, and warned of before it opens) or refuse, got %q", c.PauseExpiry)
 	}
 	if c.Env == Production && c.MetricsToken == "" && !c.MetricsOpen {
 		r.fail("FUSEBOX_METRICS_TOKEN", "is needed in production: /metrics says which circuits are open and which jobs are down. Set it (at least 16 characters) and give it to the scraper, or set FUSEBOX_METRICS_OPEN=true where the network already keeps strangers out")

@@ -169,13 +169,16 @@ func (s *CircuitPages) apiCircuitAction(action string) echo.HandlerFunc {
 			// A pause: the trip ends on its own at until, or after for.
 			For   string `json:"for"`
 			Until string `json:"until"`
+			// ExpireOK pauses knowing waiting events expire before the
+			// pause ends (FUSEBOX_PAUSE_EXPIRY=warn).
+			ExpireOK bool `json:"expire_ok"`
 		}
 		_ = c.Bind(&body) // the reason is optional
 		p, _ := principal(c)
 		ctx := c.Request().Context()
 		var err error
 		if action == "trip" {
-			_, err = s.tripOrPause(c, p.Name, body.Reason, strings.TrimSpace(body.For), strings.TrimSpace(body.Until))
+			_, err = s.tripOrPause(c, p.Name, body.Reason, strings.TrimSpace(body.For), strings.TrimSpace(body.Until), body.ExpireOK)
 		} else {
 			var ci circuit.Circuit
 			if ci, err = s.circuitOf(c); err != nil {

@@ -42,6 +42,10 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 			m.Cost, m.Lower = s.switchCost(c.Request().Context(), ci)
 			if ci.HubRetention > 0 {
 				m.Retention = spoken.Duration(ci.HubRetention)
+				m.AskExpiry = s.Config.PauseExpiry == "warn"
+			}
+			if f, ok := s.forecastOf(c.Request().Context(), ci, time.Hour); ok && f.Known {
+				m.PauseForecast = "An hour's pause: " + f.Words()
 			}
 		}
 		if action == "resume" {

@@ -67,6 +67,7 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	m.ThrottleAsk, m.ThrottleOnly = ci.Throttle.Ask, ci.Throttle.OnlyThrottling
 	m.ThrottleWords = strings.Join(ci.Throttle.Words, ", ")
 	m.AlertRules = strings.Join(ci.AlertRules, "\n")
+	m.PauseWindows = strings.Join(ci.Spec().PauseWindows, "\n")
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -174,6 +175,7 @@ func formValues(c echo.Context) views.CircuitForm {
 		ThrottleThreshold: strings.TrimSpace(c.FormValue("throttle_threshold")), ThrottleQuiet: strings.TrimSpace(c.FormValue("throttle_quiet")), ThrottleAsk: c.FormValue("throttle_ask") == "on", ThrottleOnly: c.FormValue("throttle_only") == "on",
 		ThrottleWords: strings.TrimSpace(c.FormValue("throttle_words")),
 		AlertRules:    strings.TrimSpace(c.FormValue("alert_rules")),
+		PauseWindows:  strings.TrimSpace(c.FormValue("pause_windows")),
 	}
 	bindText(c, &m.Text)
 	return m
@@ -248,6 +250,7 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	set.Throttle.Ask, set.Throttle.OnlyThrottling = m.ThrottleAsk, m.ThrottleOnly
 	set.Throttle.Words = splitComma(m.ThrottleWords)
 	set.AlertRules = strings.Fields(m.AlertRules)
+	set.PauseWindows = circuit.Spec{PauseWindows: lines(m.PauseWindows)}.Settings().PauseWindows
 	set.Recipients, set.Channels = splitComma(m.Recipients), splitComma(m.Channels)
 	set.Escalate.To = splitComma(m.EscalateTo)
 	if m.HubRetention != "" {
@@ -338,4 +341,15 @@ func preview(set circuit.Settings, problems map[string]string) string {
 		}
 	}
 	return circuit.Circuit{Settings: circuit.Settings{Threshold: set.Threshold, Window: set.Window, Rule: set.Rule}}.RuleText()
+}
+
+// lines are s's non-empty lines, trimmed.
+func lines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }

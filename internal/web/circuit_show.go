@@ -80,6 +80,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Policy:   views.Words("stays open until someone resumes it"), CanAct: p.On(app.Team).Allows(auth.RoleOperator),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
+	m.NextPause, m.NextPauseForecast, m.NextPauseExpires = s.nextPause(ctx, ci)
 	if q := ci.Rule.MinInstances; q > 1 {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
 	}

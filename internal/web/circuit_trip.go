@@ -2,7 +2,6 @@ package web
 
 import (
 	"errors"
-	"fmt"
 	"net/http"
 	"strings"
 	"time"
@@ -10,21 +9,20 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/circuit"
-	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // circuitTrip switches a circuit's trigger off by hand: until someone
 // resumes it, or for the time asked (a pause the evaluator ends).
 func (s *CircuitPages) circuitTrip(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.tripOrPause(c, p.Name, c.FormValue("reason"), strings.TrimSpace(c.FormValue("for")), "")
+	ci, err := s.tripOrPause(c, p.Name, c.FormValue("reason"), strings.TrimSpace(c.FormValue("for")), "", c.FormValue("expire_ok") == "on")
 	return s.afterAction(c, ci, err, "tripped")
 }
 
 // tripOrPause trips, or pauses until (RFC 3339) or for (a duration) a
 // time. A pause of an Event Hubs function longer than the hub keeps events
 // is refused: the first of those waiting would be gone at its end.
-func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, untilText string) (circuit.Circuit, error) {
+func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, untilText string, expireOK bool) (circuit.Circuit, error) {
 	ctx := c.Request().Context()
 	app, function := c.Param("app"), c.Param("function")
 	if forText == "" && untilText == "" {
@@ -52,8 +50,13 @@ func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, until
 	if err != nil {
 		return ci, err
 	}
-	if r := ci.HubRetention; r > 0 && until.Sub(now) >= r {
-		return ci, circuit.ValidationError{{Field: "for", Message: fmt.Sprintf("the hub keeps events %s: events waiting when the pause begins would be gone before it ends; pause for less, or trip without a time", spoken.Duration(r))}}
+	if f, ok := s.forecastOf(ctx, ci, until.Sub(now)); ok {
+		if msg := s.expiryRefusal(f, expireOK); msg != "" {
+			return ci, circuit.ValidationError{{Field: "for", Message: msg}}
+		}
+		if f.Expires {
+			reason = strings.TrimSpace(reason + " (paused knowing waiting events expire before it ends)")
+		}
 	}
 	return s.Switch.Pause(ctx, app, function, actor, reason, until)
 }

@@ -57,6 +57,9 @@ type CircuitParts struct {
 	Replay replayer
 	// Downstreams are the shared dependencies; Keeper acts on their
 	// members together; Audit records changes to them.
+	// History is the functions' checkpoint history, for pause forecasts;
+	// nil forecasts none.
+	History     checkpointHistory
 	Downstreams downstreamStore
 	Keeper      downstreamKeeper
 	Audit       auditAppender

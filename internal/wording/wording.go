@@ -170,6 +170,14 @@ func (c Composer) words(m alerts.Message, ci circuit.Circuit, app circuit.App) w
 		}
 		model.Intro = fmt.Sprintf("Fusebox switched off the trigger of %s in %s at %s because %s. %s, and nobody has acknowledged it in %s, so you are told as its escalation list. Acknowledge it from the link to say you are on it, or resume it once the cause is fixed.",
 			ci.Function, name, model.ChangedAt, ci.Reason, told, after)
+	case m.Kind == alerts.KindPauseAhead:
+		w.typ = "circuit.pause_ahead"
+		opens := time.Unix(m.Episode, 0).UTC()
+		p, _, _, _ := circuit.NextPause(ci, opens.Add(-time.Second))
+		w.title = fmt.Sprintf("%s / %s pauses at %s for %s: waiting events would expire", name, ci.Function, opens.Format("15:04 MST"), spoken.Duration(p.Duration))
+		model.Heading = ci.Function + "'s planned pause is longer than its hub keeps events"
+		model.Intro = fmt.Sprintf("The pause window %s of %s in %s opens at %s and lasts %s, but its hub keeps events %s: the events waiting when it opens would be gone before the trigger comes back on. Shorten the window, or end the pause early from the circuit's page.",
+			p, ci.Function, name, opens.Format("Mon 2 Jan 15:04 MST"), spoken.Duration(p.Duration), spoken.Duration(ci.HubRetention))
 	case strings.HasPrefix(m.Kind, alerts.KindExpiringPrefix) || m.Kind == alerts.KindEventsLost:
 		c.retentionWords(&w, &model, m, ci, app, name, link)
 	case ci.State == circuit.ForcedOpen:

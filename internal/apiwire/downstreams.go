@@ -15,14 +15,17 @@ type Downstream struct {
 	Channels   []string         `json:"channels"`
 	Recipients []string         `json:"recipients"`
 	Note       string           `json:"note,omitempty"`
+	// PauseWindows are planned pauses of every member (docs/pauses.md).
+	PauseWindows []string `json:"pause_windows"`
 	// Read only: where it stands.
-	State     string        `json:"state"`
-	Episode   int64         `json:"episode"`
-	ChangedAt *time.Time    `json:"changed_at,omitempty"`
-	Reason    string        `json:"reason,omitempty"`
-	Actor     string        `json:"actor,omitempty"`
-	InARow    int           `json:"probe_good_in_a_row"`
-	Answers   []ProbeAnswer `json:"probe_answers"`
+	State      string        `json:"state"`
+	Episode    int64         `json:"episode"`
+	ChangedAt  *time.Time    `json:"changed_at,omitempty"`
+	Reason     string        `json:"reason,omitempty"`
+	Actor      string        `json:"actor,omitempty"`
+	InARow     int           `json:"probe_good_in_a_row"`
+	PauseUntil *time.Time    `json:"pause_until,omitempty"`
+	Answers    []ProbeAnswer `json:"probe_answers"`
 }
 
 // DownstreamRule is an alert rule it names and what it does.

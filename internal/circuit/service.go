@@ -183,6 +183,13 @@ func (s *Service) ThrottleFor(ctx context.Context, appID, function, actor, reaso
 	})
 }
 
+// PauseFor: see TripFor.
+func (s *Service) PauseFor(ctx context.Context, appID, function, actor, reason string, until time.Time, mark string) (Circuit, error) {
+	return s.act(ctx, appID, function, actor, "paused", func(c Circuit, n Counts, now time.Time) (Circuit, Flip, error) {
+		return marked(mark)(Pause(c, actor, reason, until, n, now))
+	})
+}
+
 func marked(mark string) func(Circuit, Flip, error) (Circuit, Flip, error) {
 	return func(c Circuit, f Flip, err error) (Circuit, Flip, error) {
 		if err == nil {

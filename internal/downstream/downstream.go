@@ -134,6 +134,8 @@ type Downstream struct {
 	Channels   []string // told besides the members' own destinations
 	Recipients []string
 	Note       string
+	// PauseWindows pause every member when one opens, until it ends.
+	PauseWindows []circuit.PauseWindow
 
 	State     State
 	Episode   int64
@@ -144,7 +146,9 @@ type Downstream struct {
 	// the good ones at their end.
 	Answers []Answer
 	InARow  int
-	Version string
+	// PauseUntil is when a pause of its members ends; zero: none.
+	PauseUntil time.Time
+	Version    string
 }
 
 // Mark is what the members' flips of this episode carry.
@@ -204,7 +208,7 @@ func (d Downstream) RuleFor(id string) (Rule, bool) {
 // rules, probe, who is told, note); its name, team and state stay.
 func (d Downstream) Settled(s Downstream) Downstream {
 	d.Members, d.Quorum, d.Rules, d.Probe = s.Members, s.Quorum, s.Rules, s.Probe
-	d.Channels, d.Recipients, d.Note = s.Channels, s.Recipients, s.Note
+	d.Channels, d.Recipients, d.Note, d.PauseWindows = s.Channels, s.Recipients, s.Note, s.PauseWindows
 	return d
 }
 
@@ -300,6 +304,15 @@ func (d Downstream) Check(allowLoopback bool) error {
 			v["probe_every"] = "between 1s and 10m"
 		}
 	}
+	if len(d.PauseWindows) > circuit.MaxPauseWindows {
+		v["pause_windows"] = fmt.Sprintf("at most %d windows", circuit.MaxPauseWindows)
+	}
+	for _, p := range d.PauseWindows {
+		if msg := p.Check(); msg != "" {
+			v["pause_windows"] = msg
+			break
+		}
+	}
 	if len(d.Note) > MaxReason {
 		v["note"] = fmt.Sprintf("at most %d characters", MaxReason)
 	}
@@ -348,6 +361,7 @@ func change(d Downstream, to State, actor, reason string, now time.Time) Downstr
 		d.Answers, d.InARow = nil, 0
 	}
 	d.State, d.ChangedAt, d.Actor, d.Reason = to, now, actor, clip(reason, MaxReason)
+	d.PauseUntil = time.Time{}
 	return d
 }
 
@@ -358,6 +372,44 @@ func Trip(d Downstream, actor, reason string, now time.Time) (Downstream, error)
 	}
 	// A trip during a trial continues the trial's episode (change).
 	return change(d, Open, actor, reason, now), nil
+}
+
+// Pause switches its members off until until, as a new episode, when a
+// pause window opens (or a person pauses it).
+func Pause(d Downstream, actor, reason string, until, now time.Time) (Downstream, error) {
+	if !until.After(now) || until.Sub(now) > circuit.MaxPause {
+		return d, circuit.ErrPause
+	}
+	d, err := Trip(d, actor, fmt.Sprintf("%s, until %s", reason, until.UTC().Format("2006-01-02 15:04 MST")), now)
+	if err != nil {
+		return d, err
+	}
+	d.PauseUntil = until
+	return d, nil
+}
+
+// PauseDue is the pause window that opens on the closed downstream at
+// now, and when it ends: an opening nobody changed the downstream since.
+func PauseDue(d Downstream, now time.Time) (circuit.PauseWindow, time.Time, bool) {
+	if d.State != Closed {
+		return circuit.PauseWindow{}, time.Time{}, false
+	}
+	for _, p := range d.PauseWindows {
+		if start, end, ok := p.Opening(now); ok && d.ChangedAt.Before(start) && end.Sub(now) >= time.Second {
+			return p, end, true
+		}
+	}
+	return circuit.PauseWindow{}, time.Time{}, false
+}
+
+// PauseEnded puts the downstream's members on trial when its pause ends:
+// each member's own pause ends then too, and the evaluator resumes it; the
+// downstream closes once they all have (Settle).
+func PauseEnded(d Downstream, now time.Time) (Downstream, bool) {
+	if !d.State.Off() || d.PauseUntil.IsZero() || now.Before(d.PauseUntil) {
+		return d, false
+	}
+	return change(d, Trial, circuit.EvaluatorActor, "the pause ended: its members resume", now), true
 }
 
 // Resolved is its alert saying the cause is gone: with a probe, wait for

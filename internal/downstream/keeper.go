@@ -29,6 +29,7 @@ type (
 		TrialFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
 		ResumeFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
 		ThrottleFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
+		PauseFor(ctx context.Context, appID, function, actor, reason string, until time.Time, mark string) (circuit.Circuit, error)
 		Failing(ctx context.Context, circuits []circuit.Circuit) (map[string]circuit.Counts, error)
 	}
 	Circuits interface {
@@ -138,6 +139,27 @@ func (k *Keeper) Trip(ctx context.Context, name, actor, reason string) (Downstre
 			return false, nil
 		}
 		_, err := k.Members.TripFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		return true, err
+	})
+	k.tell(ctx, d, nil)
+	return d, out, nil
+}
+
+// Pause switches every member off until until, in one episode: each
+// member's own pause ends then, and the downstream closes once they are
+// all back (PauseEnded, Settle).
+func (k *Keeper) Pause(ctx context.Context, name, actor, reason string, until time.Time) (Downstream, []Outcome, error) {
+	d, err := k.change(ctx, name, actor, "paused", func(d Downstream) (Downstream, error) {
+		return Pause(d, actor, reason, until, k.Now())
+	})
+	if err != nil {
+		return d, nil, err
+	}
+	out := k.each(ctx, d, func(c circuit.Circuit) (bool, error) {
+		if c.State.TriggerOff() {
+			return false, nil
+		}
+		_, err := k.Members.PauseFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, until, d.Mark())
 		return true, err
 	})
 	k.tell(ctx, d, nil)
@@ -266,6 +288,14 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 		d = d.WithDefaults()
 		switch {
 		case d.State == Closed:
+			if p, end, ok := PauseDue(d, now); ok {
+				if _, out, err := k.Pause(ctx, d.Name, circuit.PauseWindowActor, "pause window "+p.String(), end); err != nil && !errors.Is(err, ErrAlreadyOff) {
+					errs = append(errs, err)
+				} else {
+					errs = append(errs, joined(out))
+				}
+				continue
+			}
 			if reason, ok := QuorumMet(d, Failing(d, byID, counts)); ok {
 				if _, out, err := k.Trip(ctx, d.Name, circuit.EvaluatorActor, reason); err != nil && !errors.Is(err, ErrAlreadyOff) {
 					errs = append(errs, err)
@@ -284,6 +314,17 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 			if _, ok := Settle(d, ms, now); ok {
 				if _, err := k.change(ctx, d.Name, circuit.EvaluatorActor, "settled", func(d Downstream) (Downstream, error) {
 					if next, ok := Settle(d, ms, k.Now()); ok {
+						return next, nil
+					}
+					return d, ErrNotOff
+				}); err != nil && !errors.Is(err, ErrNotOff) {
+					errs = append(errs, err)
+				}
+			}
+		case d.State.Off() && !d.PauseUntil.IsZero():
+			if _, ok := PauseEnded(d, now); ok {
+				if _, err := k.change(ctx, d.Name, circuit.EvaluatorActor, "pause ended", func(d Downstream) (Downstream, error) {
+					if next, ok := PauseEnded(d, k.Now()); ok {
 						return next, nil
 					}
 					return d, ErrNotOff

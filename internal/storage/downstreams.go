@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/downstream"
 	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/teams"
@@ -43,6 +44,8 @@ type downstreamRow struct {
 	Actor             string
 	Answers           string // JSON, the probe's last answers
 	InARow            int32
+	PauseWindows      string // one a line, as circuit.PauseWindow.String spells them
+	PauseUntil        time.Time
 }
 
 func (*downstreamRow) ClearsTimes() {}
@@ -75,7 +78,20 @@ func (r downstreamRow) downstream() (downstream.Downstream, error) {
 		Probe:    downstream.Probe{URL: r.ProbeURL, Good: int(r.ProbeGood), Every: time.Duration(r.ProbeEverySeconds) * time.Second},
 		Channels: commaList(r.Channels), Recipients: commaList(r.Recipients), Note: r.Note,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: truncate(r.Reason, downstream.MaxReason), Actor: truncate(r.Actor, 200),
-		InARow: int(r.InARow), Version: string(r.ETag)}
+		InARow: int(r.InARow), PauseUntil: r.PauseUntil, Version: string(r.ETag)}
+	if len(r.PauseWindows) > maxDownstreamColumn {
+		return downstream.Downstream{}, fmt.Errorf("the PauseWindows column is more than %d bytes", maxDownstreamColumn)
+	}
+	for _, l := range strings.Split(r.PauseWindows, "\n") {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		p, err := circuit.ParsePauseWindow(l)
+		if err != nil {
+			return downstream.Downstream{}, fmt.Errorf("a pause window does not read: %w", err)
+		}
+		d.PauseWindows = append(d.PauseWindows, p)
+	}
 	if r.Team != "" && !teams.ValidName(r.Team) {
 		return downstream.Downstream{}, fmt.Errorf("team %q is not a team's name", r.Team)
 	}
@@ -125,7 +141,7 @@ func downstreamRowOf(d downstream.Downstream) (*downstreamRow, error) {
 		ProbeURL: d.Probe.URL, ProbeGood: int32(d.Probe.Good), ProbeEverySeconds: int32(d.Probe.Every / time.Second),
 		Channels: strings.Join(d.Channels, ","), Recipients: strings.Join(d.Recipients, ","), Note: d.Note,
 		State: d.State.Word(), Episode: d.Episode, ChangedAt: d.ChangedAt, Reason: d.Reason, Actor: d.Actor,
-		Answers: string(answers), InARow: int32(d.InARow)}, nil
+		Answers: string(answers), InARow: int32(d.InARow), PauseWindows: pauseWindowLines(d.PauseWindows), PauseUntil: d.PauseUntil}, nil
 }
 
 // List reads every downstream, by name, at most downstream.MaxDownstream;
@@ -218,4 +234,12 @@ func (s *Downstreams) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("storage: downstream %s: %w", name, downstream.ErrNotFound)
 	}
 	return err
+}
+
+func pauseWindowLines(ps []circuit.PauseWindow) string {
+	lines := make([]string, 0, len(ps))
+	for _, p := range ps {
+		lines = append(lines, p.String())
+	}
+	return strings.Join(lines, "\n")
 }

@@ -190,7 +190,7 @@ func formOf(d downstream.Downstream) views.DownstreamForm {
 	}
 	f := views.DownstreamForm{Editing: true, Name: d.Name, Members: strings.Join(d.Members, "\n"), Quorum: strconv.Itoa(d.Quorum),
 		Rules: strings.Join(rules, "\n"), ProbeURL: d.Probe.URL, Channels: strings.Join(d.Channels, ", "),
-		Recipients: strings.Join(d.Recipients, ", "), Note: d.Note}
+		Recipients: strings.Join(d.Recipients, ", "), Note: d.Note, PauseWindows: strings.Join(pauseLines(d.PauseWindows), "\n")}
 	if d.Probe.URL != "" {
 		f.ProbeGood, f.ProbeEvery = strconv.Itoa(d.Probe.Good), d.Probe.Every.String()
 	}
@@ -210,7 +210,17 @@ func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream
 	m := views.Downstream{Page: s.page(c, "Downstream "+d.Name, "downstreams"), Name: d.Name, Team: d.Team, State: d.State.String(), StateWord: d.State.Word(),
 		Reason: d.Reason, Actor: d.Actor, Episode: d.Episode, Changed: d.ChangedAt, Quorum: d.Quorum, Apps: len(d.Apps()),
 		ProbeURL: d.Probe.URL, ProbeGood: d.Probe.Good, InARow: d.InARow, ProbeEvery: d.Probe.Every.String(),
-		CanAct: scopeOf(c).acts(d.Team), Form: form}
+		CanAct: scopeOf(c).acts(d.Team), Form: form, PauseUntil: d.PauseUntil}
+	var next circuit.PauseWindow
+	var nextStart time.Time
+	for _, p := range d.PauseWindows {
+		if start, _, ok := p.Next(s.Now()); ok && (nextStart.IsZero() || start.Before(nextStart)) {
+			next, nextStart = p, start
+		}
+	}
+	if !nextStart.IsZero() {
+		m.NextPause = fmt.Sprintf("%s (%s)", nextStart.UTC().Format("Mon 2 Jan 15:04 MST"), next)
+	}
 	for _, r := range d.Rules {
 		m.Rules = append(m.Rules, r.Action+": "+r.ID)
 	}
@@ -233,7 +243,8 @@ func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream
 func downstreamInput(c echo.Context) (downstream.Downstream, views.DownstreamForm, map[string]string) {
 	v := func(k string) string { return strings.TrimSpace(c.FormValue(k)) }
 	f := views.DownstreamForm{Name: v("name"), Members: v("members"), Quorum: v("quorum"), Rules: v("alert_rules"), ProbeURL: v("probe_url"),
-		ProbeGood: v("probe_good"), ProbeEvery: v("probe_every"), Channels: v("channels"), Recipients: v("recipients"), Note: v("note")}
+		ProbeGood: v("probe_good"), ProbeEvery: v("probe_every"), Channels: v("channels"), Recipients: v("recipients"), Note: v("note"),
+		PauseWindows: v("pause_windows")}
 	f.Team.Value = v("team")
 	problems := map[string]string{}
 	d := downstream.Downstream{Name: f.Name, Team: f.Team.Value, Members: fields(f.Members), Channels: fields(f.Channels), Recipients: fields(f.Recipients), Note: f.Note,
@@ -244,6 +255,10 @@ func downstreamInput(c echo.Context) (downstream.Downstream, views.DownstreamFor
 			problems["quorum"] = "a whole number"
 		}
 		d.Quorum = n
+	}
+	var err error
+	if d.PauseWindows, err = parsePauseWindows(lines(f.PauseWindows)); err != nil {
+		problems["pause_windows"] = err.Error()
 	}
 	for _, r := range fields(f.Rules) {
 		id, action := circuit.RuleAction(r)
@@ -501,4 +516,25 @@ func outcomeProblem(out []downstream.Outcome) string {
 		return ""
 	}
 	return "The downstream changed, but these members could not be: " + strings.Join(bad, ", ") + ". Look at each on its page."
+}
+
+// parsePauseWindows reads pause windows, one a line.
+func parsePauseWindows(ls []string) ([]circuit.PauseWindow, error) {
+	var out []circuit.PauseWindow
+	for _, l := range ls {
+		p, err := circuit.ParsePauseWindow(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+func pauseLines(ps []circuit.PauseWindow) []string {
+	out := make([]string, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.String())
+	}
+	return out
 }

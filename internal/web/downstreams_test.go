@@ -308,3 +308,65 @@ func storeNamed(t *testing.T, srv *apptest.Server, name string) downstream.Downs
 	}
 	return d
 }
+
+// A downstream's pause window pauses every member, in two apps, as one
+// episode told once, and when it ends each member resumes and the
+// downstream closes, told once more.
+func TestADownstreamsPauseWindowPausesEveryMemberAsOneEpisode(t *testing.T) {
+	t.Parallel()
+	smtp := mailtest.Start(t)
+	token, hash := auth.NewAPIToken()
+	env := map[string]string{"FUSEBOX_API_TOKENS": "deploy-bot:operator:" + hash}
+	maps.Copy(env, smtp.Env())
+	srv := apptest.Start(t, env)
+	ctx := t.Context()
+	orders, shipping := t.TempDir()+"/local.settings.json", t.TempDir()+"/local.settings.json"
+	if err := demo.Seed(ctx, srv.App.Store, orders, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secondApp(t, srv, shipping, time.Minute, "ReserveStock")
+	opens := srv.Clock.Now().Truncate(time.Minute).Add(10 * time.Minute)
+	window := opens.UTC().Format(time.RFC3339) + " for 30m"
+	op := apiClient{t, newBrowser(t, srv.URL), token}
+	body := fmt.Sprintf(`{"members": ["orders-demo/ProcessOrders", "shipping-demo/ReserveStock"], "quorum": 2, "alert_rules": [{"id": %q, "action": "trip"}], "channels": [], "recipients": [], "pause_windows": [%q]}`, demo.AlertRule, window)
+	saved := op.call(http.MethodPut, "/api/v1/downstreams/"+demo.Store, body)
+	if saved.StatusCode != http.StatusOK || !strings.Contains(saved.body, `"pause_windows":["`+window+`"]`) {
+		t.Fatalf("the window saved: %d %s", saved.StatusCode, saved.body)
+	}
+	srv.Clock.Advance(opens.Sub(srv.Clock.Now()))
+	stop := srv.RunFakeClock()
+	paused := func(c circuit.Circuit) bool { return c.State == circuit.ForcedOpen && !c.Pending() }
+	for app, fn := range map[string]string{demo.AppID: "ProcessOrders", "shipping-demo": "ReserveStock"} {
+		c := srv.WaitCircuit(t, app, fn, "paused with the downstream", paused)
+		if c.Downstream != "orders-store#1" || !c.PauseUntil.Equal(opens.Add(30*time.Minute)) {
+			t.Errorf("%s: marked %q, until %s", fn, c.Downstream, c.PauseUntil)
+		}
+	}
+	if _, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+		return strings.Contains(m.Subject, "orders-store paused: 2 functions in 2 apps")
+	}, 20*time.Second); !ok {
+		t.Fatalf("no mail of the pause; got %v", smtp.Messages())
+	}
+	stop()
+	srv.Clock.Advance(opens.Add(30 * time.Minute).Sub(srv.Clock.Now()))
+	stop = srv.RunFakeClock()
+	defer stop()
+	closed := func(c circuit.Circuit) bool { return c.State == circuit.Closed && !c.Pending() }
+	srv.WaitCircuit(t, demo.AppID, "ProcessOrders", "resumed when the window ended", closed)
+	srv.WaitCircuit(t, "shipping-demo", "ReserveStock", "resumed when the window ended", closed)
+	waitStore(t, srv, "closed", func(d downstream.Downstream) bool { return d.State == downstream.Closed })
+	if _, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+		return strings.Contains(m.Subject, "orders-store: its 2 functions in 2 apps are back on")
+	}, 20*time.Second); !ok {
+		t.Fatalf("no mail that the members are back on; got %v", smtp.Messages())
+	}
+	var about []string
+	for _, m := range smtp.Messages() {
+		if strings.Contains(m.Subject, "ProcessOrders") || strings.Contains(m.Subject, "ReserveStock") || strings.Contains(m.Subject, "orders-store") {
+			about = append(about, m.Subject)
+		}
+	}
+	if len(about) != 2 {
+		t.Errorf("mails of the pause: %q; want the store's two alone", about)
+	}
+}

@@ -69,6 +69,9 @@ func (c DownstreamComposer) words(ctx context.Context, m alerts.Message) (downst
 	if m.Kind == alerts.KindDownstreamResumed {
 		w.title = fmt.Sprintf("%s: its %s are back on", name, n)
 		w.what = fmt.Sprintf("The downstream %s closed: %s.", name, d.Reason)
+	} else if !d.PauseUntil.IsZero() {
+		w.title = fmt.Sprintf("%s paused: %s switched off together until %s", name, n, d.PauseUntil.UTC().Format("15:04 MST"))
+		w.what = fmt.Sprintf("Fusebox switched off the triggers of every function that calls %s, in one episode: %s. They come back on by themselves when it ends; their events wait at their checkpoints.", name, d.Reason)
 	} else {
 		w.title = fmt.Sprintf("%s failed: %s switched off together", name, n)
 		w.what = fmt.Sprintf("Fusebox switched off the triggers of every function that calls %s, in one episode: %s. Their events wait at their checkpoints.", name, d.Reason)

@@ -49,7 +49,7 @@ func apiServer(t *testing.T) (*apptest.Server, apiClient, apiClient) {
 
 func TestAPICircuitLifecycle(t *testing.T) {
 	t.Parallel()
-	_, op, viewer := apiServer(t)
+	srv, op, viewer := apiServer(t)
 
 	list := viewer.call(http.MethodGet, "/api/v1/circuits", "")
 	wantStatus(t, list, http.StatusOK)
@@ -92,8 +92,17 @@ func TestAPICircuitLifecycle(t *testing.T) {
 	}
 	wantStatus(t, op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ShipParcels", ""), http.StatusConflict)
 	wantStatus(t, op.call(http.MethodPost, "/api/v1/circuits/orders-demo/ShipParcels/resume", ""), http.StatusOK)
-	// Deleting waits until the trigger is back on (applied by the evaluator).
-	wantStatus(t, op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ShipParcels", ""), http.StatusConflict)
+	// Deleting waits until the trigger is back on: a closed circuit whose
+	// switch has not applied its episode yet (written so: the evaluator,
+	// woken by the resume, applies it within moments) is refused.
+	ship := srv.WaitCircuit(t, "orders-demo", "ShipParcels", "resumed and applied", func(c circuit.Circuit) bool { return c.State == circuit.Closed && !c.Pending() })
+	ship.Episode++
+	if err := srv.App.Store.Circuits.Put(t.Context(), ship); err != nil {
+		t.Fatal(err)
+	}
+	if got := op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ShipParcels", ""); got.StatusCode != http.StatusConflict || !strings.Contains(got.body, "being switched") {
+		t.Errorf("deleting a circuit whose switch is pending: %d %s", got.StatusCode, got.body)
+	}
 	wantStatus(t, op.call(http.MethodDelete, "/api/v1/circuits/orders-demo/ProcessOrders", ""), http.StatusNoContent)
 	wantStatus(t, op.call(http.MethodGet, "/api/v1/circuits/orders-demo/ProcessOrders", ""), http.StatusNotFound)
 }

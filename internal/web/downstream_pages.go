@@ -40,14 +40,6 @@ type (
 	}
 )
 
-func init() {
-	flashes["downstream-saved"] = views.Flash{Kind: "success", Text: "Downstream saved."}
-	flashes["downstream-deleted"] = views.Flash{Kind: "success", Text: "Downstream deleted. Its members keep their own circuits."}
-	flashes["downstream-tripped"] = views.Flash{Kind: "success", Text: "Every member is being switched off, each through its own app."}
-	flashes["downstream-resumed"] = views.Flash{Kind: "success", Text: "Every member it switched off is being switched back on."}
-	flashes["downstream-tried"] = views.Flash{Kind: "success", Text: "Its probe decides: the members go on trial after enough good answers (at once without a probe)."}
-}
-
 // seesDownstream says whether the principal sees d: as it sees an app of
 // d's team.
 func (sc scope) seesDownstream(d downstream.Downstream) bool { return sc.sees(d.Team) }

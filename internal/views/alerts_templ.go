@@ -57,7 +57,7 @@ func AlertsPage(m Alerts) templ.Component {
 				}()
 			}
 			ctx = templ.InitializeContext(ctx)
-			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Azure Monitor alerts</h1><p class=\"muted\">What Azure Monitor's action groups posted to <code>/hooks/azure-monitor/…</code> in the common alert schema, around this month. A \"Fired\" alert trips the circuits that name its rule's resource id among their alert rules; \"Resolved\" resumes nothing: it starts a trial of what the rule tripped, and the circuit's own counts decide.</p>")
+			templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 1, "<h1>Azure Monitor alerts</h1><p class=\"muted\">What Azure Monitor's action groups posted to <code>/hooks/azure-monitor/…</code> in the common alert schema, around this month. A \"Fired\" alert switches off every member of the downstreams that name its rule's resource id, then the circuits that name it themselves (a <code>throttle:</code> rule throttles instead); \"Resolved\" resumes nothing: a downstream waits for its health probe, then tries its members, and each circuit's own counts decide.</p>")
 			if templ_7745c5c3_Err != nil {
 				return templ_7745c5c3_Err
 			}

@@ -137,9 +137,14 @@ func PauseDue(c Circuit, now time.Time) (PauseWindow, time.Time, bool) {
 
 // NextPause is the circuit's next pause window's opening after now.
 func NextPause(c Circuit, now time.Time) (PauseWindow, time.Time, time.Time, bool) {
+	return NextOpening(c.PauseWindows, now)
+}
+
+// NextOpening is the first opening of ws after now.
+func NextOpening(ws []PauseWindow, now time.Time) (PauseWindow, time.Time, time.Time, bool) {
 	var best PauseWindow
 	var bestStart, bestEnd time.Time
-	for _, p := range c.PauseWindows {
+	for _, p := range ws {
 		if start, end, ok := p.Next(now); ok && (bestStart.IsZero() || start.Before(bestStart)) {
 			best, bestStart, bestEnd = p, start, end
 		}

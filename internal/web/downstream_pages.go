@@ -18,6 +18,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/downstream"
+	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -203,15 +204,17 @@ func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream
 		Reason: d.Reason, Actor: d.Actor, Episode: d.Episode, Changed: d.ChangedAt, Quorum: d.Quorum, Apps: len(d.Apps()),
 		ProbeURL: d.Probe.URL, ProbeGood: d.Probe.Good, InARow: d.InARow, ProbeEvery: d.Probe.Every.String(),
 		CanAct: scopeOf(c).acts(d.Team), Form: form, PauseUntil: d.PauseUntil}
-	var next circuit.PauseWindow
-	var nextStart time.Time
-	for _, p := range d.PauseWindows {
-		if start, _, ok := p.Next(s.Now()); ok && (nextStart.IsZero() || start.Before(nextStart)) {
-			next, nextStart = p, start
+	if next, start, _, ok := circuit.NextOpening(d.PauseWindows, s.Now()); ok {
+		m.NextPause = fmt.Sprintf("%s (%s)", start.UTC().Format("Mon 2 Jan 15:04 MST"), next)
+		// What it does to each member's events: its own hub, its own history.
+		for _, id := range d.Members {
+			if ci, ok := state[id]; ok {
+				if f, ok := s.forecastOf(c.Request().Context(), ci, next.Duration); ok {
+					m.NextPauseForecasts = append(m.NextPauseForecasts, id+": "+f.Words())
+					m.NextPauseExpires = m.NextPauseExpires || f.Expires
+				}
+			}
 		}
-	}
-	if !nextStart.IsZero() {
-		m.NextPause = fmt.Sprintf("%s (%s)", nextStart.UTC().Format("Mon 2 Jan 15:04 MST"), next)
 	}
 	for _, r := range d.Rules {
 		m.Rules = append(m.Rules, r.Action+": "+r.ID)
@@ -317,12 +320,18 @@ func (s *CircuitPages) checkDownstream(c echo.Context, d downstream.Downstream, 
 			problems["members"] = fmt.Sprintf("%s is not a circuit of an app of %s you operate", id, orWord(d.Team, "your teams"))
 			break
 		}
-		if _, err := s.Circuits.Get(ctx, app, fn); err != nil {
+		ci, err := s.Circuits.Get(ctx, app, fn)
+		if err != nil {
 			if !errors.Is(err, circuit.ErrNotFound) {
 				return nil, err
 			}
 			problems["members"] = fmt.Sprintf("%s is not a circuit: make it first on the Circuits page", id)
 			break
+		}
+		set := ci.Settings
+		set.PauseWindows = d.PauseWindows
+		if p, ok := circuit.ExpiringPause(set); ok && s.Config.PauseExpiry == "refuse" && problems["pause_windows"] == "" {
+			problems["pause_windows"] = fmt.Sprintf("%s is as long as %s's hub keeps events (%s) or longer: the events waiting when it opens would be gone before it ends (pauses that would lose events are refused here)", p, id, spoken.Duration(ci.HubRetention))
 		}
 	}
 	if problems["channels"] == "" && len(d.Channels) > 0 && s.Channels != nil {

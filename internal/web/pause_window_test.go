@@ -153,3 +153,37 @@ func TestAPauseWindowOpensAndEndsOnTheRealClock(t *testing.T) {
 		return c.State == circuit.ForcedOpen, "the window's pause ended early: " + c.State.String()
 	})
 }
+
+// A downstream's pause window is forecast member by member on its page:
+// a member whose hub keeps events less than the window is marked; with
+// FUSEBOX_PAUSE_EXPIRY=refuse the window is refused, naming the member.
+func TestADownstreamsPauseWindowIsForecastMemberByMember(t *testing.T) {
+	t.Parallel()
+	for _, expiry := range []string{"warn", "refuse"} {
+		srv, op, _ := pauseServer(t, expiry)
+		ctx := t.Context()
+		ci, err := srv.App.Store.Circuits.Get(ctx, demo.AppID, "ProcessOrders")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ci.EventHub, ci.HubRetention = "orders", time.Hour
+		if err := srv.App.Store.Circuits.UpdateSettings(ctx, ci); err != nil {
+			t.Fatal(err)
+		}
+		body := fmt.Sprintf(`{"members": ["orders-demo/ProcessOrders", "orders-demo/SendReceipts"], "quorum": 0, "alert_rules": [], "channels": [], "recipients": [], "pause_windows": [%q]}`, "0 2 * * * for 2h")
+		got := op.call(http.MethodPut, "/api/v1/downstreams/"+demo.Store, body)
+		if expiry == "refuse" {
+			if got.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(got.body, "as long as orders-demo/ProcessOrders's hub keeps events (1h)") {
+				t.Errorf("refuse: %d %s", got.StatusCode, got.body)
+			}
+			continue
+		}
+		wantStatus(t, got, http.StatusOK)
+		viewer := newBrowser(t, srv.URL)
+		viewer.signIn("victor")
+		page, _, _ := strings.Cut(section(viewer.get("/downstreams/"+demo.Store).body, `data-testid="downstream-next-pause-forecast"`), "</ul>")
+		if !strings.Contains(page, "orders-demo/ProcessOrders: ") || !strings.Contains(page, "expire before the trigger comes back on") || strings.Contains(page, "SendReceipts") {
+			t.Errorf("warn: the page's forecast, member by member:\n%s", page)
+		}
+	}
+}

@@ -61,3 +61,10 @@ func DownstreamDestinations(recipients, channels []string, members [][]string) [
 	}
 	return out
 }
+
+// DownstreamPauseAhead warns each destination, an hour before the
+// downstream's pause window opens at start, that a member's waiting events
+// would expire before it ends; keyed by the opening.
+func DownstreamPauseAhead(name string, start time.Time, dests []string, now time.Time) []Message {
+	return messages(DownstreamSubject(name), start.Unix(), []string{KindPauseAhead}, dests, now)
+}

@@ -296,6 +296,7 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 				}
 				continue
 			}
+			k.warnAhead(ctx, d, byID, cs, now)
 			if reason, ok := QuorumMet(d, Failing(d, byID, counts)); ok {
 				if _, out, err := k.Trip(ctx, d.Name, circuit.EvaluatorActor, reason); err != nil && !errors.Is(err, ErrAlreadyOff) {
 					errs = append(errs, err)
@@ -458,4 +459,45 @@ func (k *Keeper) destinations(ctx context.Context, d Downstream, cs []circuit.Ci
 		}
 	}
 	return alerts.DownstreamDestinations(d.Recipients, d.Channels, members), nil
+}
+
+// warnAhead warns, within the hour before the downstream's next pause
+// window opens, when a member's hub keeps events less long than the
+// window: its waiting events would expire before the members resume.
+// One notice per destination and opening.
+func (k *Keeper) warnAhead(ctx context.Context, d Downstream, byID map[string]circuit.Circuit, cs []circuit.Circuit, now time.Time) {
+	p, start, _, ok := circuit.NextOpening(d.PauseWindows, now)
+	if !ok || start.Sub(now) > time.Hour || k.Outbox == nil {
+		return
+	}
+	expiring := false
+	for _, id := range d.Members {
+		if c, ok := byID[id]; ok && c.HubRetention > 0 && p.Duration >= c.HubRetention {
+			expiring = true
+		}
+	}
+	key := fmt.Sprintf("%s|%d|%s", d.Name, start.Unix(), alerts.KindPauseAhead)
+	k.mu.Lock()
+	done := k.told[key]
+	k.mu.Unlock()
+	if !expiring || done {
+		return
+	}
+	dests, err := k.destinations(ctx, d, cs)
+	if err != nil {
+		k.logger().Warn("could not find where a downstream's warning goes; the next pass tries again", "downstream", d.Name, "error", err)
+		return
+	}
+	for _, m := range alerts.DownstreamPauseAhead(d.Name, start, dests, now) {
+		if err := k.Outbox.Ensure(ctx, m); err != nil {
+			k.logger().Warn("could not queue a downstream's warning; the next pass tries again", "downstream", d.Name, "error", err)
+			return
+		}
+	}
+	k.mu.Lock()
+	if k.told == nil || len(k.told) >= maxTold {
+		k.told = map[string]bool{}
+	}
+	k.told[key] = true
+	k.mu.Unlock()
 }

@@ -370,3 +370,55 @@ func TestADownstreamsPauseWindowPausesEveryMemberAsOneEpisode(t *testing.T) {
 		t.Errorf("mails of the pause: %q; want the store's two alone", about)
 	}
 }
+
+// An hour before a downstream's pause window opens, when a member's hub
+// keeps events less long than the window, every destination is warned
+// once, naming that member.
+func TestADownstreamsPauseWindowIsWarnedOfBeforeItOpens(t *testing.T) {
+	t.Parallel()
+	smtp := mailtest.Start(t)
+	srv := apptest.Start(t, smtp.Env())
+	ctx := t.Context()
+	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	ci, err := srv.App.Store.Circuits.Get(ctx, demo.AppID, "ProcessOrders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ci.EventHub, ci.HubRetention = "orders", time.Hour
+	if err := srv.App.Store.Circuits.UpdateSettings(ctx, ci); err != nil {
+		t.Fatal(err)
+	}
+	opens := srv.Clock.Now().Truncate(time.Minute).Add(2 * time.Hour)
+	window, err := circuit.ParsePauseWindow(opens.UTC().Format(time.RFC3339) + " for 2h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := storeOf(t, srv)
+	set := d
+	set.PauseWindows = []circuit.PauseWindow{window}
+	if _, err := srv.App.Store.Downstreams.Update(ctx, d.Settled(set)); err != nil {
+		t.Fatal(err)
+	}
+	stop := srv.RunFakeClock()
+	testenv.Consistently(t, 2*time.Second, func() (bool, string) {
+		for _, m := range smtp.Messages() {
+			if strings.Contains(m.Subject, "orders-store pauses at") {
+				return false, "warned two hours ahead: " + m.Subject
+			}
+		}
+		return true, ""
+	})
+	stop()
+	srv.Clock.Advance(opens.Add(-50 * time.Minute).Sub(srv.Clock.Now()))
+	stop = srv.RunFakeClock()
+	defer stop()
+	warning, ok := smtp.WaitFor(func(m mailtest.Message) bool { return strings.Contains(m.Subject, "orders-store pauses at") }, 20*time.Second)
+	if !ok {
+		t.Fatalf("no warning within the hour; got %v", smtp.Messages())
+	}
+	if !strings.Contains(warning.Text, "orders-demo/ProcessOrders: its hub keeps events 1h") || warning.To != "oncall@example.com" {
+		t.Errorf("the warning:\n%s\n%s", warning.Subject, warning.Text)
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/downstream"
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // DownstreamComposer writes the one notice of a downstream's episode: its
@@ -44,6 +45,9 @@ func (c DownstreamComposer) words(ctx context.Context, m alerts.Message) (downst
 	}
 	if err != nil {
 		return downstreamWords{}, err // storage: try again
+	}
+	if m.Kind == alerts.KindPauseAhead {
+		return c.aheadWords(ctx, d, m)
 	}
 	if d.Episode != m.Episode {
 		return downstreamWords{}, fmt.Errorf("%w: the episode ended before the notice could be sent", alerts.ErrPermanent)
@@ -108,13 +112,40 @@ func (c DownstreamComposer) DownstreamNotice(ctx context.Context, m alerts.Messa
 	if err != nil {
 		return alerts.Notice{}, err
 	}
-	typ := "downstream.opened"
-	if m.Kind == alerts.KindDownstreamResumed {
+	typ, incident := "downstream.opened", fmt.Sprintf("fusebox/downstream/%s/%d", w.name, m.Episode)
+	switch m.Kind {
+	case alerts.KindDownstreamResumed:
 		typ = "downstream.resumed"
+	case alerts.KindPauseAhead:
+		typ, incident = "downstream.pause_ahead", fmt.Sprintf("fusebox/downstream/%s/pause-ahead/%d", w.name, m.Episode)
 	}
 	return alerts.Notice{Type: typ, Title: w.title, Text: w.what, At: c.Now().UTC(),
 		Facts:   []alerts.Fact{{Name: "Downstream", Value: w.name}, {Name: "Members", Value: strings.Join(w.members, "; ")}},
 		LinkURL: w.link, LinkText: "See it in Fusebox",
 		Data:     map[string]any{"downstream": w.name, "members": w.members, "episode": m.Episode, "downstream_url": w.link, "kind": m.Kind},
-		Incident: fmt.Sprintf("fusebox/downstream/%s/%d", w.name, m.Episode)}, nil
+		Incident: incident}, nil
+}
+
+// aheadWords warn of the downstream's pause window opening at m's episode
+// (its Unix second): the members whose hub keeps events less long.
+func (c DownstreamComposer) aheadWords(ctx context.Context, d downstream.Downstream, m alerts.Message) (downstreamWords, error) {
+	opens := time.Unix(m.Episode, 0).UTC()
+	p, start, _, ok := circuit.NextOpening(d.PauseWindows, opens.Add(-time.Second))
+	if !ok || !start.Equal(opens) {
+		return downstreamWords{}, fmt.Errorf("%w: the pause window was changed before the warning could be sent", alerts.ErrPermanent)
+	}
+	cs, err := c.Circuits.List(ctx)
+	if err != nil {
+		return downstreamWords{}, err
+	}
+	w := downstreamWords{name: d.Name, apps: len(d.Apps()), link: strings.TrimRight(c.BaseURL.String(), "/") + "/downstreams/" + url.PathEscape(d.Name)}
+	for _, ci := range cs {
+		if d.Has(ci.ID()) && ci.HubRetention > 0 && p.Duration >= ci.HubRetention {
+			w.members = append(w.members, fmt.Sprintf("%s: its hub keeps events %s", ci.ID(), spoken.Duration(ci.HubRetention)))
+		}
+	}
+	w.title = fmt.Sprintf("%s pauses at %s for %s: waiting events would expire", d.Name, opens.Format("15:04 MST"), spoken.Duration(p.Duration))
+	w.what = fmt.Sprintf("The pause window %s of the downstream %s opens at %s and lasts %s, longer than some of its members' hubs keep events: the events waiting when it opens would be gone before they resume. Shorten the window, or resume the downstream early from its page.",
+		p, d.Name, opens.Format("Mon 2 Jan 15:04 MST"), spoken.Duration(p.Duration))
+	return w, nil
 }

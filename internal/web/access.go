@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -293,6 +294,30 @@ func (sc scope) seesWindow(owners map[string]string, w jobs.Window) bool {
 }
 
 // emptyBecause says why a signed-in person sees nothing, or "".
+// noAppsBecause says why a member of teams that own no app yet sees
+// empty pages: an admin has not given the teams any app. It reads the
+// request's app list (owners), which most pages read anyway.
+func (s *core) noAppsBecause(c echo.Context, p auth.Principal) string {
+	if p.Admin() || p.Role != auth.RoleNone || len(p.Teams) == 0 {
+		return ""
+	}
+	owners, err := s.owners(c)
+	if err != nil {
+		return ""
+	}
+	for _, team := range owners {
+		if _, ok := p.Teams[team]; ok && team != "" {
+			return ""
+		}
+	}
+	names := make([]string, 0, len(p.Teams))
+	for t := range p.Teams {
+		names = append(names, t)
+	}
+	slices.Sort(names)
+	return fmt.Sprintf("Your team (%s) owns no app yet, so there is nothing to show. Ask an admin to move your apps into it on the Teams page, or to guard a found app into it.", strings.Join(names, ", "))
+}
+
 func (sc scope) emptyBecause() string {
 	if sc.p.Top() != auth.RoleNone {
 		return ""

@@ -32,6 +32,9 @@ func (s *core) page(c echo.Context, title, nav string) views.Page {
 		}
 		p.User = &views.User{Name: pr.Name, Role: pr.Top().String(), Holds: holds(pr)}
 		p.Notice = scope{p: pr}.emptyBecause()
+		if p.Notice == "" {
+			p.Notice = s.noAppsBecause(c, pr)
+		}
 	}
 	return p
 }

@@ -464,3 +464,22 @@ func TestATeamsBadgeCountsItsOwnJobsAlone(t *testing.T) {
 		t.Errorf("every job's nightly badge: %s; want down", badge.body)
 	}
 }
+
+// A member of a team that owns no app yet is told why every page is empty
+// and who can change it; a member of a team with apps is not.
+func TestATeamWithoutAppsSaysWhyItsPagesAreEmpty(t *testing.T) {
+	t.Parallel()
+	srv, _ := teamsServer(t)
+	bianca := newBrowser(t, srv.URL)
+	bianca.signIn("bianca")
+	for _, path := range []string{"/", "/circuits", "/downstreams"} {
+		if page := bianca.get(path).body; !strings.Contains(page, "Your team (billing) owns no app yet") {
+			t.Errorf("%s does not say why billing's pages are empty:\n%s", path, section(page, "<main"))
+		}
+	}
+	oscar := newBrowser(t, srv.URL)
+	oscar.signIn("oscar")
+	if page := oscar.get("/").body; strings.Contains(page, "owns no app yet") {
+		t.Error("orders' operator, whose team owns orders-demo, is told his team owns no app")
+	}
+}

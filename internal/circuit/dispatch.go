@@ -27,10 +27,13 @@ type switcher struct {
 	slots    chan struct{}
 	inflight sync.WaitGroup
 	mu       sync.Mutex
-	busy     map[string]bool              // apps with a switch call in flight
-	again    map[string]bool              // apps given more work while one was
-	hints    map[string]map[string]string // by app: functions a tick saw lagging, and what it saw (seen)
-	drifted  map[string]time.Time         // by app: when its drift was last checked
+	busy     map[string]bool // apps with a switch call in flight
+	// again are the apps given more work while a switch call was in
+	// flight, with the context of that work (a trip's trace, which the
+	// next call joins).
+	again   map[string]context.Context
+	hints   map[string]map[string]string // by app: functions a tick saw lagging, and what it saw (seen)
+	drifted map[string]time.Time         // by app: when its drift was last checked
 	// switchedFrom is, by circuit, what this instance last switched its
 	// trigger from (seen): a tick that read the circuit before that switch
 	// was recorded sees it lagging still, and is not a reason to read it
@@ -45,7 +48,7 @@ type switcher struct {
 const maxSwitchedFrom = 50_000
 
 func newSwitcher(store Stores, sw Switch, s EvaluatorSettings) *switcher {
-	return &switcher{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]bool{},
+	return &switcher{store: store, sw: sw, s: s, slots: make(chan struct{}, s.Parallel), busy: map[string]bool{}, again: map[string]context.Context{},
 		hints: map[string]map[string]string{}, drifted: map[string]time.Time{}, switchedFrom: map[string]string{}, local: NewTally()}
 }
 
@@ -106,7 +109,7 @@ func (w *switcher) dispatch(ctx context.Context, appID string, apps map[string]A
 		// The goroutine in flight looks again when it is done: a trip
 		// made during an app's drift check or switch call does not wait
 		// for the next tick.
-		w.again[appID] = true
+		w.again[appID] = ctx
 		w.mu.Unlock()
 		return
 	}
@@ -130,7 +133,8 @@ func (w *switcher) dispatch(ctx context.Context, appID string, apps map[string]A
 		for {
 			w.switchApp(ctx, appID, apps, all, drift)
 			w.mu.Lock()
-			again := w.again[appID] && ctx.Err() == nil
+			next, again := w.again[appID]
+			again = again && next.Err() == nil
 			delete(w.again, appID)
 			if !again {
 				delete(w.busy, appID)
@@ -139,7 +143,7 @@ func (w *switcher) dispatch(ctx context.Context, appID string, apps map[string]A
 			if !again {
 				return
 			}
-			drift = false
+			ctx, drift = next, false
 		}
 	}()
 }

@@ -15,6 +15,9 @@ const DownstreamPrefix = "downstream:"
 const (
 	KindDownstreamOpened  = "downstream-opened"
 	KindDownstreamResumed = "downstream-resumed"
+	// KindDownstreamThrottled: an alert's throttle: rule lowered its
+	// members' concurrency together; keyed by the moment it did.
+	KindDownstreamThrottled = "downstream-throttled"
 )
 
 // DownstreamSubject is the outbox subject of a downstream.
@@ -67,4 +70,10 @@ func DownstreamDestinations(recipients, channels []string, members [][]string) [
 // would expire before it ends; keyed by the opening.
 func DownstreamPauseAhead(name string, start time.Time, dests []string, now time.Time) []Message {
 	return messages(DownstreamSubject(name), start.Unix(), []string{KindPauseAhead}, dests, now)
+}
+
+// DownstreamThrottled tells each destination once that the downstream's
+// members were throttled together at at.
+func DownstreamThrottled(name string, at time.Time, dests []string, now time.Time) []Message {
+	return messages(DownstreamSubject(name), at.Unix(), []string{KindDownstreamThrottled}, dests, now)
 }

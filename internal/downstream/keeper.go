@@ -180,6 +180,17 @@ func (k *Keeper) Throttle(ctx context.Context, name, actor, reason string) (Down
 		_, err := k.Members.ThrottleFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
 		return true, err
 	})
+	if joined(out) == nil && len(out) > 0 && k.Outbox != nil {
+		// The members' own throttle notices give way (they carry the
+		// mark): one notice per destination says they were throttled.
+		if dests, err := k.destinations(ctx, d, nil); err == nil {
+			for _, m := range alerts.DownstreamThrottled(d.Name, k.Now(), dests, k.Now()) {
+				if err := k.Outbox.Ensure(ctx, m); err != nil {
+					return d, out, err
+				}
+			}
+		}
+	}
 	return d, out, nil
 }
 

@@ -422,3 +422,49 @@ func TestADownstreamsPauseWindowIsWarnedOfBeforeItOpens(t *testing.T) {
 		t.Errorf("the warning:\n%s\n%s", warning.Subject, warning.Text)
 	}
 }
+
+// A downstream naming a rule "throttle" lowers its members' concurrency
+// when it fires (those with a throttle stage), each in its own app's
+// settings, and tells each destination once that they were throttled
+// together; the members' own throttle notices give way.
+func TestADownstreamsThrottleRuleThrottlesItsMembersTellingOnce(t *testing.T) {
+	t.Parallel()
+	smtp := mailtest.Start(t)
+	env := map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": demo.AlertsSecret}
+	maps.Copy(env, smtp.Env())
+	srv := apptest.Start(t, env)
+	ctx := t.Context()
+	settings := t.TempDir() + "/local.settings.json"
+	if err := demo.Seed(ctx, srv.App.Store, settings, srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if err := demo.SeedThrottle(ctx, srv.App.Store, settings); err != nil {
+		t.Fatal(err)
+	}
+	d := storeOf(t, srv)
+	set := d
+	set.Rules = []downstream.Rule{{ID: demo.AlertRule, Action: downstream.ActionThrottle}}
+	if _, err := srv.App.Store.Downstreams.Update(ctx, d.Settled(set)); err != nil {
+		t.Fatal(err)
+	}
+	stop := srv.RunFakeClock()
+	defer stop()
+	status, body, err := demo.PostAlert(ctx, srv.URL, demo.AlertPayload(demo.NewAlertID(), "Fired", srv.Clock.Now(), time.Time{}))
+	if err != nil || status != http.StatusAccepted || !strings.Contains(body, `"downstream:orders-store","orders-demo/ProcessOrders"`) {
+		t.Fatalf("fired: %d %s %v", status, body, err)
+	}
+	c := srv.WaitCircuit(t, demo.AppID, "ProcessOrders", "throttled and applied", func(c circuit.Circuit) bool { return c.State == circuit.Throttled && !c.Pending() })
+	if want := storeOf(t, srv).Mark(); c.Downstream != want {
+		t.Errorf("ProcessOrders' throttle is marked %q, want the store's %q (its own notices give way)", c.Downstream, want)
+	}
+	if _, ok := smtp.WaitFor(func(m mailtest.Message) bool {
+		return strings.Contains(m.Subject, "orders-store: 1 function in 1 app throttled together")
+	}, 20*time.Second); !ok {
+		t.Fatalf("no mail of the throttle; got %v", smtp.Messages())
+	}
+	for _, m := range smtp.Messages() {
+		if strings.Contains(m.Subject, "ProcessOrders throttled") {
+			t.Errorf("the member was told of on its own too: %s", m.Subject)
+		}
+	}
+}

@@ -49,7 +49,8 @@ func (c DownstreamComposer) words(ctx context.Context, m alerts.Message) (downst
 	if m.Kind == alerts.KindPauseAhead {
 		return c.aheadWords(ctx, d, m)
 	}
-	if d.Episode != m.Episode {
+	throttled := m.Kind == alerts.KindDownstreamThrottled
+	if d.Episode != m.Episode && !throttled {
 		return downstreamWords{}, fmt.Errorf("%w: the episode ended before the notice could be sent", alerts.ErrPermanent)
 	}
 	cs, err := c.Circuits.List(ctx)
@@ -70,7 +71,10 @@ func (c DownstreamComposer) words(ctx context.Context, m alerts.Message) (downst
 		w.members = append(w.members, id+": "+s)
 	}
 	n := fmt.Sprintf("%d %s in %d %s", len(d.Members), plural(len(d.Members), "function", "functions"), w.apps, plural(w.apps, "app", "apps"))
-	if m.Kind == alerts.KindDownstreamResumed {
+	if throttled {
+		w.title = fmt.Sprintf("%s: %s throttled together", name, n)
+		w.what = fmt.Sprintf("An alert on %s lowered the concurrency of every member with a throttle stage, each in its own app; their triggers stay on, and each steps back up as its failures stay under its throttle rule, or trips if they do not.", name)
+	} else if m.Kind == alerts.KindDownstreamResumed {
 		w.title = fmt.Sprintf("%s: its %s are back on", name, n)
 		w.what = fmt.Sprintf("The downstream %s closed: %s.", name, d.Reason)
 	} else if !d.PauseUntil.IsZero() {
@@ -116,6 +120,8 @@ func (c DownstreamComposer) DownstreamNotice(ctx context.Context, m alerts.Messa
 	switch m.Kind {
 	case alerts.KindDownstreamResumed:
 		typ = "downstream.resumed"
+	case alerts.KindDownstreamThrottled:
+		typ, incident = "downstream.throttled", fmt.Sprintf("fusebox/downstream/%s/throttled/%d", w.name, m.Episode)
 	case alerts.KindPauseAhead:
 		typ, incident = "downstream.pause_ahead", fmt.Sprintf("fusebox/downstream/%s/pause-ahead/%d", w.name, m.Episode)
 	}

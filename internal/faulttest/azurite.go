@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,17 +28,40 @@ type proc struct {
 	ended chan struct{} // closed when it has exited
 }
 
-// StartAzurite runs the project's pinned Azurite on free ports.
+// StartAzurite runs the project's pinned Azurite on free ports. A port
+// taken between being found free and Azurite listening on it (another
+// test's server, an outbound connection) is tried again on fresh ports,
+// up to three times.
 func StartAzurite(t testing.TB) *Azurite {
+	t.Helper()
+	for attempt := 1; ; attempt++ {
+		a, problem, taken := startAzurite(t)
+		if problem == "" {
+			return a
+		}
+		if !taken || attempt == 3 {
+			t.Fatal(problem)
+		}
+	}
+}
+
+// startAzurite starts one Azurite; on failure it says why, and whether a
+// port was taken meanwhile, with the processes stopped.
+func startAzurite(t testing.TB) (a *Azurite, problem string, taken bool) {
 	t.Helper()
 	_, file, _, _ := runtime.Caller(0)
 	bin := filepath.Join(filepath.Dir(file), "..", "..", "node_modules", ".bin")
 	tport, bport := freePort(t), freePort(t)
-	a := &Azurite{t: t, ConnectionString: fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"+
+	a = &Azurite{t: t, ConnectionString: fmt.Sprintf("DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;"+
 		"AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;"+
 		"TableEndpoint=http://127.0.0.1:%d/devstoreaccount1;BlobEndpoint=http://127.0.0.1:%d/devstoreaccount1;", tport, bport)}
 	common := []string{"--silent", "--disableTelemetry", "--skipApiVersionCheck", "--inMemoryPersistence"}
-	var started []func() bool
+	type waiting struct {
+		name  string
+		out   *syncBuffer
+		ended chan struct{}
+	}
+	var started []waiting
 	for _, c := range [][]string{
 		append([]string{filepath.Join(bin, "azurite-table"), "--tableHost", "127.0.0.1", "--tablePort", strconv.Itoa(tport)}, common...),
 		append([]string{filepath.Join(bin, "azurite-blob"), "--blobHost", "127.0.0.1", "--blobPort", strconv.Itoa(bport), "--extentMemoryLimit", "64"}, common...),
@@ -47,34 +71,34 @@ func StartAzurite(t testing.TB) *Azurite {
 		out := &syncBuffer{}
 		cmd.Stdout, cmd.Stderr = out, out
 		if err := cmd.Start(); err != nil {
-			t.Fatalf("start %s (run `make test` or npm ci first): %v", c[0], err)
+			a.stop()
+			return nil, fmt.Sprintf("start %s (run `make test` or npm ci first): %v", c[0], err), false
 		}
 		ended := make(chan struct{})
 		go func() { _ = cmd.Wait(); close(ended) }()
 		a.procs = append(a.procs, proc{cmd, ended})
-		// Azurite says so once it listens ("… service successfully started on"
-		// for tables, "… successfully listens on" for blobs).
-		started = append(started, func() bool {
-			if out.waitFor(context.Background(), 0, " service successfully ", ended, 30*time.Second) {
-				return true
-			}
-			t.Errorf("%s did not start in 30 s:\n%s", filepath.Base(c[0]), out.String())
-			return false
-		})
+		started = append(started, waiting{filepath.Base(c[0]), out, ended})
 	}
-	t.Cleanup(func() {
-		for _, p := range a.procs {
-			_ = p.cmd.Process.Signal(syscall.SIGCONT)
-			_ = p.cmd.Process.Kill()
-			<-p.ended
-		}
-	})
-	for _, ok := range started {
-		if !ok() {
-			t.FailNow()
+	// Azurite says so once it listens ("… service successfully started on"
+	// for tables, "… successfully listens on" for blobs).
+	for _, w := range started {
+		if !w.out.waitFor(context.Background(), 0, " service successfully ", w.ended, 30*time.Second) {
+			a.stop()
+			return nil, fmt.Sprintf("%s did not start in 30 s:\n%s", w.name, w.out.String()), strings.Contains(w.out.String(), "EADDRINUSE")
 		}
 	}
-	return a
+	t.Cleanup(a.stop)
+	return a, "", false
+}
+
+// stop ends the processes.
+func (a *Azurite) stop() {
+	for _, p := range a.procs {
+		_ = p.cmd.Process.Signal(syscall.SIGCONT)
+		_ = p.cmd.Process.Kill()
+		<-p.ended
+	}
+	a.procs = nil
 }
 
 // Freeze stops Azurite where it is: connections stay open and nothing is

@@ -476,10 +476,12 @@ func Settle(d Downstream, members []circuit.Circuit, now time.Time) (Downstream,
 		if !d.Marks(c) {
 			continue
 		}
-		switch c.State {
-		case circuit.HalfOpen, circuit.Throttled:
+		switch {
+		case c.State == circuit.HalfOpen, c.State == circuit.Throttled:
 			return d, false // still on trial, or ramping up
-		case circuit.Open, circuit.ForcedOpen:
+		case c.State == circuit.ForcedOpen && !c.PauseUntil.IsZero():
+			return d, false // its pause ends with the downstream's: the evaluator resumes it
+		case c.State.TriggerOff():
 			reopened = append(reopened, c.ID())
 		}
 	}

@@ -110,6 +110,11 @@ func TestAnEpisodeFromTripToClosed(t *testing.T) {
 		t.Errorf("a member failing its trial: %s %q, want open naming it", failed.State, failed.Reason)
 	}
 	trial[1].State = circuit.Closed
+	paused := trial[1]
+	paused.State, paused.PauseUntil = circuit.ForcedOpen, at
+	if _, changed := downstream.Settle(d, []circuit.Circuit{trial[0], paused, trial[2]}, at); changed {
+		t.Error("settled while a member's pause had not been resumed by the evaluator yet")
+	}
 	closed, changed := downstream.Settle(d, trial, at)
 	if !changed || closed.State != downstream.Closed || closed.Episode != 1 {
 		t.Errorf("every member closed: %s episode %d", closed.State, closed.Episode)

@@ -155,6 +155,20 @@ func NextOpening(ws []PauseWindow, now time.Time) (PauseWindow, time.Time, time.
 // PauseWindowActor is who the flip log says paused a circuit for a window.
 const PauseWindowActor = "pause window"
 
+// ParsePauseWindows reads windows one a line, or says what is wrong with
+// the first that does not read.
+func ParsePauseWindows(lines []string) ([]PauseWindow, error) {
+	var out []PauseWindow
+	for _, l := range lines {
+		p, err := ParsePauseWindow(l)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
 // ExpiringPause is a pause window of set as long as its hub keeps events
 // or longer: the events waiting when it opens would expire before it
 // ends.

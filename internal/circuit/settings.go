@@ -360,11 +360,12 @@ func (s Settings) Spec() Spec {
 		ThrottleThreshold: s.Throttle.Threshold, ThrottleQuiet: Seconds(s.Throttle.Quiet), ThrottleKind: s.Throttle.Kind,
 		ThrottleAsk: s.Throttle.Ask, ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: s.Throttle.Words,
 		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note, ResumeFrom: s.ResumeFrom, AlertRules: s.AlertRules,
-		PauseWindows: pauseWindowLines(s.PauseWindows),
+		PauseWindows: PauseWindowLines(s.PauseWindows),
 	}
 }
 
-func pauseWindowLines(ps []PauseWindow) []string {
+// PauseWindowLines spells windows as forms, documents and storage do.
+func PauseWindowLines(ps []PauseWindow) []string {
 	var out []string
 	for _, p := range ps {
 		out = append(out, p.String())

@@ -17,6 +17,7 @@ package downstream
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/url"
 	"regexp"
 	"slices"
@@ -235,20 +236,10 @@ type ValidationError map[string]string
 
 func (v ValidationError) Error() string {
 	var parts []string
-	for _, f := range slices.Sorted(mapKeys(v)) {
+	for _, f := range slices.Sorted(maps.Keys(v)) {
 		parts = append(parts, f+": "+v[f])
 	}
 	return "downstream: " + strings.Join(parts, "; ")
-}
-
-func mapKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // Check says what is wrong with the downstream's settings, by field, or
@@ -266,7 +257,7 @@ func (d Downstream) Check(allowLoopback bool) error {
 		v["members"] = fmt.Sprintf("at most %d circuits", MaxMembers)
 	}
 	seen := map[string]bool{}
-	for _, m := range d.Members {
+	for _, m := range d.Members[:min(len(d.Members), MaxMembers)] { // past the bound, already refused
 		if _, _, ok := circuit.SplitID(m); !ok {
 			v["members"] = fmt.Sprintf("%q is not app/function", clip(m, 100))
 			break

@@ -66,39 +66,37 @@ type answerJSON struct {
 // 512 bytes, MaxProbes answers.
 const maxDownstreamColumn = 16 << 10
 
-func (r downstreamRow) downstream() (downstream.Downstream, error) {
-	if len(r.Rules) > maxDownstreamColumn || len(r.Answers) > maxDownstreamColumn {
-		return downstream.Downstream{}, fmt.Errorf("the Rules or Answers column is more than %d bytes", maxDownstreamColumn)
+// downstream reads the row. What costs only itself does not stop the
+// downstream: a pause window or the probe's past answers that do not read
+// are left out, and dropped says so (for the rows skipped, as a warning).
+func (r downstreamRow) downstream() (d downstream.Downstream, dropped string, err error) {
+	if len(r.Rules) > maxDownstreamColumn || len(r.Answers) > maxDownstreamColumn || len(r.PauseWindows) > maxDownstreamColumn {
+		return d, "", fmt.Errorf("the Rules, Answers or PauseWindows column is more than %d bytes", maxDownstreamColumn)
 	}
 	st, err := downstream.ParseState(r.State)
 	if err != nil {
-		return downstream.Downstream{}, err
+		return d, "", err
 	}
-	d := downstream.Downstream{Name: r.RowKey, Team: r.Team, Members: commaList(r.Members), Quorum: int(r.Quorum),
+	d = downstream.Downstream{Name: r.RowKey, Team: r.Team, Members: commaList(r.Members), Quorum: int(r.Quorum),
 		Probe:    downstream.Probe{URL: r.ProbeURL, Good: int(r.ProbeGood), Every: time.Duration(r.ProbeEverySeconds) * time.Second},
 		Channels: commaList(r.Channels), Recipients: commaList(r.Recipients), Note: r.Note,
 		State: st, Episode: r.Episode, ChangedAt: r.ChangedAt, Reason: truncate(r.Reason, downstream.MaxReason), Actor: truncate(r.Actor, 200),
 		InARow: int(r.InARow), PauseUntil: r.PauseUntil, Version: string(r.ETag)}
-	if len(r.PauseWindows) > maxDownstreamColumn {
-		return downstream.Downstream{}, fmt.Errorf("the PauseWindows column is more than %d bytes", maxDownstreamColumn)
-	}
-	for _, l := range strings.Split(r.PauseWindows, "\n") {
-		if l = strings.TrimSpace(l); l == "" {
-			continue
+	var lost []string
+	for _, l := range commaLines(r.PauseWindows) {
+		if p, err := circuit.ParsePauseWindow(l); err != nil {
+			lost = append(lost, "a pause window left out: "+err.Error())
+		} else if len(d.PauseWindows) < circuit.MaxPauseWindows {
+			d.PauseWindows = append(d.PauseWindows, p)
 		}
-		p, err := circuit.ParsePauseWindow(l)
-		if err != nil {
-			return downstream.Downstream{}, fmt.Errorf("a pause window does not read: %w", err)
-		}
-		d.PauseWindows = append(d.PauseWindows, p)
 	}
 	if r.Team != "" && !teams.ValidName(r.Team) {
-		return downstream.Downstream{}, fmt.Errorf("team %q is not a team's name", r.Team)
+		return d, "", fmt.Errorf("team %q is not a team's name", r.Team)
 	}
 	if r.Rules != "" {
 		var rs []ruleJSON
 		if err := json.Unmarshal([]byte(r.Rules), &rs); err != nil {
-			return downstream.Downstream{}, fmt.Errorf("the Rules column does not read: %w", err)
+			return d, "", fmt.Errorf("the Rules column does not read: %w", err)
 		}
 		for _, x := range rs {
 			d.Rules = append(d.Rules, downstream.Rule{ID: x.ID, Action: x.Action})
@@ -107,16 +105,28 @@ func (r downstreamRow) downstream() (downstream.Downstream, error) {
 	if r.Answers != "" {
 		var as []answerJSON
 		if err := json.Unmarshal([]byte(r.Answers), &as); err != nil {
-			return downstream.Downstream{}, fmt.Errorf("the Answers column does not read: %w", err)
+			lost = append(lost, "the probe's past answers left out: they do not read")
+			as = nil
 		}
 		for _, a := range as[max(0, len(as)-downstream.MaxProbes):] {
 			d.Answers = append(d.Answers, downstream.Answer{At: a.At, Good: a.Good, Said: truncate(a.Said, 100), Took: time.Duration(a.Took) * time.Millisecond})
 		}
 	}
 	if err := d.Check(true); err != nil {
-		return downstream.Downstream{}, err
+		return downstream.Downstream{}, "", err
 	}
-	return d, nil
+	return d, strings.Join(lost, "; "), nil
+}
+
+// commaLines are s's non-empty lines.
+func commaLines(s string) []string {
+	var out []string
+	for _, l := range strings.Split(s, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 func downstreamRowOf(d downstream.Downstream) (*downstreamRow, error) {
@@ -141,7 +151,7 @@ func downstreamRowOf(d downstream.Downstream) (*downstreamRow, error) {
 		ProbeURL: d.Probe.URL, ProbeGood: int32(d.Probe.Good), ProbeEverySeconds: int32(d.Probe.Every / time.Second),
 		Channels: strings.Join(d.Channels, ","), Recipients: strings.Join(d.Recipients, ","), Note: d.Note,
 		State: d.State.Word(), Episode: d.Episode, ChangedAt: d.ChangedAt, Reason: d.Reason, Actor: d.Actor,
-		Answers: string(answers), InARow: int32(d.InARow), PauseWindows: pauseWindowLines(d.PauseWindows), PauseUntil: d.PauseUntil}, nil
+		Answers: string(answers), InARow: int32(d.InARow), PauseWindows: strings.Join(circuit.PauseWindowLines(d.PauseWindows), "\n"), PauseUntil: d.PauseUntil}, nil
 }
 
 // List reads every downstream, by name, at most downstream.MaxDownstream;
@@ -159,10 +169,13 @@ func (s *Downstreams) List(ctx context.Context) ([]downstream.Downstream, error)
 		if err != nil {
 			return nil, fmt.Errorf("storage: downstreams: %w", err)
 		}
-		d, err := row.downstream()
+		d, dropped, err := row.downstream()
 		if err != nil {
 			faults = append(faults, Fault{Table: TableDownstreams, Key: row.PartitionKey + "/" + row.RowKey, Problem: err.Error() + ": it acts on nothing until it is saved again", Seen: time.Now()})
 			continue
+		}
+		if dropped != "" {
+			faults = append(faults, Fault{Table: TableDownstreams, Key: row.PartitionKey + "/" + row.RowKey, Problem: dropped + "; the downstream acts without it", Seen: time.Now()})
 		}
 		if out = append(out, d); len(out) >= downstream.MaxDownstream {
 			break
@@ -182,7 +195,7 @@ func (s *Downstreams) Get(ctx context.Context, name string) (downstream.Downstre
 		}
 		return downstream.Downstream{}, fmt.Errorf("storage: downstream %s: %w", name, err)
 	}
-	d, err := row.downstream()
+	d, _, err := row.downstream()
 	if err != nil {
 		return downstream.Downstream{}, fmt.Errorf("storage: downstream %s: %w", name, err)
 	}
@@ -234,12 +247,4 @@ func (s *Downstreams) Delete(ctx context.Context, name string) error {
 		return fmt.Errorf("storage: downstream %s: %w", name, downstream.ErrNotFound)
 	}
 	return err
-}
-
-func pauseWindowLines(ps []circuit.PauseWindow) string {
-	lines := make([]string, 0, len(ps))
-	for _, p := range ps {
-		lines = append(lines, p.String())
-	}
-	return strings.Join(lines, "\n")
 }

@@ -20,7 +20,7 @@ func downstreamWire(d downstream.Downstream) apiwire.Downstream {
 	d = d.WithDefaults()
 	w := apiwire.Downstream{Name: d.Name, Team: d.Team, Members: orEmpty(d.Members), Quorum: d.Quorum, AlertRules: []apiwire.DownstreamRule{},
 		Channels: orEmpty(d.Channels), Recipients: orEmpty(d.Recipients), Note: d.Note, State: d.State.Word(), Episode: d.Episode,
-		Reason: d.Reason, Actor: d.Actor, InARow: d.InARow, Answers: []apiwire.ProbeAnswer{}, PauseWindows: pauseLines(d.PauseWindows)}
+		Reason: d.Reason, Actor: d.Actor, InARow: d.InARow, Answers: []apiwire.ProbeAnswer{}, PauseWindows: circuit.PauseWindowLines(d.PauseWindows)}
 	if !d.PauseUntil.IsZero() {
 		until := d.PauseUntil.UTC()
 		w.PauseUntil = &until
@@ -97,7 +97,7 @@ func (s *CircuitPages) apiDownstreamSave(c echo.Context, name string) error {
 	for _, r := range in.AlertRules {
 		d.Rules = append(d.Rules, downstream.Rule{ID: r.ID, Action: r.Action})
 	}
-	windows, werr := parsePauseWindows(in.PauseWindows)
+	windows, werr := circuit.ParsePauseWindows(in.PauseWindows)
 	d.PauseWindows = windows
 	if in.Probe != nil {
 		d.Probe = downstream.Probe{URL: in.Probe.URL, Good: in.Probe.Good, Every: time.Duration(in.Probe.EverySeconds) * time.Second}

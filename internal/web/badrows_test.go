@@ -55,7 +55,7 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 	want := []string{"orders-demo/c|Melted", "orders-demo/c|Wordy", "app/broken-app", "job/not-a-job", "window/bad-window", "job/bad-misfire", job + "/0000000000000000000~x",
 		"channel/plain-http", "channel/pigeon", "msg/bad-message", "orders-demo/209901010000|traces|bad-source", "orders-demo/209901010000|logs|bad-count",
 		"orders-demo/orders-poison", "orders-demo/bad-samples-poison", "orders-demo/!run-orders-poison", month + "/0000000000000000000-bad", "token/0123456789abcdef",
-		"team/forged-team", month + "/bad-alert", "downstream/melted-db"}
+		"team/forged-team", month + "/bad-alert", "downstream/melted-db", "downstream/windy-db"}
 	testenv.Eventually(t, 20*time.Second, func() (bool, string) { // the scanner reads runs on its own pass
 		body := b.get("/").body
 		for _, key := range want {
@@ -65,6 +65,11 @@ func TestBadRowsInEveryTableStopNothing(t *testing.T) {
 		}
 		return true, ""
 	})
+	// The downstream whose pause window does not read still acts: listed,
+	// without the window.
+	if list := b.get("/downstreams").body; !strings.Contains(list, `href="/downstreams/windy-db"`) || strings.Contains(list, `href="/downstreams/melted-db"`) {
+		t.Errorf("the downstreams listed:\n%s", section(list, `data-testid="downstreams"`))
+	}
 	metrics := b.get("/metrics").body
 	if !strings.Contains(metrics, `fusebox_unreadable_rows{table="Circuits"} 2`) {
 		t.Errorf("metrics lack the count of unreadable circuit rows:\n%s", testenv.GrepLines(metrics, "unreadable"))

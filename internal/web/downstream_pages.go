@@ -183,7 +183,7 @@ func formOf(d downstream.Downstream) views.DownstreamForm {
 	}
 	f := views.DownstreamForm{Editing: true, Name: d.Name, Members: strings.Join(d.Members, "\n"), Quorum: strconv.Itoa(d.Quorum),
 		Rules: strings.Join(rules, "\n"), ProbeURL: d.Probe.URL, Channels: strings.Join(d.Channels, ", "),
-		Recipients: strings.Join(d.Recipients, ", "), Note: d.Note, PauseWindows: strings.Join(pauseLines(d.PauseWindows), "\n")}
+		Recipients: strings.Join(d.Recipients, ", "), Note: d.Note, PauseWindows: strings.Join(circuit.PauseWindowLines(d.PauseWindows), "\n")}
 	if d.Probe.URL != "" {
 		f.ProbeGood, f.ProbeEvery = strconv.Itoa(d.Probe.Good), d.Probe.Every.String()
 	}
@@ -252,7 +252,7 @@ func downstreamInput(c echo.Context) (downstream.Downstream, views.DownstreamFor
 		d.Quorum = n
 	}
 	var err error
-	if d.PauseWindows, err = parsePauseWindows(lines(f.PauseWindows)); err != nil {
+	if d.PauseWindows, err = circuit.ParsePauseWindows(lines(f.PauseWindows)); err != nil {
 		problems["pause_windows"] = err.Error()
 	}
 	for _, r := range fields(f.Rules) {
@@ -517,25 +517,4 @@ func outcomeProblem(out []downstream.Outcome) string {
 		return ""
 	}
 	return "The downstream changed, but these members could not be: " + strings.Join(bad, ", ") + ". Look at each on its page."
-}
-
-// parsePauseWindows reads pause windows, one a line.
-func parsePauseWindows(ls []string) ([]circuit.PauseWindow, error) {
-	var out []circuit.PauseWindow
-	for _, l := range ls {
-		p, err := circuit.ParsePauseWindow(l)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return out, nil
-}
-
-func pauseLines(ps []circuit.PauseWindow) []string {
-	out := make([]string, 0, len(ps))
-	for _, p := range ps {
-		out = append(out, p.String())
-	}
-	return out
 }

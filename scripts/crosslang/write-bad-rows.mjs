@@ -52,7 +52,11 @@ const rows = {
   Alerts: [{ partitionKey: MONTH, rowKey: "bad-alert", AlertID: "x", Rule: "r", Condition: "Exploded" }],
   // A downstream written by hand: a state Fusebox has not, and a member
   // that is no circuit's name. It must act on nothing; the real one stays.
-  Downstreams: [{ partitionKey: "downstream", rowKey: "melted-db", Members: "orders-demo", State: "molten", Quorum: 1 }],
+  // A second whose pause window does not read: it costs only the window.
+  Downstreams: [
+    { partitionKey: "downstream", rowKey: "melted-db", Members: "orders-demo", State: "molten", Quorum: 1 },
+    { partitionKey: "downstream", rowKey: "windy-db", Members: "orders-demo/ProcessOrders", State: "closed", Quorum: 0, PauseWindows: "every night for a while" },
+  ],
   // What the watcher last saw of set-aside queues: the overview and app pages read it.
   SetAside: [
     { partitionKey: "orders-demo", rowKey: "orders-poison", Kind: "parking-lot", Count: 3 },

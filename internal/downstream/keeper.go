@@ -180,16 +180,13 @@ func (k *Keeper) Throttle(ctx context.Context, name, actor, reason string) (Down
 		_, err := k.Members.ThrottleFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
 		return true, err
 	})
-	if joined(out) == nil && len(out) > 0 && k.Outbox != nil {
+	if joined(out) == nil && len(out) > 0 {
 		// The members' own throttle notices give way (they carry the
 		// mark): one notice per destination says they were throttled.
-		if dests, err := k.destinations(ctx, d, nil); err == nil {
-			for _, m := range alerts.DownstreamThrottled(d.Name, k.Now(), dests, k.Now()) {
-				if err := k.Outbox.Ensure(ctx, m); err != nil {
-					return d, out, err
-				}
-			}
-		}
+		at := k.Now()
+		k.queueOnce(ctx, d, nil, fmt.Sprintf("%s|%d|%s", d.Name, at.Unix(), alerts.KindDownstreamThrottled), func(dests []string) []alerts.Message {
+			return alerts.DownstreamThrottled(d.Name, at, dests, at)
+		})
 	}
 	return d, out, nil
 }
@@ -278,20 +275,26 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 		return err
 	}
 	byID := make(map[string]circuit.Circuit, len(cs))
-	var members []circuit.Circuit
 	for _, c := range cs {
 		byID[c.ID()] = c
 	}
+	// Counting reads the failure window: only for a quorum to check.
+	var members []circuit.Circuit
 	for _, d := range ds {
+		if d.State != Closed || d.Quorum < 1 {
+			continue
+		}
 		for _, id := range d.Members {
 			if c, ok := byID[id]; ok {
 				members = append(members, c)
 			}
 		}
 	}
-	counts, err := k.Members.Failing(ctx, members)
-	if err != nil {
-		return err
+	var counts map[string]circuit.Counts
+	if len(members) > 0 {
+		if counts, err = k.Members.Failing(ctx, members); err != nil {
+			return err
+		}
 	}
 	now := k.Now()
 	var errs []error
@@ -323,33 +326,33 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 					ms = append(ms, c)
 				}
 			}
-			if _, ok := Settle(d, ms, now); ok {
-				if _, err := k.change(ctx, d.Name, circuit.EvaluatorActor, "settled", func(d Downstream) (Downstream, error) {
-					if next, ok := Settle(d, ms, k.Now()); ok {
-						return next, nil
-					}
-					return d, ErrNotOff
-				}); err != nil && !errors.Is(err, ErrNotOff) {
-					errs = append(errs, err)
-				}
-			}
+			errs = append(errs, k.settle(ctx, d, "settled", now, func(d Downstream, now time.Time) (Downstream, bool) { return Settle(d, ms, now) }))
 		case d.State.Off() && !d.PauseUntil.IsZero():
-			if _, ok := PauseEnded(d, now); ok {
-				if _, err := k.change(ctx, d.Name, circuit.EvaluatorActor, "pause ended", func(d Downstream) (Downstream, error) {
-					if next, ok := PauseEnded(d, k.Now()); ok {
-						return next, nil
-					}
-					return d, ErrNotOff
-				}); err != nil && !errors.Is(err, ErrNotOff) {
-					errs = append(errs, err)
-				}
-			}
+			errs = append(errs, k.settle(ctx, d, "pause ended", now, PauseEnded))
 		case d.ProbeDue(now):
 			k.probe(ctx, d)
 		}
 		k.tell(ctx, d, cs)
 	}
 	return errors.Join(errs...)
+}
+
+// settle stores what move makes of d when it changes it (read again
+// before the write: another pass may have moved it meanwhile).
+func (k *Keeper) settle(ctx context.Context, d Downstream, verb string, now time.Time, move func(Downstream, time.Time) (Downstream, bool)) error {
+	if _, ok := move(d, now); !ok {
+		return nil
+	}
+	_, err := k.change(ctx, d.Name, circuit.EvaluatorActor, verb, func(cur Downstream) (Downstream, error) {
+		if next, ok := move(cur, k.Now()); ok {
+			return next, nil
+		}
+		return cur, ErrNotOff
+	})
+	if errors.Is(err, ErrNotOff) {
+		return nil
+	}
+	return err
 }
 
 func joined(out []Outcome) error {
@@ -415,14 +418,26 @@ func (k *Keeper) Busy() bool {
 // destination, whatever the number of members.
 // cs are the circuits as the caller read them; nil: read them.
 func (k *Keeper) tell(ctx context.Context, d Downstream, cs []circuit.Circuit) {
-	if k.Outbox == nil || d.Episode < 1 || d.State == Trial || d.State == Waiting || k.Now().Sub(d.ChangedAt) > k.within() {
+	if d.Episode < 1 || d.State == Trial || d.State == Waiting || k.Now().Sub(d.ChangedAt) > k.within() {
 		return
 	}
 	kind := alerts.KindDownstreamResumed
 	if d.State.Off() {
 		kind = alerts.KindDownstreamOpened
 	}
-	key := fmt.Sprintf("%s|%d|%s", d.Name, d.Episode, kind)
+	k.queueOnce(ctx, d, cs, fmt.Sprintf("%s|%d|%s", d.Name, d.Episode, kind), func(dests []string) []alerts.Message {
+		return alerts.DownstreamMessages(d.Name, d.Episode, d.State.Off(), d.ChangedAt, dests, k.Now(), k.within())
+	})
+}
+
+// queueOnce puts in the outbox the messages of key, to the downstream's
+// destinations, unless this instance did already (the outbox refuses a
+// message twice anyway; asking again every pass would be a storm of
+// refused writes). A failure is logged and left to the next pass.
+func (k *Keeper) queueOnce(ctx context.Context, d Downstream, cs []circuit.Circuit, key string, messages func(dests []string) []alerts.Message) {
+	if k.Outbox == nil {
+		return
+	}
 	k.mu.Lock()
 	done := k.told[key]
 	k.mu.Unlock()
@@ -434,7 +449,7 @@ func (k *Keeper) tell(ctx context.Context, d Downstream, cs []circuit.Circuit) {
 		k.logger().Warn("could not find where a downstream's notice goes; the next pass tries again", "downstream", d.Name, "error", err)
 		return
 	}
-	for _, m := range alerts.DownstreamMessages(d.Name, d.Episode, d.State.Off(), d.ChangedAt, dests, k.Now(), k.within()) {
+	for _, m := range messages(dests) {
 		if err := k.Outbox.Ensure(ctx, m); err != nil {
 			k.logger().Warn("could not queue a downstream's notice; the next pass tries again", "downstream", d.Name, "error", err)
 			return
@@ -478,37 +493,15 @@ func (k *Keeper) destinations(ctx context.Context, d Downstream, cs []circuit.Ci
 // One notice per destination and opening.
 func (k *Keeper) warnAhead(ctx context.Context, d Downstream, byID map[string]circuit.Circuit, cs []circuit.Circuit, now time.Time) {
 	p, start, _, ok := circuit.NextOpening(d.PauseWindows, now)
-	if !ok || start.Sub(now) > time.Hour || k.Outbox == nil {
+	if !ok || start.Sub(now) > time.Hour {
 		return
 	}
-	expiring := false
 	for _, id := range d.Members {
 		if c, ok := byID[id]; ok && c.HubRetention > 0 && p.Duration >= c.HubRetention {
-			expiring = true
-		}
-	}
-	key := fmt.Sprintf("%s|%d|%s", d.Name, start.Unix(), alerts.KindPauseAhead)
-	k.mu.Lock()
-	done := k.told[key]
-	k.mu.Unlock()
-	if !expiring || done {
-		return
-	}
-	dests, err := k.destinations(ctx, d, cs)
-	if err != nil {
-		k.logger().Warn("could not find where a downstream's warning goes; the next pass tries again", "downstream", d.Name, "error", err)
-		return
-	}
-	for _, m := range alerts.DownstreamPauseAhead(d.Name, start, dests, now) {
-		if err := k.Outbox.Ensure(ctx, m); err != nil {
-			k.logger().Warn("could not queue a downstream's warning; the next pass tries again", "downstream", d.Name, "error", err)
+			k.queueOnce(ctx, d, cs, fmt.Sprintf("%s|%d|%s", d.Name, start.Unix(), alerts.KindPauseAhead), func(dests []string) []alerts.Message {
+				return alerts.DownstreamPauseAhead(d.Name, start, dests, now)
+			})
 			return
 		}
 	}
-	k.mu.Lock()
-	if k.told == nil || len(k.told) >= maxTold {
-		k.told = map[string]bool{}
-	}
-	k.told[key] = true
-	k.mu.Unlock()
 }

@@ -20,7 +20,7 @@ func downstreamWire(d downstream.Downstream) apiwire.Downstream {
 	d = d.WithDefaults()
 	w := apiwire.Downstream{Name: d.Name, Team: d.Team, Members: orEmpty(d.Members), Quorum: d.Quorum, AlertRules: []apiwire.DownstreamRule{},
 		Channels: orEmpty(d.Channels), Recipients: orEmpty(d.Recipients), Note: d.Note, State: d.State.Word(), Episode: d.Episode,
-		Reason: d.Reason, Actor: d.Actor, InARow: d.InARow, Answers: []apiwire.ProbeAnswer{}, PauseWindows: circuit.PauseWindowLines(d.PauseWindows)}
+		Reason: d.Reason, Actor: d.Actor, InARow: d.InARow, Answers: []apiwire.ProbeAnswer{}, PauseWindows: orEmpty(circuit.PauseWindowLines(d.PauseWindows))}
 	if !d.PauseUntil.IsZero() {
 		until := d.PauseUntil.UTC()
 		w.PauseUntil = &until

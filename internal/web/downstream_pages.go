@@ -307,24 +307,36 @@ func (s *CircuitPages) checkDownstream(c echo.Context, d downstream.Downstream, 
 		}
 	}
 	sc := scopeOf(c)
+	// The members' apps and circuits, read as lists once (the storage
+	// keeps them), not a point read per member.
+	apps, err := s.Apps.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cs, err := s.Circuits.List(ctx)
+	if err != nil {
+		return nil, err
+	}
+	appByID := make(map[string]circuit.App, len(apps))
+	for _, a := range apps {
+		appByID[a.ID] = a
+	}
+	circuitByID := make(map[string]circuit.Circuit, len(cs))
+	for _, ci := range cs {
+		circuitByID[ci.ID()] = ci
+	}
 	for _, id := range d.Members {
-		app, fn, ok := circuit.SplitID(id)
+		app, _, ok := circuit.SplitID(id)
 		if !ok || problems["members"] != "" {
 			break
 		}
-		a, err := s.Apps.Get(ctx, app)
-		if err != nil && !errors.Is(err, circuit.ErrNotFound) {
-			return nil, err
-		}
-		if err != nil || a.Team != d.Team && d.Team != "" || !sc.acts(a.Team) {
+		a, found := appByID[app]
+		if !found || a.Team != d.Team && d.Team != "" || !sc.acts(a.Team) {
 			problems["members"] = fmt.Sprintf("%s is not a circuit of an app of %s you operate", id, orWord(d.Team, "your teams"))
 			break
 		}
-		ci, err := s.Circuits.Get(ctx, app, fn)
-		if err != nil {
-			if !errors.Is(err, circuit.ErrNotFound) {
-				return nil, err
-			}
+		ci, found := circuitByID[id]
+		if !found {
 			problems["members"] = fmt.Sprintf("%s is not a circuit: make it first on the Circuits page", id)
 			break
 		}

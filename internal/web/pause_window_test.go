@@ -129,7 +129,8 @@ func TestAPauseThatWouldLoseEventsIsAskedAbout(t *testing.T) {
 }
 
 // A pause window opens and ends on the real clock: a one-off window two
-// seconds ahead, three seconds long, pauses the circuit and resumes it.
+// seconds ahead, a minute long (the shortest a window may be), pauses the
+// circuit when it opens, holds it, and resumes it when it ends.
 func TestAPauseWindowOpensAndEndsOnTheRealClock(t *testing.T) {
 	t.Parallel()
 	token, hash := auth.NewAPIToken()
@@ -152,6 +153,18 @@ func TestAPauseWindowOpensAndEndsOnTheRealClock(t *testing.T) {
 		c, _ := srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders")
 		return c.State == circuit.ForcedOpen, "the window's pause ended early: " + c.State.String()
 	})
+	var resumed circuit.Circuit
+	testenv.Eventually(t, 90*time.Second, func() (bool, string) {
+		var err error
+		if resumed, err = srv.App.Store.Circuits.Get(t.Context(), demo.AppID, "ProcessOrders"); err != nil {
+			t.Fatal(err)
+		}
+		return resumed.State == circuit.Closed, "still " + resumed.State.String() + " a minute after the window opened"
+	})
+	if late := resumed.ChangedAt.Sub(opens.Add(time.Minute)); late < 0 || late > 3*time.Second || !strings.Contains(resumed.Reason, "the pause ended") {
+		t.Errorf("resumed %s after the window ended: %q", late, resumed.Reason)
+	}
+	t.Logf("paused %s after the window opened, resumed %s after it ended", paused.ChangedAt.Sub(opens).Round(time.Millisecond), resumed.ChangedAt.Sub(opens.Add(time.Minute)).Round(time.Millisecond))
 }
 
 // A downstream's pause window is forecast member by member on its page:

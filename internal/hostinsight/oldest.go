@@ -14,16 +14,36 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 )
 
-// oldestKept bounds the arrival times kept: one per partition position
-// read, each some 100 bytes.
-const oldestKept = 10000
+const (
+	// oldestKept bounds the arrival times kept: one per partition position
+	// read, each some 100 bytes.
+	oldestKept = 10000
+	// oldestReading bounds the reads carried on past their caller, and
+	// oldestPatience how long one is carried on.
+	oldestReading  = 256
+	oldestPatience = 30 * time.Second
+)
 
 // oldestCache keeps arrival times by app, partition and sequence number:
 // the event after a checkpoint arrived when it arrived, so a time is read
-// once for as long as the checkpoint stays where it is.
+// once for as long as the checkpoint stays where it is. A read its caller
+// stopped waiting for carries on (see read), so a slow hub is not asked
+// again from scratch by every page view, each giving up as early.
 type oldestCache struct {
-	mu sync.Mutex
-	at map[string]time.Time
+	mu      sync.Mutex
+	at      map[string]time.Time
+	reading map[string]*oldestRead
+}
+
+// errStillReading is a read its caller stopped waiting for, which goes on.
+var errStillReading = errors.New("did not deliver its oldest waiting event in time; still reading, a reload shows it")
+
+// oldestRead is one read of a partition's oldest waiting event, shared by
+// everyone who asks for it while it runs.
+type oldestRead struct {
+	done chan struct{}
+	at   time.Time
+	err  error
 }
 
 func (c *oldestCache) get(k string) (time.Time, bool) {
@@ -40,6 +60,49 @@ func (c *oldestCache) put(k string, t time.Time) {
 		c.at = map[string]time.Time{} // start over rather than grow
 	}
 	c.at[k] = t
+}
+
+// read is the arrival time of k, by read unless one is running already.
+// The read runs up to oldestPatience whatever ctx does, and keeps what it
+// finds; the caller waits only for ctx. With oldestReading reads running,
+// a new one is bounded by ctx alone.
+func (c *oldestCache) read(ctx context.Context, k string, read func(context.Context) (time.Time, error)) (time.Time, error) {
+	c.mu.Lock()
+	r, running := c.reading[k]
+	if !running && len(c.reading) >= oldestReading {
+		c.mu.Unlock()
+		t, err := read(ctx)
+		if err == nil {
+			c.put(k, t)
+		}
+		return t, err
+	}
+	if !running {
+		r = &oldestRead{done: make(chan struct{})}
+		if c.reading == nil {
+			c.reading = map[string]*oldestRead{}
+		}
+		c.reading[k] = r
+		go func() {
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), oldestPatience)
+			defer cancel()
+			r.at, r.err = read(rctx)
+			if r.err == nil {
+				c.put(k, r.at)
+			}
+			c.mu.Lock()
+			delete(c.reading, k)
+			c.mu.Unlock()
+			close(r.done)
+		}()
+	}
+	c.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.at, r.err
+	case <-ctx.Done():
+		return time.Time{}, errStillReading
+	}
 }
 
 // ReadOldest fills in Oldest for each of ps with events waiting and none
@@ -68,7 +131,9 @@ func (s *Source) ReadOldest(ctx context.Context, app circuit.App, ps []Position,
 			continue
 		}
 		wg.Go(func() {
-			t, err := s.Hubs.Oldest(ctx, app.EventHubs, p.Namespace, p.Hub, p.Partition, p.Sequence)
+			t, err := s.oldest.read(ctx, k, func(ctx context.Context) (time.Time, error) {
+				return s.Hubs.Oldest(ctx, app.EventHubs, p.Namespace, p.Hub, p.Partition, p.Sequence)
+			})
 			if err != nil {
 				if !errors.Is(err, ErrOtherHub) {
 					mu.Lock()

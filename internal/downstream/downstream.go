@@ -470,8 +470,13 @@ func Settle(d Downstream, members []circuit.Circuit, now time.Time) (Downstream,
 		switch {
 		case c.State == circuit.HalfOpen, c.State == circuit.Throttled:
 			return d, false // still on trial, or ramping up
-		case c.State == circuit.ForcedOpen && !c.PauseUntil.IsZero():
-			return d, false // its pause ends with the downstream's: the evaluator resumes it
+		case c.State == circuit.ForcedOpen:
+			// Not on trial yet: the trial is still reaching it (the keeper
+			// puts members on trial one by one after storing the trial,
+			// and tries again those it did not reach), or its pause ends
+			// with the downstream's and the evaluator resumes it. A member
+			// failing its trial opens on its own counts (Open).
+			return d, false
 		case c.State.TriggerOff():
 			reopened = append(reopened, c.ID())
 		}

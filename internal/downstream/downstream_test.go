@@ -105,6 +105,11 @@ func TestAnEpisodeFromTripToClosed(t *testing.T) {
 	if _, changed := downstream.Settle(d, trial, at); changed {
 		t.Error("settled while a member is still half-open")
 	}
+	notYet := trial[1]
+	notYet.State = circuit.ForcedOpen
+	if _, changed := downstream.Settle(d, []circuit.Circuit{trial[0], notYet, trial[2]}, at); changed {
+		t.Error("settled while the trial had not reached a member yet (still off by the downstream): it has not failed")
+	}
 	trial[1].State = circuit.Open
 	if failed, changed := downstream.Settle(d, trial, at); !changed || failed.State != downstream.Open || !strings.Contains(failed.Reason, "orders/Take") {
 		t.Errorf("a member failing its trial: %s %q, want open naming it", failed.State, failed.Reason)

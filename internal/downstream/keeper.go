@@ -214,6 +214,26 @@ func (k *Keeper) try(ctx context.Context, d Downstream) []Outcome {
 	})
 }
 
+// trialReach is how long putting the members on trial may take before
+// the keeper tries again those still off.
+const trialReach = 10 * time.Second
+
+// tryLeft puts on trial, again, the members of a trial still off by its
+// mark that no pause holds: a trial that did not reach them (a switch
+// that failed, an instance that stopped) would leave the downstream on
+// trial for good.
+func (k *Keeper) tryLeft(ctx context.Context, d Downstream, ms []circuit.Circuit) []Outcome {
+	var out []Outcome
+	for _, c := range ms {
+		if !d.Marks(c) || c.State != circuit.ForcedOpen || !c.PauseUntil.IsZero() {
+			continue
+		}
+		_, err := k.Members.TrialFor(ctx, c.AppID, c.Function, d.Actor, "downstream "+d.Name+": "+d.Reason, d.Mark())
+		out = append(out, Outcome{Member: c.ID(), Err: err})
+	}
+	return out
+}
+
 // Resume switches back on, by hand, every member this episode switched
 // off (or put on trial): the downstream closes.
 func (k *Keeper) Resume(ctx context.Context, name, actor, reason string) (Downstream, []Outcome, error) {
@@ -327,6 +347,9 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 				}
 			}
 			errs = append(errs, k.settle(ctx, d, "settled", now, func(d Downstream, now time.Time) (Downstream, bool) { return Settle(d, ms, now) }))
+			if now.Sub(d.ChangedAt) > trialReach {
+				errs = append(errs, joined(k.tryLeft(ctx, d, ms)))
+			}
 		case d.State.Off() && !d.PauseUntil.IsZero():
 			errs = append(errs, k.settle(ctx, d, "pause ended", now, PauseEnded))
 		case d.ProbeDue(now):

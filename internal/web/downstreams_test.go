@@ -468,3 +468,44 @@ func TestADownstreamsThrottleRuleThrottlesItsMembersTellingOnce(t *testing.T) {
 		}
 	}
 }
+
+// A trial stored while a member is still off by the downstream (the
+// keeper puts members on trial one by one after storing it; an instance
+// may stop between) is no failed trial: the downstream waits, puts the
+// member on trial again after a while, and closes when every member has.
+// Before, the next pass read the member as failing its trial and opened
+// the downstream again while its members went on and closed.
+func TestATrialThatHasNotReachedAMemberYetIsNotAFailure(t *testing.T) {
+	t.Parallel()
+	srv := apptest.Start(t, nil)
+	ctx := t.Context()
+	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	secondApp(t, srv, t.TempDir()+"/local.settings.json", 5*time.Second, "ReserveStock")
+	setStore(t, srv, 0, downstream.Probe{}, demo.AppID+"/ProcessOrders", "shipping-demo/ReserveStock")
+	olivia := newBrowser(t, srv.URL)
+	olivia.signIn("olivia")
+	page := "/downstreams/" + demo.Store
+	wantStatus(t, olivia.post(page+"/trip", url.Values{"_csrf": {olivia.csrf(page)}, "reason": {"failing over"}}), http.StatusSeeOther)
+	srv.WaitCircuit(t, "shipping-demo", "ReserveStock", "off by the downstream", func(c circuit.Circuit) bool { return c.State == circuit.ForcedOpen && !c.Pending() })
+	// The trial as stored before it reached any member.
+	d := storeOf(t, srv)
+	d.State, d.ChangedAt, d.Actor, d.Reason = downstream.Trial, srv.Clock.Now(), "Azure Monitor", "alert rule resolved"
+	if _, err := srv.App.Store.Downstreams.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	stop := srv.RunFakeClock()
+	defer stop()
+	for _, fn := range []string{"ProcessOrders", "ReserveStock"} {
+		app := demo.AppID
+		if fn == "ReserveStock" {
+			app = "shipping-demo"
+		}
+		srv.WaitCircuit(t, app, fn, "closed after the trial reached it", func(c circuit.Circuit) bool { return c.State == circuit.Closed && !c.Pending() })
+	}
+	closed := waitStore(t, srv, "closed", func(d downstream.Downstream) bool { return d.State != downstream.Trial })
+	if closed.State != downstream.Closed || closed.Episode != 1 {
+		t.Errorf("the downstream after its members' trials: %s (%s), episode %d; want closed", closed.State, closed.Reason, closed.Episode)
+	}
+}

@@ -71,6 +71,7 @@ func (a *Arrivals) Flush(ctx context.Context) error {
 		r.Unattributed = maps.Clone(r.Unattributed)
 		r.ServiceNames = slices.Clone(r.ServiceNames)
 		r.Functions = maps.Clone(r.Functions)
+		r.Calls = maps.Clone(r.Calls) // AddCall never writes within a kept slice
 		rows = append(rows, r)
 	}
 	clear(a.dirty)

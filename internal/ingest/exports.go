@@ -140,6 +140,9 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 	m := e.Mapped
 	got := otlp.Arrival{App: e.AppID, Source: m.Source, Protocol: e.Protocol, Exports: 1, Records: m.Records,
 		Invocations: len(m.Invocations), Unattributed: m.Unattributed, ServiceNames: m.ServiceNames, Last: now}
+	for _, d := range m.Dependencies {
+		got.AddCall(d.Target, d.Trace)
+	}
 	// The export's key: the same invocations sent again (a retry) are
 	// written under the same writer, their rows replaced.
 	key := m.Key()

@@ -1,6 +1,7 @@
 package otlp
 
 import (
+	"maps"
 	"slices"
 	"time"
 )
@@ -46,7 +47,36 @@ type Arrival struct {
 	// Unattributed counts invocation records without a function, by why.
 	Unattributed map[string]int
 	ServiceNames []string
-	Last         time.Time
+	// Calls are the failed calls' targets, each with the traces of the
+	// invocations that made them (Dependency): at most MaxTargets, each
+	// with at most MaxCallTraces.
+	Calls map[string][]string
+	Last  time.Time
+}
+
+// MaxTargets bounds the targets one arrival row keeps, MaxCallTraces the
+// traces kept of each: the bucket's first half and its latest half, so a
+// circuit's window that opens or closes within the bucket finds its own.
+const (
+	MaxTargets    = 20
+	MaxCallTraces = 16
+)
+
+// AddCall keeps that an invocation of trace called target and failed.
+func (a *Arrival) AddCall(target, trace string) {
+	traces, ok := a.Calls[target]
+	switch {
+	case slices.Contains(traces, trace):
+		return
+	case !ok && len(a.Calls) >= MaxTargets:
+		return
+	case len(traces) >= MaxCallTraces:
+		traces = slices.Delete(slices.Clone(traces), MaxCallTraces/2, MaxCallTraces/2+1)
+	}
+	if a.Calls == nil {
+		a.Calls = map[string][]string{}
+	}
+	a.Calls[target] = append(traces, trace)
 }
 
 // Add adds b's figures to a (the same app, signal and bucket).
@@ -81,6 +111,11 @@ func (a *Arrival) Add(b Arrival) {
 	for _, n := range b.ServiceNames {
 		if !slices.Contains(a.ServiceNames, n) && len(a.ServiceNames) < 8 {
 			a.ServiceNames = append(a.ServiceNames, n)
+		}
+	}
+	for _, target := range slices.Sorted(maps.Keys(b.Calls)) {
+		for _, trace := range b.Calls[target] {
+			a.AddCall(target, trace)
 		}
 	}
 	if b.Last.After(a.Last) {

@@ -143,6 +143,9 @@ func (d *traceReader) scopeSpans(b []byte, instance string) error {
 			return ErrUnreadable
 		}
 		d.m.add(inv, why, ok, instance)
+		if !ok {
+			d.m.dependency(&d.span)
+		}
 	}
 	return nil
 }
@@ -150,7 +153,7 @@ func (d *traceReader) scopeSpans(b []byte, instance string) error {
 // readSpan reads a span's fields into d.span.
 func (d *traceReader) readSpan(b []byte) error {
 	s := &d.span
-	*s = spanFields{}
+	s.reset()
 	var exception []byte // the last "exception" event
 	r := fields{b: b}
 	for f, ok := r.next(); ok; f, ok = r.next() {
@@ -205,17 +208,30 @@ func (d *traceReader) readSpan(b []byte) error {
 	if r.bad {
 		return ErrUnreadable
 	}
+	if s.callsSkipped && s.mayCall() {
+		// The kind came after the call's attributes: read them again.
+		if err := readAttributes(b, 9, s.callSlot); err != nil {
+			return err
+		}
+	}
 	if exception != nil {
-		r = fields{b: exception}
-		for f, ok := r.next(); ok; f, ok = r.next() {
-			if f.num == 3 && f.typ == protowire.BytesType {
-				kv, err := readKeyValue(f.v)
-				if err != nil {
-					return err
-				}
-				if err := read(s.exceptionSlot(kv.key), nil, kv); err != nil {
-					return err
-				}
+		return readAttributes(exception, 3, s.exceptionSlot)
+	}
+	return nil
+}
+
+// readAttributes reads the key-values of b's field num (a span's
+// attributes, an event's) into where slot says.
+func readAttributes(b []byte, num protowire.Number, slot func(key []byte) *attrValue) error {
+	r := fields{b: b}
+	for f, ok := r.next(); ok; f, ok = r.next() {
+		if f.num == num && f.typ == protowire.BytesType {
+			kv, err := readKeyValue(f.v)
+			if err != nil {
+				return err
+			}
+			if err := read(slot(kv.key), nil, kv); err != nil {
+				return err
 			}
 		}
 	}

@@ -123,6 +123,9 @@ type Mapped struct {
 	// ServiceNames are the resources' service.name values (the site name,
 	// as the host sets it), for the app page to compare with the app.
 	ServiceNames []string
+	// Dependencies are the failed calls among the spans that are no
+	// invocation: at most MaxDependencies.
+	Dependencies []Dependency
 }
 
 // add keeps what one record was: no invocation (ok false), one that names

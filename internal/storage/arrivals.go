@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -44,6 +45,7 @@ type arrivalRow struct {
 	Functions       string // "<name> <signal>" lines: the span signals per function
 	Unattributed    string // JSON: why -> count
 	ServiceNames    string // newline-separated
+	Calls           string // "<target> <trace> <trace>…" lines: failed calls (otlp.Dependency)
 	Last            time.Time
 }
 
@@ -61,12 +63,17 @@ func (a *Arrivals) PutArrivals(ctx context.Context, rows []otlp.Arrival) error {
 			fns = append(fns, fn+" "+strconv.Itoa(int(sig)))
 		}
 		slices.Sort(fns)
+		calls := make([]string, 0, len(r.Calls))
+		for target, traces := range r.Calls {
+			calls = append(calls, target+" "+strings.Join(traces, " "))
+		}
+		slices.Sort(calls)
 		row := &arrivalRow{
 			Meta:   tablestore.Meta{PartitionKey: r.App, RowKey: FailurePartition(r.Bucket) + "|" + string(r.Source) + "|" + keySafe.Replace(r.Instance)},
 			Source: string(r.Source), Bucket: r.Bucket, Instance: r.Instance, Protocol: r.Protocol,
 			Exports: clamp32(r.Exports), Records: clamp32(r.Records), Invocations: clamp32(r.Invocations), Counted: clamp32(r.Counted),
 			Failures: clamp32(r.Failures), Duplicates: clamp32(r.Duplicates), ThroughLogs: clamp32(r.ThroughLogs), Rejected: clamp32(r.Rejected),
-			Outranked: clamp32(r.Outranked), MissedFailures: clamp32(r.MissedFailures), JobRuns: clamp32(r.JobRuns), Functions: strings.Join(fns, "\n"), Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Last: r.Last,
+			Outranked: clamp32(r.Outranked), MissedFailures: clamp32(r.MissedFailures), JobRuns: clamp32(r.JobRuns), Functions: strings.Join(fns, "\n"), Unattributed: string(why), ServiceNames: truncate(strings.Join(r.ServiceNames, "\n"), 2048), Calls: strings.Join(calls, "\n"), Last: r.Last,
 		}
 		if err := a.table.Upsert(ctx, row); err != nil {
 			return fmt.Errorf("storage: arrivals of %s: %w", r.App, err)
@@ -126,8 +133,44 @@ func openArrival(row arrivalRow) (otlp.Arrival, error) {
 	if row.ServiceNames != "" {
 		x.ServiceNames = strings.Split(row.ServiceNames, "\n")
 	}
+	calls, err := openCalls(row.Calls)
+	if err != nil {
+		return otlp.Arrival{}, err
+	}
+	x.Calls = calls
 	return x, nil
 }
+
+// maxCallsText bounds the calls a row may hold: as many targets and
+// traces as an instance keeps, each at its longest.
+const maxCallsText = otlp.MaxTargets * (otlp.MaxTarget + otlp.MaxCallTraces*33 + 1)
+
+// openCalls reads the failed calls' lines, checked as an instance writes
+// them: targets as otlp keeps them, each with 1 to MaxCallTraces trace ids.
+func openCalls(text string) (map[string][]string, error) {
+	if text == "" {
+		return nil, nil
+	}
+	if len(text) > maxCallsText {
+		return nil, errors.New("the failed calls are longer than any instance writes")
+	}
+	calls := map[string][]string{}
+	for line := range strings.SplitSeq(text, "\n") {
+		f := strings.Fields(line)
+		if len(f) < 2 || len(f) > otlp.MaxCallTraces+1 || !otlp.ValidTarget(f[0]) || len(calls) >= otlp.MaxTargets {
+			return nil, fmt.Errorf("the failed calls have a line %q that is no target and its traces", truncate(line, 80))
+		}
+		for _, trace := range f[1:] {
+			if !traceID.MatchString(trace) {
+				return nil, fmt.Errorf("the failed calls of %s name %q, which is no trace id", f[0], truncate(trace, 40))
+			}
+		}
+		calls[f[0]] = f[1:]
+	}
+	return calls, nil
+}
+
+var traceID = regexp.MustCompile(`^[0-9a-f]{32}$`)
 
 // DeleteBefore removes rows last written before t.
 func (a *Arrivals) DeleteBefore(ctx context.Context, t time.Time) (int, error) {

@@ -107,15 +107,34 @@ var notHosts = regexp.MustCompile(`(?i)^(system|microsoft|azure\.functions|java|
 // of for its proposals.
 const maxProposalCircuits = 50
 
-// proposals are hosts named in the failures of circuits of more than one
-// app, read from the error groups of circuits with failures.
+// proposals are hosts and services named in the failures of circuits of
+// more than one app: in the error groups of circuits with failures, and
+// as the targets of failed calls (otlp.Dependency) in the traces those
+// groups name. The calls come in exports of their own, before or after
+// the invocations': both are stored, and matched here.
 func (s *CircuitPages) proposals(ctx context.Context, cs []circuit.Circuit) []views.DownstreamProposal {
 	failing, err := s.Counter.Failing(ctx, cs)
 	if err != nil || len(failing) == 0 {
 		return nil
 	}
 	now := s.Now()
-	byHost := map[string][]string{}
+	type named struct {
+		circuits []string
+		byCalls  bool
+	}
+	byHost := map[string]*named{}
+	name := func(host, id string, byCalls bool) {
+		n := byHost[host]
+		if n == nil {
+			n = &named{}
+			byHost[host] = n
+		}
+		if !slices.Contains(n.circuits, id) {
+			n.circuits = append(n.circuits, id)
+		}
+		n.byCalls = n.byCalls || byCalls
+	}
+	calls := map[string]map[string][]string{} // app -> trace -> targets, read once per app
 	looked := 0
 	for _, ci := range cs {
 		if _, ok := failing[ci.ID()]; !ok || looked >= maxProposalCircuits {
@@ -126,33 +145,65 @@ func (s *CircuitPages) proposals(ctx context.Context, cs []circuit.Circuit) []vi
 		if err != nil {
 			continue
 		}
-		seen := map[string]bool{}
 		for _, g := range groups {
 			for _, m := range hostRE.FindAllStringSubmatch(g.Example, 10) {
-				h := strings.ToLower(m[1])
-				if notHosts.MatchString(h) || !strings.ContainsAny(h, "abcdefghijklmnopqrstuvwxyz") || seen[h] {
-					continue
+				if h := strings.ToLower(m[1]); !notHosts.MatchString(h) && strings.ContainsAny(h, "abcdefghijklmnopqrstuvwxyz") {
+					name(h, ci.ID(), false)
 				}
-				seen[h] = true
-				byHost[h] = append(byHost[h], ci.ID())
+			}
+			if len(g.Traces) == 0 {
+				continue
+			}
+			byTrace, ok := calls[ci.AppID]
+			if !ok {
+				byTrace = s.callsOf(ctx, ci.AppID, now)
+				calls[ci.AppID] = byTrace
+			}
+			for _, trace := range g.Traces {
+				for _, target := range byTrace[trace] {
+					name(target, ci.ID(), true)
+				}
 			}
 		}
 	}
 	var out []views.DownstreamProposal
-	for h, ids := range byHost {
+	for h, n := range byHost {
 		apps := map[string]bool{}
-		for _, id := range ids {
+		for _, id := range n.circuits {
 			app, _, _ := circuit.SplitID(id)
 			apps[app] = true
 		}
 		if len(apps) < 2 {
 			continue
 		}
-		slices.Sort(ids)
-		out = append(out, views.DownstreamProposal{Host: h, Members: ids, Apps: len(apps)})
+		slices.Sort(n.circuits)
+		out = append(out, views.DownstreamProposal{Host: h, Members: n.circuits, Apps: len(apps), Calls: n.byCalls})
 	}
 	slices.SortFunc(out, func(a, b views.DownstreamProposal) int { return strings.Compare(a.Host, b.Host) })
 	return out
+}
+
+// callsOf is, for the traces of an app's failed calls in the last hour,
+// what each called; none when Fusebox keeps no calls or they do not read.
+func (s *CircuitPages) callsOf(ctx context.Context, appID string, now time.Time) map[string][]string {
+	if s.Calls == nil {
+		return nil
+	}
+	rows, err := s.Calls.ArrivalsOf(ctx, appID, now.Add(-time.Hour))
+	if err != nil {
+		return nil
+	}
+	byTrace := map[string][]string{}
+	for _, r := range rows {
+		for target, traces := range r.Calls {
+			for _, trace := range traces {
+				if !slices.Contains(byTrace[trace], target) {
+					byTrace[trace] = append(byTrace[trace], target)
+				}
+			}
+		}
+	}
+	return byTrace
 }
 
 // downstreamShow shows one downstream: its members, probe and actions.

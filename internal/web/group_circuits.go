@@ -55,14 +55,17 @@ type CircuitParts struct {
 	// Replay resumes Event Hubs functions from before their first
 	// failure; nil offers only "where it stopped".
 	Replay replayer
-	// Downstreams are the shared dependencies; Keeper acts on their
-	// members together; Audit records changes to them.
 	// History is the functions' checkpoint history, for pause forecasts;
 	// nil forecasts none.
-	History     checkpointHistory
+	History checkpointHistory
+	// Downstreams are the shared dependencies; Keeper acts on their
+	// members together; Audit records changes to them.
 	Downstreams downstreamStore
 	Keeper      downstreamKeeper
 	Audit       auditAppender
+	// Calls are what arrived over OTLP, whose failed calls propose
+	// downstreams; nil proposes from error texts alone.
+	Calls arrivalReader
 }
 
 // missing names the required parts p lacks.

@@ -131,8 +131,10 @@ func (s *Source) ReadOldest(ctx context.Context, app circuit.App, ps []Position,
 			continue
 		}
 		wg.Go(func() {
+			// The read may outlive this call: it holds copies, not p.
+			conn, ns, hub, part, seq := app.EventHubs, p.Namespace, p.Hub, p.Partition, p.Sequence
 			t, err := s.oldest.read(ctx, k, func(ctx context.Context) (time.Time, error) {
-				return s.Hubs.Oldest(ctx, app.EventHubs, p.Namespace, p.Hub, p.Partition, p.Sequence)
+				return s.Hubs.Oldest(ctx, conn, ns, hub, part, seq)
 			})
 			if err != nil {
 				if !errors.Is(err, ErrOtherHub) {

@@ -41,6 +41,7 @@ func Steps() []migrate.Step {
 		{Version: 17, Name: "create the teams table: teams, their members and default channels; apps, channels and jobs name their team in a column of their own", Apply: createTables(storage.TableTeams)},
 		{Version: 18, Name: "create the alerts table: what Azure Monitor's action groups posted", Apply: createTables(storage.TableAlerts)},
 		{Version: 19, Name: "create the downstreams table: shared dependencies, their member circuits across apps, their episodes and probe answers", Apply: createTables(storage.TableDownstreams)},
+		{Version: 20, Name: "create the probes table: what each circuit's health probe heard in its episode", Apply: createTables(storage.TableProbes)},
 	}
 }
 

@@ -68,7 +68,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 			return replay.Checkpoints{Client: c}, nil
 		}}
 	keeper := &downstream.Keeper{Store: store.Downstreams, Members: actions, Circuits: store.Circuits, Apps: withTeamChannels(store, now),
-		Outbox: store.Outbox, Audit: store.Audit, Probe: downstream.HTTPProber(out.probes, now), Now: now, Logger: o.Logger}
+		Outbox: store.Outbox, Audit: store.Audit, Probe: downstream.HTTPProber(out.probes, now), CircuitProbes: store.Probes, Now: now, Logger: o.Logger}
 	return breakers{
 		evaluator: evaluator, actions: actions, reports: reports, arrivals: arrivals, replay: rp, downstreams: keeper,
 		replays:  &replay.Sampler{Circuits: storage.Lists{Store: store}, Hosts: out.hosts, History: store.Replays, Place: rp.Place, Settle: rp.Settle, Now: now},

@@ -63,7 +63,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 			Episodes: episode.Reader{Flips: store.Circuits, Notices: store.Outbox, Audit: store.Audit, Rows: store.Failures.Reader(), Kept: storage.FailureRetention, Replays: store.Replays},
 			Rates:    store.Rates, Status: store.Status, Links: tell.signer, FunctionLister: out.router, SettingsReader: out.router, Inspector: inspector(out),
 			HostInsight: out.hosts, HostSamples: store.HostSamples, SetAside: store.SetAside, Channels: known, Replay: b.replay,
-			Downstreams: store.Downstreams, Keeper: b.downstreams, Audit: store.Audit, History: store.Replays, Calls: store.Arrivals},
+			Downstreams: store.Downstreams, Keeper: b.downstreams, Audit: store.Audit, History: store.Replays, Calls: store.Arrivals, Probes: store.Probes},
 		Apps: apps,
 		Jobs: web.JobParts{Apps: store.Apps, Jobs: jobStore, Windows: jobStore, Tokens: jobStore, Catalog: catalog, RunReader: store.Runs, Audit: store.Audit,
 			FunctionRunner: out.router, HostInsight: out.hosts, Channels: known},

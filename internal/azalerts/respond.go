@@ -39,6 +39,9 @@ type Keeper interface {
 	Trip(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
 	Throttle(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
 	Resolved(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
+	// WaitForProbe has a circuit with a probe wait for its good answers
+	// before its trial.
+	WaitForProbe(ctx context.Context, c circuit.Circuit, reason string) error
 }
 
 // firedReason is the reason a Fired alert trips with; Resolved looks for
@@ -153,6 +156,15 @@ func (r Responder) tryResolved(ctx context.Context, a Alert) ([]string, error) {
 	var tried []string
 	for _, c := range cs {
 		if !c.NamesAlertRule(a.RuleID) || c.State != circuit.ForcedOpen || !strings.HasPrefix(c.Reason, firedReason(a)) || c.Downstream != "" {
+			continue
+		}
+		if c.Probe.URL != "" && r.Keeper != nil {
+			// The trial waits for the circuit's probe (the keeper's pass).
+			if err := r.Keeper.WaitForProbe(ctx, c, fmt.Sprintf("alert rule %s resolved", a.Rule)); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", c.ID(), err))
+				continue
+			}
+			tried = append(tried, c.ID())
 			continue
 		}
 		reason := fmt.Sprintf("alert rule %s resolved: trigger on for a trial; the circuit's own counts decide", a.Rule)

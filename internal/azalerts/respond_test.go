@@ -30,6 +30,11 @@ func (k *keeper) Resolved(_ context.Context, name, _, _ string) (downstream.Down
 	return downstream.Downstream{Name: name}, nil, nil
 }
 
+func (k *keeper) WaitForProbe(_ context.Context, c circuit.Circuit, _ string) error {
+	k.calls = append(k.calls, "wait for the probe of "+c.ID())
+	return nil
+}
+
 // A rule a circuit names with "throttle:" throttles it (when it has a
 // throttle stage) instead of tripping it; a downstream naming the rule
 // acts first, and a member it switched off is not tripped again on its own

@@ -69,6 +69,9 @@ type Settings struct {
 	// evaluator pauses the circuit when one opens and resumes it when it
 	// ends (docs/pauses.md).
 	PauseWindows []PauseWindow
+	// Probe, when it names a URL, gates the automatic trials (after the
+	// cooldown, after an alert rule resolved) on good answers in a row.
+	Probe Probe
 }
 
 // The ways back from a trip of an Event Hubs function: from before the
@@ -173,6 +176,15 @@ func (s Settings) checkEach(add func(field, format string, args ...any)) {
 			break
 		}
 	}
+	if u, good, every := s.Probe.Problems(true); u+good+every != "" {
+		// Loopback passes here: the guarded dialer refuses it outside
+		// development.
+		for _, f := range [][2]string{{"probe_url", u}, {"probe_good", good}, {"probe_every", every}} {
+			if f[1] != "" {
+				add(f[0], "%s", f[1])
+			}
+		}
+	}
 	if !ValidResumeFrom(s.ResumeFrom) {
 		add("resume_from", "must be %s, %s or empty (the app's choice)", ResumeFromFirstFailure, ResumeFromCheckpoint)
 	}
@@ -206,6 +218,10 @@ func (s Spec) Stored() (Settings, error) {
 	set.AlertRules = set.AlertRules[:min(len(set.AlertRules), MaxAlertRules)]
 	if len(set.AlertRules) == 0 {
 		set.AlertRules = nil
+	}
+	// So does a probe that is not one: the trials are then not gated.
+	if u, good, every := set.Probe.Problems(true); u+good+every != "" {
+		set.Probe = Probe{}
 	}
 	// So does a pause window that does not read.
 	set.PauseWindows = slices.DeleteFunc(set.PauseWindows, func(p PauseWindow) bool { return p.bad != "" || p.Check() != "" })
@@ -308,6 +324,10 @@ type Spec struct {
 	AlertRules []string `json:"alert_rules,omitempty" yaml:"alert_rules,omitempty"`
 	// Planned pauses: "0 2 * * * for 1h in Europe/Paris", "2026-12-08T02:00:00Z for 1h".
 	PauseWindows []string `json:"pause_windows,omitempty" yaml:"pause_windows,omitempty"`
+	// A health probe that gates the automatic trials (docs/alerts.md).
+	ProbeURL   string  `json:"probe_url,omitempty" yaml:"probe_url,omitempty"`
+	ProbeGood  int     `json:"probe_good,omitempty" yaml:"probe_good,omitempty"`
+	ProbeEvery Seconds `json:"probe_every_seconds,omitempty" yaml:"probe_every,omitempty"`
 }
 
 // Settings are the settings s spells.
@@ -331,6 +351,7 @@ func (s Spec) Settings() Settings {
 		ResumeFrom:   s.ResumeFrom,
 		AlertRules:   orNil(s.AlertRules),
 		PauseWindows: pauseWindowsOf(s.PauseWindows),
+		Probe:        Probe{URL: s.ProbeURL, Good: s.ProbeGood, Every: time.Duration(s.ProbeEvery)},
 	}
 }
 
@@ -361,6 +382,7 @@ func (s Settings) Spec() Spec {
 		ThrottleAsk: s.Throttle.Ask, ThrottleOnly: s.Throttle.OnlyThrottling, ThrottleWords: s.Throttle.Words,
 		RunbookURL: s.Runbook.URL, RunbookNote: s.Runbook.Note, ResumeFrom: s.ResumeFrom, AlertRules: s.AlertRules,
 		PauseWindows: PauseWindowLines(s.PauseWindows),
+		ProbeURL:     s.Probe.URL, ProbeGood: s.Probe.Good, ProbeEvery: Seconds(s.Probe.Every),
 	}
 }
 

@@ -127,7 +127,9 @@ func Evaluate(c Circuit, n Counts, now time.Time) (Circuit, *Flip) {
 			}
 		}
 	case Open:
-		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) {
+		// With a probe, the trial waits for its good answers: the
+		// downstream keeper probes and starts it (ProbeTries).
+		if at := c.TrialAt(); !at.IsZero() && !now.Before(at) && c.Probe.URL == "" {
 			reason := fmt.Sprintf("cooldown of %s over: trigger on for a trial", spoken.Duration(c.Cooldown().Round(time.Second)))
 			if c.Streak > 1 {
 				reason = fmt.Sprintf("cooldown of %s over (trip %d in a row): trigger on for a trial", spoken.Duration(c.Cooldown().Round(time.Second)), c.Streak)

@@ -22,6 +22,11 @@ func applied(c circuit.Circuit, d time.Duration) circuit.Circuit {
 	return c
 }
 
+func probed(c circuit.Circuit) circuit.Circuit {
+	c.Probe = circuit.Probe{URL: "https://inventory.example.com/health"}
+	return c
+}
+
 func unapplied(c circuit.Circuit) circuit.Circuit {
 	c.AppliedEpisode = 3
 	return c
@@ -52,6 +57,7 @@ func TestEvaluate(t *testing.T) {
 		{"open without auto-resume stays open", base(circuit.Open), circuit.Counts{}, t0.Add(24 * time.Hour), circuit.Open, ""},
 		{"auto-resume a nanosecond before the cooldown", auto(base(circuit.Open)), circuit.Counts{}, auto(base(circuit.Open)).TrialAt().Add(-time.Nanosecond), circuit.Open, ""},
 		{"auto-resume at the cooldown goes half-open", auto(base(circuit.Open)), circuit.Counts{Window: 3}, auto(base(circuit.Open)).TrialAt(), circuit.HalfOpen, "cooldown of "},
+		{"with a health probe, the cooldown's end leaves the trial to the probe", probed(auto(base(circuit.Open))), circuit.Counts{}, auto(base(circuit.Open)).TrialAt().Add(time.Hour), circuit.Open, ""},
 		{"the cooldown runs from when the trigger went off", auto(applied(base(circuit.Open), 20*time.Second)), circuit.Counts{}, t0.Add(5 * time.Minute), circuit.Open, ""},
 		{"no cooldown while the trigger is not yet off", auto(unapplied(base(circuit.Open))), circuit.Counts{}, t0.Add(time.Hour), circuit.Open, ""},
 		{"half-open trips at the first new failure", base(circuit.HalfOpen), circuit.Counts{Window: 40, Counted: 1, Since: t0}, t0.Add(time.Second), circuit.Open, "failures resumed during the trial (1 since the trigger went on at 09:00:00 UTC)"},

@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"net/url"
 	"regexp"
 	"slices"
 	"strings"
@@ -105,21 +104,11 @@ type Rule struct {
 }
 
 // Probe is an https health URL and how many good answers in a row start
-// a trial.
-type Probe struct {
-	URL   string
-	Good  int           // answers in a row; default 3
-	Every time.Duration // between answers; default 10 s
-}
-
-// Answer is one probe call: good is a 2xx within the time-out; Said is
-// its status code or the class of its failure (never the server's body).
-type Answer struct {
-	At   time.Time
-	Good bool
-	Said string
-	Took time.Duration
-}
+// a trial; Answer is one of its calls (as a circuit's probe).
+type (
+	Probe  = circuit.Probe
+	Answer = circuit.ProbeAnswer
+)
 
 // Downstream is one dependency and its members.
 type Downstream struct {
@@ -285,7 +274,7 @@ func (d Downstream) Check(allowLoopback bool) error {
 		}
 	}
 	if d.Probe.URL != "" {
-		if msg := checkProbeURL(d.Probe.URL, allowLoopback); msg != "" {
+		if msg := circuit.CheckProbeURL(d.Probe.URL, allowLoopback); msg != "" {
 			v["probe_url"] = msg
 		}
 		if d.Probe.Good < 1 || d.Probe.Good > MaxGood {
@@ -311,23 +300,6 @@ func (d Downstream) Check(allowLoopback bool) error {
 		return v
 	}
 	return nil
-}
-
-func checkProbeURL(raw string, allowLoopback bool) string {
-	u, err := url.Parse(raw)
-	switch {
-	case err != nil || len(raw) > 2000 || !u.IsAbs() || u.Host == "" || u.User != nil:
-		return "an absolute https:// URL without a user name"
-	case u.Scheme == "https":
-		return ""
-	case u.Scheme == "http" && allowLoopback && loopback(u.Hostname()):
-		return ""
-	}
-	return "must be an https:// URL (http only to loopback, in development)"
-}
-
-func loopback(host string) bool {
-	return host == "localhost" || host == "127.0.0.1" || host == "::1"
 }
 
 func clip(s string, n int) string {

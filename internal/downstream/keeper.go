@@ -58,8 +58,10 @@ type Keeper struct {
 	Outbox   Outbox
 	Audit    Auditor
 	Probe    Prober
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// CircuitProbes keeps what circuits' own probes heard; nil runs none.
+	CircuitProbes CircuitProbes
+	Now           func() time.Time
+	Logger        *slog.Logger
 	// Within is how long after a change its notices are still sent
 	// (alerts' MailableWithin); default a day.
 	Within time.Duration
@@ -286,13 +288,14 @@ func (k *Keeper) each(ctx context.Context, d Downstream, act func(circuit.Circui
 // goroutine, so one slow health URL holds up no other); a trial settles
 // from its members' states; every episode's notices are in the outbox.
 func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
-	ds, err := k.Store.List(ctx)
-	if err != nil || len(ds) == 0 {
-		return err
-	}
 	cs, err := k.Circuits.List(ctx)
 	if err != nil {
 		return err
+	}
+	probed := k.probeCircuits(ctx, cs, k.Now())
+	ds, err := k.Store.List(ctx)
+	if err != nil || len(ds) == 0 {
+		return errors.Join(probed, err)
 	}
 	byID := make(map[string]circuit.Circuit, len(cs))
 	for _, c := range cs {
@@ -357,7 +360,7 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 		}
 		k.tell(ctx, d, cs)
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, probed)...)
 }
 
 // settle stores what move makes of d when it changes it (read again

@@ -3,9 +3,7 @@ package e2e_test
 import (
 	"maps"
 	"net/http"
-	"net/http/httptest"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -59,22 +57,14 @@ func TestTheOrdersStoreJourney(t *testing.T) {
 	if err := st.Circuits.UpdateSettings(ctx, process); err != nil {
 		t.Fatal(err)
 	}
-	var healthy atomic.Bool
-	health := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		if !healthy.Load() {
-			http.Error(w, "offline", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	}))
-	t.Cleanup(health.Close)
+	health, healthy := apptest.Health(t)
 	store, err := st.Downstreams.Get(ctx, demo.Store)
 	if err != nil {
 		t.Fatal(err)
 	}
 	set := store
 	set.Members, set.Quorum = []string{demo.AppID + "/ProcessOrders", "shipping-demo/ReserveStock"}, 2
-	set.Probe = downstream.Probe{URL: health.URL + demo.HealthPath, Good: 2, Every: time.Second}
+	set.Probe = downstream.Probe{URL: health, Good: 2, Every: time.Second}
 	if _, err := st.Downstreams.Update(ctx, store.Settled(set.WithDefaults())); err != nil {
 		t.Fatal(err)
 	}

@@ -39,6 +39,7 @@ const (
 	TableTeams       = "Teams"
 	TableAlerts      = "Alerts"
 	TableDownstreams = "Downstreams"
+	TableProbes      = "Probes"
 	// TableLeases is created at start-up rather than by a migration,
 	// because migrations themselves run under a lease.
 	TableLeases = "Leases"
@@ -74,6 +75,8 @@ type Store struct {
 	Alerts *Alerts
 	// Downstreams are the dependencies named with their member circuits.
 	Downstreams *Downstreams
+	// Probes are what circuits' health probes heard.
+	Probes *Probes
 	// Faults lists the rows any repository could not read.
 	Faults *Faults
 	// RunBound is what this instance let through of each job's runs per
@@ -108,6 +111,7 @@ func New(svc *tablestore.Service) *Store {
 		Teams:       &Teams{table: svc.Table(TableTeams), faults: faults},
 		Alerts:      &Alerts{table: svc.Table(TableAlerts), faults: faults},
 		Downstreams: &Downstreams{table: svc.Table(TableDownstreams), faults: faults},
+		Probes:      &Probes{table: svc.Table(TableProbes), faults: faults},
 	}
 }
 

@@ -68,6 +68,12 @@ func (s *CircuitPages) circuitEdit(c echo.Context) error {
 	m.ThrottleWords = strings.Join(ci.Throttle.Words, ", ")
 	m.AlertRules = strings.Join(ci.AlertRules, "\n")
 	m.PauseWindows = strings.Join(ci.Spec().PauseWindows, "\n")
+	if ci.Probe.Good > 0 {
+		m.ProbeGood = strconv.Itoa(ci.Probe.Good)
+	}
+	if ci.Probe.Every > 0 {
+		m.ProbeEvery = spoken.Duration(ci.Probe.Every)
+	}
 	if ci.Rule.Ratio > 0 {
 		m.Rule, m.Ratio, m.MinCalls = "ratio", strconv.FormatFloat(ci.Rule.Ratio*100, 'f', -1, 64), strconv.Itoa(ci.Rule.MinCalls)
 	}
@@ -176,6 +182,8 @@ func formValues(c echo.Context) views.CircuitForm {
 		ThrottleWords: strings.TrimSpace(c.FormValue("throttle_words")),
 		AlertRules:    strings.TrimSpace(c.FormValue("alert_rules")),
 		PauseWindows:  strings.TrimSpace(c.FormValue("pause_windows")),
+		ProbeGood:     strings.TrimSpace(c.FormValue("probe_good")),
+		ProbeEvery:    strings.TrimSpace(c.FormValue("probe_every")),
 	}
 	bindText(c, &m.Text)
 	return m
@@ -251,6 +259,20 @@ func parseSettings(m views.CircuitForm) (circuit.Settings, map[string]string) {
 	set.Throttle.Words = splitComma(m.ThrottleWords)
 	set.AlertRules = strings.Fields(m.AlertRules)
 	set.PauseWindows = circuit.Spec{PauseWindows: lines(m.PauseWindows)}.Settings().PauseWindows
+	if m.ProbeGood != "" {
+		n, err := strconv.Atoi(m.ProbeGood)
+		if err != nil {
+			problems["probe_good"] = "must be a whole number of answers, such as 3, or empty for 3"
+		}
+		set.Probe.Good = n
+	}
+	if m.ProbeEvery != "" {
+		d, err := time.ParseDuration(m.ProbeEvery)
+		if err != nil {
+			problems["probe_every"] = "must be a duration such as 10s, or empty for 10s"
+		}
+		set.Probe.Every = d
+	}
 	set.Recipients, set.Channels = splitComma(m.Recipients), splitComma(m.Channels)
 	set.Escalate.To = splitComma(m.EscalateTo)
 	if m.HubRetention != "" {

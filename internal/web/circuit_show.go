@@ -81,6 +81,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
 	m.NextPause, m.NextPauseForecast, m.NextPauseExpires = s.nextPause(ctx, ci)
+	m.Probe = s.probeOf(ctx, ci, now)
 	if q := ci.Rule.MinInstances; q > 1 {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
 	}
@@ -339,4 +340,26 @@ func traceLinks(g errortexts.Group, app circuit.App) []string {
 // checked when stored (a GUID; a span id of 16 hexadecimal digits).
 func insightsLink(appID, itemID string) string {
 	return "https://portal.azure.com/#blade/AppInsightsExtension/Find/appid/" + appID + "/itemid/" + itemID
+}
+
+// probeOf is ci's health probe as its page shows it: what it heard in
+// this episode and what waits for it.
+func (s *CircuitPages) probeOf(ctx context.Context, ci circuit.Circuit, now time.Time) *views.CircuitProbe {
+	if ci.Probe.URL == "" {
+		return nil
+	}
+	p := ci.Probe.WithDefaults()
+	m := &views.CircuitProbe{URL: p.URL, Every: spoken.Duration(p.Every), Good: p.Good}
+	if s.Probes == nil {
+		return m
+	}
+	r, err := s.Probes.Get(ctx, ci.AppID, ci.Function)
+	if err != nil || r.Episode != ci.Episode {
+		r = circuit.ProbeRecord{}
+	}
+	m.Waits, m.InARow = ci.ProbeWaits(r, now), r.InARow
+	for _, a := range r.Answers {
+		m.Answers = append(m.Answers, views.ProbeAnswer{At: a.At, Good: a.Good, Said: a.Said, Took: a.Took.Round(time.Millisecond).String()})
+	}
+	return m
 }

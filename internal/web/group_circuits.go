@@ -66,6 +66,8 @@ type CircuitParts struct {
 	// Calls are what arrived over OTLP, whose failed calls propose
 	// downstreams; nil proposes from error texts alone.
 	Calls arrivalReader
+	// Probes are what circuits' health probes heard; nil shows none.
+	Probes probeReader
 }
 
 // missing names the required parts p lacks.
@@ -148,6 +150,9 @@ type (
 	replayer interface {
 		Of(ctx context.Context, ci circuit.Circuit, app circuit.App) (replay.Record, error)
 		Resume(ctx context.Context, appID, function, actor, reason string, link *circuit.LinkClaim) (circuit.Circuit, replay.Record, error)
+	}
+	probeReader interface {
+		Get(ctx context.Context, appID, function string) (circuit.ProbeRecord, error)
 	}
 	// episodeReader assembles an episode's record (episode.Reader).
 	episodeReader interface {

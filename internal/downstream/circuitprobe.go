@@ -22,9 +22,15 @@ func (k *Keeper) probeCircuits(ctx context.Context, cs []circuit.Circuit, now ti
 	if k.CircuitProbes == nil {
 		return nil
 	}
+	// Those whose probe may be waited for: the records are read only then
+	// (an open circuit past its cooldown needs none; a forced-open one
+	// waits only once an alert rule it names resolved).
 	var waiting []circuit.Circuit
 	for _, c := range cs {
-		if c.Probe.URL != "" && c.State.TriggerOff() && !c.Pending() {
+		switch {
+		case c.Probe.URL == "" || c.Pending():
+		case c.State == circuit.Open && c.ProbeWaits(circuit.ProbeRecord{}, now) != "",
+			c.State == circuit.ForcedOpen && len(c.AlertRules) > 0 && c.PauseUntil.IsZero():
 			waiting = append(waiting, c)
 		}
 	}

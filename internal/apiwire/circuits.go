@@ -39,6 +39,16 @@ type Circuit struct {
 	// off) or the window now; only a single circuit's answer has them.
 	Errors      []ErrorGroup `json:"errors,omitempty"`
 	ErrorsOther int          `json:"errors_other,omitempty"`
+	// Probe is what its health probe heard this episode (single circuit
+	// only, when it names one).
+	Probe *Probe `json:"probe,omitempty"`
+}
+
+// Probe is what a circuit's health probe heard in its episode.
+type Probe struct {
+	Waits   string        `json:"waits,omitempty"` // what waits for it; absent when nothing does
+	InARow  int           `json:"good_in_a_row"`
+	Answers []ProbeAnswer `json:"answers"`
 }
 
 // ErrorGroup is one kind of error among a circuit's failures.

@@ -89,6 +89,12 @@ func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circui
 	for _, f := range flips {
 		j.Flips = append(j.Flips, toFlipJSON(f))
 	}
+	if p := s.probeOf(ctx, ci, s.Now()); p != nil {
+		j.Probe = &apiwire.Probe{Waits: p.Waits, InARow: p.InARow, Answers: []apiwire.ProbeAnswer{}}
+		for _, a := range p.Heard {
+			j.Probe.Answers = append(j.Probe.Answers, apiwire.ProbeAnswer{At: a.At, Good: a.Good, Said: a.Said, TookMS: a.Took.Milliseconds()})
+		}
+	}
 	return c.JSON(status, j)
 }
 

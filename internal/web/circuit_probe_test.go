@@ -126,3 +126,20 @@ func TestACircuitsProbeGatesTheTrialAfterItsCooldown(t *testing.T) {
 		t.Errorf("the flip log %+v (%v); want a trial by the probe after the cooldown", flips, err)
 	}
 }
+
+// Through the API a probe in the clear is refused by field; one over
+// https is kept, and the circuit's answer says what its probe heard.
+func TestACircuitsProbeIsSetAndReadThroughTheAPI(t *testing.T) {
+	t.Parallel()
+	_, op, viewer := apiServer(t)
+	clear := op.call(http.MethodPost, "/api/v1/circuits", `{"app": "orders-demo", "function": "ShipParcels", "threshold": 25, "window_seconds": 60, "probe_url": "http://inventory.example.com/health"}`)
+	if clear.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(clear.body, "probe_url") || !strings.Contains(clear.body, "https://") {
+		t.Errorf("a probe in the clear: %d %s; want 422 naming probe_url", clear.StatusCode, clear.body)
+	}
+	wantStatus(t, op.call(http.MethodPost, "/api/v1/circuits", `{"app": "orders-demo", "function": "ShipParcels", "threshold": 25, "window_seconds": 60, "probe_url": "https://inventory.example.com/health", "probe_good": 4, "probe_every_seconds": 15}`), http.StatusCreated)
+	got := viewer.call(http.MethodGet, "/api/v1/circuits/orders-demo/ShipParcels", "")
+	wantStatus(t, got, http.StatusOK)
+	if !containsAll(got.body, `"probe_url":"https://inventory.example.com/health"`, `"probe_good":4`, `"probe_every_seconds":15`, `"probe":{"good_in_a_row":0,"answers":[]}`) {
+		t.Errorf("the circuit's answer: %s", got.body)
+	}
+}

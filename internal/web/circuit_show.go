@@ -358,6 +358,7 @@ func (s *CircuitPages) probeOf(ctx context.Context, ci circuit.Circuit, now time
 		r = circuit.ProbeRecord{}
 	}
 	m.Waits, m.InARow = ci.ProbeWaits(r, now), r.InARow
+	m.Heard = r.Answers
 	for _, a := range r.Answers {
 		m.Answers = append(m.Answers, views.ProbeAnswer{At: a.At, Good: a.Good, Said: a.Said, Took: a.Took.Round(time.Millisecond).String()})
 	}

@@ -92,11 +92,23 @@ func clamp32(n int) int32 { return int32(min(n, 1<<31-1)) }
 // on the overview: it only describes what arrived.
 func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, error) {
 	f := tablestore.And(tablestore.PartitionIs(appID), tablestore.Ge("RowKey", FailurePartition(from.UTC().Truncate(otlp.Bucket))))
-	out, faults, err := readRows[arrivalRow](ctx, a.table, tablestore.Query{Filter: f}, TableArrivals, openArrival)
+	// Failed calls that do not read cost only themselves: the row's
+	// counts, and the functions it tells other instances of, still count.
+	var partial []Fault
+	out, faults, err := readRows(ctx, a.table, tablestore.Query{Filter: f}, TableArrivals, func(row arrivalRow) (otlp.Arrival, error) {
+		x, err := openArrival(row)
+		if err != nil {
+			return x, err
+		}
+		if x.Calls, err = openCalls(row.Calls); err != nil {
+			partial = append(partial, Fault{Table: TableArrivals, Key: rowKey(row), Problem: err.Error() + "; the row is read without them", Seen: time.Now()})
+		}
+		return x, nil
+	})
 	if err != nil {
 		return nil, fmt.Errorf("storage: arrivals of %s: %w", appID, err)
 	}
-	a.faults.Add(faults...)
+	a.faults.Add(append(faults, partial...)...)
 	return out, nil
 }
 
@@ -133,11 +145,6 @@ func openArrival(row arrivalRow) (otlp.Arrival, error) {
 	if row.ServiceNames != "" {
 		x.ServiceNames = strings.Split(row.ServiceNames, "\n")
 	}
-	calls, err := openCalls(row.Calls)
-	if err != nil {
-		return otlp.Arrival{}, err
-	}
-	x.Calls = calls
 	return x, nil
 }
 

@@ -158,30 +158,22 @@ func downstreamRowOf(d downstream.Downstream) (*downstreamRow, error) {
 // a row that does not read is skipped, listed among the rows skipped, and
 // acts on nothing.
 func (s *Downstreams) List(ctx context.Context) ([]downstream.Downstream, error) {
-	var out []downstream.Downstream
-	var faults []Fault
-	for row, err := range tablestore.Rows[downstreamRow](ctx, s.table, tablestore.Query{Filter: tablestore.PartitionIs(downstreamPartition)}) {
-		var rowErr *tablestore.RowError
-		if errors.As(err, &rowErr) {
-			faults = append(faults, Fault{Table: TableDownstreams, Key: rowErr.PartitionKey + "/" + rowErr.RowKey, Problem: rowErr.Err.Error(), Seen: time.Now()})
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("storage: downstreams: %w", err)
-		}
-		d, dropped, err := row.downstream()
-		if err != nil {
-			faults = append(faults, Fault{Table: TableDownstreams, Key: row.PartitionKey + "/" + row.RowKey, Problem: err.Error() + ": it acts on nothing until it is saved again", Seen: time.Now()})
-			continue
-		}
-		if dropped != "" {
-			faults = append(faults, Fault{Table: TableDownstreams, Key: row.PartitionKey + "/" + row.RowKey, Problem: dropped + "; the downstream acts without it", Seen: time.Now()})
-		}
-		if out = append(out, d); len(out) >= downstream.MaxDownstream {
-			break
-		}
+	var partial []Fault
+	out, faults, err := readRowsUpTo(ctx, s.table, tablestore.Query{Filter: tablestore.PartitionIs(downstreamPartition)}, TableDownstreams, downstream.MaxDownstream,
+		func(row downstreamRow) (downstream.Downstream, error) {
+			d, dropped, err := row.downstream()
+			if err != nil {
+				return d, fmt.Errorf("%w: it acts on nothing until it is saved again", err)
+			}
+			if dropped != "" {
+				partial = append(partial, Fault{Table: TableDownstreams, Key: rowKey(row), Problem: dropped + "; the downstream acts without it", Seen: time.Now()})
+			}
+			return d, nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("storage: downstreams: %w", err)
 	}
-	s.faults.Replace(TableDownstreams, faults)
+	s.faults.Replace(TableDownstreams, append(faults, partial...))
 	slices.SortFunc(out, func(a, b downstream.Downstream) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }

@@ -121,6 +121,14 @@ func readRows[T any, PT interface {
 	*T
 	tablestore.Entity
 }, D any](ctx context.Context, t *tablestore.Table, q tablestore.Query, table string, conv func(T) (D, error)) ([]D, []Fault, error) {
+	return readRowsUpTo[T, PT](ctx, t, q, table, 0, conv)
+}
+
+// readRowsUpTo is readRows stopping after max rows read (0: none).
+func readRowsUpTo[T any, PT interface {
+	*T
+	tablestore.Entity
+}, D any](ctx context.Context, t *tablestore.Table, q tablestore.Query, table string, max int, conv func(T) (D, error)) ([]D, []Fault, error) {
 	var out []D
 	var faults []Fault
 	now := time.Now()
@@ -135,11 +143,21 @@ func readRows[T any, PT interface {
 		}
 		d, err := conv(row)
 		if err != nil {
-			pk, rk := PT(&row).Keys()
-			faults = append(faults, Fault{Table: table, Key: pk + "/" + rk, Problem: err.Error(), Seen: now})
+			faults = append(faults, Fault{Table: table, Key: rowKey[T, PT](row), Problem: err.Error(), Seen: now})
 			continue
 		}
-		out = append(out, d)
+		if out = append(out, d); max > 0 && len(out) >= max {
+			break
+		}
 	}
 	return out, faults, nil
+}
+
+// rowKey names a row in a fault: "partition/row".
+func rowKey[T any, PT interface {
+	*T
+	tablestore.Entity
+}](row T) string {
+	pk, rk := PT(&row).Keys()
+	return pk + "/" + rk
 }

@@ -55,27 +55,25 @@ func (r probeRow) record() (circuit.ProbeRecord, error) {
 // a row that does not read is skipped and listed: its circuit's probe
 // starts over.
 func (p *Probes) All(ctx context.Context) (map[string]circuit.ProbeRecord, error) {
-	out := map[string]circuit.ProbeRecord{}
-	var faults []Fault
-	for row, err := range tablestore.Rows[probeRow](ctx, p.table, tablestore.Query{}) {
-		var rowErr *tablestore.RowError
-		if errors.As(err, &rowErr) {
-			faults = append(faults, Fault{Table: TableProbes, Key: rowErr.PartitionKey + "/" + rowErr.RowKey, Problem: rowErr.Err.Error(), Seen: time.Now()})
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("storage: probes: %w", err)
-		}
+	type keyed struct {
+		id  string
+		rec circuit.ProbeRecord
+	}
+	rows, faults, err := readRowsUpTo(ctx, p.table, tablestore.Query{}, TableProbes, maxProbeRows, func(row probeRow) (keyed, error) {
 		rec, err := row.record()
 		if err != nil {
-			faults = append(faults, Fault{Table: TableProbes, Key: row.PartitionKey + "/" + row.RowKey, Problem: err.Error() + ": the circuit's probe starts over", Seen: time.Now()})
-			continue
+			return keyed{}, fmt.Errorf("%w: the circuit's probe starts over", err)
 		}
-		if out[row.PartitionKey+"/"+row.RowKey] = rec; len(out) >= maxProbeRows {
-			break
-		}
+		return keyed{row.PartitionKey + "/" + row.RowKey, rec}, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("storage: probes: %w", err)
 	}
 	p.faults.Replace(TableProbes, faults)
+	out := make(map[string]circuit.ProbeRecord, len(rows))
+	for _, r := range rows {
+		out[r.id] = r.rec
+	}
 	return out, nil
 }
 

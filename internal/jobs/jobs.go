@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/spoken"
@@ -208,11 +209,48 @@ func (j Job) ParseSchedule() (Schedule, error) {
 		}
 		return Every{Interval: d, Anchor: j.CreatedAt}, nil
 	}
+	key := j.Schedule + "\x00" + j.TimeZone
+	if c, ok := parsed.get(key); ok {
+		return c, nil
+	}
 	loc, err := LoadZone(j.TimeZone)
 	if err != nil {
 		return nil, err
 	}
-	return ParseCron(j.Schedule, loc)
+	c, err := ParseCron(j.Schedule, loc)
+	if err != nil {
+		return nil, err
+	}
+	parsed.put(key, c)
+	return c, nil
+}
+
+// parsed keeps schedules parsed: rows are decoded and windows checked on
+// every tick, and a Cron, once parsed, is only read.
+var parsed = &parsedCrons{m: map[string]*Cron{}}
+
+// maxParsed bounds what parsed keeps; when full it starts over.
+const maxParsed = 4096
+
+type parsedCrons struct {
+	mu sync.RWMutex
+	m  map[string]*Cron
+}
+
+func (p *parsedCrons) get(key string) (*Cron, bool) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	c, ok := p.m[key]
+	return c, ok
+}
+
+func (p *parsedCrons) put(key string, c *Cron) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.m) >= maxParsed {
+		clear(p.m)
+	}
+	p.m[key] = c
 }
 
 // RunEvent is what a ping says happened.

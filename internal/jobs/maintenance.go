@@ -1,8 +1,11 @@
 package jobs
 
 import (
+	"fmt"
 	"strings"
 	"time"
+
+	"github.com/fusebox/fusebox/internal/spoken"
 )
 
 // Window is a maintenance window. While it lasts, a slot with no run is
@@ -41,14 +44,16 @@ func (w Window) Next(now time.Time, n int) []time.Time {
 	}
 	var out []time.Time
 	from := now.Add(-w.Duration + time.Nanosecond)
-	for _, at := range s.Slots(from, now.Add(366*24*time.Hour)) {
-		if at.Before(w.From) || !at.Before(w.Until) {
-			continue
-		}
-		out = append(out, at)
-		if len(out) == n {
+	if from.Before(w.From) {
+		from = w.From
+	}
+	for len(out) < n {
+		at, ok := s.Next(from)
+		if !ok || !at.Before(w.Until) {
 			break
 		}
+		out = append(out, at)
+		from = at.Add(time.Second)
 	}
 	return out
 }
@@ -88,7 +93,8 @@ func (w Window) open(t time.Time) bool {
 		return false
 	}
 	// An opening in (t − Duration, t] covers t.
-	return len(s.Slots(t.Add(-w.Duration+time.Nanosecond), t.Add(time.Nanosecond))) > 0
+	at, ok := s.Prev(t)
+	return ok && at.After(t.Add(-w.Duration)) && !at.Before(w.From)
 }
 
 // State says where now stands against the window: upcoming, active or
@@ -127,8 +133,10 @@ func (w Window) Validate() map[string]string {
 			errs["recurs"] = strings.TrimPrefix(err.Error(), "jobs: ")
 		case w.Duration < time.Minute || w.Duration > MaxWindow:
 			errs["duration"] = "Each opening lasts from 1 minute to 7 days, such as 2h."
-		case len(s.Slots(w.From, w.From.Add(366*24*time.Hour))) == 0:
-			errs["recurs"] = "This expression never fires within a year: check the day and month fields."
+		default:
+			if msg := OpeningsProblem(s, w.From, w.Duration); msg != "" {
+				errs["recurs"] = msg
+			}
 		}
 	}
 	if strings.TrimSpace(w.Reason) == "" {
@@ -210,4 +218,33 @@ func Assess(j Job, runs []Run, ws []Window, from, now time.Time) ([]SlotResult, 
 	results := Scan(sched.Slots(j.ExpectedFrom(from), now.Add(time.Second)), runs, now, Expect{Grace: j.Grace, MaxDuration: j.MaxDuration, MinDuration: j.MinDuration})
 	Excuse(j, results, ws)
 	return results, nil
+}
+
+// gapsLooked bounds how many openings OpeningsProblem compares.
+const gapsLooked = 200
+
+// OpeningsProblem says what is wrong with a recurring window's openings
+// from from on, or "": it must open within five years, at most once a
+// minute, and not again before the last opening ended (a window that
+// opens more often than it lasts is one long window written as many).
+// It looks at the first openings only, at a bounded cost.
+func OpeningsProblem(s Schedule, from time.Time, lasts time.Duration) string {
+	prev, ok := s.Next(from)
+	if !ok {
+		return "This expression never fires within five years: check the day and month fields."
+	}
+	for range gapsLooked {
+		next, ok := s.Next(prev.Add(time.Second))
+		if !ok {
+			break
+		}
+		switch gap := next.Sub(prev); {
+		case gap < time.Minute:
+			return fmt.Sprintf("This expression opens more than once a minute (%s, then %s): a window opens at most once a minute.", prev.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339))
+		case gap < lasts:
+			return fmt.Sprintf("This expression opens again %s after it opened, before the window of %s ends: make the window shorter or the schedule sparser.", spoken.Duration(gap), spoken.Duration(lasts))
+		}
+		prev = next
+	}
+	return ""
 }

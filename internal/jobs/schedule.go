@@ -12,6 +12,11 @@ import (
 type Schedule interface {
 	// Slots returns the expected run times in [from, to), in order.
 	Slots(from, to time.Time) []time.Time
+	// Next is the first slot at or after t, Prev the last at or before
+	// it: found field by field, at a cost that does not grow with how
+	// often the schedule fires.
+	Next(t time.Time) (time.Time, bool)
+	Prev(t time.Time) (time.Time, bool)
 	// String gives the schedule as written.
 	String() string
 }
@@ -203,14 +208,14 @@ func (c *Cron) Slots(from, to time.Time) []time.Time {
 		return nil
 	}
 	start := from.In(c.loc)
-	day := time.Date(start.Year(), start.Month(), start.Day(), 0, 0, 0, 0, c.loc)
+	day := midnight(start)
 	hours, mins, secs := setBits(c.hour), setBits(c.min), setBits(c.sec)
-	for ; day.Before(to); day = time.Date(day.Year(), day.Month(), day.Day()+1, 0, 0, 0, 0, c.loc) {
+	for ; day.Before(to); day = dayAfter(day, 1) {
 		if !c.dayMatches(day) {
 			continue
 		}
 		y, m, d := day.Date()
-		next := time.Date(y, m, d+1, 0, 0, 0, 0, c.loc)
+		next := dayAfter(day, 1)
 		if _, end := day.ZoneBounds(); day.Hour() == 0 && day.Minute() == 0 && (end.IsZero() || !end.Before(next)) {
 			// No offset change today: wall times are plain offsets from
 			// midnight, and the day costs one addition per slot.

@@ -3,6 +3,7 @@ package jobs
 import (
 	"crypto/rand"
 	"fmt"
+	"math/bits"
 	"net/mail"
 	"regexp"
 	"strings"
@@ -37,8 +38,10 @@ func (j Job) Validate() error {
 	}
 	if _, err := LoadZone(j.TimeZone); err != nil {
 		add("time_zone", "%v", strings.TrimPrefix(err.Error(), "jobs: "))
-	} else if _, err := j.ParseSchedule(); err != nil {
+	} else if s, err := j.ParseSchedule(); err != nil {
 		add("schedule", "%v", strings.TrimPrefix(err.Error(), "jobs: "))
+	} else if msg := tooOften(s); msg != "" && !InternalID(j.ID) {
+		add("schedule", "%s", msg)
 	}
 	switch {
 	case j.Grace < 0:
@@ -103,11 +106,13 @@ func (j Job) NextRuns(now time.Time, n int) ([]time.Time, error) {
 		return nil, err
 	}
 	var out []time.Time
-	for span := 24 * time.Hour; len(out) < n && span <= 5000*24*time.Hour; span *= 4 {
-		out = s.Slots(now.Add(time.Second), now.Add(span))
-	}
-	if len(out) > n {
-		out = out[:n]
+	for from := now.Add(time.Second); len(out) < n; {
+		at, ok := s.Next(from)
+		if !ok {
+			break
+		}
+		out = append(out, at)
+		from = at.Add(time.Second)
 	}
 	return out, nil
 }
@@ -119,4 +124,23 @@ func NewID() string {
 	b[6] = b[6]&0x0f | 0x40
 	b[8] = b[8]&0x3f | 0x80
 	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:])
+}
+
+// tooOften says why a schedule a person gives fires too often to keep,
+// or "": Fusebox's slots are kept per run, so a job runs at most once a
+// minute. Seconds stay, as the Functions host's NCRONTAB has them (0 30
+// 9 * * * is 09:30:00); Fusebox's own loops (InternalID) may run more
+// often.
+func tooOften(s Schedule) string {
+	switch s := s.(type) {
+	case Every:
+		if s.Interval < time.Minute {
+			return "a job runs at most once a minute: give every 1m or longer"
+		}
+	case *Cron:
+		if bits.OnesCount64(s.sec) > 1 {
+			return "a job runs at most once a minute: give one value in the seconds field, such as 0"
+		}
+	}
+	return ""
 }

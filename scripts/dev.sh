@@ -44,6 +44,10 @@ FUSEBOX_SESSION_KEY=$(cat "$DEV/session.key")
 # Two teams: orders (the orders-demo app; demo operates it, viewer reads
 # it) and billing (what Guard makes of func-billing); admin runs Fusebox.
 export FUSEBOX_LOCAL_USERS="demo:operator@orders:$demo_hash,viewer:viewer@orders:$demo_hash,billing:operator@billing:$demo_hash,admin:admin:$demo_hash"
+# Where in the demo's Azure each team's apps may live: billing may guard
+# func-billing (rg-billing), orders func-shipping (rg-shipping), and
+# neither the other's.
+export FUSEBOX_TEAM_SCOPES="billing:/subscriptions/$FUSEBOX_DISCOVER_SUBSCRIPTIONS/resourceGroups/rg-billing,orders:/subscriptions/$FUSEBOX_DISCOVER_SUBSCRIPTIONS/resourceGroups/rg-shipping"
 # An operator's API token for fusebox export and apply, kept across restarts.
 [[ -s "$DEV/api-token" ]] || bin/fusebox api-token demo-cli operator | awk 'NR==2 || NR==5 {print $1}' >"$DEV/api-token"
 api_token=$(sed -n 1p "$DEV/api-token")

@@ -60,6 +60,13 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 		role, _ := auth.ParseRole(m.Role)
 		member(m.Team, m.Who, role)
 	}
+	for _, sc := range cfg.TeamScopes {
+		i := slices.IndexFunc(configured, func(t teams.Team) bool { return t.Name == sc.Team })
+		if i < 0 {
+			configured, i = append(configured, teams.Team{Name: sc.Team}), len(configured)
+		}
+		configured[i].ConfiguredScopes = append(configured[i].ConfiguredScopes, sc.Scope)
+	}
 	for _, u := range users {
 		for team, role := range u.Teams {
 			member(team, teams.UserPrefix+u.Name, role)

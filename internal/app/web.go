@@ -7,6 +7,7 @@ import (
 	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errortexts"
 	"github.com/fusebox/fusebox/internal/fleet"
@@ -32,7 +33,9 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	catalog := jobs.Catalog{Store: jobStore}
 	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},
-		Hosting: out.router, Keys: keys, Audit: store.Audit, Now: o.Clock.Now}
+		Hosting: out.router, Keys: keys, Audit: store.Audit, Now: o.Clock.Now,
+		Teams: id.Teams.All, Development: cfg.Env == config.Development, Apps: store.Apps.List, Targets: store.Apps,
+		AppSettings: out.router, BlobSuffix: "blob." + egress.Clouds[cfg.AzureCloud].Storage}
 	apps := web.AppParts{Registry: registry, Apps: store.Apps, Circuits: store.Circuits, Rates: store.Rates, Arrivals: store.Arrivals,
 		Queues: out.queues, Kept: store.SetAside, SendBack: out.sendBack}
 	if out.fleet != nil {

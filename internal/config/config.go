@@ -57,8 +57,12 @@ type Config struct {
 	ViewerClaims   []string // claim values that grant the viewer role on every app
 	// TeamClaim is a second claim whose values teams map (Entra ID's
 	// "groups"); TeamMembers map claim values and local users to teams.
-	TeamClaim      string
-	TeamMembers    []TeamMember
+	TeamClaim   string
+	TeamMembers []TeamMember
+	// TeamScopes say where in Azure each team's apps may live
+	// (FUSEBOX_TEAM_SCOPES: team:scope, ...), beside those given on the
+	// Teams page.
+	TeamScopes     []TeamScope
 	LoginRateLimit float64 // sign-in attempts per second per client address
 	// PingRateLimit is pings per second per client address, and
 	// IngestRateLimit failure reports per second per app; each may burst
@@ -395,6 +399,7 @@ func Load(lookup func(string) (string, bool)) (*Config, error) {
 		r.fail("FUSEBOX_ROLE_CLAIM", "must name the claim that carries roles or groups, such as roles or groups")
 	}
 	c.TeamMembers = r.teamMembers()
+	c.TeamScopes = r.teamScopes()
 	if (c.OIDC != nil || c.EasyAuth) && len(c.AdminClaims)+len(c.OperatorClaims)+len(c.ViewerClaims)+len(c.TeamMembers) == 0 {
 		r.fail("FUSEBOX_OPERATOR_CLAIM_VALUES", "set it (and/or FUSEBOX_VIEWER_CLAIM_VALUES) to the %s claim values that grant each role; without them nobody signing in through OpenID Connect or Easy Auth gets a role", c.RoleClaim)
 	}
@@ -668,6 +673,31 @@ func (r *reader) teamMembers() []TeamMember {
 		default:
 			out = append(out, TeamMember{Team: parts[0], Role: parts[1], Who: strings.TrimSpace(parts[2])})
 		}
+	}
+	return out
+}
+
+// TeamScope is one scope of a team's apps (FUSEBOX_TEAM_SCOPES:
+// team:/subscriptions/<id>[/resourceGroups/<name>], ...).
+type TeamScope struct {
+	Team  string
+	Scope teams.Scope
+}
+
+func (r *reader) teamScopes() []TeamScope {
+	var out []TeamScope
+	for i, entry := range r.list("FUSEBOX_TEAM_SCOPES") {
+		team, text, ok := strings.Cut(entry, ":")
+		if !ok || !teams.ValidName(team) {
+			r.fail("FUSEBOX_TEAM_SCOPES", "entry %d must be team:scope, the team's name (lower-case letters, digits or -) and /subscriptions/<id> or /subscriptions/<id>/resourceGroups/<name>", i+1)
+			continue
+		}
+		sc, err := teams.ParseScope(text)
+		if err != nil {
+			r.fail("FUSEBOX_TEAM_SCOPES", "entry %d (%s): %s", i+1, team, err)
+			continue
+		}
+		out = append(out, TeamScope{Team: team, Scope: sc})
 	}
 	return out
 }

@@ -24,7 +24,8 @@ func TestATeamSeesAndSwitchesOnlyItsOwnApps(t *testing.T) {
 	const sub = "00000000-0000-4000-8000-0000000000e6"
 	arm, appSettings := apptest.GuardableARM(sub)
 	srv := apptest.StartWith(t, map[string]string{"FUSEBOX_DISCOVER_SUBSCRIPTIONS": sub,
-		"FUSEBOX_LOCAL_USERS": apptest.User(t, "olivia", "admin") + "," + apptest.User(t, "bianca", "operator@billing")},
+		"FUSEBOX_LOCAL_USERS": apptest.User(t, "olivia", "admin") + "," + apptest.User(t, "bianca", "operator@billing"),
+		"FUSEBOX_TEAM_SCOPES": "billing:/subscriptions/" + sub + "/resourceGroups/rg-orders"},
 		apptest.Options{RealClock: true, ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", time.Now()); err != nil {
 		t.Fatal(err)

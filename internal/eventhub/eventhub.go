@@ -295,3 +295,20 @@ func class(err error) string {
 	}
 	return egress.Class(err)
 }
+
+// Namespace is the namespace an Event Hubs setting (a connection string
+// or a namespace's host name) reaches, in lower case: what two settings
+// are compared by to tell whether they name one namespace.
+func Namespace(conn string) (string, error) {
+	if !strings.Contains(conn, "=") {
+		if conn == "" || strings.ContainsAny(conn, "/ ") {
+			return "", errors.New("names no Event Hubs namespace")
+		}
+		return strings.ToLower(conn), nil
+	}
+	props, err := azeventhubs.ParseConnectionString(conn)
+	if err != nil {
+		return "", errors.New("names no Event Hubs namespace")
+	}
+	return strings.ToLower(props.FullyQualifiedNamespace), nil
+}

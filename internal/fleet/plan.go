@@ -277,3 +277,31 @@ func PlanSettings(all Settings, fns []Function) Settings {
 	}
 	return out
 }
+
+// OwnStores are the host storage settings and Event Hubs settings an
+// app's own settings name: its AzureWebJobsStorage (connection string,
+// blobServiceUri or accountName), every namespace an identity-based
+// connection names (…__fullyQualifiedNamespace) and every connection
+// string with an sb:// endpoint. A storage account or namespace a person
+// gives for the app is its own only when it is one of these.
+func OwnStores(settings Settings, blobSuffix string) (storages, namespaces []string) {
+	if u := setting(settings, "AzureWebJobsStorage__blobServiceUri"); u != "" {
+		storages = append(storages, u)
+	}
+	if name := setting(settings, "AzureWebJobsStorage__accountName"); accountName.MatchString(name) {
+		storages = append(storages, "https://"+name+"."+blobSuffix)
+	}
+	if cs := setting(settings, "AzureWebJobsStorage"); cs != "" {
+		storages = append(storages, cs)
+	}
+	for k := range settings {
+		v := setting(settings, k)
+		switch {
+		case strings.HasSuffix(k, "__fullyQualifiedNamespace") && hostName.MatchString(v):
+			namespaces = append(namespaces, v)
+		case strings.Contains(strings.ToLower(v), "endpoint=sb://"):
+			namespaces = append(namespaces, v)
+		}
+	}
+	return storages, namespaces
+}

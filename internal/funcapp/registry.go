@@ -23,6 +23,7 @@ import (
 	"github.com/fusebox/fusebox/internal/hostinsight"
 	"github.com/fusebox/fusebox/internal/switches/armwrite"
 	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // What the registry reads and writes.
@@ -57,6 +58,24 @@ type Registry struct {
 	Keys      KeyCache
 	Audit     Auditor
 	Now       func() time.Time
+
+	// Teams reads every team with its scopes (teams.Directory.All); nil:
+	// scopes are not checked (tests of other rules).
+	Teams func(ctx context.Context) ([]teams.Team, error)
+	// Development lets teams' apps use the local switch.
+	Development bool
+	// Apps lists every registered app, to find a target named twice.
+	Apps func(ctx context.Context) ([]circuit.App, error)
+	// Targets keeps which app holds each target; nil: not claimed.
+	Targets interface {
+		ClaimTarget(ctx context.Context, target, appID string) error
+		ReleaseTarget(ctx context.Context, target, appID string) error
+	}
+	// AppSettings reads an app's own settings, to confirm host storage
+	// and hubs a person names are the app's own; nil: only admins name
+	// them. BlobSuffix is the cloud's blob endpoint suffix.
+	AppSettings AppSettingsReader
+	BlobSuffix  string
 }
 
 // Registered is a newly registered app and its key, shown once; Note says
@@ -92,9 +111,32 @@ func ParseGuardrail(maxOff, sharePercent string) (circuit.Guardrail, error) {
 // Register checks app and registers it with a new key, if its id is free:
 // the write is conditional, so two registrations of one id a moment apart
 // cannot both succeed. Problems come back as a ValidationError.
+//
+// Who asks is the principal of ctx: they must operate the app's team, the
+// app's target must lie in the team's scopes and belong to no other app,
+// and the host storage and hubs they name must be the app's own.
 func (r *Registry) Register(ctx context.Context, app circuit.App, actor string) (Registered, error) {
+	p, err := asker(ctx)
+	if err != nil {
+		return Registered{}, err
+	}
 	if err := r.check(ctx, app); err != nil {
 		return Registered{}, err
+	}
+	app = r.normalized(app)
+	for _, rule := range []func() (circuit.ValidationError, error){
+		func() (circuit.ValidationError, error) { return r.placeable(ctx, p, app) },
+		func() (circuit.ValidationError, error) { return r.targetFree(ctx, app) },
+		func() (circuit.ValidationError, error) {
+			return r.ownStores(ctx, p, app, app.HostStorage, app.EventHubs)
+		},
+	} {
+		if v, err := rule(); err != nil || len(v) > 0 {
+			if err != nil {
+				return Registered{}, err
+			}
+			return Registered{}, v
+		}
 	}
 	var note string
 	if app.Switch == circuit.SwitchARM && r.Hosting != nil {
@@ -113,7 +155,16 @@ func (r *Registry) Register(ctx context.Context, app circuit.App, actor string) 
 	}
 	key, hash := auth.NewAppKey(app.ID)
 	app.APIKeyHash = hash
+	if err := r.claim(ctx, app); err != nil {
+		return Registered{}, err
+	}
 	if err := r.Store.Create(ctx, app); err != nil {
+		if r.Targets != nil {
+			// The id was taken: the target stays free for the app that is
+			// registered with it. A failed release leaves a claim of an
+			// app that does not exist, which the next claim takes over.
+			_ = r.Targets.ReleaseTarget(context.WithoutCancel(ctx), TargetKey(app), app.ID)
+		}
 		if errors.Is(err, circuit.ErrConflict) {
 			return Registered{}, circuit.ValidationError{{Field: "id", Message: "an app with this id is registered already"}}
 		}
@@ -172,8 +223,16 @@ type HostChange struct {
 // It says what changed (never a secret's value), and audits it; nothing
 // changed writes nothing. Problems come back as a ValidationError.
 func (r *Registry) UpdateHost(ctx context.Context, app circuit.App, h HostChange, actor string) ([]string, error) {
+	p, err := asker(ctx)
+	if err != nil {
+		return nil, err
+	}
 	next, changed, v := r.hostChange(app, h)
-	return r.save(ctx, app, next, changed, v, actor, "changed host insight")
+	own, err := r.ownStores(ctx, p, app, h.HostStorage, h.EventHubs)
+	if err != nil {
+		return nil, err
+	}
+	return r.save(ctx, app, next, changed, append(v, own...), actor, "changed host insight")
 }
 
 // Settings are what an app's registration may change once it is made.
@@ -195,12 +254,31 @@ type Settings struct {
 // checks as registering it. It says what changed (never a secret's value)
 // and audits it; nothing changed writes nothing.
 func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, actor string) ([]string, error) {
+	p, err := asker(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !p.On(app.Team).Allows(auth.RoleOperator) {
+		return nil, circuit.ValidationError{{Field: "team", Message: "the app is not of a team you operate"}}
+	}
 	next, changed, v := r.hostChange(app, s.Host)
+	own, err := r.ownStores(ctx, p, app, s.Host.HostStorage, s.Host.EventHubs)
+	if err != nil {
+		return nil, err
+	}
+	v = append(v, own...)
 	if s.DisplayName != app.DisplayName {
 		next.DisplayName, changed = s.DisplayName, append(changed, fmt.Sprintf("name %q", s.DisplayName))
 	}
 	if s.Team != nil && *s.Team != app.Team {
 		next.Team, changed = *s.Team, append(changed, fmt.Sprintf("team %q", *s.Team))
+		// Moving is placing it anew: the new team must be the mover's
+		// and reach the app's target.
+		place, err := r.placeable(ctx, p, r.normalized(next))
+		if err != nil {
+			return nil, err
+		}
+		v = append(v, place...)
 	}
 	if s.Linux != app.Linux {
 		next.Linux, changed = s.Linux, append(changed, fmt.Sprintf("linux %t", s.Linux))

@@ -43,7 +43,7 @@ func field(err error) string {
 
 func TestRegistrationKeepsItsRules(t *testing.T) {
 	r, store, keys := newRegistry(t)
-	ctx := t.Context()
+	ctx := auth.WithPrincipal(t.Context(), auth.System)
 	app := circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/local.settings.json"}
 
 	named := app

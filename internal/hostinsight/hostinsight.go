@@ -16,6 +16,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/url"
 	"strings"
 	"time"
 
@@ -262,4 +263,24 @@ func TimerOf(s Snapshot, function string) (Timer, bool) {
 		}
 	}
 	return Timer{}, false
+}
+
+// BlobEndpoint is the blob account a host storage setting (a connection
+// string or an account URL) reaches, as host and path in lower case
+// (ordersstore.blob.core.windows.net, 127.0.0.1:10000/devstoreaccount1):
+// what two settings are compared by to tell whether they name one account.
+func BlobEndpoint(setting string) (string, error) {
+	endpoint := setting
+	if !isAccountURL(setting) {
+		c, err := blobClient(setting, nil, nil)
+		if err != nil {
+			return "", err
+		}
+		endpoint = c.URL()
+	}
+	u, err := url.Parse(endpoint)
+	if err != nil || u.Host == "" {
+		return "", errors.New("names no blob account")
+	}
+	return strings.ToLower(u.Host + strings.TrimSuffix(u.Path, "/")), nil
 }

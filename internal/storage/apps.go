@@ -2,6 +2,8 @@ package storage
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -191,4 +193,68 @@ func (a *Apps) SetTeam(ctx context.Context, id, team string) error {
 		return fmt.Errorf("%w: %s", ErrNoApp, id)
 	}
 	return err
+}
+
+// An app's target (where its switch writes: a site and slot, a container
+// app, a local settings file) belongs to one app: a row a target, keyed
+// by a hash of funcapp.TargetKey, taken with a conditional insert so that
+// two registrations of one target a moment apart cannot both succeed.
+const targetPartition = "target"
+
+type targetRow struct {
+	tablestore.Meta
+	AppID string
+}
+
+func targetRowKey(target string) string {
+	sum := sha256.Sum256([]byte(target))
+	return hex.EncodeToString(sum[:16])
+}
+
+// ClaimTarget gives target to appID; circuit.ErrConflict when another
+// app that is still registered holds it. A claim left by an app that is
+// gone is taken over.
+func (a *Apps) ClaimTarget(ctx context.Context, target, appID string) error {
+	row := &targetRow{Meta: tablestore.Meta{PartitionKey: targetPartition, RowKey: targetRowKey(target)}, AppID: appID}
+	err := a.table.Insert(ctx, row)
+	if !errors.Is(err, tablestore.ErrExists) {
+		return err
+	}
+	var held targetRow
+	if err := a.table.Get(ctx, targetPartition, row.RowKey, &held); err != nil {
+		return fmt.Errorf("storage: target of %s: %w", appID, err)
+	}
+	if held.AppID == appID {
+		return nil
+	}
+	if _, err := a.Get(ctx, held.AppID); !errors.Is(err, ErrNoApp) {
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("storage: target of %s is %s's: %w", appID, held.AppID, circuit.ErrConflict)
+	}
+	row.ETag = held.ETag
+	if err := a.table.Update(ctx, row); err != nil {
+		if errors.Is(err, tablestore.ErrConflict) {
+			return fmt.Errorf("storage: target of %s taken a moment ago: %w", appID, circuit.ErrConflict)
+		}
+		return err
+	}
+	return nil
+}
+
+// ReleaseTarget gives up appID's claim on target, if it holds it.
+func (a *Apps) ReleaseTarget(ctx context.Context, target, appID string) error {
+	var held targetRow
+	err := a.table.Get(ctx, targetPartition, targetRowKey(target), &held)
+	if errors.Is(err, tablestore.ErrNotFound) || (err == nil && held.AppID != appID) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := a.table.Delete(ctx, targetPartition, held.RowKey, held.ETag); err != nil && !errors.Is(err, tablestore.ErrNotFound) && !errors.Is(err, tablestore.ErrConflict) {
+		return err
+	}
+	return nil
 }

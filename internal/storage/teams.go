@@ -28,6 +28,7 @@ type teamRow struct {
 	tablestore.Meta        // PartitionKey: "team"; RowKey: the team's name
 	Members         string // JSON: [{"who":…,"role":"viewer"|"operator"}]
 	Channels        string // comma-separated channel ids
+	Scopes          string // where in Azure its apps may live: ARM ids, one a line
 }
 
 type memberJSON struct {
@@ -42,8 +43,8 @@ func (r teamRow) team() (teams.Team, error) {
 	if !teams.ValidName(r.RowKey) {
 		return teams.Team{}, fmt.Errorf("storage: team %q: not a team's name", r.RowKey)
 	}
-	if len(r.Members) > maxTeamRow {
-		return teams.Team{}, fmt.Errorf("storage: team %s: Members is %d bytes, more than %d", r.RowKey, len(r.Members), maxTeamRow)
+	if len(r.Members) > maxTeamRow || len(r.Scopes) > teams.MaxScopes*(teams.MaxScopeLen+1) {
+		return teams.Team{}, fmt.Errorf("storage: team %s: Members (%d bytes) or Scopes (%d bytes) is longer than a team holds", r.RowKey, len(r.Members), len(r.Scopes))
 	}
 	var ms []memberJSON
 	if r.Members != "" {
@@ -51,7 +52,11 @@ func (r teamRow) team() (teams.Team, error) {
 			return teams.Team{}, fmt.Errorf("storage: team %s: Members does not read: %w", r.RowKey, err)
 		}
 	}
-	t := teams.Team{Name: r.RowKey, Channels: commaList(r.Channels)}
+	scopes, err := teams.ParseScopes(r.Scopes)
+	if err != nil {
+		return teams.Team{}, fmt.Errorf("storage: team %s: Scopes: %w", r.RowKey, err)
+	}
+	t := teams.Team{Name: r.RowKey, Channels: commaList(r.Channels), Scopes: scopes}
 	for _, m := range ms {
 		role, err := auth.ParseRole(m.Role)
 		if err != nil {
@@ -112,7 +117,7 @@ func (t *Teams) Put(ctx context.Context, tm teams.Team) error {
 	if err != nil {
 		return err
 	}
-	row := &teamRow{Meta: tablestore.Meta{PartitionKey: teamPartition, RowKey: tm.Name}, Members: string(b), Channels: strings.Join(tm.Channels, ",")}
+	row := &teamRow{Meta: tablestore.Meta{PartitionKey: teamPartition, RowKey: tm.Name}, Members: string(b), Channels: strings.Join(tm.Channels, ","), Scopes: teams.FormatScopes(tm.Scopes)}
 	if err := t.table.Upsert(ctx, row); err != nil {
 		return fmt.Errorf("storage: put team %s: %w", tm.Name, err)
 	}

@@ -27,7 +27,14 @@ type Team struct {
 	Name     string
 	Members  []Member
 	Channels []string // the default channels of its apps that name none
+	// Scopes are where in Azure its apps may live, given on the Teams
+	// page; ConfiguredScopes those given in FUSEBOX_TEAM_SCOPES, shown
+	// there and changed only where they were set.
+	Scopes, ConfiguredScopes []Scope
 }
+
+// AllScopes is every scope the team holds, stored and configured.
+func (t Team) AllScopes() []Scope { return append(slices.Clone(t.Scopes), t.ConfiguredScopes...) }
 
 // Member maps one identity to a role on the team's apps.
 type Member struct {
@@ -61,6 +68,9 @@ func (t Team) Check() map[string]string {
 	problems := map[string]string{}
 	if !ValidName(t.Name) {
 		problems["name"] = "must be 1 to 40 lower-case letters, digits or -, such as billing"
+	}
+	if len(t.Scopes) > MaxScopes {
+		problems["scopes"] = fmt.Sprintf("at most %d scopes", MaxScopes)
 	}
 	if len(t.Members) > MaxMembers {
 		problems["members"] = fmt.Sprintf("at most %d members", MaxMembers)
@@ -166,6 +176,7 @@ func merge(stored, configured []Team) []Team {
 	for _, t := range stored {
 		byName[t.Name] = len(out)
 		t.Members = slices.Clone(t.Members)
+		t.ConfiguredScopes = nil
 		out = append(out, t)
 	}
 	for _, c := range configured {
@@ -179,6 +190,7 @@ func merge(stored, configured []Team) []Team {
 			m.Configured = true
 			out[i].Members = append(out[i].Members, m)
 		}
+		out[i].ConfiguredScopes = append(out[i].ConfiguredScopes, c.ConfiguredScopes...)
 	}
 	slices.SortFunc(out, func(a, b Team) int { return strings.Compare(a.Name, b.Name) })
 	return out

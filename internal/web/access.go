@@ -542,21 +542,17 @@ func teamNamed(c echo.Context, team string) bool {
 	return ok
 }
 
-// principalKey carries the request's principal in its context, for the
-// checks services make with it (ChannelSeen).
-type principalKey struct{}
-
 // ChannelSeen says whether the principal of ctx may name ch; outside a
 // person's request (Fusebox's own loops) every channel.
 func ChannelSeen(ctx context.Context, ch alerts.Channel) bool {
-	p, ok := ctx.Value(principalKey{}).(auth.Principal)
+	p, ok := auth.PrincipalFrom(ctx)
 	return !ok || (scope{p: p}).seesChannel(ch)
 }
 
 // AppActed says whether the principal of ctx operates app; outside a
 // person's request, yes.
 func AppActed(ctx context.Context, app circuit.App) bool {
-	p, ok := ctx.Value(principalKey{}).(auth.Principal)
+	p, ok := auth.PrincipalFrom(ctx)
 	return !ok || (scope{p: p}).acts(app.Team)
 }
 

@@ -5,7 +5,6 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -182,7 +181,7 @@ func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 				return err
 			}
 			c.Set(keyPrincipal, p)
-			c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalKey{}, p)))
+			c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
 			// What the route names is checked against the role held on it,
 			// found or not; what names nothing, against the highest held.
 			o, named, err := s.ownerOnce(c)

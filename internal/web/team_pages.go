@@ -11,6 +11,8 @@ import (
 
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/config"
+	"github.com/fusebox/fusebox/internal/funcapp"
 	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/internal/validation"
 	"github.com/fusebox/fusebox/internal/views"
@@ -50,11 +52,28 @@ func (s *OpsPages) renderTeams(c echo.Context, status int, form views.TeamForm) 
 	if err != nil {
 		return err
 	}
-	m := views.Teams{Page: s.page(c, "Teams", "teams"), Form: form}
+	m := views.Teams{Page: s.page(c, "Teams", "teams"), Form: form, Shared: funcapp.SharedTargets(apps)}
+	dev := s.Config.Env == config.Development
 	for _, t := range ts {
 		r := views.TeamRow{Name: t.Name, Channels: t.Channels, Apps: appsOf(apps, t.Name)}
 		for _, mb := range t.Members {
 			r.Members = append(r.Members, views.TeamMemberRow{Who: mb.Who, Role: mb.Role.String(), Configured: mb.Configured})
+		}
+		for _, sc := range t.Scopes {
+			r.Scopes = append(r.Scopes, views.TeamScopeRow{Scope: sc.String()})
+		}
+		for _, sc := range t.ConfiguredScopes {
+			r.Scopes = append(r.Scopes, views.TeamScopeRow{Scope: sc.String(), Configured: true})
+		}
+		if len(r.Scopes) == 0 {
+			for _, sc := range teams.Propose(apps, t.Name) {
+				r.Proposed = append(r.Proposed, sc.String())
+			}
+		}
+		for _, a := range apps {
+			if a.Team == t.Name && t.Admits(a, dev) != nil {
+				r.Outside = append(r.Outside, a.ID)
+			}
 		}
 		m.Rows = append(m.Rows, r)
 	}
@@ -86,7 +105,12 @@ func (s *OpsPages) teamEdit(c echo.Context) error {
 		return err
 	}
 	form := views.TeamForm{Editing: true, Name: t.Name, Members: teams.FormatMembers(t.Members), Channels: strings.Join(t.Channels, ", "),
-		Apps: teamApps(apps, t.Name, nil)}
+		Scopes: teams.FormatScopes(t.Scopes), Apps: teamApps(apps, t.Name, nil)}
+	if len(t.AllScopes()) == 0 {
+		// On upgrade a team has none: what would admit its apps as they
+		// are is proposed, for the admin to confirm by saving.
+		form.Scopes, form.ScopesProposed = teams.FormatScopes(teams.Propose(apps, t.Name)), true
+	}
 	return render(c, http.StatusOK, views.TeamEditPage(views.TeamEdit{Page: s.page(c, "Team "+t.Name, "teams"), Form: form}))
 }
 
@@ -111,7 +135,8 @@ func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
 	}
-	f := views.TeamForm{Editing: editing, Name: strings.TrimSpace(c.FormValue("name")), Members: c.FormValue("members"), Channels: c.FormValue("channels")}
+	f := views.TeamForm{Editing: editing, Name: strings.TrimSpace(c.FormValue("name")), Members: c.FormValue("members"), Channels: c.FormValue("channels"),
+		Scopes: c.FormValue("scopes")}
 	if editing {
 		cur, err := s.teamOf(c)
 		if err != nil {
@@ -123,7 +148,7 @@ func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
 	if picked == nil {
 		picked = []string{}
 	}
-	err = s.saveTeam(c, f.Name, f.Members, splitComma(f.Channels), picked, !editing)
+	err = s.saveTeam(c, f.Name, f.Members, &f.Scopes, splitComma(f.Channels), picked, !editing)
 	var ve validation.Error
 	if errors.As(err, &ve) {
 		f.Errors = map[string]string{}
@@ -148,23 +173,30 @@ func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
 
 // saveTeam checks and stores a team, moves the apps picked into it and
 // those no longer picked out of it (to admins' alone), and audits it.
-// picked nil leaves the apps as they are.
-func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, channels, picked []string, create bool) error {
+// picked nil leaves the apps as they are; scopesText nil, its scopes.
+// An app moved in must lie in the team's scopes.
+func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, scopesText *string, channels, picked []string, create bool) error {
 	ctx := c.Request().Context()
 	members, err := teams.ParseMembers(membersText)
 	if err != nil {
 		return validation.Error{{Field: "members", Message: err.Error()}}
 	}
-	t := teams.Team{Name: name, Members: members, Channels: channels}
-	var v validation.Error
-	for field, msg := range t.Check() {
-		v = append(v, validation.FieldError{Field: field, Message: msg})
-	}
 	ts, err := s.allTeams(c)
 	if err != nil {
 		return err
 	}
-	if _, exists := teams.Find(ts, name); create && exists {
+	current, exists := teams.Find(ts, name)
+	t := teams.Team{Name: name, Members: members, Channels: channels, Scopes: current.Scopes, ConfiguredScopes: current.ConfiguredScopes}
+	var v validation.Error
+	if scopesText != nil {
+		if t.Scopes, err = teams.ParseScopes(*scopesText); err != nil {
+			v = append(v, validation.FieldError{Field: "scopes", Message: err.Error()})
+		}
+	}
+	for field, msg := range t.Check() {
+		v = append(v, validation.FieldError{Field: field, Message: msg})
+	}
+	if create && exists {
 		v = append(v, validation.FieldError{Field: "name", Message: "a team of this name exists already"})
 	}
 	if err := s.Channels.Check(ctx, channels); err != nil {
@@ -178,8 +210,14 @@ func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, channels, 
 		return err
 	}
 	for _, id := range picked {
-		if !slices.ContainsFunc(apps, func(a circuit.App) bool { return a.ID == id }) {
+		i := slices.IndexFunc(apps, func(a circuit.App) bool { return a.ID == id })
+		switch {
+		case i < 0:
 			v = append(v, validation.FieldError{Field: "apps", Message: "there is no app " + id})
+		case apps[i].Team != name:
+			if err := t.Admits(apps[i], s.Config.Env == config.Development); err != nil {
+				v = append(v, validation.FieldError{Field: "apps", Message: id + ": " + err.Error()})
+			}
 		}
 	}
 	if len(v) > 0 {
@@ -214,7 +252,8 @@ func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, channels, 
 		action = "created team"
 	}
 	return s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: "team:" + name,
-		Detail: teams.FormatMembersLine(members) + "; channels " + cmp.Or(strings.Join(channels, ", "), "none")})
+		Detail: teams.FormatMembersLine(members) + "; channels " + cmp.Or(strings.Join(channels, ", "), "none") +
+			"; scopes " + cmp.Or(strings.TrimSpace(strings.ReplaceAll(teams.FormatScopes(t.Scopes), "\n", ", ")), "none")})
 }
 
 func teamIf(in bool, name string) string {
@@ -260,6 +299,9 @@ type teamJSON struct {
 	Members  []memberJSON `json:"members"`
 	Channels []string     `json:"channels"`
 	Apps     []string     `json:"apps"`
+	// Scopes are where in Azure its apps may live, those of the
+	// environment included.
+	Scopes []string `json:"scopes"`
 }
 
 type memberJSON struct {
@@ -278,7 +320,10 @@ func (s *OpsPages) apiTeamList(c echo.Context) error {
 		Teams []teamJSON `json:"teams"`
 	}{Teams: []teamJSON{}}
 	for _, t := range ts {
-		j := teamJSON{Name: t.Name, Members: []memberJSON{}, Channels: nonNil(t.Channels), Apps: appsOf(apps, t.Name)}
+		j := teamJSON{Name: t.Name, Members: []memberJSON{}, Channels: nonNil(t.Channels), Apps: appsOf(apps, t.Name), Scopes: []string{}}
+		for _, sc := range t.AllScopes() {
+			j.Scopes = append(j.Scopes, sc.String())
+		}
 		for _, m := range t.Members {
 			j.Members = append(j.Members, memberJSON{Who: m.Who, Role: m.Role.String(), Configured: m.Configured})
 		}
@@ -294,6 +339,7 @@ func (s *OpsPages) apiTeamPut(c echo.Context) error {
 		Members  []memberJSON `json:"members"`
 		Channels []string     `json:"channels"`
 		Apps     []string     `json:"apps"`
+		Scopes   *[]string    `json:"scopes"` // absent: as they are
 	}
 	if err := c.Bind(&body); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"members": [{"who": "<group id>", "role": "operator"}], "channels": [], "apps": ["orders-prod"]}.`)
@@ -309,7 +355,12 @@ func (s *OpsPages) apiTeamPut(c echo.Context) error {
 		return err
 	}
 	_, exists := teams.Find(ts, c.Param("team"))
-	err = s.saveTeam(c, c.Param("team"), text.String(), body.Channels, body.Apps, false)
+	var scopes *string
+	if body.Scopes != nil {
+		joined := strings.Join(*body.Scopes, "\n")
+		scopes = &joined
+	}
+	err = s.saveTeam(c, c.Param("team"), text.String(), scopes, body.Channels, body.Apps, false)
 	var ve validation.Error
 	if errors.As(err, &ve) {
 		fields := map[string]string{}

@@ -221,7 +221,12 @@ func (w Where) Check(path string) (string, error) {
 		return "", fmt.Errorf("localsettings: %q must be an absolute path to a local.settings.json", path)
 	}
 	if w.Anywhere {
-		return path, nil
+		// Resolved where it can be, so that two spellings of one file
+		// (a link, a dot) are known as one target.
+		if resolved, err := resolve(path); err == nil {
+			return resolved, nil
+		}
+		return filepath.Clean(path), nil
 	}
 	if w.Root == "" {
 		return "", ErrNotHere
@@ -230,7 +235,20 @@ func (w Where) Check(path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("localsettings: FUSEBOX_LOCAL_SWITCH_ROOT %s: %w", w.Root, err)
 	}
-	// The file may not exist yet: resolve its directory.
+	resolved, err := resolve(path)
+	if err != nil {
+		return "", err
+	}
+	rel, err := filepath.Rel(root, resolved)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrNotHere, path, resolved, root)
+	}
+	return resolved, nil
+}
+
+// resolve follows the links of path's directory and of the file itself;
+// the file may not exist yet.
+func resolve(path string) (string, error) {
 	dir, err := filepath.EvalSymlinks(filepath.Dir(path))
 	if err != nil {
 		return "", fmt.Errorf("localsettings: %s: %w", filepath.Dir(path), err)
@@ -240,10 +258,6 @@ func (w Where) Check(path string) (string, error) {
 		if resolved, err = filepath.EvalSymlinks(resolved); err != nil {
 			return "", fmt.Errorf("localsettings: %s: %w", path, err)
 		}
-	}
-	rel, err := filepath.Rel(root, resolved)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
-		return "", fmt.Errorf("%w: %s resolves to %s, outside %s", ErrNotHere, path, resolved, root)
 	}
 	return resolved, nil
 }

@@ -1,0 +1,159 @@
+package funcapp_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/egress"
+	"github.com/fusebox/fusebox/internal/funcapp"
+	"github.com/fusebox/fusebox/internal/switches"
+	"github.com/fusebox/fusebox/internal/switches/localsettings"
+	"github.com/fusebox/fusebox/internal/teams"
+)
+
+const (
+	ordersSub    = "00000000-0000-4000-8000-00000000a001"
+	billingSub   = "00000000-0000-4000-8000-00000000b001"
+	azuriteConn  = "DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:10000/devstoreaccount1;"
+	otherAccount = "https://ordersstore.blob.core.windows.net"
+)
+
+// scopedRegistry is a registry whose teams have scopes: orders its
+// subscription's rg-orders, billing its own subscription.
+func scopedRegistry(t *testing.T) *funcapp.Registry {
+	t.Helper()
+	r, store, _ := newRegistry(t)
+	orders, _ := teams.ParseScopes("/subscriptions/" + ordersSub + "/resourceGroups/rg-orders")
+	billing, _ := teams.ParseScopes(billingSub)
+	ts := []teams.Team{{Name: "orders", Scopes: orders}, {Name: "billing", Scopes: billing}}
+	r.Teams = func(context.Context) ([]teams.Team, error) { return ts, nil }
+	r.Development, r.Endpoints = true, egress.Endpoints{Development: true}
+	r.Apps, r.Targets = store.Apps.List, store.Apps
+	r.AppSettings = switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}}
+	return r
+}
+
+func as(t *testing.T, team string) context.Context {
+	return auth.WithPrincipal(t.Context(), auth.Principal{Name: team + "-op", Teams: map[string]auth.Role{team: auth.RoleOperator}})
+}
+
+// localApp writes a local.settings.json whose host storage is Azurite.
+func localApp(t *testing.T, id, team string) circuit.App {
+	t.Helper()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "local.settings.json")
+	if err := os.WriteFile(path, []byte(`{"IsEncrypted": false, "Values": {"AzureWebJobsStorage": "`+azuriteConn+`", "Hub": "Endpoint=sb://orders-ns.servicebus.windows.net/;SharedAccessKeyName=l;SharedAccessKey=k"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return circuit.App{ID: id, Team: team, Switch: circuit.SwitchLocal, LocalSettings: path}
+}
+
+func problemOf(err error, field string) string {
+	var v circuit.ValidationError
+	if errors.As(err, &v) {
+		for _, f := range v {
+			if f.Field == field {
+				return f.Message
+			}
+		}
+	}
+	return ""
+}
+
+// TestATeamReachesOnlyItsScopes: billing's operator can register an app
+// in its own subscription, but not in orders' resource group, nor an app
+// of orders; the refusal names the scope that is missing.
+func TestATeamReachesOnlyItsScopes(t *testing.T) {
+	r := scopedRegistry(t)
+	billing := as(t, "billing")
+	own := circuit.App{ID: "billing-prod", Team: "billing", Switch: circuit.SwitchARM, SubscriptionID: billingSub, ResourceGroup: "rg-any", Site: "func-billing"}
+	if _, err := r.Register(billing, own, "bianca"); err != nil {
+		t.Fatalf("billing's own subscription: %v", err)
+	}
+	theirs := circuit.App{ID: "billing-alias", Team: "billing", Switch: circuit.SwitchARM, SubscriptionID: strings.ToUpper(ordersSub), ResourceGroup: "RG-Orders", Site: "func-orders"}
+	_, err := r.Register(billing, theirs, "bianca")
+	if msg := problemOf(err, "site"); !strings.Contains(msg, "/subscriptions/"+ordersSub+"/resourceGroups/rg-orders is not in team billing's scopes") {
+		t.Errorf("orders' resource group: %v; want the missing scope named", err)
+	}
+	theirs.Team = "orders"
+	if _, err := r.Register(billing, theirs, "bianca"); problemOf(err, "team") == "" {
+		t.Errorf("an app put in orders by billing's operator: %v; want a team problem", err)
+	}
+	if _, err := r.Register(as(t, "orders"), theirs, "oscar"); err != nil {
+		t.Errorf("orders in its own resource group: %v", err)
+	}
+	if _, err := r.Register(t.Context(), circuit.App{ID: "nobody", Team: "billing", Switch: circuit.SwitchARM, SubscriptionID: billingSub, ResourceGroup: "rg", Site: "s"}, "?"); !errors.Is(err, funcapp.ErrNoPrincipal) {
+		t.Errorf("no principal: %v; want refused", err)
+	}
+}
+
+// TestATargetBelongsToOneApp: a second app naming a site (in any case) or
+// a local settings file (through a link) already registered is refused,
+// and of two registrations of one target at once exactly one succeeds.
+func TestATargetBelongsToOneApp(t *testing.T) {
+	r := scopedRegistry(t)
+	orders := localApp(t, "orders-demo", "orders")
+	if _, err := r.Register(as(t, "orders"), orders, "oscar"); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(t.TempDir(), "linked")
+	if err := os.Symlink(filepath.Dir(orders.LocalSettings), link); err != nil {
+		t.Fatal(err)
+	}
+	alias := circuit.App{ID: "billing-alias", Team: "billing", Switch: circuit.SwitchLocal, LocalSettings: filepath.Join(link, "local.settings.json")}
+	_, err := r.Register(as(t, "billing"), alias, "bianca")
+	if msg := problemOf(err, "local_settings"); !strings.Contains(msg, "another app is registered for this local settings file") {
+		t.Errorf("orders' settings file through a link: %v; want it refused as taken", err)
+	}
+	if strings.Contains(problemOf(err, "local_settings"), "orders-demo") {
+		t.Errorf("the refusal names orders' app to billing: %v", err)
+	}
+
+	site := circuit.App{Team: "billing", Switch: circuit.SwitchARM, SubscriptionID: billingSub, ResourceGroup: "rg", Site: "func-pay", Slot: "staging"}
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		a := site
+		a.ID = []string{"pay-a", "pay-b"}[i]
+		if i == 1 {
+			a.Site, a.ResourceGroup = "FUNC-PAY", "RG"
+		}
+		wg.Go(func() { _, errs[i] = r.Register(as(t, "billing"), a, "bianca") })
+	}
+	wg.Wait()
+	if (errs[0] == nil) == (errs[1] == nil) {
+		t.Errorf("two registrations of one slot at once: %v and %v; want exactly one", errs[0], errs[1])
+	}
+}
+
+// TestHostStorageIsTheAppsOwn: an operator may name only the storage
+// account and Event Hubs namespace the app's own settings name; an admin
+// may name another.
+func TestHostStorageIsTheAppsOwn(t *testing.T) {
+	r := scopedRegistry(t)
+	app := localApp(t, "billing-local", "billing")
+	foreign := app
+	foreign.HostStorage, foreign.EventHubs = otherAccount, "Endpoint=sb://other-ns.servicebus.windows.net/;SharedAccessKeyName=l;SharedAccessKey=k"
+	_, err := r.Register(as(t, "billing"), foreign, "bianca")
+	if problemOf(err, "host_storage") == "" || problemOf(err, "event_hubs") == "" {
+		t.Fatalf("another account and namespace: %v; want both refused", err)
+	}
+	app.HostStorage, app.EventHubs = azuriteConn, "orders-ns.servicebus.windows.net"
+	reg, err := r.Register(as(t, "billing"), app, "bianca")
+	if err != nil {
+		t.Fatalf("the app's own storage and namespace: %v", err)
+	}
+	if _, err := r.UpdateHost(as(t, "billing"), reg.App, funcapp.HostChange{HostStorage: otherAccount}, "bianca"); problemOf(err, "host_storage") == "" {
+		t.Errorf("changed to another account by its operator: %v; want refused", err)
+	}
+	if _, err := r.UpdateHost(auth.WithPrincipal(t.Context(), auth.Principal{Name: "ada", Role: auth.RoleAdmin}), reg.App, funcapp.HostChange{HostStorage: otherAccount}, "ada"); err != nil {
+		t.Errorf("an admin naming another account: %v", err)
+	}
+}

@@ -11,4 +11,12 @@ type Entry struct {
 	Action string // what, as a short verb phrase: "signed in", "tripped"
 	Target string // on what: a circuit id, a job id; may be empty
 	Detail string // free text for people
+	// Job names the job an entry is about by its id (Target names it in
+	// words, which anyone may choose), so its team is found by id.
+	Job string
+	// Team owns the entry's subject when it was written ("": Fusebox's
+	// own, or apps of no team); Owned says it was recorded (entries from
+	// before teams were recorded are found by their target).
+	Team  string
+	Owned bool
 }

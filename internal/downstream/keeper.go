@@ -264,6 +264,10 @@ func (k *Keeper) each(ctx context.Context, d Downstream, act func(circuit.Circui
 	if err != nil {
 		return []Outcome{{Member: d.Name, Err: err}}
 	}
+	teamOf, err := k.appTeams(ctx)
+	if err != nil {
+		return []Outcome{{Member: d.Name, Err: err}}
+	}
 	byID := make(map[string]circuit.Circuit, len(cs))
 	for _, c := range cs {
 		byID[c.ID()] = c
@@ -273,6 +277,11 @@ func (k *Keeper) each(ctx context.Context, d Downstream, act func(circuit.Circui
 		c, ok := byID[id]
 		if !ok {
 			out = append(out, Outcome{Member: id, Err: circuit.ErrNoCircuit})
+			continue
+		}
+		if teamOf[c.AppID] != d.Team {
+			k.leftTeam(d, c, teamOf)
+			out = append(out, Outcome{Member: id, Err: ErrLeftTeam})
 			continue
 		}
 		acted, err := act(c)
@@ -297,9 +306,22 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 	if err != nil || len(ds) == 0 {
 		return errors.Join(probed, err)
 	}
+	teamOf, err := k.appTeams(ctx)
+	if err != nil {
+		return errors.Join(probed, err)
+	}
 	byID := make(map[string]circuit.Circuit, len(cs))
 	for _, c := range cs {
 		byID[c.ID()] = c
+	}
+	// A member whose app left the downstream's team is not the
+	// downstream's to count or switch: it is left out of every decision
+	// (each names it when the downstream acts).
+	for i, d := range ds {
+		ds[i].Members = slices.DeleteFunc(slices.Clone(d.Members), func(id string) bool {
+			c, ok := byID[id]
+			return ok && teamOf[c.AppID] != d.Team
+		})
 	}
 	// Counting reads the failure window: only for a quorum to check.
 	var members []circuit.Circuit
@@ -530,4 +552,26 @@ func (k *Keeper) warnAhead(ctx context.Context, d Downstream, byID map[string]ci
 			return
 		}
 	}
+}
+
+// ErrLeftTeam is a member whose app is no longer of the downstream's
+// team: the downstream may not switch it, and skips it.
+var ErrLeftTeam = errors.New("downstream: the member's app is of another team now: skipped (an admin may move it back, or remove it from the downstream)")
+
+// appTeams maps each app to its team.
+func (k *Keeper) appTeams(ctx context.Context) (map[string]string, error) {
+	apps, err := k.Apps.ListApps(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(apps))
+	for _, a := range apps {
+		out[a.ID] = a.Team
+	}
+	return out, nil
+}
+
+// leftTeam tells admins, in the log, of a member the downstream skipped.
+func (k *Keeper) leftTeam(d Downstream, c circuit.Circuit, teamOf map[string]string) {
+	k.logger().Warn("a downstream's member is of another team now: skipped", "downstream", d.Name, "downstream_team", d.Team, "member", c.ID(), "member_team", teamOf[c.AppID])
 }

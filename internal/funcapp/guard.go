@@ -74,7 +74,7 @@ func (g Guarding) Guard(ctx context.Context, p fleet.Plan, actor string) (Guarde
 			out.Refused = append(out.Refused, fleet.Left{Function: pj.Function, Why: "job: " + problem(err)})
 			continue
 		}
-		if err := g.Audit.Append(ctx, audit.Entry{At: g.Now(), Actor: actor, Action: "created job", Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+		if err := g.Audit.Append(ctx, audit.Entry{At: g.Now(), Actor: actor, Action: "created job", Target: j.Name, Job: j.ID, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
 			return out, err
 		}
 		out.Jobs = append(out.Jobs, pj.Function)

@@ -43,7 +43,7 @@ func (c CatchUps) Do(ctx context.Context, j Job, slot, now time.Time) (bool, err
 	defer cancel()
 	detail := "slot " + slot.UTC().Format(time.RFC3339) + " (" + j.Misfire + ")"
 	if err := c.Run(runCtx, j.AppID, j.Function); err != nil {
-		_ = c.Audit(context.WithoutCancel(ctx), audit.Entry{At: now, Actor: "scanner", Action: "catch-up failed", Target: j.Name, Detail: detail + ": " + err.Error()})
+		_ = c.Audit(context.WithoutCancel(ctx), audit.Entry{At: now, Actor: "scanner", Action: "catch-up failed", Target: j.Name, Job: j.ID, Detail: detail + ": " + err.Error()})
 		return false, err
 	}
 	// The function runs now: record it even if the pass is ending (its
@@ -54,5 +54,5 @@ func (c CatchUps) Do(ctx context.Context, j Job, slot, now time.Time) (bool, err
 	if err := c.Pings.Record(recordCtx, j, Ping{Event: EventLog, Exit: -1, At: now, Body: note}); err != nil {
 		c.Warn("catch-up run not recorded", "job", j.Name, "error", err)
 	}
-	return true, c.Audit(recordCtx, audit.Entry{At: now, Actor: "scanner", Action: "caught up job", Target: j.Name, Detail: detail})
+	return true, c.Audit(recordCtx, audit.Entry{At: now, Actor: "scanner", Action: "caught up job", Target: j.Name, Job: j.ID, Detail: detail})
 }

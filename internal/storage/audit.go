@@ -8,11 +8,17 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
+	"github.com/fusebox/fusebox/internal/circuit"
+	"github.com/fusebox/fusebox/internal/downstream"
+	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/tablestore"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // Audit keeps entries partitioned by month, newest first inside each month:
@@ -21,6 +27,9 @@ import (
 type Audit struct {
 	table  *tablestore.Table
 	faults *Faults
+	// owner finds the team of what an entry is about when it is
+	// written; nil: none recorded.
+	owner func(ctx context.Context, e audit.Entry) (string, error)
 
 	mu        sync.Mutex
 	past      map[pastKey]pastMonth // Recent's reads of months before now's
@@ -57,6 +66,8 @@ type auditRow struct {
 	Action          string
 	Target          string
 	Detail          string
+	Team            string // the subject's team when written
+	Owned           bool   // Team was recorded (rows before it was are not)
 }
 
 func auditKeys(at time.Time) (string, string) {
@@ -70,6 +81,15 @@ func auditKeys(at time.Time) (string, string) {
 func (a *Audit) Append(ctx context.Context, e audit.Entry) error {
 	pk, rk := auditKeys(e.At)
 	row := &auditRow{Meta: tablestore.Meta{PartitionKey: pk, RowKey: rk}, At: e.At.UTC(), Actor: e.Actor, Action: e.Action, Target: e.Target, Detail: e.Detail}
+	if a.owner != nil && !e.Owned {
+		team, err := a.owner(ctx, e)
+		if err != nil {
+			return fmt.Errorf("storage: append audit entry %q: its team: %w", e.Action, err)
+		}
+		row.Team, row.Owned = team, true
+	} else if e.Owned {
+		row.Team, row.Owned = e.Team, true
+	}
 	if err := a.table.Insert(ctx, row); err != nil {
 		return fmt.Errorf("storage: append audit entry %q: %w", e.Action, err)
 	}
@@ -132,7 +152,7 @@ func (a *Audit) month(ctx context.Context, partition string, limit int, past boo
 		if err != nil {
 			return nil, fmt.Errorf("storage: recent audit entries: %w", err)
 		}
-		out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail})
+		out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail, Team: validTeam(r.Team), Owned: r.Owned})
 		if len(out) == limit {
 			break
 		}
@@ -174,7 +194,7 @@ func (a *Audit) About(ctx context.Context, target string, from, to time.Time, li
 			if err != nil {
 				return nil, fmt.Errorf("storage: audit entries about %s: %w", target, err)
 			}
-			out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail})
+			out = append(out, audit.Entry{At: r.At, Actor: r.Actor, Action: r.Action, Target: r.Target, Detail: r.Detail, Team: validTeam(r.Team), Owned: r.Owned})
 			if len(out) == limit {
 				break
 			}
@@ -186,4 +206,78 @@ func (a *Audit) About(ctx context.Context, target string, from, to time.Time, li
 	}
 	slices.SortStableFunc(out, func(a, b audit.Entry) int { return a.At.Compare(b.At) })
 	return out, nil
+}
+
+// validTeam is a row's team, or none when it names no team (written by
+// hand): the entry is then admins' and roles held on every app's.
+func validTeam(s string) string {
+	if !teams.ValidName(s) {
+		return ""
+	}
+	return s
+}
+
+// auditOwner finds the team of what an entry is about, by what its
+// target names: a job by its id, a channel, token or downstream by kind,
+// an app or circuit by its app; Fusebox's own (teams, sign-ins, its
+// loops' jobs) and what is gone have none.
+func (s *Store) auditOwner(ctx context.Context, e audit.Entry) (string, error) {
+	gone := func(err error) bool {
+		return errors.Is(err, circuit.ErrNotFound) || errors.Is(err, jobs.ErrNoJob) || errors.Is(err, alerts.ErrNoChannel) || errors.Is(err, downstream.ErrNotFound)
+	}
+	appTeam := func(id string) (string, error) {
+		a, err := s.Apps.Get(ctx, id)
+		if gone(err) {
+			return "", nil
+		}
+		return a.Team, err
+	}
+	if e.Job != "" {
+		if jobs.InternalID(e.Job) {
+			return "", nil
+		}
+		j, err := s.Jobs.Get(ctx, e.Job)
+		switch {
+		case gone(err):
+			return "", nil
+		case err != nil:
+			return "", err
+		case j.AppID != "":
+			return appTeam(j.AppID)
+		}
+		return j.Team, nil
+	}
+	kind, id, _ := strings.Cut(e.Target, ":")
+	switch kind {
+	case "team":
+		return "", nil
+	case "channel":
+		ch, err := s.Channels.Get(ctx, id)
+		if gone(err) {
+			return "", nil
+		}
+		return ch.Team, err
+	case "downstream":
+		d, err := s.Downstreams.Get(ctx, id)
+		if gone(err) {
+			return "", nil
+		}
+		return d.Team, err
+	case "token":
+		ts, err := s.Tokens.List(ctx)
+		if err != nil {
+			return "", err
+		}
+		for _, t := range ts {
+			if t.ID == id {
+				return t.Team, nil
+			}
+		}
+		return "", nil
+	}
+	app, _, _ := strings.Cut(e.Target, "/")
+	if !circuit.ValidAppID(app) {
+		return "", nil
+	}
+	return appTeam(app)
 }

@@ -87,7 +87,7 @@ type Store struct {
 // New builds the repositories. It does not touch the network.
 func New(svc *tablestore.Service) *Store {
 	faults := newFaults()
-	return &Store{
+	st := &Store{
 		RunBound:    &jobs.SlotBound{},
 		Faults:      faults,
 		Service:     svc,
@@ -113,6 +113,8 @@ func New(svc *tablestore.Service) *Store {
 		Downstreams: &Downstreams{table: svc.Table(TableDownstreams), faults: faults},
 		Probes:      &Probes{table: svc.Table(TableProbes), faults: faults},
 	}
+	st.Audit.owner = st.auditOwner
+	return st
 }
 
 // UseSecrets seals the secrets of apps and channels with box from now on

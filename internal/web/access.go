@@ -59,7 +59,10 @@ func (o owner) lets(p auth.Principal, role auth.Role) (seen, held bool) {
 	case o.fusebox:
 		return p.Admin(), p.Admin()
 	case o.shared:
-		return true, p.Admin() || role == auth.RoleViewer
+		// Shared things are for people who hold a role somewhere: one in
+		// no team and with no role sees nothing of anyone's.
+		held := p.Top() != auth.RoleNone
+		return held, held && (p.Admin() || role == auth.RoleViewer)
 	}
 	r := p.On(o.team)
 	return r.Allows(auth.RoleViewer), r.Allows(role)
@@ -271,7 +274,10 @@ func (sc scope) jobs(owners map[string]string, all []jobs.Job) []jobs.Job {
 }
 
 // seesChannel: a team's channels its members see; shared ones everyone.
-func (sc scope) seesChannel(ch alerts.Channel) bool { return ch.Team == "" || sc.sees(ch.Team) }
+// One in no team and with no role sees no channel, shared or not.
+func (sc scope) seesChannel(ch alerts.Channel) bool {
+	return (ch.Team == "" && sc.p.Top() != auth.RoleNone) || sc.sees(ch.Team)
+}
 
 // channels keeps the channels that may be seen.
 func (sc scope) channels(all []alerts.Channel) []alerts.Channel {
@@ -382,10 +388,12 @@ func (s *core) actsOnJob(c echo.Context, j jobs.Job) bool {
 }
 
 // auditEntries keeps the entries whose subject the principal may see:
-// a circuit or app (by its app's team), a channel, a token, a job (named
-// in words: only when every job of that name may be seen), a window.
-// Entries of nothing named (sign-ins) and of things gone are for roles
-// held on every app; those of teams themselves, admins'.
+// by the team recorded when each was written (entries of no team are for
+// roles held on every app; those of teams themselves, admins'). Entries
+// from before teams were recorded are judged by their target: a circuit
+// or app by its app's team, a channel, token or downstream by theirs;
+// never a job by its name, which anyone may choose to look like another
+// team's circuit.
 func (s *core) auditEntries(c echo.Context, es []audit.Entry, limit int) ([]audit.Entry, error) {
 	sc := scopeOf(c)
 	if sc.p.Admin() {
@@ -402,49 +410,52 @@ func (s *core) auditEntries(c echo.Context, es []audit.Entry, limit int) ([]audi
 		}
 		return out, nil
 	}
-	ctx := c.Request().Context()
-	owners, err := s.owners(c)
-	if err != nil {
-		return nil, err
-	}
-	chs, err := s.owns.Channels(ctx)
-	if err != nil {
-		return nil, err
-	}
-	js, err := s.owns.Jobs(ctx)
-	if err != nil {
-		return nil, err
-	}
-	toks, err := s.owns.Tokens(ctx)
-	if err != nil {
-		return nil, err
-	}
+	legacy := slices.ContainsFunc(es, func(e audit.Entry) bool { return !e.Owned })
 	seen := map[string]bool{}
-	for _, ch := range chs {
-		seen["channel:"+ch.ID] = sc.seesChannel(ch)
-	}
-	for _, t := range toks {
-		seen["token:"+t.ID] = t.Team != "" && sc.sees(t.Team)
-	}
-	ds, err := s.owns.Downstreams(ctx)
-	if err != nil {
-		return nil, err
-	}
-	for _, d := range ds {
-		seen["downstream:"+d.Name] = sc.seesDownstream(d)
-	}
-	for _, j := range js {
-		v, ok := seen[j.Name]
-		seen[j.Name] = (v || !ok) && sc.seesJob(owners, j)
+	var owners map[string]string
+	if legacy {
+		ctx := c.Request().Context()
+		var err error
+		if owners, err = s.owners(c); err != nil {
+			return nil, err
+		}
+		chs, err := s.owns.Channels(ctx)
+		if err != nil {
+			return nil, err
+		}
+		toks, err := s.owns.Tokens(ctx)
+		if err != nil {
+			return nil, err
+		}
+		ds, err := s.owns.Downstreams(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, ch := range chs {
+			seen["channel:"+ch.ID] = ch.Team != "" && sc.sees(ch.Team)
+		}
+		for _, t := range toks {
+			seen["token:"+t.ID] = t.Team != "" && sc.sees(t.Team)
+		}
+		for _, d := range ds {
+			seen["downstream:"+d.Name] = sc.seesDownstream(d)
+		}
 	}
 	out := make([]audit.Entry, 0, min(len(es), limit))
 	for _, e := range es {
-		app, _, _ := strings.Cut(e.Target, "/")
-		v, named := seen[e.Target]
-		if _, isApp := owners[app]; isApp && !named {
-			v, named = sc.seesApp(owners, app), true
+		var v bool
+		switch {
+		case e.Owned:
+			v = e.Team != "" && sc.sees(e.Team)
+		default:
+			var named bool
+			v, named = seen[e.Target]
+			if app, _, _ := strings.Cut(e.Target, "/"); !named {
+				team, isApp := owners[app]
+				v = isApp && team != "" && sc.sees(team)
+			}
 		}
-		if named && v {
+		if v {
 			if out = append(out, e); len(out) == limit {
 				break
 			}
@@ -570,12 +581,26 @@ func operated(c echo.Context, all []circuit.App) []circuit.App {
 }
 
 // messagesSeen says which outbox messages the principal may see: those
-// about a circuit or queue of an app it sees, or a job it sees.
+// about a circuit or queue of an app it sees, or a job or downstream it
+// sees.
 func (s *core) messagesSeen(c echo.Context) (func(alerts.Message) bool, error) {
-	sc := scopeOf(c)
-	if sc.p.Admin() {
+	return s.messagesHeld(c, auth.RoleViewer)
+}
+
+// messagesActed says which outbox messages the principal may act on
+// (resend): those whose subject's team it operates.
+func (s *core) messagesActed(c echo.Context) (func(alerts.Message) bool, error) {
+	return s.messagesHeld(c, auth.RoleOperator)
+}
+
+// messagesHeld says which outbox messages are about something whose team
+// the principal holds role on; Fusebox's own jobs are admins'.
+func (s *core) messagesHeld(c echo.Context, role auth.Role) (func(alerts.Message) bool, error) {
+	p := scopeOf(c).p
+	if p.Admin() {
 		return func(alerts.Message) bool { return true }, nil
 	}
+	holds := func(team string) bool { return p.On(team).Allows(role) }
 	owners, err := s.owners(c)
 	if err != nil {
 		return nil, err
@@ -584,27 +609,27 @@ func (s *core) messagesSeen(c echo.Context) (func(alerts.Message) bool, error) {
 	if err != nil {
 		return nil, err
 	}
-	jobSeen := make(map[string]bool, len(js))
+	jobHeld := make(map[string]bool, len(js))
 	for _, j := range js {
-		jobSeen[j.ID] = sc.seesJob(owners, j)
+		jobHeld[j.ID] = !jobs.InternalID(j.ID) && holds(jobTeam(owners, j))
 	}
 	ds, err := s.owns.Downstreams(c.Request().Context())
 	if err != nil {
 		return nil, err
 	}
-	downSeen := make(map[string]bool, len(ds))
+	downHeld := make(map[string]bool, len(ds))
 	for _, d := range ds {
-		downSeen[d.Name] = sc.seesDownstream(d)
+		downHeld[d.Name] = holds(d.Team)
 	}
 	return func(m alerts.Message) bool {
 		sub := m.Subject()
 		switch sub.About {
 		case alerts.AboutJob:
-			return jobSeen[sub.ID]
+			return jobHeld[sub.ID]
 		case alerts.AboutDownstream:
-			return downSeen[sub.ID]
+			return downHeld[sub.ID]
 		}
 		app, _, _ := strings.Cut(sub.ID, "/")
-		return sc.seesApp(owners, app)
+		return holds(owners[app])
 	}, nil
 }

@@ -156,7 +156,7 @@ func (s *CircuitPages) apiDownstreamDelete(c echo.Context) error {
 	if err := s.Downstreams.Delete(c.Request().Context(), d.Name); err != nil && !errors.Is(err, downstream.ErrNotFound) {
 		return err
 	}
-	if err := s.record(c, "deleted downstream", d.Name, ""); err != nil {
+	if err := s.recordDeleted(c, d); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)
@@ -195,6 +195,8 @@ func (s *CircuitPages) apiDownstreamAction(verb string) echo.HandlerFunc {
 // words: a remote server's never reach an answer.
 func memberProblem(err error) string {
 	switch {
+	case errors.Is(err, downstream.ErrLeftTeam):
+		return "its app is of another team now: skipped (an admin may move it back, or remove it from the downstream)"
 	case errors.Is(err, circuit.ErrNotFound):
 		return "it is not a circuit any more"
 	case errors.Is(err, circuit.ErrConflictRetries):

@@ -172,7 +172,7 @@ func (s *JobPages) apiJobSave(c echo.Context) error {
 	if existing != nil {
 		action = "changed job"
 	}
-	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Job: j.ID, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
 		return err
 	}
 	w, err := s.weeks.one(c, j)
@@ -197,7 +197,13 @@ func (s *JobPages) apiJobDelete(c echo.Context) error {
 		return err
 	}
 	p, _ := principal(c)
-	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted job", Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+	owners, err := s.owners(c)
+	if err != nil {
+		return err
+	}
+	// Gone by the time it is written: its team is said here.
+	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted job", Target: j.Name, Job: j.ID, Detail: j.Schedule + " " + j.TimeZone,
+		Team: jobTeam(owners, j), Owned: true}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -22,6 +22,10 @@ func (s *AppPages) appDiscover(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	ts, err := s.allTeams(c)
+	if err != nil {
+		return err
+	}
 	m.TakenAt = at.UTC().Format("Mon 2 Jan 15:04:05 MST")
 	m.Unguarded, m.Cut = sv.Unguarded(), sv.Cut
 	for _, site := range sv.Sites {
@@ -33,6 +37,11 @@ func (s *AppPages) appDiscover(c echo.Context) error {
 		}
 		row := views.DiscoverRow{Subscription: site.Subscription, ResourceGroup: site.ResourceGroup, Site: site.Name,
 			Hosting: hosting, Region: site.Region, Linux: site.Hosting.Linux, Guarded: site.Guarded, SlotsUnread: site.SlotsUnread}
+		for _, t := range ts {
+			if t.Admits(circuit.App{Switch: circuit.SwitchARM, SubscriptionID: site.Subscription, ResourceGroup: site.ResourceGroup}, false) == nil {
+				row.Teams = append(row.Teams, t.Name)
+			}
+		}
 		for _, sl := range site.Slots {
 			row.Slots = append(row.Slots, views.DiscoverSlot{Name: sl.Name, Guarded: sl.Guarded})
 		}

@@ -185,7 +185,7 @@ func (s *NotifyPages) channelDelete(c echo.Context) error {
 	p, _ := principal(c)
 	actx, cancel := detached(c)
 	defer cancel()
-	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted channel", Target: "channel:" + ch.ID, Detail: ch.Kind + " " + ch.Name}); err != nil {
+	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted channel", Target: "channel:" + ch.ID, Detail: ch.Kind + " " + ch.Name, Team: ch.Team, Owned: true}); err != nil {
 		return err
 	}
 	s.setFlash(c, "channel-deleted")

@@ -138,6 +138,9 @@ type stormOutcome struct {
 // Fusebox replays when from asks: those are resumed from before their
 // first failure, one after another, each on its own.
 func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool, from string) []stormOutcome {
+	// Named twice is named once, before anything tells yours from
+	// another team's: otherwise the count of answers tells them apart.
+	ids = dedupe(ids)
 	var plain []string
 	var out []stormOutcome
 	apps, err := s.Apps.List(ctx)
@@ -190,5 +193,18 @@ func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reas
 		}
 	}
 	slices.SortStableFunc(out, func(a, b stormOutcome) int { return order[a.ID] - order[b.ID] })
+	return out
+}
+
+// dedupe keeps the first of each id, in order.
+func dedupe(ids []string) []string {
+	seen := make(map[string]bool, len(ids))
+	out := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
 	return out
 }

@@ -458,6 +458,12 @@ func (s *CircuitPages) downstreamCreate(c echo.Context) error {
 	return c.Redirect(http.StatusSeeOther, "/downstreams/"+d.Name)
 }
 
+// recordDeleted appends the audit entry of a downstream deleted: gone by
+// the time it is written, its team is said here.
+func (s *CircuitPages) recordDeleted(c echo.Context, d downstream.Downstream) error {
+	return s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: actorOf(c), Action: "deleted downstream", Target: "downstream:" + d.Name, Team: d.Team, Owned: true})
+}
+
 // record appends an audit entry of a change to a downstream.
 func (s *CircuitPages) record(c echo.Context, action, name, detail string) error {
 	return s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: actorOf(c), Action: action, Target: "downstream:" + name, Detail: detail})
@@ -509,7 +515,7 @@ func (s *CircuitPages) downstreamDelete(c echo.Context) error {
 	if err := s.Downstreams.Delete(c.Request().Context(), d.Name); err != nil && !errors.Is(err, downstream.ErrNotFound) {
 		return err
 	}
-	if err := s.record(c, "deleted downstream", d.Name, ""); err != nil {
+	if err := s.recordDeleted(c, d); err != nil {
 		return err
 	}
 	s.setFlash(c, "downstream-deleted")

@@ -108,7 +108,7 @@ func (s *JobPages) jobSave(c echo.Context) error {
 	}
 	ctx, cancel := detached(c)
 	defer cancel()
-	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
+	if err := s.Audit.Append(ctx, audit.Entry{At: s.Now(), Actor: p.Name, Action: action, Target: j.Name, Job: j.ID, Detail: j.Schedule + " " + j.TimeZone}); err != nil {
 		return err
 	}
 	s.setFlash(c, "saved")

@@ -28,7 +28,7 @@ func (s *JobPages) jobRotatePingToken(c echo.Context) error {
 	p, _ := principal(c)
 	actx, cancel := detached(c)
 	defer cancel()
-	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "rotated ping token", Target: j.Name,
+	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "rotated ping token", Target: j.Name, Job: j.ID,
 		Detail: "the old ping URL, and the job's id, no longer ping"}); err != nil {
 		return err
 	}

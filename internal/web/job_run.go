@@ -34,7 +34,7 @@ func (s *JobPages) jobRun(c echo.Context) error {
 	p, _ := principal(c)
 	actx, cancel := detached(c)
 	defer cancel()
-	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "ran job now", Target: j.Name,
+	if err := s.Audit.Append(actx, audit.Entry{At: s.Now(), Actor: p.Name, Action: "ran job now", Target: j.Name, Job: j.ID,
 		Detail: j.Function + " in " + j.AppID + " for the slot of " + slot}); err != nil {
 		return err
 	}

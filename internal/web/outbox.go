@@ -96,9 +96,16 @@ func (s *NotifyPages) outboxResend(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	acted, err := s.messagesActed(c)
+	if err != nil {
+		return err
+	}
 	for _, m := range msgs {
 		if m.ID != id || !seen(m) { // another team's reads as no such message
 			continue
+		}
+		if !acted(m) {
+			return echo.NewHTTPError(http.StatusForbidden, "You may see this message but not send it again: that needs the operator role on its team.")
 		}
 		m.State, m.Attempts, m.NextAttempt, m.LastError = alerts.Pending, 0, s.Now(), ""
 		if _, err := s.Outbox.Update(c.Request().Context(), lease.Fence{}, m); err != nil {

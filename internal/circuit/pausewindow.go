@@ -3,6 +3,7 @@ package circuit
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -89,8 +90,39 @@ func (p PauseWindow) String() string {
 	return s
 }
 
-// ParsePauseWindow reads String's form.
+// ParsePauseWindow reads String's form. What it read is kept (at most
+// maxParsedWindows), so a circuit row decoded on every tick costs a
+// lookup, not a parse and its checks.
 func ParsePauseWindow(s string) (PauseWindow, error) {
+	parsedWindows.mu.Lock()
+	w, ok := parsedWindows.m[s]
+	parsedWindows.mu.Unlock()
+	if ok {
+		return w.p, w.err
+	}
+	p, err := parsePauseWindow(s)
+	parsedWindows.mu.Lock()
+	if len(parsedWindows.m) >= maxParsedWindows {
+		clear(parsedWindows.m)
+	}
+	parsedWindows.m[s] = parsedWindow{p, err}
+	parsedWindows.mu.Unlock()
+	return p, err
+}
+
+type parsedWindow struct {
+	p   PauseWindow
+	err error
+}
+
+const maxParsedWindows = 4096
+
+var parsedWindows = struct {
+	mu sync.Mutex
+	m  map[string]parsedWindow
+}{m: map[string]parsedWindow{}}
+
+func parsePauseWindow(s string) (PauseWindow, error) {
 	head, rest, ok := strings.Cut(strings.TrimSpace(s), " for ")
 	if !ok {
 		return PauseWindow{}, fmt.Errorf("%q: say when and for how long, such as \"0 2 * * * for 1h in Europe/Paris\" or \"2026-12-08T02:00:00Z for 1h\"", clip(s, 80))

@@ -34,10 +34,43 @@ func (c *Cron) Next(t time.Time) (time.Time, bool) {
 				return at, true
 			}
 		}
-		day = dayAfter(day, 1)
+		day = c.nextDay(day)
 	}
 	return time.Time{}, false
 }
+
+// domOnly says only the day-of-month field can match a day (both day
+// fields combine with AND, or the weekday is any): days between the
+// field's values are skipped whole.
+func (c *Cron) domOnly() bool { return !c.domStar && (c.dowStar || !c.either) }
+
+// nextDay is the next day that may match: with a day-of-month field that
+// decides alone, the next of its values this month, else the first of
+// the next month.
+func (c *Cron) nextDay(day time.Time) time.Time {
+	if !c.domOnly() {
+		return dayAfter(day, 1)
+	}
+	d := nextBit(c.dom, day.Day()+1)
+	if d < 0 || d > daysIn(day.Year(), day.Month()) {
+		return dayStart(day.Year(), day.Month()+1, 1, c.loc)
+	}
+	return dayStart(day.Year(), day.Month(), d, c.loc)
+}
+
+// prevDay is nextDay backwards.
+func (c *Cron) prevDay(day time.Time) time.Time {
+	if !c.domOnly() {
+		return dayAfter(day, -1)
+	}
+	d := prevBit(c.dom, min(day.Day()-1, 31))
+	if d < 1 {
+		return dayAfter(dayStart(day.Year(), day.Month(), 1, c.loc), -1)
+	}
+	return dayStart(day.Year(), day.Month(), d, c.loc)
+}
+
+func daysIn(y int, m time.Month) int { return time.Date(y, m+1, 0, 0, 0, 0, 0, time.UTC).Day() }
 
 // Prev is the last slot at or before t; false when there is none within
 // SearchDays.
@@ -53,7 +86,7 @@ func (c *Cron) Prev(t time.Time) (time.Time, bool) {
 				return at, true
 			}
 		}
-		day = dayAfter(day, -1)
+		day = c.prevDay(day)
 	}
 	return time.Time{}, false
 }

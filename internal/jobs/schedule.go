@@ -8,6 +8,11 @@ import (
 	"time"
 )
 
+// MaxScheduleLen bounds a schedule's text, so that parsing one costs
+// little whatever a person types (the longest useful NCRONTAB lists
+// fit well within it).
+const MaxScheduleLen = 256
+
 // Schedule says when a job is expected to run.
 type Schedule interface {
 	// Slots returns the expected run times in [from, to), in order.
@@ -70,6 +75,9 @@ var (
 
 // ParseCron reads a five- or six-field expression for a time zone.
 func ParseCron(expr string, loc *time.Location) (*Cron, error) {
+	if len(expr) > MaxScheduleLen {
+		return nil, fmt.Errorf("jobs: a schedule is at most %d characters", MaxScheduleLen)
+	}
 	fields := strings.Fields(expr)
 	c := &Cron{expr: strings.Join(fields, " "), loc: loc}
 	if loc == nil {

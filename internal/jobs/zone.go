@@ -2,6 +2,7 @@ package jobs
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -33,12 +34,35 @@ func LoadZone(name string) (*time.Location, error) {
 	if name == "" {
 		return time.UTC, nil
 	}
+	if len(name) > MaxZoneLen {
+		return nil, fmt.Errorf("jobs: a time zone's name is at most %d characters: use an IANA name such as Asia/Tokyo or a Windows id such as Tokyo Standard Time", MaxZoneLen)
+	}
 	if iana, ok := windowsZones[name]; ok {
 		name = iana
+	}
+	zones.mu.Lock()
+	loc, ok := zones.m[name]
+	zones.mu.Unlock()
+	if ok {
+		return loc, nil
 	}
 	loc, err := time.LoadLocation(name)
 	if err != nil {
 		return nil, fmt.Errorf("jobs: unknown time zone %q: use an IANA name such as Asia/Tokyo or a Windows id such as Tokyo Standard Time", name)
 	}
+	// Only names the zone database knows are kept: a few hundred.
+	zones.mu.Lock()
+	zones.m[name] = loc
+	zones.mu.Unlock()
 	return loc, nil
 }
+
+// MaxZoneLen bounds a time zone's name: the longest IANA and Windows
+// names are about 40 characters.
+const MaxZoneLen = 64
+
+// zones keeps the zones loaded: loading one reads the zone database.
+var zones = struct {
+	mu sync.Mutex
+	m  map[string]*time.Location
+}{m: map[string]*time.Location{}}

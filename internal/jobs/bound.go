@@ -77,24 +77,20 @@ func (b *SlotBound) Allow(j Job, at, now time.Time) (ok bool, tell int) {
 // slotOf is the slot whose window holds at (the latest slot at or before
 // at, give or take Scan's 30 s of skew) and the next one; found is false
 // for a schedule that does not read or has no slot within 32 days before.
-// It looks back a minute, an hour, a day, then 32 days: a frequent
-// schedule costs a few slots, a monthly one more.
+// It walks the schedule field by field (Prev, Next): a frequent schedule
+// costs what a monthly one does.
 func slotOf(j Job, at time.Time) (slot, next time.Time, found bool) {
 	sched, err := j.ParseSchedule()
 	if err != nil {
 		return time.Time{}, time.Time{}, false
 	}
 	edge := at.Add(30 * time.Second)
-	for _, back := range []time.Duration{time.Minute, time.Hour, 24 * time.Hour, 32 * 24 * time.Hour} {
-		if s := sched.Slots(edge.Add(-back), edge); len(s) > 0 {
-			slot = s[len(s)-1]
-			for _, ahead := range []time.Duration{time.Minute, time.Hour, 24 * time.Hour, 32 * 24 * time.Hour} {
-				if n := sched.Slots(slot.Add(time.Nanosecond), slot.Add(ahead)); len(n) > 0 {
-					return slot, n[0].Add(-30 * time.Second), true
-				}
-			}
-			return slot, slot.Add(32 * 24 * time.Hour), true
+	slot, ok := sched.Prev(edge.Add(-time.Nanosecond))
+	if ok && !slot.Before(edge.Add(-32*24*time.Hour)) {
+		if n, ok := sched.Next(slot.Add(time.Nanosecond)); ok && n.Before(slot.Add(32*24*time.Hour)) {
+			return slot, n.Add(-30 * time.Second), true
 		}
+		return slot, slot.Add(32 * 24 * time.Hour), true
 	}
 	// No slot before: runs before the first slot share one window.
 	return time.Time{}, time.Time{}, false

@@ -193,8 +193,17 @@ func (j Job) RunsToRead(from, now time.Time) int {
 	if err != nil {
 		return 100
 	}
-	slots := sched.Slots(j.ExpectedFrom(from), now.Add(time.Second))
-	return min(MaxRunsRead, (len(slots)+1)*MaxRunsPerSlot+50)
+	// The slots are counted one by one up to what MaxRunsRead holds,
+	// never listed.
+	n, end := 0, now.Add(time.Second)
+	for at := j.ExpectedFrom(from); n*MaxRunsPerSlot < MaxRunsRead; n++ {
+		next, ok := sched.Next(at)
+		if !ok || !next.Before(end) {
+			break
+		}
+		at = next.Add(time.Nanosecond)
+	}
+	return min(MaxRunsRead, (n+1)*MaxRunsPerSlot+50)
 }
 
 // ReadFrom is where a judgement of slots from from may begin when the

@@ -133,8 +133,8 @@ func (s *weekAssessor) assessWeek(c echo.Context, j jobs.Job, ws []jobs.Window, 
 		jobs.Witness(w.results, t.Last)
 	}
 	w.success = jobs.SuccessRate(w.results)
-	if next := sched.Slots(now.Add(time.Second), now.Add(7*24*time.Hour)); len(next) > 0 {
-		w.next = next[0]
+	if next, ok := sched.Next(now.Add(time.Second)); ok && next.Before(now.Add(7*24*time.Hour)) {
+		w.next = next
 	}
 	return w, nil
 }

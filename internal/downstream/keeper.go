@@ -279,7 +279,7 @@ func (k *Keeper) each(ctx context.Context, d Downstream, act func(circuit.Circui
 			out = append(out, Outcome{Member: id, Err: circuit.ErrNoCircuit})
 			continue
 		}
-		if teamOf[c.AppID] != d.Team {
+		if d.Team != "" && teamOf[c.AppID] != d.Team {
 			k.leftTeam(d, c, teamOf)
 			out = append(out, Outcome{Member: id, Err: ErrLeftTeam})
 			continue
@@ -315,12 +315,13 @@ func (k *Keeper) Pass(ctx context.Context, _ lease.Fence) error {
 		byID[c.ID()] = c
 	}
 	// A member whose app left the downstream's team is not the
-	// downstream's to count or switch: it is left out of every decision
+	// downstream's to count or switch (an admin's downstream, of no
+	// team, may span teams): it is left out of every decision
 	// (each names it when the downstream acts).
 	for i, d := range ds {
 		ds[i].Members = slices.DeleteFunc(slices.Clone(d.Members), func(id string) bool {
 			c, ok := byID[id]
-			return ok && teamOf[c.AppID] != d.Team
+			return ok && d.Team != "" && teamOf[c.AppID] != d.Team
 		})
 	}
 	// Counting reads the failure window: only for a quorum to check.

@@ -1,6 +1,7 @@
 package funcapp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -81,6 +82,16 @@ func (r *Registry) placeable(ctx context.Context, p auth.Principal, app circuit.
 	return nil, nil
 }
 
+// inScope refuses a change to a team's app that lies outside its team's
+// scopes now (they were narrowed since it was placed): a person may not
+// go on changing it; an admin may, or moves it.
+func (r *Registry) inScope(ctx context.Context, p auth.Principal, app circuit.App) (circuit.ValidationError, error) {
+	if p.Admin() || app.Team == "" {
+		return nil, nil
+	}
+	return r.placeable(ctx, p, app)
+}
+
 // targetField is the field that names an app's target.
 func targetField(app circuit.App) string {
 	if app.Switch == circuit.SwitchLocal {
@@ -131,14 +142,47 @@ func takenError(app circuit.App) circuit.ValidationError {
 	return circuit.ValidationError{{Field: targetField(app), Message: "another app is registered for " + what + ": a target belongs to one app (an admin may move that app to another team)"}}
 }
 
-// ownStores refuses host storage or an Event Hubs namespace that the
-// app's own settings do not name, unless an admin gives it: Fusebox reads
-// and writes them with its own identity, so naming another app's account
-// would hand its checkpoints and queues to whoever named it. Only values
-// given now are checked (nil: unchanged).
+// ownStores refuses, unless an admin gives it, host storage or an Event
+// Hubs namespace that is another team's, or that Fusebox's own identity
+// would reach for the team without the app's settings naming it: Fusebox
+// reads and writes them (checkpoints, queues, the master key), so naming
+// another app's account would hand them to whoever named it. An account
+// or namespace another team's app reads belongs to that team; a
+// connection string carrying a key proves its holder may reach it, and
+// needs the app's settings no more (they may hold a Key Vault
+// reference). Only values given now are checked ("": unchanged).
 func (r *Registry) ownStores(ctx context.Context, p auth.Principal, app circuit.App, hostStorage, eventHubs string) (circuit.ValidationError, error) {
 	if p.Admin() || (hostStorage == "" && eventHubs == "") {
 		return nil, nil
+	}
+	var v circuit.ValidationError
+	if r.Apps != nil {
+		all, err := r.Apps(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, other := range all {
+			if other.ID == app.ID || other.Team == app.Team {
+				continue
+			}
+			if hostStorage != "" && other.HostStorage != "" && sameStore(hostStorage, []string{other.HostStorage}, hostinsight.BlobEndpoint) {
+				v = append(v, circuit.FieldError{Field: "host_storage", Message: "is the host storage of another team's app: a storage account belongs to one team (an admin may set it)"})
+				hostStorage = ""
+			}
+			if eventHubs != "" && other.EventHubs != "" && sameStore(eventHubs, []string{other.EventHubs}, eventhub.Namespace) {
+				v = append(v, circuit.FieldError{Field: "event_hubs", Message: "is a namespace another team's app reads: a namespace belongs to one team (an admin may set it)"})
+				eventHubs = ""
+			}
+		}
+	}
+	if carriesKey(hostStorage) {
+		hostStorage = ""
+	}
+	if carriesKey(eventHubs) {
+		eventHubs = ""
+	}
+	if hostStorage == "" && eventHubs == "" {
+		return v, nil
 	}
 	var settings map[string]string
 	var readErr error
@@ -147,11 +191,10 @@ func (r *Registry) ownStores(ctx context.Context, p auth.Principal, app circuit.
 	} else {
 		settings, readErr = r.AppSettings.Settings(ctx, app)
 	}
-	var v circuit.ValidationError
 	if readErr != nil {
 		// Said in Fusebox's words: the reader's text may be a remote
 		// server's.
-		why := "Fusebox could not read the app's own settings to confirm it is the app's own; an admin may set it"
+		why := "Fusebox could not read the app's own settings to confirm it is the app's own; give a connection string with its key, or ask an admin"
 		if hostStorage != "" {
 			v = append(v, circuit.FieldError{Field: "host_storage", Message: why})
 		}
@@ -162,12 +205,19 @@ func (r *Registry) ownStores(ctx context.Context, p auth.Principal, app circuit.
 	}
 	storages, namespaces := fleet.OwnStores(settings, r.blobSuffix())
 	if hostStorage != "" && !sameStore(hostStorage, storages, hostinsight.BlobEndpoint) {
-		v = append(v, circuit.FieldError{Field: "host_storage", Message: "is not the storage account the app's own AzureWebJobsStorage settings name: Fusebox reads only the app's own host storage (an admin may set another)"})
+		v = append(v, circuit.FieldError{Field: "host_storage", Message: "is not the storage account the app's own AzureWebJobsStorage settings name: Fusebox's identity reads only the app's own host storage (give a connection string with its key, or ask an admin)"})
 	}
 	if eventHubs != "" && !sameStore(eventHubs, namespaces, eventhub.Namespace) {
-		v = append(v, circuit.FieldError{Field: "event_hubs", Message: "is not a namespace the app's own settings connect to: Fusebox reads only the hubs the app consumes (an admin may set another)"})
+		v = append(v, circuit.FieldError{Field: "event_hubs", Message: "is not a namespace the app's own settings connect to: Fusebox's identity reads only the hubs the app consumes (give a connection string with its key, or ask an admin)"})
 	}
 	return v, nil
+}
+
+// carriesKey says a connection string carries a key or signature: its
+// holder may reach the account or namespace without Fusebox's identity.
+func carriesKey(s string) bool {
+	low := strings.ToLower(s)
+	return strings.Contains(low, "accountkey=") || strings.Contains(low, "sharedaccesssignature=") || strings.Contains(low, "sharedaccesskey=")
 }
 
 // sameStore says whether given reaches the account or namespace one of
@@ -225,6 +275,38 @@ func SharedTargets(apps []circuit.App) []string {
 		if ids := by[k]; len(ids) > 1 {
 			out = append(out, Target(apps[slices.IndexFunc(apps, func(a circuit.App) bool { return a.ID == ids[0] })])+": "+strings.Join(ids, ", "))
 		}
+	}
+	return out
+}
+
+// SharedStores lists the storage accounts that apps of different teams
+// read as host storage (an admin set them so): whoever operates one of
+// them may requeue, delete and move the other's work there. A line an
+// account, naming its apps and their teams.
+func SharedStores(apps []circuit.App) []string {
+	by := map[string][]circuit.App{}
+	var keys []string
+	for _, a := range apps {
+		ep, err := hostinsight.BlobEndpoint(a.HostStorage)
+		if a.HostStorage == "" || err != nil {
+			continue
+		}
+		if by[ep] == nil {
+			keys = append(keys, ep)
+		}
+		by[ep] = append(by[ep], a)
+	}
+	var out []string
+	for _, k := range keys {
+		as := by[k]
+		if !slices.ContainsFunc(as, func(a circuit.App) bool { return a.Team != as[0].Team }) {
+			continue
+		}
+		names := make([]string, len(as))
+		for i, a := range as {
+			names[i] = a.ID + " (" + cmp.Or(a.Team, "no team") + ")"
+		}
+		out = append(out, k+": "+strings.Join(names, ", "))
 	}
 	return out
 }

@@ -133,14 +133,15 @@ func TestATargetBelongsToOneApp(t *testing.T) {
 	}
 }
 
-// TestHostStorageIsTheAppsOwn: an operator may name only the storage
-// account and Event Hubs namespace the app's own settings name; an admin
-// may name another.
+// TestHostStorageIsTheAppsOwn: an operator may have Fusebox's identity
+// read only the storage account and Event Hubs namespace the app's own
+// settings name, or one it holds a key of; never an account or namespace
+// another team's app reads; an admin may name any.
 func TestHostStorageIsTheAppsOwn(t *testing.T) {
 	r := scopedRegistry(t)
 	app := localApp(t, "billing-local", "billing")
 	foreign := app
-	foreign.HostStorage, foreign.EventHubs = otherAccount, "Endpoint=sb://other-ns.servicebus.windows.net/;SharedAccessKeyName=l;SharedAccessKey=k"
+	foreign.HostStorage, foreign.EventHubs = otherAccount, "other-ns.servicebus.windows.net"
 	_, err := r.Register(as(t, "billing"), foreign, "bianca")
 	if problemOf(err, "host_storage") == "" || problemOf(err, "event_hubs") == "" {
 		t.Fatalf("another account and namespace: %v; want both refused", err)
@@ -155,5 +156,60 @@ func TestHostStorageIsTheAppsOwn(t *testing.T) {
 	}
 	if _, err := r.UpdateHost(auth.WithPrincipal(t.Context(), auth.Principal{Name: "ada", Role: auth.RoleAdmin}), reg.App, funcapp.HostChange{HostStorage: otherAccount}, "ada"); err != nil {
 		t.Errorf("an admin naming another account: %v", err)
+	}
+
+	orders := localApp(t, "orders-local", "orders")
+	orders.HostStorage = azuriteConn
+	if _, err := r.Register(as(t, "orders"), orders, "oscar"); err != nil {
+		t.Fatal(err)
+	}
+	keyed := localApp(t, "billing-keyed", "billing")
+	keyed.HostStorage = azuriteConn
+	if _, err := r.Register(as(t, "billing"), keyed, "bianca"); !strings.Contains(problemOf(err, "host_storage"), "host storage of another team's app") {
+		t.Errorf("orders' account, with its key: %v; want refused as another team's", err)
+	}
+	keyed.HostStorage = ""
+	keyed.EventHubs = "Endpoint=sb://keyed-ns.servicebus.windows.net/;SharedAccessKeyName=l;SharedAccessKey=k"
+	if _, err := r.Register(as(t, "billing"), keyed, "bianca"); err != nil {
+		t.Errorf("a namespace no app reads, with its key (the settings may hold a Key Vault reference): %v", err)
+	}
+}
+
+// TestNarrowedScopesStopChangesAndAMoveIsNotUndone: once its team's
+// scopes no longer reach an app, its operator may not go on changing it;
+// a change checked while an admin moved the app keeps the move.
+func TestNarrowedScopesStopChangesAndAMoveIsNotUndone(t *testing.T) {
+	r, store, _ := newRegistry(t)
+	billing, _ := teams.ParseScopes(billingSub)
+	ts := []teams.Team{{Name: "billing", Scopes: billing}, {Name: "orders"}}
+	r.Teams = func(context.Context) ([]teams.Team, error) { return ts, nil }
+	r.Apps, r.Targets = store.Apps.List, store.Apps
+	reg, err := r.Register(as(t, "billing"), circuit.App{ID: "billing-prod", Team: "billing", Switch: circuit.SwitchARM, SubscriptionID: billingSub, ResourceGroup: "rg", Site: "s"}, "bianca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts[0].Scopes = nil
+	if _, err := r.UpdateHost(as(t, "billing"), reg.App, funcapp.HostChange{HostID: "billing-host"}, "bianca"); problemOf(err, "site") == "" {
+		t.Errorf("a change to an app its team's scopes no longer reach: %v; want refused naming the scope", err)
+	}
+	ts[0].Scopes = billing
+
+	stale := reg.App
+	if err := store.Apps.SetTeam(t.Context(), stale.ID, "orders"); err != nil {
+		t.Fatal(err)
+	}
+	admin := auth.WithPrincipal(t.Context(), auth.Principal{Name: "ada", Role: auth.RoleAdmin})
+	if _, err := r.UpdateHost(admin, stale, funcapp.HostChange{HostID: "billing-host"}, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.ReplaceKey(admin, stale, "ada"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := store.Apps.Get(t.Context(), stale.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Team != "orders" || got.HostID != "billing-host" {
+		t.Errorf("after a change read before the move: team %q, host id %q; want orders and the change", got.Team, got.HostID)
 	}
 }

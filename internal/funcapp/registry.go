@@ -31,6 +31,7 @@ type (
 	Store interface {
 		Create(ctx context.Context, app circuit.App) error
 		Put(ctx context.Context, app circuit.App) error
+		Get(ctx context.Context, id string) (circuit.App, error)
 	}
 	Channels interface {
 		Check(ctx context.Context, ids []string) error
@@ -201,8 +202,12 @@ func (r *Registry) check(ctx context.Context, app circuit.App) error {
 // and on the others within auth.AppKeyTTL.
 func (r *Registry) ReplaceKey(ctx context.Context, app circuit.App, actor string) (string, error) {
 	key, hash := auth.NewAppKey(app.ID)
-	app.APIKeyHash = hash
-	if err := r.Store.Put(ctx, app); err != nil {
+	fresh, err := r.Store.Get(ctx, app.ID)
+	if err != nil {
+		return "", err
+	}
+	fresh.APIKeyHash = hash
+	if err := r.Store.Put(ctx, fresh); err != nil {
 		return "", err
 	}
 	r.Keys.Forget(app.ID)
@@ -226,6 +231,12 @@ func (r *Registry) UpdateHost(ctx context.Context, app circuit.App, h HostChange
 	p, err := asker(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if v, err := r.inScope(ctx, p, app); err != nil || len(v) > 0 {
+		if err != nil {
+			return nil, err
+		}
+		return nil, v
 	}
 	next, changed, v := r.hostChange(app, h)
 	own, err := r.ownStores(ctx, p, app, h.HostStorage, h.EventHubs)
@@ -260,6 +271,14 @@ func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, acto
 	}
 	if !p.On(app.Team).Allows(auth.RoleOperator) {
 		return nil, circuit.ValidationError{{Field: "team", Message: "the app is not of a team you operate"}}
+	}
+	if s.Team == nil || *s.Team == app.Team {
+		if v, err := r.inScope(ctx, p, app); err != nil || len(v) > 0 {
+			if err != nil {
+				return nil, err
+			}
+			return nil, v
+		}
 	}
 	next, changed, v := r.hostChange(app, s.Host)
 	own, err := r.ownStores(ctx, p, app, s.Host.HostStorage, s.Host.EventHubs)
@@ -367,6 +386,16 @@ func (r *Registry) save(ctx context.Context, app, next circuit.App, changed []st
 	}
 	if len(changed) == 0 {
 		return nil, nil
+	}
+	// The row is written whole: an admin's move of the app made while
+	// this change was checked (an ARM read takes seconds) is kept, not
+	// undone by the team read at the start.
+	if next.Team == app.Team {
+		fresh, err := r.Store.Get(ctx, app.ID)
+		if err != nil {
+			return nil, err
+		}
+		next.Team = fresh.Team
 	}
 	if err := r.Store.Put(ctx, next); err != nil {
 		return nil, err

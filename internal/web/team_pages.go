@@ -52,7 +52,7 @@ func (s *OpsPages) renderTeams(c echo.Context, status int, form views.TeamForm) 
 	if err != nil {
 		return err
 	}
-	m := views.Teams{Page: s.page(c, "Teams", "teams"), Form: form, Shared: funcapp.SharedTargets(apps)}
+	m := views.Teams{Page: s.page(c, "Teams", "teams"), Form: form, Shared: funcapp.SharedTargets(apps), SharedStores: funcapp.SharedStores(apps)}
 	dev := s.Config.Env == config.Development
 	for _, t := range ts {
 		r := views.TeamRow{Name: t.Name, Channels: t.Channels, Apps: appsOf(apps, t.Name)}
@@ -148,7 +148,11 @@ func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
 	if picked == nil {
 		picked = []string{}
 	}
-	err = s.saveTeam(c, f.Name, f.Members, &f.Scopes, splitComma(f.Channels), picked, !editing)
+	var scopes *string // a form without the field (an older page) leaves them
+	if _, ok := form["scopes"]; ok {
+		scopes = &f.Scopes
+	}
+	err = s.saveTeam(c, f.Name, f.Members, scopes, splitComma(f.Channels), picked, !editing)
 	var ve validation.Error
 	if errors.As(err, &ve) {
 		f.Errors = map[string]string{}
@@ -208,6 +212,20 @@ func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, scopesText
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
 		return err
+	}
+	if scopesText != nil {
+		// Scopes narrowed past an app the team keeps would leave it
+		// reachable: move it first.
+		var outside []string
+		for _, a := range apps {
+			keeps := a.Team == name && (picked == nil || slices.Contains(picked, a.ID))
+			if keeps && t.Admits(a, s.Config.Env == config.Development) != nil {
+				outside = append(outside, a.ID)
+			}
+		}
+		if len(outside) > 0 {
+			v = append(v, validation.FieldError{Field: "scopes", Message: "would leave the team's apps " + strings.Join(outside, ", ") + " outside its scopes: include their resource groups, or move them to another team first"})
+		}
 	}
 	for _, id := range picked {
 		i := slices.IndexFunc(apps, func(a circuit.App) bool { return a.ID == id })

@@ -133,7 +133,12 @@ func (s *Intake) recordPing(c echo.Context, job jobs.Job, action string) error {
 	err = s.Pings.Record(c.Request().Context(), job, jobs.Ping{Event: ev, Exit: exit, RunID: rid, At: s.Now(), Body: body})
 	switch {
 	case errors.Is(err, jobs.ErrTooManyRuns):
-		return answer(http.StatusTooManyRequests, fmt.Sprintf("this job already has %d runs in this slot's window: counted on the job, not stored", jobs.MaxRunsPerSlot))
+		// Healthchecks answers every valid ping of a known check OK, and
+		// its crontab idioms (curl -fsS --retry 5) retry anything else
+		// and then fail the script: the ping was taken (counted on the
+		// job), so it is OK, and a header says it was not stored.
+		c.Response().Header().Set(HeaderNotStored, fmt.Sprintf("this job already has %d runs in this slot's window: counted on the job, not stored", jobs.MaxRunsPerSlot))
+		return answer(http.StatusOK, "OK")
 	case errors.Is(err, jobs.ErrLastRunNotSaved):
 		return answer(http.StatusServiceUnavailable, "storage is not answering; the run was stored, its job's last run not yet")
 	case err != nil:
@@ -141,6 +146,11 @@ func (s *Intake) recordPing(c echo.Context, job jobs.Job, action string) error {
 	}
 	return nil
 }
+
+// HeaderNotStored is set on a ping's OK when the ping was counted on its
+// job but not stored as a run (jobs.MaxRunsPerSlot runs in its slot's
+// window already).
+const HeaderNotStored = "X-Fusebox-Not-Stored"
 
 // errAnswered stops a handler whose helper has already answered.
 var errAnswered = errors.New("web: answered")

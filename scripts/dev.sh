@@ -59,8 +59,11 @@ export FUSEBOX_API_TOKENS="${FUSEBOX_API_TOKENS:+$FUSEBOX_API_TOKENS,}$demo_toke
 # public secret (demo.AlertsSecret): never one for Azure.
 export FUSEBOX_AZURE_ALERTS_SECRET=demo-alerts-secret-not-for-azure-0123456789
 # The secure webhook: tokens signed by the demo's stand-in tenant, whose
-# keys the demo host serves (demo.AlertSigner; its page posts the alert).
+# keys the demo host serves (demo.AlertSigner; its page posts the alert),
+# taken only from the action groups' application with the app role, as in
+# Azure (a tenant without either does not start).
 export FUSEBOX_AZURE_ALERTS_TENANT=5e1f0c2a-0d7b-4f3e-9c1a-6b8d2e4f7a90 FUSEBOX_AZURE_ALERTS_AUDIENCE=api://fusebox-demo-alerts
+export FUSEBOX_AZURE_ALERTS_APPID=461e8683-5575-4561-ac7f-899cc907d62a FUSEBOX_AZURE_ALERTS_ROLE=ActionGroupsSecureWebhook
 export FUSEBOX_AZURE_ALERTS_KEYS_URL=http://127.0.0.1:7072/alerts/keys
 # Mail goes to maildev; its web UI shows every message.
 export FUSEBOX_SMTP_HOST=127.0.0.1 FUSEBOX_SMTP_PORT=1025 FUSEBOX_SMTP_TLS=none FUSEBOX_MAIL_FROM=fusebox@localhost

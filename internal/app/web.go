@@ -97,5 +97,5 @@ func alertTokens(cfg *config.Config, out reach, o Options) web.AlertTokenVerifie
 	if e == nil {
 		return nil
 	}
-	return &azalerts.Verifier{Issuer: e.Issuer, Audience: e.Audience, Tenant: e.Tenant, Role: e.Role, KeysURL: e.KeysURL, Client: out.keys, Now: o.Clock.Now}
+	return &azalerts.Verifier{Issuer: e.Issuer, Audience: e.Audience, Tenant: e.Tenant, Role: e.Role, AppID: e.AppID, KeysURL: e.KeysURL, Client: out.keys, Now: o.Clock.Now}
 }

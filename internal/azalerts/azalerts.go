@@ -40,9 +40,14 @@ const (
 
 // Alert is what Fusebox keeps of one notification: its essentials.
 type Alert struct {
-	ID        string // alertId: the alert instance, Fired and Resolved alike
-	RuleID    string // alertRuleID: the rule's ARM id, when the payload has it
-	Rule      string // alertRule: the rule's name
+	ID     string // alertId: the alert instance, Fired and Resolved alike
+	RuleID string // alertRuleID: the rule's ARM id, when the payload has it
+	Rule   string // alertRule: the rule's name
+	// Ref is what the payload says of its rule besides RuleID (which
+	// Azure's published samples do not carry): its name, subscription and,
+	// for a metric alert, resource group and type. Read from the payload
+	// to match the rule by (Match); not kept.
+	Ref       RuleRef
 	Severity  string // Sev0 … Sev4
 	Signal    string // Metric, Log, Activity Log, …
 	Condition string // Fired or Resolved
@@ -79,6 +84,7 @@ type payload struct {
 			MonitorCondition  string   `json:"monitorCondition"`
 			MonitoringService string   `json:"monitoringService"`
 			AlertTargetIDs    []string `json:"alertTargetIDs"`
+			OriginAlertID     string   `json:"originAlertId"`
 			FiredDateTime     string   `json:"firedDateTime"`
 			ResolvedDateTime  string   `json:"resolvedDateTime"`
 			Description       string   `json:"description"`
@@ -119,6 +125,7 @@ func Parse(body []byte) (Alert, error) {
 	case len(e.AlertTargetIDs) > MaxTargets:
 		return Alert{}, Error{fmt.Sprintf("essentials.alertTargetIDs names %d resources; at most %d are taken", len(e.AlertTargetIDs), MaxTargets)}
 	}
+	a.Ref = refOf(a.ID, a.Rule, e.OriginAlertID)
 	for _, f := range []*string{&a.Severity, &a.Signal, &a.Service} {
 		if !text(*f, MaxRule) {
 			*f = "" // shown as not said, never as sent
@@ -174,9 +181,13 @@ func when(s string) (time.Time, error) {
 	return t.UTC(), nil
 }
 
-// Received is an alert, when Fusebox took it, and the circuits it tripped.
+// Received is an alert, when Fusebox took it, and what it did: the rule
+// it was matched to, the circuits it tripped, and how it matched or why it
+// acted on nothing.
 type Received struct {
 	Alert
 	At      time.Time
 	Tripped []string
+	Matched string // a rule id; empty: none (or not recorded)
+	Note    string
 }

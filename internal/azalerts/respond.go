@@ -16,7 +16,11 @@ import (
 const Actor = "Azure Monitor"
 
 // Responder acts on an alert: a "Fired" alert trips every circuit that
-// names its rule and is closed. "Resolved" never resumes: it starts a
+// names its rule and is closed. Its rule is its alertRuleID or, when it
+// carries none (Azure's published samples do not), the one rule a circuit
+// or downstream names that fits its name, subscription and, for a metric
+// alert, resource group and type (Match); an alert that fits two rules
+// acts on neither. "Resolved" never resumes: it starts a
 // half-open trial of the circuits that rule's Fired tripped (and nobody
 // since), whose own counts then decide whether they close.
 //
@@ -48,22 +52,77 @@ type Keeper interface {
 // it to find what that rule tripped.
 func firedReason(a Alert) string { return "alert rule " + a.Rule + " fired" }
 
-// Respond trips what a "Fired" alert names, or tries what the rule tripped
-// when it is "Resolved", and returns the circuits it changed. One circuit
-// that cannot be changed stops no other; their errors are joined.
-func (r Responder) Respond(ctx context.Context, a Alert) ([]string, error) {
-	if a.RuleID == "" {
-		return nil, nil
+// Outcome is what an alert did: the rule it was taken as, what it acted
+// on, and in words how it matched or why it acted on nothing.
+type Outcome struct {
+	Rule  string   // a rule id; empty: it matched none
+	Acted []string // tripped or throttled on Fired, put on trial on Resolved
+	Note  string
+}
+
+// Respond trips what a "Fired" alert's rule names, or tries what the rule
+// tripped when it is "Resolved", and says what it changed. The rule is the
+// alert's alertRuleID, or the one rule named by a circuit or downstream
+// that fits what the alert says of it (Match). One circuit that cannot be
+// changed stops no other; their errors are joined.
+func (r Responder) Respond(ctx context.Context, a Alert) (Outcome, error) {
+	var errs []error
+	ds, err := r.listDownstreams(ctx)
+	if err != nil {
+		// Downstreams that cannot be read keep no circuit from acting on
+		// its own rule; the error is returned with what acted.
+		errs = append(errs, err)
+	}
+	cs, err := r.Circuits(ctx)
+	if err != nil {
+		return Outcome{Note: "the circuits could not be read"}, errors.Join(append(errs, err)...)
+	}
+	m := Match(a, named(cs, ds))
+	out := Outcome{Rule: m.Rule, Note: m.Note}
+	if m.Rule == "" {
+		return out, errors.Join(errs...)
 	}
 	if a.Condition == Resolved {
-		return r.tryResolved(ctx, a)
+		out.Acted, err = r.tryResolved(ctx, a, m.Rule, cs, ds)
+	} else {
+		out.Acted, err = r.fired(ctx, a, m.Rule, cs, ds)
 	}
+	return out, errors.Join(append(errs, err)...)
+}
+
+// named is every rule id the circuits and downstreams name.
+func named(cs []circuit.Circuit, ds []downstream.Downstream) []string {
+	var ids []string
+	for _, c := range cs {
+		for _, r := range c.AlertRules {
+			id, _ := circuit.RuleAction(r)
+			ids = append(ids, id)
+		}
+	}
+	for _, d := range ds {
+		for _, r := range d.Rules {
+			ids = append(ids, r.ID)
+		}
+	}
+	return ids
+}
+
+func (r Responder) listDownstreams(ctx context.Context) ([]downstream.Downstream, error) {
+	if r.Downstreams == nil || r.Keeper == nil {
+		return nil, nil
+	}
+	return r.Downstreams(ctx)
+}
+
+// fired trips (or throttles) what names the rule: the downstreams first,
+// then the circuits, read again when a downstream changed its members.
+func (r Responder) fired(ctx context.Context, a Alert, rule string, cs []circuit.Circuit, ds []downstream.Downstream) ([]string, error) {
 	reason := firedReason(a)
 	if a.Description != "" {
 		reason += ": " + a.Description
 	}
-	acted, errs := r.downstreams(ctx, a, func(d downstream.Downstream, rule downstream.Rule) ([]downstream.Outcome, bool, error) {
-		if rule.Action == downstream.ActionThrottle {
+	acted, errs := r.downstreams(ds, rule, func(d downstream.Downstream, dr downstream.Rule) ([]downstream.Outcome, bool, error) {
+		if dr.Action == downstream.ActionThrottle {
 			_, out, err := r.Keeper.Throttle(ctx, d.Name, Actor, reason)
 			return out, err == nil, err
 		}
@@ -73,13 +132,16 @@ func (r Responder) Respond(ctx context.Context, a Alert) ([]string, error) {
 		_, out, err := r.Keeper.Trip(ctx, d.Name, Actor, reason)
 		return out, err == nil, err
 	})
-	cs, err := r.Circuits(ctx)
-	if err != nil {
-		return acted, errors.Join(append(errs, err)...)
+	if anyNames(ds, rule) {
+		// What a downstream did to its members is read, not assumed.
+		var err error
+		if cs, err = r.Circuits(ctx); err != nil {
+			return acted, errors.Join(append(errs, err)...)
+		}
 	}
 	var tripped []string
 	for _, c := range cs {
-		action, ok := c.AlertRuleAction(a.RuleID)
+		action, ok := c.AlertRuleAction(rule)
 		if !ok || c.State.TriggerOff() || c.State == circuit.Throttled {
 			continue
 		}
@@ -102,24 +164,22 @@ func (r Responder) Respond(ctx context.Context, a Alert) ([]string, error) {
 	return append(acted, tripped...), errors.Join(errs...)
 }
 
-// downstreams calls act on each downstream naming the alert's rule, and
-// lists what acted ("downstream:<name>", then the members it changed).
-func (r Responder) downstreams(ctx context.Context, a Alert, act func(downstream.Downstream, downstream.Rule) ([]downstream.Outcome, bool, error)) ([]string, []error) {
-	if r.Downstreams == nil || r.Keeper == nil {
-		return nil, nil
-	}
-	ds, err := r.Downstreams(ctx)
-	if err != nil {
-		return nil, []error{err}
-	}
+// anyNames says a downstream names the rule.
+func anyNames(ds []downstream.Downstream, rule string) bool {
+	return slices.ContainsFunc(ds, func(d downstream.Downstream) bool { _, ok := d.RuleFor(rule); return ok })
+}
+
+// downstreams calls act on each downstream naming the rule, and lists what
+// acted ("downstream:<name>", then the members it changed).
+func (r Responder) downstreams(ds []downstream.Downstream, rule string, act func(downstream.Downstream, downstream.Rule) ([]downstream.Outcome, bool, error)) ([]string, []error) {
 	var acted []string
 	var errs []error
 	for _, d := range ds {
-		rule, ok := d.RuleFor(a.RuleID)
+		dr, ok := d.RuleFor(rule)
 		if !ok {
 			continue
 		}
-		out, did, err := act(d, rule)
+		out, did, err := act(d, dr)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("downstream %s: %w", d.Name, err))
 			continue
@@ -141,21 +201,24 @@ func (r Responder) downstreams(ctx context.Context, a Alert, act func(downstream
 // tryResolved starts a trial of each circuit naming the rule that is still
 // off from that rule's Fired: not one a person tripped, or that opened on
 // its own counts since.
-func (r Responder) tryResolved(ctx context.Context, a Alert) ([]string, error) {
-	acted, errs := r.downstreams(ctx, a, func(d downstream.Downstream, _ downstream.Rule) ([]downstream.Outcome, bool, error) {
+func (r Responder) tryResolved(ctx context.Context, a Alert, rule string, cs []circuit.Circuit, ds []downstream.Downstream) ([]string, error) {
+	acted, errs := r.downstreams(ds, rule, func(d downstream.Downstream, _ downstream.Rule) ([]downstream.Outcome, bool, error) {
 		if !d.State.Off() || !strings.HasPrefix(d.Reason, firedReason(a)) {
 			return nil, false, nil
 		}
 		_, out, err := r.Keeper.Resolved(ctx, d.Name, Actor, fmt.Sprintf("alert rule %s resolved", a.Rule))
 		return out, err == nil, err
 	})
-	cs, err := r.Circuits(ctx)
-	if err != nil {
-		return acted, errors.Join(append(errs, err)...)
+	if anyNames(ds, rule) {
+		// What a downstream did to its members is read, not assumed.
+		var err error
+		if cs, err = r.Circuits(ctx); err != nil {
+			return acted, errors.Join(append(errs, err)...)
+		}
 	}
 	var tried []string
 	for _, c := range cs {
-		if !c.NamesAlertRule(a.RuleID) || c.State != circuit.ForcedOpen || !strings.HasPrefix(c.Reason, firedReason(a)) || c.Downstream != "" {
+		if !c.NamesAlertRule(rule) || c.State != circuit.ForcedOpen || !strings.HasPrefix(c.Reason, firedReason(a)) || c.Downstream != "" {
 			continue
 		}
 		if c.Probe.URL != "" && r.Keeper != nil {

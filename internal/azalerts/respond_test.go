@@ -3,6 +3,7 @@ package azalerts_test
 import (
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/fusebox/fusebox/internal/azalerts"
@@ -68,9 +69,13 @@ func TestWhatEachRuleDoes(t *testing.T) {
 		},
 		Keeper: k,
 	}
-	acted, err := r.Respond(t.Context(), azalerts.Alert{RuleID: dbRule, Rule: "db-dtu", Condition: azalerts.Fired})
+	out, err := r.Respond(t.Context(), azalerts.Alert{RuleID: dbRule, Rule: "db-dtu", Condition: azalerts.Fired})
 	if err != nil {
 		t.Fatal(err)
+	}
+	acted := out.Acted
+	if out.Rule != dbRule || out.Note != "matched by its rule id (alertRuleID)" {
+		t.Errorf("matched %q, saying %q; want its alertRuleID", out.Rule, out.Note)
 	}
 	if !slices.Equal(k.calls, []string{"trip inventory-db", "throttle search"}) {
 		t.Errorf("asked of downstreams: %v", k.calls)
@@ -86,4 +91,63 @@ func TestWhatEachRuleDoes(t *testing.T) {
 func withSettings(s circuit.Settings, rules ...string) circuit.Settings {
 	s.AlertRules = rules
 	return s
+}
+
+// Azure's published samples carry no alertRuleID, as Azure sends them: the
+// metric alert trips the circuit naming its rule by name in its
+// subscription and resource group (and not one of that name in another
+// group); the activity log alert, fitting two rules of its name in its
+// subscription, trips neither and says so; the common schema's Resolved
+// sample, whose alertId names no subscription, puts on trial the circuit
+// its rule's Fired tripped. Each is read as published.
+func TestThePublishedSamplesActOnTheRuleTheyName(t *testing.T) {
+	const sub = "/subscriptions/11111111-1111-1111-1111-111111111111"
+	metricRule := sub + "/resourceGroups/test-rg/providers/Microsoft.Insights/metricAlerts/test-metricAlertRule" // as a person spelled it
+	activityRule := sub + "/resourceGroups/test-RG/providers/microsoft.insights/activityLogAlerts/test-activityLogAlertRule"
+	wcus := "/subscriptions/3f2d4487-b0fc-4125-8bd5-7ad17384221e/resourceGroups/PipeLineAlertRG/providers/microsoft.insights/metricAlerts/WCUS-R2-Gen2"
+	closed := func(app, fn string, rules ...string) circuit.Circuit {
+		return circuit.Circuit{AppID: app, Function: fn, State: circuit.Closed, Settings: withSettings(circuit.Settings{Threshold: 10}, rules...)}
+	}
+	offByWCUS := closed("vm", "Render", wcus)
+	offByWCUS.State, offByWCUS.Reason = circuit.ForcedOpen, "alert rule WCUS-R2-Gen2 fired"
+	for _, tc := range []struct {
+		file           string
+		circuits       []circuit.Circuit
+		acted          []string
+		rule, says     string
+		tripped, tried []string
+	}{
+		{"test-action-metric-static.json", []circuit.Circuit{
+			closed("storage", "Ingest", metricRule),
+			closed("storage", "Elsewhere", strings.Replace(metricRule, "test-rg", "other-rg", 1)),
+		}, []string{"storage/Ingest"}, metricRule, "carries no rule id: matched", []string{"storage/Ingest"}, nil},
+		{"test-action-activity-log-administrative.json", []circuit.Circuit{
+			closed("vm", "Restart", activityRule),
+			closed("vm", "Other", strings.Replace(activityRule, "test-RG", "other-RG", 1)),
+		}, nil, "", "matches more than one rule: ", nil, nil},
+		{"alerts-common-schema-sample.json", []circuit.Circuit{offByWCUS}, []string{"vm/Render"}, wcus, "carries no rule id: matched", nil, []string{"vm/Render"}},
+	} {
+		var tripped, tried []string
+		r := azalerts.Responder{
+			Circuits: func(context.Context) ([]circuit.Circuit, error) { return tc.circuits, nil },
+			Trip: func(_ context.Context, app, fn, _, _ string) (circuit.Circuit, error) {
+				tripped = append(tripped, app+"/"+fn)
+				return circuit.Circuit{}, nil
+			},
+			Trial: func(_ context.Context, app, fn, _, _ string) (circuit.Circuit, error) {
+				tried = append(tried, app+"/"+fn)
+				return circuit.Circuit{}, nil
+			},
+		}
+		out, err := r.Respond(t.Context(), published(t, tc.file))
+		if err != nil {
+			t.Fatalf("%s: %v", tc.file, err)
+		}
+		if !slices.Equal(out.Acted, tc.acted) || out.Rule != tc.rule || !strings.HasPrefix(out.Note, tc.says) {
+			t.Errorf("%s: acted on %v as %q saying %q; want %v as %q saying %q…", tc.file, out.Acted, out.Rule, out.Note, tc.acted, tc.rule, tc.says)
+		}
+		if !slices.Equal(tripped, tc.tripped) || !slices.Equal(tried, tc.tried) {
+			t.Errorf("%s: tripped %v, tried %v; want %v, %v", tc.file, tripped, tried, tc.tripped, tc.tried)
+		}
+	}
 }

@@ -618,14 +618,21 @@ func normalizeConnectionString(cs string) (string, error) {
 }
 
 // AzureAlertsEntra is what an action group's secure webhook token must
-// say: issued by the tenant for Fusebox's app registration.
+// say: issued by the tenant for Fusebox's app registration, to the action
+// groups' service principal (the app role it was given, the application
+// it is, or both: at least one, or any service principal of the tenant
+// could post alerts).
 type AzureAlertsEntra struct {
-	Tenant, Audience, Issuer, KeysURL, Role string
+	Tenant, Audience, Issuer, KeysURL string
+	// Role is an app role the token must carry; AppID the caller's
+	// application id it must name (appid, or azp in v2 tokens).
+	Role, AppID string
 }
 
 func (r *reader) azureAlertsEntra() *AzureAlertsEntra {
 	e := &AzureAlertsEntra{Tenant: r.str("FUSEBOX_AZURE_ALERTS_TENANT", ""), Audience: r.str("FUSEBOX_AZURE_ALERTS_AUDIENCE", ""),
-		Issuer: r.str("FUSEBOX_AZURE_ALERTS_ISSUER", ""), KeysURL: r.str("FUSEBOX_AZURE_ALERTS_KEYS_URL", ""), Role: r.str("FUSEBOX_AZURE_ALERTS_ROLE", "")}
+		Issuer: r.str("FUSEBOX_AZURE_ALERTS_ISSUER", ""), KeysURL: r.str("FUSEBOX_AZURE_ALERTS_KEYS_URL", ""), Role: r.str("FUSEBOX_AZURE_ALERTS_ROLE", ""),
+		AppID: r.str("FUSEBOX_AZURE_ALERTS_APPID", "")}
 	if e.Tenant == "" && e.Audience == "" {
 		return nil
 	}
@@ -635,6 +642,15 @@ func (r *reader) azureAlertsEntra() *AzureAlertsEntra {
 		return nil
 	case !guidPattern.MatchString(e.Tenant):
 		r.fail("FUSEBOX_AZURE_ALERTS_TENANT", "must be the tenant's id, a GUID, got %q", e.Tenant)
+		return nil
+	case e.Role == "" && e.AppID == "":
+		// Any service principal of the tenant can get a token for the
+		// audience: the caller must be pinned, by role or application.
+		r.fail("FUSEBOX_AZURE_ALERTS_ROLE", "or FUSEBOX_AZURE_ALERTS_APPID must be set with FUSEBOX_AZURE_ALERTS_TENANT, or any service principal of the tenant could post alerts that trip circuits: "+
+			"set FUSEBOX_AZURE_ALERTS_APPID=%s (Azure Monitor's action groups' application, AzNS AAD Webhook) and/or FUSEBOX_AZURE_ALERTS_ROLE to the app role you assigned to it (such as ActionGroupsSecureWebhook)", azureActionGroupsAppID)
+		return nil
+	case e.AppID != "" && !guidPattern.MatchString(e.AppID):
+		r.fail("FUSEBOX_AZURE_ALERTS_APPID", "must be the calling application's id, a GUID (Azure Monitor's action groups': %s), got %q", azureActionGroupsAppID, e.AppID)
 		return nil
 	}
 	if e.Issuer == "" {
@@ -648,6 +664,11 @@ func (r *reader) azureAlertsEntra() *AzureAlertsEntra {
 	}
 	return e
 }
+
+// azureActionGroupsAppID is the application Azure Monitor's action groups
+// send secure webhooks as (azalerts.ActionGroupsAppID), named in the
+// advice of a configuration that pins no caller.
+const azureActionGroupsAppID = "461e8683-5575-4561-ac7f-899cc907d62a"
 
 var guidPattern = regexp.MustCompile(`^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 

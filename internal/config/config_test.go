@@ -87,6 +87,13 @@ func TestEveryProblemIsNamed(t *testing.T) {
 			[]string{"FUSEBOX_AZURE_ALERTS_TENANT: and FUSEBOX_AZURE_ALERTS_AUDIENCE are set together", "FUSEBOX_AZURE_ALERTS_SECRET: must be 32 to 128"}},
 		{"Azure alerts of no tenant", map[string]string{"FUSEBOX_AZURE_ALERTS_TENANT": "contoso", "FUSEBOX_AZURE_ALERTS_AUDIENCE": "api://fusebox"},
 			[]string{"FUSEBOX_AZURE_ALERTS_TENANT: must be the tenant's id, a GUID"}},
+		// Any service principal of the tenant can get a token for the
+		// audience: a secure webhook that pins no caller does not start.
+		{"Azure alerts from anyone of the tenant", map[string]string{"FUSEBOX_AZURE_ALERTS_TENANT": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b", "FUSEBOX_AZURE_ALERTS_AUDIENCE": "api://fusebox"},
+			[]string{"FUSEBOX_AZURE_ALERTS_ROLE: or FUSEBOX_AZURE_ALERTS_APPID must be set with FUSEBOX_AZURE_ALERTS_TENANT", "any service principal of the tenant",
+				"set FUSEBOX_AZURE_ALERTS_APPID=461e8683-5575-4561-ac7f-899cc907d62a"}},
+		{"Azure alerts from no application", map[string]string{"FUSEBOX_AZURE_ALERTS_TENANT": "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b", "FUSEBOX_AZURE_ALERTS_AUDIENCE": "api://fusebox",
+			"FUSEBOX_AZURE_ALERTS_APPID": "action-groups"}, []string{`FUSEBOX_AZURE_ALERTS_APPID: must be the calling application's id, a GUID`}},
 		{"bad team member", map[string]string{"FUSEBOX_TEAM_MEMBERS": "billing:admin:g-1,Orders:viewer:g-2,orders:viewer"},
 			[]string{"entry 1 (billing): a role on a team is viewer or operator", `entry 2: "Orders" is not a team's name`, "entry 3 must be team:role:who"}},
 		{"duplicate user", map[string]string{"FUSEBOX_LOCAL_USERS": "alice:viewer:" + hash + ",Alice:operator:" + hash}, []string{"listed twice"}},
@@ -208,5 +215,32 @@ func TestProductionNeedsHTTPSAndAClosedMetricsPage(t *testing.T) {
 				t.Errorf("BaseURL %s, want %s", cfg.BaseURL, c.wantURL)
 			}
 		})
+	}
+}
+
+// A secure webhook pinned to its caller by application, by role, or both,
+// starts, and keeps what it was given.
+func TestASecureWebhookPinnedToItsCallerStarts(t *testing.T) {
+	for name, pin := range map[string]map[string]string{
+		"application": {"FUSEBOX_AZURE_ALERTS_APPID": "461e8683-5575-4561-ac7f-899cc907d62a"},
+		"role":        {"FUSEBOX_AZURE_ALERTS_ROLE": "ActionGroupsSecureWebhook"},
+		"both":        {"FUSEBOX_AZURE_ALERTS_APPID": "461e8683-5575-4561-ac7f-899cc907d62a", "FUSEBOX_AZURE_ALERTS_ROLE": "ActionGroupsSecureWebhook"},
+	} {
+		kv := valid()
+		kv["FUSEBOX_AZURE_ALERTS_TENANT"], kv["FUSEBOX_AZURE_ALERTS_AUDIENCE"] = "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b", "api://fusebox"
+		for k, v := range pin {
+			kv[k] = v
+		}
+		c, err := config.Load(env(kv))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		e := c.AzureAlertsEntra
+		want := config.AzureAlertsEntra{Tenant: "6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b", Audience: "api://fusebox", Issuer: "https://sts.windows.net/6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b/",
+			KeysURL: "https://login.microsoftonline.com/6a1f0c2e-3b4d-4e5f-8a9b-0c1d2e3f4a5b/discovery/v2.0/keys", Role: pin["FUSEBOX_AZURE_ALERTS_ROLE"], AppID: pin["FUSEBOX_AZURE_ALERTS_APPID"]}
+		if e == nil || *e != want {
+			t.Errorf("%s: %+v, want %+v", name, e, want)
+		}
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+
+	"github.com/fusebox/fusebox/internal/azalerts"
 )
 
 // AlertsSecret is the demo's action-group webhook secret. It is public, in
@@ -88,9 +90,14 @@ func postAlert(ctx context.Context, url, token string, payload []byte) (int, str
 // page posts the orders store's alert with a token it signs, as Azure
 // Monitor's action group does with the tenant's. Its key is the demo's,
 // kept in .dev: it must never be trusted outside the demo.
+//
+// Its tokens name the caller as Azure's do: the action groups' application
+// (appid, azalerts.ActionGroupsAppID) holding the app role AlertRole, which
+// `make run` pins (FUSEBOX_AZURE_ALERTS_APPID, _ROLE).
 const (
 	AlertTenant   = "5e1f0c2a-0d7b-4f3e-9c1a-6b8d2e4f7a90"
 	AlertAudience = "api://fusebox-demo-alerts"
+	AlertRole     = "ActionGroupsSecureWebhook"
 	AlertKeysPath = "/alerts/keys"
 	alertKeyID    = "fusebox-demo-alerts"
 )
@@ -141,7 +148,8 @@ func (s *AlertSigner) Keys(w http.ResponseWriter, _ *http.Request) {
 // action group's secure webhook is sent one (v1 issuer), valid an hour.
 func (s *AlertSigner) Token(now time.Time) (string, error) {
 	return jwt.Signed(s.signer).Claims(map[string]any{
-		"iss": "https://sts.windows.net/" + AlertTenant + "/", "aud": AlertAudience, "tid": AlertTenant,
+		"iss": "https://sts.windows.net/" + AlertTenant + "/", "aud": AlertAudience, "tid": AlertTenant, "ver": "1.0",
+		"appid": azalerts.ActionGroupsAppID, "roles": []string{AlertRole},
 		"sub": "azure-monitor-action-group", "iat": now.Unix(), "nbf": now.Add(-time.Minute).Unix(), "exp": now.Add(time.Hour).Unix(),
 	}).Serialize()
 }

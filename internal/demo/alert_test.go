@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/fusebox/fusebox/internal/apptest"
+	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 )
@@ -66,7 +67,7 @@ func TestTheDemoHostPostsTheAlertSignedAsATenant(t *testing.T) {
 	host := httptest.NewServer(&demo.Host{Alerts: alerts})
 	t.Cleanup(host.Close)
 	srv := apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_TENANT": demo.AlertTenant, "FUSEBOX_AZURE_ALERTS_AUDIENCE": demo.AlertAudience,
-		"FUSEBOX_AZURE_ALERTS_KEYS_URL": host.URL + demo.AlertKeysPath})
+		"FUSEBOX_AZURE_ALERTS_KEYS_URL": host.URL + demo.AlertKeysPath, "FUSEBOX_AZURE_ALERTS_ROLE": demo.AlertRole, "FUSEBOX_AZURE_ALERTS_APPID": azalerts.ActionGroupsAppID})
 	alerts.Fusebox, alerts.Now = srv.URL, srv.Clock.Now
 	ctx := t.Context()
 	if err := demo.Seed(ctx, srv.App.Store, dir+"/local.settings.json", srv.Clock.Now()); err != nil {

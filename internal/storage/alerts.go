@@ -41,6 +41,8 @@ type alertRow struct {
 	Description     string
 	Received        time.Time
 	Tripped         string // comma-separated app/function: what it tripped
+	Matched         string // the rule id it was matched to; empty: none
+	Note            string // how it matched, or why it acted on nothing
 }
 
 func (r alertRow) alert() (azalerts.Received, error) {
@@ -53,7 +55,7 @@ func (r alertRow) alert() (azalerts.Received, error) {
 		len(r.AlertID) > azalerts.MaxID || len(r.Rule) > azalerts.MaxRule || len(r.Description) > azalerts.MaxDescription || a.Fired.IsZero() {
 		return azalerts.Received{}, fmt.Errorf("storage: alert %s: not a received alert's row", r.RowKey)
 	}
-	return azalerts.Received{Alert: a, At: r.Received, Tripped: commaList(r.Tripped)}, nil
+	return azalerts.Received{Alert: a, At: r.Received, Tripped: commaList(r.Tripped), Matched: r.Matched, Note: r.Note}, nil
 }
 
 // Add stores a received alert; false when this alert in this condition
@@ -72,17 +74,22 @@ func (s *Alerts) Add(ctx context.Context, a azalerts.Alert, received time.Time) 
 	return true, nil
 }
 
-// alertTripped is the merge that records what an alert tripped: its one
-// column (a merge writes every string of its struct).
-type alertTripped struct {
+// alertOutcome is the merge that records what an alert did: its columns
+// (a merge writes every string of its struct).
+type alertOutcome struct {
 	tablestore.Meta
-	Tripped string
+	Tripped, Matched, Note string
 }
 
-// SetTripped records the circuits a received alert tripped.
-func (s *Alerts) SetTripped(ctx context.Context, a azalerts.Alert, tripped []string) error {
-	return s.table.Merge(ctx, &alertTripped{Meta: tablestore.Meta{PartitionKey: a.Fired.UTC().Format("2006-01"), RowKey: a.Key(), ETag: tablestore.AnyETag},
-		Tripped: strings.Join(tripped, ",")})
+// SetOutcome records what a received alert did: the rule it matched, the
+// circuits it acted on, and how it matched or why it acted on nothing.
+func (s *Alerts) SetOutcome(ctx context.Context, a azalerts.Alert, o azalerts.Outcome) error {
+	err := s.table.Merge(ctx, &alertOutcome{Meta: tablestore.Meta{PartitionKey: a.Fired.UTC().Format("2006-01"), RowKey: a.Key(), ETag: tablestore.AnyETag},
+		Tripped: strings.Join(o.Acted, ","), Matched: o.Rule, Note: o.Note})
+	if err != nil {
+		return fmt.Errorf("storage: alert %s: record its outcome: %w", a.Key(), err)
+	}
+	return nil
 }
 
 // Recent lists the alerts that fired last month, this month or (by a

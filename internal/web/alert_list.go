@@ -19,7 +19,7 @@ func (s *OpsPages) alertList(c echo.Context) error {
 	m := views.Alerts{Page: s.page(c, "Alerts", "alerts"), Off: s.Config.AzureAlertsSecret == ""}
 	for _, a := range as {
 		m.Rows = append(m.Rows, views.AlertRow{Rule: a.Rule, RuleID: a.RuleID, Severity: a.Severity, Signal: a.Signal, Condition: a.Condition,
-			Service: a.Service, Description: a.Description, Targets: a.Targets, Fired: a.Fired, Resolved: a.Resolved, Received: a.At, Tripped: a.Tripped})
+			Service: a.Service, Description: a.Description, Targets: a.Targets, Fired: a.Fired, Resolved: a.Resolved, Received: a.At, Tripped: a.Tripped, Note: a.Note})
 	}
 	return render(c, http.StatusOK, views.AlertsPage(m))
 }
@@ -39,6 +39,8 @@ type alertJSON struct {
 	Description string     `json:"description,omitempty"`
 	Received    time.Time  `json:"received_at"`
 	Tripped     []string   `json:"acted_on"` // tripped on Fired, tried on Resolved
+	Matched     string     `json:"matched_rule,omitempty"`
+	Note        string     `json:"note,omitempty"`
 }
 
 // apiAlertList lists the received alerts, newest first.
@@ -52,7 +54,7 @@ func (s *OpsPages) apiAlertList(c echo.Context) error {
 	}{Alerts: []alertJSON{}}
 	for _, a := range as {
 		j := alertJSON{ID: a.ID, Rule: a.Rule, RuleID: a.RuleID, Severity: a.Severity, Signal: a.Signal, Condition: a.Condition, Service: a.Service,
-			Targets: nonNil(a.Targets), Fired: a.Fired, Description: a.Description, Received: a.At, Tripped: nonNil(a.Tripped)}
+			Targets: nonNil(a.Targets), Fired: a.Fired, Description: a.Description, Received: a.At, Tripped: nonNil(a.Tripped), Matched: a.Matched, Note: a.Note}
 		if !a.Resolved.IsZero() {
 			j.Resolved = &a.Resolved
 		}

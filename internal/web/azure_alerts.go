@@ -18,7 +18,8 @@ import (
 // constant time before the body is read. A wrong secret, or none
 // configured, answers as a path that names nothing. The alert is kept and
 // shown on the Alerts page; a "Fired" alert trips the circuits that name
-// its rule (azalerts.Responder), once: a retry of it changes nothing.
+// its rule (azalerts.Responder), once: a retry of it changes nothing. The
+// answer and the Alerts page say which rule it matched, or why none.
 func (s *Intake) azureAlert(c echo.Context) error {
 	want := []byte(s.Config.AzureAlertsSecret.Reveal())
 	if len(want) == 0 || subtle.ConstantTimeCompare([]byte(c.Param("secret")), want) != 1 {
@@ -29,7 +30,8 @@ func (s *Intake) azureAlert(c echo.Context) error {
 
 // azureAlertSecure takes a secure webhook's alert at /hooks/azure-monitor:
 // its Entra ID token is verified (signature against the tenant's keys,
-// issuer, audience, tenant, life, role) before the body is read.
+// issuer, audience, tenant, life, and the caller's role or application)
+// before the body is read.
 func (s *Intake) azureAlertSecure(c echo.Context) error {
 	if s.AlertTokens == nil {
 		return echo.NewHTTPError(http.StatusNotFound)
@@ -74,11 +76,11 @@ func (s *Intake) takeAlert(c echo.Context) error {
 	// row is written, and a retry would find it received already.
 	ctx, cancel := detached(c)
 	defer cancel()
-	tripped, terr := s.AlertResponder.Respond(ctx, a)
-	if len(tripped) > 0 {
-		if err := s.Alerts.SetTripped(ctx, a, tripped); err != nil {
-			return err
-		}
+	out, terr := s.AlertResponder.Respond(ctx, a)
+	// The Alerts page says what it matched, or why nothing, as the answer
+	// does.
+	if err := s.Alerts.SetOutcome(ctx, a, out); err != nil {
+		return errors.Join(terr, err)
 	}
 	if terr != nil {
 		// Kept, and what it did trip recorded; a retry finds it received
@@ -86,5 +88,14 @@ func (s *Intake) takeAlert(c echo.Context) error {
 		// log says which circuit failed; the Alerts page what it tripped.
 		return terr
 	}
-	return c.JSON(http.StatusAccepted, map[string]any{"status": "received", "acted_on": nonNil(tripped)})
+	return c.JSON(http.StatusAccepted, alertAnswer{Status: "received", ActedOn: nonNil(out.Acted), Matched: out.Rule, Note: out.Note})
+}
+
+// alertAnswer is the webhook's answer to an alert it took: what it acted
+// on, the rule it matched, and how it matched or why it acted on nothing.
+type alertAnswer struct {
+	Status  string   `json:"status"`
+	ActedOn []string `json:"acted_on"`
+	Matched string   `json:"matched_rule,omitempty"`
+	Note    string   `json:"note"`
 }

@@ -1,6 +1,7 @@
 package web_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"os"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth/oidctest"
+	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/testenv"
@@ -41,7 +43,12 @@ func TestAzureMonitorAlertsAreTakenOnceAndShown(t *testing.T) {
 		return []byte(strings.ReplaceAll(string(b), "2026-12-07T", today+"T"))
 	}
 	metric, resolved := read("metric.json"), read("logsearch.json")
-	wantStatus(t, postAlert(t, srv.URL, alertsSecret, string(metric)), http.StatusAccepted)
+	// No circuit names its rule: it is kept, and says so.
+	first := postAlert(t, srv.URL, alertsSecret, string(metric))
+	wantStatus(t, first, http.StatusAccepted)
+	if !strings.Contains(first.body, `"acted_on":[]`) || !strings.Contains(first.body, `"note":"names no circuit or downstream`) {
+		t.Errorf("an alert whose rule nothing names: %s; want it to say so", first.body)
+	}
 	again := postAlert(t, srv.URL, alertsSecret, string(metric))
 	if again.StatusCode != http.StatusOK || !strings.Contains(again.body, "received already") {
 		t.Errorf("the same alert sent again: %d %s", again.StatusCode, again.body)
@@ -66,7 +73,8 @@ func TestAzureMonitorAlertsAreTakenOnceAndShown(t *testing.T) {
 	page := admin.get("/alerts")
 	wantStatus(t, page, http.StatusOK)
 	if strings.Count(page.body, `data-testid="alert-row"`) != 2 || !strings.Contains(page.body, "inventory-db-dtu-high") ||
-		!strings.Contains(page.body, "orders-store-timeouts") || !strings.Contains(page.body, "/databases/inventory") {
+		!strings.Contains(page.body, "orders-store-timeouts") || !strings.Contains(page.body, "/databases/inventory") ||
+		strings.Count(page.body, "names no circuit or downstream") != 2 {
 		t.Errorf("the Alerts page does not show the two alerts, once each:\n%.3000s", page.body)
 	}
 	viewer := newBrowser(t, srv.URL)
@@ -179,9 +187,10 @@ func TestAFiredAlertTripsTheCircuitsNamingItsRuleOnce(t *testing.T) {
 
 // An action group's secure webhook is taken with its Entra ID token
 // (the local provider standing in for the tenant): verified for signature,
-// issuer, audience, tenant, life and app role before the body is read. A
-// forged token, one for another audience or tenant, without the role, or
-// expired, is refused; forged tokens do not each cost a fetch of the
+// issuer, audience, tenant, life, app role and calling application before
+// the body is read. A forged token, one for another audience or tenant,
+// without the role, from another application of the tenant, or expired,
+// is refused; forged tokens do not each cost a fetch of the
 // tenant's keys; an alert sent again is kept once.
 func TestASecureWebhooksTokenIsVerified(t *testing.T) {
 	t.Parallel()
@@ -190,7 +199,8 @@ func TestASecureWebhooksTokenIsVerified(t *testing.T) {
 	provider := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
 	forger := oidctest.Start(t, "", func() time.Time { return srv.Clock.Now() })
 	srv = apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_TENANT": tenant, "FUSEBOX_AZURE_ALERTS_AUDIENCE": "api://fusebox-alerts",
-		"FUSEBOX_AZURE_ALERTS_ISSUER": provider.URL, "FUSEBOX_AZURE_ALERTS_KEYS_URL": provider.URL + "/jwks", "FUSEBOX_AZURE_ALERTS_ROLE": "ActionGroupsSecureWebhook"})
+		"FUSEBOX_AZURE_ALERTS_ISSUER": provider.URL, "FUSEBOX_AZURE_ALERTS_KEYS_URL": provider.URL + "/jwks", "FUSEBOX_AZURE_ALERTS_ROLE": "ActionGroupsSecureWebhook",
+		"FUSEBOX_AZURE_ALERTS_APPID": azalerts.ActionGroupsAppID})
 	today := srv.Clock.Now().UTC().Format("2006-01-02")
 	b, err := os.ReadFile("../azalerts/testdata/resourcehealth.json")
 	if err != nil {
@@ -200,7 +210,7 @@ func TestASecureWebhooksTokenIsVerified(t *testing.T) {
 	claims := func(change func(map[string]any)) map[string]any {
 		now := srv.Clock.Now()
 		c := map[string]any{"iss": provider.URL, "aud": "api://fusebox-alerts", "tid": tenant, "roles": []any{"ActionGroupsSecureWebhook"},
-			"appid": "461e8683-5575-4561-ac7f-899cc907d62a", "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()}
+			"appid": azalerts.ActionGroupsAppID, "iat": now.Unix(), "nbf": now.Unix(), "exp": now.Add(time.Hour).Unix()}
 		if change != nil {
 			change(c)
 		}
@@ -220,14 +230,15 @@ func TestASecureWebhooksTokenIsVerified(t *testing.T) {
 		t.Errorf("the same alert sent again: %d %s", again.StatusCode, again.body)
 	}
 	for name, token := range map[string]string{
-		"forged (another key)": forger.Mint(claims(nil)),
-		"for another audience": provider.Mint(claims(func(c map[string]any) { c["aud"] = "api://something-else" })),
-		"of another tenant":    provider.Mint(claims(func(c map[string]any) { c["tid"] = "00000000-0000-0000-0000-000000000000" })),
-		"from another issuer":  provider.Mint(claims(func(c map[string]any) { c["iss"] = "https://sts.windows.net/" + tenant + "/" })),
-		"without the app role": provider.Mint(claims(func(c map[string]any) { delete(c, "roles") })),
-		"expired":              provider.Mint(claims(func(c map[string]any) { c["exp"] = srv.Clock.Now().Add(-time.Minute).Unix() })),
-		"none":                 "",
-		"not a token":          "x.y.z",
+		"forged (another key)":                     forger.Mint(claims(nil)),
+		"for another audience":                     provider.Mint(claims(func(c map[string]any) { c["aud"] = "api://something-else" })),
+		"of another tenant":                        provider.Mint(claims(func(c map[string]any) { c["tid"] = "00000000-0000-0000-0000-000000000000" })),
+		"from another issuer":                      provider.Mint(claims(func(c map[string]any) { c["iss"] = "https://sts.windows.net/" + tenant + "/" })),
+		"without the app role":                     provider.Mint(claims(func(c map[string]any) { delete(c, "roles") })),
+		"from another application (with the role)": provider.Mint(claims(func(c map[string]any) { c["appid"] = "0f0e0d0c-0b0a-0908-0706-050403020100" })),
+		"expired":     provider.Mint(claims(func(c map[string]any) { c["exp"] = srv.Clock.Now().Add(-time.Minute).Unix() })),
+		"none":        "",
+		"not a token": "x.y.z",
 	} {
 		if got := send(token); got.StatusCode != http.StatusUnauthorized {
 			t.Errorf("a token %s: %d %s", name, got.StatusCode, got.body)
@@ -289,5 +300,125 @@ func TestAnAlertTripsAndItsResolveTriesOnTheRealClock(t *testing.T) {
 	t.Logf("the trial closed the circuit %s after the trigger came back on (window %s)", took.Round(100*time.Millisecond), window)
 	if took < window-time.Second {
 		t.Errorf("the trial closed after %s: before a whole window of %s", took, window)
+	}
+}
+
+// Azure Monitor's published samples carry no alertRuleID (and the alerts
+// action groups send need not either): the rule is found by what the alert
+// says of it. The metric sample trips the circuit naming its rule by name
+// in its subscription and resource group, and not a circuit naming a rule
+// of that name in another group; the activity log sample fits two rules of
+// its name in its subscription, so it trips neither. Each answer, and the
+// Alerts page, says what the alert matched or why it matched nothing. The
+// samples are as published, moved to the test clock's day (alerts older
+// than 31 days are refused); both bear the same alert id, so each is sent
+// to a Fusebox of its own.
+func TestAnAlertWithoutARuleIDTripsTheOneRuleItNames(t *testing.T) {
+	t.Parallel()
+	const sub = "/subscriptions/11111111-1111-1111-1111-111111111111"
+	metricRule := sub + "/resourceGroups/test-RG/providers/Microsoft.Insights/metricAlerts/test-metricAlertRule"
+	activityRule := sub + "/resourceGroups/test-RG/providers/microsoft.insights/activityLogAlerts/test-activityLogAlertRule"
+	other := func(rule string) string { return strings.Replace(rule, "test-RG", "other-RG", 1) }
+
+	t.Run("the one rule it fits", func(t *testing.T) {
+		t.Parallel()
+		f := startNaming(t, map[string]string{"Ingest": metricRule, "Elsewhere": other(metricRule)})
+		got := f.post("test-action-metric-static.json", "2021-11-15")
+		wantNote := "carries no rule id: matched " + metricRule + " by its name, subscription, resource group and type"
+		if len(got.ActedOn) != 1 || got.ActedOn[0] != demo.AppID+"/Ingest" || got.Matched != metricRule || got.Note != wantNote {
+			t.Errorf("the metric sample: %+v; want Ingest acted on, matched %s saying %q", got, metricRule, wantNote)
+		}
+		if s := f.state("Ingest"); !s.TriggerOff() {
+			t.Errorf("Ingest, naming the sample's rule, is %s after it fired", s)
+		}
+		if s := f.state("Elsewhere"); s != circuit.Closed {
+			t.Errorf("Elsewhere, naming a rule of that name in another resource group, is %s", s)
+		}
+		f.shows(wantNote, `"matched_rule":"`+metricRule+`"`)
+	})
+	t.Run("two rules it fits", func(t *testing.T) {
+		t.Parallel()
+		f := startNaming(t, map[string]string{"Restart": activityRule, "Reboot": other(activityRule)})
+		got := f.post("test-action-activity-log-administrative.json", "2021-11-16")
+		wantNote := "matches more than one rule: " + other(activityRule) + ", " + activityRule + "; acted on none"
+		if len(got.ActedOn) != 0 || got.Matched != "" || !strings.HasPrefix(got.Note, wantNote) {
+			t.Errorf("the activity log sample: %+v; want nothing acted on, saying %q…", got, wantNote)
+		}
+		if a, b := f.state("Restart"), f.state("Reboot"); a != circuit.Closed || b != circuit.Closed {
+			t.Errorf("the two circuits naming a rule of the alert's name: %s and %s, want both closed", a, b)
+		}
+		f.shows(wantNote, `"note":"`+wantNote)
+	})
+}
+
+// namingFusebox is a Fusebox whose demo app has circuits naming rules.
+type namingFusebox struct {
+	t   *testing.T
+	srv *apptest.Server
+}
+
+// startNaming starts a Fusebox taking alerts, with the demo seeded and a
+// closed circuit of the demo app for each function, naming its rule.
+func startNaming(t *testing.T, rules map[string]string) namingFusebox {
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_AZURE_ALERTS_SECRET": alertsSecret})
+	st := srv.App.Store
+	if err := demo.Seed(t.Context(), st, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	for fn, rule := range rules {
+		if err := st.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: fn, State: circuit.Closed, ChangedAt: srv.Clock.Now(),
+			Settings: circuit.Settings{Threshold: 10, Window: time.Minute, AlertRules: []string{rule}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return namingFusebox{t: t, srv: srv}
+}
+
+type alertAnswer struct {
+	ActedOn []string `json:"acted_on"`
+	Matched string   `json:"matched_rule"`
+	Note    string   `json:"note"`
+}
+
+// post sends a published sample, moved from the day it fired to the test
+// clock's, and reads the answer.
+func (f namingFusebox) post(file, day string) alertAnswer {
+	f.t.Helper()
+	b, err := os.ReadFile("../azalerts/testdata/published/" + file)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	today := f.srv.Clock.Now().UTC().Format("2006-01-02")
+	r := postAlert(f.t, f.srv.URL, alertsSecret, strings.ReplaceAll(string(b), day+"T", today+"T"))
+	wantStatus(f.t, r, http.StatusAccepted)
+	var a alertAnswer
+	if err := json.Unmarshal([]byte(r.body), &a); err != nil {
+		f.t.Fatalf("the answer %s: %v", r.body, err)
+	}
+	return a
+}
+
+func (f namingFusebox) state(fn string) circuit.State {
+	f.t.Helper()
+	c, err := f.srv.App.Store.Circuits.Get(f.t.Context(), demo.AppID, fn)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c.State
+}
+
+// shows checks the Alerts page says note of the one alert, and the API
+// says api.
+func (f namingFusebox) shows(note, api string) {
+	f.t.Helper()
+	admin := newBrowser(f.t, f.srv.URL)
+	admin.signIn("olivia")
+	if page := admin.get("/alerts").body; strings.Count(page, `data-testid="alert-note"`) != 1 || !strings.Contains(page, note) {
+		f.t.Errorf("the Alerts page does not say %q:\n%.4000s", note, page)
+	}
+	r := admin.get("/api/v1/alerts", "Accept", "application/json")
+	wantStatus(f.t, r, http.StatusOK)
+	if !strings.Contains(r.body, api) {
+		f.t.Errorf("GET /api/v1/alerts does not say %s:\n%.3000s", api, r.body)
 	}
 }

@@ -33,13 +33,14 @@ type IntakeParts struct {
 	// Alerts keeps what Azure Monitor's action groups post.
 	Alerts interface {
 		Add(ctx context.Context, a azalerts.Alert, received time.Time) (bool, error)
-		SetTripped(ctx context.Context, a azalerts.Alert, tripped []string) error
+		SetOutcome(ctx context.Context, a azalerts.Alert, o azalerts.Outcome) error
 	}
 	// AlertTokens verify the secure webhook's Entra ID tokens; nil: off.
 	AlertTokens AlertTokenVerifier
-	// AlertResponder trips the circuits a fired alert's rule names.
+	// AlertResponder trips the circuits a fired alert's rule names, and
+	// says which rule it matched, or why none.
 	AlertResponder interface {
-		Respond(ctx context.Context, a azalerts.Alert) ([]string, error)
+		Respond(ctx context.Context, a azalerts.Alert) (azalerts.Outcome, error)
 	}
 }
 

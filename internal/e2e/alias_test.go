@@ -12,12 +12,12 @@ import (
 	"github.com/fusebox/fusebox/internal/demo"
 )
 
-// TestAnotherTeamsSettingsFileCannotBeBorrowed is the review's alias
+// TestABorrowedFileIsRefused is the review's alias
 // attempt, in Chromium on the real clock: billing's operator registers an
 // app of billing naming orders' local.settings.json, as the Register form
 // offers. Fusebox refuses it, saying the file belongs to another app, and
 // orders' file is as it was.
-func TestAnotherTeamsSettingsFileCannotBeBorrowed(t *testing.T) {
+func TestABorrowedFileIsRefused(t *testing.T) {
 	t.Parallel()
 	srv := apptest.StartRealClock(t, map[string]string{"FUSEBOX_LOCAL_USERS": apptest.User(t, "bianca", "operator@billing")})
 	ordersFile := t.TempDir() + "/local.settings.json"

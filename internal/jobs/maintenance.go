@@ -249,7 +249,7 @@ func OpeningsProblem(s Schedule, from time.Time, lasts time.Duration) string {
 		}
 		switch gap := next.Sub(prev); {
 		case gap < time.Minute:
-			return fmt.Sprintf("This expression opens more than once a minute (%s, then %s): a window opens at most once a minute.", prev.UTC().Format(time.RFC3339), next.UTC().Format(time.RFC3339))
+			return fmt.Sprintf("This expression opens again %s after it opened: a window opens at most once a minute.", spoken.Duration(gap))
 		case gap < lasts:
 			return fmt.Sprintf("This expression opens again %s after it opened, before the window of %s ends: make the window shorter or the schedule sparser.", spoken.Duration(gap), spoken.Duration(lasts))
 		}

@@ -101,8 +101,8 @@ func TestAWindowThatOpensTooOftenIsRefused(t *testing.T) {
 		lasts  time.Duration
 		says   string
 	}{
-		{"* * * * * *", time.Minute, "more than once a minute"},
-		{"*/1 * * * * *", time.Minute, "more than once a minute"},
+		{"* * * * * *", time.Minute, "at most once a minute"},
+		{"*/1 * * * * *", time.Minute, "at most once a minute"},
 		{"*/5 * * * *", 10 * time.Minute, "opens again 5m after it opened"},
 		{"0 0 31 2 *", time.Hour, "never fires within five years"},
 		{"0 2 * * *", time.Hour, ""},

@@ -94,6 +94,9 @@ func (p PauseWindow) String() string {
 // maxParsedWindows), so a circuit row decoded on every tick costs a
 // lookup, not a parse and its checks.
 func ParsePauseWindow(s string) (PauseWindow, error) {
+	if len(s) > maxPauseWindowLen {
+		return PauseWindow{}, fmt.Errorf("%q: a pause window is at most %d characters", clip(s, 80), maxPauseWindowLen)
+	}
 	parsedWindows.mu.Lock()
 	w, ok := parsedWindows.m[s]
 	parsedWindows.mu.Unlock()
@@ -115,7 +118,13 @@ type parsedWindow struct {
 	err error
 }
 
+// maxParsedWindows bounds what is kept (4,096 of at most
+// maxPauseWindowLen bytes: under 2 MB).
 const maxParsedWindows = 4096
+
+// maxPauseWindowLen bounds a window's line: a schedule, its length and
+// its zone.
+const maxPauseWindowLen = 400
 
 var parsedWindows = struct {
 	mu sync.Mutex

@@ -63,6 +63,9 @@ func (p Probe) Problems(allowLoopback bool) (u, good, every string) {
 
 // CheckProbeURL says what is wrong with a probe's URL, or "".
 func CheckProbeURL(raw string, allowLoopback bool) string {
+	if len(raw) > MaxProbeURL {
+		return "an absolute https:// URL without a user name"
+	}
 	u, err := url.Parse(raw)
 	switch {
 	case err != nil || len(raw) > MaxProbeURL || !u.IsAbs() || u.Host == "" || u.User != nil:

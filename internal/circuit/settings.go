@@ -115,6 +115,9 @@ const MaxAlertRules = 10
 // A rule a circuit names may be prefixed "throttle:": when it fires, it
 // throttles the circuit rather than trip it (RuleAction).
 func ValidAlertRule(r string) bool {
+	if len(r) > 512+len("throttle:") {
+		return false
+	}
 	r, _ = RuleAction(r)
 	l := strings.ToLower(r)
 	return len(r) <= 512 && strings.HasPrefix(l, "/subscriptions/") && strings.Contains(l, "/providers/microsoft.insights/") &&

@@ -200,14 +200,23 @@ func (j Job) ExpectedFrom(from time.Time) time.Time {
 	return from
 }
 
+// MaxEvery bounds an "every" schedule's interval: a year, leap or not.
+const MaxEvery = 366 * 24 * time.Hour
+
 // ParseSchedule reads a job's schedule in its zone.
 func (j Job) ParseSchedule() (Schedule, error) {
+	if len(j.Schedule) > MaxScheduleLen {
+		return nil, fmt.Errorf("jobs: a schedule is at most %d characters", MaxScheduleLen)
+	}
 	if rest, ok := strings.CutPrefix(strings.TrimSpace(j.Schedule), "every "); ok {
 		d, err := time.ParseDuration(strings.TrimSpace(rest))
-		if err != nil || d < time.Second {
-			return nil, fmt.Errorf("jobs: %q: after \"every\" give a duration of at least 1s, such as every 15m", j.Schedule)
+		if err != nil || d < time.Second || d > MaxEvery {
+			return nil, fmt.Errorf("jobs: %q: after \"every\" give a duration from 1s to 8784h (a year), such as every 15m", j.Schedule)
 		}
 		return Every{Interval: d, Anchor: j.CreatedAt}, nil
+	}
+	if len(j.Schedule) > MaxScheduleLen || len(j.TimeZone) > MaxZoneLen {
+		return nil, fmt.Errorf("jobs: a schedule is at most %d characters and a time zone's name %d", MaxScheduleLen, MaxZoneLen)
 	}
 	key := j.Schedule + "\x00" + j.TimeZone
 	if c, ok := parsed.get(key); ok {

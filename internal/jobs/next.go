@@ -15,16 +15,15 @@ import (
 // concerned (Validate refuses it).
 const SearchDays = 5 * 366
 
-// dstMargin is how far past the best slot found on a day whose offset
-// changes the walk still looks: a repeated hour's second pass comes up to
-// an hour after its first.
-const dstMargin = 2 * time.Hour
-
 // Next is the first slot at or after t; false when there is none within
 // SearchDays.
 func (c *Cron) Next(t time.Time) (time.Time, bool) {
+	if c.never() {
+		return time.Time{}, false
+	}
 	day := midnight(t.In(c.loc))
-	for i := 0; i < SearchDays; i++ {
+	limit := dayAfter(day, SearchDays)
+	for i := 0; i < SearchDays && day.Before(limit); i++ {
 		if c.month&(1<<uint(day.Month())) == 0 {
 			day = dayStart(day.Year(), day.Month()+1, 1, c.loc)
 			continue
@@ -37,6 +36,22 @@ func (c *Cron) Next(t time.Time) (time.Time, bool) {
 		day = c.nextDay(day)
 	}
 	return time.Time{}, false
+}
+
+// never says no date can match: the day-of-month decides alone and
+// names no day its months have (31 February, 31 April), so the search
+// need not walk five years to find nothing.
+func (c *Cron) never() bool {
+	if !c.domOnly() {
+		return false
+	}
+	longest := [13]int{0, 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31}
+	for m := 1; m <= 12; m++ {
+		if c.month&(1<<uint(m)) != 0 && prevBit(c.dom, longest[m]) >= 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // domOnly says only the day-of-month field can match a day (both day
@@ -75,8 +90,12 @@ func daysIn(y int, m time.Month) int { return time.Date(y, m+1, 0, 0, 0, 0, 0, t
 // Prev is the last slot at or before t; false when there is none within
 // SearchDays.
 func (c *Cron) Prev(t time.Time) (time.Time, bool) {
+	if c.never() {
+		return time.Time{}, false
+	}
 	day := midnight(t.In(c.loc))
-	for i := 0; i < SearchDays; i++ {
+	limit := dayAfter(day, -SearchDays)
+	for i := 0; i < SearchDays && day.After(limit); i++ {
 		if c.month&(1<<uint(day.Month())) == 0 {
 			day = dayAfter(dayStart(day.Year(), day.Month(), 1, c.loc), -1) // the last day of the month before
 			continue
@@ -161,6 +180,18 @@ func (c *Cron) firstInDay(day, from time.Time) (time.Time, bool) {
 		off := from.Sub(day)
 		need = int((off + time.Second - 1) / time.Second) // whole seconds, rounded up
 	}
+	if w := c.firstWall(need); w >= 0 {
+		return day.Add(time.Duration(w) * time.Second), true
+	}
+	return time.Time{}, false
+}
+
+// firstWall is the first wall time of a matching day, in seconds after
+// midnight, at or after need; -1 when none is.
+func (c *Cron) firstWall(need int) int {
+	if need < 0 {
+		need = 0
+	}
 	h0, m0, s0 := need/3600, need%3600/60, need%60
 	for h := nextBit(c.hour, h0); h >= 0 && h < 24; h = nextBit(c.hour, h+1) {
 		mFrom := 0
@@ -173,11 +204,37 @@ func (c *Cron) firstInDay(day, from time.Time) (time.Time, bool) {
 				sFrom = s0
 			}
 			if s := nextBit(c.sec, sFrom); s >= 0 && s < 60 {
-				return day.Add(time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute + time.Duration(s)*time.Second), true
+				return h*3600 + mi*60 + s
 			}
 		}
 	}
-	return time.Time{}, false
+	return -1
+}
+
+// lastWall is the last wall time of a matching day at or before have;
+// -1 when none is.
+func (c *Cron) lastWall(have int) int {
+	if have < 0 {
+		return -1
+	}
+	have = min(have, 86399)
+	h0, m0, s0 := have/3600, have%3600/60, have%60
+	for h := prevBit(c.hour, h0); h >= 0; h = prevBit(c.hour, h-1) {
+		mTo := 59
+		if h == h0 {
+			mTo = m0
+		}
+		for mi := prevBit(c.min, mTo); mi >= 0; mi = prevBit(c.min, mi-1) {
+			sTo := 59
+			if h == h0 && mi == m0 {
+				sTo = s0
+			}
+			if s := prevBit(c.sec, sTo); s >= 0 {
+				return h*3600 + mi*60 + s
+			}
+		}
+	}
+	return -1
 }
 
 // lastInDay is the day's last slot at or before t.
@@ -193,102 +250,153 @@ func (c *Cron) lastInDay(day, t time.Time) (time.Time, bool) {
 	if t.Before(next) {
 		have = int(t.Sub(day) / time.Second)
 	}
-	h0, m0, s0 := have/3600, have%3600/60, have%60
-	for h := prevBit(c.hour, h0); h >= 0; h = prevBit(c.hour, h-1) {
-		mTo := 59
-		if h == h0 {
-			mTo = m0
-		}
-		for mi := prevBit(c.min, mTo); mi >= 0; mi = prevBit(c.min, mi-1) {
-			sTo := 59
-			if h == h0 && mi == m0 {
-				sTo = s0
-			}
-			if s := prevBit(c.sec, sTo); s >= 0 {
-				return day.Add(time.Duration(h)*time.Hour + time.Duration(mi)*time.Minute + time.Duration(s)*time.Second), true
-			}
-		}
+	if w := c.lastWall(have); w >= 0 {
+		return day.Add(time.Duration(w) * time.Second), true
 	}
 	return time.Time{}, false
 }
 
-// onChangeDay calls visit with each of the day's slots (wall times that
-// exist, and a repeated hour's second pass where the hour field matches
-// every hour), in wall-clock order ascending or descending, until visit
-// says stop.
-func (c *Cron) onChangeDay(day time.Time, descending bool, visit func(time.Time) bool) {
-	y, m, d := day.Date()
-	h := nextBit(c.hour, 0)
-	first := func(x uint64) int { return nextBit(x, 0) }
-	after := func(x uint64, i int) int { return nextBit(x, i+1) }
-	if descending {
-		h = prevBit(c.hour, 23)
-		first = func(x uint64) int { return prevBit(x, 59) }
-		after = func(x uint64, i int) int { return prevBit(x, i-1) }
-	}
-	for ; h >= 0 && h < 24; h = after(c.hour, h) {
-		for mi := first(c.min); mi >= 0 && mi < 60; mi = after(c.min, mi) {
-			for s := first(c.sec); s >= 0 && s < 60; s = after(c.sec, s) {
-				t := time.Date(y, m, d, h, mi, s, 0, c.loc)
-				if t.Hour() != h || t.Minute() != mi || t.Day() != d {
-					continue // this wall time does not exist today
-				}
-				a, b := occurrences(t)
-				if !visit(a) {
-					return
-				}
-				if c.allHours && !b.IsZero() && !visit(b) {
-					return
-				}
-			}
+// A day whose offset changes is cut where it changes into spans of one
+// offset each: within a span, wall time is the instant plus the offset,
+// so each is searched as a plain day is, and the answer is the best of
+// them. A wall time that does not exist (spring forward) lies in no
+// span; one that happens twice (fall back) is taken in the later span
+// only where the hour field matches every hour (Cron's rules).
+type span struct {
+	from, to time.Time // [from, to)
+	offset   int       // seconds east of UTC
+}
+
+// spans cuts the day [day, next) where its offset changes (at most a few
+// times: a day has one change, rarely two).
+func spans(day, next time.Time) ([4]span, int) {
+	var out [4]span
+	n := 0
+	for at := day; at.Before(next) && n < len(out); n++ {
+		_, off := at.Zone()
+		_, end := at.ZoneBounds()
+		if end.IsZero() || end.After(next) {
+			end = next
 		}
+		out[n] = span{from: at, to: end, offset: off}
+		at = end
 	}
+	return out, n
+}
+
+// wallOf is the wall time of instant t in seconds after midnight of the
+// civil date whose midnight, read as UTC, is midUTC, at offset off.
+func wallOf(t time.Time, midUTC int64, off int) int64 {
+	return t.Unix() + int64(off) - midUTC
 }
 
 func (c *Cron) firstOnChangeDay(day, from time.Time) (time.Time, bool) {
+	y, m, d := day.Date()
+	midUTC := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
+	next := dayAfter(day, 1)
 	var best time.Time
-	c.onChangeDay(day, false, func(t time.Time) bool {
-		if !t.Before(from) && (best.IsZero() || t.Before(best)) {
-			best = t
+	seen := int64(-1) << 40 // the latest wall time a span before covered
+	sps, n := spans(day, next)
+	for _, sp := range sps[:n] {
+		lo := wallOf(sp.from, midUTC, sp.offset)
+		hi := wallOf(sp.to, midUTC, sp.offset) // exclusive
+		if from.After(sp.from) {
+			f := from.Unix()
+			if from.Nanosecond() > 0 {
+				f++
+			}
+			lo = max(lo, f+int64(sp.offset)-midUTC)
 		}
-		return best.IsZero() || t.Before(best.Add(dstMargin))
-	})
+		if !c.allHours {
+			lo = max(lo, seen)
+		}
+		seen = max(seen, hi)
+		if lo >= hi || lo >= 86400 {
+			continue
+		}
+		w := c.firstWall(int(max(lo, 0)))
+		if w < 0 || int64(w) >= hi {
+			continue
+		}
+		at := time.Unix(midUTC+int64(w)-int64(sp.offset), 0).In(c.loc)
+		if best.IsZero() || at.Before(best) {
+			best = at
+		}
+	}
 	return best, !best.IsZero()
 }
 
 func (c *Cron) lastOnChangeDay(day, t time.Time) (time.Time, bool) {
+	y, m, d := day.Date()
+	midUTC := time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()
+	next := dayAfter(day, 1)
 	var best time.Time
-	c.onChangeDay(day, true, func(x time.Time) bool {
-		if !x.After(t) && (best.IsZero() || x.After(best)) {
-			best = x
+	seen := int64(-1) << 40
+	sps, n := spans(day, next)
+	for _, sp := range sps[:n] {
+		lo := wallOf(sp.from, midUTC, sp.offset)
+		hi := wallOf(sp.to, midUTC, sp.offset) - 1 // inclusive
+		if !c.allHours {
+			lo = max(lo, seen)
 		}
-		return best.IsZero() || x.After(best.Add(-dstMargin))
-	})
+		seen = max(seen, hi+1)
+		if t.Before(sp.to) {
+			hi = min(hi, t.Unix()+int64(sp.offset)-midUTC)
+		}
+		if hi < lo || hi < 0 {
+			continue
+		}
+		w := c.lastWall(int(min(hi, 86399)))
+		if w < 0 || int64(w) < lo {
+			continue
+		}
+		at := time.Unix(midUTC+int64(w)-int64(sp.offset), 0).In(c.loc)
+		if best.IsZero() || at.After(best) {
+			best = at
+		}
+	}
 	return best, !best.IsZero()
 }
 
-// Next is the first slot at or after t.
+// Next is the first slot at or after t. The count of intervals is taken
+// in whole nanoseconds from an anchor in this era (a window has none: the
+// Unix epoch), never by stepping: a Duration since the zero time
+// saturates at 292 years, and stepping from there took seconds.
 func (e Every) Next(t time.Time) (time.Time, bool) {
-	if e.Interval <= 0 {
+	a, iv, ok := e.span()
+	if !ok {
 		return time.Time{}, false
 	}
-	k := t.Sub(e.Anchor) / e.Interval
-	at := e.Anchor.Add(k * e.Interval)
-	for at.Before(t) {
-		at = at.Add(e.Interval)
+	d := t.UnixNano() - a
+	k := d / iv
+	if k*iv < d {
+		k++
 	}
-	return at, true
+	return time.Unix(0, a+k*iv).In(t.Location()), true
 }
 
 // Prev is the last slot at or before t.
 func (e Every) Prev(t time.Time) (time.Time, bool) {
-	if e.Interval <= 0 {
+	a, iv, ok := e.span()
+	if !ok {
 		return time.Time{}, false
 	}
-	k := t.Sub(e.Anchor) / e.Interval
-	at := e.Anchor.Add(k * e.Interval)
-	for at.After(t) {
-		at = at.Add(-e.Interval)
+	d := t.UnixNano() - a
+	k := d / iv
+	if k*iv > d {
+		k--
 	}
-	return at, true
+	return time.Unix(0, a+k*iv).In(t.Location()), true
+}
+
+// span is the anchor and interval in nanoseconds; false for no interval.
+func (e Every) span() (anchor, interval int64, ok bool) {
+	if e.Interval <= 0 {
+		return 0, 0, false
+	}
+	a := e.Anchor
+	if a.IsZero() {
+		a = time.Unix(0, 0)
+	}
+	return a.UnixNano(), int64(e.Interval), true
 }

@@ -316,10 +316,9 @@ func (e Every) Slots(from, to time.Time) []time.Time {
 	if e.Interval <= 0 || !from.Before(to) {
 		return nil
 	}
-	k := from.Sub(e.Anchor) / e.Interval
-	t := e.Anchor.Add(k * e.Interval)
-	for t.Before(from) {
-		t = t.Add(e.Interval)
+	t, ok := e.Next(from)
+	if !ok {
+		return nil
 	}
 	var out []time.Time
 	for ; t.Before(to); t = t.Add(e.Interval) {

@@ -40,26 +40,38 @@ func LoadZone(name string) (*time.Location, error) {
 	if iana, ok := windowsZones[name]; ok {
 		name = iana
 	}
+	unknown := fmt.Errorf("jobs: unknown time zone %q: use an IANA name such as Asia/Tokyo or a Windows id such as Tokyo Standard Time", name)
 	zones.mu.Lock()
 	loc, ok := zones.m[name]
 	zones.mu.Unlock()
 	if ok {
+		if loc == nil {
+			return nil, unknown
+		}
 		return loc, nil
 	}
 	loc, err := time.LoadLocation(name)
-	if err != nil {
-		return nil, fmt.Errorf("jobs: unknown time zone %q: use an IANA name such as Asia/Tokyo or a Windows id such as Tokyo Standard Time", name)
-	}
-	// Only names the zone database knows are kept: a few hundred.
+	// Names the database does not know are kept too (as nil), so a row
+	// naming one costs a lookup, not a read of the database; the map
+	// starts over past maxZones.
 	zones.mu.Lock()
+	if len(zones.m) >= maxZones {
+		clear(zones.m)
+	}
 	zones.m[name] = loc
 	zones.mu.Unlock()
+	if err != nil {
+		return nil, unknown
+	}
 	return loc, nil
 }
 
 // MaxZoneLen bounds a time zone's name: the longest IANA and Windows
 // names are about 40 characters.
 const MaxZoneLen = 64
+
+// maxZones bounds what zones keeps.
+const maxZones = 2048
 
 // zones keeps the zones loaded: loading one reads the zone database.
 var zones = struct {

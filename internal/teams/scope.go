@@ -83,6 +83,9 @@ func (s Scope) Holds(subscription, resourceGroup string) bool {
 // ParseScopes reads a list of scopes, one a line or separated by commas;
 // a scope given twice counts once.
 func ParseScopes(text string) ([]Scope, error) {
+	if len(text) > MaxScopes*(MaxScopeLen+2) {
+		return nil, fmt.Errorf("a team's scopes are at most %d of %d characters", MaxScopes, MaxScopeLen)
+	}
 	var out []Scope
 	for _, line := range strings.FieldsFunc(text, func(r rune) bool { return r == '\n' || r == ',' || r == '\r' }) {
 		if strings.TrimSpace(line) == "" {
@@ -113,6 +116,25 @@ func FormatScopes(ss []Scope) string {
 
 // ErrOutOfScope is an app placed where its team may not reach.
 var ErrOutOfScope = errors.New("outside its team's scopes")
+
+// Reaches says whether app may belong to t, as Admits does, without the
+// words: for pages that only ask.
+func (t Team) Reaches(app circuit.App, development bool) bool {
+	if app.Switch == circuit.SwitchLocal {
+		return development
+	}
+	for _, s := range t.Scopes {
+		if s.Holds(app.SubscriptionID, app.ResourceGroup) {
+			return true
+		}
+	}
+	for _, s := range t.ConfiguredScopes {
+		if s.Holds(app.SubscriptionID, app.ResourceGroup) {
+			return true
+		}
+	}
+	return false
+}
 
 // Admits says whether app may belong to t: an ARM or Container Apps app
 // must lie in one of t's scopes; a local settings file is for

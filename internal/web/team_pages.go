@@ -71,7 +71,7 @@ func (s *OpsPages) renderTeams(c echo.Context, status int, form views.TeamForm) 
 			}
 		}
 		for _, a := range apps {
-			if a.Team == t.Name && t.Admits(a, dev) != nil {
+			if a.Team == t.Name && !t.Reaches(a, dev) {
 				r.Outside = append(r.Outside, a.ID)
 			}
 		}
@@ -219,7 +219,7 @@ func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, scopesText
 		var outside []string
 		for _, a := range apps {
 			keeps := a.Team == name && (picked == nil || slices.Contains(picked, a.ID))
-			if keeps && t.Admits(a, s.Config.Env == config.Development) != nil {
+			if keeps && !t.Reaches(a, s.Config.Env == config.Development) {
 				outside = append(outside, a.ID)
 			}
 		}

@@ -77,7 +77,7 @@ func AlertsPage(m Alerts) templ.Component {
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}
-				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</code> with the common alert schema enabled.</p>")
+				templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 3, "</code> with the common alert schema enabled, or a secure webhook (<code>FUSEBOX_AZURE_ALERTS_TENANT</code>, <code>…_AUDIENCE</code> and <code>…_ROLE</code> or <code>…_APPID</code>; docs/alerts.md).</p>")
 				if templ_7745c5c3_Err != nil {
 					return templ_7745c5c3_Err
 				}

@@ -16,7 +16,7 @@ func (s *OpsPages) alertList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.Alerts{Page: s.page(c, "Alerts", "alerts"), Off: s.Config.AzureAlertsSecret == ""}
+	m := views.Alerts{Page: s.page(c, "Alerts", "alerts"), Off: s.Config.AzureAlertsSecret == "" && s.Config.AzureAlertsEntra == nil}
 	for _, a := range as {
 		m.Rows = append(m.Rows, views.AlertRow{Rule: a.Rule, RuleID: a.RuleID, Severity: a.Severity, Signal: a.Signal, Condition: a.Condition,
 			Service: a.Service, Description: a.Description, Targets: a.Targets, Fired: a.Fired, Resolved: a.Resolved, Received: a.At, Tripped: a.Tripped, Note: a.Note})

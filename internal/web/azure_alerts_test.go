@@ -253,8 +253,12 @@ func TestASecureWebhooksTokenIsVerified(t *testing.T) {
 	}
 	admin := newBrowser(t, srv.URL)
 	admin.signIn("olivia")
-	if page := admin.get("/alerts").body; strings.Count(page, `data-testid="alert-row"`) != 1 || !strings.Contains(page, "inventory-db-health") {
+	page := admin.get("/alerts").body
+	if strings.Count(page, `data-testid="alert-row"`) != 1 || !strings.Contains(page, "inventory-db-health") {
 		t.Errorf("the Alerts page does not show the one alert taken")
+	}
+	if strings.Contains(page, `data-testid="alerts-off"`) {
+		t.Error("the Alerts page says no webhook is configured, though the secure webhook is")
 	}
 }
 

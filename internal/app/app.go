@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/buildinfo"
 	"log/slog"
 	mathrand "math/rand/v2"
@@ -202,6 +203,10 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		// when TLS ends in front of Fusebox, as App Service's does.
 		Protocols: serveProtocols(),
 	}
+	// Fusebox's own work acts as itself, named; requests carry none of
+	// this (the server's connections have their own base context) and
+	// are told who asks when they sign in.
+	ctx = auth.WithPrincipal(ctx, auth.System)
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		if err := hs.Serve(l); !errors.Is(err, http.ErrServerClosed) {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
@@ -22,7 +23,6 @@ import (
 	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/storage"
 	"github.com/fusebox/fusebox/internal/telemetry"
-	"github.com/fusebox/fusebox/internal/web"
 )
 
 // breakers is the circuit side: failure intake (the API and OTLP), the
@@ -56,7 +56,7 @@ func guardCircuits(cfg *config.Config, o Options, st stores, out reach) (breaker
 	reports := reportService(store, now, cfg.IngestRowLimit, evaluator.CheckReported)
 	arrivals := &ingest.Arrivals{Store: store.Arrivals, Instance: st.locker.Identity(), Logger: o.Logger}
 	actions := circuit.NewService(store.Breaker(), store.Audit, now, circuit.ServiceSettings{
-		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels, Sees: web.ChannelSeen}, Acts: web.AppActed,
+		TraceOf: telemetry.TraceParent, Functions: out.router, Channels: alerts.KnownChannels{Channels: store.Channels, Sees: access.ChannelSeen}, Acts: access.AppActed,
 		Changed: evaluator.TickNow, RefuseExpiring: cfg.PauseExpiry == "refuse"})
 	rp := &replay.Service{Circuits: store.Circuits, Apps: store.Apps, Switch: actions, Records: store.Replays, History: store.Replays, Flips: store.Circuits, Unsettled: store.Replays.Unsettled,
 		Failures: store.Failures.Reader(), Hosts: out.hosts, Now: now, Quiet: o.ReplayQuiet,

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/storage"
@@ -90,8 +91,8 @@ func identities(ctx context.Context, cfg *config.Config, o Options, store *stora
 	return web.Identity{Sessions: sessions, CSRF: csrf, Local: auth.NewLocalUsers(users), OIDC: oidc, EasyAuth: easy,
 		Tokens: auth.NewAPITokens(tokens), Issued: &auth.Issued{List: store.Tokens.List, Touch: store.Tokens.Touch, Now: now},
 		Teams: &teams.Directory{List: store.Teams.List, Configured: configured, Now: now},
-		Owners: web.Owners{Apps: store.Apps.List, App: store.Apps.Get, Job: store.Jobs.Get, Channel: store.Channels.Get, Windows: store.Jobs.Windows, Tokens: store.Tokens.List, Downstream: store.Downstreams.Get, Downstreams: store.Downstreams.List,
-			Channels: store.Channels.ListChannels, Jobs: store.Jobs.List}}, nil
+		Policy: &access.Policy{Read: access.Readers{Apps: store.Apps.List, App: store.Apps.Get, Job: store.Jobs.Get, Channel: store.Channels.Get, Windows: store.Jobs.Windows, Tokens: store.Tokens.List, Downstream: store.Downstreams.Get, Downstreams: store.Downstreams.List,
+			Channels: store.Channels.ListChannels, Jobs: store.Jobs.List}}}, nil
 }
 
 // appKeys verify apps' report keys against the hashes the apps table keeps.

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/azalerts"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -29,7 +30,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 	}
 	store := st.store
 	keys := appKeys(store) // identity.go
-	jobStore, known := store.Jobs, alerts.KnownChannels{Channels: store.Channels, Sees: web.ChannelSeen}
+	jobStore, known := store.Jobs, alerts.KnownChannels{Channels: store.Channels, Sees: access.ChannelSeen}
 	catalog := jobs.Catalog{Store: jobStore}
 	registry := &funcapp.Registry{Store: store.Apps, Channels: known, Endpoints: out.endpoints,
 		Local:   localsettings.Where{Anywhere: cfg.Env == config.Development, Root: cfg.LocalSwitchRoot},

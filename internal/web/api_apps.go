@@ -61,7 +61,7 @@ func (s *AppPages) apiAppList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	apps = scopeOf(c).apps(apps)
+	apps = scopeOf(c).Apps(apps)
 	slices.SortFunc(apps, func(a, b circuit.App) int { return cmp.Compare(a.ID, b.ID) })
 	out := make([]apiwire.App, len(apps))
 	for i, a := range apps {
@@ -89,12 +89,7 @@ func (s *AppPages) apiAppCreate(c echo.Context) error {
 	app := circuit.App{ID: in.ID, DisplayName: in.DisplayName, Switch: circuit.SwitchKind(in.Switch), SubscriptionID: in.Subscription,
 		ResourceGroup: in.ResourceGroup, Site: in.Site, Slot: in.Slot, LocalSettings: in.LocalSettings, Linux: in.Linux,
 		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), HostStorage: in.HostStorage, EventHubs: in.EventHubs, HostID: in.HostID, InsightsAppID: in.InsightsAppID, SetAsideLimit: in.SetAsideLimit,
-		Team: cmp.Or(in.Team, defaultTeam(c))}
-	if problem, err := s.placeIn(c, app.Team); err != nil {
-		return err
-	} else if problem != "" {
-		return apiAppError(c, circuit.ValidationError{{Field: "team", Message: problem}})
-	}
+		Team: cmp.Or(in.Team, scopeOf(c).DefaultTeam())}
 	p, _ := principal(c)
 	reg, err := s.Registry.Register(c.Request().Context(), app, p.Name)
 	if err != nil {
@@ -130,12 +125,8 @@ func (s *AppPages) apiAppUpdate(c echo.Context) error {
 	set := funcapp.Settings{DisplayName: in.DisplayName, Linux: in.Linux,
 		Guardrail: appGuardrail(in), Channels: in.Channels, Escalate: appEscalation(in), Host: appHost(in)}
 	if in.Team != "" && in.Team != app.Team {
-		// Moving needs the operator role on both teams (require checked this one).
-		if problem, err := s.placeIn(c, in.Team); err != nil {
-			return err
-		} else if problem != "" {
-			return apiAppError(c, circuit.ValidationError{{Field: "team", Message: problem}})
-		}
+		// Moving needs the operator role on both teams: require checked
+		// this one, the registry checks the other.
 		set.Team = &in.Team
 	}
 	p, _ := principal(c)

@@ -22,7 +22,7 @@ func (s *NotifyPages) apiChannelList(c echo.Context) error {
 		return err
 	}
 	out := make([]apiwire.Channel, 0, len(chs))
-	for _, ch := range scopeOf(c).channels(chs) {
+	for _, ch := range scopeOf(c).Channels(chs) {
 		out = append(out, toChannelJSON(ch))
 	}
 	return c.JSON(http.StatusOK, map[string]any{"channels": out})

@@ -47,7 +47,7 @@ func (s *CircuitPages) apiCircuitList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	cs := filterCircuits(scopeOf(c).circuits(owners, all), c.QueryParam("app"), c.QueryParam("state"), c.QueryParam("q"))
+	cs := filterCircuits(scopeOf(c).Circuits(owners, all), c.QueryParam("app"), c.QueryParam("state"), c.QueryParam("q"))
 	counts, err := s.Counter.Counts(c.Request().Context(), cs)
 	if err != nil {
 		return err

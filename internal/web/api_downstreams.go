@@ -57,7 +57,7 @@ func (s *CircuitPages) apiDownstreamList(c echo.Context) error {
 	sc := scopeOf(c)
 	out := []apiwire.Downstream{}
 	for _, d := range ds {
-		if sc.seesDownstream(d) {
+		if sc.SeesDownstream(d) {
 			out = append(out, downstreamWire(d))
 		}
 	}
@@ -107,7 +107,7 @@ func (s *CircuitPages) apiDownstreamSave(c echo.Context, name string) error {
 	var cur downstream.Downstream
 	if creating {
 		if d.Team == "" {
-			d.Team = defaultTeam(c)
+			d.Team = scopeOf(c).DefaultTeam()
 		}
 	} else {
 		var err error

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -52,7 +53,7 @@ func (s *JobPages) apiJobList(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	js, problem := filterJobs(scopeOf(c).jobs(owners, all), c.QueryParam("tag"), c.QueryParam("status"))
+	js, problem := filterJobs(scopeOf(c).Jobs(owners, all), c.QueryParam("tag"), c.QueryParam("status"))
 	if problem != "" {
 		field := "tag"
 		if strings.Contains(problem, "status") {
@@ -203,7 +204,7 @@ func (s *JobPages) apiJobDelete(c echo.Context) error {
 	}
 	// Gone by the time it is written: its team is said here.
 	if err := s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: p.Name, Action: "deleted job", Target: j.Name, Job: j.ID, Detail: j.Schedule + " " + j.TimeZone,
-		Team: jobTeam(owners, j), Owned: true}); err != nil {
+		Team: access.JobTeam(owners, j), Owned: true}); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

@@ -53,7 +53,7 @@ func (s *JobPages) apiMaintenanceList(c echo.Context) error {
 	sc := scopeOf(c)
 	out := make([]apiwire.Window, 0, len(ws))
 	for _, w := range ws {
-		if sc.seesWindow(owners, w) {
+		if sc.SeesWindow(owners, w) {
 			out = append(out, s.toWindowJSON(w))
 		}
 	}

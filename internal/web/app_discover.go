@@ -13,7 +13,7 @@ import (
 // subscriptions, and which of them it guards; operators get a Register
 // link filled from what ARM said.
 func (s *AppPages) appDiscover(c echo.Context) error {
-	m := views.Discover{Page: s.page(c, "Discover function apps", "apps"), CanAct: canAct(c)}
+	m := views.Discover{Page: s.page(c, "Discover function apps", "apps"), CanAct: scopeOf(c).ActsAnywhere()}
 	if s.Fleet == nil {
 		m.Off = "Fusebox surveys no subscription: set FUSEBOX_DISCOVER_SUBSCRIPTIONS to the subscriptions to list, and give Fusebox's identity Reader on them (deploy/azure/discovery.bicep)."
 		return render(c, http.StatusOK, views.DiscoverPage(m))

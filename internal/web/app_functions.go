@@ -24,7 +24,7 @@ func (s *AppPages) appFunctions(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	m := views.AppFunctions{Page: s.page(c, "Functions", "apps"), AppID: app.ID, AppName: cmp.Or(app.DisplayName, app.ID), CanAct: canAct(c)}
+	m := views.AppFunctions{Page: s.page(c, "Functions", "apps"), AppID: app.ID, AppName: cmp.Or(app.DisplayName, app.ID), CanAct: scopeOf(c).ActsAnywhere()}
 	switch {
 	case app.Switch != circuit.SwitchARM:
 		m.Off = "Fusebox lists functions through Azure Resource Manager; this app is switched another way."

@@ -51,11 +51,6 @@ func (s *AppPages) appGuard(c echo.Context) error {
 		return err
 	}
 	plan, m, problems := confirmed(plan, m, form)
-	if problem, err := s.placeIn(c, plan.App.Team); err != nil {
-		return err
-	} else if problem != "" {
-		problems["team"] = problem
-	}
 	if len(problems) == 0 {
 		p, _ := principal(c)
 		var g funcapp.Guarded

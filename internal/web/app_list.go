@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/fleet"
 	"github.com/fusebox/fusebox/internal/funcapp"
@@ -30,7 +31,7 @@ func (s *AppPages) appList(c echo.Context) error {
 		return err
 	}
 	sc := scopeOf(c)
-	cs, apps = sc.circuits(teamOf(apps), cs), sc.apps(apps)
+	cs, apps = sc.Circuits(access.TeamOf(apps), cs), sc.Apps(apps)
 	perApp := map[string]int{}
 	has := map[string]bool{}
 	for _, ci := range cs {
@@ -42,7 +43,7 @@ func (s *AppPages) appList(c echo.Context) error {
 		return err
 	}
 	noCircuit := functionsWithoutCircuit(rates, has)
-	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: canAct(c)}
+	m := views.Apps{Page: s.page(c, "Apps", "apps"), CanAct: scopeOf(c).ActsAnywhere()}
 	var kept map[string]setaside.AppSetAside
 	if s.Kept != nil {
 		if kept, err = s.Kept.All(ctx); err != nil {

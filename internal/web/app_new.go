@@ -37,15 +37,9 @@ func (s *AppPages) appCreate(c echo.Context) error {
 		ResourceGroup: m.ResourceGroup, Site: m.Site, Slot: m.Slot, LocalSettings: m.LocalSettings, Linux: m.Linux, Channels: splitComma(m.Channels),
 		HostStorage: m.HostStorage, HostID: m.HostID, EventHubs: m.EventHubs, Team: v("team")}
 	if !teamNamed(c, app.Team) {
-		app.Team = defaultTeam(c)
+		app.Team = scopeOf(c).DefaultTeam()
 	}
 	g, err := funcapp.ParseGuardrail(m.GuardrailMax, m.GuardrailShare)
-	if err == nil {
-		var problem string
-		if problem, err = s.placeIn(c, app.Team); err == nil && problem != "" {
-			err = circuit.ValidationError{{Field: "team", Message: problem}}
-		}
-	}
 	app.Guardrail = g
 	app.Escalate.To = splitComma(m.EscalateTo)
 	if m.EscalateAfter != "" && err == nil {

@@ -12,7 +12,7 @@ import (
 func (s *OpsPages) auditList(c echo.Context) error {
 	// A team sees the entries of its own subjects: more are read for it,
 	// so that a busy other team does not empty its page.
-	es, err := s.Audit.Recent(c.Request().Context(), s.Now(), auditRead(c, 200))
+	es, err := s.Audit.Recent(c.Request().Context(), s.Now(), scopeOf(c).AuditRead(200))
 	if err != nil {
 		return err
 	}

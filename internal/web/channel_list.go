@@ -22,12 +22,12 @@ func (s *NotifyPages) renderChannels(c echo.Context, status int, flash *views.Fl
 	if err != nil {
 		return err
 	}
-	chs = scopeOf(c).channels(chs)
+	chs = scopeOf(c).Channels(chs)
 	users, err := s.channelUsers(c)
 	if err != nil {
 		return err
 	}
-	m := views.Channels{Page: s.page(c, "Channels", "channels"), CanAct: canAct(c)}
+	m := views.Channels{Page: s.page(c, "Channels", "channels"), CanAct: scopeOf(c).ActsAnywhere()}
 	if flash != nil {
 		m.Flash = flash
 	}
@@ -37,7 +37,7 @@ func (s *NotifyPages) renderChannels(c echo.Context, status int, flash *views.Fl
 			where = strings.Join(ch.Addresses, ", ")
 		}
 		m.Rows = append(m.Rows, views.ChannelRow{ID: ch.ID, Name: ch.Name, Kind: ch.Kind, Where: where, Users: users[ch.ID],
-			Team: cmp.Or(ch.Team, "shared"), CanEdit: canChange(c, ch)})
+			Team: cmp.Or(ch.Team, "shared"), CanEdit: scopeOf(c).ChangesChannel(ch)})
 	}
 	return render(c, status, views.ChannelsPage(m))
 }
@@ -56,7 +56,7 @@ func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, ci := range sc.circuits(owners, cs) {
+	for _, ci := range sc.Circuits(owners, cs) {
 		for _, id := range ci.Channels {
 			out[id]++
 		}
@@ -65,7 +65,7 @@ func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, j := range sc.jobs(owners, js) {
+	for _, j := range sc.Jobs(owners, js) {
 		for _, id := range j.Channels {
 			out[id]++
 		}
@@ -74,7 +74,7 @@ func (s *NotifyPages) channelUsers(c echo.Context) (map[string]int, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range sc.apps(apps) {
+	for _, a := range sc.Apps(apps) {
 		for _, id := range a.Channels {
 			out[id]++
 		}

@@ -69,7 +69,7 @@ func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in apiwir
 	case cur != nil:
 		team = cur.Team // an edit that names no team keeps it
 	default:
-		team = defaultTeam(c)
+		team = scopeOf(c).DefaultTeam()
 	}
 	if cur == nil || team != cur.Team {
 		problem, err := s.placeIn(c, team)

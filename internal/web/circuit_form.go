@@ -140,7 +140,7 @@ func (s *CircuitPages) renderCircuitForm(c echo.Context, status int, m views.Cir
 	if err != nil {
 		return err
 	}
-	apps = operated(c, apps)
+	apps = scopeOf(c).Operated(apps)
 	for _, a := range apps {
 		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -28,7 +28,7 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 		return err
 	}
 	sc := scopeOf(c)
-	all, apps = sc.circuits(teamOf(apps), all), sc.apps(apps)
+	all, apps = sc.Circuits(access.TeamOf(apps), all), sc.Apps(apps)
 	appFilter, stateFilter, search := c.QueryParam("app"), c.QueryParam("state"), strings.TrimSpace(c.QueryParam("q"))
 	matched := filterCircuits(all, appFilter, stateFilter, search)
 	page, pages := pageOf(c.QueryParam("page"), len(matched))
@@ -50,7 +50,7 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 		Rows:      circuitRows(apps, shown, counts, sparks(rates, s.Now())),
 		App:       appFilter,
 		State:     stateFilter,
-		CanCreate: canAct(c),
+		CanCreate: scopeOf(c).ActsAnywhere(),
 		Open:      countOff(matched),
 		Search:    search,
 		Matched:   len(matched),
@@ -86,13 +86,6 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 		return render(c, http.StatusOK, views.CircuitsBody(m))
 	}
 	return render(c, http.StatusOK, views.CircuitsPage(m))
-}
-
-// canAct says whether the principal operates any app: forms show their
-// buttons; what each names is checked when it is sent (require).
-func canAct(c echo.Context) bool {
-	p, _ := principal(c)
-	return p.Top().Allows(auth.RoleOperator)
 }
 
 func compareStrings(a, b string) int {

@@ -14,7 +14,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/episode"
 	"github.com/fusebox/fusebox/internal/errortexts"
@@ -77,7 +77,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: channelsText(ci, app), Escalation: escalationText(ci, app, now), Acked: ackedText(ci),
 		Settings: ci.Settings,
-		Policy:   views.Words("stays open until someone resumes it"), CanAct: p.On(app.Team).Allows(auth.RoleOperator),
+		Policy:   views.Words("stays open until someone resumes it"), CanAct: access.For(p).Acts(app.Team),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
 	m.NextPause, m.NextPauseForecast, m.NextPauseExpires = s.nextPause(ctx, ci)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/replay"
 	"github.com/fusebox/fusebox/internal/views"
@@ -29,11 +30,11 @@ func (s *CircuitPages) stormShow(c echo.Context) error {
 	}
 	app := c.QueryParam("app")
 	m := views.Storm{Page: s.page(c, "Resume several circuits", "circuits"), App: app}
-	apps = operated(c, apps)
+	apps = scopeOf(c).Operated(apps)
 	if app != "" {
 		m.AppName = appName(apps, app)
 	}
-	owners := teamOf(apps)
+	owners := access.TeamOf(apps)
 	for _, ci := range all {
 		if _, mine := owners[ci.AppID]; !mine || !ci.State.TriggerOff() || (app != "" && ci.AppID != app) {
 			continue
@@ -156,7 +157,7 @@ func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reas
 	}
 	for _, id := range ids {
 		app, fn, ok := circuit.SplitID(id)
-		if a, listed := owned[app]; ok && listed && !AppActed(ctx, a) {
+		if a, listed := owned[app]; ok && listed && !access.AppActed(ctx, a) {
 			// Another team's reads as no such circuit, and is left alone.
 			out = append(out, stormOutcome{StormOutcome: circuit.StormOutcome{ID: id, Err: circuit.ErrNotFound}})
 			continue

@@ -14,7 +14,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/fusebox/fusebox/internal/audit"
-	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/downstream"
@@ -41,10 +40,6 @@ type (
 	}
 )
 
-// seesDownstream says whether the principal sees d: as it sees an app of
-// d's team.
-func (sc scope) seesDownstream(d downstream.Downstream) bool { return sc.sees(d.Team) }
-
 // downstreamList shows the downstreams the caller's teams own, what
 // failures propose, and the form for a new one.
 func (s *CircuitPages) downstreamList(c echo.Context) error {
@@ -70,9 +65,9 @@ func (s *CircuitPages) renderDownstreams(c echo.Context, status int, form views.
 	for _, ci := range cs {
 		state[ci.ID()] = ci
 	}
-	m := views.Downstreams{Page: s.page(c, "Downstreams", "downstreams"), CanCreate: len(sc.p.TeamsWith(auth.RoleOperator)) > 0 || sc.p.Admin() || sc.acts("")}
+	m := views.Downstreams{Page: s.page(c, "Downstreams", "downstreams"), CanCreate: sc.Creates()}
 	for _, d := range ds {
-		if !sc.seesDownstream(d) {
+		if !sc.SeesDownstream(d) {
 			continue
 		}
 		off := 0
@@ -91,7 +86,7 @@ func (s *CircuitPages) renderDownstreams(c echo.Context, status int, form views.
 		}
 		form.Team = tc
 		m.Form = form
-		m.Proposals = s.proposals(ctx, sc.circuits(owners, cs))
+		m.Proposals = s.proposals(ctx, sc.Circuits(owners, cs))
 	}
 	return render(c, status, views.DownstreamsPage(m))
 }
@@ -254,7 +249,7 @@ func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream
 	m := views.Downstream{Page: s.page(c, "Downstream "+d.Name, "downstreams"), Name: d.Name, Team: d.Team, State: d.State.String(), StateWord: d.State.Word(),
 		Reason: d.Reason, Actor: d.Actor, Episode: d.Episode, Changed: d.ChangedAt, Quorum: d.Quorum, Apps: len(d.Apps()),
 		ProbeURL: d.Probe.URL, ProbeGood: d.Probe.Good, InARow: d.InARow, ProbeEvery: d.Probe.Every.String(),
-		CanAct: scopeOf(c).acts(d.Team), Form: form, PauseUntil: d.PauseUntil}
+		CanAct: scopeOf(c).Acts(d.Team), Form: form, PauseUntil: d.PauseUntil}
 	if next, start, _, ok := circuit.NextOpening(d.PauseWindows, s.Now()); ok {
 		m.NextPause = fmt.Sprintf("%s (%s)", start.UTC().Format("Mon 2 Jan 15:04 MST"), next)
 		// What it does to each member's events: its own hub, its own history.
@@ -382,7 +377,7 @@ func (s *CircuitPages) checkDownstream(c echo.Context, d downstream.Downstream, 
 			break
 		}
 		a, found := appByID[app]
-		if !found || a.Team != d.Team && d.Team != "" || !sc.acts(a.Team) {
+		if !found || !sc.AddsMember(d.Team, a) {
 			problems["members"] = fmt.Sprintf("%s is not a circuit of an app of %s you operate", id, orWord(d.Team, "your teams"))
 			break
 		}
@@ -432,7 +427,7 @@ func clipText(s string, n int) string {
 func (s *CircuitPages) downstreamCreate(c echo.Context) error {
 	d, form, problems := downstreamInput(c)
 	if d.Team == "" && !teamNamed(c, d.Team) {
-		d.Team = defaultTeam(c)
+		d.Team = scopeOf(c).DefaultTeam()
 		form.Team.Value = d.Team
 	}
 	problems, err := s.checkDownstream(c, d, problems, true)

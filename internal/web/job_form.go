@@ -158,7 +158,7 @@ func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in apiwire.JobIn
 	}
 	if j.AppID != "" && problems["app"] == "" {
 		// Another team's app reads as one that does not exist.
-		if a, err := s.Apps.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) || (err == nil && !scopeOf(c).acts(a.Team)) {
+		if a, err := s.Apps.Get(c.Request().Context(), j.AppID); errors.Is(err, circuit.ErrNoApp) || (err == nil && !scopeOf(c).Acts(a.Team)) {
 			problems["app"] = "there is no such function app"
 		}
 	}
@@ -168,7 +168,7 @@ func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in apiwire.JobIn
 	case teamNamed(c, in.Team):
 		j.Team = in.Team
 	case existing == nil:
-		j.Team = defaultTeam(c)
+		j.Team = scopeOf(c).DefaultTeam()
 	}
 	if j.AppID == "" && (existing == nil || existing.Team != j.Team || existing.AppID != "") {
 		if problem, err := s.placeIn(c, j.Team); err != nil {
@@ -219,7 +219,7 @@ func (s *JobPages) renderJobForm(c echo.Context, status int, m views.JobForm, id
 	if err != nil {
 		return err
 	}
-	for _, a := range operated(c, apps) {
+	for _, a := range scopeOf(c).Operated(apps) {
 		m.Apps = append(m.Apps, views.Option{Value: a.ID, Label: appName(apps, a.ID)})
 	}
 	if m.Team, err = s.teamChoice(c, m.Team.Value, "admins' alone"); err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/fusebox/fusebox/internal/auth"
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/jobs"
 	"github.com/fusebox/fusebox/internal/views"
 )
@@ -28,20 +28,20 @@ func (s *JobPages) jobList(c echo.Context) error {
 		return err
 	}
 	sc := scopeOf(c)
-	all, apps = sc.jobs(teamOf(apps), all), sc.apps(apps)
+	all, apps = sc.Jobs(access.TeamOf(apps), all), sc.Apps(apps)
 	tag, status := c.QueryParam("tag"), c.QueryParam("status")
 	js, problem := filterJobs(all, tag, status)
 	weeks, err := s.weeks.all(c, js)
 	if err != nil {
 		return err
 	}
-	m := views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js, weeks), CanCreate: canAct(c), Tag: tag, Status: status, Tags: tagsOf(all)}
+	m := views.Jobs{Page: s.page(c, "Jobs", "jobs"), Rows: jobRows(apps, js, weeks), CanCreate: scopeOf(c).ActsAnywhere(), Tag: tag, Status: status, Tags: tagsOf(all)}
 	code := http.StatusOK
 	if problem != "" {
 		m.Flash = &views.Flash{Kind: "error", Text: problem}
 		code = http.StatusUnprocessableEntity
 	}
-	if team, ok := badgeTeam(sc); ok && canAct(c) && len(m.Tags) > 0 {
+	if team, ok := sc.BadgeTeam(); ok && scopeOf(c).ActsAnywhere() && len(m.Tags) > 0 {
 		m.BadgeBase = strings.TrimRight(s.Config.BaseURL.String(), "/") + "/badge/" + s.badgeKey(team) + "/"
 	}
 	return render(c, code, views.JobsPage(m))
@@ -95,19 +95,6 @@ func (s *JobPages) badgeKey(team string) string {
 	return base64.RawURLEncoding.EncodeToString(m.Sum(nil)[:16])
 }
 
-// badgeTeam is the team whose badges a person is shown: every job's for
-// an admin, else the one team they operate (with several, none).
-func badgeTeam(sc scope) (string, bool) {
-	if sc.p.Admin() {
-		return "", true
-	}
-	ts := sc.p.TeamsWith(auth.RoleOperator)
-	if len(ts) == 1 && sc.p.Role == auth.RoleNone {
-		return ts[0], true
-	}
-	return "", false
-}
-
 // badgeScope finds whose badge key was given: every job's, or a team's.
 // Every key is compared, in constant time.
 func (s *JobPages) badgeScope(c echo.Context) (team string, ok bool, err error) {
@@ -154,7 +141,7 @@ func (s *JobPages) badge(c echo.Context) error {
 	}
 	var tagged []jobs.Job
 	for _, j := range js {
-		if team != "" && (jobs.InternalID(j.ID) || jobTeam(owners, j) != team) {
+		if team != "" && (jobs.InternalID(j.ID) || access.JobTeam(owners, j) != team) {
 			continue
 		}
 		if j.HasTag(tag) && j.Status != jobs.Paused && j.Status != jobs.New {

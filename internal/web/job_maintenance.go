@@ -4,12 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -49,14 +49,14 @@ func (s *JobPages) renderMaintenance(c echo.Context, code int, form views.Window
 	if err != nil {
 		return err
 	}
-	m := views.Maintenance{Page: s.page(c, "Maintenance windows", "jobs"), CanAct: canAct(c), Form: form}
-	for _, a := range operated(c, apps) {
+	m := views.Maintenance{Page: s.page(c, "Maintenance windows", "jobs"), CanAct: scopeOf(c).ActsAnywhere(), Form: form}
+	for _, a := range scopeOf(c).Operated(apps) {
 		m.Apps = append(m.Apps, a.ID)
 	}
 	now := s.Now()
-	sc, owners := scopeOf(c), teamOf(apps)
+	sc, owners := scopeOf(c), access.TeamOf(apps)
 	for _, w := range ws {
-		if !sc.seesWindow(owners, w) {
+		if !sc.SeesWindow(owners, w) {
 			continue
 		}
 		st := w.State(now)
@@ -134,17 +134,15 @@ func (s *JobPages) checkWindow(c echo.Context, w jobs.Window) (map[string]string
 	if _, bad := errs["until"]; !bad && !w.Until.IsZero() && !w.Until.After(s.Now()) {
 		errs["until"] = "This window would already be over."
 	}
+	var apps []circuit.App
 	if w.AppID != "" {
-		apps, err := s.Apps.List(c.Request().Context())
-		if err != nil {
+		var err error
+		if apps, err = s.Apps.List(c.Request().Context()); err != nil {
 			return nil, err
 		}
-		// Another team's app reads as one that does not exist.
-		if !slices.ContainsFunc(operated(c, apps), func(a circuit.App) bool { return a.ID == w.AppID }) {
-			errs["app"] = "There is no such app."
-		}
-	} else if !scopeOf(c).p.Admin() {
-		errs["app"] = "Choose one of your apps: a window over every app is an admin's to set."
+	}
+	if problem := scopeOf(c).PlaceWindow(apps, w.AppID); problem != "" {
+		errs["app"] = problem
 	}
 	return errs, nil
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 
@@ -35,14 +34,12 @@ func (s *NotifyPages) outboxList(c echo.Context) error {
 		return err
 	}
 	failing, err := failingRows(ctx, s.Delivery, func(h alerts.Health) bool {
-		id, isChannel := strings.CutPrefix(h.Destination, "channel:")
-		ch, known := byID[id]
-		return scopeOf(c).p.Admin() || (isChannel && known && scopeOf(c).seesChannel(ch))
+		return scopeOf(c).SeesDelivery(h.Destination, byID)
 	})
 	if err != nil {
 		return err
 	}
-	m := views.Outbox{Page: s.page(c, "Notifications", "notifications"), CanAct: canAct(c), MailOff: s.Config.Mail.Host == "", Failing: failing}
+	m := views.Outbox{Page: s.page(c, "Notifications", "notifications"), CanAct: scopeOf(c).ActsAnywhere(), MailOff: s.Config.Mail.Host == "", Failing: failing}
 	for _, msg := range msgs {
 		if !seen(msg) {
 			continue

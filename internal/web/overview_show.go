@@ -9,6 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -42,13 +43,13 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		return err
 	})
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })
-	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), auditRead(c, 8)); return err })
+	g.Go(func() (err error) { recent, err = s.Audit.Recent(ctx, s.Now(), scopeOf(c).AuditRead(8)); return err })
 	g.Go(func() (err error) { rates, err = s.Rates.Since(ctx, s.Now().Add(-time.Hour)); return err })
 	var status circuit.Status
 	g.Go(func() (err error) { status, err = s.Status.Evaluator(ctx); return err })
 	var failing []views.FailingRow
 	g.Go(func() (err error) {
-		failing, err = failingRows(ctx, s.Delivery, func(alerts.Health) bool { return scopeOf(c).p.Admin() })
+		failing, err = failingRows(ctx, s.Delivery, func(alerts.Health) bool { return scopeOf(c).SeesFaults() })
 		return err
 	})
 	var windows []jobs.Window
@@ -65,20 +66,20 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		return err
 	}
 	// What another team owns is not counted, listed or named.
-	sc, owners := scopeOf(c), teamOf(apps)
+	sc, owners := scopeOf(c), access.TeamOf(apps)
 	for app := range kept {
-		if !sc.seesApp(owners, app) {
+		if !sc.SeesApp(owners, app) {
 			delete(kept, app)
 		}
 	}
 	growing := growingRows(kept, s.Now())
-	circuits, jobList, apps = sc.circuits(owners, circuits), sc.jobs(owners, jobList), sc.apps(apps)
+	circuits, jobList, apps = sc.Circuits(owners, circuits), sc.Jobs(owners, jobList), sc.Apps(apps)
 	recent, err := s.auditEntries(c, recent, 8)
 	if err != nil {
 		return err
 	}
 	faults := faultRows(s.Faults.List())
-	if !sc.p.Admin() {
+	if !sc.SeesFaults() {
 		faults = nil // rows of every table: an admin's to mend
 	}
 	// Next expected and the last 7 days, as /jobs shows them.
@@ -99,7 +100,7 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		Jobs:           jobRows(apps, people, weeks),
 		Own:            own,
 		OwnTrouble:     ownTrouble(own),
-		Storms:         storms(operated(c, apps), circuits), // resumed together only where the person may act
+		Storms:         storms(scopeOf(c).Operated(apps), circuits), // resumed together only where the person may act
 		StateCounts:    stateCounts(circuits),
 		JobCounts:      jobCounts(people),
 		Recent:         auditRows(recent),

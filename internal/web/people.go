@@ -15,6 +15,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/auth"
 )
 
@@ -184,29 +185,12 @@ func (s *Server) require(role auth.Role) echo.MiddlewareFunc {
 			c.SetRequest(c.Request().WithContext(auth.WithPrincipal(c.Request().Context(), p)))
 			// What the route names is checked against the role held on it,
 			// found or not; what names nothing, against the highest held.
-			o, named, err := s.ownerOnce(c)
+			o, err := s.ownerOnce(c)
 			if err != nil {
 				return err
 			}
-			held := p.Top()
-			if named {
-				seen, ok := o.lets(p, role)
-				switch {
-				case !seen:
-					return errNotYours
-				case !ok && o.shared:
-					return echo.NewHTTPError(http.StatusForbidden, "This is shared between teams: it needs the admin role to change.")
-				case ok:
-					held = role
-				default:
-					held = p.On(o.team)
-				}
-			}
-			if role == auth.RoleViewer && !named {
-				return next(c) // every signed-in person: pages of nothing say why
-			}
-			if !held.Allows(role) {
-				return echo.NewHTTPError(http.StatusForbidden, fmt.Sprintf("This needs the %s role; you are signed in as %s.", role, held))
+			if err := access.Decide(p, o, role); err != nil {
+				return refused(err)
 			}
 			return next(c)
 		}

@@ -87,7 +87,7 @@ func (s *AppPages) queueShow(c echo.Context) error {
 	k, _ := keptNamed(kept, q.Name)
 	k.Queue = q // the owners as the circuits say now
 	m := views.Queue{Page: s.page(c, q.Name, "apps"), AppID: app.ID, App: app.ID, Base: queueHref(app.ID, q.Name),
-		Row: setAsideRow(app.ID, k, now), CanAct: canAct(c)}
+		Row: setAsideRow(app.ID, k, now), CanAct: scopeOf(c).ActsAnywhere()}
 	if r, ok := kept.Runs[q.Name]; ok {
 		m.Run = queueRun(r, now)
 	}

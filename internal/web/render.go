@@ -8,6 +8,7 @@ import (
 	"github.com/a-h/templ"
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -30,10 +31,10 @@ func (s *core) page(c echo.Context, title, nav string) views.Page {
 		if withTeams, err := s.withTeams(c, pr); err == nil {
 			pr = withTeams
 		}
-		p.User = &views.User{Name: pr.Name, Role: pr.Top().String(), Holds: holds(pr)}
-		p.Notice = scope{p: pr}.emptyBecause()
+		p.User = &views.User{Name: pr.Name, Role: pr.Top().String(), Holds: access.For(pr).Holds()}
+		p.Notice = access.For(pr).EmptyBecause()
 		if p.Notice == "" {
-			p.Notice = s.noAppsBecause(c, pr)
+			p.Notice = s.noAppsBecause(c)
 		}
 	}
 	return p

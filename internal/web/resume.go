@@ -9,8 +9,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/alerts"
-	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/spoken"
 	"github.com/fusebox/fusebox/internal/views"
@@ -116,7 +116,7 @@ func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link,
 			}
 			return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusUnauthorized, "Sign in first.")
 		}
-		if !p.Top().Allows(auth.RoleOperator) {
+		if !access.For(p).ActsAnywhere() {
 			return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusForbidden, "What this link does needs the operator role.")
 		}
 	}
@@ -139,7 +139,7 @@ func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link,
 	if err == nil && s.Config.Mail.ResumeSignIn {
 		// Signed in as asked: an operator of this app's team.
 		p, _ := principal(c)
-		if p, err = s.withTeams(c, p); err == nil && !p.On(app.Team).Allows(auth.RoleOperator) {
+		if p, err = s.withTeams(c, p); err == nil && !access.For(p).Acts(app.Team) {
 			err = echo.NewHTTPError(http.StatusForbidden, "What this link does needs the operator role on this app's team.")
 		}
 	}

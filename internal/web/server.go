@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"golang.org/x/time/rate"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/config"
 	"github.com/fusebox/fusebox/internal/jobs"
@@ -49,8 +50,8 @@ type Identity struct {
 	Issued *auth.Issued
 	// Teams maps people to teams, and so to the apps they may see.
 	Teams *teams.Directory
-	// Owners says which team owns what a route names.
-	Owners Owners
+	// Policy says who may see and change what.
+	Policy *access.Policy
 }
 
 // Parts are what the server is built from: what every handler may use, who
@@ -76,8 +77,8 @@ type core struct {
 	refusals *logSampler
 	// teams maps people to teams (Identity.Teams); appList lists every
 	// app, to tell their teams (Identity.Owners.Apps).
-	teams *teams.Directory
-	owns  Owners
+	teams  *teams.Directory
+	policy *access.Policy
 }
 
 // Server serves Fusebox over HTTP.
@@ -100,7 +101,7 @@ func New(p Parts) (*Server, error) {
 	if missing := p.missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("web: required parts are missing: %s", strings.Join(missing, ", "))
 	}
-	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute), teams: p.Identity.Teams, owns: p.Identity.Owners}
+	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute), teams: p.Identity.Teams, policy: p.Identity.Policy}
 	// What viewers' pages read through ARM is kept per app (armreads.go).
 	circuits, apps := p.Circuits, p.Apps
 	if circuits.Inspector != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/tablestore"
@@ -32,14 +33,7 @@ func (s *OpsPages) tokenList(c echo.Context) error {
 // tokensOf keeps the tokens the principal manages: an admin every one, a
 // team's operator the team's.
 func tokensOf(c echo.Context, list []auth.IssuedToken) []auth.IssuedToken {
-	sc := scopeOf(c)
-	out := make([]auth.IssuedToken, 0, len(list))
-	for _, t := range list {
-		if sc.p.Admin() || (t.Team != "" && sc.acts(t.Team)) {
-			out = append(out, t)
-		}
-	}
-	return out
+	return scopeOf(c).Tokens(list)
 }
 
 func (s *OpsPages) renderTokens(c echo.Context, status int, form views.TokenForm, issued string) error {
@@ -50,7 +44,7 @@ func (s *OpsPages) renderTokens(c echo.Context, status int, form views.TokenForm
 	now := s.Now()
 	list = tokensOf(c, list)
 	slices.SortFunc(list, func(a, b auth.IssuedToken) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	m := views.Tokens{Page: s.page(c, "API tokens", "tokens"), Form: form, Issued: issued, Admin: scopeOf(c).p.Admin()}
+	m := views.Tokens{Page: s.page(c, "API tokens", "tokens"), Form: form, Issued: issued, Admin: scopeOf(c).Admin()}
 	if m.Form.Team, err = s.teamChoice(c, form.Team.Value, "none: on every app (an admin's token)"); err != nil {
 		return err
 	}
@@ -88,10 +82,7 @@ func (s *OpsPages) issue(c echo.Context, p auth.Principal, name, roleName, team 
 	role, _ := auth.ParseRole(roleName)
 	now := s.Now()
 	life := time.Duration(days) * 24 * time.Hour
-	issuer := p.On(team)
-	if team != "" {
-		issuer = min(issuer, auth.RoleOperator) // a team's token is at most its operator
-	}
+	issuer := access.For(p).Issues(team)
 	problems := auth.CheckIssue(name, role, issuer, life, now, p.Until)
 	if problem, err := s.placeIn(c, team); err != nil {
 		return "", nil, err
@@ -197,7 +188,7 @@ func (s *OpsPages) apiTokenIssue(c echo.Context) error {
 	}
 	p, _ := principal(c)
 	if body.Team == "" {
-		body.Team = defaultTeam(c)
+		body.Team = scopeOf(c).DefaultTeam()
 	}
 	token, problems, err := s.issue(c, p, strings.TrimSpace(body.Name), body.Role, body.Team, body.Days)
 	if err != nil {

@@ -142,6 +142,10 @@ type Hosting struct {
 	// out instance by instance (siteUpdateStrategy RollingUpdate) instead
 	// of restarting every instance at once.
 	RollingUpdates bool
+	// Environment is the ARM id of the Container Apps environment the app
+	// runs in, as ARM said when it was registered; empty: none, or not
+	// read. A team's scopes may name environments (teams.Scope).
+	Environment string
 }
 
 // Hosting plans Fusebox tells apart.

@@ -19,7 +19,7 @@ type (
 	ValidationError = validation.Error
 )
 
-var appIDPattern = regexp.MustCompile(`^[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$`)
+var appIDPattern = regexp.MustCompile(`^(?:[a-z0-9][a-z0-9-]{0,39}\.)?[a-z0-9](?:[a-z0-9-]{0,38}[a-z0-9])?$`)
 
 // Limits on what a circuit may say.
 const (
@@ -29,7 +29,8 @@ const (
 )
 
 // ValidAppID reports whether id is a usable app id: lower-case letters,
-// digits and dashes, 1 to 40 characters.
+// digits and dashes, 1 to 40 characters, after its team's name and a dot
+// when a team's operator named it (access.Scope.Name).
 func ValidAppID(id string) bool { return appIDPattern.MatchString(id) }
 
 // Validate checks a circuit's settings against its app. app may be nil

@@ -163,10 +163,11 @@ func (d Downstream) Marks(c circuit.Circuit) bool {
 	return ok && name == d.Name
 }
 
-var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,62}$`)
+var nameRE = regexp.MustCompile(`^(?:[a-z0-9][a-z0-9-]{0,39}\.)?[a-z0-9][a-z0-9-]{0,62}$`)
 
 // ValidName says n can name a downstream: lower case letters, digits and
-// dashes, at most 63.
+// dashes, at most 63, after its team's name and a dot when a team's
+// operator named it (access.Scope.Name).
 func ValidName(n string) bool { return nameRE.MatchString(n) }
 
 // Apps are the distinct apps of the members, sorted.

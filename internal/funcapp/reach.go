@@ -76,10 +76,25 @@ func (r *Registry) placeable(ctx context.Context, p auth.Principal, app circuit.
 	if !ok {
 		return circuit.ValidationError{{Field: "team", Message: "is not a team"}}, nil
 	}
-	if err := t.Admits(app, r.Development); err != nil {
+	if err := t.Admits(r.withEnvironment(ctx, t, app), r.Development); err != nil {
 		return circuit.ValidationError{{Field: targetField(app), Message: err.Error()}}, nil
 	}
 	return nil, nil
+}
+
+// withEnvironment reads which Container Apps environment ARM says app
+// runs in, when only an environment of t's scopes could admit it. A read
+// that fails leaves it unknown, answered as an app in none of the
+// scopes' environments: what ARM said of a resource outside the team's
+// resource groups is not told.
+func (r *Registry) withEnvironment(ctx context.Context, t teams.Team, app circuit.App) circuit.App {
+	if app.Switch == circuit.SwitchLocal || app.Hosting.Environment != "" || r.Hosting == nil || !t.HasEnvironments() || t.Reaches(app, r.Development) {
+		return app
+	}
+	if h, err := r.Hosting.Detect(ctx, app); err == nil {
+		app.Hosting.Environment = h.Environment
+	}
+	return app
 }
 
 // inScope refuses a change to a team's app that lies outside its team's

@@ -213,3 +213,32 @@ func TestNarrowedScopesStopChangesAndAMoveIsNotUndone(t *testing.T) {
 		t.Errorf("after a change read before the move: team %q, host id %q; want orders and the change", got.Team, got.HostID)
 	}
 }
+
+// TestAnAppIDIsTheTeamsOwn: billing's operator registering an app with
+// the id orders' app has gets billing's own id, as for any free id, so
+// whether orders uses an id never shows; an id whose dot names orders is
+// refused; an admin names as given.
+func TestAnAppIDIsTheTeamsOwn(t *testing.T) {
+	r := scopedRegistry(t)
+	orders := circuit.App{ID: "shop", Team: "orders", Switch: circuit.SwitchARM, SubscriptionID: ordersSub, ResourceGroup: "rg-orders", Site: "func-shop"}
+	reg, err := r.Register(as(t, "orders"), orders, "oscar")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if reg.App.ID != "orders.shop" {
+		t.Errorf("orders' operator's app shop is named %q; want orders.shop", reg.App.ID)
+	}
+	same := circuit.App{ID: "shop", Team: "billing", Switch: circuit.SwitchARM, SubscriptionID: billingSub, ResourceGroup: "rg", Site: "func-shop"}
+	if reg, err = r.Register(as(t, "billing"), same, "bianca"); err != nil || reg.App.ID != "billing.shop" {
+		t.Errorf("billing's operator's app shop: %q, %v; want billing.shop, registered", reg.App.ID, err)
+	}
+	same.ID, same.Site = "orders.till", "func-till"
+	if _, err := r.Register(as(t, "billing"), same, "bianca"); !strings.Contains(problemOf(err, "id"), "begins with its team: billing.till") {
+		t.Errorf("billing's operator naming orders.till: %v; want the id refused, saying billing.till", err)
+	}
+	admin := auth.WithPrincipal(t.Context(), auth.Principal{Name: "ada", Role: auth.RoleAdmin})
+	same.ID, same.Site = "till", "func-till"
+	if reg, err = r.Register(admin, same, "ada"); err != nil || reg.App.ID != "till" {
+		t.Errorf("an admin's app till: %q, %v; want till as given", reg.App.ID, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -121,6 +122,10 @@ func (r *Registry) Register(ctx context.Context, app circuit.App, actor string) 
 	if err != nil {
 		return Registered{}, err
 	}
+	if problem := access.NameProblem(app.Team, app.ID); problem != "" {
+		return Registered{}, circuit.ValidationError{{Field: "id", Message: problem}}
+	}
+	app.ID = access.For(p).Name(app.Team, app.ID)
 	if err := r.check(ctx, app); err != nil {
 		return Registered{}, err
 	}
@@ -152,6 +157,12 @@ func (r *Registry) Register(ctx context.Context, app circuit.App, actor string) 
 		default:
 			app.Hosting = h
 			app.Linux = app.Linux || h.Linux
+		}
+	}
+	if app.Switch == circuit.SwitchContainerApp && r.Hosting != nil {
+		// Kept for teams whose scopes name environments.
+		if h, err := r.Hosting.Detect(ctx, app); err == nil {
+			app.Hosting.Environment = h.Environment
 		}
 	}
 	key, hash := auth.NewAppKey(app.ID)

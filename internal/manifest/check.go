@@ -5,11 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/teams"
 	"github.com/fusebox/fusebox/internal/validation"
 )
 
@@ -100,8 +103,25 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 		return false
 	}
 
+	// A team's names are its own (access.Scope.Name): Fusebox would give
+	// a new one a team's operator names "x" the name "team.x", which the
+	// next apply would not find; the file says it so.
+	named := func(line int, kind, id, team string) {
+		if team == "" {
+			team = caller.OnlyTeam()
+		}
+		if problem := access.NameProblem(team, id); problem != "" {
+			ps.add(line, "id: the %s %s: %s", kind, id, problem)
+			return
+		}
+		asked := caller.Role != "" || caller.Teams != nil
+		if asked && !caller.Admin() && team != "" && !have(kind, id) && !strings.HasPrefix(id, team+".") {
+			ps.add(line, "id: the %s %s is new, and what a team's operator names is named in the team's own names: write %s.%s", kind, id, team, id)
+		}
+	}
 	for _, ch := range doc.Channels {
 		twice("channel", ch.ID, ch.Line)
+		named(ch.Line, "channel", ch.ID, ch.Team)
 		if ch.Team == "" && !caller.Admin() && (caller.Role != "" || caller.Teams != nil) {
 			ps.add(ch.Line, "team: the channel %s names no team: a channel shared between teams is an admin's; name one of yours", ch.ID)
 		} else if ch.Team != "" {
@@ -134,6 +154,7 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 	}
 	for _, a := range doc.Apps {
 		twice("app", a.ID, a.Line)
+		named(a.Line, "app", a.ID, a.Team)
 		owned(a.Line, "the app "+a.ID, a.Team)
 		fields(&ps, a.Line, a.domain().Validate(), map[string]string{"guardrail_share": "guardrail_share_percent"})
 		refer(a.Line, a.Channels)
@@ -181,6 +202,19 @@ func Check(doc, current Doc, prune bool, env Env) Problems {
 			if _, ok := apps[w.App]; !ok {
 				ps.add(w.Line, "app: there is no app %q in the file or in Fusebox", w.App)
 			}
+		}
+	}
+	for _, t := range doc.Teams {
+		twice("team", t.Name, t.Line)
+		if asked := caller.Role != "" || caller.Teams != nil; asked && !caller.Admin() {
+			ps.add(t.Line, "teams: the team %s: only an admin gives teams their Azure scopes; the file is refused whole", t.Name)
+			continue
+		}
+		if !teams.ValidName(t.Name) {
+			ps.add(t.Line, "name: %q is not a team's name (lower-case letters, digits and -, at most 40)", t.Name)
+		}
+		if _, err := teams.ParseScopes(strings.Join(t.Scopes, "\n")); err != nil {
+			ps.add(t.Line, "scopes: the team %s: %s", t.Name, err)
 		}
 	}
 	return ps.sorted()

@@ -9,12 +9,14 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/jobs"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // Client reads and changes a Fusebox through its HTTP API, with an API
@@ -183,6 +185,29 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		doc.Maintenance = append(doc.Maintenance, Window{ID: w.ID, App: w.App, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason,
 			Recurs: w.Recurs, TimeZone: w.TimeZone, Duration: seconds(w.DurationSeconds)})
 	}
+	if doc.Caller.Admin() {
+		var ts struct {
+			Teams []struct {
+				Name             string
+				Members          []TeamMember
+				Channels         []string
+				Scopes           []string
+				ConfiguredScopes []string `json:"configured_scopes"`
+			}
+		}
+		if err := c.call(ctx, http.MethodGet, "/api/v1/teams", nil, &ts); err != nil {
+			return Doc{}, err
+		}
+		for _, t := range ts.Teams {
+			x := Team{Name: t.Name, Scopes: []string{}, Members: t.Members, Channels: t.Channels}
+			for _, s := range t.Scopes {
+				if !slices.Contains(t.ConfiguredScopes, s) {
+					x.Scopes = append(x.Scopes, s)
+				}
+			}
+			doc.Teams = append(doc.Teams, x)
+		}
+	}
 	doc.Normalize()
 	return doc, nil
 }
@@ -193,6 +218,13 @@ func seconds(n int) Duration { return Duration(time.Duration(n) * time.Second) }
 // equal when they mean the same: a job's zone UTC when none is given, one
 // run in a row (fail_after, recover_after) as no number.
 func (d *Doc) Normalize() {
+	for i := range d.Teams {
+		// Scopes as ARM writes them, so that case and spelling compare
+		// equal; one that does not read is left for Check to name.
+		if ss, err := teams.ParseScopes(strings.Join(d.Teams[i].Scopes, "\n")); err == nil {
+			d.Teams[i].Scopes = strings.Fields(teams.FormatScopes(ss))
+		}
+	}
 	for i := range d.Jobs {
 		j := &d.Jobs[i]
 		if j.TimeZone == "" {
@@ -293,6 +325,19 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		case Delete:
 			return c.call(ctx, http.MethodDelete, "/api/v1/jobs/"+esc(x.ID), nil, nil)
 		}
+	case ch.Team != nil && ch.Action != Delete:
+		x := ch.Team
+		body := struct {
+			Members  []TeamMember `json:"members"`
+			Channels []string     `json:"channels"`
+			Scopes   []string     `json:"scopes"`
+		}{Members: []TeamMember{}, Channels: nonNil(x.Channels), Scopes: nonNil(x.Scopes)}
+		for _, m := range x.Members {
+			if !m.Configured { // the environment's, set only there
+				body.Members = append(body.Members, m)
+			}
+		}
+		return c.call(ctx, http.MethodPut, "/api/v1/teams/"+esc(x.Name), body, nil)
 	case ch.Window != nil:
 		x := ch.Window
 		switch ch.Action {

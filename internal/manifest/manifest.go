@@ -34,6 +34,8 @@ type Doc struct {
 	Circuits    []Circuit `yaml:"circuits,omitempty"`
 	Jobs        []Job     `yaml:"jobs,omitempty"`
 	Maintenance []Window  `yaml:"maintenance,omitempty"`
+	// Teams are where in Azure each team's apps may live: an admin's.
+	Teams []Team `yaml:"teams,omitempty"`
 	// What Fusebox holds (Client.Current) also says who asks and the
 	// channels shared between teams, which a team's file names but never
 	// holds.
@@ -82,6 +84,27 @@ type Channel struct {
 	// Team owns it; empty: shared between teams (an admin's).
 	Team string `yaml:"team,omitempty"`
 	Line int    `yaml:"-" plan:"-"`
+}
+
+// Team is a team's Azure scopes, by its name: subscriptions, resource
+// groups and Container Apps environments, as ARM writes their ids. Apply
+// sets them and keeps the team's members and channels as they are; an
+// admin's file alone holds teams. Scopes set in FUSEBOX_TEAM_SCOPES are
+// the environment's, in no file.
+type Team struct {
+	Name   string   `yaml:"name"`
+	Scopes []string `yaml:"scopes"`
+	// What apply sends back unchanged.
+	Members  []TeamMember `yaml:"-" plan:"-"`
+	Channels []string     `yaml:"-" plan:"-"`
+	Line     int          `yaml:"-" plan:"-"`
+}
+
+// TeamMember is one of a team's members as the API spells it.
+type TeamMember struct {
+	Who        string `json:"who"`
+	Role       string `json:"role"`
+	Configured bool   `json:"configured,omitempty"`
 }
 
 // App is a registered function app, by its id. Where its switch writes

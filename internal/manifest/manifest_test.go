@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/manifest"
+	"github.com/fusebox/fusebox/internal/teams"
 )
 
 // seeded is the demo's Fusebox, and a client with an operator's token.
@@ -223,3 +224,68 @@ jobs:
 		}
 	}
 }
+
+// TestAnAdminsFileGivesTeamsTheirScopes: an admin's export holds each
+// team's scopes; a file that changes billing's is planned as an update of
+// the team, applied through the API, and leaves its members as they
+// were; planning again finds nothing. A file of anyone but an admin
+// naming a team is refused whole.
+func TestAnAdminsFileGivesTeamsTheirScopes(t *testing.T) {
+	token, hash := auth.NewAPIToken()
+	opToken, opHash := auth.NewAPIToken()
+	srv := apptest.Start(t, map[string]string{"FUSEBOX_API_TOKENS": "platform:admin:" + hash + ",reader:viewer:" + opHash})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	c := &manifest.Client{Base: srv.URL, Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	put, _ := http.NewRequest(http.MethodPut, srv.URL+"/api/v1/teams/billing", strings.NewReader(`{"members": [{"who": "g-billing-ops", "role": "operator"}], "channels": []}`))
+	put.Header.Set("Authorization", "Bearer "+token)
+	put.Header.Set("Content-Type", "application/json")
+	if r, err := http.DefaultClient.Do(put); err != nil || r.StatusCode != http.StatusNoContent {
+		t.Fatalf("billing's members: %v %v", r, err)
+	}
+	const sub = "7e2c1f4a-5b6d-4e8f-9a0b-1c2d3e4f5a6b"
+	file := string(export(t, c))
+	if !strings.Contains(file, "- name: billing\n    scopes: []") {
+		t.Fatalf("the admin's export lacks billing's scopes:\n%s", file)
+	}
+	env := "/subscriptions/" + strings.ToUpper(sub) + "/resourceGroups/rg-platform/providers/Microsoft.App/managedEnvironments/shared-env"
+	file = strings.Replace(file, "- name: billing\n    scopes: []", "- name: billing\n    scopes: [/subscriptions/"+sub+"/resourceGroups/RG-Billing, "+env+"]", 1)
+	p, ps := plan(t, c, []byte(file), false, noEnv)
+	if len(ps) > 0 {
+		t.Fatalf("problems: %v", ps)
+	}
+	if text := p.String(); !strings.Contains(text, "~ update team billing") || !strings.Contains(text, "1 to change") {
+		t.Fatalf("the plan of billing's scopes:\n%s", text)
+	}
+	var out bytes.Buffer
+	if err := c.Apply(t.Context(), p.Changes, noEnv, &out); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out.String())
+	}
+	ts, err := srv.App.Store.Teams.List(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tm := range ts {
+		if tm.Name != "billing" {
+			continue
+		}
+		if got := strings.Fields(teamsScopes(tm.Scopes)); len(got) != 2 || got[0] != "/subscriptions/"+sub+"/resourceGroups/rg-billing" {
+			t.Errorf("billing's scopes after apply: %v", got)
+		}
+		if len(tm.Members) != 1 || tm.Members[0].Who != "g-billing-ops" {
+			t.Errorf("billing's members after apply: %+v; want g-billing-ops kept", tm.Members)
+		}
+	}
+	if p, ps := plan(t, c, []byte(file), false, noEnv); len(ps) > 0 || !p.Empty() {
+		t.Errorf("planning the applied file again: %v (problems %v), want nothing", p, ps)
+	}
+
+	op := &manifest.Client{Base: srv.URL, Token: opToken, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	_, ps = plan(t, op, []byte("version: 1\nteams:\n  - name: orders\n    scopes: [/subscriptions/"+sub+"]\n"), false, noEnv)
+	if !strings.Contains(ps.Error(), "only an admin gives teams their Azure scopes") {
+		t.Errorf("a viewer's file naming a team: %v; want it refused", ps)
+	}
+}
+
+func teamsScopes(ss []teams.Scope) string { return teams.FormatScopes(ss) }

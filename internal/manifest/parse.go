@@ -146,6 +146,7 @@ func setLines(root *yaml.Node, doc *Doc) {
 	set("circuits", len(doc.Circuits), func(i, l int) { doc.Circuits[i].Line = l })
 	set("jobs", len(doc.Jobs), func(i, l int) { doc.Jobs[i].Line = l })
 	set("maintenance", len(doc.Maintenance), func(i, l int) { doc.Maintenance[i].Line = l })
+	set("teams", len(doc.Teams), func(i, l int) { doc.Teams[i].Line = l })
 }
 
 // Marshal writes doc as a file, its entries in a fixed order, so that the

@@ -32,6 +32,7 @@ type Change struct {
 	Circuit *Circuit
 	Job     *Job
 	Window  *Window
+	Team    *Team
 }
 
 func (c Change) String() string {
@@ -148,6 +149,16 @@ func MakePlan(doc, current Doc, prune bool, env Env) Plan {
 		p.Changes = append(p.Changes, Change{Action: Create, Kind: "maintenance window", Name: w.String(), Line: w.Line, Window: w})
 	}
 
+	for i := range doc.Teams {
+		t := &doc.Teams[i]
+		var have *Team
+		if j := slices.IndexFunc(current.Teams, func(c Team) bool { return c.Name == t.Name }); j >= 0 {
+			have = &current.Teams[j]
+			t.Members, t.Channels = have.Members, have.Channels
+		}
+		step("team", t.Name, t.Line, have, t, nil, func(c *Change) { c.Team = t })
+	}
+
 	// What only Fusebox has.
 	for i := range current.Maintenance {
 		w := &current.Maintenance[i]
@@ -165,6 +176,12 @@ func MakePlan(doc, current Doc, prune bool, env Env) Plan {
 		ci := &current.Circuits[i]
 		if !slices.ContainsFunc(doc.Circuits, func(c Circuit) bool { return c.App == ci.App && c.Function == ci.Function }) {
 			p.only(prune, Change{Action: Delete, Kind: "circuit", Name: ci.String(), Circuit: ci})
+		}
+	}
+	for i := range current.Teams {
+		t := current.Teams[i]
+		if !slices.ContainsFunc(doc.Teams, func(c Team) bool { return c.Name == t.Name }) {
+			p.Kept = append(p.Kept, "team "+t.Name+" (apply never removes a team)")
 		}
 	}
 	for i := range current.Apps {

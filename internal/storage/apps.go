@@ -43,6 +43,7 @@ type appRow struct {
 	EscalateSeconds int32   // ...after this long unacknowledged; 0: none
 	HostingKind     string  // the site's kind when it was registered
 	HostingPlan     string  // appservice, flex or containerapps; empty: not detected
+	Environment     string  // the Container Apps environment's ARM id, as ARM said
 	RollingUpdates  bool    // Flex: settings changes roll out instance by instance
 	HostStorage     string  // the app's AzureWebJobsStorage: connection string or blob URL (a secret)
 	HostID          string  // optional override of the derived host id
@@ -93,7 +94,7 @@ func (r appRow) toApp() (circuit.App, error) {
 		Escalate:    circuit.Escalation{After: time.Duration(r.EscalateSeconds) * time.Second, To: commaList(r.EscalateTo)},
 		HostStorage: r.HostStorage, HostID: r.HostID, InsightsAppID: r.InsightsAppID, EventHubs: r.EventHubs, SetAsideLimit: int(r.SetAsideLimit),
 		ResumeFrom: resumeFrom(r.ResumeFrom), Team: r.Team,
-		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates},
+		Hosting: circuit.Hosting{Kind: r.HostingKind, Plan: r.HostingPlan, Linux: r.Linux, RollingUpdates: r.RollingUpdates, Environment: r.Environment},
 	}, nil
 }
 
@@ -157,7 +158,7 @@ func (a *Apps) row(app circuit.App) *appRow {
 		EscalateTo: strings.Join(app.Escalate.To, ","), EscalateSeconds: int32(app.Escalate.After / time.Second),
 		HostStorage: app.HostStorage, HostID: app.HostID, InsightsAppID: app.InsightsAppID, EventHubs: app.EventHubs, SetAsideLimit: int32(min(app.SetAsideLimit, 1<<31-1)),
 		ResumeFrom: app.ResumeFrom, Team: app.Team,
-		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates,
+		HostingKind: app.Hosting.Kind, HostingPlan: app.Hosting.Plan, RollingUpdates: app.Hosting.RollingUpdates, Environment: app.Hosting.Environment,
 	}
 	sealSecrets(a.box, TableApps, row)
 	return row

@@ -11,13 +11,18 @@ import (
 )
 
 // Scope is where in Azure a team's apps may live: a whole subscription,
-// or one resource group of it. Fusebox's own identity may rewrite every
+// one resource group of it, or one Container Apps environment (whose
+// apps, container apps and Functions sites alike, may sit in any
+// resource group). Fusebox's own identity may rewrite every
 // app it can reach, so a team's reach ends at the scopes an admin gave it
 // (as Argo CD's projects list the destinations they may deploy to), not
 // at the records it owns.
 type Scope struct {
 	Subscription  string // a GUID, lower case
 	ResourceGroup string // empty: the whole subscription; lower case
+	// Environment is a Container Apps environment's name (lower case) in
+	// the subscription and resource group above; empty: not one.
+	Environment string
 }
 
 // Bounds of what a team's scopes cost: a team lists at most MaxScopes,
@@ -25,7 +30,7 @@ type Scope struct {
 // whatever an admin types.
 const (
 	MaxScopes   = 50
-	MaxScopeLen = 200
+	MaxScopeLen = 300 // an environment's id is about 270 at most
 )
 
 var (
@@ -33,18 +38,36 @@ var (
 	// ARM's rule for resource group names: 1 to 90 letters, digits,
 	// underscores, dashes, periods and parentheses, not ending in a period.
 	resourceGroupRE = regexp.MustCompile(`^[a-z0-9_().-]{0,89}[a-z0-9_()-]$`)
+	// Container Apps' rule for environment names: 2 to 60 lower-case
+	// letters, digits and dashes, starting with a letter.
+	environmentRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,58}[a-z0-9]$`)
 )
+
+// environments is how ARM writes a Container Apps environment after its
+// resource group, lower cased.
+const environments = "/providers/microsoft.app/managedenvironments/"
 
 // ParseScope reads a scope as ARM writes it,
 // /subscriptions/<id> or /subscriptions/<id>/resourceGroups/<name>, or
-// shortened to <id> or <id>/<name>. ARM's ids are case-insensitive.
+// shortened to <id> or <id>/<name>; or a Container Apps environment's id,
+// /subscriptions/<id>/resourceGroups/<name>/providers/Microsoft.App/managedEnvironments/<name>.
+// ARM's ids are case-insensitive.
 func ParseScope(s string) (Scope, error) {
 	s = strings.TrimSpace(s)
 	if len(s) > MaxScopeLen {
 		return Scope{}, fmt.Errorf("a scope is at most %d characters", MaxScopeLen)
 	}
 	low := strings.ToLower(strings.TrimSuffix(s, "/"))
-	var sub, rg string
+	var sub, rg, env string
+	if before, name, ok := strings.Cut(low, environments); ok {
+		if !environmentRE.MatchString(name) {
+			return Scope{}, fmt.Errorf("%q: %q is not a Container Apps environment's name (2 to 60 lower-case letters, digits and dashes)", s, name)
+		}
+		low, env = before, name
+		if !strings.Contains(low, "/resourcegroups/") {
+			return Scope{}, fmt.Errorf("%q: an environment's scope is its id, /subscriptions/<id>/resourceGroups/<name>/providers/Microsoft.App/managedEnvironments/<name>", s)
+		}
+	}
 	if rest, ok := strings.CutPrefix(low, "/subscriptions/"); ok {
 		var hasRG bool
 		sub, rg, hasRG = strings.Cut(rest, "/resourcegroups/")
@@ -63,11 +86,14 @@ func ParseScope(s string) (Scope, error) {
 	if rg != "" && !resourceGroupRE.MatchString(rg) {
 		return Scope{}, fmt.Errorf("%q: %q is not a resource group's name (letters, digits, _ - . ( ), at most 90, not ending in a period)", s, rg)
 	}
-	return Scope{Subscription: sub, ResourceGroup: rg}, nil
+	return Scope{Subscription: sub, ResourceGroup: rg, Environment: env}, nil
 }
 
 // String is the scope as ARM writes it.
 func (s Scope) String() string {
+	if s.Environment != "" {
+		return "/subscriptions/" + s.Subscription + "/resourceGroups/" + s.ResourceGroup + "/providers/Microsoft.App/managedEnvironments/" + s.Environment
+	}
 	if s.ResourceGroup == "" {
 		return "/subscriptions/" + s.Subscription
 	}
@@ -75,9 +101,25 @@ func (s Scope) String() string {
 }
 
 // Holds says whether a resource in subscription and resource group lies
-// within s.
+// within s; an environment's scope holds none by where it is.
 func (s Scope) Holds(subscription, resourceGroup string) bool {
-	return strings.EqualFold(s.Subscription, subscription) && (s.ResourceGroup == "" || strings.EqualFold(s.ResourceGroup, resourceGroup))
+	return s.Environment == "" && strings.EqualFold(s.Subscription, subscription) && (s.ResourceGroup == "" || strings.EqualFold(s.ResourceGroup, resourceGroup))
+}
+
+// HoldsApp says whether app lies within s: by its subscription and
+// resource group, or, for an environment's scope, by the environment
+// ARM said it runs in when it was registered (Hosting.Environment).
+func (s Scope) HoldsApp(app circuit.App) bool {
+	if s.Environment != "" {
+		return app.Hosting.Environment != "" && strings.EqualFold(s.String(), strings.TrimSuffix(app.Hosting.Environment, "/"))
+	}
+	return s.Holds(app.SubscriptionID, app.ResourceGroup)
+}
+
+// HasEnvironments says whether any of t's scopes is a Container Apps
+// environment: only then is an app's environment worth asking ARM for.
+func (t Team) HasEnvironments() bool {
+	return slices.ContainsFunc(t.AllScopes(), func(s Scope) bool { return s.Environment != "" })
 }
 
 // ParseScopes reads a list of scopes, one a line or separated by commas;
@@ -123,17 +165,7 @@ func (t Team) Reaches(app circuit.App, development bool) bool {
 	if app.Switch == circuit.SwitchLocal {
 		return development
 	}
-	for _, s := range t.Scopes {
-		if s.Holds(app.SubscriptionID, app.ResourceGroup) {
-			return true
-		}
-	}
-	for _, s := range t.ConfiguredScopes {
-		if s.Holds(app.SubscriptionID, app.ResourceGroup) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(t.AllScopes(), func(s Scope) bool { return s.HoldsApp(app) })
 }
 
 // Admits says whether app may belong to t: an ARM or Container Apps app
@@ -148,12 +180,13 @@ func (t Team) Admits(app circuit.App, development bool) error {
 		return fmt.Errorf("%w: team %s may use the local switch only in development", ErrOutOfScope, t.Name)
 	}
 	scopes := t.AllScopes()
-	for _, s := range scopes {
-		if s.Holds(app.SubscriptionID, app.ResourceGroup) {
-			return nil
-		}
+	if slices.ContainsFunc(scopes, func(s Scope) bool { return s.HoldsApp(app) }) {
+		return nil
 	}
 	need := Scope{Subscription: strings.ToLower(app.SubscriptionID), ResourceGroup: strings.ToLower(app.ResourceGroup)}.String()
+	if t.HasEnvironments() {
+		need += " (in no Container Apps environment of its scopes)"
+	}
 	if len(scopes) == 0 {
 		return fmt.Errorf("%w: team %s has no Azure scopes yet, so its apps cannot be in %s: an admin gives it scopes on the Teams page", ErrOutOfScope, t.Name, need)
 	}

@@ -3,6 +3,7 @@ package teams_test
 import (
 	"context"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -108,5 +109,32 @@ func TestDefaultChannels(t *testing.T) {
 	}
 	if apps[0].Channels != nil {
 		t.Error("the apps given were changed")
+	}
+}
+
+func TestAnEnvironmentsScopeIsReadAsARMWritesIt(t *testing.T) {
+	const sub = "7e2c1f4a-5b6d-4e8f-9a0b-1c2d3e4f5a6b"
+	env := "/subscriptions/" + sub + "/resourceGroups/rg-platform/providers/Microsoft.App/managedEnvironments/shared-env"
+	s, err := teams.ParseScope(strings.ToUpper(env[:15]) + env[15:])
+	if err != nil || s.String() != env || s.Environment != "shared-env" {
+		t.Fatalf("ParseScope(env) = %+v, %v; want the environment, written back as %s", s, err, env)
+	}
+	inRG := circuit.App{Switch: circuit.SwitchContainerApp, SubscriptionID: sub, ResourceGroup: "rg-platform"}
+	if s.HoldsApp(inRG) {
+		t.Error("an environment's scope holds an app by its resource group; want only by its environment")
+	}
+	inRG.Hosting.Environment = strings.ToUpper(env)
+	if !s.HoldsApp(inRG) {
+		t.Error("an environment's scope does not hold an app ARM says runs in it")
+	}
+	for _, bad := range []string{
+		"/subscriptions/" + sub + "/providers/Microsoft.App/managedEnvironments/shared-env",
+		"/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/-bad",
+		"/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/",
+		"/subscriptions/" + sub + "/resourceGroups/rg/providers/Microsoft.Web/sites/func",
+	} {
+		if s, err := teams.ParseScope(bad); err == nil {
+			t.Errorf("ParseScope(%q) = %+v; want an error", bad, s)
+		}
 	}
 }

@@ -563,7 +563,7 @@ func teamForm(p Page, f TeamForm, action string) templ.Component {
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}
-		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 47, "<label for=\"scopes\">Azure scopes its apps may live in: one a line, /subscriptions/&lt;id&gt; or /subscriptions/&lt;id&gt;/resourceGroups/&lt;name&gt;</label> ")
+		templ_7745c5c3_Err = templruntime.WriteString(templ_7745c5c3_Buffer, 47, "<label for=\"scopes\">Azure scopes its apps may live in: one a line, /subscriptions/&lt;id&gt;, /subscriptions/&lt;id&gt;/resourceGroups/&lt;name&gt;, or a Container Apps environment's id (…/providers/Microsoft.App/managedEnvironments/&lt;name&gt;)</label> ")
 		if templ_7745c5c3_Err != nil {
 			return templ_7745c5c3_Err
 		}

@@ -109,6 +109,7 @@ func (s *CircuitPages) apiDownstreamSave(c echo.Context, name string) error {
 		if d.Team == "" {
 			d.Team = scopeOf(c).DefaultTeam()
 		}
+		d.Name = nameOf(c, d)
 	} else {
 		var err error
 		if cur, err = s.downstreamOf(c); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/alerts"
 	"github.com/fusebox/fusebox/internal/apiwire"
 	"github.com/fusebox/fusebox/internal/audit"
@@ -81,7 +82,10 @@ func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in apiwir
 		}
 	}
 	if cur == nil {
-		ch = alerts.Channel{ID: in.ID, Kind: in.Kind, CreatedAt: now}
+		if problem := access.NameProblem(team, in.ID); problem != "" {
+			return alerts.Channel{}, "", circuit.ValidationError{{Field: "id", Message: problem}}
+		}
+		ch = alerts.Channel{ID: scopeOf(c).Name(team, in.ID), Kind: in.Kind, CreatedAt: now}
 		if in.Kind == alerts.ChannelWebhook {
 			ch.Secret = alerts.NewWebhookSecret()
 			secret = ch.Secret

@@ -13,6 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
@@ -344,6 +345,9 @@ func (s *CircuitPages) checkDownstream(c echo.Context, d downstream.Downstream, 
 		}
 	}
 	if creating {
+		if problem := access.NameProblem(d.Team, d.Name); problem != "" && problems["name"] == "" {
+			problems["name"] = problem
+		}
 		problem, err := s.placeIn(c, d.Team)
 		if err != nil {
 			return nil, err
@@ -430,6 +434,7 @@ func (s *CircuitPages) downstreamCreate(c echo.Context) error {
 		d.Team = scopeOf(c).DefaultTeam()
 		form.Team.Value = d.Team
 	}
+	d.Name = nameOf(c, d)
 	problems, err := s.checkDownstream(c, d, problems, true)
 	if err != nil {
 		return err
@@ -451,6 +456,16 @@ func (s *CircuitPages) downstreamCreate(c echo.Context) error {
 	}
 	s.setFlash(c, "downstream-saved")
 	return c.Redirect(http.StatusSeeOther, "/downstreams/"+d.Name)
+}
+
+// nameOf is the name a new downstream gets: a team's operator names it
+// in the team's own names (access.Scope.Name). A name whose dot names
+// another team is left as given, to be refused.
+func nameOf(c echo.Context, d downstream.Downstream) string {
+	if access.NameProblem(d.Team, d.Name) != "" {
+		return d.Name
+	}
+	return scopeOf(c).Name(d.Team, d.Name)
 }
 
 // recordDeleted appends the audit entry of a downstream deleted: gone by

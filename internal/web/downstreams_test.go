@@ -264,7 +264,7 @@ func TestAnOperatorNamesADownstreamAndActsOnIt(t *testing.T) {
 	}
 	form.Set("probe_url", "https://inventory.example.com/health")
 	wantStatus(t, oscar.post("/downstreams", form), http.StatusSeeOther)
-	d, err := srv.App.Store.Downstreams.Get(ctx, "inventory-db")
+	d, err := srv.App.Store.Downstreams.Get(ctx, "orders.inventory-db")
 	if err != nil || d.Team != demo.TeamOrders || len(d.Members) != 2 {
 		t.Fatalf("the saved downstream: %+v %v", d, err)
 	}
@@ -275,27 +275,27 @@ func TestAnOperatorNamesADownstreamAndActsOnIt(t *testing.T) {
 	if got := bianca.post("/downstreams", theirs); got.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(got.body, "is not a circuit of an app of billing you operate") {
 		t.Errorf("billing naming orders' circuit: %d\n%s", got.StatusCode, section(got.body, `data-testid="downstream-form"`))
 	}
-	if got := bianca.get("/downstreams/inventory-db"); got.StatusCode != http.StatusNotFound {
+	if got := bianca.get("/downstreams/orders.inventory-db"); got.StatusCode != http.StatusNotFound {
 		t.Errorf("billing reads orders' downstream: %d", got.StatusCode)
 	}
 
-	csrf := oscar.csrf("/downstreams/inventory-db")
-	wantStatus(t, oscar.post("/downstreams/inventory-db/trip", url.Values{"_csrf": {csrf}, "reason": {"failing over the inventory database"}}), http.StatusSeeOther)
+	csrf := oscar.csrf("/downstreams/orders.inventory-db")
+	wantStatus(t, oscar.post("/downstreams/orders.inventory-db/trip", url.Values{"_csrf": {csrf}, "reason": {"failing over the inventory database"}}), http.StatusSeeOther)
 	for app, fn := range map[string]string{demo.AppID: "SendReceipts", "shipping-demo": "ReserveStock"} {
-		if c, _ := srv.App.Store.Circuits.Get(ctx, app, fn); c.State != circuit.ForcedOpen || c.Downstream != "inventory-db#1" {
+		if c, _ := srv.App.Store.Circuits.Get(ctx, app, fn); c.State != circuit.ForcedOpen || c.Downstream != "orders.inventory-db#1" {
 			t.Errorf("%s after the trip: %s marked %q", fn, c.State, c.Downstream)
 		}
 	}
-	if got := oscar.post("/downstreams/inventory-db/trip", url.Values{"_csrf": {csrf}, "reason": {"again"}}); got.StatusCode != http.StatusConflict {
+	if got := oscar.post("/downstreams/orders.inventory-db/trip", url.Values{"_csrf": {csrf}, "reason": {"again"}}); got.StatusCode != http.StatusConflict {
 		t.Errorf("a second trip: %d, want 409", got.StatusCode)
 	}
-	wantStatus(t, oscar.post("/downstreams/inventory-db/resume", url.Values{"_csrf": {csrf}, "reason": {"failover done"}}), http.StatusSeeOther)
+	wantStatus(t, oscar.post("/downstreams/orders.inventory-db/resume", url.Values{"_csrf": {csrf}, "reason": {"failover done"}}), http.StatusSeeOther)
 	for app, fn := range map[string]string{demo.AppID: "SendReceipts", "shipping-demo": "ReserveStock"} {
 		if c, _ := srv.App.Store.Circuits.Get(ctx, app, fn); c.State != circuit.Closed {
 			t.Errorf("%s after the resume: %s", fn, c.State)
 		}
 	}
-	if d := storeNamed(t, srv, "inventory-db"); d.State != downstream.Closed || d.Episode != 1 {
+	if d := storeNamed(t, srv, "orders.inventory-db"); d.State != downstream.Closed || d.Episode != 1 {
 		t.Errorf("the downstream after the resume: %s, episode %d", d.State, d.Episode)
 	}
 }

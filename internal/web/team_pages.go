@@ -320,6 +320,8 @@ type teamJSON struct {
 	// Scopes are where in Azure its apps may live, those of the
 	// environment included.
 	Scopes []string `json:"scopes"`
+	// ConfiguredScopes are those of Scopes set in FUSEBOX_TEAM_SCOPES.
+	ConfiguredScopes []string `json:"configured_scopes,omitempty"`
 }
 
 type memberJSON struct {
@@ -341,6 +343,9 @@ func (s *OpsPages) apiTeamList(c echo.Context) error {
 		j := teamJSON{Name: t.Name, Members: []memberJSON{}, Channels: nonNil(t.Channels), Apps: appsOf(apps, t.Name), Scopes: []string{}}
 		for _, sc := range t.AllScopes() {
 			j.Scopes = append(j.Scopes, sc.String())
+		}
+		for _, sc := range t.ConfiguredScopes {
+			j.ConfiguredScopes = append(j.ConfiguredScopes, sc.String())
 		}
 		for _, m := range t.Members {
 			j.Members = append(j.Members, memberJSON{Who: m.Who, Role: m.Role.String(), Configured: m.Configured})

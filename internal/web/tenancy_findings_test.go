@@ -12,6 +12,7 @@ import (
 	"github.com/fusebox/fusebox/internal/apptest"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/auth/oidctest"
+	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
 	"github.com/fusebox/fusebox/internal/jobs"
 )
@@ -136,4 +137,33 @@ func TestTheReviewsFindingsAreRefused(t *testing.T) {
 		t.Error("a person of no team sees the shared channel's address")
 	}
 
+	// Names are each team's own: billing's operator naming a downstream
+	// or a channel as orders named theirs is answered as for any free
+	// name, in billing's names; a name whose dot names orders is refused.
+	if err := srv.App.Store.Apps.Create(ctx, circuit.App{ID: "billing-app", Team: demo.TeamBilling, Switch: circuit.SwitchLocal, LocalSettings: t.TempDir() + "/local.settings.json"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.App.Store.Circuits.Create(ctx, circuit.Circuit{AppID: "billing-app", Function: "Charge", Settings: circuit.Settings{Threshold: 10, Window: time.Minute}, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
+	}
+	r = api(billingToken, "POST", "/api/v1/downstreams", map[string]any{"name": demo.Store, "members": []string{"billing-app/Charge"}, "quorum": 0})
+	wantStatus(t, r, http.StatusCreated)
+	if !strings.Contains(r.body, `"name":"billing.`+demo.Store+`"`) {
+		t.Errorf("billing's downstream named as orders' is not named in billing's names: %s", r.body)
+	}
+	r = api(billingToken, "POST", "/api/v1/channels", map[string]any{"id": "demo-mail", "name": "Billing list", "kind": "mail", "addresses": []string{"billing@example.com"}})
+	wantStatus(t, r, http.StatusCreated)
+	if !strings.Contains(r.body, `"id":"billing.demo-mail"`) {
+		t.Errorf("billing's channel named as orders' is not named in billing's names: %s", r.body)
+	}
+	for _, path := range []string{"/api/v1/downstreams", "/api/v1/channels"} {
+		r = api(billingToken, "POST", path, map[string]any{"name": "orders.x", "id": "orders.x", "kind": "mail", "addresses": []string{"b@example.com"}})
+		wantStatus(t, r, http.StatusUnprocessableEntity)
+		if !strings.Contains(r.body, "begins with its team: billing.x") {
+			t.Errorf("%s named orders.x by billing's operator: %s; want the refusal to say billing.x", path, r.body)
+		}
+	}
+	if d, err := srv.App.Store.Downstreams.Get(ctx, demo.Store); err != nil || d.Team != demo.TeamOrders {
+		t.Errorf("orders' downstream after billing's: %+v, %v", d, err)
+	}
 }

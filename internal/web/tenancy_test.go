@@ -2,11 +2,13 @@ package web_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	armfake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/appservice/armappservice/v5/fake"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/demo"
+	"github.com/fusebox/fusebox/internal/manifest"
 )
 
 // TestAnotherTeamsResourcesCannotBeNamed is billing's operator trying
@@ -28,8 +31,9 @@ func TestAnotherTeamsResourcesCannotBeNamed(t *testing.T) {
 	const sub = "00000000-0000-4000-8000-0000000000f6"
 	arm, armSettings := apptest.GuardableARM(sub)
 	srv := apptest.StartWith(t, map[string]string{
-		"FUSEBOX_LOCAL_USERS": strings.Join([]string{apptest.User(t, "olivia", "admin"), apptest.User(t, "bianca", "operator@billing")}, ","),
-		"FUSEBOX_TEAM_SCOPES": "billing:/subscriptions/" + sub + "/resourceGroups/rg-billing,orders:/subscriptions/" + sub + "/resourceGroups/rg-orders",
+		"FUSEBOX_LOCAL_USERS":            strings.Join([]string{apptest.User(t, "olivia", "admin"), apptest.User(t, "bianca", "operator@billing")}, ","),
+		"FUSEBOX_TEAM_SCOPES":            "billing:/subscriptions/" + sub + "/resourceGroups/rg-billing,orders:/subscriptions/" + sub + "/resourceGroups/rg-orders",
+		"FUSEBOX_DISCOVER_SUBSCRIPTIONS": sub,
 	}, apptest.Options{ARMTransport: armfake.NewWebAppsServerTransport(arm)})
 	ordersFile := t.TempDir() + "/local.settings.json"
 	if err := demo.Seed(t.Context(), srv.App.Store, ordersFile, srv.Clock.Now()); err != nil {
@@ -87,18 +91,18 @@ func TestAnotherTeamsResourcesCannotBeNamed(t *testing.T) {
 	refused("a subscription billing was not given", api("POST", "/api/v1/apps", map[string]any{"id": "billing-else", "team": "billing", "switch": "arm",
 		"subscription": "00000000-0000-4000-8000-0000000000aa", "resource_group": "rg-billing", "site": "func-billing"}),
 		"site", "is not in team billing's scopes")
-	withStorage := arm1("billing-prod", "rg-billing", "func-billing")
+	withStorage := arm1("billing.prod", "rg-billing", "func-billing")
 	withStorage["host_storage"] = "https://otherstore.blob.core.windows.net"
 	refused("another storage account", api("POST", "/api/v1/apps", withStorage), "host_storage", "is not the storage account the app's own")
 
 	// billing's own site registers; naming another account for it later
 	// through the host insight form is refused too.
-	if r := api("POST", "/api/v1/apps", arm1("billing-prod", "rg-billing", "func-billing")); r.StatusCode != http.StatusCreated {
+	if r := api("POST", "/api/v1/apps", arm1("billing.prod", "rg-billing", "func-billing")); r.StatusCode != http.StatusCreated {
 		t.Fatalf("billing's own site: %d %s", r.StatusCode, r.body)
 	}
-	refused("another storage account on the API's update", api("PUT", "/api/v1/apps/billing-prod", map[string]any{"id": "billing-prod", "switch": "arm", "subscription": sub,
+	refused("another storage account on the API's update", api("PUT", "/api/v1/apps/billing.prod", map[string]any{"id": "billing.prod", "switch": "arm", "subscription": sub,
 		"resource_group": "rg-billing", "site": "func-billing", "host_storage": "https://otherstore.blob.core.windows.net"}), "host_storage", "is not the storage account")
-	refused("moving billing's app to orders", api("PUT", "/api/v1/apps/billing-prod", map[string]any{"id": "billing-prod", "team": "orders", "switch": "arm", "subscription": sub,
+	refused("moving billing's app to orders", api("PUT", "/api/v1/apps/billing.prod", map[string]any{"id": "billing.prod", "team": "orders", "switch": "arm", "subscription": sub,
 		"resource_group": "rg-billing", "site": "func-billing"}), "team", "is not a team you operate")
 
 	wantStatus(t, b.signIn("bianca"), http.StatusSeeOther)
@@ -111,9 +115,47 @@ func TestAnotherTeamsResourcesCannotBeNamed(t *testing.T) {
 	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, "is not in team billing&#39;s scopes") {
 		t.Errorf("the Register form naming orders' resource group: %d; want 422 naming the scope", r.StatusCode)
 	}
-	r = b.post("/apps/billing-prod/host/edit", url.Values{"_csrf": {b.csrf("/apps/billing-prod/host/edit")}, "host_storage": {"https://otherstore.blob.core.windows.net"}})
+	r = b.post("/apps/billing.prod/host/edit", url.Values{"_csrf": {b.csrf("/apps/billing.prod/host/edit")}, "host_storage": {"https://otherstore.blob.core.windows.net"}})
 	if r.StatusCode != http.StatusUnprocessableEntity || !strings.Contains(r.body, "is not the storage account the app") {
 		t.Errorf("the host insight form naming another account: %d; want 422", r.StatusCode)
+	}
+
+	// Guarding is an admin's; even an admin guarding orders' site (into
+	// billing) is told it is guarded already: the registry, the one door,
+	// refuses an unregistered one outside billing's scopes as it refuses
+	// every other (TestATeamReachesOnlyItsScopes).
+	if r := b.post("/apps/discover/guard", url.Values{"_csrf": {b.csrf("/apps")}, "subscription": {sub}, "resource_group": {"rg-orders"}, "site": {"func-orders"}, "id": {"billing-guard"}, "team": {"billing"}}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("billing's operator guarding orders' site: %d; want 403", r.StatusCode)
+	}
+	olivia := newBrowser(t, srv.URL)
+	wantStatus(t, olivia.signIn("olivia"), http.StatusSeeOther)
+	wantStatus(t, olivia.get("/apps/discover"), http.StatusOK)
+	r = olivia.post("/apps/discover/guard", url.Values{"_csrf": {olivia.csrf("/apps")}, "subscription": {sub}, "resource_group": {"rg-orders"}, "site": {"func-orders"},
+		"id": {"billing-guard"}, "name": {"Borrowed"}, "team": {"billing"}, "recipients": {"oncall@example.com"}})
+	if !strings.Contains(r.body, "This site is guarded already") {
+		t.Errorf("an admin guarding orders' site into billing: %d; want it told the site is guarded already", r.StatusCode)
+	}
+
+	// fusebox apply goes through the API, and is refused there the same.
+	apply := &manifest.Client{Base: srv.URL, Token: token, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	noEnv := func(string) (string, bool) { return "", false }
+	for what, entry := range map[string][2]string{
+		"orders' site":          {"switch: arm\n    subscription: " + sub + "\n    resource_group: rg-orders\n    site: func-orders", "is not in team billing's scopes"},
+		"orders' settings file": {"switch: local\n    local_settings: " + ordersFile, "another app is registered for this local settings file"},
+	} {
+		doc, ps := manifest.Parse([]byte("version: 1\napps:\n  - id: billing.applied\n    team: billing\n    " + entry[0] + "\n"))
+		current, err := apply.Current(t.Context())
+		if len(ps) > 0 || err != nil {
+			t.Fatalf("%s: %v %v", what, ps, err)
+		}
+		if ps := manifest.Check(doc, current, false, noEnv); len(ps) > 0 {
+			t.Fatalf("%s: the file's check: %v", what, ps)
+		}
+		p := manifest.MakePlan(doc, current, false, noEnv)
+		err = apply.Apply(t.Context(), p.Changes, noEnv, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), entry[1]) {
+			t.Errorf("apply naming %s: %v; want it refused saying %q", what, err, entry[1])
+		}
 	}
 
 	fileAfter, err := os.ReadFile(ordersFile)

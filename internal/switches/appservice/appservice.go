@@ -423,7 +423,7 @@ func hostingOf(site armappservice.Site) (circuit.Hosting, bool) {
 		h.Plan = circuit.PlanFlex
 		h.Linux = true // Flex Consumption runs Linux only
 	case p != nil && p.ManagedEnvironmentID != nil && *p.ManagedEnvironmentID != "":
-		h.Plan = circuit.PlanContainerApps
+		h.Plan, h.Environment = circuit.PlanContainerApps, *p.ManagedEnvironmentID
 	}
 	return h, true
 }

@@ -108,6 +108,25 @@ func (s *Switch) get(ctx context.Context, app circuit.App) (armappcontainers.Con
 	return resp.ContainerApp, nil
 }
 
+// Detect reads the container app and says which Container Apps
+// environment it runs in.
+func (s *Switch) Detect(ctx context.Context, app circuit.App) (circuit.Hosting, error) {
+	ca, err := s.get(ctx, app)
+	if err != nil {
+		return circuit.Hosting{}, err
+	}
+	h := circuit.Hosting{Linux: true}
+	if p := ca.Properties; p != nil {
+		switch {
+		case p.ManagedEnvironmentID != nil:
+			h.Environment = *p.ManagedEnvironmentID
+		case p.EnvironmentID != nil:
+			h.Environment = *p.EnvironmentID
+		}
+	}
+	return h, nil
+}
+
 // hostEnv marks a container that runs the Functions host.
 var hostEnv = []string{"FUNCTIONS_WORKER_RUNTIME", "FUNCTIONS_EXTENSION_VERSION", "AzureWebJobsStorage", "AzureWebJobsStorage__accountName",
 	"AzureWebJobsStorage__blobServiceUri", "AzureWebJobsScriptRoot"}

@@ -165,7 +165,7 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	}
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
-	if footer := b.get("/").body; !strings.Contains(footer, `data-testid="version" title="commit `) || !strings.Contains(footer, `">`+build[1]+"</span>") {
+	if footer := b.get("/").body; !strings.Contains(footer, `<footer>Fusebox · <span data-testid="version" title="commit `) || !strings.Contains(footer, `">`+build[1]+"</span>") {
 		t.Errorf("the footer does not show version %s", build[1])
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -64,8 +65,14 @@ func (s *core) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		elapsed := time.Since(start)
 		s.Metrics.ObserveHTTP(route, c.Request().Method, status, elapsed)
 		level := slog.LevelInfo
-		if status >= 500 {
+		switch {
+		case status >= 500:
 			level = slog.LevelError
+		case status < 300 && machineRoute(route):
+			// Hosts export and jobs ping many times a second; what they
+			// were answered is counted in fusebox_http_requests_total,
+			// and only what went wrong is worth a line at info.
+			level = slog.LevelDebug
 		}
 		// A refusal is logged at most once a minute per client, route and
 		// status, with how many were held back: a flood of forged keys or
@@ -95,6 +102,18 @@ func (s *core) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		s.Logger.LogAttrs(c.Request().Context(), level, "http request", attrs...)
 		return nil
 	}
+}
+
+// machineRoute says a route is for machines that call it all the time:
+// failure reports, OpenTelemetry exports (HTTP and gRPC), pings and
+// Azure Monitor's webhooks.
+func machineRoute(route string) bool {
+	for _, p := range []string{"/api/v1/failures", "/v1/", OTLPPrefix + "/v1/", "/opentelemetry.proto.", "/ping/", "/hooks/"} {
+		if strings.HasPrefix(route, p) {
+			return true
+		}
+	}
+	return false
 }
 
 // logCause is what the log says of an error: every server error, and the

@@ -549,3 +549,47 @@ func TestMachineIntakeRunsNoneOfThePeoplesChain(t *testing.T) {
 		t.Errorf("a ping was answered with cookies: %q", c)
 	}
 }
+
+// Hosts export and jobs ping many times a second: the calls Fusebox
+// accepts are counted, not logged at info, or a hundred hosts would write
+// hundreds of lines a second nobody reads; pages still are, and refusals.
+func TestAcceptedMachineCallsAreCountedNotLogged(t *testing.T) {
+	t.Parallel()
+	log := &lockedBuffer{}
+	srv := apptest.StartWith(t, nil, apptest.Options{Log: log})
+	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	report := func(key string) int {
+		req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/v1/failures", strings.NewReader(`{"failures":[{"function":"ProcessOrders","count":1}]}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 5 {
+		if code := report(demo.Key); code != http.StatusAccepted {
+			t.Fatalf("a report: %d", code)
+		}
+	}
+	if code := report("fbx_" + demo.AppID + "_wrong"); code != http.StatusUnauthorized {
+		t.Fatalf("a forged report: %d", code)
+	}
+	b := newBrowser(t, srv.URL)
+	wantStatus(t, b.get("/login"), http.StatusOK)
+	text := log.String()
+	if lines := testenv.GrepLines(text, "route=/api/v1/failures status=202"); lines != "" {
+		t.Errorf("accepted reports are logged at info:\n%s", lines)
+	}
+	for _, want := range []string{"route=/api/v1/failures status=401", "route=/login status=200"} {
+		if !strings.Contains(text, want) {
+			t.Errorf("the log lacks %q:\n%s", want, text)
+		}
+	}
+	if m := b.get("/metrics").body; !strings.Contains(m, `fusebox_http_requests_total{code="202",method="POST",route="/api/v1/failures"} 5`) {
+		t.Errorf("the accepted reports are not counted:\n%s", testenv.GrepLines(m, "fusebox_http_requests_total"))
+	}
+}

@@ -223,6 +223,16 @@ func TestEveryPageKindFitsAPhone(t *testing.T) {
 		{"a set-aside queue", "/apps/" + demo.AppID + "/queues/" + demo.ParkingQueue, `main h1`},
 		{"Discover", "/apps/discover", `[data-testid="guard"]`},
 		{"the guard form", "", `form[action="/apps/discover/guard"]`},
+		{"Tokens", "/tokens", `form[action="/tokens"]`},
+		{"Teams", "/teams", `main h1`},
+		{"a team's form", "/teams/" + demo.TeamOrders + "/edit", `textarea#scopes`},
+		{"Alerts", "/alerts", `main h1`},
+		{"Downstreams", "/downstreams", `main h1`},
+		{"a downstream", "/downstreams/" + demo.Store, `main h1`},
+		{"Channels", "/channels", `main h1`},
+		{"Notifications", "/notifications", `main h1`},
+		{"Audit", "/audit", `main h1`},
+		{"Locks", "/locks", `main h1`},
 	} {
 		path := c.path
 		if path == "" {

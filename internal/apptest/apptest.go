@@ -152,9 +152,10 @@ type Options struct {
 	ARMTransport policy.Transporter
 	// HostInsightTTL is how long host snapshots are reused (app.Options).
 	HostInsightTTL time.Duration
-	// Log, when set, gets every log line at INFO and above, besides the
-	// test log's warnings.
-	Log io.Writer
+	// Log, when set, gets every log line at INFO and above (LogLevel and
+	// above when set), besides the test log's warnings.
+	Log      io.Writer
+	LogLevel slog.Level
 	// SetAsideEvery is how often set-aside queues are looked at
 	// (app.Options).
 	SetAsideEvery time.Duration
@@ -232,7 +233,7 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 	}
 	log := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	if o.Log != nil {
-		log = slog.New(slog.NewTextHandler(io.MultiWriter(o.Log, warnings{testWriter{t}}), &slog.HandlerOptions{Level: slog.LevelInfo}))
+		log = slog.New(slog.NewTextHandler(io.MultiWriter(o.Log, warnings{testWriter{t}}), &slog.HandlerOptions{Level: min(o.LogLevel, slog.LevelInfo)}))
 	}
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
 		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: o.HostInsightTTL, SetAsideEvery: o.SetAsideEvery, RetentionEvery: o.RetentionEvery, ReplayQuiet: o.ReplayQuiet, WrapHandler: newContract(t).wrap})

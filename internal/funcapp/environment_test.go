@@ -2,6 +2,7 @@ package funcapp_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -80,5 +81,19 @@ func TestAnEnvironmentsScopeAdmitsItsContainerApps(t *testing.T) {
 	}
 	if len(refusals) == 2 && refusals[0] != refusals[1] {
 		t.Errorf("an app in another environment and one ARM does not know are told apart:\n%s\n%s", refusals[0], refusals[1])
+	}
+
+	// Each refusal cost Fusebox's identity an ARM read: one person gets a
+	// few a minute, then is told to wait, and ARM is not asked.
+	limited := false
+	for i := range 20 {
+		_, err := r.Register(shipping, app(fmt.Sprintf("probe-%d", i)), "sam")
+		if strings.Contains(problemOf(err, "site"), "too many") {
+			limited = i == 7 // three reads were spent above, of a burst of ten
+			break
+		}
+	}
+	if !limited {
+		t.Error("twenty apps checked against environments in a row were never limited near the tenth")
 	}
 }

@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
 
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -76,7 +80,11 @@ func (r *Registry) placeable(ctx context.Context, p auth.Principal, app circuit.
 	if !ok {
 		return circuit.ValidationError{{Field: "team", Message: "is not a team"}}, nil
 	}
-	if err := t.Admits(r.withEnvironment(ctx, t, app), r.Development); err != nil {
+	app, limited := r.withEnvironment(ctx, p, t, app)
+	if limited {
+		return circuit.ValidationError{{Field: targetField(app), Message: "Fusebox asked Azure about too many of your apps' Container Apps environments just now: try again in a minute"}}, nil
+	}
+	if err := t.Admits(app, r.Development); err != nil {
 		return circuit.ValidationError{{Field: targetField(app), Message: err.Error()}}, nil
 	}
 	return nil, nil
@@ -87,14 +95,43 @@ func (r *Registry) placeable(ctx context.Context, p auth.Principal, app circuit.
 // that fails leaves it unknown, answered as an app in none of the
 // scopes' environments: what ARM said of a resource outside the team's
 // resource groups is not told.
-func (r *Registry) withEnvironment(ctx context.Context, t teams.Team, app circuit.App) circuit.App {
+func (r *Registry) withEnvironment(ctx context.Context, p auth.Principal, t teams.Team, app circuit.App) (_ circuit.App, limited bool) {
 	if app.Switch == circuit.SwitchLocal || app.Hosting.Environment != "" || r.Hosting == nil || !t.HasEnvironments() || t.Reaches(app, r.Development) {
-		return app
+		return app, false
+	}
+	if !r.envReads.allow(p.Subject + "\x00" + p.Name) {
+		return app, true
 	}
 	if h, err := r.Hosting.Detect(ctx, app); err == nil {
 		app.Hosting.Environment = h.Environment
 	}
-	return app
+	return app, false
+}
+
+// envLimiter allows each person a few ARM reads of environments a
+// minute; it forgets everyone once it knows too many people.
+type envLimiter struct {
+	mu  sync.Mutex
+	per map[string]*rate.Limiter
+}
+
+const (
+	envReadsBurst  = 10
+	envReadsPeople = 1000
+)
+
+func (l *envLimiter) allow(who string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.per == nil || len(l.per) >= envReadsPeople {
+		l.per = map[string]*rate.Limiter{}
+	}
+	lim, ok := l.per[who]
+	if !ok {
+		lim = rate.NewLimiter(rate.Every(6*time.Second), envReadsBurst)
+		l.per[who] = lim
+	}
+	return lim.Allow()
 }
 
 // inScope refuses a change to a team's app that lies outside its team's

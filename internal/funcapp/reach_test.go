@@ -237,6 +237,12 @@ func TestAnAppIDIsTheTeamsOwn(t *testing.T) {
 		t.Errorf("billing's operator naming orders.till: %v; want the id refused, saying billing.till", err)
 	}
 	admin := auth.WithPrincipal(t.Context(), auth.Principal{Name: "ada", Role: auth.RoleAdmin})
+	// Moved, billing.shop would read as billing's in orders and block the
+	// name in billing: even an admin registers it anew instead.
+	toOrders := "orders"
+	if _, err := r.Update(admin, reg.App, funcapp.Settings{Team: &toOrders, DisplayName: reg.App.DisplayName, Linux: reg.App.Linux, Guardrail: reg.App.Guardrail, Channels: reg.App.Channels, Escalate: reg.App.Escalate}, "ada"); !strings.Contains(problemOf(err, "team"), "names another team") {
+		t.Errorf("an admin moving billing.shop to orders: %v; want it refused", err)
+	}
 	same.ID, same.Site = "till", "func-till"
 	if reg, err = r.Register(admin, same, "ada"); err != nil || reg.App.ID != "till" {
 		t.Errorf("an admin's app till: %q, %v; want till as given", reg.App.ID, err)

@@ -78,6 +78,11 @@ type Registry struct {
 	// them. BlobSuffix is the cloud's blob endpoint suffix.
 	AppSettings AppSettingsReader
 	BlobSuffix  string
+
+	// envReads bounds how often one person has Fusebox's identity ask
+	// ARM which Container Apps environment an app runs in: ARM's read
+	// quota is every team's switching.
+	envReads envLimiter
 }
 
 // Registered is a newly registered app and its key, shown once; Note says
@@ -309,6 +314,11 @@ func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, acto
 			return nil, err
 		}
 		v = append(v, place...)
+		if len(place) == 0 && access.NameProblem(next.Team, app.ID) != "" {
+			// A name that names its team stays that team's: moved, it
+			// would read as the old team's and block its name there.
+			v = append(v, circuit.FieldError{Field: "team", Message: "the app's id names another team, so it cannot move to " + orNone(next.Team) + ": register it anew there"})
+		}
 	}
 	if s.Linux != app.Linux {
 		next.Linux, changed = s.Linux, append(changed, fmt.Sprintf("linux %t", s.Linux))
@@ -455,4 +465,12 @@ func quoteOrDerived(s string) string {
 // checkEscalation refuses escalation channel ids that name no channel.
 func (r *Registry) checkEscalation(ctx context.Context, e circuit.Escalation) error {
 	return circuit.CheckEscalationChannels(ctx, r.Channels.Check, e)
+}
+
+// orNone names a team, or no team.
+func orNone(team string) string {
+	if team == "" {
+		return "no team"
+	}
+	return team
 }

@@ -311,11 +311,14 @@ func (l *Locker) Run(ctx context.Context, name string, fn func(ctx context.Conte
 		if err != nil {
 			return nil // ctx ended
 		}
-		// fn stops when the lease is lost or when the caller's ctx ends.
-		work, cancelWork := context.WithCancelCause(lease.Context())
+		// fn stops when the lease is lost or when the caller's ctx ends,
+		// and carries the caller's values: who acts (auth.System).
+		work, cancelWork := context.WithCancelCause(context.WithoutCancel(ctx))
+		stopLost := context.AfterFunc(lease.Context(), func() { cancelWork(context.Cause(lease.Context())) })
 		stop := context.AfterFunc(ctx, func() { cancelWork(context.Cause(ctx)) })
 		workErr := fn(work, lease.Fence())
 		stop()
+		stopLost()
 		cancelWork(nil)
 		lost := errors.Is(context.Cause(lease.Context()), ErrLost)
 		releaseCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)

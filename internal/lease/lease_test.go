@@ -404,14 +404,21 @@ func TestSettingsAreValidated(t *testing.T) {
 	}
 }
 
+// actsFor is a value the caller's context carries into the work, as
+// Fusebox's loops carry who acts (auth.System).
+type actsFor struct{}
+
 func TestRunWorksWhileLeadingAndReleasesWhenStopped(t *testing.T) {
 	w := newWorld(t)
 	a := w.instance("a")
-	ctx, cancel := context.WithCancel(w.ctx)
+	ctx, cancel := context.WithCancel(context.WithValue(w.ctx, actsFor{}, "fusebox"))
 	started := make(chan lease.Fence, 1)
 	done := make(chan error, 1)
 	go func() {
 		done <- a.locker.Run(ctx, "sessions/sweeper", func(work context.Context, f lease.Fence) error {
+			if work.Value(actsFor{}) != "fusebox" {
+				t.Error("the work under the lease does not carry the caller's values: it acts for nobody")
+			}
 			started <- f
 			<-work.Done()
 			return nil

@@ -189,8 +189,6 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 		var ts struct {
 			Teams []struct {
 				Name             string
-				Members          []TeamMember
-				Channels         []string
 				Scopes           []string
 				ConfiguredScopes []string `json:"configured_scopes"`
 			}
@@ -199,7 +197,7 @@ func (c *Client) Current(ctx context.Context) (Doc, error) {
 			return Doc{}, err
 		}
 		for _, t := range ts.Teams {
-			x := Team{Name: t.Name, Scopes: []string{}, Members: t.Members, Channels: t.Channels}
+			x := Team{Name: t.Name, Scopes: []string{}}
 			for _, s := range t.Scopes {
 				if !slices.Contains(t.ConfiguredScopes, s) {
 					x.Scopes = append(x.Scopes, s)
@@ -327,16 +325,11 @@ func (c *Client) apply(ctx context.Context, ch Change, secret func(string) strin
 		}
 	case ch.Team != nil && ch.Action != Delete:
 		x := ch.Team
+		// Scopes alone: Fusebox keeps the members and channels as they
+		// are then, not as this file read them a moment ago.
 		body := struct {
-			Members  []TeamMember `json:"members"`
-			Channels []string     `json:"channels"`
-			Scopes   []string     `json:"scopes"`
-		}{Members: []TeamMember{}, Channels: nonNil(x.Channels), Scopes: nonNil(x.Scopes)}
-		for _, m := range x.Members {
-			if !m.Configured { // the environment's, set only there
-				body.Members = append(body.Members, m)
-			}
-		}
+			Scopes []string `json:"scopes"`
+		}{Scopes: nonNil(x.Scopes)}
 		return c.call(ctx, http.MethodPut, "/api/v1/teams/"+esc(x.Name), body, nil)
 	case ch.Window != nil:
 		x := ch.Window

@@ -88,23 +88,13 @@ type Channel struct {
 
 // Team is a team's Azure scopes, by its name: subscriptions, resource
 // groups and Container Apps environments, as ARM writes their ids. Apply
-// sets them and keeps the team's members and channels as they are; an
-// admin's file alone holds teams. Scopes set in FUSEBOX_TEAM_SCOPES are
-// the environment's, in no file.
+// sets them alone, so the team's members and channels stay as they are;
+// an admin's file alone holds teams. Scopes set in FUSEBOX_TEAM_SCOPES
+// are the environment's, in no file.
 type Team struct {
 	Name   string   `yaml:"name"`
 	Scopes []string `yaml:"scopes"`
-	// What apply sends back unchanged.
-	Members  []TeamMember `yaml:"-" plan:"-"`
-	Channels []string     `yaml:"-" plan:"-"`
-	Line     int          `yaml:"-" plan:"-"`
-}
-
-// TeamMember is one of a team's members as the API spells it.
-type TeamMember struct {
-	Who        string `json:"who"`
-	Role       string `json:"role"`
-	Configured bool   `json:"configured,omitempty"`
+	Line   int      `yaml:"-" plan:"-"`
 }
 
 // App is a registered function app, by its id. Where its switch writes

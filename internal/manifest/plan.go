@@ -154,7 +154,6 @@ func MakePlan(doc, current Doc, prune bool, env Env) Plan {
 		var have *Team
 		if j := slices.IndexFunc(current.Teams, func(c Team) bool { return c.Name == t.Name }); j >= 0 {
 			have = &current.Teams[j]
-			t.Members, t.Channels = have.Members, have.Channels
 		}
 		step("team", t.Name, t.Line, have, t, nil, func(c *Change) { c.Team = t })
 	}

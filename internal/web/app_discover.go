@@ -38,7 +38,7 @@ func (s *AppPages) appDiscover(c echo.Context) error {
 		row := views.DiscoverRow{Subscription: site.Subscription, ResourceGroup: site.ResourceGroup, Site: site.Name,
 			Hosting: hosting, Region: site.Region, Linux: site.Hosting.Linux, Guarded: site.Guarded, SlotsUnread: site.SlotsUnread}
 		for _, t := range ts {
-			if t.Reaches(circuit.App{Switch: circuit.SwitchARM, SubscriptionID: site.Subscription, ResourceGroup: site.ResourceGroup}, false) {
+			if t.Reaches(circuit.App{Switch: circuit.SwitchARM, SubscriptionID: site.Subscription, ResourceGroup: site.ResourceGroup, Hosting: site.Hosting}, false) {
 				row.Teams = append(row.Teams, t.Name)
 			}
 		}

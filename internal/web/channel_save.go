@@ -77,6 +77,11 @@ func (s *NotifyPages) saveChannel(c echo.Context, cur *alerts.Channel, in apiwir
 		if err != nil {
 			return alerts.Channel{}, "", err
 		}
+		if problem == "" && cur != nil && access.NameProblem(team, cur.ID) != "" {
+			// A name that names its team stays that team's: moved, it
+			// would read as the old team's and block its name there.
+			problem = "the channel's id names another team, so it cannot move: make a channel anew in the team"
+		}
 		if problem != "" {
 			return alerts.Channel{}, "", circuit.ValidationError{{Field: "team", Message: problem}}
 		}

@@ -165,7 +165,8 @@ func TestDashboardAndAlertsUseExportedMetrics(t *testing.T) {
 	}
 	b := newBrowser(t, srv.URL)
 	b.signIn("victor")
-	if footer := b.get("/").body; !strings.Contains(footer, `<footer>Fusebox · <span data-testid="version" title="commit `) || !strings.Contains(footer, `">`+build[1]+"</span>") {
-		t.Errorf("the footer does not show version %s", build[1])
+	// Read as a person does: "Fusebox · dev", not "Fuseboxdev".
+	if footer := b.get("/").body; !regexp.MustCompile(`<footer>Fusebox\s*·\s*<span data-testid="version" title="commit `).MatchString(footer) || !strings.Contains(footer, `">`+build[1]+"</span>") {
+		t.Errorf("the footer does not read Fusebox · %s:\n%s", build[1], footer[strings.Index(footer, "<footer>"):])
 	}
 }

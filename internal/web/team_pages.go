@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/config"
@@ -233,7 +234,9 @@ func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, scopesText
 		case i < 0:
 			v = append(v, validation.FieldError{Field: "apps", Message: "there is no app " + id})
 		case apps[i].Team != name:
-			if err := t.Admits(apps[i], s.Config.Env == config.Development); err != nil {
+			if problem := access.NameProblem(name, id); problem != "" {
+				v = append(v, validation.FieldError{Field: "apps", Message: id + ": its name names another team, so it cannot move to " + name + ": register it anew in " + name})
+			} else if err := t.Admits(apps[i], s.Config.Env == config.Development); err != nil {
 				v = append(v, validation.FieldError{Field: "apps", Message: id + ": " + err.Error()})
 			}
 		}
@@ -359,31 +362,45 @@ func (s *OpsPages) apiTeamList(c echo.Context) error {
 // the environment), channels and, when given, its apps.
 func (s *OpsPages) apiTeamPut(c echo.Context) error {
 	var body struct {
-		Members  []memberJSON `json:"members"`
-		Channels []string     `json:"channels"`
-		Apps     []string     `json:"apps"`
-		Scopes   *[]string    `json:"scopes"` // absent: as they are
+		Members  *[]memberJSON `json:"members"`  // absent: as they are
+		Channels *[]string     `json:"channels"` // absent: as they are
+		Apps     []string      `json:"apps"`
+		Scopes   *[]string     `json:"scopes"` // absent: as they are
 	}
 	if err := c.Bind(&body); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"members": [{"who": "<group id>", "role": "operator"}], "channels": [], "apps": ["orders-prod"]}.`)
-	}
-	var text strings.Builder
-	for _, m := range body.Members {
-		if !m.Configured {
-			text.WriteString(m.Role + " " + m.Who + "\n")
-		}
 	}
 	ts, err := s.allTeams(c)
 	if err != nil {
 		return err
 	}
-	_, exists := teams.Find(ts, c.Param("team"))
+	current, exists := teams.Find(ts, c.Param("team"))
+	// What the body leaves out stays as it is: a client that sets only
+	// scopes (fusebox apply) cannot put back a member removed meanwhile.
+	members := body.Members
+	if members == nil {
+		kept := []memberJSON{}
+		for _, m := range current.Members {
+			kept = append(kept, memberJSON{Who: m.Who, Role: m.Role.String(), Configured: m.Configured})
+		}
+		members = &kept
+	}
+	channels := current.Channels
+	if body.Channels != nil {
+		channels = *body.Channels
+	}
+	var text strings.Builder
+	for _, m := range *members {
+		if !m.Configured {
+			text.WriteString(m.Role + " " + m.Who + "\n")
+		}
+	}
 	var scopes *string
 	if body.Scopes != nil {
 		joined := strings.Join(*body.Scopes, "\n")
 		scopes = &joined
 	}
-	err = s.saveTeam(c, c.Param("team"), text.String(), scopes, body.Channels, body.Apps, false)
+	err = s.saveTeam(c, c.Param("team"), text.String(), scopes, channels, body.Apps, false)
 	var ve validation.Error
 	if errors.As(err, &ve) {
 		fields := map[string]string{}

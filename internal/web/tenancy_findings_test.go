@@ -163,6 +163,11 @@ func TestTheReviewsFindingsAreRefused(t *testing.T) {
 			t.Errorf("%s named orders.x by billing's operator: %s; want the refusal to say billing.x", path, r.body)
 		}
 	}
+	r = api(adminToken, "PUT", "/api/v1/channels/billing.demo-mail", map[string]any{"name": "Billing list", "kind": "mail", "addresses": []string{"billing@example.com"}, "team": demo.TeamOrders})
+	wantStatus(t, r, http.StatusUnprocessableEntity)
+	if !strings.Contains(r.body, "names another team") {
+		t.Errorf("billing.demo-mail moved to orders: %s; want it refused, its id naming billing", r.body)
+	}
 	if d, err := srv.App.Store.Downstreams.Get(ctx, demo.Store); err != nil || d.Team != demo.TeamOrders {
 		t.Errorf("orders' downstream after billing's: %+v, %v", d, err)
 	}

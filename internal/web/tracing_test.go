@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"regexp"
@@ -106,7 +107,7 @@ func TestATripIsTracedFromTheReportToTheARMCall(t *testing.T) {
 	}
 	log := &lockedBuffer{}
 	srv := apptest.StartWith(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": collector.URL, "OTEL_BSP_SCHEDULE_DELAY": "50"},
-		apptest.Options{RealClock: true, ARMTransport: armfake.NewWebAppsServerTransport(arm), Log: log})
+		apptest.Options{RealClock: true, ARMTransport: armfake.NewWebAppsServerTransport(arm), Log: log, LogLevel: slog.LevelDebug}) // an accepted report is logged at debug
 	key, hash := auth.NewAppKey("orders-azure")
 	app := circuit.App{ID: "orders-azure", SubscriptionID: "00000000-0000-0000-0000-000000000001", ResourceGroup: "rg-orders", Site: "func-orders",
 		Switch: circuit.SwitchARM, APIKeyHash: hash}

@@ -70,6 +70,10 @@ type Options struct {
 	// WrapHandler, when set, wraps the web handler: tests check every API
 	// answer against docs/openapi.yaml with it.
 	WrapHandler func(http.Handler) http.Handler
+	// Still serves the pages and the API without Fusebox's own loops:
+	// for tests of what a page shows of state they write themselves,
+	// which no loop then changes under them.
+	Still bool
 }
 
 // withDefaults fills what the caller left out.
@@ -122,6 +126,7 @@ type App struct {
 
 	loopsRegistered atomic.Bool
 	wrap            func(http.Handler) http.Handler
+	still           bool // Options.Still: no loops
 }
 
 // New connects to storage, applies migrations (or checks they are applied)
@@ -179,7 +184,7 @@ func New(ctx context.Context, cfg *config.Config, o Options) (*App, error) {
 		phase:          time.Duration(mathrand.Int64N(int64(b.evaluator.Interval()))),
 		setAsideEvery:  cmp.Or(o.SetAsideEvery, 30*time.Second),
 		retentionEvery: cmp.Or(o.RetentionEvery, time.Minute),
-		stopLife:       stopLife, stopTracing: stopTracing, wrap: o.WrapHandler,
+		stopLife:       stopLife, stopTracing: stopTracing, wrap: o.WrapHandler, still: o.Still,
 	}
 	a.runner.Recorder = loopRecorder{a} // loops.go
 	if err := a.ensureLoopJobs(ctx); err != nil {
@@ -228,6 +233,9 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		a.hubs.Close(closing)
 		return nil
 	})
+	if a.still {
+		return g.Wait()
+	}
 	g.Go(func() error {
 		// Every instance writes what it received itself: no lease.
 		a.breakers.arrivals.Run(ctx, 5*time.Second)

@@ -137,6 +137,15 @@ func Start(t testing.TB, env map[string]string) *Server {
 	return StartWith(t, env, Options{})
 }
 
+// StartStill is Start with none of Fusebox's own loops running: for a
+// test of what pages and the API show of state it writes itself, which
+// then no loop changes under it (a throttle handed back, a tally rolled
+// up) between the write and the read.
+func StartStill(t testing.TB, env map[string]string) *Server {
+	t.Helper()
+	return StartWith(t, env, Options{Still: true})
+}
+
 // StartRealClock is Start on the real clock, for tests that walk a journey
 // as a person lives it: nothing jumps past a window.
 func StartRealClock(t testing.TB, env map[string]string) *Server {
@@ -147,6 +156,9 @@ func StartRealClock(t testing.TB, env map[string]string) *Server {
 // Options are Start's less common choices.
 type Options struct {
 	RealClock bool
+	// Still starts no loop of Fusebox's own: for tests of what the pages
+	// and the API show of state the test writes itself (app.Options.Still).
+	Still bool
 	// ARMTransport serves ARM calls (an SDK fake server); with it, ARM
 	// calls authenticate with a fake credential.
 	ARMTransport policy.Transporter
@@ -236,7 +248,7 @@ func start(t testing.TB, env map[string]string, clk clock.Clock, armCredential a
 		log = slog.New(slog.NewTextHandler(io.MultiWriter(o.Log, warnings{testWriter{t}}), &slog.HandlerOptions{Level: min(o.LogLevel, slog.LevelInfo)}))
 	}
 	a, err := app.New(t.Context(), cfg, app.Options{Logger: log, Clock: clk, Getenv: func(k string) string { return vars[k] },
-		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: o.HostInsightTTL, SetAsideEvery: o.SetAsideEvery, RetentionEvery: o.RetentionEvery, ReplayQuiet: o.ReplayQuiet, WrapHandler: newContract(t).wrap})
+		ARMCredential: armCredential, ARMTransport: armTransport, HostInsightTTL: o.HostInsightTTL, SetAsideEvery: o.SetAsideEvery, RetentionEvery: o.RetentionEvery, ReplayQuiet: o.ReplayQuiet, WrapHandler: newContract(t).wrap, Still: o.Still})
 	if err != nil {
 		t.Fatal(err)
 	}

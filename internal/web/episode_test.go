@@ -18,7 +18,7 @@ import (
 // circuit that is not there.
 func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, nil)
+	srv := apptest.StartStill(t, nil)
 	if err := demo.Seed(t.Context(), srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestAnEpisodesRecordIsOneLinkFromTheFlipLog(t *testing.T) {
 // resume; an episode with no counts kept says why.
 func TestAnEpisodesRecordShowsTheWaitingDrain(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, nil)
+	srv := apptest.StartStill(t, nil)
 	ctx := t.Context()
 	if err := demo.Seed(ctx, srv.App.Store, t.TempDir()+"/local.settings.json", srv.Clock.Now()); err != nil {
 		t.Fatal(err)

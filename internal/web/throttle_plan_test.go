@@ -114,7 +114,7 @@ func TestACircuitPageShowsWhatItsThrottleWouldWrite(t *testing.T) {
 // them) is said on the circuit's page and in the API.
 func TestACircuitSaysWhatItsThrottleHandedBack(t *testing.T) {
 	t.Parallel()
-	srv := apptest.Start(t, nil)
+	srv := apptest.StartStill(t, nil) // no evaluator applies, or hands back, the throttle written here
 	settings := t.TempDir() + "/local.settings.json"
 	if err := srv.App.Store.Apps.Put(t.Context(), circuit.App{ID: "orders", Switch: circuit.SwitchLocal, LocalSettings: settings}); err != nil {
 		t.Fatal(err)

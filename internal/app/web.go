@@ -59,7 +59,7 @@ func webServer(cfg *config.Config, o Options, m *metrics.Metrics, st stores, id 
 		Identity: id,
 		Intake: web.IntakeParts{AppKeys: keys, Reports: b.reports, OTLP: b.exports,
 			Jobs: jobStore, Pings: pings(store), Catalog: catalog, Alerts: store.Alerts,
-			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Trip: b.actions.Trip, Trial: b.actions.Trial, Throttle: b.actions.ThrottleFor,
+			AlertResponder: azalerts.Responder{Circuits: store.Circuits.List, Flip: b.actions.Flip,
 				Downstreams: store.Downstreams.List, Keeper: b.downstreams}, AlertTokens: alertTokens(cfg, out, o)},
 		SignIn: web.SignInParts{Audit: store.Audit},
 		Circuits: web.CircuitParts{Apps: store.Apps, Circuits: store.Circuits,

@@ -30,9 +30,7 @@ const Actor = "Azure Monitor"
 // (circuits with a throttle stage) instead of tripping.
 type Responder struct {
 	Circuits func(ctx context.Context) ([]circuit.Circuit, error)
-	Trip     func(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
-	Trial    func(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
-	Throttle func(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
+	Flip     func(ctx context.Context, appID, function, actor, reason string, a circuit.Action) (circuit.Circuit, error)
 	// Downstreams, if set, lists the downstreams; Keeper acts on them.
 	Downstreams func(ctx context.Context) ([]downstream.Downstream, error)
 	Keeper      Keeper
@@ -150,9 +148,9 @@ func (r Responder) fired(ctx context.Context, a Alert, rule string, cs []circuit
 			if !c.Throttles() {
 				continue
 			}
-			_, err = r.Throttle(ctx, c.AppID, c.Function, Actor, reason, "")
+			_, err = r.Flip(ctx, c.AppID, c.Function, Actor, reason, circuit.Throttling)
 		} else {
-			_, err = r.Trip(ctx, c.AppID, c.Function, Actor, reason)
+			_, err = r.Flip(ctx, c.AppID, c.Function, Actor, reason, circuit.Tripping)
 		}
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.ID(), err))
@@ -231,7 +229,7 @@ func (r Responder) tryResolved(ctx context.Context, a Alert, rule string, cs []c
 			continue
 		}
 		reason := fmt.Sprintf("alert rule %s resolved: trigger on for a trial; the circuit's own counts decide", a.Rule)
-		if _, err := r.Trial(ctx, c.AppID, c.Function, Actor, reason); err != nil {
+		if _, err := r.Flip(ctx, c.AppID, c.Function, Actor, reason, circuit.Trying); err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", c.ID(), err))
 			continue
 		}

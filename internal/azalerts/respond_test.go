@@ -52,12 +52,13 @@ func TestWhatEachRuleDoes(t *testing.T) {
 	k := &keeper{}
 	r := azalerts.Responder{
 		Circuits: func(context.Context) ([]circuit.Circuit, error) { return cs, nil },
-		Trip: func(_ context.Context, app, fn, _, _ string) (circuit.Circuit, error) {
-			tripped = append(tripped, app+"/"+fn)
-			return circuit.Circuit{}, nil
-		},
-		Throttle: func(_ context.Context, app, fn, _, _, _ string) (circuit.Circuit, error) {
-			throttled = append(throttled, app+"/"+fn)
+		Flip: func(_ context.Context, app, fn, _, _ string, a circuit.Action) (circuit.Circuit, error) {
+			switch a.Verb {
+			case circuit.VerbTrip:
+				tripped = append(tripped, app+"/"+fn)
+			case circuit.VerbThrottle:
+				throttled = append(throttled, app+"/"+fn)
+			}
 			return circuit.Circuit{}, nil
 		},
 		Downstreams: func(context.Context) ([]downstream.Downstream, error) {
@@ -130,12 +131,13 @@ func TestThePublishedSamplesActOnTheRuleTheyName(t *testing.T) {
 		var tripped, tried []string
 		r := azalerts.Responder{
 			Circuits: func(context.Context) ([]circuit.Circuit, error) { return tc.circuits, nil },
-			Trip: func(_ context.Context, app, fn, _, _ string) (circuit.Circuit, error) {
-				tripped = append(tripped, app+"/"+fn)
-				return circuit.Circuit{}, nil
-			},
-			Trial: func(_ context.Context, app, fn, _, _ string) (circuit.Circuit, error) {
-				tried = append(tried, app+"/"+fn)
+			Flip: func(_ context.Context, app, fn, _, _ string, a circuit.Action) (circuit.Circuit, error) {
+				switch a.Verb {
+				case circuit.VerbTrip:
+					tripped = append(tripped, app+"/"+fn)
+				case circuit.VerbTrial:
+					tried = append(tried, app+"/"+fn)
+				}
 				return circuit.Circuit{}, nil
 			},
 		}

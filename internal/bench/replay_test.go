@@ -25,13 +25,13 @@ import (
 
 type benchSwitch struct{ on chan time.Time }
 
-func (s benchSwitch) Resume(_ context.Context, appID, function, _, _ string) (circuit.Circuit, error) {
+func (s benchSwitch) Flip(_ context.Context, appID, function, _, _ string, _ circuit.Action) (circuit.Circuit, error) {
 	s.on <- time.Now()
 	return circuit.Circuit{AppID: appID, Function: function}, nil
 }
 
 func (s benchSwitch) ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error) {
-	return s.Resume(ctx, l.AppID, l.Function, actor, reason)
+	return s.Flip(ctx, l.AppID, l.Function, actor, reason, circuit.Resuming)
 }
 
 type benchOne struct{ ci circuit.Circuit }

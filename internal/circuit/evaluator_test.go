@@ -247,7 +247,7 @@ func TestALateDecisionIsRefusedByTheCircuitsVersion(t *testing.T) {
 	r.fail("instance-a", 101, 0)
 	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	late := circuit.NewEvaluator(movingFirst(r.store.Breaker(), func() {
-		if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "planned maintenance"); err != nil {
+		if _, err := svc.Flip(t.Context(), "orders", "Process", "olivia", "planned maintenance", circuit.Tripping); err != nil {
 			t.Fatal(err)
 		}
 	}), switches.Router{Local: switches.Local{Where: localsettings.Where{Anywhere: true}}},
@@ -273,7 +273,7 @@ func TestALateDecisionIsRefusedByTheCircuitsVersion(t *testing.T) {
 func (r *rig) resume() {
 	r.t.Helper()
 	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
-	if _, err := svc.Resume(r.t.Context(), "orders", "Process", "olivia", ""); err != nil {
+	if _, err := svc.Flip(r.t.Context(), "orders", "Process", "olivia", "", circuit.Resuming); err != nil {
 		r.t.Fatal(err)
 	}
 }
@@ -745,7 +745,7 @@ func TestAChangeWrittenAfterTheBooksCountedIsCountedOnce(t *testing.T) {
 	r.tick() // the books counted up to now
 	decided := r.clock.Now().Add(-2 * time.Second)
 	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, func() time.Time { return decided }, circuit.ServiceSettings{})
-	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "decided two seconds before it was written"); err != nil {
+	if _, err := svc.Flip(t.Context(), "orders", "Process", "olivia", "decided two seconds before it was written", circuit.Tripping); err != nil {
 		t.Fatal(err)
 	}
 	for range 3 {
@@ -770,7 +770,7 @@ func TestANewTenureDoesNotCountAgainAFlipOfTheLastCountsInstant(t *testing.T) {
 	r.tick()
 	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
 	r.clock.Advance(time.Second)
-	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "in the very instant of the next count"); err != nil {
+	if _, err := svc.Flip(t.Context(), "orders", "Process", "olivia", "in the very instant of the next count", circuit.Tripping); err != nil {
 		t.Fatal(err)
 	}
 	r.tick() // counts the trip; the stored totals are at this instant
@@ -786,7 +786,7 @@ func TestANewTenureCountsAFlipWrittenInTheLastCountsInstantAfterIt(t *testing.T)
 	r.clock.Advance(time.Second)
 	r.tick() // the books counted up to this instant, without the trip
 	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
-	if _, err := svc.Trip(t.Context(), "orders", "Process", "olivia", "written in the instant of the last count, after it"); err != nil {
+	if _, err := svc.Flip(t.Context(), "orders", "Process", "olivia", "written in the instant of the last count, after it", circuit.Tripping); err != nil {
 		t.Fatal(err)
 	}
 	r.newTenureCountsOneTrip()

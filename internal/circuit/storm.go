@@ -90,7 +90,7 @@ func (s *Service) ResumeEach(ctx context.Context, ids []string, actor, reason st
 		case acknowledge:
 			o.Circuit, o.Err = s.Acknowledge(ctx, app, fn, actor)
 		default:
-			o.Circuit, o.Err = s.Resume(ctx, app, fn, actor, reason)
+			o.Circuit, o.Err = s.Flip(ctx, app, fn, actor, reason, Resuming)
 		}
 		out = append(out, o)
 	}

@@ -113,7 +113,7 @@ func TestThrottlingThatIsNotEnoughTripsAndTheResumeRamps(t *testing.T) {
 	r.wantSettings("open", map[string]string{throttle.EventHubMaxBatch: "2", throttle.EventHubPrefetch: "75"})
 
 	svc := circuit.NewService(r.store.Breaker(), nopAudit{}, r.clock.Now, circuit.ServiceSettings{})
-	if _, err := svc.Resume(t.Context(), "orders", "Process", "ops@example.com", "fixed"); err != nil {
+	if _, err := svc.Flip(t.Context(), "orders", "Process", "ops@example.com", "fixed", circuit.Resuming); err != nil {
 		t.Fatal(err)
 	}
 	r.tick()

@@ -59,7 +59,7 @@ func (k *Keeper) tryCircuit(ctx context.Context, c circuit.Circuit, r circuit.Pr
 	reason := fmt.Sprintf("%s; the probe answered well %s in a row: trigger on for a trial; the circuit's own counts decide", c.ProbeWaits(r, k.Now()), plural(r.InARow, "time"))
 	// A pass that read the circuits before the last one's trial was
 	// stored asks again: the trial is already on (ErrNoTrial).
-	if _, err := k.Members.TrialFor(ctx, c.AppID, c.Function, "probe", reason, c.Downstream); err != nil && !errors.Is(err, circuit.ErrNoTrial) {
+	if _, err := k.Members.Flip(ctx, c.AppID, c.Function, "probe", reason, circuit.Trying.For(c.Downstream)); err != nil && !errors.Is(err, circuit.ErrNoTrial) {
 		k.logger().Warn("a circuit's probe could not start its trial", "circuit", c.ID(), "error", err)
 	}
 }

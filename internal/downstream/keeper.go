@@ -25,11 +25,7 @@ type (
 	// Members changes member circuits on the downstream's behalf
 	// (circuit.Service).
 	Members interface {
-		TripFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
-		TrialFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
-		ResumeFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
-		ThrottleFor(ctx context.Context, appID, function, actor, reason, mark string) (circuit.Circuit, error)
-		PauseFor(ctx context.Context, appID, function, actor, reason string, until time.Time, mark string) (circuit.Circuit, error)
+		Flip(ctx context.Context, appID, function, actor, reason string, a circuit.Action) (circuit.Circuit, error)
 		Failing(ctx context.Context, circuits []circuit.Circuit) (map[string]circuit.Counts, error)
 	}
 	Circuits interface {
@@ -140,7 +136,7 @@ func (k *Keeper) Trip(ctx context.Context, name, actor, reason string) (Downstre
 		if c.State.TriggerOff() {
 			return false, nil
 		}
-		_, err := k.Members.TripFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		_, err := k.Members.Flip(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, circuit.Tripping.For(d.Mark()))
 		return true, err
 	})
 	k.tell(ctx, d, nil)
@@ -161,7 +157,7 @@ func (k *Keeper) Pause(ctx context.Context, name, actor, reason string, until ti
 		if c.State.TriggerOff() {
 			return false, nil
 		}
-		_, err := k.Members.PauseFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, until, d.Mark())
+		_, err := k.Members.Flip(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, circuit.PauseUntil(until).For(d.Mark()))
 		return true, err
 	})
 	k.tell(ctx, d, nil)
@@ -179,7 +175,7 @@ func (k *Keeper) Throttle(ctx context.Context, name, actor, reason string) (Down
 		if c.State != circuit.Closed || !c.Throttles() {
 			return false, nil
 		}
-		_, err := k.Members.ThrottleFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		_, err := k.Members.Flip(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, circuit.Throttling.For(d.Mark()))
 		return true, err
 	})
 	if joined(out) == nil && len(out) > 0 {
@@ -211,7 +207,7 @@ func (k *Keeper) try(ctx context.Context, d Downstream) []Outcome {
 		if !d.Marks(c) || !c.State.TriggerOff() {
 			return false, nil
 		}
-		_, err := k.Members.TrialFor(ctx, c.AppID, c.Function, d.Actor, "downstream "+d.Name+": "+d.Reason, d.Mark())
+		_, err := k.Members.Flip(ctx, c.AppID, c.Function, d.Actor, "downstream "+d.Name+": "+d.Reason, circuit.Trying.For(d.Mark()))
 		return true, err
 	})
 }
@@ -230,7 +226,7 @@ func (k *Keeper) tryLeft(ctx context.Context, d Downstream, ms []circuit.Circuit
 		if !d.Marks(c) || c.State != circuit.ForcedOpen || !c.PauseUntil.IsZero() {
 			continue
 		}
-		_, err := k.Members.TrialFor(ctx, c.AppID, c.Function, d.Actor, "downstream "+d.Name+": "+d.Reason, d.Mark())
+		_, err := k.Members.Flip(ctx, c.AppID, c.Function, d.Actor, "downstream "+d.Name+": "+d.Reason, circuit.Trying.For(d.Mark()))
 		out = append(out, Outcome{Member: c.ID(), Err: err})
 	}
 	return out
@@ -249,7 +245,7 @@ func (k *Keeper) Resume(ctx context.Context, name, actor, reason string) (Downst
 		if !d.Marks(c) || c.State == circuit.Closed || c.State == circuit.Throttled {
 			return false, nil
 		}
-		_, err := k.Members.ResumeFor(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, d.Mark())
+		_, err := k.Members.Flip(ctx, c.AppID, c.Function, actor, "downstream "+d.Name+": "+reason, circuit.Resuming.For(d.Mark()))
 		return true, err
 	})
 	k.tell(ctx, d, nil)

@@ -138,7 +138,7 @@ type switchRecord struct {
 	reasons []string
 }
 
-func (s *switchRecord) Resume(_ context.Context, appID, function, actor, reason string) (circuit.Circuit, error) {
+func (s *switchRecord) Flip(_ context.Context, appID, function, actor, reason string, _ circuit.Action) (circuit.Circuit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.reasons = append(s.reasons, reason)
@@ -146,7 +146,7 @@ func (s *switchRecord) Resume(_ context.Context, appID, function, actor, reason 
 }
 
 func (s *switchRecord) ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error) {
-	return s.Resume(ctx, l.AppID, l.Function, actor, reason)
+	return s.Flip(ctx, l.AppID, l.Function, actor, reason, circuit.Resuming)
 }
 
 func (s *switchRecord) calls() []string {
@@ -788,7 +788,7 @@ type onceSwitch struct {
 	calls int
 }
 
-func (s *onceSwitch) Resume(_ context.Context, appID, function, _, _ string) (circuit.Circuit, error) {
+func (s *onceSwitch) Flip(_ context.Context, appID, function, _, _ string, _ circuit.Action) (circuit.Circuit, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
@@ -799,7 +799,7 @@ func (s *onceSwitch) Resume(_ context.Context, appID, function, _, _ string) (ci
 }
 
 func (s *onceSwitch) ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error) {
-	return s.Resume(ctx, l.AppID, l.Function, actor, reason)
+	return s.Flip(ctx, l.AppID, l.Function, actor, reason, circuit.Resuming)
 }
 
 // Two people press "resume from before the first failure" at once, on two

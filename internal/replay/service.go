@@ -25,7 +25,7 @@ type Service struct {
 	// Switch turns the trigger back on once every partition was written
 	// or refused.
 	Switch interface {
-		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		Flip(ctx context.Context, appID, function, actor, reason string, a circuit.Action) (circuit.Circuit, error)
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
 	}
 	Records Records
@@ -330,7 +330,7 @@ func (s *Service) Resume(ctx context.Context, appID, function, actor, reason str
 	if link != nil {
 		next, err = s.Switch.ResumeByLink(ctx, *link, actor, why)
 	} else {
-		next, err = s.Switch.Resume(ctx, appID, function, actor, why)
+		next, err = s.Switch.Flip(ctx, appID, function, actor, why, circuit.Resuming)
 	}
 	if err != nil {
 		return ci, rec, err

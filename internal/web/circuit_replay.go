@@ -60,7 +60,7 @@ func (s *CircuitPages) resumeAs(ctx context.Context, from string, ci circuit.Cir
 		if link != nil {
 			next, err = s.Switch.ResumeByLink(ctx, *link, actor, reason)
 		} else {
-			next, err = s.Switch.Resume(ctx, ci.AppID, ci.Function, actor, reason)
+			next, err = s.Switch.Flip(ctx, ci.AppID, ci.Function, actor, reason, circuit.Resuming)
 		}
 		return next, "", err
 	}

@@ -26,7 +26,7 @@ func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, until
 	ctx := c.Request().Context()
 	app, function := c.Param("app"), c.Param("function")
 	if forText == "" && untilText == "" {
-		return s.Switch.Trip(ctx, app, function, actor, reason)
+		return s.Switch.Flip(ctx, app, function, actor, reason, circuit.Tripping)
 	}
 	now := s.Now()
 	var until time.Time
@@ -58,7 +58,7 @@ func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, until
 			reason = strings.TrimSpace(reason + " (paused knowing waiting events expire before it ends)")
 		}
 	}
-	return s.Switch.Pause(ctx, app, function, actor, reason, until)
+	return s.Switch.Flip(ctx, app, function, actor, reason, circuit.PauseUntil(until))
 }
 
 // afterAction sends the browser back to the circuit with a flash, or

@@ -114,9 +114,7 @@ type (
 		Failing(ctx context.Context, cs []circuit.Circuit) (map[string]circuit.Counts, error)
 	}
 	circuitSwitch interface {
-		Trip(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
-		Pause(ctx context.Context, appID, function, actor, reason string, until time.Time) (circuit.Circuit, error)
-		Resume(ctx context.Context, appID, function, actor, reason string) (circuit.Circuit, error)
+		Flip(ctx context.Context, appID, function, actor, reason string, a circuit.Action) (circuit.Circuit, error)
 		ResumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool) []circuit.StormOutcome
 		ResumeByLink(ctx context.Context, l circuit.LinkClaim, actor, reason string) (circuit.Circuit, error)
 		ThrottleByLink(ctx context.Context, l circuit.LinkClaim, actor string) (circuit.Circuit, error)

@@ -240,7 +240,7 @@ func TestAnAppIDIsTheTeamsOwn(t *testing.T) {
 	// Moved, billing.shop would read as billing's in orders and block the
 	// name in billing: even an admin registers it anew instead.
 	toOrders := "orders"
-	if _, err := r.Update(admin, reg.App, funcapp.Settings{Team: &toOrders, DisplayName: reg.App.DisplayName, Linux: reg.App.Linux, Guardrail: reg.App.Guardrail, Channels: reg.App.Channels, Escalate: reg.App.Escalate}, "ada"); !strings.Contains(problemOf(err, "team"), "names another team") {
+	if _, err := r.Update(admin, reg.App, funcapp.Settings{Team: &toOrders, DisplayName: reg.App.DisplayName, Linux: reg.App.Linux, Guardrail: reg.App.Guardrail, Channels: reg.App.Channels, Escalate: reg.App.Escalate}, "ada"); !strings.Contains(problemOf(err, "id"), "names another team") {
 		t.Errorf("an admin moving billing.shop to orders: %v; want it refused", err)
 	}
 	same.ID, same.Site = "till", "func-till"

@@ -314,10 +314,10 @@ func (r *Registry) Update(ctx context.Context, app circuit.App, s Settings, acto
 			return nil, err
 		}
 		v = append(v, place...)
-		if len(place) == 0 && access.NameProblem(next.Team, app.ID) != "" {
+		if access.NameProblem(next.Team, app.ID) != "" {
 			// A name that names its team stays that team's: moved, it
 			// would read as the old team's and block its name there.
-			v = append(v, circuit.FieldError{Field: "team", Message: "the app's id names another team, so it cannot move to " + orNone(next.Team) + ": register it anew there"})
+			v = append(v, circuit.FieldError{Field: "id", Message: "names another team, so the app cannot move to " + orNone(next.Team) + ": register it anew there"})
 		}
 	}
 	if s.Linux != app.Linux {

@@ -49,7 +49,7 @@ func orEmpty(s []string) []string {
 }
 
 // apiDownstreamList lists the downstreams the caller sees.
-func (s *CircuitPages) apiDownstreamList(c echo.Context) error {
+func (s *DownstreamPages) apiDownstreamList(c echo.Context) error {
 	ds, err := s.Downstreams.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -65,7 +65,7 @@ func (s *CircuitPages) apiDownstreamList(c echo.Context) error {
 }
 
 // apiDownstreamShow answers one downstream.
-func (s *CircuitPages) apiDownstreamShow(c echo.Context) error {
+func (s *DownstreamPages) apiDownstreamShow(c echo.Context) error {
 	d, err := s.downstreamOf(c)
 	if err != nil {
 		return err
@@ -74,17 +74,17 @@ func (s *CircuitPages) apiDownstreamShow(c echo.Context) error {
 }
 
 // apiDownstreamCreate names a new downstream (its name in the body).
-func (s *CircuitPages) apiDownstreamCreate(c echo.Context) error {
+func (s *DownstreamPages) apiDownstreamCreate(c echo.Context) error {
 	return s.apiDownstreamSave(c, "")
 }
 
 // apiDownstreamPut changes a downstream's settings; its team and state
 // stay.
-func (s *CircuitPages) apiDownstreamPut(c echo.Context) error {
+func (s *DownstreamPages) apiDownstreamPut(c echo.Context) error {
 	return s.apiDownstreamSave(c, c.Param("id"))
 }
 
-func (s *CircuitPages) apiDownstreamSave(c echo.Context, name string) error {
+func (s *DownstreamPages) apiDownstreamSave(c echo.Context, name string) error {
 	var in apiwire.Downstream
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"name": "inventory-db", "members": ["orders/ProcessOrders", "shipping/ReserveStock"], "quorum": 2}.`)
@@ -149,7 +149,7 @@ func (s *CircuitPages) apiDownstreamSave(c echo.Context, name string) error {
 }
 
 // apiDownstreamDelete forgets a downstream.
-func (s *CircuitPages) apiDownstreamDelete(c echo.Context) error {
+func (s *DownstreamPages) apiDownstreamDelete(c echo.Context) error {
 	d, err := s.downstreamOf(c)
 	if err != nil {
 		return err
@@ -164,7 +164,7 @@ func (s *CircuitPages) apiDownstreamDelete(c echo.Context) error {
 }
 
 // apiDownstreamAction trips or resumes every member.
-func (s *CircuitPages) apiDownstreamAction(verb string) echo.HandlerFunc {
+func (s *DownstreamPages) apiDownstreamAction(verb string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		d, err := s.downstreamOf(c)
 		if err != nil {

@@ -43,11 +43,11 @@ type (
 
 // downstreamList shows the downstreams the caller's teams own, what
 // failures propose, and the form for a new one.
-func (s *CircuitPages) downstreamList(c echo.Context) error {
+func (s *DownstreamPages) downstreamList(c echo.Context) error {
 	return s.renderDownstreams(c, http.StatusOK, views.DownstreamForm{Quorum: "2", ProbeGood: "3", ProbeEvery: "10s"})
 }
 
-func (s *CircuitPages) renderDownstreams(c echo.Context, status int, form views.DownstreamForm) error {
+func (s *DownstreamPages) renderDownstreams(c echo.Context, status int, form views.DownstreamForm) error {
 	ctx := c.Request().Context()
 	ds, err := s.Downstreams.List(ctx)
 	if err != nil {
@@ -108,7 +108,7 @@ const maxProposalCircuits = 50
 // as the targets of failed calls (otlp.Dependency) in the traces those
 // groups name. The calls come in exports of their own, before or after
 // the invocations': both are stored, and matched here.
-func (s *CircuitPages) proposals(ctx context.Context, cs []circuit.Circuit) []views.DownstreamProposal {
+func (s *DownstreamPages) proposals(ctx context.Context, cs []circuit.Circuit) []views.DownstreamProposal {
 	failing, err := s.Counter.Failing(ctx, cs)
 	if err != nil || len(failing) == 0 {
 		return nil
@@ -181,7 +181,7 @@ func (s *CircuitPages) proposals(ctx context.Context, cs []circuit.Circuit) []vi
 
 // callsOf is, for the traces of an app's failed calls in the last hour,
 // what each called; none when Fusebox keeps no calls or they do not read.
-func (s *CircuitPages) callsOf(ctx context.Context, appID string, now time.Time) map[string][]string {
+func (s *DownstreamPages) callsOf(ctx context.Context, appID string, now time.Time) map[string][]string {
 	if s.Calls == nil {
 		return nil
 	}
@@ -203,7 +203,7 @@ func (s *CircuitPages) callsOf(ctx context.Context, appID string, now time.Time)
 }
 
 // downstreamShow shows one downstream: its members, probe and actions.
-func (s *CircuitPages) downstreamShow(c echo.Context) error {
+func (s *DownstreamPages) downstreamShow(c echo.Context) error {
 	d, err := s.downstreamOf(c)
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ func (s *CircuitPages) downstreamShow(c echo.Context) error {
 	return s.renderDownstream(c, http.StatusOK, d, formOf(d))
 }
 
-func (s *CircuitPages) downstreamOf(c echo.Context) (downstream.Downstream, error) {
+func (s *DownstreamPages) downstreamOf(c echo.Context) (downstream.Downstream, error) {
 	d, err := s.Downstreams.Get(c.Request().Context(), c.Param("id"))
 	if errors.Is(err, downstream.ErrNotFound) {
 		return d, errNotYours
@@ -237,7 +237,7 @@ func formOf(d downstream.Downstream) views.DownstreamForm {
 	return f
 }
 
-func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream.Downstream, form views.DownstreamForm) error {
+func (s *DownstreamPages) renderDownstream(c echo.Context, status int, d downstream.Downstream, form views.DownstreamForm) error {
 	cs, err := s.Circuits.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -256,7 +256,7 @@ func (s *CircuitPages) renderDownstream(c echo.Context, status int, d downstream
 		// What it does to each member's events: its own hub, its own history.
 		for _, id := range d.Members {
 			if ci, ok := state[id]; ok {
-				if f, ok := s.forecastOf(c.Request().Context(), ci, next.Duration); ok {
+				if f, ok := forecastPause(c.Request().Context(), s.History, s.Now(), ci, next.Duration); ok {
 					m.NextPauseForecasts = append(m.NextPauseForecasts, id+": "+f.Words())
 					m.NextPauseExpires = m.NextPauseExpires || f.Expires
 				}
@@ -334,7 +334,7 @@ func fields(s string) []string {
 // its own settings, its team, and members that must be circuits of apps
 // of its team the caller operates (anything else reads as no circuit,
 // whoever's it is).
-func (s *CircuitPages) checkDownstream(c echo.Context, d downstream.Downstream, problems map[string]string, creating bool) (map[string]string, error) {
+func (s *DownstreamPages) checkDownstream(c echo.Context, d downstream.Downstream, problems map[string]string, creating bool) (map[string]string, error) {
 	ctx := c.Request().Context()
 	var v downstream.ValidationError
 	if err := d.Check(s.Config.Env == config.Development); errors.As(err, &v) {
@@ -428,7 +428,7 @@ func clipText(s string, n int) string {
 }
 
 // downstreamCreate names a new downstream.
-func (s *CircuitPages) downstreamCreate(c echo.Context) error {
+func (s *DownstreamPages) downstreamCreate(c echo.Context) error {
 	d, form, problems := downstreamInput(c)
 	if d.Team == "" && !teamNamed(c, d.Team) {
 		d.Team = scopeOf(c).DefaultTeam()
@@ -470,12 +470,12 @@ func nameOf(c echo.Context, d downstream.Downstream) string {
 
 // recordDeleted appends the audit entry of a downstream deleted: gone by
 // the time it is written, its team is said here.
-func (s *CircuitPages) recordDeleted(c echo.Context, d downstream.Downstream) error {
+func (s *DownstreamPages) recordDeleted(c echo.Context, d downstream.Downstream) error {
 	return s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: actorOf(c), Action: "deleted downstream", Target: "downstream:" + d.Name, Team: d.Team, Owned: true})
 }
 
 // record appends an audit entry of a change to a downstream.
-func (s *CircuitPages) record(c echo.Context, action, name, detail string) error {
+func (s *DownstreamPages) record(c echo.Context, action, name, detail string) error {
 	return s.Audit.Append(c.Request().Context(), audit.Entry{At: s.Now(), Actor: actorOf(c), Action: action, Target: "downstream:" + name, Detail: detail})
 }
 
@@ -486,7 +486,7 @@ func actorOf(c echo.Context) string {
 }
 
 // downstreamUpdate changes a downstream's settings, keeping its state.
-func (s *CircuitPages) downstreamUpdate(c echo.Context) error {
+func (s *DownstreamPages) downstreamUpdate(c echo.Context) error {
 	cur, err := s.downstreamOf(c)
 	if err != nil {
 		return err
@@ -517,7 +517,7 @@ func (s *CircuitPages) downstreamUpdate(c echo.Context) error {
 }
 
 // downstreamDelete forgets a downstream; its members keep their circuits.
-func (s *CircuitPages) downstreamDelete(c echo.Context) error {
+func (s *DownstreamPages) downstreamDelete(c echo.Context) error {
 	d, err := s.downstreamOf(c)
 	if err != nil {
 		return err
@@ -533,7 +533,7 @@ func (s *CircuitPages) downstreamDelete(c echo.Context) error {
 }
 
 // downstreamAction trips, tries or resumes every member.
-func (s *CircuitPages) downstreamAction(verb string) echo.HandlerFunc {
+func (s *DownstreamPages) downstreamAction(verb string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		d, err := s.downstreamOf(c)
 		if err != nil {
@@ -554,7 +554,7 @@ func (s *CircuitPages) downstreamAction(verb string) echo.HandlerFunc {
 
 // actOnDownstream is one action, for the page and the API: a refusal of
 // the state (tripping what is off) is a 409 that says so.
-func (s *CircuitPages) actOnDownstream(c echo.Context, d downstream.Downstream, verb, reason string) (downstream.Downstream, []downstream.Outcome, error) {
+func (s *DownstreamPages) actOnDownstream(c echo.Context, d downstream.Downstream, verb, reason string) (downstream.Downstream, []downstream.Outcome, error) {
 	ctx, actor := c.Request().Context(), actorOf(c)
 	if verb != "try" {
 		if msg := audit.CheckReason(reason, "every member's flip log"); msg != "" {

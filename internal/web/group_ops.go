@@ -4,7 +4,6 @@ import (
 	"context"
 	"github.com/fusebox/fusebox/internal/auth"
 	"github.com/fusebox/fusebox/internal/azalerts"
-	"github.com/fusebox/fusebox/internal/teams"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/audit"
@@ -40,14 +39,9 @@ type OpsParts struct {
 	Issued *auth.Issued
 	// TeamStore keeps the teams defined on the Teams page; AppTeams moves
 	// apps between them; Channels checks a team's default channels.
-	TeamStore interface {
-		Put(ctx context.Context, t teams.Team) error
-		Delete(ctx context.Context, name string) error
-	}
-	AppTeams interface {
-		SetTeam(ctx context.Context, id, team string) error
-	}
-	Channels channelChecker
+	TeamStore teamStore
+	AppTeams  appTeamSetter
+	Channels  channelChecker
 	// Alerts lists what Azure Monitor's action groups posted.
 	Alerts interface {
 		Recent(ctx context.Context, now time.Time) ([]azalerts.Received, error)

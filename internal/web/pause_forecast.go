@@ -27,15 +27,19 @@ const maxForecastSamples = 720
 // retention known). A history that cannot be read within 2 s forecasts
 // without it.
 func (s *CircuitPages) forecastOf(ctx context.Context, ci circuit.Circuit, length time.Duration) (forecast.Forecast, bool) {
+	return forecastPause(ctx, s.History, s.Now(), ci, length)
+}
+
+// forecastPause is forecastOf from history (nil: none) at now.
+func forecastPause(ctx context.Context, history checkpointHistory, now time.Time, ci circuit.Circuit, length time.Duration) (forecast.Forecast, bool) {
 	if ci.EventHub == "" && ci.HubRetention == 0 {
 		return forecast.Forecast{}, false
 	}
-	now := s.Now()
 	var samples []replay.Sample
-	if s.History != nil {
+	if history != nil {
 		ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 		defer cancel()
-		samples, _ = s.History.After(ctx, ci.AppID, ci.Function, now.Add(-forecast.History), now.Add(time.Second), maxForecastSamples)
+		samples, _ = history.After(ctx, ci.AppID, ci.Function, now.Add(-forecast.History), now.Add(time.Second), maxForecastSamples)
 	}
 	return forecast.Of(samples, now, length, ci.HubRetention), true
 }

@@ -75,8 +75,8 @@ type core struct {
 	Base
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
-	// teams maps people to teams (Identity.Teams); appList lists every
-	// app, to tell their teams (Identity.Owners.Apps).
+	// teams maps people to teams (Identity.Teams); policy says who may
+	// see and change what.
 	teams  *teams.Directory
 	policy *access.Policy
 }
@@ -87,13 +87,16 @@ type Server struct {
 	Identity // the people's middleware: sessions, CSRF, roles
 	echo     *echo.Echo
 
-	intake   *Intake
-	signIn   *SignIn
-	circuits *CircuitPages
-	apps     *AppPages
-	jobs     *JobPages
-	notify   *NotifyPages
-	ops      *OpsPages
+	intake      *Intake
+	signIn      *SignIn
+	circuits    *CircuitPages
+	downstreams *DownstreamPages
+	apps        *AppPages
+	jobs        *JobPages
+	notify      *NotifyPages
+	ops         *OpsPages
+	teamPages   *TeamPages
+	tokenPages  *TokenPages
 }
 
 // New builds the server and its routes.
@@ -122,10 +125,15 @@ func New(p Parts) (*Server, error) {
 			decoding:    newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, OTLPExportReserve, 5*time.Second)},
 		signIn:   &SignIn{SignInParts: p.SignIn, core: co, identity: p.Identity},
 		circuits: &CircuitPages{CircuitParts: circuits, core: co},
-		apps:     &AppPages{AppParts: apps, core: co},
-		jobs:     &JobPages{JobParts: p.Jobs, core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
-		notify:   &NotifyPages{NotifyParts: p.Notify, core: co},
-		ops:      &OpsPages{OpsParts: p.Ops, core: co, weeks: weeks, started: p.Base.Now(), readiness: &readiness{}},
+		downstreams: &DownstreamPages{core: co, Downstreams: circuits.Downstreams, Keeper: circuits.Keeper, Audit: circuits.Audit,
+			Apps: circuits.Apps, Circuits: circuits.Circuits, Counter: circuits.Counter, Channels: circuits.Channels,
+			Samples: circuits.Samples, Calls: circuits.Calls, History: circuits.History},
+		apps:       &AppPages{AppParts: apps, core: co},
+		jobs:       &JobPages{JobParts: p.Jobs, core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
+		notify:     &NotifyPages{NotifyParts: p.Notify, core: co},
+		ops:        &OpsPages{OpsParts: p.Ops, core: co, weeks: weeks, started: p.Base.Now(), readiness: &readiness{}},
+		teamPages:  &TeamPages{core: co, Apps: p.Ops.Apps, AppTeams: p.Ops.AppTeams, TeamStore: p.Ops.TeamStore, Channels: p.Ops.Channels, Audit: p.Ops.Audit},
+		tokenPages: &TokenPages{core: co, Tokens: p.Ops.Tokens, Issued: p.Ops.Issued, Audit: p.Ops.Audit},
 	}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError

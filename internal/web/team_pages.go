@@ -23,12 +23,12 @@ import (
 // each owns. Membership changes apply everywhere within teams.TTL.
 
 // teamList shows every team and the form that makes one.
-func (s *OpsPages) teamList(c echo.Context) error {
+func (s *TeamPages) teamList(c echo.Context) error {
 	return s.renderTeams(c, http.StatusOK, views.TeamForm{})
 }
 
 // teamsAndApps reads every team and every app.
-func (s *OpsPages) teamsAndApps(c echo.Context) ([]teams.Team, []circuit.App, error) {
+func (s *TeamPages) teamsAndApps(c echo.Context) ([]teams.Team, []circuit.App, error) {
 	ts, err := s.allTeams(c)
 	if err != nil {
 		return nil, nil, err
@@ -48,7 +48,7 @@ func appsOf(apps []circuit.App, team string) []string {
 	return out
 }
 
-func (s *OpsPages) renderTeams(c echo.Context, status int, form views.TeamForm) error {
+func (s *TeamPages) renderTeams(c echo.Context, status int, form views.TeamForm) error {
 	ts, apps, err := s.teamsAndApps(c)
 	if err != nil {
 		return err
@@ -96,7 +96,7 @@ func teamApps(apps []circuit.App, team string, picked []string) []views.TeamApp 
 }
 
 // teamEdit shows one team's form.
-func (s *OpsPages) teamEdit(c echo.Context) error {
+func (s *TeamPages) teamEdit(c echo.Context) error {
 	t, err := s.teamOf(c)
 	if err != nil {
 		return err
@@ -115,7 +115,7 @@ func (s *OpsPages) teamEdit(c echo.Context) error {
 	return render(c, http.StatusOK, views.TeamEditPage(views.TeamEdit{Page: s.page(c, "Team "+t.Name, "teams"), Form: form}))
 }
 
-func (s *OpsPages) teamOf(c echo.Context) (teams.Team, error) {
+func (s *TeamPages) teamOf(c echo.Context) (teams.Team, error) {
 	ts, err := s.allTeams(c)
 	if err != nil {
 		return teams.Team{}, err
@@ -128,10 +128,10 @@ func (s *OpsPages) teamOf(c echo.Context) (teams.Team, error) {
 }
 
 // teamCreate and teamUpdate save the form.
-func (s *OpsPages) teamCreate(c echo.Context) error { return s.teamSubmit(c, false) }
-func (s *OpsPages) teamUpdate(c echo.Context) error { return s.teamSubmit(c, true) }
+func (s *TeamPages) teamCreate(c echo.Context) error { return s.teamSubmit(c, false) }
+func (s *TeamPages) teamUpdate(c echo.Context) error { return s.teamSubmit(c, true) }
 
-func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
+func (s *TeamPages) teamSubmit(c echo.Context, editing bool) error {
 	form, err := c.FormParams()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
@@ -180,7 +180,7 @@ func (s *OpsPages) teamSubmit(c echo.Context, editing bool) error {
 // those no longer picked out of it (to admins' alone), and audits it.
 // picked nil leaves the apps as they are; scopesText nil, its scopes.
 // An app moved in must lie in the team's scopes.
-func (s *OpsPages) saveTeam(c echo.Context, name, membersText string, scopesText *string, channels, picked []string, create bool) error {
+func (s *TeamPages) saveTeam(c echo.Context, name, membersText string, scopesText *string, channels, picked []string, create bool) error {
 	ctx := c.Request().Context()
 	members, err := teams.ParseMembers(membersText)
 	if err != nil {
@@ -285,14 +285,14 @@ func teamIf(in bool, name string) string {
 }
 
 // teamDelete removes a team that owns no app.
-func (s *OpsPages) teamDelete(c echo.Context) error {
+func (s *TeamPages) teamDelete(c echo.Context) error {
 	if err := s.deleteTeam(c); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/teams")
 }
 
-func (s *OpsPages) deleteTeam(c echo.Context) error {
+func (s *TeamPages) deleteTeam(c echo.Context) error {
 	ctx := c.Request().Context()
 	name := c.Param("team")
 	apps, err := s.Apps.List(ctx)
@@ -334,7 +334,7 @@ type memberJSON struct {
 }
 
 // apiTeamList lists the teams, their members and apps.
-func (s *OpsPages) apiTeamList(c echo.Context) error {
+func (s *TeamPages) apiTeamList(c echo.Context) error {
 	ts, apps, err := s.teamsAndApps(c)
 	if err != nil {
 		return err
@@ -360,7 +360,7 @@ func (s *OpsPages) apiTeamList(c echo.Context) error {
 
 // apiTeamPut creates or replaces a team: its members (those not set in
 // the environment), channels and, when given, its apps.
-func (s *OpsPages) apiTeamPut(c echo.Context) error {
+func (s *TeamPages) apiTeamPut(c echo.Context) error {
 	var body struct {
 		Members  *[]memberJSON `json:"members"`  // absent: as they are
 		Channels *[]string     `json:"channels"` // absent: as they are
@@ -419,7 +419,7 @@ func (s *OpsPages) apiTeamPut(c echo.Context) error {
 }
 
 // apiTeamDelete removes a team that owns no app.
-func (s *OpsPages) apiTeamDelete(c echo.Context) error {
+func (s *TeamPages) apiTeamDelete(c echo.Context) error {
 	if err := s.deleteTeam(c); err != nil {
 		return err
 	}
@@ -428,7 +428,7 @@ func (s *OpsPages) apiTeamDelete(c echo.Context) error {
 
 // apiMe says who the caller is and what it holds: what export and apply
 // check a file against.
-func (s *OpsPages) apiMe(c echo.Context) error {
+func (s *TeamPages) apiMe(c echo.Context) error {
 	p, _ := principal(c)
 	out := struct {
 		Name  string            `json:"name"`

@@ -26,7 +26,7 @@ import (
 const defaultTokenDays = 90
 
 // tokenList shows every issued token and the form that issues one.
-func (s *OpsPages) tokenList(c echo.Context) error {
+func (s *TokenPages) tokenList(c echo.Context) error {
 	return s.renderTokens(c, http.StatusOK, views.TokenForm{Days: strconv.Itoa(defaultTokenDays), Role: "viewer"}, "")
 }
 
@@ -36,7 +36,7 @@ func tokensOf(c echo.Context, list []auth.IssuedToken) []auth.IssuedToken {
 	return scopeOf(c).Tokens(list)
 }
 
-func (s *OpsPages) renderTokens(c echo.Context, status int, form views.TokenForm, issued string) error {
+func (s *TokenPages) renderTokens(c echo.Context, status int, form views.TokenForm, issued string) error {
 	list, err := s.Tokens.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -56,7 +56,7 @@ func (s *OpsPages) renderTokens(c echo.Context, status int, form views.TokenForm
 }
 
 // tokenIssue issues a token from the form and shows it, once.
-func (s *OpsPages) tokenIssue(c echo.Context) error {
+func (s *TokenPages) tokenIssue(c echo.Context) error {
 	form := views.TokenForm{Name: strings.TrimSpace(c.FormValue("name")), Role: c.FormValue("role"), Days: strings.TrimSpace(c.FormValue("expires_in_days")),
 		Team: views.TeamChoice{Value: c.FormValue("team")}}
 	days, err := strconv.Atoi(form.Days)
@@ -78,7 +78,7 @@ func (s *OpsPages) tokenIssue(c echo.Context) error {
 // issue checks and stores a token p asked for; problems by field.
 // A token of a team holds role on its apps alone; one of no team, an
 // admin's to issue, holds role on every app.
-func (s *OpsPages) issue(c echo.Context, p auth.Principal, name, roleName, team string, days int) (string, map[string]string, error) {
+func (s *TokenPages) issue(c echo.Context, p auth.Principal, name, roleName, team string, days int) (string, map[string]string, error) {
 	role, _ := auth.ParseRole(roleName)
 	now := s.Now()
 	life := time.Duration(days) * 24 * time.Hour
@@ -106,14 +106,14 @@ func (s *OpsPages) issue(c echo.Context, p auth.Principal, name, roleName, team 
 }
 
 // tokenRevoke revokes a token at once.
-func (s *OpsPages) tokenRevoke(c echo.Context) error {
+func (s *TokenPages) tokenRevoke(c echo.Context) error {
 	if err := s.revoke(c); err != nil {
 		return err
 	}
 	return c.Redirect(http.StatusSeeOther, "/tokens")
 }
 
-func (s *OpsPages) revoke(c echo.Context) error {
+func (s *TokenPages) revoke(c echo.Context) error {
 	id := c.Param("id")
 	if _, ok := auth.IssuedID("fbt_" + id + ".x"); !ok {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no such token.")
@@ -157,7 +157,7 @@ func toTokenJSON(t auth.IssuedToken, now time.Time) tokenJSON {
 }
 
 // apiTokenList lists the issued tokens.
-func (s *OpsPages) apiTokenList(c echo.Context) error {
+func (s *TokenPages) apiTokenList(c echo.Context) error {
 	list, err := s.Tokens.List(c.Request().Context())
 	if err != nil {
 		return err
@@ -173,7 +173,7 @@ func (s *OpsPages) apiTokenList(c echo.Context) error {
 }
 
 // apiTokenIssue issues a token; the answer is the only place it is seen.
-func (s *OpsPages) apiTokenIssue(c echo.Context) error {
+func (s *TokenPages) apiTokenIssue(c echo.Context) error {
 	var body struct {
 		Name string `json:"name"`
 		Role string `json:"role"`
@@ -206,7 +206,7 @@ func (s *OpsPages) apiTokenIssue(c echo.Context) error {
 }
 
 // apiTokenRevoke revokes a token.
-func (s *OpsPages) apiTokenRevoke(c echo.Context) error {
+func (s *TokenPages) apiTokenRevoke(c echo.Context) error {
 	if err := s.revoke(c); err != nil {
 		return err
 	}

@@ -55,7 +55,8 @@ func TestDetectTellsTheHostingKind(t *testing.T) {
 			true, circuit.Hosting{Kind: "functionapp,linux", Plan: circuit.PlanFlex, Linux: true, RollingUpdates: true}, false},
 		{"functions in a container apps environment", armappservice.Site{Kind: to.Ptr("functionapp,linux,container,azurecontainerapps"),
 			Properties: &armappservice.SiteProperties{ManagedEnvironmentID: to.Ptr("/subscriptions/x/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/env")}},
-			false, circuit.Hosting{Kind: "functionapp,linux,container,azurecontainerapps", Plan: circuit.PlanContainerApps, Linux: true}, false},
+			false, circuit.Hosting{Kind: "functionapp,linux,container,azurecontainerapps", Plan: circuit.PlanContainerApps, Linux: true,
+				Environment: "/subscriptions/x/resourceGroups/rg/providers/Microsoft.App/managedEnvironments/env"}, false}, // the environment, for teams' scopes
 		{"a web app", armappservice.Site{Kind: to.Ptr("app,linux"), Properties: &armappservice.SiteProperties{}}, false, circuit.Hosting{}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

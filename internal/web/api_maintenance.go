@@ -11,7 +11,7 @@ import (
 	"github.com/fusebox/fusebox/internal/jobs"
 )
 
-func (s *JobPages) toWindowJSON(w jobs.Window) apiwire.Window {
+func (s *WindowPages) toWindowJSON(w jobs.Window) apiwire.Window {
 	out := apiwire.Window{ID: w.ID, App: w.AppID, From: w.From.UTC(), Until: w.Until.UTC(), Reason: w.Reason, CreatedBy: w.CreatedBy, State: w.State(s.Now())}
 	if w.Recurring() {
 		out.Recurs, out.TimeZone, out.DurationSeconds, out.Next = w.Recurs, w.TimeZone, int(w.Duration/time.Second), w.Next(s.Now(), 5)
@@ -41,7 +41,7 @@ func recurrence(w *jobs.Window, recurs, zone, duration string) map[string]string
 }
 
 // apiMaintenanceList lists the maintenance windows, latest start first.
-func (s *JobPages) apiMaintenanceList(c echo.Context) error {
+func (s *WindowPages) apiMaintenanceList(c echo.Context) error {
 	ws, err := s.Windows.Windows(c.Request().Context())
 	if err != nil {
 		return err
@@ -63,7 +63,7 @@ func (s *JobPages) apiMaintenanceList(c echo.Context) error {
 // apiMaintenanceCreate sets a window, for a deploy pipeline to silence
 // job alerts while it works: from defaults to now, and a duration may
 // stand for until.
-func (s *JobPages) apiMaintenanceCreate(c echo.Context) error {
+func (s *WindowPages) apiMaintenanceCreate(c echo.Context) error {
 	var in apiwire.WindowInput
 	if err := c.Bind(&in); err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, `The body must be JSON such as {"app": "orders", "duration": "30m", "reason": "deploy 1.4.2"}; times are RFC 3339.`)
@@ -104,7 +104,7 @@ func (s *JobPages) apiMaintenanceCreate(c echo.Context) error {
 }
 
 // apiMaintenanceEnd ends a window now, or cancels one that has not begun.
-func (s *JobPages) apiMaintenanceEnd(c echo.Context) error {
+func (s *WindowPages) apiMaintenanceEnd(c echo.Context) error {
 	w, err := s.endWindow(c)
 	if err != nil {
 		return err

@@ -78,3 +78,12 @@ type (
 		Recent(ctx context.Context, jobID string, limit int, from jobs.RunCursor) ([]jobs.StoredRun, jobs.RunCursor, error)
 	}
 )
+
+// WindowPages set and end maintenance windows, in which jobs are not
+// expected and circuits of the apps they cover do not trip.
+type WindowPages struct {
+	*core
+	Apps    appReader
+	Windows maintenanceWindows
+	Audit   auditAppender
+}

@@ -32,14 +32,14 @@ func parseLocal(v string) (time.Time, bool) {
 
 // maintenanceList shows the maintenance windows and, to operators, the
 // form that adds one.
-func (s *JobPages) maintenanceList(c echo.Context) error {
+func (s *WindowPages) maintenanceList(c echo.Context) error {
 	now := s.Now().UTC()
 	return s.renderMaintenance(c, http.StatusOK, views.WindowForm{
 		From: now.Format(localLayouts[0]), Until: now.Add(time.Hour).Format(localLayouts[0]),
 	})
 }
 
-func (s *JobPages) renderMaintenance(c echo.Context, code int, form views.WindowForm) error {
+func (s *WindowPages) renderMaintenance(c echo.Context, code int, form views.WindowForm) error {
 	ctx := c.Request().Context()
 	ws, err := s.Windows.Windows(ctx)
 	if err != nil {
@@ -72,7 +72,7 @@ func (s *JobPages) renderMaintenance(c echo.Context, code int, form views.Window
 }
 
 // maintenanceCreate adds a window.
-func (s *JobPages) maintenanceCreate(c echo.Context) error {
+func (s *WindowPages) maintenanceCreate(c echo.Context) error {
 	form := views.WindowForm{App: strings.TrimSpace(c.FormValue("app")), From: strings.TrimSpace(c.FormValue("from")),
 		Until: strings.TrimSpace(c.FormValue("until")), Reason: strings.TrimSpace(c.FormValue("reason")),
 		Recurs: strings.TrimSpace(c.FormValue("recurs")), TimeZone: strings.TrimSpace(c.FormValue("time_zone")), Duration: strings.TrimSpace(c.FormValue("duration"))}
@@ -108,7 +108,7 @@ func (s *JobPages) maintenanceCreate(c echo.Context) error {
 }
 
 // maintenanceEnd ends a window now, or cancels one that has not begun.
-func (s *JobPages) maintenanceEnd(c echo.Context) error {
+func (s *WindowPages) maintenanceEnd(c echo.Context) error {
 	if _, err := s.endWindow(c); err != nil {
 		return err
 	}
@@ -126,7 +126,7 @@ func windowScope(w jobs.Window) string {
 }
 
 // checkWindow returns a message per field that is wrong with a new window.
-func (s *JobPages) checkWindow(c echo.Context, w jobs.Window) (map[string]string, error) {
+func (s *WindowPages) checkWindow(c echo.Context, w jobs.Window) (map[string]string, error) {
 	errs := w.Validate()
 	if errs == nil {
 		errs = map[string]string{}
@@ -148,7 +148,7 @@ func (s *JobPages) checkWindow(c echo.Context, w jobs.Window) (map[string]string
 }
 
 // saveWindow stores a checked window and audits it.
-func (s *JobPages) saveWindow(c echo.Context, w jobs.Window) error {
+func (s *WindowPages) saveWindow(c echo.Context, w jobs.Window) error {
 	ctx, cancel := detached(c)
 	defer cancel()
 	if err := s.Windows.PutWindow(ctx, w); err != nil {
@@ -159,7 +159,7 @@ func (s *JobPages) saveWindow(c echo.Context, w jobs.Window) error {
 }
 
 // endWindow ends the window named in the path, and audits it.
-func (s *JobPages) endWindow(c echo.Context) (jobs.Window, error) {
+func (s *WindowPages) endWindow(c echo.Context) (jobs.Window, error) {
 	ctx, cancel := detached(c)
 	defer cancel()
 	w, err := s.Windows.EndWindow(ctx, c.Param("id"), s.Now())

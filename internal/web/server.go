@@ -97,6 +97,7 @@ type Server struct {
 	ops         *OpsPages
 	teamPages   *TeamPages
 	tokenPages  *TokenPages
+	windowPages *WindowPages
 }
 
 // New builds the server and its routes.
@@ -128,12 +129,13 @@ func New(p Parts) (*Server, error) {
 		downstreams: &DownstreamPages{core: co, Downstreams: circuits.Downstreams, Keeper: circuits.Keeper, Audit: circuits.Audit,
 			Apps: circuits.Apps, Circuits: circuits.Circuits, Counter: circuits.Counter, Channels: circuits.Channels,
 			Samples: circuits.Samples, Calls: circuits.Calls, History: circuits.History},
-		apps:       &AppPages{AppParts: apps, core: co},
-		jobs:       &JobPages{JobParts: p.Jobs, core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
-		notify:     &NotifyPages{NotifyParts: p.Notify, core: co},
-		ops:        &OpsPages{OpsParts: p.Ops, core: co, weeks: weeks, started: p.Base.Now(), readiness: &readiness{}},
-		teamPages:  &TeamPages{core: co, Apps: p.Ops.Apps, AppTeams: p.Ops.AppTeams, TeamStore: p.Ops.TeamStore, Channels: p.Ops.Channels, Audit: p.Ops.Audit},
-		tokenPages: &TokenPages{core: co, Tokens: p.Ops.Tokens, Issued: p.Ops.Issued, Audit: p.Ops.Audit},
+		apps:        &AppPages{AppParts: apps, core: co},
+		jobs:        &JobPages{JobParts: p.Jobs, core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
+		notify:      &NotifyPages{NotifyParts: p.Notify, core: co},
+		ops:         &OpsPages{OpsParts: p.Ops, core: co, weeks: weeks, started: p.Base.Now(), readiness: &readiness{}},
+		teamPages:   &TeamPages{core: co, Apps: p.Ops.Apps, AppTeams: p.Ops.AppTeams, TeamStore: p.Ops.TeamStore, Channels: p.Ops.Channels, Audit: p.Ops.Audit},
+		tokenPages:  &TokenPages{core: co, Tokens: p.Ops.Tokens, Issued: p.Ops.Issued, Audit: p.Ops.Audit},
+		windowPages: &WindowPages{core: co, Apps: p.Jobs.Apps, Windows: p.Jobs.Windows, Audit: p.Jobs.Audit},
 	}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError

@@ -242,6 +242,21 @@ func (a *App) Serve(ctx context.Context, l net.Listener) error {
 		return nil
 	})
 	g.Go(func() error {
+		// Every instance sums up the machine calls it accepted, once a
+		// minute: one line per app, not one per export or ping.
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				a.Web.LogIntakeSummary(context.WithoutCancel(ctx))
+				return nil
+			case <-t.C:
+				a.Web.LogIntakeSummary(ctx)
+			}
+		}
+	})
+	g.Go(func() error {
 		<-ctx.Done()
 		if err := a.stopTracing(context.WithoutCancel(ctx)); err != nil {
 			a.log.Warn("could not flush traces", "error", err)

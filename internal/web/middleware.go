@@ -69,10 +69,17 @@ func (s *core) logRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		case status >= 500:
 			level = slog.LevelError
 		case status < 300 && machineRoute(route):
-			// Hosts export and jobs ping many times a second; what they
-			// were answered is counted in fusebox_http_requests_total,
-			// and only what went wrong is worth a line at info.
+			// Hosts export and jobs ping many times a second: what they
+			// were answered is summed up once a minute per app
+			// (intake_summary.go) and counted in
+			// fusebox_http_requests_total; only what went wrong is worth
+			// a line of its own at info.
 			level = slog.LevelDebug
+			from, _ := c.Get(ctxApp).(string)
+			if from == "" {
+				from = machineKind(route)
+			}
+			s.tally.add(from, elapsed, res.Size)
 		}
 		// A refusal is logged at most once a minute per client, route and
 		// status, with how many were held back: a flood of forged keys or
@@ -114,6 +121,18 @@ func machineRoute(route string) bool {
 		}
 	}
 	return false
+}
+
+// machineKind names the calls of a route that names no app: pings and
+// webhooks.
+func machineKind(route string) string {
+	switch {
+	case strings.HasPrefix(route, "/ping/"):
+		return "pings"
+	case strings.HasPrefix(route, "/hooks/"):
+		return "azure-monitor"
+	}
+	return "unverified"
 }
 
 // logCause is what the log says of an error: every server error, and the

@@ -79,6 +79,8 @@ type core struct {
 	// see and change what.
 	teams  *teams.Directory
 	policy *access.Policy
+	// tally counts accepted machine calls for the minute's summary.
+	tally *intakeTally
 }
 
 // Server serves Fusebox over HTTP.
@@ -105,7 +107,7 @@ func New(p Parts) (*Server, error) {
 	if missing := p.missing(); len(missing) > 0 {
 		return nil, fmt.Errorf("web: required parts are missing: %s", strings.Join(missing, ", "))
 	}
-	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute), teams: p.Identity.Teams, policy: p.Identity.Policy}
+	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute), teams: p.Identity.Teams, policy: p.Identity.Policy, tally: &intakeTally{}}
 	// What viewers' pages read through ARM is kept per app (armreads.go).
 	circuits, apps := p.Circuits, p.Apps
 	if circuits.Inspector != nil {

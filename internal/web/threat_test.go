@@ -551,8 +551,9 @@ func TestMachineIntakeRunsNoneOfThePeoplesChain(t *testing.T) {
 }
 
 // Hosts export and jobs ping many times a second: the calls Fusebox
-// accepts are counted, not logged at info, or a hundred hosts would write
-// hundreds of lines a second nobody reads; pages still are, and refusals.
+// accepts are summed up in one line a minute per app, not logged one by
+// one, or a hundred hosts would write hundreds of lines a second nobody
+// reads; pages still are, and refusals.
 func TestAcceptedMachineCallsAreCountedNotLogged(t *testing.T) {
 	t.Parallel()
 	log := &lockedBuffer{}
@@ -580,9 +581,13 @@ func TestAcceptedMachineCallsAreCountedNotLogged(t *testing.T) {
 	}
 	b := newBrowser(t, srv.URL)
 	wantStatus(t, b.get("/login"), http.StatusOK)
+	srv.App.Web.LogIntakeSummary(t.Context()) // as Fusebox does once a minute
 	text := log.String()
 	if lines := testenv.GrepLines(text, "route=/api/v1/failures status=202"); lines != "" {
 		t.Errorf("accepted reports are logged at info:\n%s", lines)
+	}
+	if summary := testenv.GrepLines(text, `msg="machine calls accepted"`); !strings.Contains(summary, "from="+demo.AppID+" calls=5 slow=0") || strings.Count(summary, "\n") != 0 {
+		t.Errorf("the minute's summary of the accepted reports: %q; want one line for %s, 5 calls", summary, demo.AppID)
 	}
 	for _, want := range []string{"route=/api/v1/failures status=401", "route=/login status=200"} {
 		if !strings.Contains(text, want) {

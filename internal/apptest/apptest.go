@@ -139,8 +139,8 @@ func Start(t testing.TB, env map[string]string) *Server {
 
 // StartStill is Start with none of Fusebox's own loops running: for a
 // test of what pages and the API show of state it writes itself, which
-// then no loop changes under it (a throttle handed back, a tally rolled
-// up) between the write and the read.
+// then no loop changes under it (a throttle handed back) between the
+// write and the read.
 func StartStill(t testing.TB, env map[string]string) *Server {
 	t.Helper()
 	return StartWith(t, env, Options{Still: true})

@@ -14,13 +14,6 @@ func Seeded(t *testing.T) (*Server, string) {
 	return seed(t, Start(t, nil))
 }
 
-// SeededStill is Seeded with no loop of Fusebox's own running
-// (StartStill).
-func SeededStill(t *testing.T) (*Server, string) {
-	t.Helper()
-	return seed(t, StartStill(t, nil))
-}
-
 // SeededRealClock is Seeded on the real clock, for journeys that must run
 // through real windows.
 func SeededRealClock(t *testing.T) (*Server, string) {

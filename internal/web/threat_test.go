@@ -182,7 +182,7 @@ func with(env map[string]string, k, v string) map[string]string {
 // reads none of them, and the Apps page lists them with Create circuit….
 func TestReportsOfFunctionsWithoutACircuitAreTalliedAndBounded(t *testing.T) {
 	t.Parallel()
-	srv, _ := apptest.SeededStill(t) // no roll-up folds the tallies read here
+	srv, _ := apptest.Seeded(t)
 	items := make([]string, 0, 10_000)
 	refusedWant := 0
 	for i := range 10_000 {

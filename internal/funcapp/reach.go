@@ -3,6 +3,7 @@ package funcapp
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -99,7 +100,7 @@ func (r *Registry) withEnvironment(ctx context.Context, p auth.Principal, t team
 	if app.Switch == circuit.SwitchLocal || app.Hosting.Environment != "" || r.Hosting == nil || !t.HasEnvironments() || t.Reaches(app, r.Development) {
 		return app, false
 	}
-	if !r.envReads.allow(p.Subject + "\x00" + p.Name) {
+	if !r.envReads.allow(sha256.Sum256([]byte(p.Subject + "\x00" + p.Name))) {
 		return app, true
 	}
 	if h, err := r.Hosting.Detect(ctx, app); err == nil {
@@ -109,10 +110,12 @@ func (r *Registry) withEnvironment(ctx context.Context, p auth.Principal, t team
 }
 
 // envLimiter allows each person a few ARM reads of environments a
-// minute; it forgets everyone once it knows too many people.
+// minute; it forgets everyone once it knows too many people. A person is
+// kept as the hash of their subject and name: 32 bytes, whatever the
+// identity provider signs.
 type envLimiter struct {
 	mu  sync.Mutex
-	per map[string]*rate.Limiter
+	per map[[sha256.Size]byte]*rate.Limiter
 }
 
 const (
@@ -120,11 +123,11 @@ const (
 	envReadsPeople = 1000
 )
 
-func (l *envLimiter) allow(who string) bool {
+func (l *envLimiter) allow(who [sha256.Size]byte) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.per == nil || len(l.per) >= envReadsPeople {
-		l.per = map[string]*rate.Limiter{}
+		l.per = map[[sha256.Size]byte]*rate.Limiter{}
 	}
 	lim, ok := l.per[who]
 	if !ok {

@@ -96,10 +96,14 @@ func Class(err error) string {
 		alert   tls.AlertError
 		record  tls.RecordHeaderError
 		refused *RefusedError
+		classed interface{ Class() string }
 	)
 	switch {
 	case err == nil:
 		return "ok"
+	case errors.As(err, &classed):
+		// An error that names its own class (a table's answer).
+		return classed.Class()
 	case errors.As(err, &refused):
 		return "refused: the address is not one Fusebox may call (" + refused.Kind + ")"
 	case errors.Is(err, ErrEndpoint):

@@ -12,3 +12,8 @@ type Row struct {
 	Problem string
 	Seen    time.Time // when this process last read it
 }
+
+// Lister lists every row known not to read (storage.Faults).
+type Lister interface {
+	List() []Row
+}

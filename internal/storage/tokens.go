@@ -78,11 +78,13 @@ func (t *Tokens) Insert(ctx context.Context, tok auth.IssuedToken) error {
 	return t.table.Insert(ctx, row)
 }
 
-// Revoke marks a token revoked at at; tablestore.ErrNotFound when there
-// is no such token.
+// Revoke marks a token revoked at at; auth.ErrNoToken when there is no
+// such token.
 func (t *Tokens) Revoke(ctx context.Context, id string, at time.Time) error {
 	var row tokenRow
-	if err := t.table.Get(ctx, tokenPartition, id, &row); err != nil {
+	if err := t.table.Get(ctx, tokenPartition, id, &row); errors.Is(err, tablestore.ErrNotFound) {
+		return auth.ErrNoToken
+	} else if err != nil {
 		return err
 	}
 	if !row.Revoked.IsZero() {

@@ -35,12 +35,19 @@ import (
 // Sentinel errors. Test with errors.Is; the returned error also wraps the
 // SDK's *azcore.ResponseError for detail.
 var (
-	ErrNotFound = errors.New("not found")                  // 404: no such row or table
-	ErrConflict = errors.New("changed by someone else")    // 412: the ETag no longer matches
-	ErrExists   = errors.New("already exists")             // 409: insert of a row that exists
-	ErrInvalid  = errors.New("rejected as invalid")        // 400: the request was malformed
-	ErrBatch    = errors.New("batch breaks Azure's rules") // caught before sending
+	ErrNotFound error = &kindError{"not found"}                  // 404: no such row or table
+	ErrConflict error = &kindError{"changed by someone else"}    // 412: the ETag no longer matches
+	ErrExists   error = &kindError{"already exists"}             // 409: insert of a row that exists
+	ErrInvalid  error = &kindError{"rejected as invalid"}        // 400: the request was malformed
+	ErrBatch          = errors.New("batch breaks Azure's rules") // caught before sending
 )
+
+// kindError is one of the table's own answers. Its Class names it for a
+// log line (egress.Class), with no server's text.
+type kindError struct{ what string }
+
+func (e *kindError) Error() string { return e.what }
+func (e *kindError) Class() string { return "table: " + e.what }
 
 // Observer is told about every call to the service, for metrics.
 type Observer func(op, table string, elapsed time.Duration, err error)

@@ -3,7 +3,6 @@ package web
 import (
 	"errors"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -48,7 +47,7 @@ func (s *CircuitPages) apiCircuitList(c echo.Context) error {
 		return err
 	}
 	cs := filterCircuits(scopeOf(c).Circuits(owners, all), c.QueryParam("app"), c.QueryParam("state"), c.QueryParam("q"))
-	counts, err := s.Counter.Counts(c.Request().Context(), cs)
+	counts, err := s.Breakers.Counts(c.Request().Context(), cs)
 	if err != nil {
 		return err
 	}
@@ -70,7 +69,7 @@ func (s *CircuitPages) apiCircuitShow(c echo.Context) error {
 
 func (s *CircuitPages) circuitJSONResponse(c echo.Context, status int, ci circuit.Circuit) error {
 	ctx := c.Request().Context()
-	counts, err := s.Counter.Counts(ctx, []circuit.Circuit{ci})
+	counts, err := s.Breakers.Counts(ctx, []circuit.Circuit{ci})
 	if err != nil {
 		return err
 	}
@@ -129,7 +128,7 @@ func (s *CircuitPages) apiCircuitCreate(c echo.Context) error {
 		return err
 	}
 	p, _ := principal(c)
-	ci, err := s.Settings.Create(c.Request().Context(), j.App, j.Function, j.Settings(), p.Name)
+	ci, err := s.Breakers.Create(c.Request().Context(), j.App, j.Function, j.Settings(), p.Name)
 	if err != nil {
 		return apiError(c, err)
 	}
@@ -147,7 +146,7 @@ func (s *CircuitPages) apiCircuitUpdate(c echo.Context) error {
 		return err
 	}
 	p, _ := principal(c)
-	if _, err := s.Settings.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.Settings(), p.Name); err != nil {
+	if _, err := s.Breakers.Update(c.Request().Context(), c.Param("app"), c.Param("function"), j.Settings(), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	ci, err := s.circuitOf(c)
@@ -160,51 +159,10 @@ func (s *CircuitPages) apiCircuitUpdate(c echo.Context) error {
 // apiCircuitDelete removes a closed circuit.
 func (s *CircuitPages) apiCircuitDelete(c echo.Context) error {
 	p, _ := principal(c)
-	if err := s.Settings.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+	if err := s.Breakers.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	return c.NoContent(http.StatusNoContent)
-}
-
-// apiCircuitAction trips or resumes a circuit.
-func (s *CircuitPages) apiCircuitAction(action string) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		var body struct {
-			Reason string `json:"reason"`
-			From   string `json:"from"`
-			// A pause: the trip ends on its own at until, or after for.
-			For   string `json:"for"`
-			Until string `json:"until"`
-			// ExpireOK pauses knowing waiting events expire before the
-			// pause ends (FUSEBOX_PAUSE_EXPIRY=warn).
-			ExpireOK bool `json:"expire_ok"`
-		}
-		_ = c.Bind(&body) // the reason is optional
-		p, _ := principal(c)
-		ctx := c.Request().Context()
-		var err error
-		if action == "trip" {
-			_, err = s.tripOrPause(c, p.Name, body.Reason, strings.TrimSpace(body.For), strings.TrimSpace(body.Until), body.ExpireOK)
-		} else {
-			var ci circuit.Circuit
-			if ci, err = s.circuitOf(c); err != nil {
-				return err
-			}
-			_, _, err = s.resumeAs(ctx, body.From, ci, p.Name, body.Reason, nil)
-		}
-		var v circuit.ValidationError
-		if errors.As(err, &v) && action == "trip" {
-			return c.JSON(http.StatusUnprocessableEntity, map[string]any{"error": "not paused", "fields": fieldProblems(err)})
-		}
-		if err != nil {
-			return apiError(c, err)
-		}
-		ci, err := s.circuitOf(c)
-		if err != nil {
-			return err
-		}
-		return s.circuitJSONResponse(c, http.StatusOK, ci)
-	}
 }
 
 // apiError maps the service's errors to statuses: 422 with a message per

@@ -52,7 +52,7 @@ type problemJSON struct {
 
 // apiCircuitHost is what the app's own storage and hub say of a circuit's
 // function: where each partition resumes and how much waits.
-func (s *CircuitPages) apiCircuitHost(c echo.Context) error {
+func (s *HostPanels) apiCircuitHost(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err

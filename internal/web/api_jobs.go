@@ -119,7 +119,7 @@ func (s *JobPages) apiJobRuns(c echo.Context) error {
 			return echo.NewHTTPError(http.StatusBadRequest, "The cursor is not one this API gave out.")
 		}
 	}
-	runs, next, err := s.RunReader.Recent(c.Request().Context(), j.ID, limit, from)
+	runs, next, err := s.Runs.Recent(c.Request().Context(), j.ID, limit, from)
 	if err != nil {
 		return err
 	}

@@ -115,7 +115,7 @@ func (s *AppPages) apiAppQueues(c echo.Context) error {
 
 // keptOf is what the watcher last saw of the app's queues; nothing when
 // it cannot be read (the page says so through its own read).
-func keptOf(c echo.Context, kept keptSetAside, log *slog.Logger, appID string) setaside.AppSetAside {
+func keptOf(c echo.Context, kept setaside.KeptReader, log *slog.Logger, appID string) setaside.AppSetAside {
 	if kept == nil {
 		return setaside.AppSetAside{AppID: appID}
 	}

@@ -28,7 +28,7 @@ func (s *AppPages) appFunctions(c echo.Context) error {
 	switch {
 	case app.Switch != circuit.SwitchARM:
 		m.Off = "Fusebox lists functions through Azure Resource Manager; this app is switched another way."
-	case s.Triggers == nil:
+	case s.triggerLists == nil:
 		m.Off = "Fusebox has no Azure identity, so it cannot list this app's functions."
 	}
 	if m.Off != "" {
@@ -36,7 +36,7 @@ func (s *AppPages) appFunctions(c echo.Context) error {
 	}
 	ctx, cancel := context.WithTimeout(c.Request().Context(), functionsTimeout)
 	defer cancel()
-	fns, err := s.Triggers.Functions(ctx, app)
+	fns, err := s.triggerLists.Functions(ctx, app)
 	if err != nil {
 		m.Off = "ARM did not list the functions: " + err.Error()
 		return render(c, http.StatusOK, views.AppFunctionsPage(m))

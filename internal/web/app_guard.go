@@ -90,7 +90,7 @@ func (s *AppPages) proposal(c echo.Context, get func(string) string) (views.Guar
 	if m.Team.Value == "" {
 		m.Team.Value = teamNamedIn(m.Team.Options, m.Site, m.ResourceGroup)
 	}
-	if s.Fleet == nil || s.Inspector == nil {
+	if s.Fleet == nil || s.Discoverer == nil {
 		m.Off = "Fusebox surveys no subscription: set FUSEBOX_DISCOVER_SUBSCRIPTIONS and give its identity Reader there (deploy/azure/discovery.bicep)."
 		return m, fleet.Plan{}, nil
 	}
@@ -111,7 +111,7 @@ func (s *AppPages) proposal(c echo.Context, get func(string) string) (views.Guar
 	site := sv.Sites[i]
 	ctx, cancel := context.WithTimeout(c.Request().Context(), guardTimeout)
 	defer cancel()
-	in, err := s.Inspector.Inspect(ctx, circuit.App{SubscriptionID: site.Subscription, ResourceGroup: site.ResourceGroup, Site: site.Name, Slot: m.Slot})
+	in, err := s.Discoverer.Inspect(ctx, circuit.App{SubscriptionID: site.Subscription, ResourceGroup: site.ResourceGroup, Site: site.Name, Slot: m.Slot})
 	if err != nil {
 		m.Off = "ARM did not list the functions: " + err.Error()
 		return m, fleet.Plan{}, nil

@@ -69,7 +69,7 @@ func (s *AppPages) appList(c echo.Context) error {
 // cannot be read now are said so, and the page is still shown.
 func (s *AppPages) appTelemetry(ctx context.Context, a circuit.App) *views.AppTelemetry {
 	now := s.Now()
-	rows, err := s.Arrivals.ArrivalsOf(ctx, a.ID, now.Add(-otlp.Expect))
+	rows, err := s.Calls.ArrivalsOf(ctx, a.ID, now.Add(-otlp.Expect))
 	if err != nil {
 		return &views.AppTelemetry{Unreadable: true}
 	}

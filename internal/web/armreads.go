@@ -7,6 +7,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/fleet"
+	"github.com/fusebox/fusebox/internal/switches/appservice"
 )
 
 // What the pages read of an app through ARM (its functions, its settings
@@ -84,26 +85,26 @@ func (r *recentReads[T]) get(ctx context.Context, key string, read func(context.
 	}
 }
 
-// keptInspector is an appInspector whose reads are kept per app.
+// keptInspector is the discoverer's Inspect, its reads kept per app.
 type keptInspector struct {
-	appInspector
+	d     *appservice.Discoverer
 	reads recentReads[fleet.Inspection]
 }
 
 func (k *keptInspector) Inspect(ctx context.Context, app circuit.App) (fleet.Inspection, error) {
 	return k.reads.get(ctx, app.ID+"|"+app.Site+"|"+app.Slot, func(ctx context.Context) (fleet.Inspection, error) {
-		return k.appInspector.Inspect(ctx, app)
+		return k.d.Inspect(ctx, app)
 	})
 }
 
-// keptTriggers is a functionTriggers whose lists are kept per app.
+// keptTriggers is the discoverer's Functions, its lists kept per app.
 type keptTriggers struct {
-	functionTriggers
+	d     *appservice.Discoverer
 	reads recentReads[[]fleet.Function]
 }
 
 func (k *keptTriggers) Functions(ctx context.Context, app circuit.App) ([]fleet.Function, error) {
 	return k.reads.get(ctx, app.ID+"|"+app.Site+"|"+app.Slot, func(ctx context.Context) ([]fleet.Function, error) {
-		return k.functionTriggers.Functions(ctx, app)
+		return k.d.Functions(ctx, app)
 	})
 }

@@ -17,7 +17,7 @@ import (
 
 // circuitConfirm asks before a trip or resume: a link never acts, only the
 // form it leads to does.
-func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
+func (s *SwitchPages) circuitConfirm(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		ci, err := s.circuitOf(c)
 		if err != nil {
@@ -26,7 +26,7 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 		if (action == "trip") == ci.State.TriggerOff() {
 			return c.Redirect(http.StatusSeeOther, circuitHref(ci)) // nothing to confirm any more
 		}
-		counts, err := s.Counter.Counts(c.Request().Context(), []circuit.Circuit{ci})
+		counts, err := s.Breakers.Counts(c.Request().Context(), []circuit.Circuit{ci})
 		if err != nil {
 			return err
 		}
@@ -44,13 +44,13 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 				m.Retention = spoken.Duration(ci.HubRetention)
 				m.AskExpiry = s.Config.PauseExpiry == "warn"
 			}
-			if f, ok := s.forecastOf(c.Request().Context(), ci, time.Hour); ok && f.Known {
+			if f, ok := s.hosts.forecastOf(c.Request().Context(), ci, time.Hour); ok && f.Known {
 				m.PauseForecast = "An hour's pause: " + f.Words()
 			}
 		}
 		if action == "resume" {
-			m.Host = s.hostPanel(c.Request().Context(), ci)
-			m.SetAside = s.functionSetAside(c, ci.AppID, ci.Function)
+			m.Host = s.hosts.hostPanel(c.Request().Context(), ci)
+			m.SetAside = s.hosts.functionSetAside(c, ci.AppID, ci.Function)
 			m.Replay = s.replayPanel(c.Request().Context(), ci)
 		}
 		return render(c, http.StatusOK, views.ConfirmPage(m))
@@ -61,7 +61,7 @@ func (s *CircuitPages) circuitConfirm(action string) echo.HandlerFunc {
 // app's other functions when they can be listed within 5 s, and what
 // lowering its concurrency instead would write, when the app's settings
 // (and, on App Service, the function's trigger) are read in that time.
-func (s *CircuitPages) switchCost(ctx context.Context, ci circuit.Circuit) (string, []string) {
+func (s *SwitchPages) switchCost(ctx context.Context, ci circuit.Circuit) (string, []string) {
 	app, err := s.Apps.Get(ctx, ci.AppID)
 	if err != nil {
 		return "", nil
@@ -70,26 +70,24 @@ func (s *CircuitPages) switchCost(ctx context.Context, ci circuit.Circuit) (stri
 		return app.SwitchCost(ci.Function, names), lower
 	}
 	var others []string
-	if s.FunctionLister != nil {
-		lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
-		if fns, err := s.FunctionLister.Functions(lctx, app); err == nil {
-			others = fns // nil where the switch cannot list them (local apps)
-		}
+	lctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	if fns, err := s.Switches.Functions(lctx, app); err == nil {
+		others = fns // nil where the switch cannot list them (local apps)
 	}
-	return app.SwitchCost(ci.Function, others), s.throttlePlanOf(ctx, app, ci)
+	return app.SwitchCost(ci.Function, others), s.links.throttlePlanOf(ctx, app, ci)
 }
 
 // inspectedPlan is, for an App Service app ARM inspects within 5 s, the
 // app's function names and the plan from the function's own trigger and
 // the app's settings; false when it could not be inspected.
-func (s *CircuitPages) inspectedPlan(ctx context.Context, app circuit.App, ci circuit.Circuit) ([]string, []string, bool) {
-	if s.Inspector == nil || app.Switch != circuit.SwitchARM {
+func (s *SwitchPages) inspectedPlan(ctx context.Context, app circuit.App, ci circuit.Circuit) ([]string, []string, bool) {
+	if s.inspections == nil || app.Switch != circuit.SwitchARM {
 		return nil, nil, false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	in, err := s.Inspector.Inspect(ctx, app)
+	in, err := s.inspections.Inspect(ctx, app)
 	if err != nil {
 		return nil, nil, false
 	}
@@ -100,7 +98,7 @@ func (s *CircuitPages) inspectedPlan(ctx context.Context, app circuit.App, ci ci
 // circuitThrottlePlan is the circuit page's part that says what its
 // throttle would write if it fired now, and what writing it costs: the
 // plan an operator sees before any throttle is applied on its own.
-func (s *CircuitPages) circuitThrottlePlan(c echo.Context) error {
+func (s *SwitchPages) circuitThrottlePlan(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -117,7 +115,7 @@ func (s *CircuitPages) circuitThrottlePlan(c echo.Context) error {
 	if names, lower, ok := s.inspectedPlan(ctx, app, ci); ok {
 		m.Lines, m.Cost = lower, app.SwitchCost(ci.Function, names)
 	} else {
-		m.Lines, m.Cost = s.throttlePlanOf(ctx, app, ci), app.SwitchCost(ci.Function, nil)
+		m.Lines, m.Cost = s.links.throttlePlanOf(ctx, app, ci), app.SwitchCost(ci.Function, nil)
 	}
 	return render(c, http.StatusOK, views.ThrottlePlanPart(m))
 }

@@ -61,7 +61,7 @@ func (s *CircuitPages) circuitEpisode(c echo.Context) error {
 	case rec.Last() != ci.Episode:
 		m.CatchUp = "later"
 	default:
-		m.CatchUp, m.CatchUpHost = "latest", s.hostPanel(c.Request().Context(), ci)
+		m.CatchUp, m.CatchUpHost = "latest", s.hosts.hostPanel(c.Request().Context(), ci)
 	}
 	s.drain(c.Request().Context(), ci, rec, now, &m)
 	if skipped, replayed, lost, ok := rec.Events(); ok {

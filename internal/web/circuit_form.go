@@ -3,6 +3,7 @@ package web
 import (
 	"context"
 	"errors"
+	"github.com/fusebox/fusebox/internal/alerts"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -29,11 +30,11 @@ func (s *CircuitPages) circuitCreate(c echo.Context) error {
 	m := formValues(c)
 	set, problems := parseSettings(m)
 	if len(problems) > 0 { // else the service checks the channels, once
-		problems = withChannelProblems(c, s.Channels, set.Channels, problems)
+		problems = withChannelProblems(c, s.KnownChannels, set.Channels, problems)
 	}
 	p, _ := principal(c)
 	if len(problems) == 0 {
-		ci, err := s.Settings.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
+		ci, err := s.Breakers.Create(c.Request().Context(), m.App, m.Function, set, p.Name)
 		if err == nil {
 			s.setFlash(c, "created")
 			return c.Redirect(http.StatusSeeOther, circuitHref(ci))
@@ -104,11 +105,11 @@ func (s *CircuitPages) circuitUpdate(c echo.Context) error {
 	m.Editing, m.App, m.Function = true, ci.AppID, ci.Function
 	set, problems := parseSettings(m)
 	if len(problems) > 0 { // else the service checks the channels, once
-		problems = withChannelProblems(c, s.Channels, set.Channels, problems)
+		problems = withChannelProblems(c, s.KnownChannels, set.Channels, problems)
 	}
 	p, _ := principal(c)
 	if len(problems) == 0 {
-		_, err := s.Settings.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
+		_, err := s.Breakers.Update(c.Request().Context(), ci.AppID, ci.Function, set, p.Name)
 		if err == nil {
 			s.setFlash(c, "saved")
 			return c.Redirect(http.StatusSeeOther, circuitHref(ci))
@@ -124,7 +125,7 @@ func (s *CircuitPages) circuitUpdate(c echo.Context) error {
 // circuitDelete removes a closed circuit.
 func (s *CircuitPages) circuitDelete(c echo.Context) error {
 	p, _ := principal(c)
-	if err := s.Settings.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+	if err := s.Breakers.Delete(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
 		if errors.Is(err, circuit.ErrStillOpen) || errors.Is(err, circuit.ErrSwitching) {
 			return echo.NewHTTPError(http.StatusConflict, err.Error())
 		}
@@ -155,11 +156,11 @@ func (s *CircuitPages) renderCircuitForm(c echo.Context, status int, m views.Cir
 		m.Page = s.page(c, "New circuit", "circuits")
 		m.Action, m.Cancel = "/circuits/new", "/circuits"
 		for _, a := range apps {
-			if a.ID == m.App && s.FunctionLister != nil {
+			if a.ID == m.App {
 				// Best effort: without ARM access the picker is empty and
 				// the name is typed.
 				listCtx, cancel := context.WithTimeout(ctx, 3*time.Second)
-				if names, err := s.FunctionLister.Functions(listCtx, a); err == nil {
+				if names, err := s.Switches.Functions(listCtx, a); err == nil {
 					m.Functions = names
 				}
 				cancel()
@@ -324,7 +325,7 @@ func splitComma(s string) []string {
 // withChannelProblems adds a message when ids name no channel, so a form
 // with other problems shows that one too; a form with none leaves the
 // check to the service's Create or Update.
-func withChannelProblems(c echo.Context, known channelChecker, ids []string, problems map[string]string) map[string]string {
+func withChannelProblems(c echo.Context, known alerts.KnownChannels, ids []string, problems map[string]string) map[string]string {
 	err := known.Check(c.Request().Context(), ids)
 	if err == nil {
 		return problems

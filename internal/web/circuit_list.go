@@ -33,7 +33,7 @@ func (s *CircuitPages) circuitList(c echo.Context) error {
 	matched := filterCircuits(all, appFilter, stateFilter, search)
 	page, pages := pageOf(c.QueryParam("page"), len(matched))
 	shown := matched[(page-1)*circuitsPerPage : min(page*circuitsPerPage, len(matched))]
-	counts, err := s.Counter.Counts(ctx, shown)
+	counts, err := s.Breakers.Counts(ctx, shown)
 	if err != nil {
 		return err
 	}

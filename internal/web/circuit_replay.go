@@ -11,7 +11,6 @@ import (
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/egress"
 	"github.com/fusebox/fusebox/internal/replay"
-	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -21,7 +20,7 @@ import (
 // replayPanel is what a resume from before the first failure would do
 // for ci; nil where it does not apply (no hub named, no host storage, no
 // replay part).
-func (s *CircuitPages) replayPanel(ctx context.Context, ci circuit.Circuit) *views.Replay {
+func (s *SwitchPages) replayPanel(ctx context.Context, ci circuit.Circuit) *views.Replay {
 	if s.Replay == nil || ci.Consumes().Hub == "" {
 		return nil
 	}
@@ -55,12 +54,12 @@ func (s *CircuitPages) replayPanel(ctx context.Context, ci circuit.Circuit) *vie
 // resumeAs resumes ci by hand or by link, from where it stopped or, when
 // the form or body asks, from before its first failure; done says what
 // was replayed.
-func (s *CircuitPages) resumeAs(ctx context.Context, from string, ci circuit.Circuit, actor, reason string, link *circuit.LinkClaim) (next circuit.Circuit, done string, err error) {
+func (s *SwitchPages) resumeAs(ctx context.Context, from string, ci circuit.Circuit, actor, reason string, link *circuit.LinkClaim) (next circuit.Circuit, done string, err error) {
 	if from != circuit.ResumeFromFirstFailure {
 		if link != nil {
-			next, err = s.Switch.ResumeByLink(ctx, *link, actor, reason)
+			next, err = s.Breakers.ResumeByLink(ctx, *link, actor, reason)
 		} else {
-			next, err = s.Switch.Flip(ctx, ci.AppID, ci.Function, actor, reason, circuit.Resuming)
+			next, err = s.Breakers.Flip(ctx, ci.AppID, ci.Function, actor, reason, circuit.Resuming)
 		}
 		return next, "", err
 	}
@@ -76,7 +75,7 @@ func (s *CircuitPages) resumeAs(ctx context.Context, from string, ci circuit.Cir
 		// A storage failure midway: the plan is kept, pressing again
 		// finishes it. The trigger is still off.
 		return ci, "", echo.NewHTTPError(http.StatusServiceUnavailable, "Moving the checkpoints back stopped midway ("+replay.Words(err)+"). The trigger is still off; resume again to finish: what was written is kept.").
-			SetInternal(errors.New("replay stopped: " + storeClass(err))) // for the log: a class, never a server's text
+			SetInternal(errors.New("replay stopped: " + egress.Class(err))) // for the log: a class, never a server's text
 	}
 	return next, rec.Summary(), err
 }
@@ -92,7 +91,7 @@ func isConflict(err error) bool {
 
 // apiCircuitReplay answers what a resume from before the first failure
 // would do, or did, for the circuit's episode.
-func (s *CircuitPages) apiCircuitReplay(c echo.Context) error {
+func (s *SwitchPages) apiCircuitReplay(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -127,15 +126,4 @@ func (s *CircuitPages) apiCircuitReplay(c echo.Context) error {
 		out.Partitions = append(out.Partitions, row{r.Partition, r.Known, r.What, r.Events, r.Again, r.Expired})
 	}
 	return c.JSON(http.StatusOK, out)
-}
-
-// storeClass names a storage failure's class for the log: the table's
-// own kinds, else egress.Class, never a server's text.
-func storeClass(err error) string {
-	for _, k := range []error{tablestore.ErrConflict, tablestore.ErrExists, tablestore.ErrNotFound, tablestore.ErrInvalid} {
-		if errors.Is(err, k) {
-			return "table: " + k.Error()
-		}
-	}
-	return egress.Class(err)
 }

@@ -3,7 +3,7 @@ package web
 import "github.com/labstack/echo/v4"
 
 // circuitResume switches a circuit's trigger back on.
-func (s *CircuitPages) circuitResume(c echo.Context) error {
+func (s *SwitchPages) circuitResume(c echo.Context) error {
 	p, _ := principal(c)
 	cur, err := s.circuitOf(c)
 	if err != nil {
@@ -17,29 +17,29 @@ func (s *CircuitPages) circuitResume(c echo.Context) error {
 }
 
 // circuitAcknowledge stops the reminders of an open circuit's episode.
-func (s *CircuitPages) circuitAcknowledge(c echo.Context) error {
+func (s *SwitchPages) circuitAcknowledge(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.Switch.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
+	ci, err := s.Breakers.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
 	return s.afterAction(c, ci, err, "acknowledged")
 }
 
 // circuitThrottle applies the throttle a circuit asked about (its
 // throttle stage asks first), as its Apply link does.
-func (s *CircuitPages) circuitThrottle(c echo.Context) error {
+func (s *SwitchPages) circuitThrottle(c echo.Context) error {
 	p, _ := principal(c)
-	ci, err := s.Switch.ApplyThrottle(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
+	ci, err := s.Breakers.ApplyThrottle(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name)
 	return s.afterAction(c, ci, err, "throttled: concurrency lowered")
 }
 
 // apiCircuitAcknowledge is circuitAcknowledge for the API.
-func (s *CircuitPages) apiCircuitAcknowledge(c echo.Context) error {
+func (s *SwitchPages) apiCircuitAcknowledge(c echo.Context) error {
 	p, _ := principal(c)
-	if _, err := s.Switch.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
+	if _, err := s.Breakers.Acknowledge(c.Request().Context(), c.Param("app"), c.Param("function"), p.Name); err != nil {
 		return apiError(c, err)
 	}
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
 	}
-	return s.circuitJSONResponse(c, 200, ci)
+	return s.pages.circuitJSONResponse(c, 200, ci)
 }

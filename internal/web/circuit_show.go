@@ -66,12 +66,12 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 	app, listed := appListed(apps, ci.AppID)
 	var host *views.HostPanel
 	if listed {
-		host = s.hostPanelOf(ctx, ci, app)
+		host = s.hosts.hostPanelOf(ctx, ci, app)
 	}
 	m := views.Circuit{
 		Page: s.page(c, ci.Function, "circuits"), AppID: ci.AppID, App: appName(apps, ci.AppID), Function: ci.Function,
 		Base: circuitHref(ci), State: ci.State.String(), Tone: stateTone(ci.State), Open: ci.State.TriggerOff(), Pending: ci.Pending(),
-		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()), Host: host, SetAside: s.functionSetAside(c, ci.AppID, ci.Function),
+		TriggerStatus: ci.TriggerStatus(), TriggerTone: confirmationTone(ci.ConfirmationOf()), Host: host, SetAside: s.hosts.functionSetAside(c, ci.AppID, ci.Function),
 		ApplyError: ci.ApplyError, RetryAt: ci.ApplyRetryAt, CanDelete: ci.Stuck(), Shadow: ci.Shadow,
 		Rule:  ci.RuleText(),
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
@@ -80,7 +80,7 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Policy:   views.Words("stays open until someone resumes it"), CanAct: access.For(p).Acts(app.Team),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
-	m.NextPause, m.NextPauseForecast, m.NextPauseExpires = s.nextPause(ctx, ci)
+	m.NextPause, m.NextPauseForecast, m.NextPauseExpires = s.hosts.nextPause(ctx, ci)
 	m.Probe = s.probeOf(ctx, ci, now)
 	if q := ci.Rule.MinInstances; q > 1 {
 		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
@@ -188,7 +188,7 @@ func flipCount(f circuit.Flip) views.Sentence {
 }
 
 // circuitOf loads the circuit the path names; a missing one is a 404.
-func (s *CircuitPages) circuitOf(c echo.Context) (circuit.Circuit, error) {
+func (s *core) circuitOf(c echo.Context) (circuit.Circuit, error) {
 	appID, function := c.Param("app"), c.Param("function")
 	ci, err := s.Circuits.Get(c.Request().Context(), appID, function)
 	if errors.Is(err, circuit.ErrNoCircuit) {

@@ -18,7 +18,7 @@ import (
 
 // stormShow lists the open circuits (of one app, all picked, when the
 // query names it: the storm case) to resume or acknowledge in one action.
-func (s *CircuitPages) stormShow(c echo.Context) error {
+func (s *SwitchPages) stormShow(c echo.Context) error {
 	ctx := c.Request().Context()
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
@@ -47,7 +47,7 @@ func (s *CircuitPages) stormShow(c echo.Context) error {
 
 // stormSubmit resumes (or acknowledges) the picked circuits with one
 // reason, and says what happened to each.
-func (s *CircuitPages) stormSubmit(c echo.Context) error {
+func (s *SwitchPages) stormSubmit(c echo.Context) error {
 	form, err := c.FormParams()
 	if err != nil {
 		return echo.NewHTTPError(http.StatusBadRequest, "The form could not be read.")
@@ -91,7 +91,7 @@ func stormError(err error) string {
 }
 
 // apiCircuitsResume is stormSubmit for the API.
-func (s *CircuitPages) apiCircuitsResume(c echo.Context) error {
+func (s *SwitchPages) apiCircuitsResume(c echo.Context) error {
 	var body struct {
 		Circuits    []string `json:"circuits"`
 		Reason      string   `json:"reason"`
@@ -138,7 +138,7 @@ type stormOutcome struct {
 // resumeEach is the domain's ResumeEach, but for the Event Hubs circuits
 // Fusebox replays when from asks: those are resumed from before their
 // first failure, one after another, each on its own.
-func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool, from string) []stormOutcome {
+func (s *SwitchPages) resumeEach(ctx context.Context, ids []string, actor, reason string, acknowledge bool, from string) []stormOutcome {
 	// Named twice is named once, before anything tells yours from
 	// another team's: otherwise the count of answers tells them apart.
 	ids = dedupe(ids)
@@ -183,7 +183,7 @@ func (s *CircuitPages) resumeEach(ctx context.Context, ids []string, actor, reas
 		}
 		out = append(out, o)
 	}
-	for _, o := range s.Switch.ResumeEach(ctx, plain, actor, reason, acknowledge) {
+	for _, o := range s.Breakers.ResumeEach(ctx, plain, actor, reason, acknowledge) {
 		out = append(out, stormOutcome{StormOutcome: o})
 	}
 	// In the order they were picked.

@@ -13,7 +13,7 @@ import (
 
 // circuitTrip switches a circuit's trigger off by hand: until someone
 // resumes it, or for the time asked (a pause the evaluator ends).
-func (s *CircuitPages) circuitTrip(c echo.Context) error {
+func (s *SwitchPages) circuitTrip(c echo.Context) error {
 	p, _ := principal(c)
 	ci, err := s.tripOrPause(c, p.Name, c.FormValue("reason"), strings.TrimSpace(c.FormValue("for")), "", c.FormValue("expire_ok") == "on")
 	return s.afterAction(c, ci, err, "tripped")
@@ -22,11 +22,11 @@ func (s *CircuitPages) circuitTrip(c echo.Context) error {
 // tripOrPause trips, or pauses until (RFC 3339) or for (a duration) a
 // time. A pause of an Event Hubs function longer than the hub keeps events
 // is refused: the first of those waiting would be gone at its end.
-func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, untilText string, expireOK bool) (circuit.Circuit, error) {
+func (s *SwitchPages) tripOrPause(c echo.Context, actor, reason, forText, untilText string, expireOK bool) (circuit.Circuit, error) {
 	ctx := c.Request().Context()
 	app, function := c.Param("app"), c.Param("function")
 	if forText == "" && untilText == "" {
-		return s.Switch.Flip(ctx, app, function, actor, reason, circuit.Tripping)
+		return s.Breakers.Flip(ctx, app, function, actor, reason, circuit.Tripping)
 	}
 	now := s.Now()
 	var until time.Time
@@ -50,20 +50,20 @@ func (s *CircuitPages) tripOrPause(c echo.Context, actor, reason, forText, until
 	if err != nil {
 		return ci, err
 	}
-	if f, ok := s.forecastOf(ctx, ci, until.Sub(now)); ok {
-		if msg := s.expiryRefusal(f, expireOK); msg != "" {
+	if f, ok := s.hosts.forecastOf(ctx, ci, until.Sub(now)); ok {
+		if msg := s.hosts.expiryRefusal(f, expireOK); msg != "" {
 			return ci, circuit.ValidationError{{Field: "for", Message: msg}}
 		}
 		if f.Expires {
 			reason = strings.TrimSpace(reason + " (paused knowing waiting events expire before it ends)")
 		}
 	}
-	return s.Switch.Flip(ctx, app, function, actor, reason, circuit.PauseUntil(until))
+	return s.Breakers.Flip(ctx, app, function, actor, reason, circuit.PauseUntil(until))
 }
 
 // afterAction sends the browser back to the circuit with a flash, or
 // explains why nothing happened.
-func (s *CircuitPages) afterAction(c echo.Context, ci circuit.Circuit, err error, flash string) error {
+func (s *core) afterAction(c echo.Context, ci circuit.Circuit, err error, flash string) error {
 	switch {
 	case errors.As(err, new(circuit.ValidationError)):
 		return echo.NewHTTPError(http.StatusUnprocessableEntity, "Not paused: "+fieldText(err)+".")

@@ -26,21 +26,6 @@ import (
 // member circuits across a team's apps, tripped, tried and resumed as
 // one (package downstream). The route's :id is the downstream's name.
 
-type (
-	downstreamStore interface {
-		List(ctx context.Context) ([]downstream.Downstream, error)
-		Get(ctx context.Context, name string) (downstream.Downstream, error)
-		Create(ctx context.Context, d downstream.Downstream) (downstream.Downstream, error)
-		Update(ctx context.Context, d downstream.Downstream) (downstream.Downstream, error)
-		Delete(ctx context.Context, name string) error
-	}
-	downstreamKeeper interface {
-		Trip(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
-		Resolved(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
-		Resume(ctx context.Context, name, actor, reason string) (downstream.Downstream, []downstream.Outcome, error)
-	}
-)
-
 // downstreamList shows the downstreams the caller's teams own, what
 // failures propose, and the form for a new one.
 func (s *DownstreamPages) downstreamList(c echo.Context) error {
@@ -109,7 +94,7 @@ const maxProposalCircuits = 50
 // groups name. The calls come in exports of their own, before or after
 // the invocations': both are stored, and matched here.
 func (s *DownstreamPages) proposals(ctx context.Context, cs []circuit.Circuit) []views.DownstreamProposal {
-	failing, err := s.Counter.Failing(ctx, cs)
+	failing, err := s.Breakers.Failing(ctx, cs)
 	if err != nil || len(failing) == 0 {
 		return nil
 	}
@@ -398,7 +383,7 @@ func (s *DownstreamPages) checkDownstream(c echo.Context, d downstream.Downstrea
 	}
 	if problems["channels"] == "" && len(d.Channels) > 0 && s.Channels != nil {
 		var ve circuit.ValidationError
-		if err := s.Channels.Check(ctx, d.Channels); errors.As(err, &ve) {
+		if err := s.KnownChannels.Check(ctx, d.Channels); errors.As(err, &ve) {
 			problems["channels"] = ve.Error()
 		} else if err != nil {
 			return nil, err

@@ -19,7 +19,7 @@ import (
 
 // hostPanel builds what the circuit and resume pages show of the app's own
 // storage; nil when the app has none configured or nobody can read it.
-func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
+func (s *HostPanels) hostPanel(ctx context.Context, ci circuit.Circuit) *views.HostPanel {
 	if s.HostInsight == nil {
 		return nil
 	}
@@ -31,7 +31,7 @@ func (s *CircuitPages) hostPanel(ctx context.Context, ci circuit.Circuit) *views
 }
 
 // hostPanelOf is hostPanel of ci's app, already read.
-func (s *CircuitPages) hostPanelOf(ctx context.Context, ci circuit.Circuit, app circuit.App) *views.HostPanel {
+func (s *HostPanels) hostPanelOf(ctx context.Context, ci circuit.Circuit, app circuit.App) *views.HostPanel {
 	if s.HostInsight == nil {
 		return nil
 	}
@@ -125,7 +125,7 @@ func withoutProblems(m *views.HostPanel) *views.HostPanel {
 // circuitWaiting is the count of events waiting behind a circuit's
 // checkpoints, alone, for the lists' Waiting cells: they ask for it after
 // the page has loaded, so a slow host account never holds up a list.
-func (s *CircuitPages) circuitWaiting(c echo.Context) error {
+func (s *HostPanels) circuitWaiting(c echo.Context) error {
 	ci, err := s.circuitOf(c)
 	if err != nil {
 		return err
@@ -143,7 +143,7 @@ func (s *CircuitPages) circuitWaiting(c echo.Context) error {
 
 // hostSnapshot is what the app's own storage and hub say of ci's app;
 // false when Fusebox reads neither.
-func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, circuit.App, bool) {
+func (s *HostPanels) hostSnapshot(ctx context.Context, ci circuit.Circuit) (hostinsight.Snapshot, circuit.App, bool) {
 	if s.HostInsight == nil {
 		return hostinsight.Snapshot{}, circuit.App{}, false
 	}
@@ -158,7 +158,7 @@ func (s *CircuitPages) hostSnapshot(ctx context.Context, ci circuit.Circuit) (ho
 // snapshotOf is the host's latest snapshot of ci's app. One kept from
 // before the last switch would show checkpoints of a trigger that has
 // since stopped or started.
-func (s *CircuitPages) snapshotOf(ctx context.Context, ci circuit.Circuit, app circuit.App) (hostinsight.Snapshot, bool) {
+func (s *HostPanels) snapshotOf(ctx context.Context, ci circuit.Circuit, app circuit.App) (hostinsight.Snapshot, bool) {
 	return s.HostInsight.SnapshotAfter(ctx, app, s.Now(), ci.SwitchedAt())
 }
 
@@ -166,7 +166,7 @@ func (s *CircuitPages) snapshotOf(ctx context.Context, ci circuit.Circuit, app c
 // is off, when the oldest event waiting behind each arrived and what the
 // hub's retention makes of them (hostinsight.Source.Aging). What could not
 // be read is added to snap's problems.
-func (s *CircuitPages) behind(ctx context.Context, ci circuit.Circuit, app circuit.App, snap *hostinsight.Snapshot) ([]hostinsight.Position, bool, hostinsight.Retention) {
+func (s *HostPanels) behind(ctx context.Context, ci circuit.Circuit, app circuit.App, snap *hostinsight.Snapshot) ([]hostinsight.Position, bool, hostinsight.Retention) {
 	ps, own := hostinsight.Positions(*snap, ci.Consumes(), offSince(ci))
 	r := hostinsight.Retention{Keep: ci.HubRetention}
 	if own && !offSince(ci).IsZero() {
@@ -197,7 +197,7 @@ func partly(counted, of int) string {
 
 // concurrencyDay is the learned concurrency over the last 24 hours, the
 // highest sample in each quarter hour (0 where none was taken).
-func (s *CircuitPages) concurrencyDay(ctx context.Context, ci circuit.Circuit, now time.Time) []int {
+func (s *HostPanels) concurrencyDay(ctx context.Context, ci circuit.Circuit, now time.Time) []int {
 	if s.HostSamples == nil {
 		return nil
 	}

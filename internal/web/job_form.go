@@ -177,7 +177,7 @@ func (s *JobPages) buildJob(c echo.Context, existing *jobs.Job, in apiwire.JobIn
 			problems["team"] = problem
 		}
 	}
-	return j, withChannelProblems(c, s.Channels, j.Channels, problems)
+	return j, withChannelProblems(c, s.KnownChannels, j.Channels, problems)
 }
 
 // saveJob saves j through the catalog, which keeps the jobs' rules (one

@@ -20,7 +20,7 @@ func (s *JobPages) jobRotatePingToken(c echo.Context) error {
 	if j.Internal() {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no page here.")
 	}
-	token, err := s.Tokens.RotatePingToken(c.Request().Context(), j.ID)
+	token, err := s.Jobs.RotatePingToken(c.Request().Context(), j.ID)
 	if err != nil {
 		return err
 	}

@@ -28,7 +28,7 @@ func (s *JobPages) jobRun(c echo.Context) error {
 	if _, err := time.Parse(time.RFC3339, slot); err != nil {
 		slot = "(no slot given)"
 	}
-	if err := s.FunctionRunner.Run(ctx, app, j.Function); err != nil {
+	if err := s.Switches.Run(ctx, app, j.Function); err != nil {
 		return echo.NewHTTPError(http.StatusBadGateway, "The function host did not accept the run: "+err.Error()).SetInternal(err)
 	}
 	p, _ := principal(c)

@@ -47,7 +47,7 @@ func (s *JobPages) jobShow(c echo.Context) error {
 	if pk, rk := c.QueryParam("pk"), c.QueryParam("rk"); pk != "" || rk != "" {
 		from = jobs.RunCursor{NextPartitionKey: pk, NextRowKey: rk}
 	}
-	runs, next, err := s.RunReader.Recent(ctx, j.ID, 25, from)
+	runs, next, err := s.Runs.Recent(ctx, j.ID, 25, from)
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func (s *JobPages) jobShow(c echo.Context) error {
 	if j.AppID != "" {
 		m.App = appName(apps, j.AppID)
 	}
-	m.CanRun = s.actsOnJob(c, j) && j.AppID != "" && j.Function != "" && s.FunctionRunner != nil
+	m.CanRun = s.actsOnJob(c, j) && j.AppID != "" && j.Function != ""
 	m.CanEdit = s.actsOnJob(c, j)
 	if j.MaxDuration > 0 {
 		m.MaxRun = spoken.Duration(j.MaxDuration)

@@ -27,13 +27,11 @@ type jobWeek struct {
 // weekAssessor assesses jobs' last seven days, for the job pages and the
 // overview alike.
 type weekAssessor struct {
-	apps    appReader
-	windows interface {
-		Windows(ctx context.Context) ([]jobs.Window, error)
-	}
-	runs  *jobs.RunCache
-	hosts hostReader // nil: no timer status
-	now   func() time.Time
+	apps    circuit.AppStore
+	windows jobs.WindowStore
+	runs    *jobs.RunCache
+	hosts   *hostinsight.Source // nil: no timer status
+	now     func() time.Time
 }
 
 // jobWeek assesses one job's last seven days.

@@ -63,7 +63,7 @@ func (s *NotifyPages) outboxList(c echo.Context) error {
 
 // failingRows are the destinations the sender last found failing.
 // Only those keep says the principal may see.
-func failingRows(ctx context.Context, d deliveryReader, keep func(alerts.Health) bool) ([]views.FailingRow, error) {
+func failingRows(ctx context.Context, d alerts.DeliveryReader, keep func(alerts.Health) bool) ([]views.FailingRow, error) {
 	hs, err := d.Delivery(ctx)
 	if err != nil {
 		return nil, err

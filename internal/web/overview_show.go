@@ -39,7 +39,7 @@ func (s *OpsPages) overviewShow(c echo.Context) error {
 		if circuits, err = s.Circuits.Recent(ctx, listFreshness); err != nil {
 			return err
 		}
-		counts, err = s.Counter.Failing(ctx, circuits) // a circuit left out has no failure to count
+		counts, err = s.Breakers.Failing(ctx, circuits) // a circuit left out has no failure to count
 		return err
 	})
 	g.Go(func() (err error) { jobList, err = s.Jobs.List(ctx); return err })

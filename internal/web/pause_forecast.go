@@ -11,12 +11,6 @@ import (
 	"github.com/fusebox/fusebox/internal/spoken"
 )
 
-// checkpointHistory reads a function's checkpoint history (the replay
-// sampler's samples), for forecasts.
-type checkpointHistory interface {
-	After(ctx context.Context, appID, function string, from, to time.Time, limit int) ([]replay.Sample, error)
-}
-
 // maxForecastSamples bounds what a forecast reads: two hours of samples
 // every 10 s.
 const maxForecastSamples = 720
@@ -26,12 +20,12 @@ const maxForecastSamples = 720
 // false when there is nothing to say (not an Event Hubs function, nor a
 // retention known). A history that cannot be read within 2 s forecasts
 // without it.
-func (s *CircuitPages) forecastOf(ctx context.Context, ci circuit.Circuit, length time.Duration) (forecast.Forecast, bool) {
+func (s *HostPanels) forecastOf(ctx context.Context, ci circuit.Circuit, length time.Duration) (forecast.Forecast, bool) {
 	return forecastPause(ctx, s.History, s.Now(), ci, length)
 }
 
 // forecastPause is forecastOf from history (nil: none) at now.
-func forecastPause(ctx context.Context, history checkpointHistory, now time.Time, ci circuit.Circuit, length time.Duration) (forecast.Forecast, bool) {
+func forecastPause(ctx context.Context, history replay.History, now time.Time, ci circuit.Circuit, length time.Duration) (forecast.Forecast, bool) {
 	if ci.EventHub == "" && ci.HubRetention == 0 {
 		return forecast.Forecast{}, false
 	}
@@ -47,7 +41,7 @@ func forecastPause(ctx context.Context, history checkpointHistory, now time.Time
 // expiryRefusal says why a pause of ci that would lose events is refused,
 // or "" when it may go ahead: with FUSEBOX_PAUSE_EXPIRY=warn, once the
 // operator said "pause anyway".
-func (s *CircuitPages) expiryRefusal(f forecast.Forecast, expireOK bool) string {
+func (s *HostPanels) expiryRefusal(f forecast.Forecast, expireOK bool) string {
 	if !f.Expires {
 		return ""
 	}
@@ -62,7 +56,7 @@ func (s *CircuitPages) expiryRefusal(f forecast.Forecast, expireOK bool) string 
 
 // nextPause says, for the circuit's page, its next pause window's opening
 // and what it does to the events.
-func (s *CircuitPages) nextPause(ctx context.Context, ci circuit.Circuit) (when, words string, expires bool) {
+func (s *HostPanels) nextPause(ctx context.Context, ci circuit.Circuit) (when, words string, expires bool) {
 	p, start, end, ok := circuit.NextPause(ci, s.Now())
 	if !ok {
 		return "", "", false

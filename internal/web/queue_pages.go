@@ -54,11 +54,11 @@ func setAsideRow(appID string, k setaside.Kept, now time.Time) views.SetAsideRow
 
 // functionSetAside is what the function's own set-aside queues hold, for
 // its circuit page and the resume pages.
-func (s *CircuitPages) functionSetAside(c echo.Context, appID, function string) []views.SetAsideRow {
-	if s.SetAside == nil {
+func (s *HostPanels) functionSetAside(c echo.Context, appID, function string) []views.SetAsideRow {
+	if s.Kept == nil {
 		return nil
 	}
-	return setAsideRows(keptOf(c, s.SetAside, s.Logger, appID), function, s.Now())
+	return setAsideRows(keptOf(c, s.Kept, s.Logger, appID), function, s.Now())
 }
 
 // appQueuesShow lists the app's set-aside queues as the watcher last saw

@@ -21,7 +21,7 @@ import (
 // makes, with the page's CSRF token, resumes anything.
 
 // resumeShow shows what a resume link is about.
-func (s *CircuitPages) resumeShow(c echo.Context) error {
+func (s *LinkPages) resumeShow(c echo.Context) error {
 	link, ci, err := s.resumeLink(c)
 	if err != nil {
 		return err
@@ -30,7 +30,7 @@ func (s *CircuitPages) resumeShow(c echo.Context) error {
 }
 
 // resumeSubmit resumes the circuit a link names.
-func (s *CircuitPages) resumeSubmit(c echo.Context) error {
+func (s *LinkPages) resumeSubmit(c echo.Context) error {
 	link, ci, err := s.resumeLink(c)
 	if err != nil {
 		return err
@@ -40,7 +40,7 @@ func (s *CircuitPages) resumeSubmit(c echo.Context) error {
 		actor = p.Name + " (resume link sent to " + link.Recipient + ")"
 	}
 	claim := claimOf(link, ci)
-	next, replayed, err := s.resumeAs(c.Request().Context(), c.FormValue("from"), ci, actor, "resumed via e-mail link by "+link.Recipient, &claim)
+	next, replayed, err := s.switches.resumeAs(c.Request().Context(), c.FormValue("from"), ci, actor, "resumed via e-mail link by "+link.Recipient, &claim)
 	if circuit.IsLinkRefusal(err) {
 		return linkRefused(err)
 	}
@@ -52,7 +52,7 @@ func (s *CircuitPages) resumeSubmit(c echo.Context) error {
 
 // resumeAck acknowledges the episode a link names: its reminders stop and
 // the trigger stays off. Like resuming, only the page's POST does it.
-func (s *CircuitPages) resumeAck(c echo.Context) error {
+func (s *LinkPages) resumeAck(c echo.Context) error {
 	link, ci, err := s.resumeLink(c)
 	if err != nil {
 		return err
@@ -61,7 +61,7 @@ func (s *CircuitPages) resumeAck(c echo.Context) error {
 	if p, ok := principal(c); ok {
 		actor = p.Name + " (link sent to " + link.Recipient + ")"
 	}
-	next, err := s.Switch.Acknowledge(c.Request().Context(), ci.AppID, ci.Function, actor)
+	next, err := s.Breakers.Acknowledge(c.Request().Context(), ci.AppID, ci.Function, actor)
 	if err != nil {
 		return err
 	}
@@ -88,7 +88,7 @@ func linkRefused(err error) error {
 
 // resumeLink checks the link in the path against the key and the circuit's
 // current episode.
-func (s *CircuitPages) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
+func (s *LinkPages) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
 	link, ci, app, err := s.linkOf(c, alerts.ActionResume, "resume")
 	if err != nil {
 		return link, ci, err
@@ -104,7 +104,7 @@ func (s *CircuitPages) resumeLink(c echo.Context) (alerts.Link, circuit.Circuit,
 // linkOf verifies the signed link in the path for action (and, where the
 // configuration asks for it, that an operator is signed in), and reads
 // the circuit and app it names. noun names the link in what people read.
-func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link, circuit.Circuit, circuit.App, error) {
+func (s *LinkPages) linkOf(c echo.Context, action, noun string) (alerts.Link, circuit.Circuit, circuit.App, error) {
 	if s.Links == nil {
 		return alerts.Link{}, circuit.Circuit{}, circuit.App{}, echo.NewHTTPError(http.StatusNotFound)
 	}
@@ -146,7 +146,7 @@ func (s *CircuitPages) linkOf(c echo.Context, action, noun string) (alerts.Link,
 	return link, ci, app, err
 }
 
-func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool, replayed string) error {
+func (s *LinkPages) renderResume(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool, replayed string) error {
 	ctx := c.Request().Context()
 	now := s.Now()
 	rows, _, err := s.Window.Window(ctx, now.Add(-ci.Window).Truncate(time.Second), now)
@@ -161,11 +161,11 @@ func (s *CircuitPages) renderResume(c echo.Context, link alerts.Link, ci circuit
 	m := views.Resume{Page: s.page(c, "Resume "+ci.Function, ""), App: appName(apps, ci.AppID), Function: ci.Function,
 		State: ci.State.String(), Tone: stateTone(ci.State), Reason: ci.Reason, Count: counts[ci.ID()].Counted, Threshold: ci.Threshold,
 		Window: spoken.Duration(ci.Window), WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), Recipient: link.Recipient,
-		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hostPanel(ctx, ci)), SetAside: s.functionSetAside(c, ci.AppID, ci.Function),
+		Expires: link.Expires, Done: done, Token: c.Param("token"), Acked: ackedText(ci), Host: withoutProblems(s.hosts.hostPanel(ctx, ci)), SetAside: s.hosts.functionSetAside(c, ci.AppID, ci.Function),
 		Replayed: replayed}
 	if !done {
-		m.Errors, m.ErrorsOther, _ = s.errorGroups(ctx, ci, now)
-		m.Replay = s.replayPanel(ctx, ci)
+		m.Errors, m.ErrorsOther, _ = s.pages.errorGroups(ctx, ci, now)
+		m.Replay = s.switches.replayPanel(ctx, ci)
 	}
 	return render(c, http.StatusOK, views.ResumePage(m))
 }

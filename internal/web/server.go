@@ -54,25 +54,15 @@ type Identity struct {
 	Policy *access.Policy
 }
 
-// Parts are what the server is built from: what every handler may use, who
-// may sign in, and each room's handlers with the few things they use. No
-// handler sees another group's parts.
-type Parts struct {
-	Base     Base
-	Identity Identity
-	Intake   IntakeParts
-	SignIn   SignInParts
-	Circuits CircuitParts
-	Apps     AppParts
-	Jobs     JobParts
-	Notify   NotifyParts
-	Ops      OpsParts
-}
-
 // core is what every handler group shares: the base parts and the helpers
 // that render pages, set cookies and answer errors.
 type core struct {
 	Base
+	*Services
+	// What viewers' pages read through ARM is kept per app (armreads.go);
+	// nil without an Azure identity.
+	inspections  *keptInspector
+	triggerLists *keptTriggers
 	// refusals samples the log lines of refused requests.
 	refusals *logSampler
 	// teams maps people to teams (Identity.Teams); policy says who may
@@ -92,6 +82,9 @@ type Server struct {
 	intake      *Intake
 	signIn      *SignIn
 	circuits    *CircuitPages
+	switches    *SwitchPages
+	links       *LinkPages
+	hostPanels  *HostPanels
 	downstreams *DownstreamPages
 	apps        *AppPages
 	jobs        *JobPages
@@ -102,60 +95,50 @@ type Server struct {
 	windowPages *WindowPages
 }
 
-// New builds the server and its routes.
-func New(p Parts) (*Server, error) {
-	if missing := p.missing(); len(missing) > 0 {
+// New builds the server and its routes over the services.
+func New(base Base, id Identity, svc *Services) (*Server, error) {
+	if missing := append(append(base.missing(), id.missing()...), svc.missing()...); len(missing) > 0 {
 		return nil, fmt.Errorf("web: required parts are missing: %s", strings.Join(missing, ", "))
 	}
-	co := &core{Base: p.Base, refusals: newLogSampler(time.Minute), teams: p.Identity.Teams, policy: p.Identity.Policy, tally: &intakeTally{}}
-	// What viewers' pages read through ARM is kept per app (armreads.go).
-	circuits, apps := p.Circuits, p.Apps
-	if circuits.Inspector != nil {
-		circuits.Inspector = &keptInspector{appInspector: circuits.Inspector}
-	}
-	if apps.Triggers != nil {
-		apps.Triggers = &keptTriggers{functionTriggers: apps.Triggers}
+	co := &core{Base: base, Services: svc, refusals: newLogSampler(time.Minute), teams: id.Teams, policy: id.Policy, tally: &intakeTally{}}
+	if svc.Discoverer != nil {
+		co.inspections = &keptInspector{d: svc.Discoverer}
+		co.triggerLists = &keptTriggers{d: svc.Discoverer}
 	}
 	// A new job's id or slug may have been pinged before it existed: the
 	// job pages forget it from the ping intake's list of unknown ids.
 	unknownPings := newTTLSet(30*time.Second, 10_000)
 	secrets := &pingSecrets{}
 	// The overview assesses jobs' weeks as the job pages do.
-	weeks := &weekAssessor{apps: p.Jobs.Apps, windows: p.Jobs.Windows, runs: &jobs.RunCache{Runs: p.Jobs.RunReader, Now: p.Base.Now}, hosts: p.Jobs.HostInsight, now: p.Base.Now}
-	s := &Server{core: co, Identity: p.Identity, echo: echo.New(),
-		intake: &Intake{IntakeParts: p.Intake, core: co, unknownPings: unknownPings, pingSecrets: secrets,
+	weeks := &weekAssessor{apps: svc.Apps, windows: svc.Windows, runs: &jobs.RunCache{Runs: svc.Runs, Now: base.Now}, hosts: svc.HostInsight, now: base.Now}
+	hosts := &HostPanels{core: co}
+	circuits := &CircuitPages{core: co, hosts: hosts}
+	switches := &SwitchPages{core: co, hosts: hosts, pages: circuits}
+	links := &LinkPages{core: co, hosts: hosts, switches: switches, pages: circuits}
+	switches.links = links
+	s := &Server{core: co, Identity: id, echo: echo.New(),
+		intake: &Intake{core: co, unknownPings: unknownPings, pingSecrets: secrets,
 			pingCreates: rate.NewLimiter(pingCreatesPerHour/3600.0, pingCreatesPerHour),
 			decoding:    newExportSlots(OTLPExportsAtOnce, OTLPExportsAtOncePerApp, OTLPExportReserve, 5*time.Second)},
-		signIn:   &SignIn{SignInParts: p.SignIn, core: co, identity: p.Identity},
-		circuits: &CircuitPages{CircuitParts: circuits, core: co},
-		downstreams: &DownstreamPages{core: co, Downstreams: circuits.Downstreams, Keeper: circuits.Keeper, Audit: circuits.Audit,
-			Apps: circuits.Apps, Circuits: circuits.Circuits, Counter: circuits.Counter, Channels: circuits.Channels,
-			Samples: circuits.Samples, Calls: circuits.Calls, History: circuits.History},
-		apps:        &AppPages{AppParts: apps, core: co},
-		jobs:        &JobPages{JobParts: p.Jobs, core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
-		notify:      &NotifyPages{NotifyParts: p.Notify, core: co},
-		ops:         &OpsPages{OpsParts: p.Ops, core: co, weeks: weeks, started: p.Base.Now(), readiness: &readiness{}},
-		teamPages:   &TeamPages{core: co, Apps: p.Ops.Apps, AppTeams: p.Ops.AppTeams, TeamStore: p.Ops.TeamStore, Channels: p.Ops.Channels, Audit: p.Ops.Audit},
-		tokenPages:  &TokenPages{core: co, Tokens: p.Ops.Tokens, Issued: p.Ops.Issued, Audit: p.Ops.Audit},
-		windowPages: &WindowPages{core: co, Apps: p.Jobs.Apps, Windows: p.Jobs.Windows, Audit: p.Jobs.Audit},
+		signIn:      &SignIn{core: co, identity: id},
+		circuits:    circuits,
+		switches:    switches,
+		links:       links,
+		hostPanels:  hosts,
+		downstreams: &DownstreamPages{core: co},
+		apps:        &AppPages{core: co},
+		jobs:        &JobPages{core: co, weeks: weeks, unknownPings: unknownPings, pingSecrets: secrets},
+		notify:      &NotifyPages{core: co},
+		ops:         &OpsPages{core: co, weeks: weeks, started: base.Now(), readiness: &readiness{}},
+		teamPages:   &TeamPages{core: co},
+		tokenPages:  &TokenPages{core: co, issued: id.Issued},
+		windowPages: &WindowPages{core: co},
 	}
 	s.echo.HideBanner, s.echo.HidePort = true, true
 	s.echo.HTTPErrorHandler = s.handleError
-	s.echo.IPExtractor = clientIP(p.Base.Config.TrustProxyHeaders)
+	s.echo.IPExtractor = clientIP(base.Config.TrustProxyHeaders)
 	s.routes()
 	return s, nil
-}
-
-// missing names the required parts p lacks, as Group.Field; what may be
-// off (OpenID Connect, Easy Auth, what needs an Azure identity) is not
-// asked for.
-func (p Parts) missing() []string {
-	var out []string
-	for _, m := range [][]string{p.Base.missing(), p.Identity.missing(), p.Intake.missing(), p.SignIn.missing(), p.Circuits.missing(),
-		p.Apps.missing(), p.Jobs.missing(), p.Notify.missing(), p.Ops.missing()} {
-		out = append(out, m...)
-	}
-	return out
 }
 
 func (b Base) missing() []string {

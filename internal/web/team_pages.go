@@ -204,7 +204,7 @@ func (s *TeamPages) saveTeam(c echo.Context, name, membersText string, scopesTex
 	if create && exists {
 		v = append(v, validation.FieldError{Field: "name", Message: "a team of this name exists already"})
 	}
-	if err := s.Channels.Check(ctx, channels); err != nil {
+	if err := s.KnownChannels.Check(ctx, channels); err != nil {
 		if !errors.As(err, new(validation.Error)) {
 			return err
 		}

@@ -18,7 +18,7 @@ import (
 // throttleShow opens an Apply link: what the throttle would write, and a
 // button. A GET changes nothing, so a mail scanner that follows the link
 // applies nothing.
-func (s *CircuitPages) throttleShow(c echo.Context) error {
+func (s *LinkPages) throttleShow(c echo.Context) error {
 	link, ci, err := s.throttleLink(c)
 	if err != nil {
 		return err
@@ -27,7 +27,7 @@ func (s *CircuitPages) throttleShow(c echo.Context) error {
 }
 
 // throttleSubmit applies the throttle an Apply link was sent for.
-func (s *CircuitPages) throttleSubmit(c echo.Context) error {
+func (s *LinkPages) throttleSubmit(c echo.Context) error {
 	link, ci, err := s.throttleLink(c)
 	if err != nil {
 		return err
@@ -36,7 +36,7 @@ func (s *CircuitPages) throttleSubmit(c echo.Context) error {
 	if p, ok := principal(c); ok {
 		actor = p.Name + " (apply link sent to " + link.Recipient + ")"
 	}
-	next, err := s.Switch.ThrottleByLink(c.Request().Context(), claimOf(link, ci), actor)
+	next, err := s.Breakers.ThrottleByLink(c.Request().Context(), claimOf(link, ci), actor)
 	if circuit.IsLinkRefusal(err) || errors.Is(err, circuit.ErrNotAsked) {
 		return errQuestionEnded
 	}
@@ -48,7 +48,7 @@ func (s *CircuitPages) throttleSubmit(c echo.Context) error {
 
 // throttleLink checks the link in the path against the key and the
 // circuit's current episode, as resumeLink does for resume links.
-func (s *CircuitPages) throttleLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
+func (s *LinkPages) throttleLink(c echo.Context) (alerts.Link, circuit.Circuit, error) {
 	link, ci, app, err := s.linkOf(c, alerts.ActionThrottle, "apply")
 	if err != nil {
 		return link, ci, err
@@ -62,7 +62,7 @@ func (s *CircuitPages) throttleLink(c echo.Context) (alerts.Link, circuit.Circui
 // errQuestionEnded is an Apply link whose question was answered or ended.
 var errQuestionEnded = echo.NewHTTPError(http.StatusGone, "This link belongs to a throttle question that has been answered or has ended: the circuit changed since. Open the circuit in Fusebox to see where it stands.")
 
-func (s *CircuitPages) renderThrottleAsk(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {
+func (s *LinkPages) renderThrottleAsk(c echo.Context, link alerts.Link, ci circuit.Circuit, done bool) error {
 	ctx := c.Request().Context()
 	apps, err := s.Apps.List(ctx)
 	if err != nil {
@@ -80,13 +80,13 @@ func (s *CircuitPages) renderThrottleAsk(c echo.Context, link alerts.Link, ci ci
 // throttlePlanOf is what lowering ci's function to the ramp's lowest share
 // would write, from the app's settings as its switch reads them now
 // (bounded: a slow ARM costs the page the plan, not the page).
-func (s *CircuitPages) throttlePlanOf(ctx context.Context, app circuit.App, ci circuit.Circuit) []string {
-	if s.SettingsReader == nil || ci.ThrottleKind() == "" {
+func (s *LinkPages) throttlePlanOf(ctx context.Context, app circuit.App, ci circuit.Circuit) []string {
+	if ci.ThrottleKind() == "" {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	settings, err := s.SettingsReader.Settings(ctx, app)
+	settings, err := s.Switches.Settings(ctx, app)
 	if err != nil {
 		return nil
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/fusebox/fusebox/internal/access"
 	"github.com/fusebox/fusebox/internal/audit"
 	"github.com/fusebox/fusebox/internal/auth"
-	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/views"
 )
 
@@ -97,7 +96,7 @@ func (s *TokenPages) issue(c echo.Context, p auth.Principal, name, roleName, tea
 	if err := s.Tokens.Insert(c.Request().Context(), t); err != nil {
 		return "", nil, err
 	}
-	s.Issued.Forget()
+	s.issued.Forget()
 	actx, cancel := detached(c)
 	defer cancel()
 	err := s.Audit.Append(actx, audit.Entry{At: now, Actor: p.Name, Action: "issued API token", Target: "token:" + id,
@@ -121,13 +120,13 @@ func (s *TokenPages) revoke(c echo.Context) error {
 	p, _ := principal(c)
 	now := s.Now()
 	err := s.Tokens.Revoke(c.Request().Context(), id, now)
-	if errors.Is(err, tablestore.ErrNotFound) {
+	if errors.Is(err, auth.ErrNoToken) {
 		return echo.NewHTTPError(http.StatusNotFound, "There is no such token.")
 	}
 	if err != nil {
 		return err
 	}
-	s.Issued.Forget()
+	s.issued.Forget()
 	actx, cancel := detached(c)
 	defer cancel()
 	return s.Audit.Append(actx, audit.Entry{At: now, Actor: p.Name, Action: "revoked API token", Target: "token:" + id})

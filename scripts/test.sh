@@ -42,7 +42,7 @@ export FUSEBOX_TEST_STORAGE_CONNECTION_STRING
 FUSEBOX_TEST_STORAGE_CONNECTION_STRING=$(azurite_connection_string "$tport" "$bport")
 
 log "gofmt"
-unformatted=$(gofmt -l client cmd internal migrations static)
+unformatted=$(gofmt -l client cmd internal migrations scripts static)
 if [[ -n $unformatted ]]; then
   echo "these files need gofmt -w:"; echo "$unformatted"; exit 1
 fi
@@ -59,8 +59,11 @@ scripts/check-tracked.sh
 # Journeys wait on real windows and ticks, so four at a time in a package
 # (Go's default is one per CPU) overlap their waits; each has its own
 # tables, users and ports.
+# The log shows each package's line, a failed test's whole output and the
+# ten slowest tests (scripts/testlog), not every passing test's.
 log "go test -race"
-go test -race -count=1 -parallel 4 -timeout 20m ./...
+go build -o "$ROOT/bin/testlog" ./scripts/testlog
+go test -race -count=1 -parallel 4 -timeout 20m -json ./... | "$ROOT/bin/testlog"
 
 # A price for every stored expression: schedules, maintenance and pause
 # windows, alert rules, probe URLs, form durations and team scopes cost at

@@ -90,6 +90,14 @@ func run(in io.Reader, out io.Writer) (bool, error) {
 	if err := sc.Err(); err != nil {
 		return true, err
 	}
+	// A test that never ended (its binary killed at the timeout) shows
+	// what it printed.
+	for key, b := range kept {
+		if strings.TrimSpace(b.String()) != "" && strings.Contains(key, " Test") {
+			failed = true
+			fmt.Fprintf(out, "--- never ended: %s\n%s", key, b.String())
+		}
+	}
 	writeSlowest(out, times)
 	return failed, nil
 }

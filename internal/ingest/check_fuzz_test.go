@@ -24,7 +24,8 @@ func FuzzCheck(f *testing.F) {
 		if offset != 0 {
 			it.At = now.Add(time.Duration(offset) * time.Second)
 		}
-		reports, index, res := check(Batch{AppID: "orders-demo", Items: []Item{it, {Problem: "unreadable"}}}, now)
+		c := check(Batch{AppID: "orders-demo", Items: []Item{it, {Problem: "unreadable"}}}, now)
+		reports, index, res := c.reports, c.index, c.res
 		if len(index) != len(reports) || res.Accepted != len(reports) || res.Accepted+len(res.Rejected) != 2 {
 			t.Fatalf("2 items: %d kept, %d refused, %d indexes", res.Accepted, len(res.Rejected), len(index))
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/fusebox/fusebox/internal/circuit"
@@ -12,8 +11,9 @@ import (
 )
 
 // This file counts what function hosts export over OpenTelemetry: the
-// invocations otlp maps from an export become items of a Batch, like any
-// other report.
+// invocations otlp.Seen judges to count become reports, already checked by
+// the mapping (a function's name, one call each), and are kept as every
+// report is.
 
 // Export is one decoded export request of an app whose key verified.
 type Export struct {
@@ -31,7 +31,9 @@ type Answer struct {
 // Exports takes what apps export over OpenTelemetry (the OTLP receiver
 // decodes, this counts), beside the failure API's Service.
 type Exports struct {
-	Reports  *Service
+	Reports *Service
+	// Seen is what this instance heard of every app's exports, and
+	// decides which invocations count.
 	Seen     *otlp.Seen
 	Arrivals *Arrivals
 	Now      func() time.Time
@@ -40,79 +42,13 @@ type Exports struct {
 	// kept. An error leaves the export unanswered, for the exporter to
 	// send again: its rows are replaced then, and its runs kept once.
 	Runs func(ctx context.Context, appID string, invs []otlp.Invocation) (int, error)
-
-	mu    sync.Mutex
-	heard map[heardKey]time.Time // a function's span signal -> when it last arrived, on any instance
-	read  map[string]time.Time   // app -> when the other instances' rows were last read for it
 }
 
-type heardKey struct {
-	app, function string
-	signal        otlp.Signal
-}
-
-// maxHeard bounds what is remembered of functions' signals: every app was
-// named by a verified key, and ingest keeps 50 new function names per app
-// and hour.
-const maxHeard = 100_000
-
-// hear remembers that signal told of function now.
-func (r *Exports) hear(appID, function string, signal otlp.Signal, at time.Time) {
-	k := heardKey{appID, function, signal}
-	if r.heard == nil || len(r.heard) >= maxHeard {
-		r.heard = map[heardKey]time.Time{}
-	}
-	if at.After(r.heard[k]) {
-		r.heard[k] = at
-	}
-}
-
-// outranked says whether a better signal than inv's told of inv's
-// function within Quiet. Decided per function, never per app: one
-// function may send spans while another sends only records, and a log
-// level that hides the host's "Executed … (Succeeded …)" records must
-// not leave its failures counted alone.
-func (r *Exports) outranked(appID string, inv otlp.Invocation, now time.Time) bool {
-	if now.Sub(r.heard[heardKey{appID, inv.Function, otlp.SpansMissFailures}]) < otlp.Expect {
-		return inv.Signal != otlp.ExecutedRecord && now.Sub(r.heard[heardKey{appID, inv.Function, otlp.ExecutedRecord}]) < otlp.Quiet
-	}
-	for better := otlp.HostSpan; better < inv.Signal; better++ {
-		if now.Sub(r.heard[heardKey{appID, inv.Function, better}]) < otlp.Quiet {
-			return true
-		}
-	}
-	return false
-}
-
-// via is how a function's counted Executed records are kept. Records
-// that count a function whose spans miss failures are what counts it;
-// others wait for spans of the same calls (circuit.Countable), and those
-// of a function whose records never showed a success (a log level above
-// Information) judge no ratio.
-func (r *Exports) via(appID, function string, now time.Time) circuit.Via {
-	switch {
-	case now.Sub(r.heard[heardKey{appID, function, otlp.SpansMissFailures}]) < otlp.Expect:
-		return circuit.Direct
-	case now.Sub(r.heard[heardKey{appID, function, otlp.RecordsShowSuccesses}]) < otlp.Expect:
-		return circuit.Records
-	}
-	return circuit.FailedRecords
-}
-
-// readOthers learns, at most every 30 s per app, which functions other
+// hearOthers learns, at most every 30 s per app, which functions other
 // instances heard spans of. A failed read leaves what is known: a double
 // count for a while is better than none.
-func (r *Exports) readOthers(ctx context.Context, appID string, now time.Time) {
-	r.mu.Lock()
-	due := now.Sub(r.read[appID]) >= 30*time.Second
-	if due {
-		if r.read == nil || len(r.read) >= maxApps {
-			r.read = map[string]time.Time{}
-		}
-		r.read[appID] = now
-	}
-	r.mu.Unlock()
-	if !due || r.Arrivals == nil || r.Arrivals.Store == nil {
+func (r *Exports) hearOthers(ctx context.Context, appID string, now time.Time) {
+	if !r.Seen.OthersDue(appID, now) || r.Arrivals == nil || r.Arrivals.Store == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
@@ -121,91 +57,33 @@ func (r *Exports) readOthers(ctx context.Context, appID string, now time.Time) {
 	if err != nil {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, row := range rows {
-		for fn, sig := range row.Functions {
-			r.hear(appID, fn, sig, row.Last)
-		}
-	}
+	r.Seen.HearOthers(appID, rows)
 }
-
-// maxApps bounds the apps remembered; every app was named by a verified key.
-const maxApps = 10_000
 
 // Take counts an export. An error wraps ingest.ErrUnavailable: nothing
 // was kept and the exporter should send it again.
 func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 	now := r.Now()
 	m := e.Mapped
-	got := otlp.Arrival{App: e.AppID, Source: m.Source, Protocol: e.Protocol, Exports: 1, Records: m.Records,
-		Invocations: len(m.Invocations), Unattributed: m.Unattributed, ServiceNames: m.ServiceNames, Last: now}
-	for _, d := range m.Dependencies {
-		got.AddCall(d.Target, d.Trace)
-	}
+	got := arrivalOf(e, now)
 	// The export's key: the same invocations sent again (a retry) are
 	// written under the same writer, their rows replaced.
 	key := m.Key()
 	if needsOthers(m.Invocations) {
-		r.readOthers(ctx, e.AppID, now)
+		r.hearOthers(ctx, e.AppID, now)
 	}
-	type told struct {
-		function string
-		signal   otlp.Signal
-	}
-	heard := map[told]bool{}
-	for _, inv := range m.Invocations {
-		sig := inv.Signal
-		if sig == otlp.ExecutedRecord && !inv.Failed {
-			sig = otlp.RecordsShowSuccesses // told to the other instances, as spans are
-			heard[told{inv.Function, sig}] = true
-		}
-		heard[told{inv.Function, inv.Signal}] = true
-		if sig != otlp.ExecutedRecord && len(got.Functions) < otlp.MaxFunctions {
-			if got.Functions == nil {
-				got.Functions = map[string]otlp.Signal{}
-			}
-			if have, ok := got.Functions[inv.Function]; !ok || sig < have {
-				got.Functions[inv.Function] = sig
-			}
-		}
-	}
-	r.mu.Lock()
-	for k := range heard {
-		r.hear(e.AppID, k.function, k.signal, now)
-	}
-	invs := make([]otlp.Invocation, 0, len(m.Invocations))
-	for _, inv := range m.Invocations {
-		if r.Seen.MissedFailure(e.AppID, inv) {
-			// Counted as a success from its span: this one failure is
-			// counted too (one call more than there was), and from now on
-			// the function's records count it.
-			r.hear(e.AppID, inv.Function, otlp.SpansMissFailures, now)
-			got.MissedFailures++
-			invs = append(invs, inv)
-			continue
-		}
-		if r.outranked(e.AppID, inv, now) {
-			got.Outranked++
-			continue
-		}
-		invs = append(invs, inv)
-	}
-	via := map[string]circuit.Via{} // of the functions whose records are counted
-	for _, inv := range invs {
-		if _, ok := via[inv.Function]; !ok && inv.Signal == otlp.ExecutedRecord {
-			via[inv.Function] = r.via(e.AppID, inv.Function, now)
-		}
-	}
-	r.mu.Unlock()
-	invs, got.Duplicates = r.Seen.Fresh(e.AppID, key, invs, now)
+	v := r.Seen.Judge(e.AppID, key, m.Invocations, now)
+	got.Duplicates, got.Outranked, got.MissedFailures = v.Duplicates, v.Outranked, v.MissedFailures
 	var ans Answer
-	if len(invs) > 0 {
-		res, err := r.Reports.Take(ctx, batch(e.AppID, key, invs, via))
+	if len(v.Count) > 0 {
+		// Its tallies of functions without a circuit are added again when
+		// it is sent again: they are shown, never evaluated.
+		w := writing{writer: "content.otlp." + key, maxRows: MaxExportRows}
+		res, err := r.Reports.keep(ctx, e.AppID, w, reportsOf(e.AppID, v, now), now)
 		if err != nil {
 			return Answer{}, err
 		}
-		kept := accepted(invs, res.Rejected)
+		kept := accepted(v.Count, res.Rejected)
 		if r.Runs != nil {
 			runs, err := r.Runs(ctx, e.AppID, kept)
 			if errors.Is(err, ErrRowBudget) {
@@ -224,6 +102,85 @@ func (r *Exports) Take(ctx context.Context, e Export) (Answer, error) {
 	}
 	r.Arrivals.Add(got)
 	return ans, nil
+}
+
+// arrivalOf is what an export brought, before it is counted: the
+// functions its spans named, each with the best signal that told of it,
+// tell the other instances which signal counts a function.
+func arrivalOf(e Export, now time.Time) otlp.Arrival {
+	m := e.Mapped
+	got := otlp.Arrival{App: e.AppID, Source: m.Source, Protocol: e.Protocol, Exports: 1, Records: m.Records,
+		Invocations: len(m.Invocations), Unattributed: m.Unattributed, ServiceNames: m.ServiceNames, Last: now}
+	for _, d := range m.Dependencies {
+		got.AddCall(d.Target, d.Trace)
+	}
+	for _, inv := range m.Invocations {
+		sig := inv.Signal
+		if sig == otlp.ExecutedRecord {
+			if inv.Failed {
+				continue // outranks no signal: not told
+			}
+			sig = otlp.RecordsShowSuccesses
+		}
+		if len(got.Functions) >= otlp.MaxFunctions {
+			break
+		}
+		if have, ok := got.Functions[inv.Function]; ok && have <= sig {
+			continue
+		}
+		if got.Functions == nil {
+			got.Functions = map[string]otlp.Signal{}
+		}
+		got.Functions[inv.Function] = sig
+	}
+	return got
+}
+
+// reportsOf are the invocations v counts, as failure rows keep them: one
+// call each, of a function whose name the mapping checked. Only their time
+// is checked here, against now: it is the sender's.
+func reportsOf(appID string, v otlp.Verdict, now time.Time) checked {
+	c := checked{reports: make([]Report, 0, len(v.Count)), index: make([]int, 0, len(v.Count)), res: Result{Rejected: []Rejection{}}}
+	var looks throttledText
+	for i, inv := range v.Count {
+		if why := outOfTime(inv.At, now); why != "" {
+			c.res.Rejected = append(c.res.Rejected, Rejection{Index: i, Error: why})
+			continue
+		}
+		r := Report{App: appID, Function: inv.Function, Second: inv.At, Instance: inv.Instance}
+		if inv.Signal == otlp.ExecutedRecord {
+			r.Via = via(v.Records[inv.Function])
+		}
+		if inv.Failed {
+			r.Count, r.Sample, r.TraceParent = 1, inv.Sample, inv.Trace
+			if inv.Sample != "" && looks.of(inv.Sample) {
+				r.Throttling = 1
+			}
+		} else {
+			r.Successes = 1
+		}
+		c.reports = append(c.reports, r)
+		c.index = append(c.index, i)
+		c.res.Accepted++
+		c.res.Failures += r.Count
+		c.res.Successes += r.Successes
+	}
+	return c
+}
+
+// via is how the failure rows keep Executed records of a standing:
+// records that count a function whose spans miss failures are what counts
+// it; others wait for spans of the same calls (circuit.Countable), and
+// those of a function whose records never showed a success judge no
+// ratio.
+func via(s otlp.Standing) circuit.Via {
+	switch s {
+	case otlp.RecordsCount:
+		return circuit.Direct
+	case otlp.RecordsWaitForSpans:
+		return circuit.Records
+	}
+	return circuit.FailedRecords
 }
 
 // needsOthers says whether any invocation could be outranked by a signal
@@ -255,22 +212,4 @@ func accepted(invs []otlp.Invocation, rejected []Rejection) []otlp.Invocation {
 		}
 	}
 	return out
-}
-
-func batch(appID, key string, invs []otlp.Invocation, via map[string]circuit.Via) Batch {
-	one := 1
-	b := Batch{AppID: appID, Items: make([]Item, len(invs)), Content: "otlp." + key, MaxRows: MaxExportRows}
-	for i, inv := range invs {
-		it := Item{Function: inv.Function, At: inv.At, Instance: inv.Instance}
-		if inv.Signal == otlp.ExecutedRecord {
-			it.Via = via[inv.Function]
-		}
-		if inv.Failed {
-			it.Count, it.Sample, it.TraceParent = &one, inv.Sample, inv.Trace
-		} else {
-			it.Successes = &one
-		}
-		b.Items[i] = it
-	}
-	return b
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/ingest"
+	"github.com/fusebox/fusebox/internal/otlp"
 	"github.com/fusebox/fusebox/internal/storage"
 )
 
@@ -133,23 +134,31 @@ func TestAnExportOfAFullSDKBatchIsCountedWhole(t *testing.T) {
 		cs = append(cs, circuit.Circuit{AppID: "orders", Function: fmt.Sprintf("F%d", i), Settings: circuit.Settings{Window: time.Minute}})
 	}
 	items := make([]ingest.Item, 512)
+	invs := make([]otlp.Invocation, 512)
 	for i := range items {
-		items[i] = ingest.Item{Function: fmt.Sprintf("F%d", i%64), At: now.Add(-time.Duration(i/64) * time.Second)}
+		fn, at := fmt.Sprintf("F%d", i%64), now.Add(-time.Duration(i/64)*time.Second)
+		items[i] = ingest.Item{Function: fn, At: at}
+		invs[i] = otlp.Invocation{Function: fn, ID: fmt.Sprint(i), At: at, Failed: true}
 	}
-	for _, tc := range []struct {
-		content string
-		maxRows int
-		want    int
-	}{{"otlp.0123", ingest.MaxExportRows, 512}, {"", 0, ingest.MaxRows}} {
-		rec := &recorder{rows: map[string]bool{}}
-		s := &ingest.Service{Router: ingest.NewRouter(cs, nil, ingest.Settings{}), Failures: rec, Now: func() time.Time { return now },
+	service := func(rec *recorder) *ingest.Service {
+		return &ingest.Service{Router: ingest.NewRouter(cs, nil, ingest.Settings{}), Failures: rec, Now: func() time.Time { return now },
 			Writer: func() string { return "api.test" }, Budget: ingest.NewRowBudget(0, 0)}
-		res, err := s.Take(t.Context(), ingest.Batch{AppID: "orders", Items: items, Content: tc.content, MaxRows: tc.maxRows})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Accepted != tc.want || len(rec.rows) != tc.want {
-			t.Errorf("content %q: %d accepted, %d rows; want %d", tc.content, res.Accepted, len(rec.rows), tc.want)
-		}
+	}
+	api := &recorder{rows: map[string]bool{}}
+	res, err := service(api).Take(t.Context(), ingest.Batch{AppID: "orders", Items: items})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Accepted != ingest.MaxRows || len(api.rows) != ingest.MaxRows {
+		t.Errorf("over the API: %d accepted, %d rows; want %d", res.Accepted, len(api.rows), ingest.MaxRows)
+	}
+	exported := &recorder{rows: map[string]bool{}}
+	x := &ingest.Exports{Reports: service(exported), Seen: &otlp.Seen{}, Arrivals: &ingest.Arrivals{}, Now: func() time.Time { return now }}
+	ans, err := x.Take(t.Context(), ingest.Export{AppID: "orders", Protocol: "grpc", Mapped: otlp.Mapped{Source: otlp.Traces, Records: 512, Invocations: invs}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ans.Rejected != 0 || len(exported.rows) != 512 {
+		t.Errorf("exported: %d refused (%s), %d rows; want 0 and 512", ans.Rejected, ans.Message, len(exported.rows))
 	}
 }

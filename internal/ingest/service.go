@@ -15,14 +15,16 @@ import (
 	"github.com/fusebox/fusebox/internal/trigger"
 )
 
-// This file is where a failure report becomes rows, whatever carried it:
-// the HTTP API today, the OpenTelemetry receiver next. Each item is
-// checked on its own (valid ones are kept, invalid ones refused by index),
-// the time window is applied, a retried request with the same
-// Idempotency-Key writes the very same rows, and nothing is answered as
-// kept before it is.
+// This file is where failure reports become rows, whatever carried them.
+// A report over the HTTP API is untrusted: each item is checked once, on
+// its own (valid ones are kept, invalid ones refused by index), and a
+// retried request with the same Idempotency-Key writes the very same rows.
+// An OpenTelemetry export arrives as reports already in this shape
+// (exports.go). Both are then routed and kept the same way, and nothing is
+// answered as kept before it is.
 
-// Item is one reported item as a transport decoded it.
+// Item is one item of a report over the HTTP API, as the transport decoded
+// it: untrusted until check has read it.
 type Item struct {
 	App       string // optional; must be the key's app
 	Function  string
@@ -37,9 +39,6 @@ type Item struct {
 	// Problem is why the transport could not read the item (a field of
 	// the wrong type); such an item is refused with it.
 	Problem string
-	// Via is set by the OpenTelemetry receiver for an Executed record's
-	// invocation; a transport of people's reports leaves it Direct.
-	Via circuit.Via
 }
 
 // Batch is one request's items, all from one app whose key was verified.
@@ -49,15 +48,6 @@ type Batch struct {
 	Instance       string // for people (which instance fails?), never a key
 	TraceParent    string
 	IdempotencyKey string // "" for none
-	// Content names the batch by what it holds, when every item carries
-	// its own time (an OpenTelemetry export): a batch sent again writes
-	// the very same rows, with no Idempotency-Key to claim. Its tallies of
-	// functions without a circuit are added again: they are shown, never
-	// evaluated.
-	Content string
-	// MaxRows is how many rows the batch may write; 0 is MaxRows, an
-	// OpenTelemetry export's is MaxExportRows.
-	MaxRows int
 }
 
 // Rejection is one refused item, by its index in the batch.
@@ -132,19 +122,11 @@ type Service struct {
 // is a refusal of every item; an error wrapping ErrUnavailable means
 // nothing was kept.
 func (s *Service) Take(ctx context.Context, b Batch) (Result, error) {
-	res, err := s.take(ctx, b)
-	sortRejected(res.Rejected) // refusals come from the checks, the router and Keep
-	return res, err
-}
-
-func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 	now := s.Now()
-	writer := ""
-	retry := false
-	switch {
-	case b.Content != "":
-		writer = "content." + b.Content
-	case b.IdempotencyKey != "":
+	w := writing{maxRows: MaxRows}
+	if b.IdempotencyKey == "" {
+		w.writer = s.Writer()
+	} else {
 		if !idempotencyKey.MatchString(b.IdempotencyKey) {
 			return Result{}, ErrIdempotencyKey
 		}
@@ -157,17 +139,42 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 		if err != nil {
 			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
-		retry = first.Before(now)
-		now, writer = first, "idem."+hash
-	default:
-		writer = s.Writer()
+		w.retry = first.Before(now)
+		now, w.writer = first, "idem."+hash
 	}
-	reports, index, res := check(b, now)
-	maxRows := b.MaxRows
-	if maxRows <= 0 {
-		maxRows = MaxRows
-	}
-	routed, err := s.Router.Route(ctx, b.AppID, reports, maxRows, now)
+	return s.keep(ctx, b.AppID, w, check(b, now), now)
+}
+
+// writing is how one request's reports are written.
+type writing struct {
+	// writer names the rows: the same for a request sent again, so that
+	// its rows are replaced, not added to.
+	writer string
+	// retry says the request was taken before: its tallies, which are
+	// added to and not replaced, are not added again.
+	retry   bool
+	maxRows int
+}
+
+// checked is what a request's checks let through: the reports, the index
+// of each one's item, and the result so far, which names every refused
+// item.
+type checked struct {
+	reports []Report
+	index   []int
+	res     Result
+}
+
+// keep routes an app's checked reports and keeps them.
+func (s *Service) keep(ctx context.Context, appID string, w writing, c checked, now time.Time) (Result, error) {
+	res, err := s.route(ctx, appID, w, c, now)
+	sortRejected(res.Rejected) // refusals come from the checks, the router and Keep
+	return res, err
+}
+
+func (s *Service) route(ctx context.Context, appID string, w writing, c checked, now time.Time) (Result, error) {
+	reports, index, res := c.reports, c.index, c.res
+	routed, err := s.Router.Route(ctx, appID, reports, w.maxRows, now)
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
@@ -185,15 +192,15 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 		return res, nil
 	}
 	// The budget is the store's throughput: it refills on the real clock.
-	if s.Budget != nil && !s.Budget.Spend(b.AppID, routed.Rows, time.Now()) {
+	if s.Budget != nil && !s.Budget.Spend(appID, routed.Rows, time.Now()) {
 		return Result{}, ErrRowBudget
 	}
-	if !retry {
+	if !w.retry {
 		// Tallies first: a retry of this request (same Idempotency-Key)
 		// adds none, so they must be kept before anything can fail. One
 		// that cannot be kept now refuses its own items, for the client
 		// to send again, and no more.
-		for _, t := range s.Router.Keep(ctx, b.AppID, routed.Tallies) {
+		for _, t := range s.Router.Keep(ctx, appID, routed.Tallies) {
 			for _, i := range t.Items {
 				refuse(i, t.Function+" has no circuit, and its failures per minute could not be kept now: send this item again")
 			}
@@ -204,7 +211,7 @@ func (s *Service) take(ctx context.Context, b Batch) (Result, error) {
 		}
 	}
 	if len(routed.Counted) > 0 {
-		if err := s.Failures.Record(ctx, writer, routed.Counted); err != nil {
+		if err := s.Failures.Record(ctx, w.writer, routed.Counted); err != nil {
 			return Result{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
 		}
 		if s.Stored != nil {
@@ -227,9 +234,8 @@ func sortRejected(r []Rejection) {
 	sort.Slice(r, func(a, b int) bool { return r[a].Index < r[b].Index })
 }
 
-// check checks each item on its own: the reports to keep, the index of
-// each one's item, and the result so far, which names every refused item.
-func check(b Batch, now time.Time) ([]Report, []int, Result) {
+// check checks each item on its own.
+func check(b Batch, now time.Time) checked {
 	res := Result{Rejected: []Rejection{}}
 	reports := make([]Report, 0, len(b.Items))
 	index := make([]int, 0, len(b.Items))
@@ -253,7 +259,7 @@ func check(b Batch, now time.Time) ([]Report, []int, Result) {
 		res.Failures += r.Count
 		res.Successes += r.Successes
 	}
-	return reports, index, res
+	return checked{reports, index, res}
 }
 
 // throttledText remembers whether the last error text read looked
@@ -299,14 +305,25 @@ func checkItem(it Item, appID string, now time.Time, looks *throttledText) (Repo
 		return Report{}, fmt.Sprintf("successes must be between 0 and %d", MaxSuccesses)
 	case count == 0 && successes == 0:
 		return Report{}, "the item counts nothing: give count or successes"
-	case at.Before(now.Add(-MaxAge)):
-		return Report{}, "at is more than 24 hours ago"
-	case at.After(now.Add(MaxSkew)):
-		return Report{}, fmt.Sprintf("at is more than %s in the future; check the sender's clock", MaxSkew)
 	}
-	r := Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample, Via: it.Via}
+	if why := outOfTime(at, now); why != "" {
+		return Report{}, why
+	}
+	r := Report{App: appID, Function: it.Function, Second: at, Count: count, Successes: successes, Sample: it.Sample}
 	if count > 0 && it.Sample != "" && looks.of(it.Sample) {
 		r.Throttling = count
 	}
 	return r, ""
+}
+
+// outOfTime says why a report's time is refused, or "": its time comes
+// from the sender, whichever door it used.
+func outOfTime(at, now time.Time) string {
+	switch {
+	case at.Before(now.Add(-MaxAge)):
+		return "at is more than 24 hours ago"
+	case at.After(now.Add(MaxSkew)):
+		return fmt.Sprintf("at is more than %s in the future; check the sender's clock", MaxSkew)
+	}
+	return ""
 }

@@ -42,7 +42,7 @@ type Arrival struct {
 	JobRuns int
 	// Functions are the functions span invocations named, each with the
 	// best signal that told of it: what tells the other instances which
-	// signal counts a function (ingest.Exports). At most MaxFunctions.
+	// signal counts a function (Seen.HearOthers). At most MaxFunctions.
 	Functions map[string]Signal
 	// Unattributed counts invocation records without a function, by why.
 	Unattributed map[string]int

@@ -256,21 +256,22 @@ func TestAnExportTooLargeIsCutAndSaysHowMuch(t *testing.T) {
 func TestSeenCountsAnInvocationOnceAcrossExportsButNotAcrossRetries(t *testing.T) {
 	var s Seen
 	a := []Invocation{{Function: "F", ID: "1"}, {Function: "F", ID: "2"}, {Function: "F", ID: "2"}}
-	fresh, dropped := s.Fresh("app", "export-1", a, at)
+	v := s.Judge("app", "export-1", a, at)
+	fresh, dropped := v.Count, v.Duplicates
 	if len(fresh) != 2 || dropped != 1 {
 		t.Fatalf("fresh %v dropped %d: one export naming an invocation twice counts it once", fresh, dropped)
 	}
 	s.Counted("app", "export-1", fresh, at)
-	if fresh, _ := s.Fresh("app", "export-1", a[:2], at); len(fresh) != 2 {
+	if fresh := s.Judge("app", "export-1", a[:2], at).Count; len(fresh) != 2 {
 		t.Errorf("a retried export (same content) must write its rows again, got %v", fresh)
 	}
-	if fresh, dropped := s.Fresh("app", "export-2", a[:2], at); len(fresh) != 0 || dropped != 2 {
-		t.Errorf("the log record of a counted span counted again: %v", fresh)
+	if v := s.Judge("app", "export-2", a[:2], at); len(v.Count) != 0 || v.Duplicates != 2 {
+		t.Errorf("the log record of a counted span counted again: %v", v.Count)
 	}
-	if fresh, _ := s.Fresh("other-app", "export-2", a[:2], at); len(fresh) != 2 {
+	if fresh := s.Judge("other-app", "export-2", a[:2], at).Count; len(fresh) != 2 {
 		t.Errorf("ids are per app, got %v", fresh)
 	}
-	if fresh, _ := s.Fresh("app", "export-3", a[:2], at.Add(25*time.Minute)); len(fresh) != 2 {
+	if fresh := s.Judge("app", "export-3", a[:2], at.Add(25*time.Minute)).Count; len(fresh) != 2 {
 		t.Errorf("ids are forgotten after two generations, got %v", fresh)
 	}
 }
@@ -345,7 +346,7 @@ func TestSeenIsBoundedInBytes(t *testing.T) {
 		t.Errorf("only %d bytes held: the last generation was not kept", got)
 	}
 	s.Counted("app", "long", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at)
-	if fresh, _ := s.Fresh("app", "other", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at); len(fresh) != 1 {
+	if fresh := s.Judge("app", "other", []Invocation{{Function: "F", ID: strings.Repeat("x", 4096)}}, at).Count; len(fresh) != 1 {
 		t.Error("an id longer than MaxID was remembered")
 	}
 }

@@ -5,9 +5,9 @@
 // as a span and as a log record, and an exporter retries a batch whole).
 //
 // It knows the OTLP messages (go.opentelemetry.io/proto/otlp) but nothing
-// of HTTP, gRPC or storage: the web layer decodes a request, Receiver maps
-// it and hands the invocations to ingest.Service, which writes them as it
-// writes every other report.
+// of HTTP, gRPC or storage: the web layer decodes a request into Mapped,
+// Seen judges which of its invocations count, and ingest.Exports keeps
+// them as failure rows, the way it keeps every other report.
 package otlp
 
 import (
@@ -31,7 +31,7 @@ const (
 // Signal is which of the records a host and its worker export told of an
 // invocation. The same run may come as the host's span, the worker's span
 // and the host's "Executed …" record; per function, the first of them in
-// this order that arrives at all is the one counted (ingest.Exports):
+// this order that arrives at all is the one counted (Seen.Judge):
 // the host's span covers every invocation whatever the log level, the
 // worker's covers it when the host sends no spans, and the record counts
 // functions no span tells of.
@@ -82,7 +82,7 @@ type Invocation struct {
 	Trace  string
 	Signal Signal
 
-	seen seenKey // its key in Seen, once Fresh has computed it
+	seen seenKey // its key in Seen, once Judge has computed it
 }
 
 // MaxID bounds an invocation id: the host's are GUIDs (36 bytes). A longer

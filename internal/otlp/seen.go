@@ -21,26 +21,32 @@ type counted struct {
 	failed bool
 }
 
-// Seen remembers which export counted each invocation, so that an
-// invocation the host sent as a span and as a log record counts once,
-// while a retried export (the same bytes again) writes its rows again: the
-// first attempt may not have been stored.
+// Seen is this instance's one record of what apps exported: which export
+// counted each invocation, and when each function's signals last arrived,
+// here or on another instance (read from its arrival rows). Judge decides
+// from it which invocations of an export count: an invocation the host
+// sent as a span and as a log record counts once, a function counts by the
+// best signal that tells of it, and a retried export (the same bytes
+// again) writes its rows again, as the first attempt may not have been
+// stored.
 //
-// It is this instance's memory, kept in two generations (an id is known
-// for between Keep and twice Keep) and bounded in bytes: only invocations
-// ingest accepted are remembered, each at a fixed cost whatever its id's
-// length. An export retried or its twin signal sent to another Fusebox
-// instance is handled by the rows' writer and by the per-function signal
-// rule instead (ingest.Exports).
+// Invocations are kept in two generations (an id is known for between
+// Keep and twice Keep) and bounded in bytes: only invocations ingest
+// accepted are remembered, each at a fixed cost whatever its id's length.
+// Signals are kept per app and function, at most maxSignals of them. An
+// export retried or its twin signal sent to another Fusebox instance is
+// handled by the rows' writer and by the per-function signal rule instead.
 type Seen struct {
 	Keep     time.Duration // default 10 minutes
 	MaxBytes int           // per generation; default 32 MiB
 
 	mu       sync.Mutex
 	cur, old map[seenKey]counted
-	here     map[seenKey]bool // Fresh's, between two calls always empty
+	here     map[seenKey]bool // Judge's, between two calls always empty
 	curBytes int
 	started  time.Time
+	signals  map[signalKey]time.Time // a function's signal -> when it last arrived, on any instance
+	read     map[string]time.Time    // app -> when the other instances' rows were last read for it
 }
 
 var seenSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}
@@ -88,63 +94,13 @@ func (s *Seen) rotate(now time.Time) {
 	}
 }
 
-// Fresh keeps the invocations no other export counted.
-func (s *Seen) Fresh(appID, export string, invs []Invocation, now time.Time) (fresh []Invocation, dropped int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.rotate(now)
-	fresh = make([]Invocation, 0, len(invs))
-	// The same invocation twice in one export: one map kept and cleared,
-	// under the lock, rather than one made per export.
-	if s.here == nil {
-		s.here = map[seenKey]bool{}
-	}
-	here := s.here
-	defer clear(here)
-	this := exportOf(export)
-	for _, inv := range invs {
-		if inv.ID != "" {
-			k := keyOf(appID, inv.ID)
-			inv.seen = k // for Counted, which would hash it again
-			if here[k] {
-				dropped++
-				continue
-			}
-			here[k] = true
-			by, ok := s.cur[k]
-			if !ok {
-				by, ok = s.old[k]
-			}
-			missed := Signal(by.signal) != ExecutedRecord && !by.failed && inv.Signal == ExecutedRecord && inv.Failed
-			// A span of a call its record counted counts too: the record's
-			// row is then left uncounted (circuit.Countable), so the span,
-			// which shows successes, decides whichever came first.
-			spanAfterRecord := Signal(by.signal) == ExecutedRecord && inv.Signal != ExecutedRecord
-			if ok && by.export != this && !missed && !spanAfterRecord {
-				dropped++
-				continue
-			}
-		}
-		fresh = append(fresh, inv)
-	}
-	return fresh, dropped
-}
-
-// MissedFailure says whether inv, a failed Executed record, is of an
-// invocation a span counted as succeeded: the host's spans of its function
-// do not say when an invocation fails (hosts built before September 2025).
-func (s *Seen) MissedFailure(appID string, inv Invocation) bool {
-	if !inv.Failed || inv.Signal != ExecutedRecord || inv.ID == "" {
-		return false
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := keyOf(appID, inv.ID)
+// lookup is who counted the invocation of key k, if any did.
+func (s *Seen) lookup(k seenKey) (counted, bool) {
 	by, ok := s.cur[k]
 	if !ok {
 		by, ok = s.old[k]
 	}
-	return ok && Signal(by.signal) != ExecutedRecord && !by.failed
+	return by, ok
 }
 
 // Counted remembers that export counted invs.

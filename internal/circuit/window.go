@@ -61,7 +61,21 @@ const (
 	// succeeded call: a log level above Information hides those, so no
 	// ratio can be judged on them (Counts.HiddenSuccesses).
 	FailedRecords
+	// RecordsAlone and FailedRecordsAlone are Records and FailedRecords of
+	// a function whose host sent no span of it lately (otlp.Quiet): they
+	// count at once, with no grace to wait, and still give way to a
+	// direct row within RecordsGrace of their second, should a span of
+	// the same calls come after all.
+	RecordsAlone
+	FailedRecordsAlone
 )
+
+// waits says whether rows of v wait RecordsGrace for spans of their calls.
+func (v Via) waits() bool { return v == Records || v == FailedRecords }
+
+// HidesSuccesses says whether rows of v come from records whose log level
+// hides succeeded calls: no ratio is judged on them.
+func (v Via) HidesSuccesses() bool { return v == FailedRecords || v == FailedRecordsAlone }
 
 // RecordsGrace is how long a function's records wait for spans of the
 // same calls: the OpenTelemetry SDKs export spans every 5 s by default
@@ -72,8 +86,9 @@ const RecordsGrace = 10 * time.Second
 // Countable are the rows that count at now: rows does not change, and is
 // returned itself when it holds no records. A row of records is left out
 // when a direct row of its circuit lies within RecordsGrace of its second
-// (a span counted the same calls), or, when none does, until its second
-// is RecordsGrace old (a span may still come).
+// (a span counted the same calls), or, when none does and its function's
+// spans do come (Records, FailedRecords), until its second is
+// RecordsGrace old (a span may still come).
 func Countable(rows []FailureRow, now time.Time) []FailureRow {
 	records := false
 	for i := range rows {
@@ -102,7 +117,7 @@ func Countable(rows []FailureRow, now time.Time) []FailureRow {
 			secs := direct[r.Circuit]
 			at := r.Second.Unix()
 			i, _ := slices.BinarySearch(secs, at-grace)
-			if i < len(secs) && secs[i] <= at+grace || r.Second.After(waitFrom) {
+			if i < len(secs) && secs[i] <= at+grace || r.Via.waits() && r.Second.After(waitFrom) {
 				continue
 			}
 		}
@@ -234,7 +249,7 @@ func CountRows(rows []FailureRow, circuits []Circuit, now time.Time) map[string]
 			n.Counted += r.Count
 			n.Successes += r.Successes
 			n.Throttling += r.Throttling
-			if r.Via == FailedRecords {
+			if r.Via.HidesSuccesses() {
 				n.HiddenSuccesses += r.Count
 			}
 			if r.TraceParent != "" && !r.Second.Before(n.newest) {

@@ -48,6 +48,17 @@ func TestRecordsCountOnlyWhereNoSpanTellsOfTheSameCalls(t *testing.T) {
 	if n = count(records(now.Add(-40*time.Second), circuit.Records), spans(now.Add(-5*time.Second))); n.Counted != 400 {
 		t.Errorf("records 35 s from any span counted %d; want both rows' 400", n.Counted)
 	}
+	// Records of a host that sends no spans count at once, and still give
+	// way to a span of the same calls that comes after all.
+	if n = count(records(now.Add(-2*time.Second), circuit.RecordsAlone)); n.Counted != 200 {
+		t.Errorf("records of a host without spans, 2 s old, counted %d; want 200 at once", n.Counted)
+	}
+	if n = count(records(now.Add(-2*time.Second), circuit.FailedRecordsAlone)); n.Counted != 200 || !n.SuccessesUnknown() {
+		t.Errorf("failed records of a host without spans counted %+v; want 200 at once, successes unknown", n)
+	}
+	if n = count(records(now.Add(-2*time.Second), circuit.RecordsAlone), spans(now.Add(-1*time.Second))); n.Counted != 200 || n.Successes != 1800 {
+		t.Errorf("records alone and a span of the same calls counted %+v; want the span's 200 and 1,800 once", n)
+	}
 	// A row without records is handed back as it is.
 	rows := []circuit.FailureRow{spans(now)}
 	if got := circuit.Countable(rows, now); &got[0] != &rows[0] {

@@ -179,6 +179,10 @@ func via(s otlp.Standing) circuit.Via {
 		return circuit.Direct
 	case otlp.RecordsWaitForSpans:
 		return circuit.Records
+	case otlp.RecordsAlone:
+		return circuit.RecordsAlone
+	case otlp.FailedRecordsAlone:
+		return circuit.FailedRecordsAlone
 	}
 	return circuit.FailedRecords
 }

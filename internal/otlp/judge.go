@@ -34,6 +34,14 @@ const (
 	// RecordsOfFailuresOnly: the records never showed a success (a log
 	// level above Information), so they judge no ratio.
 	RecordsOfFailuresOnly
+	// RecordsAlone and FailedRecordsAlone are RecordsWaitForSpans and
+	// RecordsOfFailuresOnly of a function no span told of for Quiet, here
+	// or on another instance: a host that exports logs and no spans. Its
+	// records count at once rather than after the grace a span would
+	// need; a span of the same calls that comes after all still takes
+	// their place (circuit.Countable).
+	RecordsAlone
+	FailedRecordsAlone
 )
 
 // Verdict is what Judge decided of one export's invocations.
@@ -131,6 +139,7 @@ func (s *Seen) Judge(appID, export string, invs []Invocation, now time.Time) Ver
 func (s *Seen) hear(k signalKey, at time.Time) {
 	if s.signals == nil || len(s.signals) >= maxSignals {
 		s.signals = map[signalKey]time.Time{}
+		s.covered = nil // what was heard is forgotten: no app's silence is known
 	}
 	if at.After(s.signals[k]) {
 		s.signals[k] = at
@@ -158,13 +167,27 @@ func (s *Seen) outranked(appID string, inv Invocation, now time.Time) bool {
 
 // standing is what function's counted Executed records are worth.
 func (s *Seen) standing(appID, function string, now time.Time) Standing {
-	switch {
-	case s.since(appID, function, SpansMissFailures, now) < Expect:
+	if s.since(appID, function, SpansMissFailures, now) < Expect {
 		return RecordsCount
-	case s.since(appID, function, RecordsShowSuccesses, now) < Expect:
+	}
+	successes := s.since(appID, function, RecordsShowSuccesses, now) < Expect
+	switch alone := s.spanless(appID, function, now); {
+	case successes && alone:
+		return RecordsAlone
+	case successes:
 		return RecordsWaitForSpans
+	case alone:
+		return FailedRecordsAlone
 	}
 	return RecordsOfFailuresOnly
+}
+
+// spanless says whether no span told of function for Quiet, on any
+// instance: known only once the other instances' rows of the last Quiet
+// were read (HearOthers), else a span may have come where this instance
+// did not hear it.
+func (s *Seen) spanless(appID, function string, now time.Time) bool {
+	return s.covered[appID] && s.since(appID, function, HostSpan, now) >= Quiet && s.since(appID, function, WorkerSpan, now) >= Quiet
 }
 
 // OthersDue says whether the other instances' arrival rows of appID are
@@ -183,7 +206,8 @@ func (s *Seen) OthersDue(appID string, now time.Time) bool {
 }
 
 // HearOthers remembers which signals told the other instances of appID's
-// functions, by their arrival rows.
+// functions, by their arrival rows of the last Quiet (all of them: a read
+// cut short is not heard).
 func (s *Seen) HearOthers(appID string, rows []Arrival) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -192,4 +216,8 @@ func (s *Seen) HearOthers(appID string, rows []Arrival) {
 			s.hear(signalKey{appID, fn, sig}, row.Last)
 		}
 	}
+	if s.covered == nil || len(s.covered) >= maxApps {
+		s.covered = map[string]bool{}
+	}
+	s.covered[appID] = true
 }

@@ -84,3 +84,42 @@ func TestJudgeHearsTheOtherInstances(t *testing.T) {
 		t.Errorf("another app's records: %d counted, want 3", len(v.Count))
 	}
 }
+
+// TestRecordsOfAFunctionNoSpanToldOfCountAtOnce: once the other instances'
+// rows of the last Quiet were read, a function no span told of for Quiet
+// has records that wait for none; before any read nothing is known of the
+// other instances, so they wait. A function whose spans came within
+// Quiet, here or elsewhere, has its records outranked: they count not at
+// all, and its spans decide.
+func TestRecordsOfAFunctionNoSpanToldOfCountAtOnce(t *testing.T) {
+	var s Seen
+	judge := func(function string, invs []Invocation, now time.Time) Verdict {
+		for i := range invs {
+			invs[i].Function = function
+		}
+		return s.Judge("app", function+now.String(), invs, now)
+	}
+	standing := func(what, function string, invs []Invocation, now time.Time, want Standing) {
+		t.Helper()
+		v := judge(function, invs, now)
+		if got, ok := v.Records[function]; !ok || got != want {
+			t.Errorf("%s: records of %s stand %d (counted %t), want %d", what, function, got, ok, want)
+		}
+	}
+	standing("before the other instances were read", "Logs", runs(ExecutedRecord, 3, at), at, RecordsWaitForSpans)
+	s.HearOthers("app", []Arrival{{Functions: map[string]Signal{"Spans": HostSpan}, Last: at}})
+	standing("no span of the function, here or elsewhere", "Logs", runs(ExecutedRecord, 3, at.Add(time.Second)), at.Add(time.Second), RecordsAlone)
+	standing("failed records alone of a function without spans", "Hidden", runs(ExecutedRecord, 1, at), at, FailedRecordsAlone)
+	if v := judge("Spans", runs(ExecutedRecord, 3, at.Add(time.Minute)), at.Add(time.Minute)); v.Outranked != 3 {
+		t.Errorf("another instance heard the function's spans a minute ago: %d of 3 records outranked", v.Outranked)
+	}
+	judge("Here", runs(HostSpan, 3, at), at)
+	if v := judge("Here", runs(ExecutedRecord, 3, at.Add(Quiet-time.Second)), at.Add(Quiet-time.Second)); v.Outranked != 3 {
+		t.Errorf("spans heard here within Quiet: %d of 3 records outranked", v.Outranked)
+	}
+	later := runs(ExecutedRecord, 3, at.Add(Quiet))
+	for i := range later {
+		later[i].ID += "-later"
+	}
+	standing("no span for Quiet", "Here", later, at.Add(Quiet), RecordsAlone)
+}

@@ -47,6 +47,7 @@ type Seen struct {
 	started  time.Time
 	signals  map[signalKey]time.Time // a function's signal -> when it last arrived, on any instance
 	read     map[string]time.Time    // app -> when the other instances' rows were last read for it
+	covered  map[string]bool         // apps whose other instances' rows of the last Quiet were read
 }
 
 var seenSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}

@@ -285,7 +285,7 @@ type failureRow struct {
 	Errors          string    // optional: the failures by kind of error, JSON [{"text","count"}], most first (circuit.MaxRowErrors)
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 	Instance        string    // optional: the instance that reported them (HTTP reports); else the writer is
-	Via             string    // optional: "records" or "failed-records" for counts of Executed log records (circuit.Via); else reported as such
+	Via             string    // optional: "records", "failed-records", "records-alone" or "failed-records-alone" for counts of Executed log records (circuit.Via); else reported as such
 
 	kinds []kindCount // Record's sums of Errors before they are written
 }
@@ -561,7 +561,8 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 var windowColumns = []string{"PartitionKey", "RowKey", "Timestamp", "App", "Function", "Second", "Count", "Successes", "Throttling", "TraceParent", "Instance", "Via"}
 
 // viaColumn is how each circuit.Via is written; viaOf reads it back.
-var viaColumn = map[circuit.Via]string{circuit.Direct: "", circuit.Records: "records", circuit.FailedRecords: "failed-records"}
+var viaColumn = map[circuit.Via]string{circuit.Direct: "", circuit.Records: "records", circuit.FailedRecords: "failed-records",
+	circuit.RecordsAlone: "records-alone", circuit.FailedRecordsAlone: "failed-records-alone"}
 
 func viaOf(column string) (circuit.Via, bool) {
 	for v, c := range viaColumn {

@@ -179,16 +179,33 @@ func tooManyRows(n int) string {
 // returns those it could not keep: one function's tally row that does not
 // read, or a store that does not answer, costs only its own reports.
 func (r *Router) Keep(ctx context.Context, appID string, tallies []Tally) (failed []Tally) {
-	for _, t := range tallies {
+	// Each tally is a read and a write of its own row: kept a few at once,
+	// so that a request naming 50 functions spends its storage budget on
+	// seven rounds of calls rather than fifty.
+	bad := make([]bool, len(tallies))
+	slots := make(chan struct{}, keptAtOnce)
+	var wg sync.WaitGroup
+	for i, t := range tallies {
 		if t.Failures == 0 {
 			continue // successes alone: nothing to tally
 		}
-		if err := r.tallies.Add(ctx, appID, t.Function, t.Minute, t.Failures); err != nil {
+		slots <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			bad[i] = r.tallies.Add(ctx, appID, t.Function, t.Minute, t.Failures) != nil
+		})
+	}
+	wg.Wait()
+	for i, t := range tallies {
+		if bad[i] {
 			failed = append(failed, t)
 		}
 	}
 	return failed
 }
+
+// keptAtOnce bounds the tallies one request keeps at once.
+const keptAtOnce = 8
 
 // circuitsOf is the set of circuits, listed at most every Refresh.
 func (r *Router) circuitsOf(ctx context.Context, now time.Time) (map[string]bool, map[string]time.Duration, map[string][]string, error) {

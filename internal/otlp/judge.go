@@ -137,9 +137,12 @@ func (s *Seen) Judge(appID, export string, invs []Invocation, now time.Time) Ver
 
 // hear remembers that a signal told of a function at at.
 func (s *Seen) hear(k signalKey, at time.Time) {
-	if s.signals == nil || len(s.signals) >= maxSignals {
-		s.signals = map[signalKey]time.Time{}
+	if len(s.signals) >= maxSignals {
+		s.signals = nil
 		s.covered = nil // what was heard is forgotten: no app's silence is known
+	}
+	if s.signals == nil {
+		s.signals = map[signalKey]time.Time{}
 	}
 	if at.After(s.signals[k]) {
 		s.signals[k] = at

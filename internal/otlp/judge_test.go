@@ -106,6 +106,12 @@ func TestRecordsOfAFunctionNoSpanToldOfCountAtOnce(t *testing.T) {
 			t.Errorf("%s: records of %s stand %d (counted %t), want %d", what, function, got, ok, want)
 		}
 	}
+	// The first thing an instance hears of the app is the others' rows.
+	var fresh Seen
+	fresh.HearOthers("app", nil)
+	if v := fresh.Judge("app", "first", runs(ExecutedRecord, 3, at), at); v.Records["F"] != RecordsAlone || len(v.Count) != 3 {
+		t.Errorf("the first export after the others' rows were read: records stand %d, want %d", v.Records["F"], RecordsAlone)
+	}
 	standing("before the other instances were read", "Logs", runs(ExecutedRecord, 3, at), at, RecordsWaitForSpans)
 	s.HearOthers("app", []Arrival{{Functions: map[string]Signal{"Spans": HostSpan}, Last: at}})
 	standing("no span of the function, here or elsewhere", "Logs", runs(ExecutedRecord, 3, at.Add(time.Second)), at.Add(time.Second), RecordsAlone)

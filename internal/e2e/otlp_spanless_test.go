@@ -38,6 +38,8 @@ func rowsOf(t *testing.T, srv *apptest.Server, function string, now time.Time) (
 }
 
 // burst records n failures of function now, and returns when they were.
+// Export answers come once the rows are stored: a flushed export's rows
+// are there to read.
 func burst(h *demo.Telemetry, function string, n int) time.Time {
 	at := time.Now()
 	for range n {
@@ -76,15 +78,58 @@ func TestAHostThatSendsNoSpansTripsWithoutWaitingForThem(t *testing.T) {
 		stored, _ := rowsOf(t, srv, function, time.Now())
 		return stored == 150, fmt.Sprintf("%d of 150 failures stored", stored)
 	})
+	assertVia(t, srv, function, circuit.FailedRecordsAlone)
 	if stored, counting := rowsOf(t, srv, function, time.Now()); counting != stored {
 		t.Fatalf("%d failures stored %s after they happened, %d of them counting: records with no span to wait for wait anyway",
 			stored, time.Since(at).Round(time.Millisecond), counting)
 	}
 	c := srv.WaitCircuit(t, demo.AppID, function, "open", func(c circuit.Circuit) bool { return c.State == circuit.Open })
-	if late := c.ChangedAt.Sub(at.Truncate(time.Second)); late >= circuit.RecordsGrace {
-		t.Errorf("150 failures tripped %s after their second: the records waited the grace for spans that never come", late)
+	t.Logf("tripped %s after the failures (the records' grace is %s)", c.ChangedAt.Sub(at).Round(time.Millisecond), circuit.RecordsGrace)
+}
+
+// Records that counted at once, because no span of their function had
+// come, give way to the spans of the same calls when those come after
+// all: each call counts once.
+func TestRecordsThatCountedAtOnceGiveWayToSpansThatComeAfterAll(t *testing.T) {
+	t.Parallel()
+	srv, _ := apptest.SeededRealClock(t)
+	const function = "SpansComeLate"
+	if err := srv.App.Store.Circuits.Put(t.Context(), circuit.Circuit{AppID: demo.AppID, Function: function,
+		Settings: circuit.Settings{Threshold: 100_000, Window: time.Minute}, State: circuit.Closed}); err != nil {
+		t.Fatal(err)
 	}
-	t.Logf("tripped %s after the failures", c.ChangedAt.Sub(at).Round(time.Millisecond))
+	waitKnown(t, srv, function)
+	host, openSpans, openRecords := hostOver(t, srv, "http/protobuf", demo.Shape{})
+	burst(host, function, 150)
+	openRecords()
+	if err := host.FlushRecords(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if stored, counting := rowsOf(t, srv, function, time.Now()); stored != 150 || counting != 150 {
+		t.Fatalf("the records alone: %d failures stored, %d counting; want 150 counting at once", stored, counting)
+	}
+	assertVia(t, srv, function, circuit.FailedRecordsAlone)
+	openSpans()
+	if err := host.FlushSpans(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if stored, counting := rowsOf(t, srv, function, time.Now()); stored != 300 || counting != 150 {
+		t.Fatalf("the spans after the records: %d failures stored, %d counting; want 300 stored and each call counted once", stored, counting)
+	}
+}
+
+// assertVia fails unless every stored failure row of function is of via.
+func assertVia(t *testing.T, srv *apptest.Server, function string, via circuit.Via) {
+	t.Helper()
+	rows, _, err := srv.App.Store.Failures.ReadFailures(t.Context(), time.Now().Add(-time.Minute), time.Now().Add(time.Second), time.Time{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rows {
+		if r.Circuit == demo.AppID+"/"+function && r.Via != via {
+			t.Fatalf("a failure row of %s is of Via %d, want %d", function, r.Via, via)
+		}
+	}
 }
 
 func TestRecordsOfAFunctionWhoseSpansComeWaitForThemInEitherOrder(t *testing.T) {

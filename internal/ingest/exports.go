@@ -57,7 +57,7 @@ func (r *Exports) hearOthers(ctx context.Context, appID string, now time.Time) {
 	if err != nil {
 		return
 	}
-	r.Seen.HearOthers(appID, rows)
+	r.Seen.HearOthers(appID, rows, now)
 }
 
 // Take counts an export. An error wraps ingest.ErrUnavailable: nothing

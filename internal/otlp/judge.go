@@ -140,6 +140,7 @@ func (s *Seen) hear(k signalKey, at time.Time) {
 	if len(s.signals) >= maxSignals {
 		s.signals = nil
 		s.covered = nil // what was heard is forgotten: no app's silence is known
+		s.resets++
 	}
 	if s.signals == nil {
 		s.signals = map[signalKey]time.Time{}
@@ -186,12 +187,17 @@ func (s *Seen) standing(appID, function string, now time.Time) Standing {
 }
 
 // spanless says whether no span told of function for Quiet, on any
-// instance: known only once the other instances' rows of the last Quiet
-// were read (HearOthers), else a span may have come where this instance
-// did not hear it.
+// instance: known only while the other instances' rows of the last Quiet
+// were read lately (HearOthers, at most every 30 s while records come),
+// else a span may have come where this instance did not hear it.
 func (s *Seen) spanless(appID, function string, now time.Time) bool {
-	return s.covered[appID] && s.since(appID, function, HostSpan, now) >= Quiet && s.since(appID, function, WorkerSpan, now) >= Quiet
+	read, ok := s.covered[appID]
+	return ok && now.Sub(read) < coveredFor && s.since(appID, function, HostSpan, now) >= Quiet && s.since(appID, function, WorkerSpan, now) >= Quiet
 }
+
+// coveredFor is how long a read of the other instances' rows tells what
+// they heard: two reads' worth, so one that fails leaves records waiting.
+const coveredFor = time.Minute
 
 // OthersDue says whether the other instances' arrival rows of appID are
 // to be read now (at most every 30 s), and counts them read.
@@ -211,16 +217,20 @@ func (s *Seen) OthersDue(appID string, now time.Time) bool {
 // HearOthers remembers which signals told the other instances of appID's
 // functions, by their arrival rows of the last Quiet (all of them: a read
 // cut short is not heard).
-func (s *Seen) HearOthers(appID string, rows []Arrival) {
+func (s *Seen) HearOthers(appID string, rows []Arrival, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	resets := s.resets
 	for _, row := range rows {
 		for fn, sig := range row.Functions {
 			s.hear(signalKey{appID, fn, sig}, row.Last)
 		}
 	}
-	if s.covered == nil || len(s.covered) >= maxApps {
-		s.covered = map[string]bool{}
+	if s.resets != resets {
+		return // some of what the rows told is forgotten already
 	}
-	s.covered[appID] = true
+	if s.covered == nil || len(s.covered) >= maxApps {
+		s.covered = map[string]time.Time{}
+	}
+	s.covered[appID] = now
 }

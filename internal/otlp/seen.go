@@ -47,7 +47,8 @@ type Seen struct {
 	started  time.Time
 	signals  map[signalKey]time.Time // a function's signal -> when it last arrived, on any instance
 	read     map[string]time.Time    // app -> when the other instances' rows were last read for it
-	covered  map[string]bool         // apps whose other instances' rows of the last Quiet were read
+	covered  map[string]time.Time    // app -> when the other instances' rows of the last Quiet were read whole
+	resets   int                     // how often signals were forgotten at their bound
 }
 
 var seenSeeds = [2]maphash.Seed{maphash.MakeSeed(), maphash.MakeSeed()}

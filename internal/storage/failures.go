@@ -285,7 +285,8 @@ type failureRow struct {
 	Errors          string    // optional: the failures by kind of error, JSON [{"text","count"}], most first (circuit.MaxRowErrors)
 	TraceParent     string    // optional: the W3C traceparent of the request that reported them
 	Instance        string    // optional: the instance that reported them (HTTP reports); else the writer is
-	Via             string    // optional: "records", "failed-records", "records-alone" or "failed-records-alone" for counts of Executed log records (circuit.Via); else reported as such
+	Via             string    // optional: "records" or "failed-records" for counts of Executed log records (circuit.Via); else reported as such
+	Alone           bool      // optional: the records' function had no span lately, so they count at once (circuit.RecordsAlone); an older reader ignores it and waits
 
 	kinds []kindCount // Record's sums of Errors before they are written
 }
@@ -345,7 +346,7 @@ func (f *Failures) Record(ctx context.Context, writer string, reports []Report) 
 		if r.Instance != "" {
 			row.Instance = truncate(r.Instance, 100)
 		}
-		row.Via = viaColumn[r.Via]
+		row.Via, row.Alone = viaColumns(r.Via)
 	}
 	byPartition := map[string][]*failureRow{}
 	for _, row := range sums {
@@ -540,7 +541,7 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 			source = row.RowKey[strings.LastIndexByte(row.RowKey, '|')+1:]
 			named = !ownWriter(source)
 		}
-		via, _ := viaOf(row.Via)
+		via, _ := viaOf(row.Via, row.Alone)
 		fr := circuit.FailureRow{ID: id, Via: via, Circuit: row.App + "/" + row.Function, Second: row.Second, Count: int(row.Count), Successes: int(row.Successes),
 			Modified: row.Timestamp, TraceParent: row.TraceParent, Source: source, Named: named,
 			Throttling: int(min(max(row.Throttling, 0), row.Count))} // someone else's row: never more than its failures
@@ -558,17 +559,40 @@ func (f *Failures) readFailures(ctx context.Context, from, to, changedSince time
 
 // windowColumns are what a window's rows are read with: everything but
 // the error sample.
-var windowColumns = []string{"PartitionKey", "RowKey", "Timestamp", "App", "Function", "Second", "Count", "Successes", "Throttling", "TraceParent", "Instance", "Via"}
+var windowColumns = []string{"PartitionKey", "RowKey", "Timestamp", "App", "Function", "Second", "Count", "Successes", "Throttling", "TraceParent", "Instance", "Via", "Alone"}
 
-// viaColumn is how each circuit.Via is written; viaOf reads it back.
-var viaColumn = map[circuit.Via]string{circuit.Direct: "", circuit.Records: "records", circuit.FailedRecords: "failed-records",
-	circuit.RecordsAlone: "records-alone", circuit.FailedRecordsAlone: "failed-records-alone"}
+// viaColumns is how each circuit.Via is written: the Via column, and
+// Alone for records that wait for no span (a column of its own, so that an
+// instance that does not know it reads the row as records that wait);
+// viaOf reads them back.
+func viaColumns(v circuit.Via) (string, bool) {
+	switch v {
+	case circuit.Records:
+		return "records", false
+	case circuit.FailedRecords:
+		return "failed-records", false
+	case circuit.RecordsAlone:
+		return "records", true
+	case circuit.FailedRecordsAlone:
+		return "failed-records", true
+	}
+	return "", false
+}
 
-func viaOf(column string) (circuit.Via, bool) {
-	for v, c := range viaColumn {
-		if c == column {
-			return v, true
+func viaOf(column string, alone bool) (circuit.Via, bool) {
+	switch column {
+	case "":
+		return circuit.Direct, true
+	case "records":
+		if alone {
+			return circuit.RecordsAlone, true
 		}
+		return circuit.Records, true
+	case "failed-records":
+		if alone {
+			return circuit.FailedRecordsAlone, true
+		}
+		return circuit.FailedRecords, true
 	}
 	return 0, false
 }
@@ -598,7 +622,7 @@ func checkFailureRow(r failureRow) string {
 	case r.Count == 0 && r.Successes == 0:
 		return "a row needs a Count of failures or Successes of at least 1"
 	}
-	if _, ok := viaOf(r.Via); !ok {
+	if _, ok := viaOf(r.Via, r.Alone); !ok {
 		return `Via must be absent, "records" or "failed-records"`
 	}
 	return ""

@@ -90,7 +90,11 @@ func (t *Tokens) Revoke(ctx context.Context, id string, at time.Time) error {
 	if !row.Revoked.IsZero() {
 		return nil
 	}
-	return t.table.Merge(ctx, &tokenRevocation{Meta: tablestore.Meta{PartitionKey: tokenPartition, RowKey: id, ETag: row.ETag}, Revoked: at})
+	err := t.table.Merge(ctx, &tokenRevocation{Meta: tablestore.Meta{PartitionKey: tokenPartition, RowKey: id, ETag: row.ETag}, Revoked: at})
+	if errors.Is(err, tablestore.ErrNotFound) {
+		return auth.ErrNoToken // deleted meanwhile
+	}
+	return err
 }
 
 // The merges of a token row: only the column each sets (a merge writes

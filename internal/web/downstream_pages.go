@@ -381,7 +381,7 @@ func (s *DownstreamPages) checkDownstream(c echo.Context, d downstream.Downstrea
 			problems["pause_windows"] = fmt.Sprintf("%s is as long as %s's hub keeps events (%s) or longer: the events waiting when it opens would be gone before it ends (pauses that would lose events are refused here)", p, id, spoken.Duration(ci.HubRetention))
 		}
 	}
-	if problems["channels"] == "" && len(d.Channels) > 0 && s.Channels != nil {
+	if problems["channels"] == "" && len(d.Channels) > 0 {
 		var ve circuit.ValidationError
 		if err := s.KnownChannels.Check(ctx, d.Channels); errors.As(err, &ve) {
 			problems["channels"] = ve.Error()

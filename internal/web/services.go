@@ -139,6 +139,7 @@ func (s *Services) missing() []string {
 		part{"OTLP", s.OTLP == nil},
 		part{"Alerts", s.Alerts == nil},
 		part{"Channels", s.Channels == nil},
+		part{"KnownChannels", s.KnownChannels.Channels == nil},
 		part{"TestChannel", s.TestChannel == nil},
 		part{"Delivery", s.Delivery == nil},
 		part{"Outbox", s.Outbox == nil},

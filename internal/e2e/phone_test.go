@@ -220,6 +220,8 @@ func TestEveryPageKindFitsAPhone(t *testing.T) {
 		{"a throttled circuit", "/circuits/" + demo.AppID + "/ProcessOrders", `[data-testid="throttle"]`},
 		{"a circuit without one", "/circuits/" + demo.AppID + "/SyncInventory", `[data-testid="flips"]`},
 		{"an episode's record", "/circuits/" + demo.AppID + "/SyncInventory/episodes/3", `main h1`},
+		{"a resume's confirmation", "/circuits/" + demo.AppID + "/ProcessOrders/resume", `main h1`},
+		{"a trip's confirmation", "/circuits/" + demo.AppID + "/SyncInventory/trip", `main h1`},
 		{"a set-aside queue", "/apps/" + demo.AppID + "/queues/" + demo.ParkingQueue, `main h1`},
 		{"Discover", "/apps/discover", `[data-testid="guard"]`},
 		{"the guard form", "", `form[action="/apps/discover/guard"]`},

@@ -1,12 +1,9 @@
 package web
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -72,119 +69,12 @@ func (s *DownstreamPages) renderDownstreams(c echo.Context, status int, form vie
 		}
 		form.Team = tc
 		m.Form = form
-		m.Proposals = s.proposals(ctx, sc.Circuits(owners, cs))
+		proposer := downstream.Proposer{Failing: s.Breakers.Failing, Samples: s.Samples, Calls: s.Calls, Now: s.Now}
+		for _, p := range proposer.Propose(ctx, sc.Circuits(owners, cs)) {
+			m.Proposals = append(m.Proposals, views.DownstreamProposal{Host: p.Host, Members: p.Members, Apps: p.Apps, Calls: p.Calls})
+		}
 	}
 	return render(c, status, views.DownstreamsPage(m))
-}
-
-// hostRE finds host names in error texts: dotted names such as
-// inventory.database.windows.net or db-1.internal, and host:port.
-var hostRE = regexp.MustCompile(`\b([a-zA-Z0-9][a-zA-Z0-9-]*(?:\.[a-zA-Z0-9-]+)+)(?::\d{2,5})?\b`)
-
-// notHosts are dotted words error texts carry that name no host.
-var notHosts = regexp.MustCompile(`(?i)^(system|microsoft|azure\.functions|java|javax|org|com\.microsoft|node|python|[0-9.]+)(\.|$)|\.(cs|js|ts|py|java|dll|exe|json|txt)$`)
-
-// maxProposalCircuits bounds the circuits a list page reads error texts
-// of for its proposals.
-const maxProposalCircuits = 50
-
-// proposals are hosts and services named in the failures of circuits of
-// more than one app: in the error groups of circuits with failures, and
-// as the targets of failed calls (otlp.Dependency) in the traces those
-// groups name. The calls come in exports of their own, before or after
-// the invocations': both are stored, and matched here.
-func (s *DownstreamPages) proposals(ctx context.Context, cs []circuit.Circuit) []views.DownstreamProposal {
-	failing, err := s.Breakers.Failing(ctx, cs)
-	if err != nil || len(failing) == 0 {
-		return nil
-	}
-	now := s.Now()
-	type named struct {
-		circuits []string
-		byCalls  bool
-	}
-	byHost := map[string]*named{}
-	name := func(host, id string, byCalls bool) {
-		n := byHost[host]
-		if n == nil {
-			n = &named{}
-			byHost[host] = n
-		}
-		if !slices.Contains(n.circuits, id) {
-			n.circuits = append(n.circuits, id)
-		}
-		n.byCalls = n.byCalls || byCalls
-	}
-	calls := map[string]map[string][]string{} // app -> trace -> targets, read once per app
-	looked := 0
-	for _, ci := range cs {
-		if _, ok := failing[ci.ID()]; !ok || looked >= maxProposalCircuits {
-			continue
-		}
-		looked++
-		groups, _, _, err := s.Samples.OfCircuit(ctx, ci, now, 5)
-		if err != nil {
-			continue
-		}
-		for _, g := range groups {
-			for _, m := range hostRE.FindAllStringSubmatch(g.Example, 10) {
-				if h := strings.ToLower(m[1]); !notHosts.MatchString(h) && strings.ContainsAny(h, "abcdefghijklmnopqrstuvwxyz") {
-					name(h, ci.ID(), false)
-				}
-			}
-			if len(g.Traces) == 0 {
-				continue
-			}
-			byTrace, ok := calls[ci.AppID]
-			if !ok {
-				byTrace = s.callsOf(ctx, ci.AppID, now)
-				calls[ci.AppID] = byTrace
-			}
-			for _, trace := range g.Traces {
-				for _, target := range byTrace[trace] {
-					name(target, ci.ID(), true)
-				}
-			}
-		}
-	}
-	var out []views.DownstreamProposal
-	for h, n := range byHost {
-		apps := map[string]bool{}
-		for _, id := range n.circuits {
-			app, _, _ := circuit.SplitID(id)
-			apps[app] = true
-		}
-		if len(apps) < 2 {
-			continue
-		}
-		slices.Sort(n.circuits)
-		out = append(out, views.DownstreamProposal{Host: h, Members: n.circuits, Apps: len(apps), Calls: n.byCalls})
-	}
-	slices.SortFunc(out, func(a, b views.DownstreamProposal) int { return strings.Compare(a.Host, b.Host) })
-	return out
-}
-
-// callsOf is, for the traces of an app's failed calls in the last hour,
-// what each called; none when Fusebox keeps no calls or they do not read.
-func (s *DownstreamPages) callsOf(ctx context.Context, appID string, now time.Time) map[string][]string {
-	if s.Calls == nil {
-		return nil
-	}
-	rows, err := s.Calls.ArrivalsOf(ctx, appID, now.Add(-time.Hour))
-	if err != nil {
-		return nil
-	}
-	byTrace := map[string][]string{}
-	for _, r := range rows {
-		for target, traces := range r.Calls {
-			for _, trace := range traces {
-				if !slices.Contains(byTrace[trace], target) {
-					byTrace[trace] = append(byTrace[trace], target)
-				}
-			}
-		}
-	}
-	return byTrace
 }
 
 // downstreamShow shows one downstream: its members, probe and actions.

@@ -77,14 +77,12 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		Count: counts[ci.ID()].Counted, CountSpan: countSpan(ci, counts[ci.ID()], now), InWindow: counts[ci.ID()].Window, Threshold: ci.Threshold, Episode: ci.Episode, ChangedAt: ci.ChangedAt, Reason: ci.Reason,
 		Drift: ci.Drift, DriftSince: ci.DriftSince, Recipients: strings.Join(ci.Recipients, ", "), Channels: channelsText(ci, app), Escalation: escalationText(ci, app, now), Acked: ackedText(ci),
 		Settings: ci.Settings,
-		Policy:   views.Words("stays open until someone resumes it"), CanAct: access.For(p).Acts(app.Team),
+		Policy:   views.Words(ci.PolicyText()), CanAct: access.For(p).Acts(app.Team),
 		WindowBars: addedUp(windowBars(rows, ci.ID(), ci.Window, now)), WindowThreshold: countThreshold(ci), WindowSpan: spoken.Duration(ci.Window), DayBars: dayBars(day, rows, ci.ID(), recentFrom, now),
 	}
 	m.NextPause, m.NextPauseForecast, m.NextPauseExpires = s.hosts.nextPause(ctx, ci)
 	m.Probe = s.probeOf(ctx, ci, now)
-	if q := ci.Rule.MinInstances; q > 1 {
-		m.Quorum = fmt.Sprintf("%d of the %d instances its quorum needs reported them (reports that name no instance count toward none).", counts[ci.ID()].Instances, q)
-	}
+	m.Quorum = ci.QuorumText(counts[ci.ID()].Instances)
 	m.Throttle, m.Asked = throttleLines(ci, now), ci.Asked && ci.State == circuit.Closed
 	m.ThrottlePlan = ci.Throttles() && ci.State == circuit.Closed
 	m.Errors, m.ErrorsOther, m.ErrorsSpan = s.errorGroups(ctx, ci, now)
@@ -95,13 +93,6 @@ func (s *CircuitPages) circuitShow(c echo.Context) error {
 		m.Sources = append(m.Sources, views.SourceRow{Source: src.Source, Failures: src.Failures, Successes: src.Successes})
 	}
 	if ci.Policy.AutoResume {
-		policy := fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; trips again at the first failure",
-			spoken.Duration(ci.Policy.Cooldown), spoken.Duration(ci.Policy.CooldownFor(64, 0)))
-		if ci.Rule.Ratio > 0 {
-			policy = fmt.Sprintf("tries again on its own after %s (half-open), doubling with each trip in a row up to %s; the trial passes after a whole window of at least %d calls under the rule",
-				spoken.Duration(ci.Policy.Cooldown), spoken.Duration(ci.Policy.CooldownFor(64, 0)), ci.Rule.MinCalls)
-		}
-		m.Policy = views.Words(policy)
 		if at := ci.TrialAt(); !at.IsZero() {
 			m.Policy = m.Policy.Then(". Next trial: ").When(at, views.Long).
 				Then(fmt.Sprintf(" (trip %d in a row, cooldown %s)", max(ci.Streak, 1), spoken.Duration(ci.Cooldown().Round(time.Second))))

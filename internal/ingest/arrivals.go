@@ -14,7 +14,9 @@ import (
 // ArrivalStore keeps arrival rows (storage.Arrivals).
 type ArrivalStore interface {
 	PutArrivals(ctx context.Context, rows []otlp.Arrival) error
-	ArrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, error)
+	// SignalsOf reads an app's rows of buckets that end after from; whole
+	// is false when a row did not read.
+	SignalsOf(ctx context.Context, appID string, from time.Time) (rows []otlp.Arrival, whole bool, err error)
 }
 
 // Arrivals adds up what this instance received, and writes it every few

@@ -53,11 +53,11 @@ func (r *Exports) hearOthers(ctx context.Context, appID string, now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	rows, err := r.Arrivals.Store.ArrivalsOf(ctx, appID, now.Add(-otlp.Quiet))
+	rows, whole, err := r.Arrivals.Store.SignalsOf(ctx, appID, now.Add(-otlp.Quiet))
 	if err != nil {
 		return
 	}
-	r.Seen.HearOthers(appID, rows, now)
+	r.Seen.HearOthers(appID, rows, whole, now)
 }
 
 // Take counts an export. An error wraps ingest.ErrUnavailable: nothing

@@ -216,8 +216,9 @@ func (s *Seen) OthersDue(appID string, now time.Time) bool {
 
 // HearOthers remembers which signals told the other instances of appID's
 // functions, by their arrival rows of the last Quiet (all of them: a read
-// cut short is not heard).
-func (s *Seen) HearOthers(appID string, rows []Arrival, now time.Time) {
+// cut short is not heard). Only whole rows (none skipped as unreadable)
+// tell that a function had no span.
+func (s *Seen) HearOthers(appID string, rows []Arrival, whole bool, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	resets := s.resets
@@ -226,8 +227,8 @@ func (s *Seen) HearOthers(appID string, rows []Arrival, now time.Time) {
 			s.hear(signalKey{appID, fn, sig}, row.Last)
 		}
 	}
-	if s.resets != resets {
-		return // some of what the rows told is forgotten already
+	if s.resets != resets || !whole {
+		return // some of what the rows told is forgotten already, or was never read
 	}
 	if s.covered == nil || len(s.covered) >= maxApps {
 		s.covered = map[string]time.Time{}

@@ -73,7 +73,7 @@ func TestJudgeHearsTheOtherInstances(t *testing.T) {
 	if !s.OthersDue("app", at) || s.OthersDue("app", at.Add(29*time.Second)) || !s.OthersDue("app", at.Add(30*time.Second)) {
 		t.Error("the other instances' rows are not read at most every 30 s")
 	}
-	s.HearOthers("app", []Arrival{{Functions: map[string]Signal{"F": HostSpan}, Last: at}}, at)
+	s.HearOthers("app", []Arrival{{Functions: map[string]Signal{"F": HostSpan}, Last: at}}, true, at)
 	if v := s.Judge("app", "export", runs(ExecutedRecord, 3, at.Add(Quiet-time.Second)), at.Add(Quiet-time.Second)); v.Outranked != 3 {
 		t.Errorf("records within Quiet of another instance's span: %d outranked, want 3", v.Outranked)
 	}
@@ -106,14 +106,20 @@ func TestRecordsOfAFunctionNoSpanToldOfCountAtOnce(t *testing.T) {
 			t.Errorf("%s: records of %s stand %d (counted %t), want %d", what, function, got, ok, want)
 		}
 	}
+	// Rows of which one did not read tell nothing of silence.
+	var partial Seen
+	partial.HearOthers("app", nil, false, at)
+	if v := partial.Judge("app", "first", runs(ExecutedRecord, 3, at), at); v.Records["F"] != RecordsWaitForSpans {
+		t.Errorf("after a read that skipped a row: records stand %d, want them waiting (%d)", v.Records["F"], RecordsWaitForSpans)
+	}
 	// The first thing an instance hears of the app is the others' rows.
 	var fresh Seen
-	fresh.HearOthers("app", nil, at)
+	fresh.HearOthers("app", nil, true, at)
 	if v := fresh.Judge("app", "first", runs(ExecutedRecord, 3, at), at); v.Records["F"] != RecordsAlone || len(v.Count) != 3 {
 		t.Errorf("the first export after the others' rows were read: records stand %d, want %d", v.Records["F"], RecordsAlone)
 	}
 	standing("before the other instances were read", "Logs", runs(ExecutedRecord, 3, at), at, RecordsWaitForSpans)
-	s.HearOthers("app", []Arrival{{Functions: map[string]Signal{"Spans": HostSpan}, Last: at}}, at)
+	s.HearOthers("app", []Arrival{{Functions: map[string]Signal{"Spans": HostSpan}, Last: at}}, true, at)
 	standing("no span of the function, here or elsewhere", "Logs", runs(ExecutedRecord, 3, at.Add(time.Second)), at.Add(time.Second), RecordsAlone)
 	standing("failed records alone of a function without spans", "Hidden", runs(ExecutedRecord, 1, at), at, FailedRecordsAlone)
 	if v := judge("Spans", runs(ExecutedRecord, 3, at.Add(time.Minute)), at.Add(time.Minute)); v.Outranked != 3 {
@@ -131,6 +137,6 @@ func TestRecordsOfAFunctionNoSpanToldOfCountAtOnce(t *testing.T) {
 		return invs
 	}
 	standing("no span for Quiet, but the others' rows read long ago", "Here", later("-stale"), at.Add(Quiet), RecordsWaitForSpans)
-	s.HearOthers("app", nil, at.Add(Quiet))
+	s.HearOthers("app", nil, true, at.Add(Quiet))
 	standing("no span for Quiet", "Here", later("-later"), at.Add(Quiet), RecordsAlone)
 }

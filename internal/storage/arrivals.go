@@ -91,6 +91,18 @@ func clamp32(n int) int32 { return int32(min(n, 1<<31-1)) }
 // that does not read is skipped and listed with the other unreadable rows
 // on the overview: it only describes what arrived.
 func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, error) {
+	out, _, err := a.arrivalsOf(ctx, appID, from)
+	return out, err
+}
+
+// SignalsOf is ArrivalsOf for what the rows tell of the functions'
+// signals: whole is false when a row was skipped, since the functions it
+// named spans of are then unknown (otlp.Seen.HearOthers).
+func (a *Arrivals) SignalsOf(ctx context.Context, appID string, from time.Time) (rows []otlp.Arrival, whole bool, err error) {
+	return a.arrivalsOf(ctx, appID, from)
+}
+
+func (a *Arrivals) arrivalsOf(ctx context.Context, appID string, from time.Time) ([]otlp.Arrival, bool, error) {
 	f := tablestore.And(tablestore.PartitionIs(appID), tablestore.Ge("RowKey", FailurePartition(from.UTC().Truncate(otlp.Bucket))))
 	// Failed calls that do not read cost only themselves: the row's
 	// counts, and the functions it tells other instances of, still count.
@@ -106,10 +118,10 @@ func (a *Arrivals) ArrivalsOf(ctx context.Context, appID string, from time.Time)
 		return x, nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("storage: arrivals of %s: %w", appID, err)
+		return nil, false, fmt.Errorf("storage: arrivals of %s: %w", appID, err)
 	}
 	a.faults.Add(append(faults, partial...)...)
-	return out, nil
+	return out, len(faults) == 0, nil
 }
 
 func openArrival(row arrivalRow) (otlp.Arrival, error) {

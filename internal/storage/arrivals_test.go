@@ -79,6 +79,18 @@ func TestAnArrivalRowsCallsAreBoundedAndChecked(t *testing.T) {
 	if bad != 4 {
 		t.Errorf("%d arrival rows listed as unreadable; want the 4 bad ones: %v", bad, st.Faults.List())
 	}
+	// Rows read without their calls still tell their signals whole; a row
+	// that does not read at all leaves them unknown.
+	if _, whole, err := st.Arrivals.SignalsOf(ctx, "orders", now.Add(-time.Hour)); err != nil || !whole {
+		t.Errorf("rows read without their calls: whole %v (%v), want true", whole, err)
+	}
+	unreadable := &callsRow{Meta: tablestore.Meta{PartitionKey: "orders", RowKey: storage.FailurePartition(now.Truncate(otlp.Bucket)) + "|metrics|x"}, Source: "metrics", Last: now}
+	if err := table.Upsert(ctx, unreadable); err != nil {
+		t.Fatal(err)
+	}
+	if rows, whole, err := st.Arrivals.SignalsOf(ctx, "orders", now.Add(-time.Hour)); err != nil || whole || len(rows) != 5 {
+		t.Errorf("with a row that does not read: %d rows, whole %v (%v); want the 5 others, not whole", len(rows), whole, err)
+	}
 }
 
 // An instance keeps at most MaxTargets targets, each with the first half

@@ -6,6 +6,7 @@ import (
 
 	"github.com/fusebox/fusebox/internal/circuit"
 	"github.com/fusebox/fusebox/internal/storage"
+	"github.com/fusebox/fusebox/internal/tablestore"
 	"github.com/fusebox/fusebox/internal/testenv"
 )
 
@@ -29,9 +30,25 @@ func TestEveryViaOfAFailureRowIsReadBackAsWritten(t *testing.T) {
 	if err := st.Failures.Record(t.Context(), "vias", reports); err != nil {
 		t.Fatal(err)
 	}
-	rows, _, err := st.Failures.ReadFailures(t.Context(), now.Add(-time.Minute), now.Add(time.Second), time.Time{})
+	// Another program's row whose Alone is not a boolean is refused with
+	// its reason, and costs no other row.
+	odd := struct {
+		tablestore.Meta
+		App, Function string
+		Second        time.Time
+		Count         int32
+		Via, Alone    string
+	}{Meta: tablestore.Meta{PartitionKey: storage.FailurePartition(now), RowKey: "orders|Process|" + now.Format("05") + "|other"},
+		App: "orders", Function: "Process", Second: now, Count: 99, Via: "records", Alone: "yes"}
+	if err := svc.Table(storage.TableFailures).Upsert(t.Context(), &odd); err != nil {
+		t.Fatal(err)
+	}
+	rows, rejected, err := st.Failures.ReadFailures(t.Context(), now.Add(-time.Minute), now.Add(time.Second), time.Time{})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if len(rejected) != 1 || len(rows) != len(vias) {
+		t.Errorf("a row whose Alone is %q: %d rows read, %d refused (%v); want the %d others read and it refused", odd.Alone, len(rows), len(rejected), rejected, len(vias))
 	}
 	got := map[int]circuit.Via{}
 	for _, r := range rows {

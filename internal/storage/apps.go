@@ -207,14 +207,19 @@ type targetRow struct {
 	AppID string
 }
 
+// claimGrace is how long a claim whose app is not registered is taken for
+// a registration under way rather than one that died.
+const claimGrace = time.Minute
+
 func targetRowKey(target string) string {
 	sum := sha256.Sum256([]byte(target))
 	return hex.EncodeToString(sum[:16])
 }
 
 // ClaimTarget gives target to appID; circuit.ErrConflict when another
-// app that is still registered holds it. A claim left by an app that is
-// gone is taken over.
+// app that is still registered holds it, or when another registration
+// claimed it less than claimGrace ago (its app row is written just after
+// its claim). A claim left by an app that is gone is taken over.
 func (a *Apps) ClaimTarget(ctx context.Context, target, appID string) error {
 	row := &targetRow{Meta: tablestore.Meta{PartitionKey: targetPartition, RowKey: targetRowKey(target)}, AppID: appID}
 	err := a.table.Insert(ctx, row)
@@ -233,6 +238,9 @@ func (a *Apps) ClaimTarget(ctx context.Context, target, appID string) error {
 			return err
 		}
 		return fmt.Errorf("storage: target of %s is %s's: %w", appID, held.AppID, circuit.ErrConflict)
+	}
+	if time.Since(held.Timestamp) < claimGrace {
+		return fmt.Errorf("storage: target of %s is being registered for %s: %w", appID, held.AppID, circuit.ErrConflict)
 	}
 	row.ETag = held.ETag
 	if err := a.table.Update(ctx, row); err != nil {
